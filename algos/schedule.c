@@ -1,0 +1,149 @@
+/* Schedule construction: a growable array of actions split into steps. */
+#include "xccl_algos.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void xccl_sched_init(xccl_sched_t *s, int rank, int size, size_t elem_size)
+{
+    memset(s, 0, sizeof(*s));
+    s->rank = rank;
+    s->size = size;
+    s->elem_size = elem_size ? elem_size : 1;
+}
+
+void xccl_sched_fini(xccl_sched_t *s)
+{
+    free(s->acts);
+    free(s->step_start);
+    memset(s, 0, sizeof(*s));
+}
+
+void xccl_sched_step(xccl_sched_t *s)
+{
+    if (s->error) {
+        return;
+    }
+    /* An empty step is merged with the next one. */
+    if (s->nsteps > 0 && s->step_start[s->nsteps - 1] == s->nacts) {
+        return;
+    }
+    if (s->nsteps + 1 >= s->steps_cap) {
+        size_t cap = s->steps_cap ? 2 * s->steps_cap : 16;
+        size_t *p = realloc(s->step_start, cap * sizeof(*p));
+        if (NULL == p) {
+            s->error = 1;
+            return;
+        }
+        s->step_start = p;
+        s->steps_cap = cap;
+    }
+    s->step_start[s->nsteps++] = s->nacts;
+}
+
+static xccl_action_t *sched_append(xccl_sched_t *s, xccl_act_kind_t kind, size_t len)
+{
+    if (s->error || 0 == len) {
+        return NULL;
+    }
+    if (0 == s->nsteps) {
+        xccl_sched_step(s);
+        if (s->error) {
+            return NULL;
+        }
+    }
+    if (s->nacts == s->acts_cap) {
+        size_t cap = s->acts_cap ? 2 * s->acts_cap : 32;
+        xccl_action_t *p = realloc(s->acts, cap * sizeof(*p));
+        if (NULL == p) {
+            s->error = 1;
+            return NULL;
+        }
+        s->acts = p;
+        s->acts_cap = cap;
+    }
+    xccl_action_t *a = &s->acts[s->nacts++];
+    memset(a, 0, sizeof(*a));
+    a->kind = (uint8_t) kind;
+    a->len = len;
+    a->peer = -1;
+    return a;
+}
+
+void xccl_sched_send(xccl_sched_t *s, int peer, xccl_ref_t src, size_t len)
+{
+    xccl_action_t *a = sched_append(s, XCCL_ACT_SEND, len);
+    if (a) {
+        a->peer = peer;
+        a->a = src;
+    }
+}
+
+void xccl_sched_recv(xccl_sched_t *s, int peer, xccl_ref_t dst, size_t len)
+{
+    xccl_action_t *a = sched_append(s, XCCL_ACT_RECV, len);
+    if (a) {
+        a->peer = peer;
+        a->dst = dst;
+    }
+}
+
+void xccl_sched_copy(xccl_sched_t *s, xccl_ref_t dst, xccl_ref_t src, size_t len)
+{
+    xccl_action_t *a = sched_append(s, XCCL_ACT_COPY, len);
+    if (a) {
+        a->a = src;
+        a->dst = dst;
+    }
+}
+
+void xccl_sched_reduce(xccl_sched_t *s, xccl_ref_t dst, xccl_ref_t a, xccl_ref_t b, size_t len)
+{
+    xccl_action_t *r = sched_append(s, XCCL_ACT_REDUCE, len);
+    if (r) {
+        r->a = a;
+        r->b = b;
+        r->dst = dst;
+    }
+}
+
+int xccl_sched_finalize(xccl_sched_t *s)
+{
+    if (s->error) {
+        return -1;
+    }
+    if (0 == s->nsteps) {
+        xccl_sched_step(s);
+        if (s->error) {
+            return -1;
+        }
+    }
+    /* Message i from A to B gets index i on both sides: builders emit the
+     * sends of a pair in the same order as the receives. */
+    uint32_t *sent = calloc((size_t) s->size * 2, sizeof(uint32_t));
+    if (NULL == sent) {
+        s->error = 1;
+        return -1;
+    }
+    uint32_t *recvd = sent + s->size;
+    s->max_xfers = 0;
+    for (size_t st = 0; st < s->nsteps; st++) {
+        size_t end = (st + 1 < s->nsteps) ? s->step_start[st + 1] : s->nacts;
+        size_t xfers = 0;
+        for (size_t i = s->step_start[st]; i < end; i++) {
+            xccl_action_t *a = &s->acts[i];
+            if (XCCL_ACT_SEND == a->kind) {
+                a->idx = sent[a->peer]++;
+                xfers++;
+            } else if (XCCL_ACT_RECV == a->kind) {
+                a->idx = recvd[a->peer]++;
+                xfers++;
+            }
+        }
+        if (xfers > s->max_xfers) {
+            s->max_xfers = xfers;
+        }
+    }
+    free(sent);
+    return 0;
+}

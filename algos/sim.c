@@ -1,0 +1,232 @@
+/*
+ * In-memory transport: N virtual ranks in one process.  A transfer completes
+ * only when both sides are posted (rendezvous), so a schedule that would need
+ * buffering to finish deadlocks here and the test says so.
+ */
+#include "xccl_algos.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sim_req {
+    struct sim_req *next;      /* in the unmatched list */
+    int is_send;
+    int src, dst;
+    uint32_t seq, idx;
+    void *buf;
+    size_t len;
+    int done;                  /* 1 ok, -1 error */
+} sim_req_t;
+
+typedef struct {
+    xccl_sim_t *sim;
+    int rank;
+} sim_rank_t;
+
+struct xccl_sim {
+    int n;
+    sim_rank_t *ranks;
+    xccl_transport_t *tr;
+    sim_req_t *unmatched;
+    unsigned long matches;
+    char error[256];
+};
+
+static int sim_post(sim_rank_t *r, int is_send, int peer, void *buf, size_t len,
+                    uint32_t seq, uint32_t idx, void **req_out)
+{
+    xccl_sim_t *sim = r->sim;
+    if (peer < 0 || peer >= sim->n) {
+        snprintf(sim->error, sizeof(sim->error), "rank %d: peer %d out of range", r->rank, peer);
+        return -1;
+    }
+    sim_req_t *req = calloc(1, sizeof(*req));
+    if (NULL == req) {
+        return -1;
+    }
+    req->is_send = is_send;
+    req->src = is_send ? r->rank : peer;
+    req->dst = is_send ? peer : r->rank;
+    req->seq = seq;
+    req->idx = idx;
+    req->buf = buf;
+    req->len = len;
+
+    for (sim_req_t **pp = &sim->unmatched; *pp; pp = &(*pp)->next) {
+        sim_req_t *o = *pp;
+        if (o->is_send == is_send || o->src != req->src || o->dst != req->dst ||
+            o->seq != seq || o->idx != idx) {
+            continue;
+        }
+        *pp = o->next;
+        sim_req_t *s = is_send ? req : o, *rv = is_send ? o : req;
+        if (s->len != rv->len) {
+            snprintf(sim->error, sizeof(sim->error),
+                     "message %d->%d seq %u idx %u: send %zu bytes, recv %zu bytes",
+                     s->src, s->dst, seq, idx, s->len, rv->len);
+            s->done = rv->done = -1;
+        } else {
+            memcpy(rv->buf, s->buf, s->len);
+            s->done = rv->done = 1;
+        }
+        sim->matches++;
+        *req_out = req;
+        return 0;
+    }
+    req->next = sim->unmatched;
+    sim->unmatched = req;
+    *req_out = req;
+    return 0;
+}
+
+static int sim_isend(void *ctx, int peer, const void *buf, size_t len,
+                     uint32_t seq, uint32_t idx, void **req)
+{
+    return sim_post(ctx, 1, peer, (void *) buf, len, seq, idx, req);
+}
+
+static int sim_irecv(void *ctx, int peer, void *buf, size_t len,
+                     uint32_t seq, uint32_t idx, void **req)
+{
+    return sim_post(ctx, 0, peer, buf, len, seq, idx, req);
+}
+
+static int sim_test(void *ctx, void *reqp)
+{
+    (void) ctx;
+    sim_req_t *req = reqp;
+    int done = req->done;
+    if (done) {
+        free(req);
+    }
+    return done;
+}
+
+static void sim_progress(void *ctx)
+{
+    (void) ctx;
+}
+
+static void sim_cancel(void *ctx, void *reqp)
+{
+    sim_rank_t *r = ctx;
+    for (sim_req_t **pp = &r->sim->unmatched; *pp; pp = &(*pp)->next) {
+        if (*pp == reqp) {
+            *pp = (*pp)->next;
+            break;
+        }
+    }
+    free(reqp);
+}
+
+xccl_sim_t *xccl_sim_create(int nranks)
+{
+    xccl_sim_t *sim = calloc(1, sizeof(*sim));
+    if (NULL == sim) {
+        return NULL;
+    }
+    sim->n = nranks;
+    sim->ranks = calloc((size_t) nranks, sizeof(*sim->ranks));
+    sim->tr = calloc((size_t) nranks, sizeof(*sim->tr));
+    if (NULL == sim->ranks || NULL == sim->tr) {
+        xccl_sim_destroy(sim);
+        return NULL;
+    }
+    for (int i = 0; i < nranks; i++) {
+        sim->ranks[i].sim = sim;
+        sim->ranks[i].rank = i;
+        sim->tr[i].ctx = &sim->ranks[i];
+        sim->tr[i].isend = sim_isend;
+        sim->tr[i].irecv = sim_irecv;
+        sim->tr[i].test = sim_test;
+        sim->tr[i].progress = sim_progress;
+        sim->tr[i].cancel = sim_cancel;
+    }
+    return sim;
+}
+
+void xccl_sim_destroy(xccl_sim_t *sim)
+{
+    if (NULL == sim) {
+        return;
+    }
+    while (sim->unmatched) {
+        sim_req_t *r = sim->unmatched;
+        sim->unmatched = r->next;
+        free(r);
+    }
+    free(sim->ranks);
+    free(sim->tr);
+    free(sim);
+}
+
+const xccl_transport_t *xccl_sim_transport(xccl_sim_t *sim, int rank)
+{
+    return &sim->tr[rank];
+}
+
+const char *xccl_sim_error(const xccl_sim_t *sim)
+{
+    return sim->error;
+}
+
+int xccl_sim_run(xccl_sim_t *sim, xccl_exec_t *execs, int n, unsigned seed)
+{
+    int *order = malloc((size_t) n * sizeof(int));
+    int rc = 0;
+    if (NULL == order) {
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        order[i] = i;
+    }
+    for (;;) {
+        /* A new random order each round varies who posts first. */
+        for (int i = n - 1; i > 0; i--) {
+            seed = seed * 1103515245u + 12345u;
+            int j = (int) ((seed >> 16) % (unsigned) (i + 1));
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        unsigned long before = sim->matches;
+        size_t steps_before = 0, steps_after = 0;
+        int running = 0;
+        for (int i = 0; i < n; i++) {
+            xccl_exec_t *e = &execs[order[i]];
+            steps_before += e->step + (size_t) e->posted;
+            int st = xccl_exec_progress(e);
+            steps_after += e->step + (size_t) e->posted;
+            if (st < 0) {
+                if ('\0' == sim->error[0]) {
+                    snprintf(sim->error, sizeof(sim->error), "rank %d failed: %d", order[i], st);
+                }
+                rc = -1;
+                goto out;
+            }
+            running += (0 == st);
+        }
+        if (0 == running) {
+            break;
+        }
+        if (sim->matches == before && steps_after == steps_before) {
+            int pos = snprintf(sim->error, sizeof(sim->error), "deadlock; ranks at step:");
+            for (int i = 0; i < n && pos < (int) sizeof(sim->error) - 16; i++) {
+                pos += snprintf(sim->error + pos, sizeof(sim->error) - (size_t) pos, " %zu/%zu",
+                                execs[i].step, execs[i].s->nsteps);
+            }
+            rc = -1;
+            goto out;
+        }
+    }
+    if (sim->unmatched) {
+        sim_req_t *u = sim->unmatched;
+        snprintf(sim->error, sizeof(sim->error), "unmatched %s %d->%d seq %u idx %u",
+                 u->is_send ? "send" : "recv", u->src, u->dst, u->seq, u->idx);
+        rc = -1;
+    }
+out:
+    free(order);
+    return rc;
+}

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Run the xccl MPI integration tests against the xccl coll component.
+#
+# usage: run_mpi_tests.sh <dir-with-test-binaries> <component-dir>
+#
+#   <dir-with-test-binaries>  holds xccl_mpi_check and xccl_mpi_errors
+#   <component-dir>           holds mca_coll_xccl.so
+#
+# Environment:
+#   MPIRUN        mpirun command (default: mpirun)
+#   MPIRUN_ARGS   extra mpirun arguments, split on whitespace (default: none)
+#   TEST_LOG_DIR  where logs go (default: a new temporary directory)
+#   OMPI_COMPONENT_DIR  Open MPI's own component directory
+#                 (default: /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3)
+#
+# xccl_mpi_check runs at np 1, 2, 3, 4, 7.  A run passes when
+#   (a) it exits 0 and prints "RESULT: <n> passed, 0 failed", and
+#   (b) for every world rank r and collective c, the number of verbose lines
+#         xccl: <c> comm=<cid> rank=<r> bytes=<n> algo=<name>
+#       equals the count on the program's line "EXPECT rank=<r> ... <c>=<n> ...",
+#       and the number of those lines plus the lines
+#         xccl: <c> comm=<cid> rank=<r> bytes=<n> fallback=<reason>
+#       equals the count on its line "CALLS rank=<r> ..." (one line per call
+#       that reaches the coll component).  Every line that starts with
+#       "xccl: <c> " for one of the six collectives must have one of these
+#       forms, with <r> the MPI_COMM_WORLD rank of the process that prints it;
+#       more " key=value" fields may follow.
+# xccl_mpi_errors runs at np 2 and 3 with mpi_param_check 1 and 0 and must
+# exit 0 and print "RESULT: <n> passed, 0 failed".
+#
+# Each rank's output is also written to its own file (mpirun
+# --output-filename): the merged stream of several ranks can split lines, the
+# per-rank files cannot.  The verbose lines are counted from those files.
+set -euo pipefail
+
+usage() {
+    echo "usage: $0 <dir-with-test-binaries> <component-dir>" >&2
+    exit 2
+}
+
+[[ $# -eq 2 ]] || usage
+bindir=$1
+compdir=$2
+[[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors ]] ||
+    { echo "$0: no test binaries in $bindir" >&2; exit 2; }
+[[ -d $compdir ]] || { echo "$0: no directory $compdir" >&2; exit 2; }
+
+read -r -a mpirun <<<"${MPIRUN:-mpirun}"
+read -r -a extra_args <<<"${MPIRUN_ARGS:-}"
+ompi_dir=${OMPI_COMPONENT_DIR:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
+logdir=${TEST_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/xccl-mpi-tests.XXXXXX")}
+mkdir -p "$logdir"
+
+common_args=(--allow-run-as-root --oversubscribe
+    --mca mpi_yield_when_idle 1
+    --mca mca_base_component_path "$ompi_dir:$compdir"
+    --mca coll "xccl,tuned,basic,libnbc,self"
+    --mca coll_xccl_verbose 1)
+
+passed=0
+failed=0
+
+# run_mpi <name> <np> [mpirun args...] -- <program> [args...]
+# Runs one mpirun under a timeout.  Leaves the merged output in
+# $logdir/<name>.log, per-rank output under $logdir/<name>.out/, and the exit
+# status in $run_rc.
+run_rc=0
+run_mpi() {
+    local name=$1 np=$2
+    shift 2
+    local log=$logdir/$name.log out=$logdir/$name.out
+    rm -rf "$out"
+    echo "== $name"
+    run_rc=0
+    timeout -k 10 300 "${mpirun[@]}" "${common_args[@]}" "${extra_args[@]}" \
+        -np "$np" --output-filename "$out" "$@" >"$log" 2>&1 || run_rc=$?
+    if [[ $run_rc -eq 124 ]]; then
+        echo "TIMEOUT after 300 s" >>"$log"
+    fi
+}
+
+# All output of one rank, stdout then stderr: per_rank_output <name> <rank>
+per_rank_output() {
+    local dir
+    for dir in "$logdir/$1.out"/*/rank.*; do
+        [[ -d $dir ]] || continue
+        local r=${dir##*rank.}
+        if [[ $((10#$r)) -eq $2 ]]; then
+            cat "$dir"/stdout "$dir"/stderr 2>/dev/null || true
+        fi
+    done
+}
+
+# Checks (a): exit status 0 and "RESULT: ... 0 failed".  Prints the problem.
+check_result() {
+    local name=$1
+    if [[ $run_rc -ne 0 ]]; then
+        echo "$name: exit status $run_rc"
+        return 1
+    fi
+    local result
+    result=$(grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed$' "$logdir/$name.log" | tail -n 1 || true)
+    if [[ -z $result ]]; then
+        echo "$name: no RESULT line"
+        return 1
+    fi
+    if [[ $result != *", 0 failed" ]]; then
+        echo "$name: $result"
+        return 1
+    fi
+}
+
+# Checks (b): xccl's verbose lines against the EXPECT lines, per world rank
+# and collective.  Prints one line per problem.
+check_counts() {
+    local name=$1 np=$2 r bad=0
+    local expect_lines
+    expect_lines=$(per_rank_output "$name" 0 | grep -E '^(EXPECT|CALLS) ' || true)
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" \
+            -v expect="$(grep -E "^EXPECT rank=$r( |$)" <<<"$expect_lines" || true)" \
+            -v calls="$(grep -E "^CALLS rank=$r( |$)" <<<"$expect_lines" || true)" '
+            BEGIN {
+                ncoll = split("allreduce reduce_scatter reduce_scatter_block allgather alltoall bcast", colls, " ")
+                for (i = 1; i <= ncoll; i++) known[colls[i]] = 1
+                # EXPECT rank=<r> allreduce=<n> ...   and   CALLS rank=<r> ...
+                if (expect == "" || calls == "") { print name ": no EXPECT/CALLS line for rank " rank; exit 1 }
+                n = split(expect, f, " ")
+                for (i = 3; i <= n; i++) { split(f[i], kv, "="); want[kv[1]] = kv[2] }
+                n = split(calls, f, " ")
+                for (i = 3; i <= n; i++) { split(f[i], kv, "="); ncalls[kv[1]] = kv[2] }
+                bad = 0
+            }
+            # Only lines about one of the six collectives are checked.
+            /^xccl: / && ($2 in known) {
+                if ($3 !~ /^comm=[0-9]+$/ || $4 !~ /^rank=[0-9]+$/ ||
+                    $5 !~ /^bytes=[0-9]+$/ || $6 !~ /^(algo|fallback)=[^ =]+$/) {
+                    if (nmalformed++ < 5) print name ": rank " rank ": malformed line: " $0
+                    bad = 1
+                    next
+                }
+                for (i = 7; i <= NF; i++)
+                    if ($i !~ /^[A-Za-z_]+=/) {
+                        if (nmalformed++ < 5) print name ": rank " rank ": malformed line: " $0
+                        bad = 1
+                        next
+                    }
+                split($4, kv, "=")
+                if (kv[2] != rank) {
+                    if (nwrongrank++ < 5)
+                        print name ": rank " rank " printed rank=" kv[2] " (must be the MPI_COMM_WORLD rank): " $0
+                    bad = 1
+                }
+                if ($6 ~ /^algo=/) algo[$2]++; else fallback[$2]++
+            }
+            END {
+                if (expect == "" || calls == "") exit 1
+                for (i = 1; i <= ncoll; i++) {
+                    c = colls[i]
+                    if (!(c in want) || !(c in ncalls)) {
+                        print name ": EXPECT/CALLS line of rank " rank " lacks " c
+                        bad = 1
+                        continue
+                    }
+                    if (algo[c] + 0 != want[c] + 0) {
+                        printf "%s: rank %d %s: %d algo= lines, EXPECT %d (%d fallback= lines)\n",
+                            name, rank, c, algo[c], want[c], fallback[c]
+                        bad = 1
+                    }
+                    if (algo[c] + fallback[c] != ncalls[c] + 0) {
+                        printf "%s: rank %d %s: %d algo= + %d fallback= lines, CALLS %d\n",
+                            name, rank, c, algo[c], fallback[c], ncalls[c]
+                        bad = 1
+                    }
+                }
+                exit bad
+            }' || bad=1
+    done
+    return "$bad"
+}
+
+# Print a non-empty multi-line message indented.
+indent() {
+    [[ -z $1 ]] || printf '%s\n' "$1" | sed 's/^/   /'
+}
+
+# Finish one invocation: count it, and show the log tail when it failed.
+finish() {
+    local name=$1 ok=$2
+    if [[ $ok -eq 0 ]]; then
+        passed=$((passed + 1))
+        echo "   passed"
+    else
+        failed=$((failed + 1))
+        echo "   FAILED, last lines of $logdir/$name.log:"
+        tail -n 40 "$logdir/$name.log" | sed 's/^/   | /'
+    fi
+}
+
+for np in 1 2 3 4 7; do
+    name=xccl_mpi_check.np$np
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_check"
+    ok=0
+    problems=$({ check_result "$name" && check_counts "$name" "$np"; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
+
+for check in 1 0; do
+    for np in 2 3; do
+        name=xccl_mpi_errors.param_check$check.np$np
+        run_mpi "$name" "$np" --mca mpi_param_check "$check" "$bindir/xccl_mpi_errors"
+        ok=0
+        problems=$(check_result "$name" 2>&1) || ok=1
+        indent "$problems"
+        finish "$name" "$ok"
+    done
+done
+
+echo "logs: $logdir"
+echo "mpi-tests: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

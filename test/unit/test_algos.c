@@ -1,0 +1,435 @@
+/*
+ * Every algorithm, on the simulated transport, for communicator sizes 1..33,
+ * several counts, every root, in place and not.  Expected values come from
+ * scalar references written here, not from the kernels under test.
+ */
+#include "xccl_algos.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_P 33
+
+typedef enum { RED_I32_SUM, RED_U8_SUM, RED_DBL_MAX, RED_I64_BXOR, RED_NKINDS } red_kind_t;
+
+static const struct {
+    xccl_dtype_t dt;
+    xccl_op_t op;
+    size_t es;
+} red_kinds[RED_NKINDS] = {
+    { XCCL_DT_INT32, XCCL_OP_SUM, 4 },
+    { XCCL_DT_UINT8, XCCL_OP_SUM, 1 },
+    { XCCL_DT_DOUBLE, XCCL_OP_MAX, 8 },
+    { XCCL_DT_INT64, XCCL_OP_BXOR, 8 },
+};
+
+/* Input element i of rank r, and the reference reduction over p ranks. */
+static void fill_input(red_kind_t k, int r, void *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (k) {
+        case RED_I32_SUM: ((int32_t *) buf)[i] = (int32_t) (r * 1000 + (int) (i % 977)) - 5000; break;
+        case RED_U8_SUM: ((uint8_t *) buf)[i] = (uint8_t) (200 + r * 7 + i); break;
+        case RED_DBL_MAX: ((double *) buf)[i] = (double) ((r * 7919 + (int) i * 31) % 1009) - 0.5; break;
+        default: ((int64_t *) buf)[i] = (int64_t) (((uint64_t) r << 40) ^ (i * 0x9E3779B97F4A7C15ull)); break;
+        }
+    }
+}
+
+static void reference(red_kind_t k, int p, void *out, size_t n)
+{
+    void *tmp = malloc(n * red_kinds[k].es + 1);
+    fill_input(k, 0, out, n);
+    for (int r = 1; r < p; r++) {
+        fill_input(k, r, tmp, n);
+        for (size_t i = 0; i < n; i++) {
+            switch (k) {
+            case RED_I32_SUM: ((int32_t *) out)[i] += ((int32_t *) tmp)[i]; break;
+            case RED_U8_SUM: ((uint8_t *) out)[i] = (uint8_t) (((uint8_t *) out)[i] + ((uint8_t *) tmp)[i]); break;
+            case RED_DBL_MAX: {
+                double a = ((double *) out)[i], b = ((double *) tmp)[i];
+                ((double *) out)[i] = a > b ? a : b;
+                break;
+            }
+            default: ((int64_t *) out)[i] ^= ((int64_t *) tmp)[i]; break;
+            }
+        }
+    }
+    free(tmp);
+}
+
+static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    xccl_reduce_fn_t fn = (xccl_reduce_fn_t) ctx;
+    fn(dst, a, b, count);
+    return 0;
+}
+
+/* One virtual job: schedules, buffers and executors of p ranks. */
+typedef struct {
+    int p;
+    xccl_sched_t sched[MAX_P];
+    void *sbuf[MAX_P], *rbuf[MAX_P], *scratch[MAX_P];
+    xccl_exec_t exec[MAX_P];
+} job_t;
+
+static void run_job(job_t *j, xccl_reduce_fn_t fn, const char *what)
+{
+    xccl_sim_t *sim = xccl_sim_create(j->p);
+    ck_assert_ptr_nonnull(sim);
+    for (int r = 0; r < j->p; r++) {
+        j->scratch[r] = malloc(j->sched[r].scratch_bytes + 1);
+        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
+        ck_assert_int_eq(xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r),
+                                        bufs, reduce_cb, (void *) fn, 7), 0);
+    }
+    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u);
+    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
+    for (int r = 0; r < j->p; r++) {
+        xccl_exec_fini(&j->exec[r]);
+        free(j->scratch[r]);
+    }
+    xccl_sim_destroy(sim);
+}
+
+static void free_job(job_t *j, int shared)
+{
+    for (int r = 0; r < j->p; r++) {
+        xccl_sched_fini(&j->sched[r]);
+        if (!shared) {
+            free(j->sbuf[r]);
+        }
+        free(j->rbuf[r]);
+    }
+}
+
+static size_t test_counts(int p, size_t *c)
+{
+    size_t n = 0;
+    c[n++] = 0;
+    c[n++] = 1;
+    if (p > 2) {
+        c[n++] = (size_t) p - 1;
+    }
+    if (p > 1) {
+        c[n++] = (size_t) p;
+    }
+    c[n++] = (size_t) p + 1;
+    c[n++] = 1001;
+    return n;
+}
+
+/* ---------------------------------------------------------------- */
+
+START_TEST(allreduce_ring)
+{
+    const int p = _i;
+    size_t counts[8], nc = test_counts(p, counts);
+    for (int k = 0; k < RED_NKINDS; k++) {
+        size_t es = red_kinds[k].es;
+        xccl_reduce_fn_t fn = xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op);
+        ck_assert_ptr_nonnull(fn);
+        for (size_t ci = 0; ci < nc; ci++) {
+            size_t n = counts[ci];
+            void *want = malloc(n * es + 1);
+            reference((red_kind_t) k, p, want, n);
+            for (int in_place = 0; in_place < 2; in_place++) {
+                job_t j = { .p = p };
+                for (int r = 0; r < p; r++) {
+                    xccl_sched_init(&j.sched[r], r, p, es);
+                    if (xccl_build_allreduce_ring(&j.sched[r], n) != 0) {
+                        ck_abort_msg("allreduce build failed");
+                    }
+                    j.rbuf[r] = malloc(n * es + 1);
+                    j.sbuf[r] = in_place ? j.rbuf[r] : malloc(n * es + 1);
+                    fill_input((red_kind_t) k, r, j.sbuf[r], n);
+                }
+                run_job(&j, fn, "allreduce");
+                for (int r = 0; r < p; r++) {
+                    ck_assert_msg(0 == memcmp(j.rbuf[r], want, n * es),
+                                  "allreduce p=%d n=%zu kind=%d in_place=%d rank %d differs",
+                                  p, n, k, in_place, r);
+                }
+                free_job(&j, in_place);
+            }
+            free(want);
+        }
+    }
+}
+END_TEST
+
+/* Irregular counts: some zero, some larger than others. */
+static void rs_counts(int p, size_t base, size_t *rc)
+{
+    for (int r = 0; r < p; r++) {
+        rc[r] = (r % 3 == 1) ? 0 : base + (size_t) (r % 4);
+    }
+}
+
+static void check_reduce_scatter(int p, int block)
+{
+    size_t bases[3] = { 0, 1, 37 };
+    for (int k = 0; k < RED_NKINDS; k++) {
+        size_t es = red_kinds[k].es;
+        xccl_reduce_fn_t fn = xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op);
+        for (int bi = 0; bi < 3; bi++) {
+            size_t rc[MAX_P], total = 0, first[MAX_P];
+            if (block) {
+                for (int r = 0; r < p; r++) {
+                    rc[r] = bases[bi];
+                }
+            } else {
+                rs_counts(p, bases[bi], rc);
+            }
+            for (int r = 0; r < p; r++) {
+                first[r] = total;
+                total += rc[r];
+            }
+            char *want = malloc(total * es + 1);
+            reference((red_kind_t) k, p, want, total);
+            for (int in_place = 0; in_place < 2; in_place++) {
+                job_t j = { .p = p };
+                for (int r = 0; r < p; r++) {
+                    xccl_sched_init(&j.sched[r], r, p, es);
+                    ck_assert_int_eq(xccl_build_reduce_scatter_ring(&j.sched[r], rc, in_place), 0);
+                    j.rbuf[r] = malloc((in_place ? total : rc[r]) * es + 1);
+                    j.sbuf[r] = in_place ? j.rbuf[r] : malloc(total * es + 1);
+                    fill_input((red_kind_t) k, r, j.sbuf[r], total);
+                }
+                run_job(&j, fn, "reduce_scatter");
+                for (int r = 0; r < p; r++) {
+                    ck_assert_msg(0 == memcmp(j.rbuf[r], want + first[r] * es, rc[r] * es),
+                                  "reduce_scatter p=%d block=%d base=%zu kind=%d in_place=%d rank %d differs",
+                                  p, block, bases[bi], k, in_place, r);
+                }
+                free_job(&j, in_place);
+            }
+            free(want);
+        }
+    }
+}
+
+START_TEST(reduce_scatter_ring)
+{
+    check_reduce_scatter(_i, 0);
+}
+END_TEST
+
+START_TEST(reduce_scatter_block_ring)
+{
+    check_reduce_scatter(_i, 1);
+}
+END_TEST
+
+static unsigned char pattern(int from, int to, size_t i)
+{
+    return (unsigned char) (from * 31 + to * 7 + i * 13 + 1);
+}
+
+START_TEST(allgather_ring)
+{
+    const int p = _i;
+    size_t counts[8], nc = test_counts(p, counts);
+    for (size_t ci = 0; ci < nc; ci++) {
+        size_t b = counts[ci] * 3;   /* odd byte sizes too */
+        for (int in_place = 0; in_place < 2; in_place++) {
+            job_t j = { .p = p };
+            for (int r = 0; r < p; r++) {
+                xccl_sched_init(&j.sched[r], r, p, 1);
+                ck_assert_int_eq(xccl_build_allgather_ring(&j.sched[r], b), 0);
+                j.rbuf[r] = calloc((size_t) p * b + 1, 1);
+                j.sbuf[r] = in_place ? (char *) j.rbuf[r] + (size_t) r * b : malloc(b + 1);
+                for (size_t i = 0; i < b; i++) {
+                    ((unsigned char *) j.sbuf[r])[i] = pattern(r, 0, i);
+                }
+            }
+            run_job(&j, NULL, "allgather");
+            for (int r = 0; r < p; r++) {
+                long bad = -1;
+                for (int q = 0; q < p && bad < 0; q++) {
+                    for (size_t i = 0; i < b; i++) {
+                        if (((unsigned char *) j.rbuf[r])[(size_t) q * b + i] != pattern(q, 0, i)) {
+                            bad = (long) ((size_t) q * b + i);
+                            break;
+                        }
+                    }
+                }
+                ck_assert_msg(bad < 0, "allgather p=%d b=%zu in_place=%d rank %d: byte %ld wrong",
+                              p, b, in_place, r, bad);
+            }
+            free_job(&j, in_place);
+        }
+    }
+}
+END_TEST
+
+START_TEST(alltoall_pairwise)
+{
+    const int p = _i;
+    size_t counts[8], nc = test_counts(p, counts);
+    for (size_t ci = 0; ci < nc; ci++) {
+        size_t b = counts[ci] * 3 + (ci & 1);
+        for (int in_place = 0; in_place < 2; in_place++) {
+            job_t j = { .p = p };
+            for (int r = 0; r < p; r++) {
+                xccl_sched_init(&j.sched[r], r, p, 1);
+                ck_assert_int_eq(xccl_build_alltoall_pairwise(&j.sched[r], b, in_place), 0);
+                j.rbuf[r] = calloc((size_t) p * b + 1, 1);
+                j.sbuf[r] = in_place ? j.rbuf[r] : malloc((size_t) p * b + 1);
+                for (int to = 0; to < p; to++) {
+                    for (size_t i = 0; i < b; i++) {
+                        ((unsigned char *) j.sbuf[r])[(size_t) to * b + i] = pattern(r, to, i);
+                    }
+                }
+            }
+            run_job(&j, NULL, "alltoall");
+            for (int r = 0; r < p; r++) {
+                long bad = -1;
+                for (int from = 0; from < p && bad < 0; from++) {
+                    for (size_t i = 0; i < b; i++) {
+                        if (((unsigned char *) j.rbuf[r])[(size_t) from * b + i] != pattern(from, r, i)) {
+                            bad = (long) ((size_t) from * b + i);
+                            break;
+                        }
+                    }
+                }
+                ck_assert_msg(bad < 0, "alltoall p=%d b=%zu in_place=%d rank %d: byte %ld wrong",
+                              p, b, in_place, r, bad);
+            }
+            free_job(&j, in_place);
+        }
+    }
+}
+END_TEST
+
+START_TEST(bcast_binomial)
+{
+    const int p = _i;
+    size_t counts[8], nc = test_counts(p, counts);
+    for (int root = 0; root < p; root++) {
+        for (size_t ci = 0; ci < nc; ci++) {
+            size_t b = counts[ci] * 5;
+            job_t j = { .p = p };
+            for (int r = 0; r < p; r++) {
+                xccl_sched_init(&j.sched[r], r, p, 1);
+                ck_assert_int_eq(xccl_build_bcast_binomial(&j.sched[r], b, root), 0);
+                j.rbuf[r] = malloc(b + 1);
+                j.sbuf[r] = NULL;
+                for (size_t i = 0; i < b; i++) {
+                    ((unsigned char *) j.rbuf[r])[i] = r == root ? pattern(root, 1, i) : 0xEE;
+                }
+            }
+            run_job(&j, NULL, "bcast");
+            for (int r = 0; r < p; r++) {
+                long bad = -1;
+                for (size_t i = 0; i < b && bad < 0; i++) {
+                    if (((unsigned char *) j.rbuf[r])[i] != pattern(root, 1, i)) {
+                        bad = (long) i;
+                    }
+                }
+                ck_assert_msg(bad < 0, "bcast p=%d b=%zu root=%d rank %d: byte %ld wrong", p, b, root, r, bad);
+            }
+            free_job(&j, 1);
+        }
+    }
+}
+END_TEST
+
+/* The harness itself must catch broken schedules. */
+START_TEST(sim_detects_deadlock_and_mismatch)
+{
+    job_t j = { .p = 2 };
+    char buf[2][8] = { { 0 } };
+    /* Both ranks receive first, in a step of their own: a deadlock. */
+    for (int r = 0; r < 2; r++) {
+        xccl_sched_init(&j.sched[r], r, 2, 1);
+        xccl_sched_step(&j.sched[r]);
+        xccl_sched_recv(&j.sched[r], 1 - r, xccl_ref(XCCL_BUF_RECV, 0), 4);
+        xccl_sched_step(&j.sched[r]);
+        xccl_sched_send(&j.sched[r], 1 - r, xccl_ref(XCCL_BUF_RECV, 4), 4);
+        ck_assert_int_eq(xccl_sched_finalize(&j.sched[r]), 0);
+    }
+    xccl_sim_t *sim = xccl_sim_create(2);
+    for (int r = 0; r < 2; r++) {
+        void *bufs[XCCL_NBUF] = { NULL, buf[r], NULL };
+        xccl_exec_init(&j.exec[r], &j.sched[r], xccl_sim_transport(sim, r), bufs, NULL, NULL, 1);
+    }
+    ck_assert_int_eq(xccl_sim_run(sim, j.exec, 2, 1), -1);
+    ck_assert_ptr_nonnull(strstr(xccl_sim_error(sim), "deadlock"));
+    for (int r = 0; r < 2; r++) {
+        xccl_exec_fini(&j.exec[r]);
+        xccl_sched_fini(&j.sched[r]);
+    }
+    xccl_sim_destroy(sim);
+
+    /* Lengths that disagree are an error, not a silent truncation. */
+    for (int r = 0; r < 2; r++) {
+        xccl_sched_init(&j.sched[r], r, 2, 1);
+        if (0 == r) {
+            xccl_sched_send(&j.sched[r], 1, xccl_ref(XCCL_BUF_RECV, 0), 4);
+        } else {
+            xccl_sched_recv(&j.sched[r], 0, xccl_ref(XCCL_BUF_RECV, 0), 3);
+        }
+        ck_assert_int_eq(xccl_sched_finalize(&j.sched[r]), 0);
+    }
+    sim = xccl_sim_create(2);
+    for (int r = 0; r < 2; r++) {
+        void *bufs[XCCL_NBUF] = { NULL, buf[r], NULL };
+        xccl_exec_init(&j.exec[r], &j.sched[r], xccl_sim_transport(sim, r), bufs, NULL, NULL, 1);
+    }
+    ck_assert_int_eq(xccl_sim_run(sim, j.exec, 2, 1), -1);
+    ck_assert_ptr_nonnull(strstr(xccl_sim_error(sim), "send 4 bytes, recv 3"));
+    for (int r = 0; r < 2; r++) {
+        xccl_exec_fini(&j.exec[r]);
+        xccl_sched_fini(&j.sched[r]);
+    }
+    xccl_sim_destroy(sim);
+}
+END_TEST
+
+/* Messages between a pair are numbered in order on both sides. */
+START_TEST(sched_numbers_pair_messages)
+{
+    xccl_sched_t s;
+    xccl_sched_init(&s, 0, 4, 1);
+    xccl_sched_send(&s, 1, xccl_ref(XCCL_BUF_SEND, 0), 1);
+    xccl_sched_send(&s, 2, xccl_ref(XCCL_BUF_SEND, 0), 1);
+    xccl_sched_step(&s);
+    xccl_sched_send(&s, 1, xccl_ref(XCCL_BUF_SEND, 0), 1);
+    xccl_sched_recv(&s, 1, xccl_ref(XCCL_BUF_RECV, 0), 1);
+    xccl_sched_send(&s, 3, xccl_ref(XCCL_BUF_SEND, 0), 0);   /* dropped */
+    ck_assert_int_eq(xccl_sched_finalize(&s), 0);
+    ck_assert_uint_eq(s.nacts, 4);
+    ck_assert_uint_eq(s.nsteps, 2);
+    ck_assert_uint_eq(s.acts[0].idx, 0);
+    ck_assert_uint_eq(s.acts[1].idx, 0);
+    ck_assert_uint_eq(s.acts[2].idx, 1);
+    ck_assert_uint_eq(s.acts[3].idx, 0);
+    ck_assert_uint_eq(s.max_xfers, 2);
+    xccl_sched_fini(&s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("algos");
+    TCase *tc = tcase_create("sim");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, allreduce_ring, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, reduce_scatter_ring, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, reduce_scatter_block_ring, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, allgather_ring, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, alltoall_pairwise, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, bcast_binomial, 1, MAX_P + 1);
+    tcase_add_test(tc, sim_detects_deadlock_and_mismatch);
+    tcase_add_test(tc, sched_numbers_pair_messages);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
