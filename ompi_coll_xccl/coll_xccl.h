@@ -1,0 +1,131 @@
+/*
+ * xccl: Open MPI coll component.  This directory is Open MPI glue only:
+ * component (MCA parameters, open/close, init and comm queries), module
+ * (enable, saved fallbacks, endpoints) and the entry points of the
+ * intercepted collectives.  Algorithms live in algos/, transport in ucx_glue/.
+ */
+#ifndef MCA_COLL_XCCL_H
+#define MCA_COLL_XCCL_H
+
+#include "ompi_config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+
+#include "algos/xccl_algos.h"
+#include "ucx_glue/xccl_ucx.h"
+
+BEGIN_C_DECLS
+
+/* The intercepted collectives; names as printed and as in MCA parameters. */
+typedef enum {
+    XCCL_COLL_ALLREDUCE,
+    XCCL_COLL_ALLGATHER,
+    XCCL_COLL_REDUCE_SCATTER,
+    XCCL_COLL_REDUCE_SCATTER_BLOCK,
+    XCCL_COLL_ALLTOALL,
+    XCCL_COLL_BCAST,
+    XCCL_NCOLL
+} xccl_coll_t;
+
+/* Algorithms a collective may be forced to; index 0 is "auto" (let xccl
+ * choose), index 1 "fallback" (always hand the call to the next module). */
+#define XCCL_ALGO_AUTO 0
+#define XCCL_ALGO_FALLBACK 1
+#define XCCL_MAX_ALGOS 4
+
+typedef struct {
+    uint64_t calls, bytes, fallbacks, errors;
+    uint64_t algo_calls[XCCL_MAX_ALGOS];
+} xccl_coll_stats_t;
+
+typedef struct {
+    mca_coll_base_component_2_0_0_t super;
+
+    /* MCA parameters */
+    int priority;
+    int verbose;
+    bool enable[XCCL_NCOLL];
+    char *algorithm[XCCL_NCOLL];     /* as given */
+    int forced[XCCL_NCOLL];          /* parsed: XCCL_ALGO_* or an algorithm index */
+    char *ucx_tls;
+
+    /* state */
+    int output;                      /* opal_output stream */
+    int world_rank;                  /* for the log; -1 until known */
+    bool ucx_ok;                     /* this process's UCP worker is up */
+    char ucx_error[256];
+    char topo_summary[128];
+    xccl_coll_stats_t stats[XCCL_NCOLL];
+} mca_coll_xccl_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_xccl_component_t mca_coll_xccl_component;
+
+typedef struct {
+    mca_coll_base_module_t super;
+
+    ompi_communicator_t *comm;
+    int rank, size, world_rank;
+    uint32_t cid;
+    uint32_t seq;                    /* collective calls on this communicator */
+    ucp_ep_h *eps;                   /* by communicator rank; NULL for self */
+    uint64_t *ep_keys;
+    xccl_transport_t transport;
+    void *scratch;                   /* grows to the largest need seen */
+    size_t scratch_size;
+
+    /* what Open MPI would have used */
+    mca_coll_base_module_allreduce_fn_t prev_allreduce;
+    mca_coll_base_module_t *prev_allreduce_module;
+    mca_coll_base_module_allgather_fn_t prev_allgather;
+    mca_coll_base_module_t *prev_allgather_module;
+    mca_coll_base_module_reduce_scatter_fn_t prev_reduce_scatter;
+    mca_coll_base_module_t *prev_reduce_scatter_module;
+    mca_coll_base_module_reduce_scatter_block_fn_t prev_reduce_scatter_block;
+    mca_coll_base_module_t *prev_reduce_scatter_block_module;
+    mca_coll_base_module_alltoall_fn_t prev_alltoall;
+    mca_coll_base_module_t *prev_alltoall_module;
+    mca_coll_base_module_bcast_fn_t prev_bcast;
+    mca_coll_base_module_t *prev_bcast_module;
+} mca_coll_xccl_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_xccl_module_t);
+
+/* component */
+const char *mca_coll_xccl_coll_name(xccl_coll_t c);
+/* Algorithm names of a collective, NULL-terminated, starting with "auto" and "fallback". */
+const char *const *mca_coll_xccl_algo_names(xccl_coll_t c);
+
+/* module */
+mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+/* entry points */
+int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module);
+int mca_coll_xccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       struct ompi_communicator_t *comm,
+                                       mca_coll_base_module_t *module);
+int mca_coll_xccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+/* One log line at verbosity >= level, prefixed "xccl: ". */
+void mca_coll_xccl_log(int level, const char *fmt, ...) __opal_attribute_format__(__printf__, 2, 3);
+
+END_C_DECLS
+
+#endif

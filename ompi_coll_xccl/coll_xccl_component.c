@@ -1,0 +1,257 @@
+/*
+ * The xccl component: MCA parameters, UCX set-up at MPI_Init, the worker
+ * address published through the modex, teardown at MPI_Finalize.
+ */
+#include "ompi_config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+#include "coll_xccl.h"
+#include "gpu/xccl_gpu.h"
+#include "topo/xccl_topo.h"
+
+static int xccl_register(void);
+static int xccl_open(void);
+static int xccl_close(void);
+static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+
+mca_coll_xccl_component_t mca_coll_xccl_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "xccl",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = xccl_open,
+            .mca_close_component = xccl_close,
+            .mca_register_component_params = xccl_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_NONE
+        },
+        .collm_init_query = xccl_init_query,
+        .collm_comm_query = mca_coll_xccl_comm_query,
+    },
+    .priority = 80,
+    .output = -1,
+    .world_rank = -1,
+};
+
+static const char *const coll_names[XCCL_NCOLL] = {
+    "allreduce", "allgather", "reduce_scatter", "reduce_scatter_block", "alltoall", "bcast"
+};
+
+static const char *const algo_names[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
+    [XCCL_COLL_ALLREDUCE] = { "auto", "fallback", "ring", NULL },
+    [XCCL_COLL_ALLGATHER] = { "auto", "fallback", "ring", NULL },
+    [XCCL_COLL_REDUCE_SCATTER] = { "auto", "fallback", "ring", NULL },
+    [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { "auto", "fallback", "ring", NULL },
+    [XCCL_COLL_ALLTOALL] = { "auto", "fallback", "pairwise", NULL },
+    [XCCL_COLL_BCAST] = { "auto", "fallback", "binomial", NULL },
+};
+
+/* Measured on the development machine (2 cores, UCX 1.13, see README):
+ * posix shared memory for large messages beats sysv and cma. */
+#define XCCL_DEFAULT_TLS "posix,cma,tcp,self"
+
+const char *mca_coll_xccl_coll_name(xccl_coll_t c)
+{
+    return coll_names[c];
+}
+
+const char *const *mca_coll_xccl_algo_names(xccl_coll_t c)
+{
+    return algo_names[c];
+}
+
+void mca_coll_xccl_log(int level, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    if (mca_coll_xccl_component.verbose < level) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    opal_output(mca_coll_xccl_component.output, "xccl: %s", line);
+}
+
+static int xccl_register(void)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    const mca_base_component_t *v = &c->super.collm_version;
+    char name[64], help[512];
+
+    c->priority = 80;
+    (void) mca_base_component_var_register(v, "priority",
+        "Priority of xccl (above tuned's 30 and self's 75 so that it wraps them; "
+        "the module it displaces becomes the fallback)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->priority);
+    c->verbose = 0;
+    (void) mca_base_component_var_register(v, "verbose",
+        "0: silent; 1: one line per intercepted call (\"xccl: <coll> comm=<cid> rank=<world rank> "
+        "bytes=<n> algo=<name>|fallback=<reason>\") and a per-collective summary at finalize; "
+        "2: also communicator set-up decisions",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
+
+    for (int i = 0; i < XCCL_NCOLL; i++) {
+        c->enable[i] = true;
+        snprintf(name, sizeof(name), "%s_enable", coll_names[i]);
+        snprintf(help, sizeof(help),
+                 "Let xccl run MPI_%s (false: every call goes to the fallback module). "
+                 "Settable at run time through MPI_T; must be equal on all ranks", coll_names[i]);
+        (void) mca_base_component_var_register(v, name, help, MCA_BASE_VAR_TYPE_BOOL, NULL, 0,
+            MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable[i]);
+
+        c->algorithm[i] = "auto";
+        snprintf(name, sizeof(name), "%s_algorithm", coll_names[i]);
+        int n = snprintf(help, sizeof(help), "Algorithm for MPI_%s: ", coll_names[i]);
+        for (int a = 0; algo_names[i][a]; a++) {
+            n += snprintf(help + n, sizeof(help) - (size_t) n, "%s%s", a ? ", " : "", algo_names[i][a]);
+        }
+        snprintf(help + n, sizeof(help) - (size_t) n,
+                 " (auto: xccl chooses; fallback: always the next module)");
+        (void) mca_base_component_var_register(v, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
+            OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->algorithm[i]);
+    }
+
+    c->ucx_tls = XCCL_DEFAULT_TLS;
+    (void) mca_base_component_var_register(v, "ucx_tls",
+        "UCX transports of xccl's own UCP context (UCX_TLS syntax; empty: UCX's default). "
+        "The PML's UCX settings are not affected",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->ucx_tls);
+    return OMPI_SUCCESS;
+}
+
+static int parse_algorithm(xccl_coll_t coll, const char *s)
+{
+    if (NULL == s || '\0' == s[0]) {
+        return XCCL_ALGO_AUTO;
+    }
+    for (int a = 0; algo_names[coll][a]; a++) {
+        if (0 == strcmp(s, algo_names[coll][a])) {
+            return a;
+        }
+    }
+    return -1;
+}
+
+static int xccl_open(void)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    /* Our own stream: no "[host:pid]" prefix, so every line starts "xccl: ". */
+    opal_output_stream_t lds;
+    OBJ_CONSTRUCT(&lds, opal_output_stream_t);
+    lds.lds_want_stderr = true;
+    c->output = opal_output_open(&lds);
+    OBJ_DESTRUCT(&lds);
+    for (int i = 0; i < XCCL_NCOLL; i++) {
+        c->forced[i] = parse_algorithm((xccl_coll_t) i, c->algorithm[i]);
+        if (c->forced[i] < 0) {
+            opal_output(0, "xccl: unknown algorithm \"%s\" in coll_xccl_%s_algorithm; using auto",
+                        c->algorithm[i], coll_names[i]);
+            c->forced[i] = XCCL_ALGO_AUTO;
+        }
+    }
+    memset(c->stats, 0, sizeof(c->stats));
+    return OMPI_SUCCESS;
+}
+
+static int progress_ucx(void)
+{
+    return (int) xccl_ucx_progress();
+}
+
+/*
+ * Runs once per process in MPI_Init, before the modex.  It never fails:
+ * whether xccl runs on a communicator must be the same decision on every
+ * rank, so a process whose UCX set-up failed still takes part and the
+ * communicator's members agree in module_enable (see coll_xccl_module.c).
+ */
+static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    xccl_topo_node_t node;
+    const void *addr;
+    size_t len;
+    int rc;
+
+    c->ucx_ok = false;
+    if (0 != xccl_ucx_init(c->ucx_tls, enable_progress_threads || enable_mpi_threads)) {
+        snprintf(c->ucx_error, sizeof(c->ucx_error), "%s", xccl_ucx_error());
+    } else if (0 != xccl_ucx_address(&addr, &len)) {
+        snprintf(c->ucx_error, sizeof(c->ucx_error), "no worker address");
+    } else {
+        OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.collm_version, addr, len);
+        if (OPAL_SUCCESS == rc) {
+            rc = opal_pmix.commit();
+        }
+        if (OPAL_SUCCESS != rc) {
+            snprintf(c->ucx_error, sizeof(c->ucx_error), "modex send failed (%d)", rc);
+        } else {
+            c->ucx_ok = true;
+            opal_progress_register(progress_ucx);
+        }
+    }
+    if (!c->ucx_ok) {
+        mca_coll_xccl_log(1, "UCX set-up failed (%s): this process's communicators will use "
+                          "the fallback modules", c->ucx_error);
+    }
+    xccl_topo_detect_node(&node);
+    snprintf(c->topo_summary, sizeof(c->topo_summary), "%s", node.summary);
+    mca_coll_xccl_log(2, "init: ucx %s tls=%s; node %s; %s", c->ucx_ok ? "ok" : "failed",
+                      xccl_ucx_tls(), c->topo_summary, xccl_gpu_status());
+    return OMPI_SUCCESS;
+}
+
+static void print_summary(void)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    int world_rank = c->world_rank;
+    for (int i = 0; i < XCCL_NCOLL; i++) {
+        const xccl_coll_stats_t *s = &c->stats[i];
+        char algos[256] = "";
+        int n = 0;
+        if (0 == s->calls) {
+            continue;
+        }
+        for (int a = 2; algo_names[i][a] && a < XCCL_MAX_ALGOS; a++) {
+            n += snprintf(algos + n, sizeof(algos) - (size_t) n, " %s=%llu", algo_names[i][a],
+                          (unsigned long long) s->algo_calls[a]);
+        }
+        mca_coll_xccl_log(1, "summary %s rank=%d calls=%llu bytes=%llu%s fallback=%llu errors=%llu",
+                          coll_names[i], world_rank, (unsigned long long) s->calls,
+                          (unsigned long long) s->bytes, algos,
+                          (unsigned long long) s->fallbacks, (unsigned long long) s->errors);
+    }
+}
+
+static int xccl_close(void)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    if (c->verbose > 0 && c->output >= 0) {
+        print_summary();
+    }
+    if (c->ucx_ok) {
+        opal_progress_unregister(progress_ucx);
+        c->ucx_ok = false;
+    }
+    /* Endpoints of communicators never freed are closed here, before the
+     * worker and the context. */
+    xccl_ucx_fini();
+    xccl_gpu_fini();
+    if (c->output >= 0) {
+        opal_output_close(c->output);
+        c->output = -1;
+    }
+    return OMPI_SUCCESS;
+}

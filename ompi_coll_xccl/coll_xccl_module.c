@@ -1,0 +1,304 @@
+/*
+ * The xccl module of one communicator: query, enable (fallbacks, endpoints,
+ * agreement), teardown.
+ *
+ * Agreement.  Whether xccl runs on a communicator must be decided the same
+ * way on every member, or some ranks would run xccl's schedules while others
+ * run the fallback's, and both would hang.  comm_query therefore declines
+ * only for reasons every member sees alike (intercommunicator, context id or
+ * size beyond the tag layout); it never looks at local state.  Everything
+ * that can fail on one process only (its UCX set-up, a peer's address, an
+ * endpoint, memory) is folded into one flag per rank, and module_enable
+ * combines the flags of all members with nonblocking point-to-point messages
+ * through the PML (never a collective: enable may run inside a progress
+ * callback).  If any member failed, every member clears its function
+ * pointers so that Open MPI keeps the modules it had: the communicator
+ * works, without xccl.  module_enable itself always returns success, since
+ * Open MPI 4.1 drops every module of the communicator when one fails.
+ */
+#include "ompi_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
+#include "opal/mca/pmix/pmix.h"
+
+#include "coll_xccl.h"
+
+/* Tag of the agreement messages: the bottom of the range Open MPI reserves
+ * for collective components, which no stock component uses. */
+#define XCCL_AGREE_TAG (MCA_COLL_BASE_TAG_HCOLL_END)
+
+static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
+
+/* ------------------------------------------------------------ transport adapter */
+
+static int tr_isend(void *ctx, int peer, const void *buf, size_t len, uint32_t seq, uint32_t idx,
+                    void **req)
+{
+    mca_coll_xccl_module_t *m = ctx;
+    return xccl_ucx_isend(m->eps[peer], buf, len,
+                          xccl_ucx_tag(m->cid, (uint32_t) m->rank, seq, idx), req);
+}
+
+static int tr_irecv(void *ctx, int peer, void *buf, size_t len, uint32_t seq, uint32_t idx,
+                    void **req)
+{
+    mca_coll_xccl_module_t *m = ctx;
+    return xccl_ucx_irecv(buf, len, xccl_ucx_tag(m->cid, (uint32_t) peer, seq, idx), req);
+}
+
+static int tr_test(void *ctx, void *req)
+{
+    (void) ctx;
+    return xccl_ucx_test(req);
+}
+
+static void tr_progress(void *ctx)
+{
+    (void) ctx;
+    xccl_ucx_progress();
+}
+
+static void tr_cancel(void *ctx, void *req)
+{
+    (void) ctx;
+    xccl_ucx_cancel(req);
+}
+
+/* ------------------------------------------------------------ object */
+
+static void module_construct(mca_coll_xccl_module_t *m)
+{
+    memset((char *) m + sizeof(m->super), 0, sizeof(*m) - sizeof(m->super));
+}
+
+#define RELEASE_PREV(m, name)                          \
+    do {                                               \
+        if (NULL != (m)->prev_##name##_module) {       \
+            OBJ_RELEASE((m)->prev_##name##_module);    \
+            (m)->prev_##name##_module = NULL;          \
+        }                                              \
+    } while (0)
+
+static void release_endpoints(mca_coll_xccl_module_t *m)
+{
+    if (NULL != m->eps) {
+        for (int i = 0; i < m->size; i++) {
+            if (NULL != m->eps[i]) {
+                xccl_ucx_ep_put(m->ep_keys[i]);
+            }
+        }
+    }
+    free(m->eps);
+    free(m->ep_keys);
+    m->eps = NULL;
+    m->ep_keys = NULL;
+}
+
+/* Runs when the communicator is freed (COMM_WORLD's in MPI_Finalize, before
+ * the component closes): endpoints are released here, force-closed when
+ * no other communicator uses them. */
+static void module_destruct(mca_coll_xccl_module_t *m)
+{
+    release_endpoints(m);
+    free(m->scratch);
+    RELEASE_PREV(m, allreduce);
+    RELEASE_PREV(m, allgather);
+    RELEASE_PREV(m, reduce_scatter);
+    RELEASE_PREV(m, reduce_scatter_block);
+    RELEASE_PREV(m, alltoall);
+    RELEASE_PREV(m, bcast);
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_xccl_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
+
+/* ------------------------------------------------------------ query */
+
+mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    const char *why = NULL;
+
+    if (c->world_rank < 0) {
+        c->world_rank = ompi_comm_rank(&ompi_mpi_comm_world.comm);
+    }
+    /* Only reasons that are the same on every member (see the top). */
+    if (c->priority < 0) {
+        why = "priority < 0";
+    } else if (OMPI_COMM_IS_INTER(comm)) {
+        why = "intercommunicator (not supported)";
+    } else if (comm->c_contextid > XCCL_UCX_MAX_CID) {
+        why = "context id beyond xccl's 16-bit tag field";
+    } else if ((unsigned) ompi_comm_size(comm) > XCCL_UCX_MAX_RANKS) {
+        why = "more ranks than xccl's 20-bit tag field";
+    }
+    if (why) {
+        mca_coll_xccl_log(1, "comm comm=%u rank=%d declined: %s", comm->c_contextid,
+                          c->world_rank, why);
+        return NULL;
+    }
+
+    mca_coll_xccl_module_t *m = OBJ_NEW(mca_coll_xccl_module_t);
+    if (NULL == m) {
+        return NULL;
+    }
+    *priority = c->priority;
+    m->super.coll_module_enable = xccl_module_enable;
+    m->super.coll_allreduce = mca_coll_xccl_allreduce;
+    m->super.coll_allgather = mca_coll_xccl_allgather;
+    m->super.coll_reduce_scatter = mca_coll_xccl_reduce_scatter;
+    m->super.coll_reduce_scatter_block = mca_coll_xccl_reduce_scatter_block;
+    m->super.coll_alltoall = mca_coll_xccl_alltoall;
+    m->super.coll_bcast = mca_coll_xccl_bcast;
+    return &m->super;
+}
+
+/* ------------------------------------------------------------ enable */
+
+#define SAVE_PREV(m, comm, name)                                          \
+    do {                                                                  \
+        (m)->prev_##name = (comm)->c_coll->coll_##name;                   \
+        (m)->prev_##name##_module = (comm)->c_coll->coll_##name##_module; \
+        if (NULL == (m)->prev_##name || NULL == (m)->prev_##name##_module) { \
+            why = "no fallback module for " #name;                        \
+        } else {                                                          \
+            OBJ_RETAIN((m)->prev_##name##_module);                        \
+        }                                                                 \
+    } while (0)
+
+static const char *connect_peers(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    if (!c->ucx_ok) {
+        return "UCX set-up failed on this process";
+    }
+    m->eps = calloc((size_t) m->size, sizeof(*m->eps));
+    m->ep_keys = calloc((size_t) m->size, sizeof(*m->ep_keys));
+    if (NULL == m->eps || NULL == m->ep_keys) {
+        return "out of memory";
+    }
+    for (int i = 0; i < m->size; i++) {
+        if (i == m->rank) {
+            continue;
+        }
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
+        opal_process_name_t name = proc->super.proc_name;
+        uint64_t key = ((uint64_t) name.jobid << 32) | name.vpid;
+        void *addr = NULL;
+        size_t len = 0;
+        int rc;
+        OPAL_MODEX_RECV(rc, &c->super.collm_version, &name, &addr, &len);
+        if (OPAL_SUCCESS != rc || NULL == addr || 0 == len) {
+            free(addr);
+            return "a peer published no xccl address";
+        }
+        rc = xccl_ucx_ep_get(key, addr, len, &m->eps[i]);
+        free(addr);
+        if (0 != rc) {
+            return "endpoint creation failed";
+        }
+        m->ep_keys[i] = key;
+    }
+    return NULL;
+}
+
+/* Combine every member's flag: 1 if all are 1.  Rank 0 gathers and answers. */
+static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine)
+{
+    int all = mine, rc;
+    if (size == 1) {
+        return mine;
+    }
+    if (rank != 0) {
+        ompi_request_t *req;
+        rc = MCA_PML_CALL(isend(&mine, 1, MPI_INT, 0, XCCL_AGREE_TAG, MCA_PML_BASE_SEND_STANDARD,
+                                comm, &req));
+        if (OMPI_SUCCESS == rc) {
+            rc = ompi_request_wait(&req, MPI_STATUS_IGNORE);
+        }
+        if (OMPI_SUCCESS == rc) {
+            rc = MCA_PML_CALL(irecv(&all, 1, MPI_INT, 0, XCCL_AGREE_TAG, comm, &req));
+        }
+        if (OMPI_SUCCESS == rc) {
+            rc = ompi_request_wait(&req, MPI_STATUS_IGNORE);
+        }
+        return OMPI_SUCCESS == rc ? all : 0;
+    }
+    int *flags = malloc((size_t) size * sizeof(int));
+    ompi_request_t **reqs = malloc((size_t) size * sizeof(*reqs));
+    if (NULL == flags || NULL == reqs) {
+        /* Still answer everyone so that nobody waits forever. */
+        all = 0;
+        for (int i = 1; i < size; i++) {
+            int dummy;
+            MCA_PML_CALL(recv(&dummy, 1, MPI_INT, i, XCCL_AGREE_TAG, comm, MPI_STATUS_IGNORE));
+        }
+    } else {
+        for (int i = 1; i < size; i++) {
+            reqs[i - 1] = MPI_REQUEST_NULL;
+            MCA_PML_CALL(irecv(&flags[i], 1, MPI_INT, i, XCCL_AGREE_TAG, comm, &reqs[i - 1]));
+        }
+        rc = ompi_request_wait_all((size_t) size - 1, reqs, MPI_STATUSES_IGNORE);
+        for (int i = 1; i < size; i++) {
+            all = all && flags[i] && OMPI_SUCCESS == rc;
+        }
+    }
+    for (int i = 1; i < size; i++) {
+        MCA_PML_CALL(send(&all, 1, MPI_INT, i, XCCL_AGREE_TAG, MCA_PML_BASE_SEND_STANDARD, comm));
+    }
+    free(flags);
+    free(reqs);
+    return all;
+}
+
+static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
+    const char *why = NULL;
+
+    m->comm = comm;
+    m->rank = ompi_comm_rank(comm);
+    m->size = ompi_comm_size(comm);
+    m->world_rank = mca_coll_xccl_component.world_rank;
+    m->cid = comm->c_contextid;
+    m->transport.ctx = m;
+    m->transport.isend = tr_isend;
+    m->transport.irecv = tr_irecv;
+    m->transport.test = tr_test;
+    m->transport.progress = tr_progress;
+    m->transport.cancel = tr_cancel;
+
+    SAVE_PREV(m, comm, allreduce);
+    SAVE_PREV(m, comm, allgather);
+    SAVE_PREV(m, comm, reduce_scatter);
+    SAVE_PREV(m, comm, reduce_scatter_block);
+    SAVE_PREV(m, comm, alltoall);
+    SAVE_PREV(m, comm, bcast);
+    if (NULL == why) {
+        why = connect_peers(m, comm);
+    }
+
+    if (!agree(comm, m->rank, m->size, NULL == why)) {
+        mca_coll_xccl_log(1, "comm comm=%u rank=%d size=%d disabled: %s", m->cid, m->world_rank,
+                          m->size, why ? why : "set-up failed on another rank");
+        release_endpoints(m);
+        /* Leave the communicator to the modules it had. */
+        m->super.coll_allreduce = NULL;
+        m->super.coll_allgather = NULL;
+        m->super.coll_reduce_scatter = NULL;
+        m->super.coll_reduce_scatter_block = NULL;
+        m->super.coll_alltoall = NULL;
+        m->super.coll_bcast = NULL;
+        return OMPI_SUCCESS;
+    }
+    mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s)", m->cid, m->world_rank,
+                      m->size, comm->c_name);
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,696 @@
+/*
+ * Entry points of the intercepted collectives.  Each one, in this order:
+ * validates its arguments (an MPI error code, before any data moves, also
+ * with mpi_param_check 0), maps datatype and op, decides whether xccl runs
+ * the call or hands it to the fallback (again before any data moves), then
+ * builds the schedule and runs it over UCX.  Every call logs one line at
+ * verbose >= 1.
+ */
+#include "ompi_config.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/op/op.h"
+#include "opal/runtime/opal_progress.h"
+
+#include "coll_xccl.h"
+#include "gpu/xccl_gpu.h"
+
+/* ------------------------------------------------------------ datatype and op maps */
+
+#define SINT(T) (sizeof(T) == 1 ? XCCL_DT_INT8 : sizeof(T) == 2 ? XCCL_DT_INT16 \
+                 : sizeof(T) == 4 ? XCCL_DT_INT32 : XCCL_DT_INT64)
+#define UINT(T) (sizeof(T) == 1 ? XCCL_DT_UINT8 : sizeof(T) == 2 ? XCCL_DT_UINT16 \
+                 : sizeof(T) == 4 ? XCCL_DT_UINT32 : XCCL_DT_UINT64)
+
+static const struct {
+    struct ompi_datatype_t *mpi;
+    xccl_dtype_t x;
+} dtype_map[] = {
+    { MPI_CHAR, ((char) -1 < 0) ? XCCL_DT_INT8 : XCCL_DT_UINT8 },
+    { MPI_SIGNED_CHAR, XCCL_DT_INT8 },
+    { MPI_UNSIGNED_CHAR, XCCL_DT_UINT8 },
+    { MPI_SHORT, SINT(short) },
+    { MPI_UNSIGNED_SHORT, UINT(unsigned short) },
+    { MPI_INT, SINT(int) },
+    { MPI_UNSIGNED, UINT(unsigned) },
+    { MPI_LONG, SINT(long) },
+    { MPI_UNSIGNED_LONG, UINT(unsigned long) },
+    { MPI_LONG_LONG_INT, SINT(long long) },
+    { MPI_UNSIGNED_LONG_LONG, UINT(unsigned long long) },
+    { MPI_INT8_T, XCCL_DT_INT8 },
+    { MPI_UINT8_T, XCCL_DT_UINT8 },
+    { MPI_INT16_T, XCCL_DT_INT16 },
+    { MPI_UINT16_T, XCCL_DT_UINT16 },
+    { MPI_INT32_T, XCCL_DT_INT32 },
+    { MPI_UINT32_T, XCCL_DT_UINT32 },
+    { MPI_INT64_T, XCCL_DT_INT64 },
+    { MPI_UINT64_T, XCCL_DT_UINT64 },
+    { MPI_AINT, SINT(MPI_Aint) },
+    { MPI_OFFSET, SINT(MPI_Offset) },
+    { MPI_COUNT, SINT(MPI_Count) },
+    { MPI_FLOAT, XCCL_DT_FLOAT },
+    { MPI_DOUBLE, XCCL_DT_DOUBLE },
+    { MPI_LONG_DOUBLE, XCCL_DT_LONG_DOUBLE },
+    { MPI_C_FLOAT_COMPLEX, XCCL_DT_FLOAT_COMPLEX },
+    { MPI_C_DOUBLE_COMPLEX, XCCL_DT_DOUBLE_COMPLEX },
+    { MPI_C_LONG_DOUBLE_COMPLEX, XCCL_DT_LONG_DOUBLE_COMPLEX },
+    { MPI_C_BOOL, XCCL_DT_BOOL },
+    { MPI_BYTE, XCCL_DT_BYTE },
+    { MPI_FLOAT_INT, XCCL_DT_FLOAT_INT },
+    { MPI_DOUBLE_INT, XCCL_DT_DOUBLE_INT },
+    { MPI_LONG_INT, XCCL_DT_LONG_INT },
+    { MPI_2INT, XCCL_DT_2INT },
+    { MPI_SHORT_INT, XCCL_DT_SHORT_INT },
+    { MPI_LONG_DOUBLE_INT, XCCL_DT_LONG_DOUBLE_INT },
+    /* Fortran types with C equivalents (MPI_LOGICAL is not one: its truth
+     * values are the compiler's, so it goes to the fallback) */
+    { MPI_INTEGER, XCCL_DT_INT32 },
+    { MPI_REAL, XCCL_DT_FLOAT },
+    { MPI_DOUBLE_PRECISION, XCCL_DT_DOUBLE },
+    { MPI_COMPLEX, XCCL_DT_FLOAT_COMPLEX },
+    { MPI_DOUBLE_COMPLEX, XCCL_DT_DOUBLE_COMPLEX },
+    { MPI_2INTEGER, XCCL_DT_2INT },
+    { MPI_2REAL, XCCL_DT_2FLOAT },
+    { MPI_2DOUBLE_PRECISION, XCCL_DT_2DOUBLE },
+};
+
+static const struct {
+    struct ompi_op_t *mpi;
+    xccl_op_t x;
+} op_map[] = {
+    { MPI_SUM, XCCL_OP_SUM }, { MPI_PROD, XCCL_OP_PROD },
+    { MPI_MAX, XCCL_OP_MAX }, { MPI_MIN, XCCL_OP_MIN },
+    { MPI_LAND, XCCL_OP_LAND }, { MPI_LOR, XCCL_OP_LOR }, { MPI_LXOR, XCCL_OP_LXOR },
+    { MPI_BAND, XCCL_OP_BAND }, { MPI_BOR, XCCL_OP_BOR }, { MPI_BXOR, XCCL_OP_BXOR },
+    { MPI_MAXLOC, XCCL_OP_MAXLOC }, { MPI_MINLOC, XCCL_OP_MINLOC },
+};
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static int map_dtype(struct ompi_datatype_t *dt, xccl_dtype_t *out)
+{
+    for (size_t i = 0; i < NELEMS(dtype_map); i++) {
+        if (dtype_map[i].mpi == dt) {
+            ptrdiff_t lb, extent;
+            ompi_datatype_get_extent(dt, &lb, &extent);
+            /* The kernels assume the C layout; check it is Open MPI's. */
+            if (0 != lb || (size_t) extent != xccl_dtype_size(dtype_map[i].x)) {
+                return -1;
+            }
+            *out = dtype_map[i].x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int map_op(struct ompi_op_t *op, xccl_op_t *out)
+{
+    for (size_t i = 0; i < NELEMS(op_map); i++) {
+        if (op_map[i].mpi == op) {
+            *out = op_map[i].x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ reductions */
+
+typedef struct {
+    xccl_reduce_fn_t kernel;         /* predefined op on a predefined type */
+    struct ompi_op_t *op;            /* otherwise a commutative user op */
+    struct ompi_datatype_t *dtype;
+} reduce_ctx_t;
+
+static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    reduce_ctx_t *r = ctx;
+    if (r->kernel) {
+        r->kernel(dst, a, b, count);
+        return 0;
+    }
+    /* ompi_op_reduce computes target = source op target.  The op is
+     * commutative, so either operand may be the target. */
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(r->dtype, &lb, &extent);
+    if (dst == b) {
+        ompi_op_reduce(r->op, (void *) a, dst, count, r->dtype);
+    } else {
+        if (dst != a) {
+            memcpy(dst, a, count * (size_t) extent);
+        }
+        ompi_op_reduce(r->op, (void *) b, dst, count, r->dtype);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ checks */
+
+static int check_dtype(struct ompi_datatype_t *dt)
+{
+    if (NULL == dt || MPI_DATATYPE_NULL == dt || !ompi_datatype_is_committed(dt)) {
+        return MPI_ERR_TYPE;
+    }
+    return MPI_SUCCESS;
+}
+
+static ptrdiff_t true_lb_of(struct ompi_datatype_t *dt)
+{
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_true_extent(dt, &lb, &extent);
+    return lb;
+}
+
+/* A NULL buffer is an error when it would be dereferenced: count > 0 and
+ * the type does not carry absolute addresses (MPI_BOTTOM use). */
+static int check_buf(const void *buf, size_t count, struct ompi_datatype_t *dt)
+{
+    if (NULL == buf && count > 0 && 0 == true_lb_of(dt)) {
+        return MPI_ERR_BUFFER;
+    }
+    return MPI_SUCCESS;
+}
+
+static int check_op(struct ompi_op_t *op, struct ompi_datatype_t *dt, const char *fn)
+{
+    char *msg = NULL;
+    if (NULL == op || MPI_OP_NULL == op) {
+        return MPI_ERR_OP;
+    }
+    if (!ompi_op_is_valid(op, dt, &msg, fn)) {
+        free(msg);
+        return MPI_ERR_OP;
+    }
+    return MPI_SUCCESS;
+}
+
+static size_t dtype_size(struct ompi_datatype_t *dt)
+{
+    size_t size = 0;
+    ompi_datatype_type_size(dt, &size);
+    return size;
+}
+
+static size_t dtype_extent(struct ompi_datatype_t *dt)
+{
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    return (size_t) extent;
+}
+
+/* Data movement needs count elements laid out without gaps. */
+static int is_contiguous(struct ompi_datatype_t *dt, size_t count)
+{
+    return count <= INT_MAX && ompi_datatype_is_contiguous_memory_layout(dt, (int32_t) count) &&
+           dtype_size(dt) == dtype_extent(dt);
+}
+
+/* ------------------------------------------------------------ log, stats */
+
+static void log_call(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes, const char *algo,
+                     int algo_index, const char *fallback)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    xccl_coll_stats_t *st = &c->stats[coll];
+    st->calls++;
+    st->bytes += bytes;
+    if (fallback) {
+        st->fallbacks++;
+    } else if (algo_index >= 0 && algo_index < XCCL_MAX_ALGOS) {
+        st->algo_calls[algo_index]++;
+    }
+    if (c->verbose >= 1) {
+        mca_coll_xccl_log(1, "%s comm=%u rank=%d bytes=%zu %s=%s size=%d",
+                          mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, bytes,
+                          fallback ? "fallback" : "algo", fallback ? fallback : algo, m->size);
+    }
+}
+
+static int log_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what)
+{
+    mca_coll_xccl_component.stats[coll].errors++;
+    mca_coll_xccl_log(1, "error %s comm=%u rank=%d: %s", mca_coll_xccl_coll_name(coll), m->cid,
+                      m->world_rank, what);
+    return err;
+}
+
+static int algo_index(xccl_coll_t coll, const char *name)
+{
+    const char *const *names = mca_coll_xccl_algo_names(coll);
+    for (int a = 0; names[a]; a++) {
+        if (0 == strcmp(names[a], name)) {
+            return a;
+        }
+    }
+    return -1;
+}
+
+/* Reasons every rank sees alike (parameters equal on all ranks by the
+ * ALL_EQ scope) or that concern only this rank's buffers but must not
+ * split the ranks: a device buffer on one rank and not another would, so
+ * mixed placements are the application's error as in any MPI. */
+static const char *common_fallback(xccl_coll_t coll)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    if (!c->enable[coll]) {
+        return "disabled";
+    }
+    if (XCCL_ALGO_FALLBACK == c->forced[coll]) {
+        return "forced";
+    }
+    return NULL;
+}
+
+static const char *buffer_fallback(const void *a, const void *b)
+{
+    if (XCCL_MEM_DEVICE == xccl_gpu_mem_type(a) || XCCL_MEM_DEVICE == xccl_gpu_mem_type(b)) {
+        return "device_buffer";
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ execution */
+
+static int ensure_scratch(mca_coll_xccl_module_t *m, size_t bytes)
+{
+    if (bytes <= m->scratch_size) {
+        return 0;
+    }
+    void *p = malloc(bytes);
+    if (NULL == p) {
+        return -1;
+    }
+    free(m->scratch);
+    m->scratch = p;
+    m->scratch_size = bytes;
+    return 0;
+}
+
+static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, void *sbuf,
+               void *rbuf, reduce_ctx_t *rctx)
+{
+    xccl_exec_t e;
+    int rc;
+    if (0 != ensure_scratch(m, s->scratch_bytes)) {
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for scratch");
+    }
+    void *bufs[XCCL_NBUF] = { sbuf, rbuf, m->scratch };
+    if (0 != xccl_exec_init(&e, s, &m->transport, bufs, reduce_cb, rctx, m->seq++)) {
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for requests");
+    }
+    while (0 == (rc = xccl_exec_progress(&e))) {
+        opal_progress();
+    }
+    xccl_exec_fini(&e);
+    if (1 != rc) {
+        char what[300];
+        snprintf(what, sizeof(what), "transfer failed: %s", xccl_ucx_error());
+        return log_error(m, coll, MPI_ERR_INTERN, what);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Builds with the schedule's own algorithm name, runs, logs. */
+static int finish(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, int build_rc,
+                  size_t bytes, void *sbuf, void *rbuf, reduce_ctx_t *rctx)
+{
+    int rc;
+    if (0 != build_rc) {
+        xccl_sched_fini(s);
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory building the schedule");
+    }
+    log_call(m, coll, bytes, s->algo, algo_index(coll, s->algo), NULL);
+    rc = run(m, coll, s, sbuf, rbuf, rctx);
+    xccl_sched_fini(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------ reductions: shared part */
+
+/* Decides how a reduction of this type and op runs: fills rctx and the
+ * element size, or returns a fallback reason. */
+static const char *plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *op, size_t count,
+                                  reduce_ctx_t *rctx, size_t *elem_size)
+{
+    xccl_dtype_t xdt;
+    xccl_op_t xop;
+    rctx->kernel = NULL;
+    rctx->op = op;
+    rctx->dtype = dt;
+    if (ompi_op_is_intrinsic(op)) {
+        if (0 != map_dtype(dt, &xdt)) {
+            return "unsupported_datatype";
+        }
+        if (0 != map_op(op, &xop) || NULL == (rctx->kernel = xccl_reduce_kernel(xdt, xop))) {
+            return "unsupported_op";
+        }
+        *elem_size = xccl_dtype_size(xdt);
+        return NULL;
+    }
+    if (!ompi_op_is_commute(op)) {
+        return "noncommutative_op";
+    }
+    if (!is_contiguous(dt, count ? count : 1)) {
+        return "noncontiguous_datatype";
+    }
+    *elem_size = dtype_extent(dt);
+    return 0 == *elem_size ? "empty_datatype" : NULL;
+}
+
+/* ------------------------------------------------------------ allreduce */
+
+int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
+    const xccl_coll_t coll = XCCL_COLL_ALLREDUCE;
+    const int in_place = MPI_IN_PLACE == sbuf;
+    int err;
+
+    if (count < 0) {
+        return log_error(m, coll, MPI_ERR_COUNT, "negative count");
+    }
+    if (MPI_SUCCESS != (err = check_dtype(dtype))) {
+        return log_error(m, coll, err, "invalid datatype");
+    }
+    if (MPI_SUCCESS != (err = check_op(op, dtype, "MPI_Allreduce"))) {
+        return log_error(m, coll, err, "invalid op for this datatype");
+    }
+    if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) count, dtype)) ||
+        (!in_place && MPI_SUCCESS != (err = check_buf(sbuf, (size_t) count, dtype)))) {
+        return log_error(m, coll, err, "NULL buffer with a nonzero count");
+    }
+
+    const size_t bytes = (size_t) count * dtype_size(dtype);
+    reduce_ctx_t rctx;
+    size_t es = 0;
+    const char *why = common_fallback(coll);
+    if (NULL == why) {
+        why = plan_reduction(dtype, op, (size_t) count, &rctx, &es);
+    }
+    if (NULL == why) {
+        why = buffer_fallback(in_place ? NULL : sbuf, rbuf);
+    }
+    if (why) {
+        log_call(m, coll, bytes, NULL, -1, why);
+        return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
+    }
+
+    ptrdiff_t lb = true_lb_of(dtype);
+    char *r = (char *) rbuf + lb;
+    char *s = in_place ? r : (char *) sbuf + lb;
+    xccl_sched_t sched;
+    xccl_sched_init(&sched, m->rank, m->size, es);
+    int brc = xccl_build_allreduce_ring(&sched, (size_t) count);
+    return finish(m, coll, &sched, brc, bytes, s, r, &rctx);
+}
+
+/* ------------------------------------------------------------ reduce_scatter (_block) */
+
+static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
+                                 void *rbuf, const size_t *counts, struct ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op, int *fell_back)
+{
+    const int in_place = MPI_IN_PLACE == sbuf;
+    size_t total = 0;
+    *fell_back = 0;
+    for (int i = 0; i < m->size; i++) {
+        total += counts[i];
+    }
+    const size_t bytes = total * dtype_size(dtype);
+    reduce_ctx_t rctx;
+    size_t es = 0;
+    const char *why = common_fallback(coll);
+    if (NULL == why) {
+        why = plan_reduction(dtype, op, total, &rctx, &es);
+    }
+    if (NULL == why) {
+        why = buffer_fallback(in_place ? NULL : sbuf, rbuf);
+    }
+    if (why) {
+        log_call(m, coll, bytes, NULL, -1, why);
+        *fell_back = 1;
+        return MPI_SUCCESS;
+    }
+    ptrdiff_t lb = true_lb_of(dtype);
+    char *r = (char *) rbuf + lb;
+    char *s = in_place ? r : (char *) sbuf + lb;
+    xccl_sched_t sched;
+    xccl_sched_init(&sched, m->rank, m->size, es);
+    int brc = xccl_build_reduce_scatter_ring(&sched, counts, in_place);
+    return finish(m, coll, &sched, brc, bytes, s, r, &rctx);
+}
+
+static int check_reduction_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
+                                void *rbuf, size_t my_count, size_t total,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                const char *fn)
+{
+    int err;
+    if (MPI_SUCCESS != (err = check_dtype(dtype))) {
+        return log_error(m, coll, err, "invalid datatype");
+    }
+    if (MPI_SUCCESS != (err = check_op(op, dtype, fn))) {
+        return log_error(m, coll, err, "invalid op for this datatype");
+    }
+    if (MPI_IN_PLACE == sbuf) {
+        err = check_buf(rbuf, total, dtype);
+    } else {
+        err = check_buf(rbuf, my_count, dtype);
+        if (MPI_SUCCESS == err) {
+            err = check_buf(sbuf, total, dtype);
+        }
+    }
+    if (MPI_SUCCESS != err) {
+        return log_error(m, coll, err, "NULL buffer with a nonzero count");
+    }
+    return MPI_SUCCESS;
+}
+
+int mca_coll_xccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
+    const xccl_coll_t coll = XCCL_COLL_REDUCE_SCATTER;
+    size_t total = 0;
+    int err, fell_back;
+
+    if (NULL == rcounts) {
+        return log_error(m, coll, MPI_ERR_ARG, "recvcounts is NULL");
+    }
+    size_t *counts = malloc((size_t) m->size * sizeof(size_t));
+    if (NULL == counts) {
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
+    }
+    for (int i = 0; i < m->size; i++) {
+        if (rcounts[i] < 0) {
+            free(counts);
+            return log_error(m, coll, MPI_ERR_COUNT, "negative recvcount");
+        }
+        counts[i] = (size_t) rcounts[i];
+        total += counts[i];
+    }
+    err = check_reduction_args(m, coll, sbuf, rbuf, counts[m->rank], total, dtype, op,
+                               "MPI_Reduce_scatter");
+    if (MPI_SUCCESS == err) {
+        err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back);
+        if (fell_back) {
+            err = m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                         m->prev_reduce_scatter_module);
+        }
+    }
+    free(counts);
+    return err;
+}
+
+int mca_coll_xccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       struct ompi_communicator_t *comm,
+                                       mca_coll_base_module_t *module)
+{
+    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
+    const xccl_coll_t coll = XCCL_COLL_REDUCE_SCATTER_BLOCK;
+    int err, fell_back;
+
+    if (rcount < 0) {
+        return log_error(m, coll, MPI_ERR_COUNT, "negative recvcount");
+    }
+    err = check_reduction_args(m, coll, sbuf, rbuf, (size_t) rcount,
+                               (size_t) rcount * (size_t) m->size, dtype, op,
+                               "MPI_Reduce_scatter_block");
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    size_t *counts = malloc((size_t) m->size * sizeof(size_t));
+    if (NULL == counts) {
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
+    }
+    for (int i = 0; i < m->size; i++) {
+        counts[i] = (size_t) rcount;
+    }
+    err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back);
+    free(counts);
+    if (fell_back) {
+        err = m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                           m->prev_reduce_scatter_block_module);
+    }
+    return err;
+}
+
+/* ------------------------------------------------------------ allgather, alltoall */
+
+/* Shared checks of the (send, recv) argument pairs; *block is the bytes one
+ * rank contributes, or a fallback reason is returned. */
+static int check_pair_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
+                           int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, size_t send_blocks)
+{
+    int err;
+    const int in_place = MPI_IN_PLACE == sbuf;
+    if (rcount < 0 || (!in_place && scount < 0)) {
+        return log_error(m, coll, MPI_ERR_COUNT, "negative count");
+    }
+    if (MPI_SUCCESS != (err = check_dtype(rdtype)) ||
+        (!in_place && MPI_SUCCESS != (err = check_dtype(sdtype)))) {
+        return log_error(m, coll, err, "invalid datatype");
+    }
+    if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount, rdtype)) ||
+        (!in_place &&
+         MPI_SUCCESS != (err = check_buf(sbuf, (size_t) scount * send_blocks, sdtype)))) {
+        return log_error(m, coll, err, "NULL buffer with a nonzero count");
+    }
+    return MPI_SUCCESS;
+}
+
+static const char *plan_movement(xccl_coll_t coll, const void *sbuf, int scount,
+                                 struct ompi_datatype_t *sdtype, const void *rbuf, int rcount,
+                                 struct ompi_datatype_t *rdtype, size_t nblocks, size_t *block)
+{
+    const int in_place = MPI_IN_PLACE == sbuf;
+    const char *why = common_fallback(coll);
+    *block = (size_t) rcount * dtype_size(rdtype);
+    if (why) {
+        return why;
+    }
+    if (!is_contiguous(rdtype, (size_t) rcount * nblocks)) {
+        return "noncontiguous_datatype";
+    }
+    if (!in_place) {
+        size_t sblock = (size_t) scount * dtype_size(sdtype);
+        size_t snblocks = XCCL_COLL_ALLTOALL == coll ? nblocks : 1;
+        if (!is_contiguous(sdtype, (size_t) scount * snblocks)) {
+            return "noncontiguous_datatype";
+        }
+        if (sblock != *block) {
+            return "send_recv_size_mismatch";
+        }
+    }
+    return buffer_fallback(in_place ? NULL : sbuf, rbuf);
+}
+
+int mca_coll_xccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
+    const xccl_coll_t coll = XCCL_COLL_ALLGATHER;
+    const int in_place = MPI_IN_PLACE == sbuf;
+    size_t block;
+    int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, 1);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount * (size_t) m->size, rdtype))) {
+        return log_error(m, coll, err, "NULL buffer with a nonzero count");
+    }
+    const char *why = plan_movement(coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                    (size_t) m->size, &block);
+    if (why) {
+        log_call(m, coll, block * (size_t) m->size, NULL, -1, why);
+        return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                 m->prev_allgather_module);
+    }
+    char *r = (char *) rbuf + true_lb_of(rdtype);
+    char *s = in_place ? r + (size_t) m->rank * block : (char *) sbuf + true_lb_of(sdtype);
+    xccl_sched_t sched;
+    xccl_sched_init(&sched, m->rank, m->size, 1);
+    int brc = xccl_build_allgather_ring(&sched, block);
+    return finish(m, coll, &sched, brc, block * (size_t) m->size, s, r, NULL);
+}
+
+int mca_coll_xccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
+    const xccl_coll_t coll = XCCL_COLL_ALLTOALL;
+    const int in_place = MPI_IN_PLACE == sbuf;
+    size_t block;
+    int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                              (size_t) m->size);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount * (size_t) m->size, rdtype))) {
+        return log_error(m, coll, err, "NULL buffer with a nonzero count");
+    }
+    const char *why = plan_movement(coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                    (size_t) m->size, &block);
+    if (why) {
+        log_call(m, coll, block * (size_t) m->size, NULL, -1, why);
+        return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                m->prev_alltoall_module);
+    }
+    char *r = (char *) rbuf + true_lb_of(rdtype);
+    char *s = in_place ? r : (char *) sbuf + true_lb_of(sdtype);
+    xccl_sched_t sched;
+    xccl_sched_init(&sched, m->rank, m->size, 1);
+    int brc = xccl_build_alltoall_pairwise(&sched, block, in_place);
+    return finish(m, coll, &sched, brc, block * (size_t) m->size, s, r, NULL);
+}
+
+/* ------------------------------------------------------------ bcast */
+
+int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
+    const xccl_coll_t coll = XCCL_COLL_BCAST;
+    int err;
+    if (count < 0) {
+        return log_error(m, coll, MPI_ERR_COUNT, "negative count");
+    }
+    if (MPI_SUCCESS != (err = check_dtype(dtype))) {
+        return log_error(m, coll, err, "invalid datatype");
+    }
+    if (root < 0 || root >= m->size) {
+        return log_error(m, coll, MPI_ERR_ROOT, "root out of range");
+    }
+    if (MPI_SUCCESS != (err = check_buf(buf, (size_t) count, dtype))) {
+        return log_error(m, coll, err, "NULL buffer with a nonzero count");
+    }
+    const size_t bytes = (size_t) count * dtype_size(dtype);
+    const char *why = common_fallback(coll);
+    if (NULL == why && !is_contiguous(dtype, (size_t) count)) {
+        why = "noncontiguous_datatype";
+    }
+    if (NULL == why) {
+        why = buffer_fallback(buf, NULL);
+    }
+    if (why) {
+        log_call(m, coll, bytes, NULL, -1, why);
+        return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
+    }
+    char *b = (char *) buf + true_lb_of(dtype);
+    xccl_sched_t sched;
+    xccl_sched_init(&sched, m->rank, m->size, 1);
+    int brc = xccl_build_bcast_binomial(&sched, bytes, root);
+    return finish(m, coll, &sched, brc, bytes, NULL, b, NULL);
+}

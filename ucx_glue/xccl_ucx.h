@@ -1,0 +1,59 @@
+/*
+ * xccl's own UCP context and worker (one per process), endpoints shared by
+ * all communicators, and tagged nonblocking transfers.  Knows nothing of MPI
+ * or of algorithms: the caller supplies peer keys, addresses and tags.
+ */
+#ifndef XCCL_UCX_H
+#define XCCL_UCX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ucp/api/ucp.h>
+
+/* Tag layout, 64 bits: | comm id 16 | source rank 20 | sequence 16 | message index 12 |.
+ * The receiver matches all 64 bits.  UCP keeps the order of messages with
+ * the same tag from one endpoint, so the wrap of the 12-bit index (more
+ * than 4096 messages between one pair in one call) cannot mismatch. */
+#define XCCL_UCX_MAX_CID   0xffffu
+#define XCCL_UCX_MAX_RANKS (1u << 20)
+
+static inline ucp_tag_t xccl_ucx_tag(uint32_t cid, uint32_t src, uint32_t seq, uint32_t idx)
+{
+    return ((ucp_tag_t) (cid & 0xffffu) << 48) | ((ucp_tag_t) (src & 0xfffffu) << 28) |
+           ((ucp_tag_t) (seq & 0xffffu) << 12) | (ucp_tag_t) (idx & 0xfffu);
+}
+
+/* Create the context (transports restricted to tls when not empty) and the
+ * worker.  multi_thread: the worker may be used from several threads.
+ * Returns 0, or -1 with xccl_ucx_error() saying why. */
+int xccl_ucx_init(const char *tls, int multi_thread);
+/* Close what is left of the endpoints, destroy the worker and the context. */
+void xccl_ucx_fini(void);
+int xccl_ucx_ready(void);
+const char *xccl_ucx_error(void);
+/* The names of the transports UCP uses (after init), e.g. "posix,cma,tcp". */
+const char *xccl_ucx_tls(void);
+
+/* This worker's address, valid until fini. */
+int xccl_ucx_address(const void **addr, size_t *len);
+
+/* Progress the worker; returns the number of events. */
+unsigned xccl_ucx_progress(void);
+
+/* Endpoints are cached by peer key and reference counted: get creates or
+ * takes a reference, put drops one and closes the endpoint at zero. */
+int xccl_ucx_ep_get(uint64_t key, const void *addr, size_t len, ucp_ep_h *ep);
+void xccl_ucx_ep_put(uint64_t key);
+
+/* Tagged transfers.  *req is NULL when the transfer completed at once.
+ * Returns 0 or -1. */
+int xccl_ucx_isend(ucp_ep_h ep, const void *buf, size_t len, ucp_tag_t tag, void **req);
+int xccl_ucx_irecv(void *buf, size_t len, ucp_tag_t tag, void **req);
+/* 1 done (request released), 0 pending, -1 failed or the received length
+ * differs from the posted one (request released). */
+int xccl_ucx_test(void *req);
+/* Abandon a pending request and release it. */
+void xccl_ucx_cancel(void *req);
+
+#endif
