@@ -1,0 +1,25 @@
+#!/bin/bash
+# The whole test suite from a fresh Debian 12 machine (root): packages,
+# build with -Werror, then `make check` (Check unit tests of the algorithms
+# and kernels, MPI integration tests under mpirun at np 1, 2, 3, 4, 7 and
+# the bad-input tests).  Builds in ./build; exit status is the suite's.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/test/deps.sh"
+cd "$top"
+./autogen.sh
+mkdir -p build
+cd build
+../configure --enable-werror
+make -j"$(nproc)"
+if ! make -j1 check; then
+    # show why, then fail
+    for f in test-suite.log test/mpi/mpi_tests.sh.log; do
+        [[ -f $f ]] && tail -n 80 "$f"
+    done
+    exit 1
+fi
+for f in test_algos.log test_kernels.log test/mpi/mpi_tests.sh.log; do
+    [[ -f $f ]] && grep -E '^(100%|[0-9]+%: Checks|mpi-tests:)' "$f" | sed "s|^|$f: |"
+done
+echo "run_all: all tests passed"
