@@ -45,8 +45,20 @@ typedef pair_long_double_int_t u_long_double_int UNALIGNED;
 typedef pair_2float_t u_2float UNALIGNED;
 typedef pair_2double_t u_2double UNALIGNED;
 
+/* On x86-64 each kernel is also compiled for AVX2 and AVX-512 and the best
+ * one the CPU supports is picked at load time (GCC function multiversioning),
+ * so a distribution build is not limited to SSE2.  Element-wise results do
+ * not depend on the vector width (no reassociation; the library is built
+ * with -ffp-contract=off so no FMA either). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define KERNEL_ISA __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define KERNEL_ISA
+#endif
+
 /* One kernel: T is the element type, EXPR computes the result from x, y. */
 #define KERNEL(name, T, EXPR)                                                 \
+    KERNEL_ISA                                                                \
     static void name(void *out_, const void *a_, const void *b_, size_t n)    \
     {                                                                         \
         T *o = out_;                                                          \
