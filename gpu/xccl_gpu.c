@@ -1,8 +1,10 @@
 /* Buffer classification through the CUDA driver API, loaded with dlopen. */
+#define _GNU_SOURCE 1          /* dl_iterate_phdr, RTLD_NOLOAD */
 #include "xccl_build_config.h"
 #include "xccl_gpu.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,8 +25,28 @@ typedef CUresult (*pointer_get_attribute_fn)(void *data, int attribute, CUdevice
 static void *libcuda;
 static pointer_get_attribute_fn pointer_get_attribute;
 
+static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
+        *(unsigned long long *) data = info->dlpi_adds;
+    }
+    return 1;                  /* the first object is enough */
+}
+
 static int probe(void)
 {
+    static unsigned long long seen_loads = ~0ull;
+    unsigned long long loads = 0;
+
+    /* dlopen(RTLD_NOLOAD) of a library that is not loaded searches the
+     * file system cache (~70 us): only look again when the process has
+     * loaded something since the last look. */
+    dl_iterate_phdr(count_loads, &loads);
+    if (loads == seen_loads) {
+        return 0;
+    }
+    seen_loads = loads;
+
     /* Only a process that loaded the driver can own device memory, so do
      * not load it ourselves: that would cost every job startup time. */
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
