@@ -52,7 +52,9 @@ typedef struct {
     bool enable[XCCL_NCOLL];
     char *algorithm[XCCL_NCOLL];     /* as given */
     int forced[XCCL_NCOLL];          /* parsed: XCCL_ALGO_* or an algorithm index */
+    int small_bytes;                 /* auto: fall back below this size */
     char *ucx_tls;
+    char *ucx_rndv_scheme;
 
     /* state */
     int output;                      /* opal_output stream */

@@ -55,9 +55,13 @@ static const char *const algo_names[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
     [XCCL_COLL_BCAST] = { "auto", "fallback", "binomial", NULL },
 };
 
-/* Measured on the development machine (2 cores, UCX 1.13, see README):
- * posix shared memory for large messages beats sysv and cma. */
+/* Measured with xccl_bench on the development machine (2 cores, UCX 1.13,
+ * np 2, allgather/allreduce 256 KiB..16 MiB, see README): shared memory
+ * (posix) for eager messages, cma for rendezvous; put_zcopy rendezvous was
+ * 1.5-2x faster than UCX's default choice at 256 KiB..2 MiB.  tcp stays in
+ * the list for peers on other nodes. */
 #define XCCL_DEFAULT_TLS "posix,cma,tcp,self"
+#define XCCL_DEFAULT_RNDV_SCHEME "put_zcopy"
 
 const char *mca_coll_xccl_coll_name(xccl_coll_t c)
 {
@@ -123,12 +127,26 @@ static int xccl_register(void)
             OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->algorithm[i]);
     }
 
+    c->small_bytes = 4096;
+    (void) mca_base_component_var_register(v, "small_msg_bytes",
+        "With algorithm auto, calls moving fewer bytes than this go to the fallback module, "
+        "whose latency is lower there (measured with xccl_bench at np 2 and 4 on the "
+        "development machine); 0: xccl runs every size",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->small_bytes);
+
     c->ucx_tls = XCCL_DEFAULT_TLS;
     (void) mca_base_component_var_register(v, "ucx_tls",
         "UCX transports of xccl's own UCP context (UCX_TLS syntax; empty: UCX's default). "
         "The PML's UCX settings are not affected",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->ucx_tls);
+    c->ucx_rndv_scheme = XCCL_DEFAULT_RNDV_SCHEME;
+    (void) mca_base_component_var_register(v, "ucx_rndv_scheme",
+        "UCX rendezvous protocol of xccl's own UCP context (UCX_RNDV_SCHEME values: "
+        "put_zcopy, get_zcopy, auto; empty: UCX's default)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->ucx_rndv_scheme);
     return OMPI_SUCCESS;
 }
 
@@ -186,7 +204,8 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     int rc;
 
     c->ucx_ok = false;
-    if (0 != xccl_ucx_init(c->ucx_tls, enable_progress_threads || enable_mpi_threads)) {
+    if (0 != xccl_ucx_init(c->ucx_tls, c->ucx_rndv_scheme,
+                           enable_progress_threads || enable_mpi_threads)) {
         snprintf(c->ucx_error, sizeof(c->ucx_error), "%s", xccl_ucx_error());
     } else if (0 != xccl_ucx_address(&addr, &len)) {
         snprintf(c->ucx_error, sizeof(c->ucx_error), "no worker address");

@@ -254,7 +254,7 @@ static int algo_index(xccl_coll_t coll, const char *name)
  * ALL_EQ scope) or that concern only this rank's buffers but must not
  * split the ranks: a device buffer on one rank and not another would, so
  * mixed placements are the application's error as in any MPI. */
-static const char *common_fallback(xccl_coll_t coll)
+static const char *common_fallback(xccl_coll_t coll, size_t bytes)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
     if (!c->enable[coll]) {
@@ -262,6 +262,10 @@ static const char *common_fallback(xccl_coll_t coll)
     }
     if (XCCL_ALGO_FALLBACK == c->forced[coll]) {
         return "forced";
+    }
+    /* Until the cost model exists: stock Open MPI wins on small messages. */
+    if (XCCL_ALGO_AUTO == c->forced[coll] && bytes < (size_t) c->small_bytes) {
+        return "small_message";
     }
     return NULL;
 }
@@ -390,7 +394,7 @@ int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi
     const size_t bytes = (size_t) count * dtype_size(dtype);
     reduce_ctx_t rctx;
     size_t es = 0;
-    const char *why = common_fallback(coll);
+    const char *why = common_fallback(coll, bytes);
     if (NULL == why) {
         why = plan_reduction(dtype, op, (size_t) count, &rctx, &es);
     }
@@ -426,7 +430,7 @@ static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, co
     const size_t bytes = total * dtype_size(dtype);
     reduce_ctx_t rctx;
     size_t es = 0;
-    const char *why = common_fallback(coll);
+    const char *why = common_fallback(coll, bytes);
     if (NULL == why) {
         why = plan_reduction(dtype, op, total, &rctx, &es);
     }
@@ -574,8 +578,8 @@ static const char *plan_movement(xccl_coll_t coll, const void *sbuf, int scount,
                                  struct ompi_datatype_t *rdtype, size_t nblocks, size_t *block)
 {
     const int in_place = MPI_IN_PLACE == sbuf;
-    const char *why = common_fallback(coll);
     *block = (size_t) rcount * dtype_size(rdtype);
+    const char *why = common_fallback(coll, *block * nblocks);
     if (why) {
         return why;
     }
@@ -677,7 +681,7 @@ int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
     const size_t bytes = (size_t) count * dtype_size(dtype);
-    const char *why = common_fallback(coll);
+    const char *why = common_fallback(coll, bytes);
     if (NULL == why && !is_contiguous(dtype, (size_t) count)) {
         why = "noncontiguous_datatype";
     }
