@@ -141,6 +141,32 @@ int xccl_build_allgather_ring(xccl_sched_t *s, size_t block);
 int xccl_build_alltoall_pairwise(xccl_sched_t *s, size_t block, int in_place);
 int xccl_build_bcast_binomial(xccl_sched_t *s, size_t bytes, int root);
 
+/* More algorithms (issue 3); same buffer conventions.  Names in comments
+ * are the values of s->algo (and of the force parameters). */
+/* "recursive_doubling": lg p steps exchanging the whole vector; non-powers
+ * of two fold the extra ranks in and out. */
+int xccl_build_allreduce_recursive_doubling(xccl_sched_t *s, size_t count);
+/* "rabenseifner": recursive-halving reduce-scatter + recursive-doubling
+ * allgather, extra ranks folded in and out. */
+int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count);
+/* "swing": Swing (Sensi et al., NSDI 2024), bandwidth-optimal form: peer at
+ * step k is r +/- rho(k), rho(k) = sum_{i<=k} (-2)^i. */
+int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count);
+/* "recursive_halving" and "pairwise" reduce_scatter (irregular counts). */
+int xccl_build_reduce_scatter_recursive_halving(xccl_sched_t *s, const size_t *counts, int in_place);
+int xccl_build_reduce_scatter_pairwise(xccl_sched_t *s, const size_t *counts, int in_place);
+/* "recursive_doubling" and "bruck" allgather. */
+int xccl_build_allgather_recursive_doubling(xccl_sched_t *s, size_t block);
+int xccl_build_allgather_bruck(xccl_sched_t *s, size_t block);
+/* "bruck" alltoall (small blocks) and "linear": every pair at once, at
+ * most max_inflight sends and receives posted per step (0: no bound). */
+int xccl_build_alltoall_bruck(xccl_sched_t *s, size_t block, int in_place);
+int xccl_build_alltoall_linear(xccl_sched_t *s, size_t block, int in_place, int max_inflight);
+/* "scatter_allgather": binomial scatter + ring allgather; "chain": a
+ * pipelined chain root -> root+1 -> ... in segments of seg bytes. */
+int xccl_build_bcast_scatter_allgather(xccl_sched_t *s, size_t bytes, int root);
+int xccl_build_bcast_chain(xccl_sched_t *s, size_t bytes, int root, size_t seg);
+
 /* ------------------------------------------------------------------------ */
 /* Transport interface and executor                                         */
 /* ------------------------------------------------------------------------ */
