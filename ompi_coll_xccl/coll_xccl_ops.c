@@ -599,30 +599,57 @@ static const char *plan_movement(xccl_coll_t coll, const void *sbuf, int scount,
     return buffer_fallback(in_place ? NULL : sbuf, rbuf);
 }
 
-int mca_coll_xccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+/* Everything an allgather or alltoall does before its algorithm: argument
+ * checks (an error code), the fallback decision (*why), the byte size of a
+ * block and the buffers the schedule works on. */
+static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
+                            int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, const char **why, size_t *block,
+                            char **s, char **r)
 {
-    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
-    const xccl_coll_t coll = XCCL_COLL_ALLGATHER;
     const int in_place = MPI_IN_PLACE == sbuf;
-    size_t block;
-    int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, 1);
+    const size_t send_blocks = XCCL_COLL_ALLTOALL == coll ? (size_t) m->size : 1;
+    int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, send_blocks);
     if (MPI_SUCCESS != err) {
         return err;
     }
     if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount * (size_t) m->size, rdtype))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
-    const char *why = plan_movement(coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                    (size_t) m->size, &block);
+    *why = plan_movement(coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, (size_t) m->size,
+                         block);
+    if (*why) {
+        log_call(m, coll, *block * (size_t) m->size, NULL, -1, *why);
+        return MPI_SUCCESS;
+    }
+    *r = (char *) rbuf + true_lb_of(rdtype);
+    if (!in_place) {
+        *s = (char *) sbuf + true_lb_of(sdtype);
+    } else {
+        /* allgather: the own block already sits in place; alltoall: SEND is RECV */
+        *s = XCCL_COLL_ALLGATHER == coll ? *r + (size_t) m->rank * *block : *r;
+    }
+    return MPI_SUCCESS;
+}
+
+int mca_coll_xccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
+    const xccl_coll_t coll = XCCL_COLL_ALLGATHER;
+    const char *why = NULL;
+    size_t block = 0;
+    char *s = NULL, *r = NULL;
+    int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
+                               &s, &r);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
     if (why) {
-        log_call(m, coll, block * (size_t) m->size, NULL, -1, why);
         return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                  m->prev_allgather_module);
     }
-    char *r = (char *) rbuf + true_lb_of(rdtype);
-    char *s = in_place ? r + (size_t) m->rank * block : (char *) sbuf + true_lb_of(sdtype);
     xccl_sched_t sched;
     xccl_sched_init(&sched, m->rank, m->size, 1);
     int brc = xccl_build_allgather_ring(&sched, block);
@@ -635,28 +662,21 @@ int mca_coll_xccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t 
 {
     mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
     const xccl_coll_t coll = XCCL_COLL_ALLTOALL;
-    const int in_place = MPI_IN_PLACE == sbuf;
-    size_t block;
-    int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                              (size_t) m->size);
+    const char *why = NULL;
+    size_t block = 0;
+    char *s = NULL, *r = NULL;
+    int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
+                               &s, &r);
     if (MPI_SUCCESS != err) {
         return err;
     }
-    if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount * (size_t) m->size, rdtype))) {
-        return log_error(m, coll, err, "NULL buffer with a nonzero count");
-    }
-    const char *why = plan_movement(coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                    (size_t) m->size, &block);
     if (why) {
-        log_call(m, coll, block * (size_t) m->size, NULL, -1, why);
         return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                 m->prev_alltoall_module);
     }
-    char *r = (char *) rbuf + true_lb_of(rdtype);
-    char *s = in_place ? r : (char *) sbuf + true_lb_of(sdtype);
     xccl_sched_t sched;
     xccl_sched_init(&sched, m->rank, m->size, 1);
-    int brc = xccl_build_alltoall_pairwise(&sched, block, in_place);
+    int brc = xccl_build_alltoall_pairwise(&sched, block, MPI_IN_PLACE == sbuf);
     return finish(m, coll, &sched, brc, block * (size_t) m->size, s, r, NULL);
 }
 

@@ -5,13 +5,8 @@
 # Extra arguments go to xccl_bench (e.g. -e 16M for a shorter sweep).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/test/deps.sh"
-cd "$top"
-./autogen.sh
-mkdir -p build
-cd build
-../configure
-make -j"$(nproc)"
+"$top/test/build.sh"
+cd "$top/build"
 make install
 mpirun --allow-run-as-root --oversubscribe -np 4 \
     --mca coll xccl,tuned,basic,libnbc,self \

@@ -5,13 +5,8 @@
 # the bad-input tests).  Builds in ./build; exit status is the suite's.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/test/deps.sh"
-cd "$top"
-./autogen.sh
-mkdir -p build
-cd build
-../configure --enable-werror
-make -j"$(nproc)"
+"$top/test/build.sh" --enable-werror
+cd "$top/build"
 if ! make -j1 check; then
     # show why, then fail
     for f in test-suite.log test/mpi/mpi_tests.sh.log; do
