@@ -168,6 +168,27 @@ int xccl_build_bcast_scatter_allgather(xccl_sched_t *s, size_t bytes, int root);
 int xccl_build_bcast_chain(xccl_sched_t *s, size_t bytes, int root, size_t seg);
 
 /* ------------------------------------------------------------------------ */
+/* Cost model                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* alpha-beta-gamma parameters of one link level. */
+typedef struct {
+    double alpha;              /* seconds per message (latency, per message a rank posts) */
+    double beta;               /* seconds per byte on the wire */
+    double gamma;              /* seconds per byte reduced */
+} xccl_cost_model_t;
+
+/* Predicted time of one rank's schedule: each step costs
+ *   alpha * max(sends, receives) + beta * max(bytes sent, bytes received)
+ *   + gamma * bytes reduced,
+ * i.e. a rank's messages of a step go out one after the other, sending and
+ * receiving overlap (full duplex), and reductions follow the transfers.
+ * Dependencies between ranks are not modelled: for symmetric algorithms
+ * every rank's cost is the collective's; callers take the max over a few
+ * ranks otherwise (e.g. the root and a leaf of a tree). */
+double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
+
+/* ------------------------------------------------------------------------ */
 /* Transport interface and executor                                         */
 /* ------------------------------------------------------------------------ */
 

@@ -14,7 +14,7 @@ if ! make -j1 check; then
     done
     exit 1
 fi
-for f in test_algos.log test_kernels.log test/mpi/mpi_tests.sh.log; do
+for f in test_*.log test/mpi/mpi_tests.sh.log; do
     [[ -f $f ]] && grep -E '^(100%|[0-9]+%: Checks|mpi-tests:)' "$f" | sed "s|^|$f: |"
 done
 echo "run_all: all tests passed"

@@ -1,0 +1,124 @@
+/*
+ * The cost model read off schedules against the textbook formulas (p ranks,
+ * n bytes, alpha latency, beta s/byte, gamma reduction s/byte), on counts
+ * that divide evenly so the formulas are exact.
+ */
+#include "xccl_algos.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+static const xccl_cost_model_t model = { 2e-6, 1e-10, 3e-11 };
+
+static double rel_err(double got, double want)
+{
+    return fabs(got - want) / (want > 0 ? want : 1);
+}
+
+typedef int (*build_fn)(xccl_sched_t *s, int p, size_t n);
+
+static double cost_of(build_fn build, int rank, int p, size_t n, size_t es)
+{
+    xccl_sched_t s;
+    xccl_sched_init(&s, rank, p, es);
+    ck_assert_int_eq(build(&s, p, n), 0);
+    double c = xccl_sched_cost(&s, &model);
+    xccl_sched_fini(&s);
+    return c;
+}
+
+static int b_allreduce_ring(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_allreduce_ring(s, n / 4); }
+static int b_allgather_ring(xccl_sched_t *s, int p, size_t n) { return xccl_build_allgather_ring(s, n / (size_t) p); }
+static int b_alltoall_pairwise(xccl_sched_t *s, int p, size_t n) { return xccl_build_alltoall_pairwise(s, n / (size_t) p, 0); }
+static int b_bcast_binomial(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_bcast_binomial(s, n, 0); }
+static int b_reduce_scatter_ring(xccl_sched_t *s, int p, size_t n)
+{
+    size_t *c = malloc((size_t) p * sizeof(size_t));
+    for (int i = 0; i < p; i++) {
+        c[i] = n / 4 / (size_t) p;
+    }
+    int rc = xccl_build_reduce_scatter_ring(s, c, 0);
+    free(c);
+    return rc;
+}
+
+START_TEST(ring_allreduce_matches_formula)
+{
+    const double a = model.alpha, b = model.beta, g = model.gamma;
+    for (int p = 2; p <= 64; p *= 2) {
+        size_t n = (size_t) p * 4 * 1024;   /* bytes, float elements */
+        double want = 2 * (p - 1) * a + 2.0 * (p - 1) / p * (double) n * b + (double) (p - 1) / p * (double) n * g;
+        for (int r = 0; r < p; r += p / 2) {
+            double got = cost_of(b_allreduce_ring, r, p, n, 4);
+            ck_assert_msg(rel_err(got, want) < 1e-9, "p=%d rank %d: %g vs %g", p, r, got, want);
+        }
+    }
+}
+END_TEST
+
+START_TEST(ring_allgather_and_pairwise_alltoall_match_formula)
+{
+    const double a = model.alpha, b = model.beta;
+    for (int p = 2; p <= 64; p++) {
+        size_t n = (size_t) p * 1000;
+        double want = (p - 1) * a + (double) (p - 1) / p * (double) n * b;
+        double ag = cost_of(b_allgather_ring, p - 1, p, n, 1);
+        double a2a = cost_of(b_alltoall_pairwise, 0, p, n, 1);
+        ck_assert_msg(rel_err(ag, want) < 1e-9, "allgather p=%d: %g vs %g", p, ag, want);
+        ck_assert_msg(rel_err(a2a, want) < 1e-9, "alltoall p=%d: %g vs %g", p, a2a, want);
+    }
+}
+END_TEST
+
+START_TEST(ring_reduce_scatter_matches_formula)
+{
+    const double a = model.alpha, b = model.beta, g = model.gamma;
+    for (int p = 2; p <= 33; p++) {
+        size_t n = (size_t) p * 4 * 256;
+        double want = (p - 1) * a + (double) (p - 1) / p * (double) n * (b + g);
+        double got = cost_of(b_reduce_scatter_ring, 0, p, n, 4);
+        ck_assert_msg(rel_err(got, want) < 1e-9, "p=%d: %g vs %g", p, got, want);
+    }
+}
+END_TEST
+
+START_TEST(binomial_bcast_root_matches_formula)
+{
+    const double a = model.alpha, b = model.beta;
+    for (int p = 2; p <= 1024; p *= 2) {
+        size_t n = 1 << 20;
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        double want = lg * (a + (double) n * b);
+        double got = cost_of(b_bcast_binomial, 0, p, n, 1);
+        ck_assert_msg(rel_err(got, want) < 1e-9, "p=%d: %g vs %g", p, got, want);
+    }
+}
+END_TEST
+
+START_TEST(empty_schedule_costs_nothing)
+{
+    ck_assert(cost_of(b_allreduce_ring, 0, 1, 4096, 4) == 0.0);
+    ck_assert(cost_of(b_allreduce_ring, 0, 8, 0, 4) == 0.0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("cost");
+    TCase *tc = tcase_create("textbook");
+    tcase_add_test(tc, ring_allreduce_matches_formula);
+    tcase_add_test(tc, ring_allgather_and_pairwise_alltoall_match_formula);
+    tcase_add_test(tc, ring_reduce_scatter_matches_formula);
+    tcase_add_test(tc, binomial_bcast_root_matches_formula);
+    tcase_add_test(tc, empty_schedule_costs_nothing);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
