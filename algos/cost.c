@@ -4,6 +4,7 @@
 double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m)
 {
     double t = 0.0;
+    size_t transfer_steps = 0;
     for (size_t st = 0; st < s->nsteps; st++) {
         size_t begin = s->step_start[st];
         size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
@@ -17,9 +18,15 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m)
             default: break;    /* local copies are cheap next to the wire */
             }
         }
+        transfer_steps += (sends + recvs) > 0;
         t += m->alpha * (double) (sends > recvs ? sends : recvs) +
              m->beta * (double) (sent > received ? sent : received) +
              m->gamma * (double) reduced;
+    }
+    /* Rounds left empty by zero-length chunks still cost a latency each,
+     * unless the whole call moves nothing. */
+    if (transfer_steps > 0 && s->rounds > transfer_steps) {
+        t += m->alpha * (double) (s->rounds - transfer_steps);
     }
     return t;
 }

@@ -19,11 +19,18 @@ void xccl_sched_fini(xccl_sched_t *s)
     memset(s, 0, sizeof(*s));
 }
 
+static void new_step(xccl_sched_t *s);
+
 void xccl_sched_step(xccl_sched_t *s)
 {
-    if (s->error) {
-        return;
+    if (!s->error) {
+        s->rounds++;
+        new_step(s);
     }
+}
+
+static void new_step(xccl_sched_t *s)
+{
     /* An empty step is merged with the next one. */
     if (s->nsteps > 0 && s->step_start[s->nsteps - 1] == s->nacts) {
         return;
@@ -47,7 +54,7 @@ static xccl_action_t *sched_append(xccl_sched_t *s, xccl_act_kind_t kind, size_t
         return NULL;
     }
     if (0 == s->nsteps) {
-        xccl_sched_step(s);
+        new_step(s);            /* implicit first step: not a round */
         if (s->error) {
             return NULL;
         }
@@ -113,7 +120,7 @@ int xccl_sched_finalize(xccl_sched_t *s)
         return -1;
     }
     if (0 == s->nsteps) {
-        xccl_sched_step(s);
+        new_step(s);            /* implicit first step: not a round */
         if (s->error) {
             return -1;
         }

@@ -93,6 +93,7 @@ typedef struct {
     size_t nacts, acts_cap;
     size_t *step_start;        /* step i = acts[step_start[i] .. step_start[i+1]) */
     size_t nsteps, steps_cap;
+    size_t rounds;             /* xccl_sched_step calls, empty steps included (cost model) */
     size_t max_xfers;          /* largest number of sends+recvs in one step */
     size_t scratch_bytes;
     size_t elem_size;          /* bytes per reduction element (1 if none) */
@@ -183,9 +184,12 @@ typedef struct {
  *   + gamma * bytes reduced,
  * i.e. a rank's messages of a step go out one after the other, sending and
  * receiving overlap (full duplex), and reductions follow the transfers.
- * Dependencies between ranks are not modelled: for symmetric algorithms
- * every rank's cost is the collective's; callers take the max over a few
- * ranks otherwise (e.g. the root and a leaf of a tree). */
+ * Dependencies between ranks are modelled only through rounds: a rank that
+ * moves any data pays alpha for every round of its algorithm, also for the
+ * rounds whose transfers were empty (zero-length chunks of a small message:
+ * the data still waits for the ranks before it, e.g. around a ring).  For
+ * symmetric algorithms a rank's cost is the collective's; callers take the
+ * max over a few ranks otherwise (e.g. the root and a leaf of a tree). */
 double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
 
 /* ------------------------------------------------------------------------ */

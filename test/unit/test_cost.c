@@ -106,6 +106,19 @@ START_TEST(empty_schedule_costs_nothing)
 }
 END_TEST
 
+/* A message smaller than the ring still waits for every round: with 2
+ * elements on 64 ranks, each rank moves data in 4 steps but the ring has
+ * 2(p-1) rounds. */
+START_TEST(small_message_pays_every_round)
+{
+    const int p = 64;
+    double got = cost_of(b_allreduce_ring, 0, p, 8, 4);
+    double rounds_only = 2 * (p - 1) * model.alpha;
+    ck_assert_msg(got >= rounds_only && got < rounds_only + 8 * 8 * (model.beta + model.gamma) + 1e-12,
+                  "%g vs %g", got, rounds_only);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("cost");
@@ -115,6 +128,7 @@ int main(void)
     tcase_add_test(tc, ring_reduce_scatter_matches_formula);
     tcase_add_test(tc, binomial_bcast_root_matches_formula);
     tcase_add_test(tc, empty_schedule_costs_nothing);
+    tcase_add_test(tc, small_message_pays_every_round);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
