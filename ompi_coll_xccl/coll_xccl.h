@@ -15,6 +15,7 @@
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
 
 #include "algos/xccl_algos.h"
 #include "ucx_glue/xccl_ucx.h"
@@ -36,7 +37,7 @@ typedef enum {
  * choose), index 1 "fallback" (always hand the call to the next module). */
 #define XCCL_ALGO_AUTO 0
 #define XCCL_ALGO_FALLBACK 1
-#define XCCL_MAX_ALGOS 4
+#define XCCL_MAX_ALGOS 8
 
 typedef struct {
     uint64_t calls, bytes, fallbacks, errors;
@@ -53,6 +54,9 @@ typedef struct {
     char *algorithm[XCCL_NCOLL];     /* as given */
     int forced[XCCL_NCOLL];          /* parsed: XCCL_ALGO_* or an algorithm index */
     int small_bytes;                 /* auto: fall back below this size */
+    double cost_alpha, cost_beta, cost_gamma;
+    char *cost_file;
+    xccl_cost_model_t cost;          /* what auto selection uses */
     char *ucx_tls;
     char *ucx_rndv_scheme;
 
@@ -78,6 +82,9 @@ typedef struct {
     uint64_t *ep_keys;
     xccl_transport_t transport;
     void *scratch;                   /* grows to the largest need seen */
+    /* auto selection, cached per collective and power-of-two size class */
+    int8_t choice[XCCL_NCOLL][65];
+    float predicted_us[XCCL_NCOLL][65];
     size_t scratch_size;
 
     /* what Open MPI would have used */
@@ -93,14 +100,27 @@ typedef struct {
     mca_coll_base_module_t *prev_alltoall_module;
     mca_coll_base_module_bcast_fn_t prev_bcast;
     mca_coll_base_module_t *prev_bcast_module;
+    mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
+    mca_coll_base_module_t *prev_iallreduce_module;
+    mca_coll_base_module_iallgather_fn_t prev_iallgather;
+    mca_coll_base_module_t *prev_iallgather_module;
+    mca_coll_base_module_ireduce_scatter_fn_t prev_ireduce_scatter;
+    mca_coll_base_module_t *prev_ireduce_scatter_module;
+    mca_coll_base_module_ireduce_scatter_block_fn_t prev_ireduce_scatter_block;
+    mca_coll_base_module_t *prev_ireduce_scatter_block_module;
+    mca_coll_base_module_ialltoall_fn_t prev_ialltoall;
+    mca_coll_base_module_t *prev_ialltoall_module;
+    mca_coll_base_module_ibcast_fn_t prev_ibcast;
+    mca_coll_base_module_t *prev_ibcast_module;
 } mca_coll_xccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_xccl_module_t);
 
 /* component */
 const char *mca_coll_xccl_coll_name(xccl_coll_t c);
-/* Algorithm names of a collective, NULL-terminated, starting with "auto" and "fallback". */
-const char *const *mca_coll_xccl_algo_names(xccl_coll_t c);
+/* Name of algorithm i of a collective (0 "auto", 1 "fallback", then the
+ * algorithms), NULL past the last. */
+const char *mca_coll_xccl_algo_name(xccl_coll_t c, int i);
 
 /* module */
 mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *comm, int *priority);
@@ -124,6 +144,31 @@ int mca_coll_xccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t 
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+int mca_coll_xccl_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_xccl_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int mca_coll_xccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  struct ompi_communicator_t *comm, ompi_request_t **request,
+                                  mca_coll_base_module_t *module);
+int mca_coll_xccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm,
+                                        ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_xccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                         struct ompi_communicator_t *comm, ompi_request_t **request,
+                         mca_coll_base_module_t *module);
+/* Advances the nonblocking collectives in flight; returns the number completed. */
+int mca_coll_xccl_progress_requests(void);
 
 /* One log line at verbosity >= level, prefixed "xccl: ". */
 void mca_coll_xccl_log(int level, const char *fmt, ...) __opal_attribute_format__(__printf__, 2, 3);

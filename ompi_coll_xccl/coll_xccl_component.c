@@ -46,15 +46,6 @@ static const char *const coll_names[XCCL_NCOLL] = {
     "allreduce", "allgather", "reduce_scatter", "reduce_scatter_block", "alltoall", "bcast"
 };
 
-static const char *const algo_names[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
-    [XCCL_COLL_ALLREDUCE] = { "auto", "fallback", "ring", NULL },
-    [XCCL_COLL_ALLGATHER] = { "auto", "fallback", "ring", NULL },
-    [XCCL_COLL_REDUCE_SCATTER] = { "auto", "fallback", "ring", NULL },
-    [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { "auto", "fallback", "ring", NULL },
-    [XCCL_COLL_ALLTOALL] = { "auto", "fallback", "pairwise", NULL },
-    [XCCL_COLL_BCAST] = { "auto", "fallback", "binomial", NULL },
-};
-
 /* Measured with xccl_bench on the development machine (2 cores, UCX 1.13,
  * np 2, allgather/allreduce 256 KiB..16 MiB, see README): shared memory
  * (posix) for eager messages, cma for rendezvous; put_zcopy rendezvous was
@@ -66,11 +57,6 @@ static const char *const algo_names[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
 const char *mca_coll_xccl_coll_name(xccl_coll_t c)
 {
     return coll_names[c];
-}
-
-const char *const *mca_coll_xccl_algo_names(xccl_coll_t c)
-{
-    return algo_names[c];
 }
 
 void mca_coll_xccl_log(int level, const char *fmt, ...)
@@ -118,11 +104,12 @@ static int xccl_register(void)
         c->algorithm[i] = "auto";
         snprintf(name, sizeof(name), "%s_algorithm", coll_names[i]);
         int n = snprintf(help, sizeof(help), "Algorithm for MPI_%s: ", coll_names[i]);
-        for (int a = 0; algo_names[i][a]; a++) {
-            n += snprintf(help + n, sizeof(help) - (size_t) n, "%s%s", a ? ", " : "", algo_names[i][a]);
+        for (int a = 0; mca_coll_xccl_algo_name((xccl_coll_t) i, a); a++) {
+            n += snprintf(help + n, sizeof(help) - (size_t) n, "%s%s", a ? ", " : "",
+                          mca_coll_xccl_algo_name((xccl_coll_t) i, a));
         }
         snprintf(help + n, sizeof(help) - (size_t) n,
-                 " (auto: xccl chooses; fallback: always the next module)");
+                 " (auto: the cost model chooses; fallback: always the next module)");
         (void) mca_base_component_var_register(v, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
             OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->algorithm[i]);
     }
@@ -134,6 +121,27 @@ static int xccl_register(void)
         "development machine); 0: xccl runs every size",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->small_bytes);
+
+    /* Defaults measured here with xccl_calibrate plus xccl's per-message
+     * software overhead (8 B allgather at np 2: ~1.7 us). */
+    c->cost_alpha = 1.5e-6;
+    (void) mca_base_component_var_register(v, "cost_alpha",
+        "Cost model: seconds per message (see xccl_calibrate)", MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0,
+        0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->cost_alpha);
+    c->cost_beta = 2.5e-10;
+    (void) mca_base_component_var_register(v, "cost_beta",
+        "Cost model: seconds per byte on the wire", MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0,
+        OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->cost_beta);
+    c->cost_gamma = 2.0e-10;
+    (void) mca_base_component_var_register(v, "cost_gamma",
+        "Cost model: seconds per byte reduced", MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0,
+        OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->cost_gamma);
+    c->cost_file = NULL;
+    (void) mca_base_component_var_register(v, "cost_file",
+        "File written by xccl_calibrate (\"alpha=<s> beta=<s/B> gamma=<s/B>\"); overrides "
+        "cost_alpha/beta/gamma.  Must be the same on all ranks",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->cost_file);
 
     c->ucx_tls = XCCL_DEFAULT_TLS;
     (void) mca_base_component_var_register(v, "ucx_tls",
@@ -155,12 +163,32 @@ static int parse_algorithm(xccl_coll_t coll, const char *s)
     if (NULL == s || '\0' == s[0]) {
         return XCCL_ALGO_AUTO;
     }
-    for (int a = 0; algo_names[coll][a]; a++) {
-        if (0 == strcmp(s, algo_names[coll][a])) {
+    for (int a = 0; mca_coll_xccl_algo_name(coll, a); a++) {
+        if (0 == strcmp(s, mca_coll_xccl_algo_name(coll, a))) {
             return a;
         }
     }
     return -1;
+}
+
+/* A bad file is reported and the parameters stay as they were. */
+static void read_cost_file(const char *path, xccl_cost_model_t *cost)
+{
+    xccl_cost_model_t m;
+    FILE *f = fopen(path, "r");
+    if (NULL == f) {
+        opal_output(0, "xccl: cannot open coll_xccl_cost_file %s; using the built-in cost model",
+                    path);
+        return;
+    }
+    if (3 == fscanf(f, " alpha=%lf beta=%lf gamma=%lf", &m.alpha, &m.beta, &m.gamma) &&
+        m.alpha >= 0 && m.beta >= 0 && m.gamma >= 0) {
+        *cost = m;
+    } else {
+        opal_output(0, "xccl: %s is not \"alpha=<s> beta=<s/B> gamma=<s/B>\"; using the "
+                    "built-in cost model", path);
+    }
+    fclose(f);
 }
 
 static int xccl_open(void)
@@ -181,12 +209,18 @@ static int xccl_open(void)
         }
     }
     memset(c->stats, 0, sizeof(c->stats));
+    c->cost.alpha = c->cost_alpha;
+    c->cost.beta = c->cost_beta;
+    c->cost.gamma = c->cost_gamma;
+    if (c->cost_file && c->cost_file[0]) {
+        read_cost_file(c->cost_file, &c->cost);
+    }
     return OMPI_SUCCESS;
 }
 
 static int progress_ucx(void)
 {
-    return (int) xccl_ucx_progress();
+    return (int) xccl_ucx_progress() + mca_coll_xccl_progress_requests();
 }
 
 /*
@@ -243,8 +277,9 @@ static void print_summary(void)
         if (0 == s->calls) {
             continue;
         }
-        for (int a = 2; algo_names[i][a] && a < XCCL_MAX_ALGOS; a++) {
-            n += snprintf(algos + n, sizeof(algos) - (size_t) n, " %s=%llu", algo_names[i][a],
+        for (int a = 2; a < XCCL_MAX_ALGOS && mca_coll_xccl_algo_name((xccl_coll_t) i, a); a++) {
+            n += snprintf(algos + n, sizeof(algos) - (size_t) n, " %s=%llu",
+                          mca_coll_xccl_algo_name((xccl_coll_t) i, a),
                           (unsigned long long) s->algo_calls[a]);
         }
         mca_coll_xccl_log(1, "summary %s rank=%d calls=%llu bytes=%llu%s fallback=%llu errors=%llu",

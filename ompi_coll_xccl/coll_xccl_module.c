@@ -114,6 +114,12 @@ static void module_destruct(mca_coll_xccl_module_t *m)
     RELEASE_PREV(m, reduce_scatter_block);
     RELEASE_PREV(m, alltoall);
     RELEASE_PREV(m, bcast);
+    RELEASE_PREV(m, iallreduce);
+    RELEASE_PREV(m, iallgather);
+    RELEASE_PREV(m, ireduce_scatter);
+    RELEASE_PREV(m, ireduce_scatter_block);
+    RELEASE_PREV(m, ialltoall);
+    RELEASE_PREV(m, ibcast);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_xccl_module_t, mca_coll_base_module_t, module_construct,
@@ -157,6 +163,12 @@ mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *com
     m->super.coll_reduce_scatter_block = mca_coll_xccl_reduce_scatter_block;
     m->super.coll_alltoall = mca_coll_xccl_alltoall;
     m->super.coll_bcast = mca_coll_xccl_bcast;
+    m->super.coll_iallreduce = mca_coll_xccl_iallreduce;
+    m->super.coll_iallgather = mca_coll_xccl_iallgather;
+    m->super.coll_ireduce_scatter = mca_coll_xccl_ireduce_scatter;
+    m->super.coll_ireduce_scatter_block = mca_coll_xccl_ireduce_scatter_block;
+    m->super.coll_ialltoall = mca_coll_xccl_ialltoall;
+    m->super.coll_ibcast = mca_coll_xccl_ibcast;
     return &m->super;
 }
 
@@ -281,6 +293,12 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
     SAVE_PREV(m, comm, reduce_scatter_block);
     SAVE_PREV(m, comm, alltoall);
     SAVE_PREV(m, comm, bcast);
+    SAVE_PREV(m, comm, iallreduce);
+    SAVE_PREV(m, comm, iallgather);
+    SAVE_PREV(m, comm, ireduce_scatter);
+    SAVE_PREV(m, comm, ireduce_scatter_block);
+    SAVE_PREV(m, comm, ialltoall);
+    SAVE_PREV(m, comm, ibcast);
     if (NULL == why) {
         why = connect_peers(m, comm);
     }
@@ -296,6 +314,12 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         m->super.coll_reduce_scatter_block = NULL;
         m->super.coll_alltoall = NULL;
         m->super.coll_bcast = NULL;
+        m->super.coll_iallreduce = NULL;
+        m->super.coll_iallgather = NULL;
+        m->super.coll_ireduce_scatter = NULL;
+        m->super.coll_ireduce_scatter_block = NULL;
+        m->super.coll_ialltoall = NULL;
+        m->super.coll_ibcast = NULL;
         return OMPI_SUCCESS;
     }
     mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s)", m->cid, m->world_rank,

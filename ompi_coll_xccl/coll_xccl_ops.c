@@ -14,7 +14,9 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
+#include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/threads/mutex.h"
 
 #include "coll_xccl.h"
 #include "gpu/xccl_gpu.h"
@@ -119,6 +121,96 @@ static int map_op(struct ompi_op_t *op, xccl_op_t *out)
     return -1;
 }
 
+/* ------------------------------------------------------------ algorithms */
+
+/* What a schedule builder needs; each collective uses its own fields. */
+typedef struct {
+    size_t count;              /* allreduce: elements */
+    const size_t *counts;      /* reduce_scatter(_block): elements per rank */
+    size_t block;              /* allgather, alltoall: bytes per rank */
+    size_t bytes;              /* bcast */
+    int in_place, root;
+} build_args_t;
+
+typedef int (*builder_t)(xccl_sched_t *s, const build_args_t *a);
+
+static int ar_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_ring(s, a->count); }
+static int rs_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
+static int ag_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
+static int a2a_pw(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
+static int bc_binomial(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_binomial(s, a->bytes, a->root); }
+
+typedef struct {
+    const char *name;          /* as printed after algo= and accepted by the force parameter */
+    builder_t build;
+} algo_entry_t;
+
+#define AUTO_AND_FALLBACK { "auto", NULL }, { "fallback", NULL }
+static const algo_entry_t algo_table[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
+    [XCCL_COLL_ALLREDUCE] = { AUTO_AND_FALLBACK, { "ring", ar_ring } },
+    [XCCL_COLL_ALLGATHER] = { AUTO_AND_FALLBACK, { "ring", ag_ring } },
+    [XCCL_COLL_REDUCE_SCATTER] = { AUTO_AND_FALLBACK, { "ring", rs_ring } },
+    [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { AUTO_AND_FALLBACK, { "ring", rs_ring } },
+    [XCCL_COLL_ALLTOALL] = { AUTO_AND_FALLBACK, { "pairwise", a2a_pw } },
+    [XCCL_COLL_BCAST] = { AUTO_AND_FALLBACK, { "binomial", bc_binomial } },
+};
+
+const char *mca_coll_xccl_algo_name(xccl_coll_t c, int i)
+{
+    return (i >= 0 && i < XCCL_MAX_ALGOS) ? algo_table[c][i].name : NULL;
+}
+
+/* Predicted time of algorithm i for these arguments: the max over a few
+ * ranks' schedules (the root's and others' differ for trees). */
+static double predict(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int i,
+                      const build_args_t *a, size_t es)
+{
+    const int ranks[3] = { a->root, (a->root + 1) % m->size, (a->root + m->size - 1) % m->size };
+    double worst = -1.0;
+    for (int k = 0; k < 3; k++) {
+        xccl_sched_t s;
+        xccl_sched_init(&s, ranks[k], m->size, es);
+        if (0 == algo_table[coll][i].build(&s, a)) {
+            double t = xccl_sched_cost(&s, &mca_coll_xccl_component.cost);
+            worst = t > worst ? t : worst;
+        }
+        xccl_sched_fini(&s);
+    }
+    return worst;
+}
+
+/* The algorithm for this call: the forced one, else the cost model's
+ * cheapest, decided once per power-of-two size class.  Every input of the
+ * decision (parameters, communicator size, sizes, root) is the same on all
+ * ranks, so all ranks choose alike. */
+static int choose(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_t *a,
+                  size_t bytes, size_t es, double *predicted_us)
+{
+    const int forced = mca_coll_xccl_component.forced[coll];
+    const int cls = bytes ? 64 - __builtin_clzll((unsigned long long) bytes) : 0;
+    *predicted_us = -1.0;
+    if (forced > XCCL_ALGO_FALLBACK) {
+        return forced;
+    }
+    if (0 == m->choice[coll][cls]) {
+        int best = 2;
+        double best_t = -1.0;
+        for (int i = 2; i < XCCL_MAX_ALGOS && algo_table[coll][i].name; i++) {
+            double t = predict(m, coll, i, a, es);
+            mca_coll_xccl_log(2, "model %s comm=%u bytes=%zu %s=%.1fus", mca_coll_xccl_coll_name(coll),
+                              m->cid, bytes, algo_table[coll][i].name, t * 1e6);
+            if (t >= 0 && (best_t < 0 || t < best_t)) {
+                best = i;
+                best_t = t;
+            }
+        }
+        m->choice[coll][cls] = (int8_t) best;
+        m->predicted_us[coll][cls] = (float) (best_t * 1e6);
+    }
+    *predicted_us = m->predicted_us[coll][cls];
+    return m->choice[coll][cls];
+}
+
 /* ------------------------------------------------------------ reductions */
 
 typedef struct {
@@ -212,8 +304,8 @@ static int is_contiguous(struct ompi_datatype_t *dt, size_t count)
 
 /* ------------------------------------------------------------ log, stats */
 
-static void log_call(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes, const char *algo,
-                     int algo_index, const char *fallback)
+static void log_call(mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb, size_t bytes,
+                     int algo_index, double predicted_us, const char *fallback)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
     xccl_coll_stats_t *st = &c->stats[coll];
@@ -224,10 +316,18 @@ static void log_call(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes, 
     } else if (algo_index >= 0 && algo_index < XCCL_MAX_ALGOS) {
         st->algo_calls[algo_index]++;
     }
-    if (c->verbose >= 1) {
-        mca_coll_xccl_log(1, "%s comm=%u rank=%d bytes=%zu %s=%s size=%d",
+    if (c->verbose >= 1 && fallback) {
+        mca_coll_xccl_log(1, "%s%s comm=%u rank=%d bytes=%zu fallback=%s size=%d", nb ? "i" : "",
+                          mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, bytes, fallback,
+                          m->size);
+    } else if (c->verbose >= 1) {
+        char pred[48] = "";
+        if (predicted_us >= 0) {
+            snprintf(pred, sizeof(pred), " predicted_us=%.1f", predicted_us);
+        }
+        mca_coll_xccl_log(1, "%s%s comm=%u rank=%d bytes=%zu algo=%s size=%d%s", nb ? "i" : "",
                           mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, bytes,
-                          fallback ? "fallback" : "algo", fallback ? fallback : algo, m->size);
+                          algo_table[coll][algo_index].name, m->size, pred);
     }
 }
 
@@ -237,17 +337,6 @@ static int log_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const
     mca_coll_xccl_log(1, "error %s comm=%u rank=%d: %s", mca_coll_xccl_coll_name(coll), m->cid,
                       m->world_rank, what);
     return err;
-}
-
-static int algo_index(xccl_coll_t coll, const char *name)
-{
-    const char *const *names = mca_coll_xccl_algo_names(coll);
-    for (int a = 0; names[a]; a++) {
-        if (0 == strcmp(names[a], name)) {
-            return a;
-        }
-    }
-    return -1;
 }
 
 /* Reasons every rank sees alike (parameters equal on all ranks by the
@@ -319,18 +408,167 @@ static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, voi
     return MPI_SUCCESS;
 }
 
-/* Builds with the schedule's own algorithm name, runs, logs. */
-static int finish(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, int build_rc,
-                  size_t bytes, void *sbuf, void *rbuf, reduce_ctx_t *rctx)
+/* ------------------------------------------------------------ nonblocking */
+
+/* A nonblocking collective in flight: an Open MPI request that owns its
+ * schedule, executor and scratch, progressed by xccl's progress callback. */
+typedef struct xccl_request {
+    ompi_request_t super;
+    struct xccl_request *next;       /* in the list of active requests */
+    mca_coll_xccl_module_t *module;  /* retained while active */
+    xccl_coll_t coll;
+    xccl_sched_t sched;
+    xccl_exec_t exec;
+    reduce_ctx_t rctx;
+    void *scratch;
+} xccl_request_t;
+
+static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_request_t, NULL, NULL);
+
+static xccl_request_t *active_requests;
+static opal_mutex_t active_lock = OPAL_MUTEX_STATIC_INIT;
+static int progressing;
+
+static int request_free(ompi_request_t **rptr)
 {
-    int rc;
-    if (0 != build_rc) {
+    /* MPI forbids freeing an active collective request: it is complete. */
+    xccl_request_t *req = (xccl_request_t *) *rptr;
+    OMPI_REQUEST_FINI(&req->super);
+    OBJ_RELEASE(req);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static void request_finish(xccl_request_t *req, int rc)
+{
+    xccl_exec_fini(&req->exec);
+    xccl_sched_fini(&req->sched);
+    free(req->scratch);
+    if (req->rctx.op) {
+        OBJ_RELEASE(req->rctx.op);
+        OBJ_RELEASE(req->rctx.dtype);
+    }
+    if (1 != rc) {
+        char what[300];
+        snprintf(what, sizeof(what), "transfer failed: %s", xccl_ucx_error());
+        req->super.req_status.MPI_ERROR = log_error(req->module, req->coll, MPI_ERR_INTERN, what);
+    }
+    OBJ_RELEASE(req->module);
+    ompi_request_complete(&req->super, true);
+}
+
+/* Called from Open MPI's progress loop (and from xccl's own waits). */
+int mca_coll_xccl_progress_requests(void)
+{
+    xccl_request_t *done = NULL;
+    int events = 0;
+    if (NULL == active_requests) {
+        return 0;
+    }
+    OPAL_THREAD_LOCK(&active_lock);
+    if (progressing) {                 /* a reduction callback re-entered progress */
+        OPAL_THREAD_UNLOCK(&active_lock);
+        return 0;
+    }
+    progressing = 1;
+    for (xccl_request_t **pp = &active_requests; *pp;) {
+        xccl_request_t *req = *pp;
+        int rc = xccl_exec_progress(&req->exec);
+        if (0 == rc) {
+            pp = &req->next;
+            continue;
+        }
+        *pp = req->next;               /* unlink; complete outside the lock */
+        req->exec.status = rc;
+        req->next = done;
+        done = req;
+        events++;
+    }
+    progressing = 0;
+    OPAL_THREAD_UNLOCK(&active_lock);
+    while (done) {
+        xccl_request_t *req = done;
+        done = req->next;
+        request_finish(req, req->exec.status);
+    }
+    return events;
+}
+
+/* Takes over *s (the caller must not free it). */
+static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, void *sbuf,
+                 void *rbuf, const reduce_ctx_t *rctx, ompi_request_t **request)
+{
+    xccl_request_t *req = OBJ_NEW(xccl_request_t);
+    if (NULL == req) {
         xccl_sched_fini(s);
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    }
+    /* Only the ompi_request_t part is constructed. */
+    memset((char *) req + sizeof(req->super), 0, sizeof(*req) - sizeof(req->super));
+    OMPI_REQUEST_INIT(&req->super, false);
+    req->super.req_type = OMPI_REQUEST_COLL;
+    req->super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.req_free = request_free;
+    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    req->super.req_status._cancelled = 0;
+    req->coll = coll;
+    req->sched = *s;
+    if (rctx) {
+        req->rctx = *rctx;
+        if (NULL == req->rctx.kernel) {
+            /* A user op and its datatype may be freed before completion. */
+            OBJ_RETAIN(req->rctx.op);
+            OBJ_RETAIN(req->rctx.dtype);
+        } else {
+            req->rctx.op = NULL;
+        }
+    }
+    req->scratch = req->sched.scratch_bytes ? malloc(req->sched.scratch_bytes) : NULL;
+    void *bufs[XCCL_NBUF] = { sbuf, rbuf, req->scratch };
+    if ((req->sched.scratch_bytes && NULL == req->scratch) ||
+        0 != xccl_exec_init(&req->exec, &req->sched, &m->transport, bufs, reduce_cb, &req->rctx,
+                            m->seq++)) {
+        xccl_sched_fini(&req->sched);
+        free(req->scratch);
+        if (req->rctx.op) {
+            OBJ_RELEASE(req->rctx.op);
+            OBJ_RELEASE(req->rctx.dtype);
+        }
+        OBJ_RELEASE(req);
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    }
+    OBJ_RETAIN(m);
+    req->module = m;
+    *request = &req->super;
+    OPAL_THREAD_LOCK(&active_lock);
+    req->next = active_requests;
+    active_requests = req;
+    OPAL_THREAD_UNLOCK(&active_lock);
+    mca_coll_xccl_progress_requests();   /* post the first step now */
+    return MPI_SUCCESS;
+}
+
+/* Chooses the algorithm, builds its schedule, logs the call and runs it:
+ * to completion, or, with a request, in the background (nonblocking). */
+static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_t *a,
+                         size_t bytes, size_t es, void *sbuf, void *rbuf, reduce_ctx_t *rctx,
+                         ompi_request_t **request)
+{
+    double predicted_us;
+    int algo = choose(m, coll, a, bytes, es, &predicted_us);
+    xccl_sched_t s;
+    int rc;
+    xccl_sched_init(&s, m->rank, m->size, es);
+    if (0 != algo_table[coll][algo].build(&s, a)) {
+        xccl_sched_fini(&s);
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory building the schedule");
     }
-    log_call(m, coll, bytes, s->algo, algo_index(coll, s->algo), NULL);
-    rc = run(m, coll, s, sbuf, rbuf, rctx);
-    xccl_sched_fini(s);
+    log_call(m, coll, NULL != request, bytes, algo, predicted_us, NULL);
+    if (request) {
+        return start(m, coll, &s, sbuf, rbuf, rctx, request);   /* takes the schedule */
+    }
+    rc = run(m, coll, &s, sbuf, rbuf, rctx);
+    xccl_sched_fini(&s);
     return rc;
 }
 
@@ -368,11 +606,10 @@ static const char *plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *
 
 /* ------------------------------------------------------------ allreduce */
 
-int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module)
+static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                     struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                     mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
     const xccl_coll_t coll = XCCL_COLL_ALLREDUCE;
     const int in_place = MPI_IN_PLACE == sbuf;
     int err;
@@ -402,24 +639,25 @@ int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi
         why = buffer_fallback(in_place ? NULL : sbuf, rbuf);
     }
     if (why) {
-        log_call(m, coll, bytes, NULL, -1, why);
-        return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
+        log_call(m, coll, NULL != request, bytes, -1, -1.0, why);
+        return request ? m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                            m->prev_iallreduce_module)
+                       : m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                                           m->prev_allreduce_module);
     }
 
     ptrdiff_t lb = true_lb_of(dtype);
     char *r = (char *) rbuf + lb;
     char *s = in_place ? r : (char *) sbuf + lb;
-    xccl_sched_t sched;
-    xccl_sched_init(&sched, m->rank, m->size, es);
-    int brc = xccl_build_allreduce_ring(&sched, (size_t) count);
-    return finish(m, coll, &sched, brc, bytes, s, r, &rctx);
+    build_args_t a = { .count = (size_t) count, .in_place = in_place };
+    return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, request);
 }
 
 /* ------------------------------------------------------------ reduce_scatter (_block) */
 
 static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
                                  void *rbuf, const size_t *counts, struct ompi_datatype_t *dtype,
-                                 struct ompi_op_t *op, int *fell_back)
+                                 struct ompi_op_t *op, int *fell_back, ompi_request_t **request)
 {
     const int in_place = MPI_IN_PLACE == sbuf;
     size_t total = 0;
@@ -438,17 +676,15 @@ static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, co
         why = buffer_fallback(in_place ? NULL : sbuf, rbuf);
     }
     if (why) {
-        log_call(m, coll, bytes, NULL, -1, why);
+        log_call(m, coll, NULL != request, bytes, -1, -1.0, why);
         *fell_back = 1;
         return MPI_SUCCESS;
     }
     ptrdiff_t lb = true_lb_of(dtype);
     char *r = (char *) rbuf + lb;
     char *s = in_place ? r : (char *) sbuf + lb;
-    xccl_sched_t sched;
-    xccl_sched_init(&sched, m->rank, m->size, es);
-    int brc = xccl_build_reduce_scatter_ring(&sched, counts, in_place);
-    return finish(m, coll, &sched, brc, bytes, s, r, &rctx);
+    build_args_t a = { .counts = counts, .in_place = in_place };
+    return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, request);
 }
 
 static int check_reduction_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
@@ -477,11 +713,11 @@ static int check_reduction_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, con
     return MPI_SUCCESS;
 }
 
-int mca_coll_xccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                 struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                          struct ompi_communicator_t *comm, mca_coll_xccl_module_t *m,
+                          ompi_request_t **request)
 {
-    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
     const xccl_coll_t coll = XCCL_COLL_REDUCE_SCATTER;
     size_t total = 0;
     int err, fell_back;
@@ -504,22 +740,23 @@ int mca_coll_xccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcount
     err = check_reduction_args(m, coll, sbuf, rbuf, counts[m->rank], total, dtype, op,
                                "MPI_Reduce_scatter");
     if (MPI_SUCCESS == err) {
-        err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back);
+        err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back, request);
         if (fell_back) {
-            err = m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
-                                         m->prev_reduce_scatter_module);
+            err = request ? m->prev_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                                    m->prev_ireduce_scatter_module)
+                          : m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                                   m->prev_reduce_scatter_module);
         }
     }
     free(counts);
     return err;
 }
 
-int mca_coll_xccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                       struct ompi_communicator_t *comm,
-                                       mca_coll_base_module_t *module)
+static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                struct ompi_communicator_t *comm, mca_coll_xccl_module_t *m,
+                                ompi_request_t **request)
 {
-    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
     const xccl_coll_t coll = XCCL_COLL_REDUCE_SCATTER_BLOCK;
     int err, fell_back;
 
@@ -539,11 +776,13 @@ int mca_coll_xccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     for (int i = 0; i < m->size; i++) {
         counts[i] = (size_t) rcount;
     }
-    err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back);
+    err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back, request);
     free(counts);
     if (fell_back) {
-        err = m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                           m->prev_reduce_scatter_block_module);
+        err = request ? m->prev_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                      m->prev_ireduce_scatter_block_module)
+                      : m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                                     m->prev_reduce_scatter_block_module);
     }
     return err;
 }
@@ -605,7 +844,7 @@ static const char *plan_movement(xccl_coll_t coll, const void *sbuf, int scount,
 static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
                             int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
                             struct ompi_datatype_t *rdtype, const char **why, size_t *block,
-                            char **s, char **r)
+                            char **s, char **r, ompi_request_t **request)
 {
     const int in_place = MPI_IN_PLACE == sbuf;
     const size_t send_blocks = XCCL_COLL_ALLTOALL == coll ? (size_t) m->size : 1;
@@ -619,7 +858,7 @@ static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const v
     *why = plan_movement(coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, (size_t) m->size,
                          block);
     if (*why) {
-        log_call(m, coll, *block * (size_t) m->size, NULL, -1, *why);
+        log_call(m, coll, NULL != request, *block * (size_t) m->size, -1, -1.0, *why);
         return MPI_SUCCESS;
     }
     *r = (char *) rbuf + true_lb_of(rdtype);
@@ -632,60 +871,58 @@ static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const v
     return MPI_SUCCESS;
 }
 
-int mca_coll_xccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+static int allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                     int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                     mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
     const xccl_coll_t coll = XCCL_COLL_ALLGATHER;
     const char *why = NULL;
     size_t block = 0;
     char *s = NULL, *r = NULL;
     int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
-                               &s, &r);
+                               &s, &r, request);
     if (MPI_SUCCESS != err) {
         return err;
     }
     if (why) {
-        return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                 m->prev_allgather_module);
+        return request ? m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                            request, m->prev_iallgather_module)
+                       : m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                           m->prev_allgather_module);
     }
-    xccl_sched_t sched;
-    xccl_sched_init(&sched, m->rank, m->size, 1);
-    int brc = xccl_build_allgather_ring(&sched, block);
-    return finish(m, coll, &sched, brc, block * (size_t) m->size, s, r, NULL);
+    build_args_t a = { .block = block, .in_place = MPI_IN_PLACE == sbuf };
+    return build_and_run(m, coll, &a, block * (size_t) m->size, 1, s, r, NULL, request);
 }
 
-int mca_coll_xccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+static int alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                    int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                    mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
     const xccl_coll_t coll = XCCL_COLL_ALLTOALL;
     const char *why = NULL;
     size_t block = 0;
     char *s = NULL, *r = NULL;
     int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
-                               &s, &r);
+                               &s, &r, request);
     if (MPI_SUCCESS != err) {
         return err;
     }
     if (why) {
-        return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                m->prev_alltoall_module);
+        return request ? m->prev_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                           request, m->prev_ialltoall_module)
+                       : m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                          m->prev_alltoall_module);
     }
-    xccl_sched_t sched;
-    xccl_sched_init(&sched, m->rank, m->size, 1);
-    int brc = xccl_build_alltoall_pairwise(&sched, block, MPI_IN_PLACE == sbuf);
-    return finish(m, coll, &sched, brc, block * (size_t) m->size, s, r, NULL);
+    build_args_t a = { .block = block, .in_place = MPI_IN_PLACE == sbuf };
+    return build_and_run(m, coll, &a, block * (size_t) m->size, 1, s, r, NULL, request);
 }
 
 /* ------------------------------------------------------------ bcast */
 
-int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                 struct ompi_communicator_t *comm, mca_coll_xccl_module_t *m,
+                 ompi_request_t **request)
 {
-    mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
     const xccl_coll_t coll = XCCL_COLL_BCAST;
     int err;
     if (count < 0) {
@@ -709,12 +946,104 @@ int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int
         why = buffer_fallback(buf, NULL);
     }
     if (why) {
-        log_call(m, coll, bytes, NULL, -1, why);
-        return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
+        log_call(m, coll, NULL != request, bytes, -1, -1.0, why);
+        return request ? m->prev_ibcast(buf, count, dtype, root, comm, request,
+                                        m->prev_ibcast_module)
+                       : m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
     }
     char *b = (char *) buf + true_lb_of(dtype);
-    xccl_sched_t sched;
-    xccl_sched_init(&sched, m->rank, m->size, 1);
-    int brc = xccl_build_bcast_binomial(&sched, bytes, root);
-    return finish(m, coll, &sched, brc, bytes, NULL, b, NULL);
+    build_args_t a = { .bytes = bytes, .root = root };
+    return build_and_run(m, coll, &a, bytes, 1, NULL, b, NULL, request);
+}
+
+/* ------------------------------------------------------------ entry points */
+
+#define XM(module) ((mca_coll_xccl_module_t *) (module))
+
+int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    return allreduce(sbuf, rbuf, count, dtype, op, comm, XM(module), NULL);
+}
+
+int mca_coll_xccl_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    return allreduce(sbuf, rbuf, count, dtype, op, comm, XM(module), request);
+}
+
+int mca_coll_xccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, XM(module), NULL);
+}
+
+int mca_coll_xccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  struct ompi_communicator_t *comm, ompi_request_t **request,
+                                  mca_coll_base_module_t *module)
+{
+    return reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, XM(module), request);
+}
+
+int mca_coll_xccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       struct ompi_communicator_t *comm,
+                                       mca_coll_base_module_t *module)
+{
+    return reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, XM(module), NULL);
+}
+
+int mca_coll_xccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm,
+                                        ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    return reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, XM(module), request);
+}
+
+int mca_coll_xccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, XM(module), NULL);
+}
+
+int mca_coll_xccl_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module)
+{
+    return allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, XM(module), request);
+}
+
+int mca_coll_xccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, XM(module), NULL);
+}
+
+int mca_coll_xccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module)
+{
+    return alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, XM(module), request);
+}
+
+int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return bcast(buf, count, dtype, root, comm, XM(module), NULL);
+}
+
+int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                         struct ompi_communicator_t *comm, ompi_request_t **request,
+                         mca_coll_base_module_t *module)
+{
+    return bcast(buf, count, dtype, root, comm, XM(module), request);
 }

@@ -3,7 +3,7 @@
 #
 # usage: run_mpi_tests.sh <dir-with-test-binaries> <component-dir>
 #
-#   <dir-with-test-binaries>  holds xccl_mpi_check and xccl_mpi_errors
+#   <dir-with-test-binaries>  holds xccl_mpi_check, xccl_mpi_errors, xccl_mpi_nb
 #   <component-dir>           holds mca_coll_xccl.so
 #
 # Environment:
@@ -25,6 +25,10 @@
 #       "xccl: <c> " for one of the six collectives must have one of these
 #       forms, with <r> the MPI_COMM_WORLD rank of the process that prints it;
 #       more " key=value" fields may follow.
+# With every algorithm forced in turn (a set of them per run), xccl_mpi_check -q runs
+# at np 3 and 4, with the same checks and (c): every algo= line names the
+# forced algorithm.
+# xccl_mpi_nb (nonblocking collectives) runs at np 2, 3, 4.
 # xccl_mpi_errors runs at np 2 and 3 with mpi_param_check 1 and 0 and must
 # exit 0 and print "RESULT: <n> passed, 0 failed".
 #
@@ -41,7 +45,7 @@ usage() {
 [[ $# -eq 2 ]] || usage
 bindir=$1
 compdir=$2
-[[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors ]] ||
+[[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors && -x $bindir/xccl_mpi_nb ]] ||
     { echo "$0: no test binaries in $bindir" >&2; exit 2; }
 [[ -d $compdir ]] || { echo "$0: no directory $compdir" >&2; exit 2; }
 
@@ -51,9 +55,23 @@ ompi_dir=${OMPI_COMPONENT_DIR:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
 logdir=${TEST_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/xccl-mpi-tests.XXXXXX")}
 mkdir -p "$logdir"
 
+# Open MPI loads the first mca_coll_xccl.so it finds on the path, so an
+# installed xccl would shadow the one under test: then use a private
+# directory of links to the stock components plus the one under test.
+component_path="$ompi_dir:$compdir"
+if [[ -e $ompi_dir/mca_coll_xccl.so ]]; then
+    component_path=$logdir/components
+    mkdir -p "$component_path"
+    for f in "$ompi_dir"/*; do
+        [[ $(basename "$f") == mca_coll_xccl.* ]] || ln -sf "$f" "$component_path/"
+    done
+    ln -sf "$(cd "$compdir" && pwd)/mca_coll_xccl.so" "$component_path/mca_coll_xccl.so"
+    echo "note: $ompi_dir has an installed xccl; testing $compdir through $component_path"
+fi
+
 common_args=(--allow-run-as-root --oversubscribe
     --mca mpi_yield_when_idle 1
-    --mca mca_base_component_path "$ompi_dir:$compdir"
+    --mca mca_base_component_path "$component_path"
     --mca coll "xccl,tuned,basic,libnbc,self"
     --mca coll_xccl_verbose 1
     # xccl hands small messages to stock Open MPI by default; the tests
@@ -182,6 +200,24 @@ check_counts() {
     return "$bad"
 }
 
+# Checks (c), forced runs: every algo= line names the forced algorithm.
+# check_forced <name> <np> "<coll>=<algo> ..."
+check_forced() {
+    local name=$1 np=$2 set=$3 r kv bad=0 wrong
+    for ((r = 0; r < np; r++)); do
+        for kv in $set; do
+            wrong=$(per_rank_output "$name" "$r" |
+                awk -v c="${kv%%=*}" -v a="algo=${kv#*=}" \
+                    '$1 == "xccl:" && $2 == c && $6 ~ /^algo=/ && $6 != a' | head -n 1)
+            if [[ -n $wrong ]]; then
+                echo "$name: rank $r: forced ${kv}, got: $wrong"
+                bad=1
+            fi
+        done
+    done
+    return "$bad"
+}
+
 # Print a non-empty multi-line message indented.
 indent() {
     [[ -z $1 ]] || printf '%s\n' "$1" | sed 's/^/   /'
@@ -205,6 +241,55 @@ for np in 1 2 3 4 7; do
     run_mpi "$name" "$np" "$bindir/xccl_mpi_check"
     ok=0
     problems=$({ check_result "$name" && check_counts "$name" "$np"; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
+
+# Every algorithm, forced, over real transfers (quick mode: fewer counts).
+# (one set per algorithm of a collective; more sets as algorithms land)
+algo_sets=(
+    "allreduce=ring allgather=ring reduce_scatter=ring reduce_scatter_block=ring alltoall=pairwise bcast=binomial"
+)
+for set in "${algo_sets[@]}"; do
+    force=()
+    tag=""
+    for kv in $set; do
+        force+=(--mca "coll_xccl_${kv%%=*}_algorithm" "${kv#*=}")
+        [[ ${kv%%=*} == allreduce ]] && tag=${kv#*=}
+    done
+    for np in 3 4; do
+        name=xccl_mpi_check.forced_$tag.np$np
+        run_mpi "$name" "$np" "${force[@]}" "$bindir/xccl_mpi_check" -q
+        ok=0
+        problems=$({ check_result "$name" && check_counts "$name" "$np" &&
+            check_forced "$name" "$np" "$set"; } 2>&1) || ok=1
+        indent "$problems"
+        finish "$name" "$ok"
+    done
+done
+
+# Nonblocking collectives: results, and every rank's nonblocking calls went
+# through xccl (at least NB_CALLS "xccl: i<coll> ... algo=" lines; Open MPI
+# adds its own, e.g. MPI_Comm_dup's nonblocking allreduce).
+check_nb_lines() {
+    local name=$1 np=$2 r want got bad=0
+    want=$(grep -E '^NB_CALLS [0-9]+$' "$logdir/$name.log" | awk '{print $2}' | tail -n 1)
+    [[ -n $want ]] || { echo "$name: no NB_CALLS line"; return 1; }
+    for ((r = 0; r < np; r++)); do
+        got=$(per_rank_output "$name" "$r" |
+            grep -cE '^xccl: i(allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast) .* algo=' || true)
+        if ((got < want)); then
+            echo "$name: rank $r: $got nonblocking algo= lines, want at least $want"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+for np in 2 3 4; do
+    name=xccl_mpi_nb.np$np
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_nb"
+    ok=0
+    problems=$({ check_result "$name" && check_nb_lines "$name" "$np"; } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
 done

@@ -1,0 +1,185 @@
+/*
+ * xccl_mpi_nb: nonblocking collectives.  Several of them are in flight at
+ * once, on MPI_COMM_WORLD and on a dup of it, mixed with point-to-point
+ * requests, completed by MPI_Waitall or by MPI_Test polling (in a changing
+ * order); every result is compared with a reference computed locally.
+ *
+ * Also: an intercommunicator (xccl declines those; Open MPI's modules must
+ * still run its collectives correctly with xccl loaded).
+ *
+ * Output: "NB_CALLS <n>" (nonblocking collective calls made by every rank)
+ * and "RESULT: <passed> passed, <failed> failed" from rank 0; exit status 0
+ * when every check passed on every rank.
+ */
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 1000   /* elements: above xccl's small-message threshold when it is 0 */
+
+static int rank, size, failed, checks, nb_calls;
+
+static void expect(int ok, const char *what, int round)
+{
+    checks++;
+    if (!ok) {
+        failed++;
+        printf("FAIL rank=%d round=%d %s\n", rank, round, what);
+    }
+}
+
+/* One round: start everything, complete everything, check everything. */
+static void round_trip(MPI_Comm comms[2], int round, int use_test)
+{
+    enum { NREQ = 16 };
+    MPI_Request req[NREQ];
+    int nreq = 0;
+    int *ar_in = malloc(N * sizeof(int)), *ar_out = malloc(N * sizeof(int));
+    int *ar_ip = malloc(N * sizeof(int));
+    int *ag_out = malloc((size_t) size * N * sizeof(int)), ag_in[N];
+    int *rsb_in = malloc((size_t) size * N * sizeof(int)), rsb_out[N];
+    int *rcounts = malloc((size_t) size * sizeof(int)), rs_total = 0;
+    int *a2a_in = malloc((size_t) size * 7 * sizeof(int)), *a2a_out = malloc((size_t) size * 7 * sizeof(int));
+    double *bc = malloc(N * sizeof(double));
+    int p2p_out = rank * 100 + round, p2p_in = -1;
+
+    for (int i = 0; i < size; i++) {
+        rcounts[i] = 1 + (i + round) % 5;
+        rs_total += rcounts[i];
+    }
+    int *rs_in = malloc((size_t) rs_total * sizeof(int)), *rs_out = malloc(8 * sizeof(int));
+    for (int i = 0; i < N; i++) {
+        ar_in[i] = rank + i + round;
+        ar_ip[i] = rank * 3 - i;
+        ag_in[i] = rank * N + i;
+        bc[i] = rank == size - 1 ? i * 0.5 + round : -1.0;
+    }
+    for (int i = 0; i < size * N; i++) {
+        rsb_in[i] = rank + i;
+    }
+    for (int i = 0; i < rs_total; i++) {
+        rs_in[i] = (rank + 1) * (i + 1);
+    }
+    for (int i = 0; i < size * 7; i++) {
+        a2a_in[i] = rank * 100000 + i;
+    }
+
+    MPI_Comm w = comms[0], d = comms[1];
+    MPI_Iallreduce(ar_in, ar_out, N, MPI_INT, MPI_SUM, w, &req[nreq++]);
+    MPI_Iallgather(ag_in, N, MPI_INT, ag_out, N, MPI_INT, d, &req[nreq++]);
+    MPI_Irecv(&p2p_in, 1, MPI_INT, (rank + size - 1) % size, 7, w, &req[nreq++]);
+    MPI_Ireduce_scatter_block(rsb_in, rsb_out, N, MPI_INT, MPI_SUM, w, &req[nreq++]);
+    MPI_Iallreduce(MPI_IN_PLACE, ar_ip, N, MPI_INT, MPI_MAX, d, &req[nreq++]);
+    MPI_Ialltoall(a2a_in, 7, MPI_INT, a2a_out, 7, MPI_INT, w, &req[nreq++]);
+    MPI_Isend(&p2p_out, 1, MPI_INT, (rank + 1) % size, 7, w, &req[nreq++]);
+    MPI_Ireduce_scatter(rs_in, rs_out, rcounts, MPI_INT, MPI_SUM, d, &req[nreq++]);
+    MPI_Ibcast(bc, N, MPI_DOUBLE, size - 1, w, &req[nreq++]);
+    nb_calls += 7;
+
+    if (use_test) {
+        /* Poll the requests one by one, starting at a different one each round. */
+        int left = nreq;
+        while (left > 0) {
+            for (int k = 0; k < nreq; k++) {
+                int i = (k + round) % nreq, flag = 0;
+                if (MPI_REQUEST_NULL == req[i]) {
+                    continue;
+                }
+                MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
+                left -= flag;
+            }
+        }
+    } else {
+        MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    }
+
+    int ok = 1;
+    for (int i = 0; i < N && ok; i++) {
+        ok = ar_out[i] == size * (i + round) + size * (size - 1) / 2;
+    }
+    expect(ok, "iallreduce sum", round);
+    ok = 1;
+    for (int i = 0; i < N && ok; i++) {
+        ok = ar_ip[i] == (size - 1) * 3 - i;
+    }
+    expect(ok, "iallreduce in place max", round);
+    ok = 1;
+    for (int i = 0; i < size * N && ok; i++) {
+        ok = ag_out[i] == i;
+    }
+    expect(ok, "iallgather", round);
+    ok = 1;
+    for (int i = 0; i < N && ok; i++) {
+        ok = rsb_out[i] == size * (rank * N + i) + size * (size - 1) / 2;
+    }
+    expect(ok, "ireduce_scatter_block", round);
+    int first = 0;
+    for (int i = 0; i < rank; i++) {
+        first += rcounts[i];
+    }
+    ok = 1;
+    for (int i = 0; i < rcounts[rank] && ok; i++) {
+        ok = rs_out[i] == (size * (size + 1) / 2) * (first + i + 1);
+    }
+    expect(ok, "ireduce_scatter", round);
+    ok = 1;
+    for (int from = 0; from < size && ok; from++) {
+        for (int j = 0; j < 7 && ok; j++) {
+            ok = a2a_out[from * 7 + j] == from * 100000 + rank * 7 + j;
+        }
+    }
+    expect(ok, "ialltoall", round);
+    ok = 1;
+    for (int i = 0; i < N && ok; i++) {
+        ok = bc[i] == i * 0.5 + round;
+    }
+    expect(ok, "ibcast", round);
+    expect(p2p_in == ((rank + size - 1) % size) * 100 + round, "isend/irecv", round);
+
+    free(ar_in); free(ar_out); free(ar_ip); free(ag_out); free(rsb_in); free(rcounts);
+    free(a2a_in); free(a2a_out); free(bc); free(rs_in); free(rs_out);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Comm comms[2];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    comms[0] = MPI_COMM_WORLD;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    for (int round = 0; round < 6; round++) {
+        round_trip(comms, round, round % 2);
+    }
+    MPI_Comm_free(&comms[1]);
+
+    if (size >= 2) {
+        /* Two halves joined by an intercommunicator: an allreduce on it
+         * returns the sum over the other group. */
+        MPI_Comm half, inter;
+        int color = rank < size / 2, remote_sum = 0, mine = rank + 1, got = -1;
+        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color ? size / 2 : 0, 99, &inter);
+        for (int r = 0; r < size; r++) {
+            if ((r < size / 2) != color) {
+                remote_sum += r + 1;
+            }
+        }
+        MPI_Allreduce(&mine, &got, 1, MPI_INT, MPI_SUM, inter);
+        expect(got == remote_sum, "allreduce on an intercommunicator", -1);
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
+
+    int total_failed = 0, total_checks = 0;
+    MPI_Reduce(&failed, &total_failed, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&checks, &total_checks, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (0 == rank) {
+        printf("NB_CALLS %d\n", nb_calls);
+        printf("RESULT: %d passed, %d failed\n", total_checks - total_failed, total_failed);
+    }
+    MPI_Finalize();
+    return total_failed ? 1 : 0;
+}

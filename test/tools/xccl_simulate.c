@@ -1,0 +1,153 @@
+/*
+ * xccl_simulate: predicted time of every algorithm of a collective for a
+ * machine that need not exist, from the same schedule builders and cost
+ * model the component uses.  No MPI: it builds the schedules of a few
+ * ranks (the root, its neighbours, the middle rank) and takes the worst.
+ *
+ *   xccl_simulate -c allreduce -n 100000 [-s 8,1K,1M,64M]
+ *                 [-a alpha] [-b beta] [-g gamma]
+ *
+ * Sizes are bytes per rank as in xccl_bench (allgather: total received,
+ * reduce_scatter/alltoall: total sent); elements are 4-byte floats.
+ */
+#include "xccl_algos.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int (*build_fn)(xccl_sched_t *s, size_t bytes, int p);
+
+static int ar_ring(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_ring(s, b / 4); }
+static int ag_ring(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_ring(s, b / (size_t) p); }
+static int a2a_pw(xccl_sched_t *s, size_t b, int p) { return xccl_build_alltoall_pairwise(s, b / (size_t) p, 0); }
+static int bc_binomial(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_binomial(s, b, 0); }
+
+static int rs_with(xccl_sched_t *s, size_t b, int p,
+                   int (*fn)(xccl_sched_t *, const size_t *, int))
+{
+    size_t *counts = malloc((size_t) p * sizeof(size_t));
+    if (NULL == counts) {
+        return -1;
+    }
+    for (int i = 0; i < p; i++) {
+        counts[i] = b / 4 / (size_t) p;
+    }
+    int rc = fn(s, counts, 0);
+    free(counts);
+    return rc;
+}
+static int rs_ring(xccl_sched_t *s, size_t b, int p) { return rs_with(s, b, p, xccl_build_reduce_scatter_ring); }
+
+static const struct {
+    const char *coll;
+    const char *algo;
+    build_fn build;
+    size_t elem;
+} algos[] = {
+    { "allreduce", "ring", ar_ring, 4 },
+    { "allgather", "ring", ag_ring, 1 },
+    { "reduce_scatter", "ring", rs_ring, 4 },
+    { "alltoall", "pairwise", a2a_pw, 1 },
+    { "bcast", "binomial", bc_binomial, 1 },
+};
+#define NALGOS (sizeof(algos) / sizeof(algos[0]))
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; break;
+    case 'm': case 'M': v *= 1024 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    return (size_t) v;
+}
+
+static double predict(build_fn build, size_t elem, size_t bytes, int p,
+                      const xccl_cost_model_t *m)
+{
+    const int ranks[4] = { 0, 1 % p, p - 1, p / 2 };
+    double worst = -1;
+    for (int k = 0; k < 4; k++) {
+        xccl_sched_t s;
+        xccl_sched_init(&s, ranks[k], p, elem);
+        if (0 == build(&s, bytes, p)) {
+            double t = xccl_sched_cost(&s, m);
+            worst = t > worst ? t : worst;
+        }
+        xccl_sched_fini(&s);
+    }
+    return worst;
+}
+
+int main(int argc, char **argv)
+{
+    const char *coll = "allreduce";
+    char sizes_arg[256] = "8,1K,64K,1M,16M,64M";
+    int p = 64, opt;
+    xccl_cost_model_t m = { 1.5e-6, 2.5e-10, 2.0e-10 };
+
+    while ((opt = getopt(argc, argv, "c:n:s:a:b:g:h")) != -1) {
+        switch (opt) {
+        case 'c': coll = optarg; break;
+        case 'n': p = atoi(optarg); break;
+        case 's': snprintf(sizes_arg, sizeof(sizes_arg), "%s", optarg); break;
+        case 'a': m.alpha = atof(optarg); break;
+        case 'b': m.beta = atof(optarg); break;
+        case 'g': m.gamma = atof(optarg); break;
+        default:
+            fprintf(stderr, "usage: %s [-c allreduce|allgather|reduce_scatter|alltoall|bcast] "
+                    "[-n ranks] [-s sizes] [-a alpha] [-b beta] [-g gamma]\n", argv[0]);
+            return 'h' == opt ? 0 : 2;
+        }
+    }
+    if (p < 1) {
+        fprintf(stderr, "xccl_simulate: -n must be >= 1\n");
+        return 2;
+    }
+    printf("# %s, %d ranks, alpha %.3g s, beta %.3g s/B, gamma %.3g s/B; predicted us\n", coll, p,
+           m.alpha, m.beta, m.gamma);
+    printf("# %12s", "size(B)");
+    int found = 0;
+    for (size_t i = 0; i < NALGOS; i++) {
+        if (0 == strcmp(algos[i].coll, coll)) {
+            printf(" %18s", algos[i].algo);
+            found = 1;
+        }
+    }
+    printf("  best\n");
+    if (!found) {
+        fprintf(stderr, "xccl_simulate: unknown collective %s\n", coll);
+        return 2;
+    }
+    clock_t t0 = clock();
+    for (char *tok = strtok(sizes_arg, ","); tok; tok = strtok(NULL, ",")) {
+        size_t bytes = parse_size(tok);
+        const char *best = "-";
+        double best_t = -1;
+        printf("  %12zu", bytes);
+        for (size_t i = 0; i < NALGOS; i++) {
+            if (strcmp(algos[i].coll, coll)) {
+                continue;
+            }
+            double t = predict(algos[i].build, algos[i].elem, bytes, p, &m);
+            if (t < 0) {
+                printf(" %18s", "n/a");
+                continue;
+            }
+            printf(" %18.1f", t * 1e6);
+            if (best_t < 0 || t < best_t) {
+                best_t = t;
+                best = algos[i].algo;
+            }
+        }
+        printf("  %s\n", best);
+    }
+    printf("# computed in %.2f s\n", (double) (clock() - t0) / CLOCKS_PER_SEC);
+    return 0;
+}
