@@ -72,6 +72,15 @@ void mca_coll_xccl_log(int level, const char *fmt, ...)
     opal_output(mca_coll_xccl_component.output, "xccl: %s", line);
 }
 
+/* A parameter fixed at start-up that must be equal on all ranks. */
+static void reg_all_eq(const char *name, const char *help, mca_base_var_type_t type,
+                       mca_base_var_info_lvl_t level, void *storage)
+{
+    (void) mca_base_component_var_register(&mca_coll_xccl_component.super.collm_version, name,
+                                           help, type, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+}
+
 static int xccl_register(void)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
@@ -125,36 +134,29 @@ static int xccl_register(void)
     /* Defaults measured here with xccl_calibrate plus xccl's per-message
      * software overhead (8 B allgather at np 2: ~1.7 us). */
     c->cost_alpha = 1.5e-6;
-    (void) mca_base_component_var_register(v, "cost_alpha",
-        "Cost model: seconds per message (see xccl_calibrate)", MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0,
-        0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->cost_alpha);
     c->cost_beta = 2.5e-10;
-    (void) mca_base_component_var_register(v, "cost_beta",
-        "Cost model: seconds per byte on the wire", MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0,
-        OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->cost_beta);
     c->cost_gamma = 2.0e-10;
-    (void) mca_base_component_var_register(v, "cost_gamma",
-        "Cost model: seconds per byte reduced", MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0,
-        OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->cost_gamma);
     c->cost_file = NULL;
-    (void) mca_base_component_var_register(v, "cost_file",
-        "File written by xccl_calibrate (\"alpha=<s> beta=<s/B> gamma=<s/B>\"); overrides "
-        "cost_alpha/beta/gamma.  Must be the same on all ranks",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->cost_file);
-
     c->ucx_tls = XCCL_DEFAULT_TLS;
-    (void) mca_base_component_var_register(v, "ucx_tls",
-        "UCX transports of xccl's own UCP context (UCX_TLS syntax; empty: UCX's default). "
-        "The PML's UCX settings are not affected",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->ucx_tls);
     c->ucx_rndv_scheme = XCCL_DEFAULT_RNDV_SCHEME;
-    (void) mca_base_component_var_register(v, "ucx_rndv_scheme",
-        "UCX rendezvous protocol of xccl's own UCP context (UCX_RNDV_SCHEME values: "
-        "put_zcopy, get_zcopy, auto; empty: UCX's default)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->ucx_rndv_scheme);
+    reg_all_eq("cost_alpha", "Cost model: seconds per message (see xccl_calibrate)",
+               MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_alpha);
+    reg_all_eq("cost_beta", "Cost model: seconds per byte on the wire",
+               MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_beta);
+    reg_all_eq("cost_gamma", "Cost model: seconds per byte reduced",
+               MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_gamma);
+    reg_all_eq("cost_file",
+               "File written by xccl_calibrate (\"alpha=<s> beta=<s/B> gamma=<s/B>\"); "
+               "overrides cost_alpha/beta/gamma.  Must be the same on all ranks",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->cost_file);
+    reg_all_eq("ucx_tls",
+               "UCX transports of xccl's own UCP context (UCX_TLS syntax; empty: UCX's "
+               "default).  The PML's UCX settings are not affected",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->ucx_tls);
+    reg_all_eq("ucx_rndv_scheme",
+               "UCX rendezvous protocol of xccl's own UCP context (UCX_RNDV_SCHEME values: "
+               "put_zcopy, get_zcopy, auto; empty: UCX's default)",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->ucx_rndv_scheme);
     return OMPI_SUCCESS;
 }
 

@@ -871,11 +871,12 @@ static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const v
     return MPI_SUCCESS;
 }
 
-static int allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                     int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                     mca_coll_xccl_module_t *m, ompi_request_t **request)
+/* Allgather and alltoall share everything but the fallback functions. */
+static int movement(xccl_coll_t coll, const void *sbuf, int scount,
+                    struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                    struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                    mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    const xccl_coll_t coll = XCCL_COLL_ALLGATHER;
     const char *why = NULL;
     size_t block = 0;
     char *s = NULL, *r = NULL;
@@ -884,28 +885,11 @@ static int allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtyp
     if (MPI_SUCCESS != err) {
         return err;
     }
-    if (why) {
+    if (why && XCCL_COLL_ALLGATHER == coll) {
         return request ? m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                             request, m->prev_iallgather_module)
                        : m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                            m->prev_allgather_module);
-    }
-    build_args_t a = { .block = block, .in_place = MPI_IN_PLACE == sbuf };
-    return build_and_run(m, coll, &a, block * (size_t) m->size, 1, s, r, NULL, request);
-}
-
-static int alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                    int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                    mca_coll_xccl_module_t *m, ompi_request_t **request)
-{
-    const xccl_coll_t coll = XCCL_COLL_ALLTOALL;
-    const char *why = NULL;
-    size_t block = 0;
-    char *s = NULL, *r = NULL;
-    int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
-                               &s, &r, request);
-    if (MPI_SUCCESS != err) {
-        return err;
     }
     if (why) {
         return request ? m->prev_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
@@ -1009,7 +993,8 @@ int mca_coll_xccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t
                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    return allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, XM(module), NULL);
+    return movement(XCCL_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                    XM(module), NULL);
 }
 
 int mca_coll_xccl_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -1017,14 +1002,16 @@ int mca_coll_xccl_iallgather(const void *sbuf, int scount, struct ompi_datatype_
                              struct ompi_communicator_t *comm, ompi_request_t **request,
                              mca_coll_base_module_t *module)
 {
-    return allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, XM(module), request);
+    return movement(XCCL_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                    XM(module), request);
 }
 
 int mca_coll_xccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    return alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, XM(module), NULL);
+    return movement(XCCL_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                    XM(module), NULL);
 }
 
 int mca_coll_xccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -1032,7 +1019,8 @@ int mca_coll_xccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t
                             struct ompi_communicator_t *comm, ompi_request_t **request,
                             mca_coll_base_module_t *module)
 {
-    return alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, XM(module), request);
+    return movement(XCCL_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                    XM(module), request);
 }
 
 int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
