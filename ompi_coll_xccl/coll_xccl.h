@@ -57,6 +57,8 @@ typedef struct {
     double cost_alpha, cost_beta, cost_gamma;
     char *cost_file;
     xccl_cost_model_t cost;          /* what auto selection uses */
+    char *tuning_file;
+    xccl_tuning_t tuning;            /* rules checked before the cost model */
     char *ucx_tls;
     char *ucx_rndv_scheme;
 
@@ -167,6 +169,9 @@ int mca_coll_xccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t
 int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                          struct ompi_communicator_t *comm, ompi_request_t **request,
                          mca_coll_base_module_t *module);
+/* The algorithm index of a tuning rule for this call: XCCL_ALGO_AUTO when no
+ * rule applies (or it says auto), XCCL_ALGO_FALLBACK, or an algorithm. */
+int mca_coll_xccl_tuned_algo(xccl_coll_t coll, int ranks, size_t bytes);
 /* Advances the nonblocking collectives in flight; returns the number completed. */
 int mca_coll_xccl_progress_requests(void);
 

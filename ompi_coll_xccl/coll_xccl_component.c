@@ -149,6 +149,12 @@ static int xccl_register(void)
                "File written by xccl_calibrate (\"alpha=<s> beta=<s/B> gamma=<s/B>\"); "
                "overrides cost_alpha/beta/gamma.  Must be the same on all ranks",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->cost_file);
+    c->tuning_file = NULL;
+    reg_all_eq("tuning_file",
+               "Rules \"<collective> ranks=<lo>-<hi> bytes=<lo>-<hi> algo=<name>\" (first match "
+               "wins; see README) applied before the cost model; a forced algorithm still "
+               "wins.  Must be the same on all ranks",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->tuning_file);
     reg_all_eq("ucx_tls",
                "UCX transports of xccl's own UCP context (UCX_TLS syntax; empty: UCX's "
                "default).  The PML's UCX settings are not affected",
@@ -193,6 +199,74 @@ static void read_cost_file(const char *path, xccl_cost_model_t *cost)
     fclose(f);
 }
 
+static int coll_index(const char *name)
+{
+    for (int i = 0; i < XCCL_NCOLL; i++) {
+        if (0 == strcmp(name, coll_names[i])) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Reads and checks the whole file; on any error it is reported and ignored,
+ * so that every rank (reading the same file) ends up with the same rules. */
+static void read_tuning_file(const char *path, xccl_tuning_t *tuning)
+{
+    char err[256] = "";
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = fopen(path, "r");
+    if (NULL == f) {
+        opal_output(0, "xccl: cannot open coll_xccl_tuning_file %s; no tuning rules", path);
+        return;
+    }
+    FILE *mem = open_memstream(&text, &size);
+    int ch;
+    while (mem && EOF != (ch = fgetc(f))) {
+        fputc(ch, mem);
+    }
+    fclose(f);
+    if (NULL == mem) {
+        return;
+    }
+    fclose(mem);
+    if (0 != xccl_tuning_parse(text, tuning, err, sizeof(err))) {
+        opal_output(0, "xccl: %s: %s; no tuning rules", path, err);
+        free(text);
+        return;
+    }
+    free(text);
+    for (size_t i = 0; i < tuning->n; i++) {
+        const xccl_tuning_rule_t *r = &tuning->rules[i];
+        int coll = coll_index(r->coll), ok = 0;
+        for (int a = 0; coll >= 0 && mca_coll_xccl_algo_name((xccl_coll_t) coll, a); a++) {
+            ok = ok || 0 == strcmp(r->algo, mca_coll_xccl_algo_name((xccl_coll_t) coll, a));
+        }
+        if (!ok) {
+            opal_output(0, "xccl: %s: line %d: unknown collective or algorithm \"%s %s\"; "
+                        "no tuning rules", path, r->line, r->coll, r->algo);
+            xccl_tuning_free(tuning);
+            return;
+        }
+    }
+}
+
+int mca_coll_xccl_tuned_algo(xccl_coll_t coll, int ranks, size_t bytes)
+{
+    const xccl_tuning_rule_t *r =
+        xccl_tuning_lookup(&mca_coll_xccl_component.tuning, coll_names[coll], ranks, bytes);
+    if (NULL == r) {
+        return XCCL_ALGO_AUTO;
+    }
+    for (int a = 0; mca_coll_xccl_algo_name(coll, a); a++) {
+        if (0 == strcmp(r->algo, mca_coll_xccl_algo_name(coll, a))) {
+            return a;
+        }
+    }
+    return XCCL_ALGO_AUTO;     /* checked when the file was read */
+}
+
 static int xccl_open(void)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
@@ -216,6 +290,9 @@ static int xccl_open(void)
     c->cost.gamma = c->cost_gamma;
     if (c->cost_file && c->cost_file[0]) {
         read_cost_file(c->cost_file, &c->cost);
+    }
+    if (c->tuning_file && c->tuning_file[0]) {
+        read_tuning_file(c->tuning_file, &c->tuning);
     }
     return OMPI_SUCCESS;
 }
@@ -305,6 +382,7 @@ static int xccl_close(void)
      * worker and the context. */
     xccl_ucx_fini();
     xccl_gpu_fini();
+    xccl_tuning_free(&c->tuning);
     if (c->output >= 0) {
         opal_output_close(c->output);
         c->output = -1;

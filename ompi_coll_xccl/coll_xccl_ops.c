@@ -192,6 +192,10 @@ static int choose(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_
     if (forced > XCCL_ALGO_FALLBACK) {
         return forced;
     }
+    const int tuned = mca_coll_xccl_tuned_algo(coll, m->size, bytes);
+    if (tuned > XCCL_ALGO_FALLBACK) {
+        return tuned;
+    }
     if (0 == m->choice[coll][cls]) {
         int best = 2;
         double best_t = -1.0;
@@ -343,7 +347,8 @@ static int log_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const
  * ALL_EQ scope) or that concern only this rank's buffers but must not
  * split the ranks: a device buffer on one rank and not another would, so
  * mixed placements are the application's error as in any MPI. */
-static const char *common_fallback(xccl_coll_t coll, size_t bytes)
+static const char *common_fallback(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                   size_t bytes)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
     if (!c->enable[coll]) {
@@ -352,8 +357,16 @@ static const char *common_fallback(xccl_coll_t coll, size_t bytes)
     if (XCCL_ALGO_FALLBACK == c->forced[coll]) {
         return "forced";
     }
-    /* Until the cost model exists: stock Open MPI wins on small messages. */
-    if (XCCL_ALGO_AUTO == c->forced[coll] && bytes < (size_t) c->small_bytes) {
+    if (XCCL_ALGO_AUTO != c->forced[coll]) {
+        return NULL;
+    }
+    int tuned = mca_coll_xccl_tuned_algo(coll, m->size, bytes);
+    if (XCCL_ALGO_FALLBACK == tuned) {
+        return "tuning_file";
+    }
+    /* The cost model does not model stock Open MPI: below this size, whose
+     * default comes from xccl_bench here, stock's latency is lower. */
+    if (XCCL_ALGO_AUTO == tuned && bytes < (size_t) c->small_bytes) {
         return "small_message";
     }
     return NULL;
@@ -631,7 +644,7 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     const size_t bytes = (size_t) count * dtype_size(dtype);
     reduce_ctx_t rctx;
     size_t es = 0;
-    const char *why = common_fallback(coll, bytes);
+    const char *why = common_fallback(m, coll, bytes);
     if (NULL == why) {
         why = plan_reduction(dtype, op, (size_t) count, &rctx, &es);
     }
@@ -668,7 +681,7 @@ static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, co
     const size_t bytes = total * dtype_size(dtype);
     reduce_ctx_t rctx;
     size_t es = 0;
-    const char *why = common_fallback(coll, bytes);
+    const char *why = common_fallback(m, coll, bytes);
     if (NULL == why) {
         why = plan_reduction(dtype, op, total, &rctx, &es);
     }
@@ -812,13 +825,14 @@ static int check_pair_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, const vo
     return MPI_SUCCESS;
 }
 
-static const char *plan_movement(xccl_coll_t coll, const void *sbuf, int scount,
+static const char *plan_movement(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                 const void *sbuf, int scount,
                                  struct ompi_datatype_t *sdtype, const void *rbuf, int rcount,
                                  struct ompi_datatype_t *rdtype, size_t nblocks, size_t *block)
 {
     const int in_place = MPI_IN_PLACE == sbuf;
     *block = (size_t) rcount * dtype_size(rdtype);
-    const char *why = common_fallback(coll, *block * nblocks);
+    const char *why = common_fallback(m, coll, *block * nblocks);
     if (why) {
         return why;
     }
@@ -855,7 +869,7 @@ static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const v
     if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount * (size_t) m->size, rdtype))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
-    *why = plan_movement(coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, (size_t) m->size,
+    *why = plan_movement(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, (size_t) m->size,
                          block);
     if (*why) {
         log_call(m, coll, NULL != request, *block * (size_t) m->size, -1, -1.0, *why);
@@ -922,7 +936,7 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
     const size_t bytes = (size_t) count * dtype_size(dtype);
-    const char *why = common_fallback(coll, bytes);
+    const char *why = common_fallback(m, coll, bytes);
     if (NULL == why && !is_contiguous(dtype, (size_t) count)) {
         why = "noncontiguous_datatype";
     }
