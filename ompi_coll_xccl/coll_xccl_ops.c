@@ -135,6 +135,8 @@ typedef struct {
 typedef int (*builder_t)(xccl_sched_t *s, const build_args_t *a);
 
 static int ar_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_ring(s, a->count); }
+static int ar_rd(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_recursive_doubling(s, a->count); }
+static int ar_rab(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_rabenseifner(s, a->count); }
 static int rs_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
 static int ag_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
 static int a2a_pw(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
@@ -147,7 +149,8 @@ typedef struct {
 
 #define AUTO_AND_FALLBACK { "auto", NULL }, { "fallback", NULL }
 static const algo_entry_t algo_table[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
-    [XCCL_COLL_ALLREDUCE] = { AUTO_AND_FALLBACK, { "ring", ar_ring } },
+    [XCCL_COLL_ALLREDUCE] = { AUTO_AND_FALLBACK, { "ring", ar_ring },
+        { "recursive_doubling", ar_rd }, { "rabenseifner", ar_rab } },
     [XCCL_COLL_ALLGATHER] = { AUTO_AND_FALLBACK, { "ring", ag_ring } },
     [XCCL_COLL_REDUCE_SCATTER] = { AUTO_AND_FALLBACK, { "ring", rs_ring } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { AUTO_AND_FALLBACK, { "ring", rs_ring } },

@@ -249,6 +249,8 @@ done
 # (one set per algorithm of a collective; more sets as algorithms land)
 algo_sets=(
     "allreduce=ring allgather=ring reduce_scatter=ring reduce_scatter_block=ring alltoall=pairwise bcast=binomial"
+    "allreduce=recursive_doubling"
+    "allreduce=rabenseifner"
 )
 for set in "${algo_sets[@]}"; do
     force=()

@@ -21,6 +21,8 @@
 typedef int (*build_fn)(xccl_sched_t *s, size_t bytes, int p);
 
 static int ar_ring(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_ring(s, b / 4); }
+static int ar_rd(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_recursive_doubling(s, b / 4); }
+static int ar_rab(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_rabenseifner(s, b / 4); }
 static int ag_ring(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_ring(s, b / (size_t) p); }
 static int a2a_pw(xccl_sched_t *s, size_t b, int p) { return xccl_build_alltoall_pairwise(s, b / (size_t) p, 0); }
 static int bc_binomial(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_binomial(s, b, 0); }
@@ -48,6 +50,8 @@ static const struct {
     size_t elem;
 } algos[] = {
     { "allreduce", "ring", ar_ring, 4 },
+    { "allreduce", "recursive_doubling", ar_rd, 4 },
+    { "allreduce", "rabenseifner", ar_rab, 4 },
     { "allgather", "ring", ag_ring, 1 },
     { "reduce_scatter", "ring", rs_ring, 4 },
     { "alltoall", "pairwise", a2a_pw, 1 },

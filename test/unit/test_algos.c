@@ -124,9 +124,10 @@ static size_t test_counts(int p, size_t *c)
 
 /* ---------------------------------------------------------------- */
 
-START_TEST(allreduce_ring)
+typedef int (*allreduce_builder_t)(xccl_sched_t *s, size_t count);
+
+static void check_allreduce(int p, allreduce_builder_t build, const char *name)
 {
-    const int p = _i;
     size_t counts[8], nc = test_counts(p, counts);
     for (int k = 0; k < RED_NKINDS; k++) {
         size_t es = red_kinds[k].es;
@@ -140,24 +141,91 @@ START_TEST(allreduce_ring)
                 job_t j = { .p = p };
                 for (int r = 0; r < p; r++) {
                     xccl_sched_init(&j.sched[r], r, p, es);
-                    if (xccl_build_allreduce_ring(&j.sched[r], n) != 0) {
-                        ck_abort_msg("allreduce build failed");
+                    if (build(&j.sched[r], n) != 0) {
+                        ck_abort_msg("%s build failed", name);
                     }
                     j.rbuf[r] = malloc(n * es + 1);
                     j.sbuf[r] = in_place ? j.rbuf[r] : malloc(n * es + 1);
                     fill_input((red_kind_t) k, r, j.sbuf[r], n);
                 }
-                run_job(&j, fn, "allreduce");
+                run_job(&j, fn, name);
                 for (int r = 0; r < p; r++) {
                     ck_assert_msg(0 == memcmp(j.rbuf[r], want, n * es),
-                                  "allreduce p=%d n=%zu kind=%d in_place=%d rank %d differs",
-                                  p, n, k, in_place, r);
+                                  "%s p=%d n=%zu kind=%d in_place=%d rank %d differs",
+                                  name, p, n, k, in_place, r);
                 }
                 free_job(&j, in_place);
             }
             free(want);
         }
     }
+}
+
+/* Float sums of inexact values depend on the order of the additions: every
+ * rank must still end with the same bits (each element computed once, or
+ * by both partners of an exchange in the same operand order). */
+static void check_allreduce_identical(int p, allreduce_builder_t build, const char *name)
+{
+    const size_t n = 1001;
+    xccl_reduce_fn_t fn = xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
+    job_t j = { .p = p };
+    for (int r = 0; r < p; r++) {
+        xccl_sched_init(&j.sched[r], r, p, sizeof(float));
+        ck_assert_int_eq(build(&j.sched[r], n), 0);
+        j.rbuf[r] = malloc(n * sizeof(float));
+        j.sbuf[r] = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++) {
+            ((float *) j.sbuf[r])[i] = 0.1f * (float) (r + 1) + 1e-3f * (float) i + 1e7f * (float) (i % 3 == 0);
+        }
+    }
+    run_job(&j, fn, name);
+    for (int r = 1; r < p; r++) {
+        ck_assert_msg(0 == memcmp(j.rbuf[r], j.rbuf[0], n * sizeof(float)),
+                      "%s p=%d: rank %d's float sum differs from rank 0's", name, p, r);
+    }
+    free_job(&j, 0);
+}
+
+START_TEST(allreduce_ring)
+{
+    check_allreduce(_i, xccl_build_allreduce_ring, "ring");
+    check_allreduce_identical(_i, xccl_build_allreduce_ring, "ring");
+}
+END_TEST
+
+START_TEST(allreduce_recursive_doubling)
+{
+    check_allreduce(_i, xccl_build_allreduce_recursive_doubling, "recursive_doubling");
+    check_allreduce_identical(_i, xccl_build_allreduce_recursive_doubling, "recursive_doubling");
+}
+END_TEST
+
+START_TEST(allreduce_rabenseifner)
+{
+    check_allreduce(_i, xccl_build_allreduce_rabenseifner, "rabenseifner");
+    check_allreduce_identical(_i, xccl_build_allreduce_rabenseifner, "rabenseifner");
+}
+END_TEST
+
+/* Textbook shapes at a power of two. */
+START_TEST(halving_doubling_structure)
+{
+    xccl_sched_t s;
+    xccl_sched_init(&s, 3, 8, 4);
+    ck_assert_int_eq(xccl_build_allreduce_recursive_doubling(&s, 800), 0);
+    ck_assert_uint_eq(s.rounds, 3);
+    ck_assert_uint_eq(s.max_xfers, 2);
+    xccl_sched_fini(&s);
+    xccl_sched_init(&s, 3, 8, 4);
+    ck_assert_int_eq(xccl_build_allreduce_rabenseifner(&s, 800), 0);
+    ck_assert_uint_eq(s.rounds, 6);
+    size_t sent = 0;
+    for (size_t i = 0; i < s.nacts; i++) {
+        sent += XCCL_ACT_SEND == s.acts[i].kind ? s.acts[i].len : 0;
+    }
+    /* 2 (p-1)/p of the vector: 2 * 7/8 * 3200 bytes */
+    ck_assert_uint_eq(sent, 5600);
+    xccl_sched_fini(&s);
 }
 END_TEST
 
@@ -419,6 +487,9 @@ int main(void)
     TCase *tc = tcase_create("sim");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, allreduce_ring, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, allreduce_recursive_doubling, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, allreduce_rabenseifner, 1, MAX_P + 1);
+    tcase_add_test(tc, halving_doubling_structure);
     tcase_add_loop_test(tc, reduce_scatter_ring, 1, MAX_P + 1);
     tcase_add_loop_test(tc, reduce_scatter_block_ring, 1, MAX_P + 1);
     tcase_add_loop_test(tc, allgather_ring, 1, MAX_P + 1);
