@@ -249,7 +249,7 @@ done
 # (one set per algorithm of a collective; more sets as algorithms land)
 algo_sets=(
     "allreduce=ring allgather=ring reduce_scatter=ring reduce_scatter_block=ring alltoall=pairwise bcast=binomial"
-    "allreduce=recursive_doubling"
+    "allreduce=recursive_doubling allgather=bruck reduce_scatter=pairwise reduce_scatter_block=pairwise bcast=scatter_allgather"
     "allreduce=rabenseifner"
 )
 for set in "${algo_sets[@]}"; do

@@ -24,8 +24,10 @@ static int ar_ring(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_bui
 static int ar_rd(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_recursive_doubling(s, b / 4); }
 static int ar_rab(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_rabenseifner(s, b / 4); }
 static int ag_ring(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_ring(s, b / (size_t) p); }
+static int ag_bruck(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_bruck(s, b / (size_t) p); }
 static int a2a_pw(xccl_sched_t *s, size_t b, int p) { return xccl_build_alltoall_pairwise(s, b / (size_t) p, 0); }
 static int bc_binomial(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_binomial(s, b, 0); }
+static int bc_sag(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_scatter_allgather(s, b, 0); }
 
 static int rs_with(xccl_sched_t *s, size_t b, int p,
                    int (*fn)(xccl_sched_t *, const size_t *, int))
@@ -42,6 +44,7 @@ static int rs_with(xccl_sched_t *s, size_t b, int p,
     return rc;
 }
 static int rs_ring(xccl_sched_t *s, size_t b, int p) { return rs_with(s, b, p, xccl_build_reduce_scatter_ring); }
+static int rs_pw(xccl_sched_t *s, size_t b, int p) { return rs_with(s, b, p, xccl_build_reduce_scatter_pairwise); }
 
 static const struct {
     const char *coll;
@@ -53,9 +56,12 @@ static const struct {
     { "allreduce", "recursive_doubling", ar_rd, 4 },
     { "allreduce", "rabenseifner", ar_rab, 4 },
     { "allgather", "ring", ag_ring, 1 },
+    { "allgather", "bruck", ag_bruck, 1 },
     { "reduce_scatter", "ring", rs_ring, 4 },
+    { "reduce_scatter", "pairwise", rs_pw, 4 },
     { "alltoall", "pairwise", a2a_pw, 1 },
     { "bcast", "binomial", bc_binomial, 1 },
+    { "bcast", "scatter_allgather", bc_sag, 1 },
 };
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 

@@ -237,7 +237,9 @@ static void rs_counts(int p, size_t base, size_t *rc)
     }
 }
 
-static void check_reduce_scatter(int p, int block)
+typedef int (*rs_builder_t)(xccl_sched_t *s, const size_t *counts, int in_place);
+
+static void check_reduce_scatter(int p, int block, rs_builder_t build, const char *name)
 {
     size_t bases[3] = { 0, 1, 37 };
     for (int k = 0; k < RED_NKINDS; k++) {
@@ -262,16 +264,16 @@ static void check_reduce_scatter(int p, int block)
                 job_t j = { .p = p };
                 for (int r = 0; r < p; r++) {
                     xccl_sched_init(&j.sched[r], r, p, es);
-                    ck_assert_int_eq(xccl_build_reduce_scatter_ring(&j.sched[r], rc, in_place), 0);
+                    ck_assert_int_eq(build(&j.sched[r], rc, in_place), 0);
                     j.rbuf[r] = malloc((in_place ? total : rc[r]) * es + 1);
                     j.sbuf[r] = in_place ? j.rbuf[r] : malloc(total * es + 1);
                     fill_input((red_kind_t) k, r, j.sbuf[r], total);
                 }
-                run_job(&j, fn, "reduce_scatter");
+                run_job(&j, fn, name);
                 for (int r = 0; r < p; r++) {
                     ck_assert_msg(0 == memcmp(j.rbuf[r], want + first[r] * es, rc[r] * es),
-                                  "reduce_scatter p=%d block=%d base=%zu kind=%d in_place=%d rank %d differs",
-                                  p, block, bases[bi], k, in_place, r);
+                                  "%s p=%d block=%d base=%zu kind=%d in_place=%d rank %d differs",
+                                  name, p, block, bases[bi], k, in_place, r);
                 }
                 free_job(&j, in_place);
             }
@@ -282,13 +284,20 @@ static void check_reduce_scatter(int p, int block)
 
 START_TEST(reduce_scatter_ring)
 {
-    check_reduce_scatter(_i, 0);
+    check_reduce_scatter(_i, 0, xccl_build_reduce_scatter_ring, "ring");
 }
 END_TEST
 
 START_TEST(reduce_scatter_block_ring)
 {
-    check_reduce_scatter(_i, 1);
+    check_reduce_scatter(_i, 1, xccl_build_reduce_scatter_ring, "ring");
+}
+END_TEST
+
+START_TEST(reduce_scatter_pairwise)
+{
+    check_reduce_scatter(_i, 0, xccl_build_reduce_scatter_pairwise, "pairwise");
+    check_reduce_scatter(_i, 1, xccl_build_reduce_scatter_pairwise, "pairwise");
 }
 END_TEST
 
@@ -297,9 +306,10 @@ static unsigned char pattern(int from, int to, size_t i)
     return (unsigned char) (from * 31 + to * 7 + i * 13 + 1);
 }
 
-START_TEST(allgather_ring)
+typedef int (*ag_builder_t)(xccl_sched_t *s, size_t block);
+
+static void check_allgather(int p, ag_builder_t build, const char *name)
 {
-    const int p = _i;
     size_t counts[8], nc = test_counts(p, counts);
     for (size_t ci = 0; ci < nc; ci++) {
         size_t b = counts[ci] * 3;   /* odd byte sizes too */
@@ -307,14 +317,14 @@ START_TEST(allgather_ring)
             job_t j = { .p = p };
             for (int r = 0; r < p; r++) {
                 xccl_sched_init(&j.sched[r], r, p, 1);
-                ck_assert_int_eq(xccl_build_allgather_ring(&j.sched[r], b), 0);
+                ck_assert_int_eq(build(&j.sched[r], b), 0);
                 j.rbuf[r] = calloc((size_t) p * b + 1, 1);
                 j.sbuf[r] = in_place ? (char *) j.rbuf[r] + (size_t) r * b : malloc(b + 1);
                 for (size_t i = 0; i < b; i++) {
                     ((unsigned char *) j.sbuf[r])[i] = pattern(r, 0, i);
                 }
             }
-            run_job(&j, NULL, "allgather");
+            run_job(&j, NULL, name);
             for (int r = 0; r < p; r++) {
                 long bad = -1;
                 for (int q = 0; q < p && bad < 0; q++) {
@@ -325,12 +335,23 @@ START_TEST(allgather_ring)
                         }
                     }
                 }
-                ck_assert_msg(bad < 0, "allgather p=%d b=%zu in_place=%d rank %d: byte %ld wrong",
-                              p, b, in_place, r, bad);
+                ck_assert_msg(bad < 0, "allgather %s p=%d b=%zu in_place=%d rank %d: byte %ld wrong",
+                              name, p, b, in_place, r, bad);
             }
             free_job(&j, in_place);
         }
     }
+}
+
+START_TEST(allgather_ring)
+{
+    check_allgather(_i, xccl_build_allgather_ring, "ring");
+}
+END_TEST
+
+START_TEST(allgather_bruck)
+{
+    check_allgather(_i, xccl_build_allgather_bruck, "bruck");
 }
 END_TEST
 
@@ -373,9 +394,10 @@ START_TEST(alltoall_pairwise)
 }
 END_TEST
 
-START_TEST(bcast_binomial)
+typedef int (*bcast_builder_t)(xccl_sched_t *s, size_t bytes, int root);
+
+static void check_bcast(int p, bcast_builder_t build, const char *name)
 {
-    const int p = _i;
     size_t counts[8], nc = test_counts(p, counts);
     for (int root = 0; root < p; root++) {
         for (size_t ci = 0; ci < nc; ci++) {
@@ -383,14 +405,14 @@ START_TEST(bcast_binomial)
             job_t j = { .p = p };
             for (int r = 0; r < p; r++) {
                 xccl_sched_init(&j.sched[r], r, p, 1);
-                ck_assert_int_eq(xccl_build_bcast_binomial(&j.sched[r], b, root), 0);
+                ck_assert_int_eq(build(&j.sched[r], b, root), 0);
                 j.rbuf[r] = malloc(b + 1);
                 j.sbuf[r] = NULL;
                 for (size_t i = 0; i < b; i++) {
                     ((unsigned char *) j.rbuf[r])[i] = r == root ? pattern(root, 1, i) : 0xEE;
                 }
             }
-            run_job(&j, NULL, "bcast");
+            run_job(&j, NULL, name);
             for (int r = 0; r < p; r++) {
                 long bad = -1;
                 for (size_t i = 0; i < b && bad < 0; i++) {
@@ -398,11 +420,23 @@ START_TEST(bcast_binomial)
                         bad = (long) i;
                     }
                 }
-                ck_assert_msg(bad < 0, "bcast p=%d b=%zu root=%d rank %d: byte %ld wrong", p, b, root, r, bad);
+                ck_assert_msg(bad < 0, "bcast %s p=%d b=%zu root=%d rank %d: byte %ld wrong", name, p, b,
+                              root, r, bad);
             }
             free_job(&j, 1);
         }
     }
+}
+
+START_TEST(bcast_binomial)
+{
+    check_bcast(_i, xccl_build_bcast_binomial, "binomial");
+}
+END_TEST
+
+START_TEST(bcast_scatter_allgather)
+{
+    check_bcast(_i, xccl_build_bcast_scatter_allgather, "scatter_allgather");
 }
 END_TEST
 
@@ -493,8 +527,11 @@ int main(void)
     tcase_add_loop_test(tc, reduce_scatter_ring, 1, MAX_P + 1);
     tcase_add_loop_test(tc, reduce_scatter_block_ring, 1, MAX_P + 1);
     tcase_add_loop_test(tc, allgather_ring, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, allgather_bruck, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, reduce_scatter_pairwise, 1, MAX_P + 1);
     tcase_add_loop_test(tc, alltoall_pairwise, 1, MAX_P + 1);
     tcase_add_loop_test(tc, bcast_binomial, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, bcast_scatter_allgather, 1, MAX_P + 1);
     tcase_add_test(tc, sim_detects_deadlock_and_mismatch);
     tcase_add_test(tc, sched_numbers_pair_messages);
     suite_add_tcase(su, tc);
