@@ -177,11 +177,12 @@ typedef struct {
     double alpha;              /* seconds per message (latency, per message a rank posts) */
     double beta;               /* seconds per byte on the wire */
     double gamma;              /* seconds per byte reduced */
+    double delta;              /* seconds per byte copied locally */
 } xccl_cost_model_t;
 
 /* Predicted time of one rank's schedule: each step costs
  *   alpha * max(sends, receives) + beta * max(bytes sent, bytes received)
- *   + gamma * bytes reduced,
+ *   + gamma * bytes reduced + delta * bytes copied,
  * i.e. a rank's messages of a step go out one after the other, sending and
  * receiving overlap (full duplex), and reductions follow the transfers.
  * Dependencies between ranks are modelled only through rounds: a rank that

@@ -54,7 +54,8 @@ typedef struct {
     char *algorithm[XCCL_NCOLL];     /* as given */
     int forced[XCCL_NCOLL];          /* parsed: XCCL_ALGO_* or an algorithm index */
     int small_bytes;                 /* auto: fall back below this size */
-    double cost_alpha, cost_beta, cost_gamma;
+    double cost_alpha, cost_beta, cost_gamma, cost_delta;
+    double model_margin;             /* other algorithms must win by this fraction */
     char *cost_file;
     xccl_cost_model_t cost;          /* what auto selection uses */
     char *tuning_file;

@@ -216,6 +216,14 @@ static int choose(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_
                 best_t = t;
             }
         }
+        /* The first algorithm is the measured default: keep it unless
+         * another is predicted clearly faster. */
+        double first_t = predict(m, coll, 2, a, es);
+        if (best != 2 && first_t >= 0 &&
+            best_t > (1.0 - mca_coll_xccl_component.model_margin) * first_t) {
+            best = 2;
+            best_t = first_t;
+        }
         m->choice[coll][cls] = (int8_t) best;
         m->predicted_us[coll][cls] = (float) (best_t * 1e6);
     }

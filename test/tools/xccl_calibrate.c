@@ -4,10 +4,12 @@
  * reads (coll_xccl_cost_file):
  *
  *     alpha=<s per message> beta=<s per byte> gamma=<s per byte reduced>
+ *     delta=<s per byte copied>
  *
  * alpha and beta come from ping-pongs between ranks 0 and 1 over xccl's own
  * transport (ucx_glue, same UCX settings as the component's defaults),
- * gamma from xccl's float SUM kernel on 16 MiB.  Medians of repeated runs.
+ * gamma from xccl's float SUM kernel on 16 MiB, delta from memcpy of 16 MiB.
+ * Medians of repeated runs.
  *
  *     mpirun -np 2 ./xccl_calibrate [-o FILE] [-t TLS]
  */
@@ -70,6 +72,27 @@ static double pingpong(ucp_ep_h ep, int rank, char *buf, size_t len, int iters)
         }
         t[rep] = (MPI_Wtime() - t0) / iters / 2;
     }
+    qsort(t, REPS, sizeof(double), cmp_double);
+    return t[REPS / 2];
+}
+
+static double copy_time_per_byte(size_t bytes)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double t[REPS];
+    if (NULL == a || NULL == b) {
+        fprintf(stderr, "xccl_calibrate: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(a, 1, bytes);
+    memset(b, 2, bytes);
+    for (int rep = 0; rep < REPS; rep++) {
+        double t0 = MPI_Wtime();
+        memcpy(b, a, bytes);
+        t[rep] = (MPI_Wtime() - t0) / (double) bytes;
+    }
+    free(a);
+    free(b);
     qsort(t, REPS, sizeof(double), cmp_double);
     return t[REPS / 2];
 }
@@ -155,6 +178,7 @@ int main(int argc, char **argv)
     double t_big = pingpong(ep, rank, buf, big, 5);
     double beta = (t_big - alpha) / (double) big;
     double gamma = reduce_time_per_byte(big);
+    double delta = copy_time_per_byte(big);
     free(buf);
 
     if (0 == rank) {
@@ -163,7 +187,7 @@ int main(int argc, char **argv)
             perror(out);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        fprintf(f, "alpha=%.3e beta=%.3e gamma=%.3e\n", alpha, beta, gamma);
+        fprintf(f, "alpha=%.3e beta=%.3e gamma=%.3e delta=%.3e\n", alpha, beta, gamma, delta);
         if (out) {
             fclose(f);
             printf("xccl_calibrate: alpha %.2f us, %.2f GB/s on the wire, %.2f GB/s reduced -> %s\n",

@@ -5,7 +5,7 @@
  * ranks (the root, its neighbours, the middle rank) and takes the worst.
  *
  *   xccl_simulate -c allreduce -n 100000 [-s 8,1K,1M,64M]
- *                 [-a alpha] [-b beta] [-g gamma]
+ *                 [-a alpha] [-b beta] [-g gamma] [-d delta]
  *
  * Sizes are bytes per rank as in xccl_bench (allgather: total received,
  * reduce_scatter/alltoall: total sent); elements are 4-byte floats.
@@ -100,9 +100,9 @@ int main(int argc, char **argv)
     const char *coll = "allreduce";
     char sizes_arg[256] = "8,1K,64K,1M,16M,64M";
     int p = 64, opt;
-    xccl_cost_model_t m = { 1.5e-6, 2.5e-10, 2.0e-10 };
+    xccl_cost_model_t m = { 1.5e-6, 2.5e-10, 2.0e-10, 1.3e-10 };
 
-    while ((opt = getopt(argc, argv, "c:n:s:a:b:g:h")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:s:a:b:g:d:h")) != -1) {
         switch (opt) {
         case 'c': coll = optarg; break;
         case 'n': p = atoi(optarg); break;
@@ -110,9 +110,10 @@ int main(int argc, char **argv)
         case 'a': m.alpha = atof(optarg); break;
         case 'b': m.beta = atof(optarg); break;
         case 'g': m.gamma = atof(optarg); break;
+        case 'd': m.delta = atof(optarg); break;
         default:
             fprintf(stderr, "usage: %s [-c allreduce|allgather|reduce_scatter|alltoall|bcast] "
-                    "[-n ranks] [-s sizes] [-a alpha] [-b beta] [-g gamma]\n", argv[0]);
+                    "[-n ranks] [-s sizes] [-a alpha] [-b beta] [-g gamma] [-d delta]\n", argv[0]);
             return 'h' == opt ? 0 : 2;
         }
     }
@@ -120,8 +121,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "xccl_simulate: -n must be >= 1\n");
         return 2;
     }
-    printf("# %s, %d ranks, alpha %.3g s, beta %.3g s/B, gamma %.3g s/B; predicted us\n", coll, p,
-           m.alpha, m.beta, m.gamma);
+    printf("# %s, %d ranks, alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, delta %.3g s/B; "
+           "predicted us\n", coll, p, m.alpha, m.beta, m.gamma, m.delta);
     printf("# %12s", "size(B)");
     int found = 0;
     for (size_t i = 0; i < NALGOS; i++) {

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-static const xccl_cost_model_t model = { 2e-6, 1e-10, 3e-11 };
+static const xccl_cost_model_t model = { 2e-6, 1e-10, 3e-11, 0.0 };
 
 static double rel_err(double got, double want)
 {
@@ -99,6 +99,25 @@ START_TEST(binomial_bcast_root_matches_formula)
 }
 END_TEST
 
+/* Local copies cost delta per byte: the ring allgather copies its own block
+ * once (n/p bytes). */
+START_TEST(copies_cost_delta)
+{
+    xccl_cost_model_t m = model;
+    m.delta = 5e-11;
+    const int p = 8;
+    const size_t n = 8 * 1000;
+    xccl_sched_t s;
+    xccl_sched_init(&s, 0, p, 1);
+    ck_assert_int_eq(xccl_build_allgather_ring(&s, n / p), 0);
+    double want = (p - 1) * m.alpha + (double) (p - 1) / p * (double) n * m.beta +
+                  (double) n / p * m.delta;
+    double got = xccl_sched_cost(&s, &m);
+    ck_assert_msg(rel_err(got, want) < 1e-9, "%g vs %g", got, want);
+    xccl_sched_fini(&s);
+}
+END_TEST
+
 START_TEST(empty_schedule_costs_nothing)
 {
     ck_assert(cost_of(b_allreduce_ring, 0, 1, 4096, 4) == 0.0);
@@ -128,6 +147,7 @@ int main(void)
     tcase_add_test(tc, ring_reduce_scatter_matches_formula);
     tcase_add_test(tc, binomial_bcast_root_matches_formula);
     tcase_add_test(tc, empty_schedule_costs_nothing);
+    tcase_add_test(tc, copies_cost_delta);
     tcase_add_test(tc, small_message_pays_every_round);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
