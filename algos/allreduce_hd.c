@@ -15,6 +15,9 @@
  */
 #include "xccl_algos.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 typedef struct {
     int p2;         /* the power of two */
     int rem;        /* p - p2 */
@@ -134,6 +137,113 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
             xccl_sched_send(s, peer, xccl_ref(XCCL_BUF_RECV, moff), mlen);
         }
     }
+    fold_out(s, &f, bytes);
+    return xccl_sched_finalize(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Swing (Sensi et al., NSDI 2024), bandwidth-optimal form                  */
+/* ------------------------------------------------------------------------ */
+
+/* rho(k) = sum_{i<=k} (-2)^i = (1 - (-2)^(k+1)) / 3: 1, -1, 3, -5, 11, ... */
+static long swing_rho(int k)
+{
+    long pow = 1;
+    for (int i = 0; i <= k; i++) {
+        pow *= -2;
+    }
+    return (1 - pow) / 3;
+}
+
+static int swing_peer(int nr, int k, int p2)
+{
+    long rho = swing_rho(k), q = (nr % 2 == 0) ? nr + rho : nr - rho;
+    return (int) (((q % p2) + p2) % p2);
+}
+
+/* Marks in set[] the ranks whose blocks nr is responsible for from step k
+ * on: itself and, recursively, what its peer of each later step covers. */
+static void swing_reach(int nr, int k, int steps, int p2, unsigned char *set)
+{
+    set[nr] = 1;
+    for (int j = k; j < steps; j++) {
+        swing_reach(swing_peer(nr, j, p2), j + 1, steps, p2, set);
+    }
+}
+
+/* One action per run of consecutive marked blocks, in block order on both
+ * sides so the per-pair message numbering agrees. */
+static void swing_blocks(xccl_sched_t *s, int send, int peer, const unsigned char *set, int p2,
+                         size_t count, xccl_buf_id_t buf, int reduce, int me_lower)
+{
+    const size_t es = s->elem_size;
+    for (int b = 0; b < p2;) {
+        if (!set[b]) {
+            b++;
+            continue;
+        }
+        int e = b;
+        while (e < p2 && set[e]) {
+            e++;
+        }
+        size_t off = block_first(count, p2, b) * es, len = block_first(count, p2, e) * es - off;
+        if (send) {
+            xccl_sched_send(s, peer, xccl_ref(XCCL_BUF_RECV, off), len);
+        } else {
+            xccl_sched_recv(s, peer, xccl_ref(buf, off), len);
+            if (reduce) {
+                combine(s, me_lower, off, off, len);
+            }
+        }
+        b = e;
+    }
+}
+
+int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
+{
+    const size_t bytes = count * s->elem_size;
+    s->algo = "swing";
+    s->scratch_bytes = s->size > 1 ? bytes : 0;
+    fold_t f = fold_in(s, bytes);
+    int steps = 0;
+    while ((1 << steps) < f.p2) {
+        steps++;
+    }
+    unsigned char *mine = calloc((size_t) f.p2, 1), *theirs = calloc((size_t) f.p2, 1);
+    if (NULL == mine || NULL == theirs) {
+        free(mine);
+        free(theirs);
+        return -1;
+    }
+    if (f.nr >= 0) {
+        /* Reduce-scatter: at step k send the peer the blocks it covers from
+         * step k+1 on; receive and reduce the ones this rank covers. */
+        for (int k = 0; k < steps; k++) {
+            int q = swing_peer(f.nr, k, f.p2), peer = real_rank(&f, q);
+            memset(mine, 0, (size_t) f.p2);
+            memset(theirs, 0, (size_t) f.p2);
+            swing_reach(f.nr, k + 1, steps, f.p2, mine);
+            swing_reach(q, k + 1, steps, f.p2, theirs);
+            xccl_sched_step(s);
+            /* Received blocks land in SCRATCH at their own offsets. */
+            swing_blocks(s, 0, peer, mine, f.p2, count, XCCL_BUF_SCRATCH, 1, f.nr < q);
+            swing_blocks(s, 1, peer, theirs, f.p2, count, XCCL_BUF_RECV, 0, 0);
+        }
+        /* Allgather: the same exchanges in reverse, final blocks straight
+         * into place. */
+        for (int k = steps - 1; k >= 0; k--) {
+            int q = swing_peer(f.nr, k, f.p2), peer = real_rank(&f, q);
+            memset(mine, 0, (size_t) f.p2);
+            memset(theirs, 0, (size_t) f.p2);
+            swing_reach(f.nr, k + 1, steps, f.p2, mine);
+            swing_reach(q, k + 1, steps, f.p2, theirs);
+            xccl_sched_step(s);
+            swing_blocks(s, 0, peer, theirs, f.p2, count, XCCL_BUF_RECV, 0, 0);
+            swing_blocks(s, 1, peer, mine, f.p2, count, XCCL_BUF_RECV, 0, 0);
+        }
+    }
+    free(mine);
+    free(theirs);
     fold_out(s, &f, bytes);
     return xccl_sched_finalize(s);
 }

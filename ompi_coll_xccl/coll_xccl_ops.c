@@ -137,6 +137,7 @@ typedef int (*builder_t)(xccl_sched_t *s, const build_args_t *a);
 static int ar_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_ring(s, a->count); }
 static int ar_rd(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_recursive_doubling(s, a->count); }
 static int ar_rab(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_rabenseifner(s, a->count); }
+static int ar_swing(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_swing(s, a->count); }
 static int rs_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
 static int rs_pw(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_pairwise(s, a->counts, a->in_place); }
 static int ag_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
@@ -153,7 +154,7 @@ typedef struct {
 #define AUTO_AND_FALLBACK { "auto", NULL }, { "fallback", NULL }
 static const algo_entry_t algo_table[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
     [XCCL_COLL_ALLREDUCE] = { AUTO_AND_FALLBACK, { "ring", ar_ring },
-        { "recursive_doubling", ar_rd }, { "rabenseifner", ar_rab } },
+        { "recursive_doubling", ar_rd }, { "rabenseifner", ar_rab }, { "swing", ar_swing } },
     [XCCL_COLL_ALLGATHER] = { AUTO_AND_FALLBACK, { "ring", ag_ring }, { "bruck", ag_bruck } },
     [XCCL_COLL_REDUCE_SCATTER] = { AUTO_AND_FALLBACK, { "ring", rs_ring }, { "pairwise", rs_pw } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { AUTO_AND_FALLBACK, { "ring", rs_ring },

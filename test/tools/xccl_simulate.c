@@ -23,6 +23,7 @@ typedef int (*build_fn)(xccl_sched_t *s, size_t bytes, int p);
 static int ar_ring(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_ring(s, b / 4); }
 static int ar_rd(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_recursive_doubling(s, b / 4); }
 static int ar_rab(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_rabenseifner(s, b / 4); }
+static int ar_swing(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_swing(s, b / 4); }
 static int ag_ring(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_ring(s, b / (size_t) p); }
 static int ag_bruck(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_bruck(s, b / (size_t) p); }
 static int a2a_pw(xccl_sched_t *s, size_t b, int p) { return xccl_build_alltoall_pairwise(s, b / (size_t) p, 0); }
@@ -55,6 +56,7 @@ static const struct {
     { "allreduce", "ring", ar_ring, 4 },
     { "allreduce", "recursive_doubling", ar_rd, 4 },
     { "allreduce", "rabenseifner", ar_rab, 4 },
+    { "allreduce", "swing", ar_swing, 4 },
     { "allgather", "ring", ag_ring, 1 },
     { "allgather", "bruck", ag_bruck, 1 },
     { "reduce_scatter", "ring", rs_ring, 4 },

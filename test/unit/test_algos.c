@@ -207,6 +207,13 @@ START_TEST(allreduce_rabenseifner)
 }
 END_TEST
 
+START_TEST(allreduce_swing)
+{
+    check_allreduce(_i, xccl_build_allreduce_swing, "swing");
+    check_allreduce_identical(_i, xccl_build_allreduce_swing, "swing");
+}
+END_TEST
+
 /* Textbook shapes at a power of two. */
 START_TEST(halving_doubling_structure)
 {
@@ -224,6 +231,16 @@ START_TEST(halving_doubling_structure)
         sent += XCCL_ACT_SEND == s.acts[i].kind ? s.acts[i].len : 0;
     }
     /* 2 (p-1)/p of the vector: 2 * 7/8 * 3200 bytes */
+    ck_assert_uint_eq(sent, 5600);
+    xccl_sched_fini(&s);
+    /* Swing moves the same volume in the same number of rounds. */
+    xccl_sched_init(&s, 3, 8, 4);
+    ck_assert_int_eq(xccl_build_allreduce_swing(&s, 800), 0);
+    ck_assert_uint_eq(s.rounds, 6);
+    sent = 0;
+    for (size_t i = 0; i < s.nacts; i++) {
+        sent += XCCL_ACT_SEND == s.acts[i].kind ? s.acts[i].len : 0;
+    }
     ck_assert_uint_eq(sent, 5600);
     xccl_sched_fini(&s);
 }
@@ -523,6 +540,7 @@ int main(void)
     tcase_add_loop_test(tc, allreduce_ring, 1, MAX_P + 1);
     tcase_add_loop_test(tc, allreduce_recursive_doubling, 1, MAX_P + 1);
     tcase_add_loop_test(tc, allreduce_rabenseifner, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, allreduce_swing, 1, MAX_P + 1);
     tcase_add_test(tc, halving_doubling_structure);
     tcase_add_loop_test(tc, reduce_scatter_ring, 1, MAX_P + 1);
     tcase_add_loop_test(tc, reduce_scatter_block_ring, 1, MAX_P + 1);
