@@ -1,10 +1,12 @@
 /*
  * Allgather by Bruck, reduce_scatter by pairwise exchange, bcast by binomial
- * scatter + ring allgather.
+ * scatter + ring allgather, linear alltoall, pipelined chain bcast.
  *
  *   allgather bruck:            ceil(lg p) a + ((p-1)/p) n b
  *   reduce_scatter pairwise:    (p-1) a + ((p-1)/p) n (b + g)
  *   bcast scatter_allgather:    (ceil(lg p) + p - 1) a + 2 ((p-1)/p) n b
+ *   alltoall linear:            ceil((p-1)/m) rounds of m messages: (p-1) a + ((p-1)/p) n b
+ *   bcast chain (s segments):   (p - 1 + s - 1)(a + (n/s) b)
  */
 #include "xccl_algos.h"
 
@@ -115,5 +117,58 @@ int xccl_build_bcast_scatter_allgather(xccl_sched_t *s, size_t bytes, int root)
     }
 #undef RANGE
 #undef REAL
+    return xccl_sched_finalize(s);
+}
+
+int xccl_build_alltoall_linear(xccl_sched_t *s, size_t block, int in_place, int max_inflight)
+{
+    const int p = s->size, r = s->rank;
+    const int m = max_inflight > 0 ? max_inflight : p;
+    xccl_buf_id_t src = XCCL_BUF_SEND;
+    s->algo = "linear";
+    if (in_place) {
+        /* Every block may still have to leave after its slot was refilled:
+         * send from a copy. */
+        s->scratch_bytes = (size_t) p * block;
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_SCRATCH, 0), xccl_ref(XCCL_BUF_RECV, 0),
+                        (size_t) p * block);
+        src = XCCL_BUF_SCRATCH;
+    } else {
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) r * block),
+                        xccl_ref(XCCL_BUF_SEND, (size_t) r * block), block);
+    }
+    /* Peers r+1, r+2, ... in groups of at most m per step. */
+    for (int k = 1; k < p; k += m) {
+        xccl_sched_step(s);
+        for (int j = k; j < k + m && j < p; j++) {
+            int from = mod(r - j, p), to = mod(r + j, p);
+            xccl_sched_recv(s, from, xccl_ref(XCCL_BUF_RECV, (size_t) from * block), block);
+            xccl_sched_send(s, to, xccl_ref(src, (size_t) to * block), block);
+        }
+    }
+    return xccl_sched_finalize(s);
+}
+
+int xccl_build_bcast_chain(xccl_sched_t *s, size_t bytes, int root, size_t seg)
+{
+    const int p = s->size, vr = mod(s->rank - root, p);
+    const size_t nseg = 0 == seg || 0 == bytes ? 1 : (bytes + seg - 1) / seg;
+    const size_t segsz = 0 == seg ? bytes : seg;
+    s->algo = "chain";
+    /* Rank vr receives segment j in round j + vr - 1 and forwards it in
+     * round j + vr, so the chain fills like a pipeline. */
+    for (size_t t = 0; t + 1 < nseg + (size_t) p; t++) {
+        xccl_sched_step(s);
+        if (vr > 0 && t + 1 >= (size_t) vr && t + 1 - (size_t) vr < nseg) {
+            size_t j = t + 1 - (size_t) vr, off = j * segsz;
+            size_t len = off + segsz <= bytes ? segsz : bytes - off;
+            xccl_sched_recv(s, mod(vr - 1 + root, p), xccl_ref(XCCL_BUF_RECV, off), len);
+        }
+        if (vr < p - 1 && t >= (size_t) vr && t - (size_t) vr < nseg) {
+            size_t j = t - (size_t) vr, off = j * segsz;
+            size_t len = off + segsz <= bytes ? segsz : bytes - off;
+            xccl_sched_send(s, mod(vr + 1 + root, p), xccl_ref(XCCL_BUF_RECV, off), len);
+        }
+    }
     return xccl_sched_finalize(s);
 }

@@ -145,6 +145,10 @@ static int ag_bruck(xccl_sched_t *s, const build_args_t *a) { return xccl_build_
 static int a2a_pw(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
 static int bc_binomial(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_binomial(s, a->bytes, a->root); }
 static int bc_sag(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_scatter_allgather(s, a->bytes, a->root); }
+/* 256 KiB segments: large enough to amortise a message, small enough to pipeline. */
+static int bc_chain(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_chain(s, a->bytes, a->root, 256 * 1024); }
+/* At most 8 transfers in flight: all at once floods shared-memory queues. */
+static int a2a_linear(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_linear(s, a->block, a->in_place, 8); }
 
 typedef struct {
     const char *name;          /* as printed after algo= and accepted by the force parameter */
@@ -159,9 +163,9 @@ static const algo_entry_t algo_table[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
     [XCCL_COLL_REDUCE_SCATTER] = { AUTO_AND_FALLBACK, { "ring", rs_ring }, { "pairwise", rs_pw } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { AUTO_AND_FALLBACK, { "ring", rs_ring },
         { "pairwise", rs_pw } },
-    [XCCL_COLL_ALLTOALL] = { AUTO_AND_FALLBACK, { "pairwise", a2a_pw } },
+    [XCCL_COLL_ALLTOALL] = { AUTO_AND_FALLBACK, { "pairwise", a2a_pw }, { "linear", a2a_linear } },
     [XCCL_COLL_BCAST] = { AUTO_AND_FALLBACK, { "binomial", bc_binomial },
-        { "scatter_allgather", bc_sag } },
+        { "scatter_allgather", bc_sag }, { "chain", bc_chain } },
 };
 
 const char *mca_coll_xccl_algo_name(xccl_coll_t c, int i)

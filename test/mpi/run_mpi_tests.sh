@@ -250,7 +250,7 @@ done
 algo_sets=(
     "allreduce=ring allgather=ring reduce_scatter=ring reduce_scatter_block=ring alltoall=pairwise bcast=binomial"
     "allreduce=recursive_doubling allgather=bruck reduce_scatter=pairwise reduce_scatter_block=pairwise bcast=scatter_allgather"
-    "allreduce=rabenseifner"
+    "allreduce=rabenseifner alltoall=linear bcast=chain"
     "allreduce=swing"
 )
 for set in "${algo_sets[@]}"; do

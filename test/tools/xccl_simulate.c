@@ -29,6 +29,8 @@ static int ag_bruck(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgat
 static int a2a_pw(xccl_sched_t *s, size_t b, int p) { return xccl_build_alltoall_pairwise(s, b / (size_t) p, 0); }
 static int bc_binomial(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_binomial(s, b, 0); }
 static int bc_sag(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_scatter_allgather(s, b, 0); }
+static int bc_chain(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_chain(s, b, 0, 256 * 1024); }
+static int a2a_linear(xccl_sched_t *s, size_t b, int p) { return xccl_build_alltoall_linear(s, b / (size_t) p, 0, 8); }
 
 static int rs_with(xccl_sched_t *s, size_t b, int p,
                    int (*fn)(xccl_sched_t *, const size_t *, int))
@@ -62,8 +64,10 @@ static const struct {
     { "reduce_scatter", "ring", rs_ring, 4 },
     { "reduce_scatter", "pairwise", rs_pw, 4 },
     { "alltoall", "pairwise", a2a_pw, 1 },
+    { "alltoall", "linear", a2a_linear, 1 },
     { "bcast", "binomial", bc_binomial, 1 },
     { "bcast", "scatter_allgather", bc_sag, 1 },
+    { "bcast", "chain", bc_chain, 1 },
 };
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 

@@ -372,9 +372,10 @@ START_TEST(allgather_bruck)
 }
 END_TEST
 
-START_TEST(alltoall_pairwise)
+typedef int (*a2a_builder_t)(xccl_sched_t *s, size_t block, int in_place);
+
+static void check_alltoall(int p, a2a_builder_t build, const char *name)
 {
-    const int p = _i;
     size_t counts[8], nc = test_counts(p, counts);
     for (size_t ci = 0; ci < nc; ci++) {
         size_t b = counts[ci] * 3 + (ci & 1);
@@ -382,7 +383,7 @@ START_TEST(alltoall_pairwise)
             job_t j = { .p = p };
             for (int r = 0; r < p; r++) {
                 xccl_sched_init(&j.sched[r], r, p, 1);
-                ck_assert_int_eq(xccl_build_alltoall_pairwise(&j.sched[r], b, in_place), 0);
+                ck_assert_int_eq(build(&j.sched[r], b, in_place), 0);
                 j.rbuf[r] = calloc((size_t) p * b + 1, 1);
                 j.sbuf[r] = in_place ? j.rbuf[r] : malloc((size_t) p * b + 1);
                 for (int to = 0; to < p; to++) {
@@ -391,7 +392,7 @@ START_TEST(alltoall_pairwise)
                     }
                 }
             }
-            run_job(&j, NULL, "alltoall");
+            run_job(&j, NULL, name);
             for (int r = 0; r < p; r++) {
                 long bad = -1;
                 for (int from = 0; from < p && bad < 0; from++) {
@@ -402,12 +403,29 @@ START_TEST(alltoall_pairwise)
                         }
                     }
                 }
-                ck_assert_msg(bad < 0, "alltoall p=%d b=%zu in_place=%d rank %d: byte %ld wrong",
-                              p, b, in_place, r, bad);
+                ck_assert_msg(bad < 0, "alltoall %s p=%d b=%zu in_place=%d rank %d: byte %ld wrong",
+                              name, p, b, in_place, r, bad);
             }
             free_job(&j, in_place);
         }
     }
+}
+
+static int a2a_linear1(xccl_sched_t *s, size_t b, int ip) { return xccl_build_alltoall_linear(s, b, ip, 1); }
+static int a2a_linear4(xccl_sched_t *s, size_t b, int ip) { return xccl_build_alltoall_linear(s, b, ip, 4); }
+static int a2a_linear0(xccl_sched_t *s, size_t b, int ip) { return xccl_build_alltoall_linear(s, b, ip, 0); }
+
+START_TEST(alltoall_pairwise)
+{
+    check_alltoall(_i, xccl_build_alltoall_pairwise, "pairwise");
+}
+END_TEST
+
+START_TEST(alltoall_linear)
+{
+    check_alltoall(_i, a2a_linear1, "linear/1");
+    check_alltoall(_i, a2a_linear4, "linear/4");
+    check_alltoall(_i, a2a_linear0, "linear/all");
 }
 END_TEST
 
@@ -448,6 +466,20 @@ static void check_bcast(int p, bcast_builder_t build, const char *name)
 START_TEST(bcast_binomial)
 {
     check_bcast(_i, xccl_build_bcast_binomial, "binomial");
+}
+END_TEST
+
+static int bc_chain1(xccl_sched_t *s, size_t b, int root) { return xccl_build_bcast_chain(s, b, root, 1); }
+static int bc_chain7(xccl_sched_t *s, size_t b, int root) { return xccl_build_bcast_chain(s, b, root, 7); }
+static int bc_chain0(xccl_sched_t *s, size_t b, int root) { return xccl_build_bcast_chain(s, b, root, 0); }
+
+START_TEST(bcast_chain)
+{
+    check_bcast(_i, bc_chain0, "chain/whole");
+    check_bcast(_i, bc_chain7, "chain/7");
+    if (_i <= 8) {
+        check_bcast(_i, bc_chain1, "chain/1");   /* one segment per byte: many rounds */
+    }
 }
 END_TEST
 
@@ -548,8 +580,10 @@ int main(void)
     tcase_add_loop_test(tc, allgather_bruck, 1, MAX_P + 1);
     tcase_add_loop_test(tc, reduce_scatter_pairwise, 1, MAX_P + 1);
     tcase_add_loop_test(tc, alltoall_pairwise, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, alltoall_linear, 1, MAX_P + 1);
     tcase_add_loop_test(tc, bcast_binomial, 1, MAX_P + 1);
     tcase_add_loop_test(tc, bcast_scatter_allgather, 1, MAX_P + 1);
+    tcase_add_loop_test(tc, bcast_chain, 1, MAX_P + 1);
     tcase_add_test(tc, sim_detects_deadlock_and_mismatch);
     tcase_add_test(tc, sched_numbers_pair_messages);
     suite_add_tcase(su, tc);
