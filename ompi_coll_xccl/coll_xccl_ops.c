@@ -140,9 +140,12 @@ static int ar_rab(xccl_sched_t *s, const build_args_t *a) { return xccl_build_al
 static int ar_swing(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_swing(s, a->count); }
 static int rs_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
 static int rs_pw(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_pairwise(s, a->counts, a->in_place); }
+static int rs_rh(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_recursive_halving(s, a->counts, a->in_place); }
 static int ag_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
+static int ag_rd(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_recursive_doubling(s, a->block); }
 static int ag_bruck(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_bruck(s, a->block); }
 static int a2a_pw(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
+static int a2a_bruck(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_bruck(s, a->block, a->in_place); }
 static int bc_binomial(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_binomial(s, a->bytes, a->root); }
 static int bc_sag(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_scatter_allgather(s, a->bytes, a->root); }
 /* 256 KiB segments: large enough to amortise a message, small enough to pipeline. */
@@ -159,11 +162,14 @@ typedef struct {
 static const algo_entry_t algo_table[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
     [XCCL_COLL_ALLREDUCE] = { AUTO_AND_FALLBACK, { "ring", ar_ring },
         { "recursive_doubling", ar_rd }, { "rabenseifner", ar_rab }, { "swing", ar_swing } },
-    [XCCL_COLL_ALLGATHER] = { AUTO_AND_FALLBACK, { "ring", ag_ring }, { "bruck", ag_bruck } },
-    [XCCL_COLL_REDUCE_SCATTER] = { AUTO_AND_FALLBACK, { "ring", rs_ring }, { "pairwise", rs_pw } },
+    [XCCL_COLL_ALLGATHER] = { AUTO_AND_FALLBACK, { "ring", ag_ring }, { "bruck", ag_bruck },
+        { "recursive_doubling", ag_rd } },
+    [XCCL_COLL_REDUCE_SCATTER] = { AUTO_AND_FALLBACK, { "ring", rs_ring }, { "pairwise", rs_pw },
+        { "recursive_halving", rs_rh } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { AUTO_AND_FALLBACK, { "ring", rs_ring },
-        { "pairwise", rs_pw } },
-    [XCCL_COLL_ALLTOALL] = { AUTO_AND_FALLBACK, { "pairwise", a2a_pw }, { "linear", a2a_linear } },
+        { "pairwise", rs_pw }, { "recursive_halving", rs_rh } },
+    [XCCL_COLL_ALLTOALL] = { AUTO_AND_FALLBACK, { "pairwise", a2a_pw }, { "linear", a2a_linear },
+        { "bruck", a2a_bruck } },
     [XCCL_COLL_BCAST] = { AUTO_AND_FALLBACK, { "binomial", bc_binomial },
         { "scatter_allgather", bc_sag }, { "chain", bc_chain } },
 };

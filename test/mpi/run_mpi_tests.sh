@@ -251,7 +251,7 @@ algo_sets=(
     "allreduce=ring allgather=ring reduce_scatter=ring reduce_scatter_block=ring alltoall=pairwise bcast=binomial"
     "allreduce=recursive_doubling allgather=bruck reduce_scatter=pairwise reduce_scatter_block=pairwise bcast=scatter_allgather"
     "allreduce=rabenseifner alltoall=linear bcast=chain"
-    "allreduce=swing"
+    "allreduce=swing allgather=recursive_doubling reduce_scatter=recursive_halving reduce_scatter_block=recursive_halving alltoall=bruck"
 )
 for set in "${algo_sets[@]}"; do
     force=()

@@ -26,6 +26,8 @@ static int ar_rab(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_buil
 static int ar_swing(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_allreduce_swing(s, b / 4); }
 static int ag_ring(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_ring(s, b / (size_t) p); }
 static int ag_bruck(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_bruck(s, b / (size_t) p); }
+static int ag_rd(xccl_sched_t *s, size_t b, int p) { return xccl_build_allgather_recursive_doubling(s, b / (size_t) p); }
+static int a2a_bruck(xccl_sched_t *s, size_t b, int p) { return xccl_build_alltoall_bruck(s, b / (size_t) p, 0); }
 static int a2a_pw(xccl_sched_t *s, size_t b, int p) { return xccl_build_alltoall_pairwise(s, b / (size_t) p, 0); }
 static int bc_binomial(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_binomial(s, b, 0); }
 static int bc_sag(xccl_sched_t *s, size_t b, int p) { (void) p; return xccl_build_bcast_scatter_allgather(s, b, 0); }
@@ -48,6 +50,7 @@ static int rs_with(xccl_sched_t *s, size_t b, int p,
 }
 static int rs_ring(xccl_sched_t *s, size_t b, int p) { return rs_with(s, b, p, xccl_build_reduce_scatter_ring); }
 static int rs_pw(xccl_sched_t *s, size_t b, int p) { return rs_with(s, b, p, xccl_build_reduce_scatter_pairwise); }
+static int rs_rh(xccl_sched_t *s, size_t b, int p) { return rs_with(s, b, p, xccl_build_reduce_scatter_recursive_halving); }
 
 static const struct {
     const char *coll;
@@ -61,10 +64,13 @@ static const struct {
     { "allreduce", "swing", ar_swing, 4 },
     { "allgather", "ring", ag_ring, 1 },
     { "allgather", "bruck", ag_bruck, 1 },
+    { "allgather", "recursive_doubling", ag_rd, 1 },
     { "reduce_scatter", "ring", rs_ring, 4 },
     { "reduce_scatter", "pairwise", rs_pw, 4 },
+    { "reduce_scatter", "recursive_halving", rs_rh, 4 },
     { "alltoall", "pairwise", a2a_pw, 1 },
     { "alltoall", "linear", a2a_linear, 1 },
+    { "alltoall", "bruck", a2a_bruck, 1 },
     { "bcast", "binomial", bc_binomial, 1 },
     { "bcast", "scatter_allgather", bc_sag, 1 },
     { "bcast", "chain", bc_chain, 1 },

@@ -1,0 +1,215 @@
+/*
+ * Swing allreduce (Sensi et al., NSDI 2024), bandwidth-optimal form:
+ * reduce-scatter then allgather over the largest power of two p' <= p.  At
+ * step k = 0 .. lg p' - 1, virtual rank v talks to
+ *
+ *     pi(v, k) = v + rho(k) (v even), v - rho(k) (v odd)   (mod p'),
+ *     rho(k)   = sum_{i=0..k} (-2)^i = (1 - (-2)^(k+1)) / 3 = 1, -1, 3, -5, 11, ...
+ *
+ * so peers stay close on a ring or torus (|rho(k)| ~ 2^k / 1.5, alternating
+ * direction) instead of recursive halving's exact powers of two.
+ *
+ * Block sets.  Let R(v, k) be the blocks v still holds partial sums of
+ * before step k: R(v, lg p') = {v} (v ends owning block v), and
+ * R(v, k) = R(v, k+1) u R(pi(v, k), k+1).  At step k of the reduce-scatter
+ * v sends R(pi(v, k), k+1) and reduces R(v, k+1); the allgather runs the
+ * same exchanges in reverse.  For p' a power of two the R(., k) are 2^k
+ * disjoint classes of p' / 2^k blocks each, and each class splits into two
+ * classes of the next level: a binary tree over the blocks.  Laying the
+ * blocks out in memory in the leaf order of that tree makes every R(v, k)
+ * one contiguous, aligned interval of p' / 2^k blocks, so each step is a
+ * single message each way, as in recursive halving, whereas in rank order
+ * the sets are scattered (up to p'/2 runs at the first step).  The leaf
+ * order is built top-down: the class of a representative y at level k has
+ * the children "class of y" then "class of pi(y, k)" at level k+1.
+ *
+ * The p - p' extra ranks fold in first (odd rank r < 2(p-p') hands its
+ * vector to r-1, which reduces) and receive the result at the end.
+ *
+ * Cost (n bytes): 2 lg p' a + 2((p'-1)/p') nb + ((p'-1)/p') ng, plus
+ * 2(a + nb) + ng when p is not a power of two: Rabenseifner's terms, with
+ * shorter hops on torus-like networks.
+ *
+ * Every element's final value is computed by one rank and then copied to
+ * all: bitwise identical results.  Combines put the lower rank's data left.
+ */
+#include "xccl_algos.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    int p2;
+    int extra;                 /* p - p2 */
+    int vr;                    /* virtual rank in the core, -1 if folded out */
+} swing_fold_t;
+
+static swing_fold_t swing_fold_layout(int p, int r);
+static int swing_real_rank(const swing_fold_t *f, int vr);
+static int swing_peer(int vr, int k, int p2);
+static int *swing_positions(int p2, int steps);
+static size_t swing_block_first(size_t count, int p2, int b);
+
+int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
+{
+    const int p = s->size, r = s->rank;
+    const size_t es = s->elem_size, bytes = count * es;
+    const swing_fold_t f = swing_fold_layout(p, r);
+    xccl_buf_id_t cur = XCCL_BUF_SEND;     /* where this rank's partial data is */
+    size_t scratch = 0;
+    int steps = 0;
+
+    s->algo = "swing";
+    if (1 == p) {
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), bytes);
+        return xccl_sched_finalize(s);
+    }
+    while ((1 << steps) < f.p2) {
+        steps++;
+    }
+    /* pos[b]: the memory slot of block b (see the top comment). */
+    int *pos = NULL;
+    if (f.vr >= 0 && NULL == (pos = swing_positions(f.p2, steps))) {
+        return -1;
+    }
+
+    /* Fold in.  Every rank counts the round: the core waits for it. */
+    if (f.extra > 0) {
+        xccl_sched_step(s);
+        if (r < 2 * f.extra && (r & 1)) {
+            xccl_sched_send(s, r - 1, xccl_ref(XCCL_BUF_SEND, 0), bytes);
+        } else if (r < 2 * f.extra) {
+            xccl_sched_recv(s, r + 1, xccl_ref(XCCL_BUF_SCRATCH, 0), bytes);
+            xccl_sched_reduce(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0),
+                              xccl_ref(XCCL_BUF_SCRATCH, 0), bytes);
+            cur = XCCL_BUF_RECV;
+            scratch = bytes;
+        }
+    }
+
+    if (f.vr < 0) {
+        /* Folded out: count the rounds waited through (cost model). */
+        for (int k = 0; k < 2 * steps; k++) {
+            xccl_sched_step(s);
+        }
+    } else {
+        /* Reduce-scatter: at step k the classes have sz = p2 / 2^(k+1)
+         * slots; keep the one holding my block, send the peer's. */
+        for (int k = 0; k < steps; k++) {
+            int pv = swing_peer(f.vr, k, f.p2), peer = swing_real_rank(&f, pv);
+            int sz = f.p2 >> (k + 1);
+            int kb = pos[f.vr] / sz * sz, gb = pos[pv] / sz * sz;
+            size_t koff = swing_block_first(count, f.p2, kb) * es;
+            size_t klen = swing_block_first(count, f.p2, kb + sz) * es - koff;
+            size_t goff = swing_block_first(count, f.p2, gb) * es;
+            size_t glen = swing_block_first(count, f.p2, gb + sz) * es - goff;
+            xccl_ref_t mine = xccl_ref(cur, koff), theirs = xccl_ref(XCCL_BUF_SCRATCH, 0);
+
+            xccl_sched_step(s);
+            xccl_sched_recv(s, peer, theirs, klen);
+            xccl_sched_send(s, peer, xccl_ref(cur, goff), glen);
+            xccl_sched_reduce(s, xccl_ref(XCCL_BUF_RECV, koff), f.vr < pv ? mine : theirs,
+                              f.vr < pv ? theirs : mine, klen);
+            scratch = klen > scratch ? klen : scratch;
+            cur = XCCL_BUF_RECV;
+        }
+        /* Allgather: the same exchanges in reverse; the owned interval
+         * doubles each step and received slots go straight into place. */
+        for (int k = steps - 1; k >= 0; k--) {
+            int pv = swing_peer(f.vr, k, f.p2), peer = swing_real_rank(&f, pv);
+            int sz = f.p2 >> (k + 1);
+            int mb = pos[f.vr] / sz * sz, tb = pos[pv] / sz * sz;
+            size_t moff = swing_block_first(count, f.p2, mb) * es;
+            size_t mlen = swing_block_first(count, f.p2, mb + sz) * es - moff;
+            size_t toff = swing_block_first(count, f.p2, tb) * es;
+            size_t tlen = swing_block_first(count, f.p2, tb + sz) * es - toff;
+
+            xccl_sched_step(s);
+            xccl_sched_recv(s, peer, xccl_ref(XCCL_BUF_RECV, toff), tlen);
+            xccl_sched_send(s, peer, xccl_ref(XCCL_BUF_RECV, moff), mlen);
+        }
+    }
+    free(pos);
+
+    /* Fold out: the even partner hands the result back. */
+    if (f.extra > 0) {
+        xccl_sched_step(s);
+        if (r < 2 * f.extra && (r & 1)) {
+            xccl_sched_recv(s, r - 1, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+        } else if (r < 2 * f.extra) {
+            xccl_sched_send(s, r + 1, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+        }
+    }
+    s->scratch_bytes = scratch;
+    return xccl_sched_finalize(s);
+}
+
+static swing_fold_t swing_fold_layout(int p, int r)
+{
+    swing_fold_t f;
+    f.p2 = 1;
+    while (f.p2 <= p / 2) {
+        f.p2 *= 2;
+    }
+    f.extra = p - f.p2;
+    if (r < 2 * f.extra) {
+        f.vr = (r & 1) ? -1 : r / 2;
+    } else {
+        f.vr = r - f.extra;
+    }
+    return f;
+}
+
+static int swing_real_rank(const swing_fold_t *f, int vr)
+{
+    return vr < f->extra ? 2 * vr : vr + f->extra;
+}
+
+/* pi(vr, k).  rho(k) is odd, so the peer has the other parity (p2 is even)
+ * and pi(pi(v, k), k) = v: the exchanges pair up. */
+static int swing_peer(int vr, int k, int p2)
+{
+    long long pw = 1;
+    for (int i = 0; i <= k; i++) {
+        pw *= -2;
+    }
+    long long rho = (1 - pw) / 3;
+    long long q = (vr % 2 == 0) ? vr + rho : vr - rho;
+    return (int) (((q % p2) + p2) % p2);
+}
+
+/* The leaf order of the block tree (top comment), inverted: pos[b] is the
+ * slot of block b.  The list of class representatives doubles each level,
+ * expanded in place from the back.  Caller frees; NULL if out of memory. */
+static int *swing_positions(int p2, int steps)
+{
+    int *order = malloc(2 * (size_t) p2 * sizeof(int));
+    if (NULL == order) {
+        return NULL;
+    }
+    int *pos = order + p2;
+    int n = 1;
+    order[0] = 0;
+    for (int k = 0; k < steps; k++, n *= 2) {
+        for (int i = n - 1; i >= 0; i--) {
+            int y = order[i];
+            order[2 * i] = y;
+            order[2 * i + 1] = swing_peer(y, k, p2);
+        }
+    }
+    for (int i = 0; i < p2; i++) {
+        pos[order[i]] = i;
+    }
+    /* Hand back pos alone: move it to the front of the allocation. */
+    for (int i = 0; i < p2; i++) {
+        order[i] = pos[i];
+    }
+    return order;
+}
+
+/* First element of slot b of p2 (b == p2 gives count): the first
+ * count % p2 slots are one element longer. */
+static size_t swing_block_first(size_t count, int p2, int b)
+{
+    size_t rem = count % (size_t) p2;
+    return (size_t) b * (count / (size_t) p2) + ((size_t) b < rem ? (size_t) b : rem);
+}

@@ -1,0 +1,502 @@
+/*
+ * Allreduce by recursive doubling, Rabenseifner and Swing on the simulated
+ * transport: p = 1..64, 127, 128, 129, 255 and 1000, counts around p (0, 1,
+ * p-1, p, p+1) and a large odd count, in place and not, five reduction
+ * kinds.  Expected values come from scalar references written here, not
+ * from the kernels under test; every rank's result must be bitwise
+ * identical to every other's and to the reference.  Plus the textbook
+ * shapes (steps, messages, bytes) at powers of two.
+ *
+ * Checks compare whole buffers with plain loops and assert once per case:
+ * an assertion per element costs a pipe write each under Check.
+ */
+#include "xccl_algos.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { RED_I32_SUM, RED_U8_SUM, RED_DBL_MAX, RED_I64_BXOR, RED_FLT_SUM, RED_NKINDS } red_kind_t;
+
+static const struct {
+    xccl_dtype_t dt;
+    xccl_op_t op;
+    size_t es;
+} red_kinds[RED_NKINDS] = {
+    { XCCL_DT_INT32, XCCL_OP_SUM, 4 },
+    { XCCL_DT_UINT8, XCCL_OP_SUM, 1 },
+    { XCCL_DT_DOUBLE, XCCL_OP_MAX, 8 },
+    { XCCL_DT_INT64, XCCL_OP_BXOR, 8 },
+    { XCCL_DT_FLOAT, XCCL_OP_SUM, 4 },    /* small integers: every order is exact */
+};
+
+typedef int (*allreduce_builder_t)(xccl_sched_t *s, size_t count);
+
+static const struct {
+    allreduce_builder_t build;
+    const char *name;
+} builders[] = {
+    { xccl_build_allreduce_recursive_doubling, "recursive_doubling" },
+    { xccl_build_allreduce_rabenseifner, "rabenseifner" },
+    { xccl_build_allreduce_swing, "swing" },
+};
+#define NBUILDERS ((int) (sizeof(builders) / sizeof(builders[0])))
+
+/* Input element i of rank r. */
+static void fill_input(red_kind_t k, int r, void *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (k) {
+        case RED_I32_SUM: ((int32_t *) buf)[i] = (int32_t) (r * 1000 + (int) (i % 977)) - 5000; break;
+        case RED_U8_SUM: ((uint8_t *) buf)[i] = (uint8_t) (200 + r * 7 + i); break;
+        case RED_DBL_MAX: ((double *) buf)[i] = (double) ((r * 7919 + (int) i * 31) % 1009) - 0.5; break;
+        case RED_I64_BXOR: ((int64_t *) buf)[i] = (int64_t) (((uint64_t) r << 40) ^ (i * 0x9E3779B97F4A7C15ull)); break;
+        default: ((float *) buf)[i] = (float) ((r * 13 + (int) (i % 61)) % 201 - 100); break;
+        }
+    }
+}
+
+/* The reduction over ranks 0..p-1, one rank at a time. */
+static void reference(red_kind_t k, int p, void *out, size_t n)
+{
+    void *tmp = malloc(n * red_kinds[k].es + 1);
+    fill_input(k, 0, out, n);
+    for (int r = 1; r < p; r++) {
+        fill_input(k, r, tmp, n);
+        for (size_t i = 0; i < n; i++) {
+            switch (k) {
+            case RED_I32_SUM: ((int32_t *) out)[i] += ((int32_t *) tmp)[i]; break;
+            case RED_U8_SUM: ((uint8_t *) out)[i] = (uint8_t) (((uint8_t *) out)[i] + ((uint8_t *) tmp)[i]); break;
+            case RED_DBL_MAX: {
+                double a = ((double *) out)[i], b = ((double *) tmp)[i];
+                ((double *) out)[i] = a > b ? a : b;
+                break;
+            }
+            case RED_I64_BXOR: ((int64_t *) out)[i] ^= ((int64_t *) tmp)[i]; break;
+            default: ((float *) out)[i] += ((float *) tmp)[i]; break;
+            }
+        }
+    }
+    free(tmp);
+}
+
+static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    xccl_reduce_fn_t fn = (xccl_reduce_fn_t) ctx;
+    fn(dst, a, b, count);
+    return 0;
+}
+
+/* One virtual job: schedules, buffers and executors of p ranks (on the
+ * heap: p goes to 1000). */
+typedef struct {
+    int p;
+    xccl_sched_t *sched;
+    void **sbuf, **rbuf, **scratch;
+    xccl_exec_t *exec;
+} job_t;
+
+static job_t *new_job(int p)
+{
+    job_t *j = calloc(1, sizeof(*j));
+    ck_assert_ptr_nonnull(j);
+    j->p = p;
+    j->sched = calloc((size_t) p, sizeof(*j->sched));
+    j->sbuf = calloc((size_t) p, sizeof(void *));
+    j->rbuf = calloc((size_t) p, sizeof(void *));
+    j->scratch = calloc((size_t) p, sizeof(void *));
+    j->exec = calloc((size_t) p, sizeof(*j->exec));
+    ck_assert(j->sched && j->sbuf && j->rbuf && j->scratch && j->exec);
+    return j;
+}
+
+static void run_job(job_t *j, xccl_reduce_fn_t fn, const char *what)
+{
+    xccl_sim_t *sim = xccl_sim_create(j->p);
+    ck_assert_ptr_nonnull(sim);
+    for (int r = 0; r < j->p; r++) {
+        j->scratch[r] = malloc(j->sched[r].scratch_bytes + 1);
+        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
+        if (xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r), bufs, reduce_cb,
+                           (void *) fn, 7) != 0) {
+            ck_abort_msg("%s: exec_init failed on rank %d", what, r);
+        }
+    }
+    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u);
+    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
+    for (int r = 0; r < j->p; r++) {
+        xccl_exec_fini(&j->exec[r]);
+        free(j->scratch[r]);
+    }
+    xccl_sim_destroy(sim);
+}
+
+static void free_job(job_t *j, int in_place)
+{
+    for (int r = 0; r < j->p; r++) {
+        xccl_sched_fini(&j->sched[r]);
+        if (!in_place) {
+            free(j->sbuf[r]);
+        }
+        free(j->rbuf[r]);
+    }
+    free(j->sched);
+    free(j->sbuf);
+    free(j->rbuf);
+    free(j->scratch);
+    free(j->exec);
+    free(j);
+}
+
+/* Builds every rank's schedule and buffers, inputs filled for kind k. */
+static job_t *setup_job(int p, allreduce_builder_t build, const char *name, size_t n, size_t es,
+                        int in_place, red_kind_t k)
+{
+    job_t *j = new_job(p);
+    for (int r = 0; r < p; r++) {
+        xccl_sched_init(&j->sched[r], r, p, es);
+        if (build(&j->sched[r], n) != 0) {
+            ck_abort_msg("%s: build failed, p=%d n=%zu rank %d", name, p, n, r);
+        }
+        j->rbuf[r] = malloc(n * es + 1);
+        j->sbuf[r] = in_place ? j->rbuf[r] : malloc(n * es + 1);
+        fill_input(k, r, j->sbuf[r], n);
+    }
+    return j;
+}
+
+/* First rank whose result differs from rank 0's, or -1. */
+static int first_differing_rank(const job_t *j, size_t bytes)
+{
+    for (int r = 1; r < j->p; r++) {
+        if (memcmp(j->rbuf[r], j->rbuf[0], bytes) != 0) {
+            return r;
+        }
+    }
+    return -1;
+}
+
+/* First element of got that differs from want, or -1. */
+static long first_mismatch(const void *got, const void *want, size_t n, size_t es)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp((const char *) got + i * es, (const char *) want + i * es, es) != 0) {
+            return (long) i;
+        }
+    }
+    return -1;
+}
+
+static void check_case(int p, int b, red_kind_t k, size_t n, int in_place, const void *want)
+{
+    const size_t es = red_kinds[k].es;
+    const char *name = builders[b].name;
+    xccl_reduce_fn_t fn = xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op);
+    ck_assert_ptr_nonnull(fn);
+
+    job_t *j = setup_job(p, builders[b].build, name, n, es, in_place, k);
+    run_job(j, fn, name);
+    int bad_rank = first_differing_rank(j, n * es);
+    long bad = first_mismatch(j->rbuf[0], want, n, es);
+    ck_assert_msg(bad_rank < 0 && bad < 0,
+                  "%s p=%d n=%zu kind=%d in_place=%d: rank %d differs from rank 0; "
+                  "rank 0 differs from the reference at element %ld",
+                  name, p, n, (int) k, in_place, bad_rank, bad);
+    free_job(j, in_place);
+}
+
+static void check_allreduce(int p, int b, const size_t *counts, size_t nc, int nkinds)
+{
+    for (int k = 0; k < nkinds; k++) {
+        for (size_t ci = 0; ci < nc; ci++) {
+            size_t n = counts[ci];
+            void *want = malloc(n * red_kinds[k].es + 1);
+            reference((red_kind_t) k, p, want, n);
+            for (int in_place = 0; in_place < 2; in_place++) {
+                check_case(p, b, (red_kind_t) k, n, in_place, want);
+            }
+            free(want);
+        }
+    }
+}
+
+/* Results that depend on the order of the combines must still be bitwise
+ * identical on every rank (each element computed once, or by both partners
+ * of an exchange in the same operand order):
+ *   - float sums of inexact values (associativity);
+ *   - double MAX over +0.0 and -0.0: "a > b ? a : b" returns b on a tie,
+ *     so the sign of the zero depends on the operand order (commutativity
+ *     is only up to ==, not bits). */
+static void fill_order_sensitive(int zeros, int r, void *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (zeros) {
+            ((double *) buf)[i] = ((size_t) r * 7 + i * 3) % 5 < 2 ? -0.0 : 0.0;
+        } else {
+            ((float *) buf)[i] = 0.1f * (float) (r + 1) + 1e-3f * (float) i + 1e7f * (float) (i % 3 == 0);
+        }
+    }
+}
+
+static void check_identical(int p, int b, size_t n)
+{
+    for (int zeros = 0; zeros < 2; zeros++) {
+        const size_t es = zeros ? sizeof(double) : sizeof(float);
+        xccl_reduce_fn_t fn = zeros ? xccl_reduce_kernel(XCCL_DT_DOUBLE, XCCL_OP_MAX)
+                                    : xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
+        for (int in_place = 0; in_place < 2; in_place++) {
+            job_t *j = new_job(p);
+            for (int r = 0; r < p; r++) {
+                xccl_sched_init(&j->sched[r], r, p, es);
+                ck_assert_int_eq(builders[b].build(&j->sched[r], n), 0);
+                j->rbuf[r] = malloc(n * es + 1);
+                j->sbuf[r] = in_place ? j->rbuf[r] : malloc(n * es + 1);
+                fill_order_sensitive(zeros, r, j->sbuf[r], n);
+            }
+            run_job(j, fn, builders[b].name);
+            int bad_rank = first_differing_rank(j, n * es);
+            ck_assert_msg(bad_rank < 0, "%s p=%d n=%zu in_place=%d: rank %d's %s differs from rank 0's",
+                          builders[b].name, p, n, in_place, bad_rank,
+                          zeros ? "max of signed zeros" : "float sum");
+            free_job(j, in_place);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- */
+
+/* _i = builder * 64 + p - 1, for p = 1..64. */
+START_TEST(allreduce_small_p)
+{
+    const int b = _i / 64, p = _i % 64 + 1;
+    size_t counts[6], nc = 0;
+    counts[nc++] = 0;
+    counts[nc++] = 1;
+    if (p > 2) {
+        counts[nc++] = (size_t) p - 1;
+    }
+    if (p > 1) {
+        counts[nc++] = (size_t) p;
+    }
+    counts[nc++] = (size_t) p + 1;
+    counts[nc++] = 1001;
+    check_allreduce(p, b, counts, nc, RED_NKINDS);
+    check_identical(p, b, 1001);
+}
+END_TEST
+
+static const int big_ps[] = { 127, 128, 129, 255 };
+#define NBIG ((int) (sizeof(big_ps) / sizeof(big_ps[0])))
+
+/* _i = builder * NBIG + index into big_ps. */
+START_TEST(allreduce_big_p)
+{
+    const int b = _i / NBIG, p = big_ps[_i % NBIG];
+    const size_t counts[] = { 1, (size_t) p - 1, 1001 };
+    check_allreduce(p, b, counts, 3, RED_NKINDS);
+    check_identical(p, b, 1001);
+}
+END_TEST
+
+/* p = 1000 (p' = 512, 488 ranks folded): a count below p', one above. */
+START_TEST(allreduce_p1000)
+{
+    const size_t counts[] = { 5, 1001 };
+    check_allreduce(1000, _i, counts, 1, RED_NKINDS);
+    check_allreduce(1000, _i, counts + 1, 1, 1);
+    check_identical(1000, _i, 1001);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- */
+/* Shapes                                                            */
+/* ---------------------------------------------------------------- */
+
+typedef struct {
+    size_t sends, recvs, send_bytes, recv_bytes;
+    int send_peer, recv_peer;  /* of the last send / recv */
+    size_t reduces, copies;
+} step_info_t;
+
+static step_info_t step_info(const xccl_sched_t *s, size_t st)
+{
+    step_info_t si = { 0, 0, 0, 0, -1, -1, 0, 0 };
+    size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
+    for (size_t i = s->step_start[st]; i < end; i++) {
+        const xccl_action_t *a = &s->acts[i];
+        switch (a->kind) {
+        case XCCL_ACT_SEND: si.sends++; si.send_bytes += a->len; si.send_peer = a->peer; break;
+        case XCCL_ACT_RECV: si.recvs++; si.recv_bytes += a->len; si.recv_peer = a->peer; break;
+        case XCCL_ACT_REDUCE: si.reduces++; break;
+        default: si.copies++; break;
+        }
+    }
+    return si;
+}
+
+/* Swing's peer, written from the paper's sum rather than the closed form. */
+static int swing_peer_ref(int r, int k, int p)
+{
+    long long rho = 0, pw = 1;
+    for (int i = 0; i <= k; i++) {
+        rho += pw;
+        pw *= -2;
+    }
+    long long q = (r % 2 == 0) ? r + rho : r - rho;
+    return (int) (((q % p) + p) % p);
+}
+
+/* Recursive doubling at p = 8: 3 steps, each one send and one receive of
+ * the whole vector with r ^ 2^k, then one reduction. */
+START_TEST(shape_recursive_doubling)
+{
+    const int p = 8;
+    const size_t n = 800, bytes = n * 4;
+    for (int r = 0; r < p; r++) {
+        xccl_sched_t s;
+        xccl_sched_init(&s, r, p, 4);
+        ck_assert_int_eq(xccl_build_allreduce_recursive_doubling(&s, n), 0);
+        ck_assert_str_eq(s.algo, "recursive_doubling");
+        ck_assert_uint_eq(s.nsteps, 3);
+        ck_assert_uint_eq(s.rounds, 3);
+        ck_assert_uint_eq(s.max_xfers, 2);
+        ck_assert_uint_eq(s.scratch_bytes, bytes);
+        for (size_t st = 0; st < 3; st++) {
+            step_info_t si = step_info(&s, st);
+            int peer = r ^ (1 << st);
+            ck_assert_msg(1 == si.sends && 1 == si.recvs && si.send_bytes == bytes &&
+                              si.recv_bytes == bytes && peer == si.send_peer && peer == si.recv_peer &&
+                              1 == si.reduces && 0 == si.copies,
+                          "rank %d step %zu: %zu sends %zu recvs to %d/%d", r, st, si.sends, si.recvs,
+                          si.send_peer, si.recv_peer);
+        }
+        xccl_sched_fini(&s);
+    }
+    /* p = 6: p' = 4 plus a fold round on each side. */
+    xccl_sched_t s;
+    xccl_sched_init(&s, 1, 6, 4);
+    ck_assert_int_eq(xccl_build_allreduce_recursive_doubling(&s, n), 0);
+    ck_assert_uint_eq(s.rounds, 4);
+    ck_assert_uint_eq(s.nsteps, 2);        /* rank 1 is folded out: send, then receive */
+    xccl_sched_fini(&s);
+    xccl_sched_init(&s, 0, 6, 4);
+    ck_assert_int_eq(xccl_build_allreduce_recursive_doubling(&s, n), 0);
+    ck_assert_uint_eq(s.rounds, 4);
+    ck_assert_uint_eq(s.nsteps, 4);
+    xccl_sched_fini(&s);
+}
+END_TEST
+
+/* Halving-doubling at p = 8: 6 transfer steps, one message each way per
+ * step, peers r ^ 4, r ^ 2, r ^ 1, then r ^ 1, r ^ 2, r ^ 4; 2(p-1)/p of the
+ * vector sent in all.  Swing: the same counts, with Swing's peers. */
+START_TEST(shape_rabenseifner_swing)
+{
+    const int p = 8;
+    const size_t n = 800, bytes = n * 4;
+    for (int b = 1; b < NBUILDERS; b++) {
+        for (int r = 0; r < p; r++) {
+            xccl_sched_t s;
+            size_t sent = 0, recvd = 0;
+            xccl_sched_init(&s, r, p, 4);
+            ck_assert_int_eq(builders[b].build(&s, n), 0);
+            ck_assert_str_eq(s.algo, builders[b].name);
+            ck_assert_uint_eq(s.nsteps, 6);
+            ck_assert_uint_eq(s.rounds, 6);
+            ck_assert_uint_eq(s.max_xfers, 2);
+            ck_assert_uint_eq(s.scratch_bytes, bytes / 2);
+            for (size_t st = 0; st < 6; st++) {
+                step_info_t si = step_info(&s, st);
+                int k = st < 3 ? (int) st : 5 - (int) st;
+                int peer = 1 == b ? r ^ (4 >> k) : swing_peer_ref(r, k, p);
+                /* Halving: p/2, p/4, p/8 blocks; doubling back. */
+                size_t want = bytes >> (k + 1);
+                ck_assert_msg(1 == si.sends && 1 == si.recvs && peer == si.send_peer &&
+                                  peer == si.recv_peer && want == si.send_bytes && want == si.recv_bytes &&
+                                  (st < 3 ? 1u : 0u) == si.reduces,
+                              "%s rank %d step %zu: %zu sends (%zu B, to %d), %zu recvs (%zu B, from %d), "
+                              "want peer %d, %zu B",
+                              builders[b].name, r, st, si.sends, si.send_bytes, si.send_peer, si.recvs,
+                              si.recv_bytes, si.recv_peer, peer, want);
+                sent += si.send_bytes;
+                recvd += si.recv_bytes;
+            }
+            ck_assert_uint_eq(sent, 2 * (p - 1) * bytes / p);
+            ck_assert_uint_eq(recvd, 2 * (p - 1) * bytes / p);
+            xccl_sched_fini(&s);
+        }
+    }
+}
+END_TEST
+
+/* Swing's block layout keeps every step one contiguous message each way
+ * with the bandwidth-optimal volume, for every power of two up to 1024.
+ * (Data correctness is proven on the sim up to p' = 512 above.) */
+START_TEST(shape_swing_contiguous)
+{
+    for (int p = 2; p <= 1024; p *= 2) {
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        const size_t n = (size_t) p * 3;
+        for (int r = 0; r < p; r++) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, p, 1);
+            ck_assert_int_eq(xccl_build_allreduce_swing(&s, n), 0);
+            int ok = s.nsteps == (size_t) (2 * lg) && s.max_xfers == 2;
+            size_t sent = 0;
+            for (size_t st = 0; ok && st < s.nsteps; st++) {
+                step_info_t si = step_info(&s, st);
+                int k = (int) st < lg ? (int) st : 2 * lg - 1 - (int) st;
+                int peer = swing_peer_ref(r, k, p);
+                ok = 1 == si.sends && 1 == si.recvs && peer == si.send_peer && peer == si.recv_peer &&
+                     si.send_bytes == n >> (k + 1) && si.recv_bytes == n >> (k + 1);
+                sent += si.send_bytes;
+            }
+            ok = ok && sent == 2 * (size_t) (p - 1) * 3;
+            ck_assert_msg(ok, "swing p=%d rank %d: not one message of the expected size per step", p, r);
+            xccl_sched_fini(&s);
+        }
+    }
+}
+END_TEST
+
+/* p = 1: a copy unless in place, nothing sent. */
+START_TEST(shape_single_rank)
+{
+    for (int b = 0; b < NBUILDERS; b++) {
+        xccl_sched_t s;
+        xccl_sched_init(&s, 0, 1, 8);
+        ck_assert_int_eq(builders[b].build(&s, 10), 0);
+        ck_assert_uint_eq(s.nacts, 1);
+        ck_assert_int_eq(s.acts[0].kind, XCCL_ACT_COPY);
+        ck_assert_uint_eq(s.acts[0].len, 80);
+        ck_assert_uint_eq(s.max_xfers, 0);
+        ck_assert_uint_eq(s.scratch_bytes, 0);
+        xccl_sched_fini(&s);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("allreduce_algos");
+    TCase *tc = tcase_create("sim");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, allreduce_small_p, 0, NBUILDERS * 64);
+    tcase_add_loop_test(tc, allreduce_big_p, 0, NBUILDERS * NBIG);
+    tcase_add_loop_test(tc, allreduce_p1000, 0, NBUILDERS);
+    tcase_add_test(tc, shape_recursive_doubling);
+    tcase_add_test(tc, shape_rabenseifner_swing);
+    tcase_add_test(tc, shape_swing_contiguous);
+    tcase_add_test(tc, shape_single_rank);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,676 @@
+/*
+ * reduce_scatter (recursive_halving, pairwise) and allgather
+ * (recursive_doubling, bruck) on the simulated transport: every
+ * communicator size 1..64 and a few large ones (127, 128, 129, 255, 1000),
+ * regular and irregular counts (zeros included), several element kinds, in
+ * place and not; float sums compared bit for bit with the reduction order
+ * each algorithm documents; then the textbook shapes at a power of two.
+ *
+ * At 1000 ranks only recursive_halving runs reduce_scatter (pairwise posts
+ * a million messages, slow on the simulator's list of unmatched requests).
+ *
+ * Expected values come from scalar references written here, not from the
+ * kernels under test; the reduction callback also checks the kernels'
+ * aliasing contract.  Checks are plain loops with one assertion per job:
+ * Check writes to a pipe per assertion, which is slow inside loops.
+ * Buffers are allocated at their exact size so that ASan catches a
+ * schedule that strays past them.
+ */
+#include "xccl_algos.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SMALL_P 64                     /* every p in 1..SMALL_P */
+
+static const int big_p[] = { 127, 128, 129, 255, 1000 };
+#define NBIG ((int) (sizeof(big_p) / sizeof(big_p[0])))
+
+/* ------------------------------------------------------------------------ */
+/* Element kinds and scalar references                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef enum { RED_I32_SUM, RED_U8_SUM, RED_DBL_MAX, RED_I64_BXOR, RED_NKINDS } red_kind_t;
+
+static const struct {
+    xccl_dtype_t dt;
+    xccl_op_t op;
+    size_t es;
+} red_kinds[RED_NKINDS] = {
+    { XCCL_DT_INT32, XCCL_OP_SUM, 4 },
+    { XCCL_DT_UINT8, XCCL_OP_SUM, 1 },
+    { XCCL_DT_DOUBLE, XCCL_OP_MAX, 8 },
+    { XCCL_DT_INT64, XCCL_OP_BXOR, 8 },
+};
+
+/* Input element i of rank r. */
+static void fill_input(red_kind_t k, int r, void *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (k) {
+        case RED_I32_SUM: ((int32_t *) buf)[i] = (int32_t) (r * 1000 + (int) (i % 977)) - 5000; break;
+        case RED_U8_SUM: ((uint8_t *) buf)[i] = (uint8_t) (200 + r * 7 + i); break;
+        case RED_DBL_MAX: ((double *) buf)[i] = (double) ((r * 7919 + (int) i * 31) % 1009) - 0.5; break;
+        default: ((int64_t *) buf)[i] = (int64_t) (((uint64_t) r << 40) ^ (i * 0x9E3779B97F4A7C15ull)); break;
+        }
+    }
+}
+
+/* The reduction over p ranks of n elements. */
+static void reference(red_kind_t k, int p, void *out, size_t n)
+{
+    void *tmp = malloc(n * red_kinds[k].es + 1);
+    fill_input(k, 0, out, n);
+    for (int r = 1; r < p; r++) {
+        fill_input(k, r, tmp, n);
+        for (size_t i = 0; i < n; i++) {
+            switch (k) {
+            case RED_I32_SUM: ((int32_t *) out)[i] += ((int32_t *) tmp)[i]; break;
+            case RED_U8_SUM: ((uint8_t *) out)[i] = (uint8_t) (((uint8_t *) out)[i] + ((uint8_t *) tmp)[i]); break;
+            case RED_DBL_MAX: {
+                double a = ((double *) out)[i], b = ((double *) tmp)[i];
+                ((double *) out)[i] = a > b ? a : b;
+                break;
+            }
+            default: ((int64_t *) out)[i] ^= ((int64_t *) tmp)[i]; break;
+            }
+        }
+    }
+    free(tmp);
+}
+
+/* Float inputs whose sums depend on the order of the additions. */
+static float float_input(int r, size_t i)
+{
+    return 0.1f * (float) (r + 1) + 1e-3f * (float) i + (0 == (r * 7 + i) % 5 ? 1e7f : 0.0f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Harness: one virtual job of p ranks                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int p;
+    xccl_sched_t *sched;
+    unsigned char **sbuf, **rbuf;
+    void **scratch;
+    xccl_exec_t *exec;
+} job_t;
+
+static void *xmalloc(size_t n)
+{
+    void *ptr = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(ptr);
+    return ptr;
+}
+
+static void job_init(job_t *j, int p, size_t es)
+{
+    j->p = p;
+    j->sched = xmalloc((size_t) p * sizeof(*j->sched));
+    j->sbuf = xmalloc((size_t) p * sizeof(*j->sbuf));
+    j->rbuf = xmalloc((size_t) p * sizeof(*j->rbuf));
+    j->scratch = xmalloc((size_t) p * sizeof(*j->scratch));
+    j->exec = xmalloc((size_t) p * sizeof(*j->exec));
+    for (int r = 0; r < p; r++) {
+        xccl_sched_init(&j->sched[r], r, p, es);
+        j->sbuf[r] = j->rbuf[r] = NULL;
+    }
+}
+
+static void job_fini(job_t *j)
+{
+    for (int r = 0; r < j->p; r++) {
+        xccl_sched_fini(&j->sched[r]);
+        if (j->sbuf[r] != j->rbuf[r]) {
+            free(j->sbuf[r]);
+        }
+        free(j->rbuf[r]);
+    }
+    free(j->sched);
+    free(j->sbuf);
+    free(j->rbuf);
+    free(j->scratch);
+    free(j->exec);
+}
+
+/* The reduction callback also checks the kernels' aliasing contract: the
+ * result may be exactly one operand, otherwise no two ranges overlap (a
+ * partial overlap may happen to work on the CPU, not on a device). */
+typedef struct {
+    xccl_reduce_fn_t fn;
+    size_t es;
+    int bad_alias;
+} red_ctx_t;
+
+static int overlap(const void *x, const void *y, size_t n)
+{
+    const char *p = x, *q = y;
+    return n > 0 && p < q + n && q < p + n;
+}
+
+static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    red_ctx_t *c = ctx;
+    const size_t n = count * c->es;
+    if ((dst != a && overlap(dst, a, n)) || (dst != b && overlap(dst, b, n)) || overlap(a, b, n)) {
+        c->bad_alias = 1;
+    }
+    c->fn(dst, a, b, count);
+    return 0;
+}
+
+static void job_run(job_t *j, xccl_reduce_fn_t fn, const char *what)
+{
+    xccl_sim_t *sim = xccl_sim_create(j->p);
+    red_ctx_t rctx = { fn, j->sched[0].elem_size, 0 };
+    int init_failed = 0;
+    ck_assert_ptr_nonnull(sim);
+    for (int r = 0; r < j->p; r++) {
+        j->scratch[r] = xmalloc(j->sched[r].scratch_bytes);
+        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
+        init_failed |= 0 != xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r),
+                                           bufs, reduce_cb, &rctx, 11);
+    }
+    ck_assert_msg(!init_failed, "%s: exec_init failed", what);
+    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u + 17u);
+    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
+    ck_assert_msg(!rctx.bad_alias, "%s: a reduction's ranges overlap partially", what);
+    for (int r = 0; r < j->p; r++) {
+        xccl_exec_fini(&j->exec[r]);
+        free(j->scratch[r]);
+    }
+    xccl_sim_destroy(sim);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reduce_scatter                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef int (*rs_builder_t)(xccl_sched_t *s, const size_t *counts, int in_place);
+
+static const struct {
+    const char *name;
+    rs_builder_t build;
+} rs_algos[] = {
+    { "recursive_halving", xccl_build_reduce_scatter_recursive_halving },
+    { "pairwise", xccl_build_reduce_scatter_pairwise },
+};
+#define NRS ((int) (sizeof(rs_algos) / sizeof(rs_algos[0])))
+
+/* Count patterns: every rank base; irregular (every third rank 0, the
+ * others base .. base+3); rising (base + r % 8: in place, a rank's output
+ * RECV[0..) overlaps its own input block at a shift); all on the last rank. */
+enum { CNT_REGULAR, CNT_IRREGULAR, CNT_RISING, CNT_LAST_ONLY };
+static const char *const cnt_names[] = { "regular", "irregular", "rising", "last_only" };
+
+static size_t *make_counts(int p, int pattern, size_t base, size_t *first)
+{
+    size_t *c = xmalloc((size_t) p * sizeof(size_t)), total = 0;
+    for (int r = 0; r < p; r++) {
+        switch (pattern) {
+        case CNT_REGULAR: c[r] = base; break;
+        case CNT_IRREGULAR: c[r] = (r % 3 == 1) ? 0 : base + (size_t) (r % 4); break;
+        case CNT_RISING: c[r] = base + (size_t) (r % 8); break;
+        default: c[r] = r == p - 1 ? base : 0; break;
+        }
+        first[r] = total;
+        total += c[r];
+    }
+    first[p] = total;
+    return c;
+}
+
+/* Runs one reduce_scatter and compares every rank with want (the full
+ * reduced vector); not in place the input must survive. */
+static void check_rs(int a, int p, red_kind_t k, const size_t *counts, const size_t *first,
+                     const void *want, int in_place, const char *cdesc)
+{
+    const size_t es = red_kinds[k].es, total = first[p];
+    xccl_reduce_fn_t fn = xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op);
+    char what[160];
+    job_t j;
+    int bad_build = 0;
+
+    snprintf(what, sizeof(what), "reduce_scatter %s p=%d %s kind=%d in_place=%d", rs_algos[a].name, p,
+             cdesc, (int) k, in_place);
+    ck_assert_ptr_nonnull(fn);
+    job_init(&j, p, es);
+    for (int r = 0; r < p; r++) {
+        bad_build |= 0 != rs_algos[a].build(&j.sched[r], counts, in_place);
+        bad_build |= 0 != strcmp(j.sched[r].algo, rs_algos[a].name);
+        j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * es);
+        j.sbuf[r] = in_place ? j.rbuf[r] : xmalloc(total * es);
+        if (!in_place) {
+            memset(j.rbuf[r], 0xEE, counts[r] * es);
+        }
+        fill_input(k, r, j.sbuf[r], total);
+    }
+    ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
+    job_run(&j, fn, what);
+
+    unsigned char *input = xmalloc(total * es);
+    int bad_rank = -1, input_changed = 0;
+    for (int r = 0; r < p && bad_rank < 0; r++) {
+        if (0 != memcmp(j.rbuf[r], (const unsigned char *) want + first[r] * es, counts[r] * es)) {
+            bad_rank = r;
+        } else if (!in_place) {
+            fill_input(k, r, input, total);
+            if (0 != memcmp(j.sbuf[r], input, total * es)) {
+                bad_rank = r;
+                input_changed = 1;
+            }
+        }
+    }
+    free(input);
+    ck_assert_msg(bad_rank < 0, "%s: rank %d %s", what, bad_rank,
+                  input_changed ? "changed its input" : "has a wrong result");
+    job_fini(&j);
+}
+
+/* algos: bit a set runs rs_algos[a]. */
+static void check_rs_all(int p, const size_t *bases, int nbases, int nkinds, unsigned algos)
+{
+    size_t *first = xmalloc(((size_t) p + 1) * sizeof(size_t));
+    for (int pat = CNT_REGULAR; pat <= CNT_LAST_ONLY; pat++) {
+        for (int bi = 0; bi < nbases; bi++) {
+            size_t *counts = make_counts(p, pat, bases[bi], first);
+            char cdesc[64];
+            snprintf(cdesc, sizeof(cdesc), "counts=%s/%zu", cnt_names[pat], bases[bi]);
+            for (int k = 0; k < nkinds; k++) {
+                void *want = xmalloc(first[p] * red_kinds[k].es);
+                reference((red_kind_t) k, p, want, first[p]);
+                for (int a = 0; a < NRS; a++) {
+                    for (int in_place = 0; in_place < 2 && (algos >> a & 1); in_place++) {
+                        check_rs(a, p, (red_kind_t) k, counts, first, want, in_place, cdesc);
+                    }
+                }
+                free(want);
+            }
+            free(counts);
+        }
+    }
+    free(first);
+}
+
+START_TEST(reduce_scatter_small_p)
+{
+    const size_t bases[] = { 0, 1, 37, 1001 };
+    /* The large odd base only where it stays cheap. */
+    check_rs_all(_i, bases, _i <= 16 ? 4 : 3, RED_NKINDS, ~0u);
+}
+END_TEST
+
+START_TEST(reduce_scatter_big_p)
+{
+    const int p = big_p[_i];
+    const size_t bases[] = { 0, 1, 37 };
+    if (p >= 1000) {
+        /* One small base, recursive halving only: pairwise posts a million
+         * messages, seconds each on the simulator's unmatched list. */
+        const size_t one[] = { 3 };
+        check_rs_all(p, one, 1, 1, 1u);
+    } else {
+        check_rs_all(p, bases, 3, RED_DBL_MAX + 1, ~0u);
+    }
+}
+END_TEST
+
+/* Float sums, bit for bit against the order each algorithm documents:
+ *   recursive_halving: fold (even + odd), then the halving tree, lower
+ *     participant's partial on the left: w[i] = w[i] + w[i+m], m = p'/2..1;
+ *   pairwise: ((x_r + x_{r-1}) + x_{r-2}) + ... + x_{r+1} on owner r. */
+static float rh_float_ref(int p, size_t e)
+{
+    int p2 = 1;
+    while (2 * p2 <= p) {
+        p2 *= 2;
+    }
+    const int rem = p - p2;
+    float *w = xmalloc((size_t) p2 * sizeof(float));
+    for (int q = 0; q < p2; q++) {
+        w[q] = q < rem ? float_input(2 * q, e) + float_input(2 * q + 1, e) : float_input(q + rem, e);
+    }
+    for (int m = p2 / 2; m > 0; m /= 2) {
+        for (int i = 0; i < m; i++) {
+            w[i] = w[i] + w[i + m];
+        }
+    }
+    float v = w[0];
+    free(w);
+    return v;
+}
+
+static float pairwise_float_ref(int p, int owner, size_t e)
+{
+    float acc = float_input(owner, e);
+    for (int k = 1; k < p; k++) {
+        acc = acc + float_input(((owner - k) % p + p) % p, e);
+    }
+    return acc;
+}
+
+static void check_rs_float(int p)
+{
+    xccl_reduce_fn_t fn = xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
+    size_t *first = xmalloc(((size_t) p + 1) * sizeof(size_t));
+    size_t *counts = make_counts(p, CNT_IRREGULAR, 23, first);
+    const size_t total = first[p];
+    float *want = xmalloc(total * sizeof(float));
+    int order_matters = 0;
+
+    for (int a = 0; a < NRS; a++) {
+        for (size_t e = 0, owner = 0; e < total; e++) {
+            while (e >= first[owner + 1]) {
+                owner++;
+            }
+            want[e] = 0 == a ? rh_float_ref(p, e) : pairwise_float_ref(p, (int) owner, e);
+            if (1 == a && want[e] != rh_float_ref(p, e)) {
+                order_matters = 1;
+            }
+        }
+        for (int in_place = 0; in_place < 2; in_place++) {
+            char what[128];
+            job_t j;
+            int bad_build = 0, bad_rank = -1;
+            snprintf(what, sizeof(what), "float sum reduce_scatter %s p=%d in_place=%d", rs_algos[a].name,
+                     p, in_place);
+            job_init(&j, p, sizeof(float));
+            for (int r = 0; r < p; r++) {
+                bad_build |= 0 != rs_algos[a].build(&j.sched[r], counts, in_place);
+                j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * sizeof(float));
+                j.sbuf[r] = in_place ? j.rbuf[r] : xmalloc(total * sizeof(float));
+                for (size_t e = 0; e < total; e++) {
+                    ((float *) j.sbuf[r])[e] = float_input(r, e);
+                }
+            }
+            ck_assert_msg(!bad_build, "%s: build failed", what);
+            job_run(&j, fn, what);
+            for (int r = 0; r < p && bad_rank < 0; r++) {
+                if (0 != memcmp(j.rbuf[r], want + first[r], counts[r] * sizeof(float))) {
+                    bad_rank = r;
+                }
+            }
+            ck_assert_msg(bad_rank < 0, "%s: rank %d differs from the documented order", what, bad_rank);
+            job_fini(&j);
+        }
+    }
+    /* The data must be able to tell the orders apart. */
+    if (p >= 8) {
+        ck_assert_msg(order_matters, "p=%d: float inputs do not depend on the order", p);
+    }
+    free(want);
+    free(counts);
+    free(first);
+}
+
+START_TEST(reduce_scatter_float_order)
+{
+    check_rs_float(_i);
+}
+END_TEST
+
+START_TEST(reduce_scatter_float_order_big_p)
+{
+    check_rs_float(big_p[_i]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Allgather                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef int (*ag_builder_t)(xccl_sched_t *s, size_t block);
+
+static const struct {
+    const char *name;
+    ag_builder_t build;
+} ag_algos[] = {
+    { "recursive_doubling", xccl_build_allgather_recursive_doubling },
+    { "bruck", xccl_build_allgather_bruck },
+};
+#define NAG ((int) (sizeof(ag_algos) / sizeof(ag_algos[0])))
+
+static unsigned char pattern(int from, size_t i)
+{
+    return (unsigned char) (from * 31 + i * 13 + 1 + (i >> 8));
+}
+
+static void check_allgather(int a, int p, size_t b, int in_place)
+{
+    const size_t total = (size_t) p * b;
+    char what[128];
+    job_t j;
+    int bad_build = 0;
+
+    snprintf(what, sizeof(what), "allgather %s p=%d block=%zu in_place=%d", ag_algos[a].name, p, b,
+             in_place);
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        bad_build |= 0 != ag_algos[a].build(&j.sched[r], b);
+        bad_build |= 0 != strcmp(j.sched[r].algo, ag_algos[a].name);
+        j.rbuf[r] = xmalloc(total);
+        memset(j.rbuf[r], 0xEE, total);
+        j.sbuf[r] = in_place ? j.rbuf[r] + (size_t) r * b : xmalloc(b);
+        for (size_t i = 0; i < b; i++) {
+            j.sbuf[r][i] = pattern(r, i);
+        }
+    }
+    ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
+    job_run(&j, NULL, what);
+    long bad = -1;
+    int bad_rank = -1;
+    for (int r = 0; r < p && bad < 0; r++) {
+        for (size_t x = 0; x < total && bad < 0; x++) {
+            if (j.rbuf[r][x] != pattern((int) (x / b), x % b)) {
+                bad = (long) x;
+            }
+        }
+        /* The input survives (not in place). */
+        for (size_t i = 0; i < b && bad < 0 && !in_place; i++) {
+            if (j.sbuf[r][i] != pattern(r, i)) {
+                bad = (long) (total + i);
+            }
+        }
+        bad_rank = r;
+    }
+    ck_assert_msg(bad < 0, "%s: rank %d byte %ld wrong (>= %zu: input changed)", what, bad_rank, bad,
+                  total);
+    /* job_fini frees sbuf unless it is rbuf itself: in place it points inside. */
+    if (in_place) {
+        for (int r = 0; r < p; r++) {
+            j.sbuf[r] = j.rbuf[r];
+        }
+    }
+    job_fini(&j);
+}
+
+START_TEST(allgather_small_p)
+{
+    const size_t blocks[] = { 0, 1, 3, 37, 1001 };
+    for (int a = 0; a < NAG; a++) {
+        for (size_t bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+            for (int in_place = 0; in_place < 2; in_place++) {
+                check_allgather(a, _i, blocks[bi], in_place);
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(allgather_big_p)
+{
+    const int p = big_p[_i];
+    const size_t blocks[] = { 0, 1, 3, 37 };
+    for (int a = 0; a < NAG; a++) {
+        for (size_t bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+            for (int in_place = 0; in_place < 2; in_place++) {
+                check_allgather(a, p, blocks[bi], in_place);
+            }
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Textbook shapes                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    size_t sends, recvs, sent, received, reduced, copies;
+    int one_each_way;          /* every step with transfers has one send and one receive */
+} tally_t;
+
+static tally_t tally(const xccl_sched_t *s)
+{
+    tally_t t = { 0, 0, 0, 0, 0, 0, 1 };
+    for (size_t st = 0; st < s->nsteps; st++) {
+        size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts, ns = 0, nr = 0;
+        for (size_t i = s->step_start[st]; i < end; i++) {
+            const xccl_action_t *x = &s->acts[i];
+            switch (x->kind) {
+            case XCCL_ACT_SEND: t.sends++; ns++; t.sent += x->len; break;
+            case XCCL_ACT_RECV: t.recvs++; nr++; t.received += x->len; break;
+            case XCCL_ACT_REDUCE: t.reduced += x->len; break;
+            default: t.copies++; break;
+            }
+        }
+        if ((ns || nr) && (ns != 1 || nr != 1)) {
+            t.one_each_way = 0;
+        }
+    }
+    return t;
+}
+
+START_TEST(reduce_scatter_structure)
+{
+    const size_t c = 10, es = 4, n = 8 * c * es;
+    size_t counts[8];
+    for (int r = 0; r < 8; r++) {
+        counts[r] = c;
+    }
+    for (int r = 0; r < 8; r++) {
+        for (int in_place = 0; in_place < 2; in_place++) {
+            xccl_sched_t s;
+            tally_t t;
+            /* Recursive halving, p = 8: 3 rounds, halves of 4, 2, 1 blocks. */
+            xccl_sched_init(&s, r, 8, es);
+            ck_assert_int_eq(xccl_build_reduce_scatter_recursive_halving(&s, counts, in_place), 0);
+            t = tally(&s);
+            ck_assert_uint_eq(s.rounds, 3);
+            ck_assert_uint_eq(s.max_xfers, 2);
+            ck_assert(t.one_each_way);
+            ck_assert_uint_eq(t.sends, 3);
+            ck_assert_uint_eq(t.sent, n / 2 + n / 4 + n / 8);
+            ck_assert_uint_eq(t.received, n / 2 + n / 4 + n / 8);
+            ck_assert_uint_eq(t.reduced, n / 2 + n / 4 + n / 8);
+            ck_assert_uint_eq(t.copies, 0);
+            ck_assert_uint_eq(s.scratch_bytes, n / 2 + n / 4);
+            xccl_sched_fini(&s);
+
+            /* Pairwise, p = 8: 7 rounds of one block each way, no copies. */
+            xccl_sched_init(&s, r, 8, es);
+            ck_assert_int_eq(xccl_build_reduce_scatter_pairwise(&s, counts, in_place), 0);
+            t = tally(&s);
+            ck_assert_uint_eq(s.rounds, 7);
+            ck_assert(t.one_each_way);
+            ck_assert_uint_eq(t.sends, 7);
+            ck_assert_uint_eq(t.sent, 7 * c * es);
+            ck_assert_uint_eq(t.reduced, 7 * c * es);
+            ck_assert_uint_eq(t.copies, 0);
+            ck_assert_uint_eq(s.scratch_bytes, (in_place ? 2 : 1) * c * es);
+            xccl_sched_fini(&s);
+        }
+    }
+    /* p = 6 halving: pairs (0,1), (2,3) fold; 1 and 3 only send their
+     * input and get their block, 0 and 2 take two extra rounds. */
+    for (int r = 0; r < 6; r++) {
+        xccl_sched_t s;
+        xccl_sched_init(&s, r, 6, es);
+        ck_assert_int_eq(xccl_build_reduce_scatter_recursive_halving(&s, counts, 0), 0);
+        tally_t t = tally(&s);
+        ck_assert_uint_eq(s.rounds, r < 4 ? (r & 1 ? 2 : 4) : 2);
+        if (r < 4 && (r & 1)) {
+            ck_assert_uint_eq(t.sent, 6 * c * es);
+            ck_assert_uint_eq(t.received, c * es);
+            ck_assert_uint_eq(s.scratch_bytes, 0);
+        }
+        xccl_sched_fini(&s);
+    }
+}
+END_TEST
+
+START_TEST(allgather_structure)
+{
+    const size_t b = 10;
+    for (int r = 0; r < 8; r++) {
+        xccl_sched_t s;
+        tally_t t;
+        /* Bruck, p = 8: 3 rounds of one send and one receive; 1, 2, 4 blocks. */
+        xccl_sched_init(&s, r, 8, 1);
+        ck_assert_int_eq(xccl_build_allgather_bruck(&s, b), 0);
+        t = tally(&s);
+        ck_assert_uint_eq(s.rounds, 3);
+        ck_assert_uint_eq(s.max_xfers, 2);
+        ck_assert(t.one_each_way);
+        ck_assert_uint_eq(t.sends, 3);
+        ck_assert_uint_eq(t.recvs, 3);
+        ck_assert_uint_eq(t.sent, 7 * b);
+        ck_assert_uint_eq(t.received, 7 * b);
+        ck_assert_uint_eq(s.scratch_bytes, 8 * b);
+        xccl_sched_fini(&s);
+
+        /* Recursive doubling, p = 8: the same, straight into RECV. */
+        xccl_sched_init(&s, r, 8, 1);
+        ck_assert_int_eq(xccl_build_allgather_recursive_doubling(&s, b), 0);
+        t = tally(&s);
+        ck_assert_uint_eq(s.rounds, 3);
+        ck_assert(t.one_each_way);
+        ck_assert_uint_eq(t.sends, 3);
+        ck_assert_uint_eq(t.sent, 7 * b);
+        ck_assert_uint_eq(t.received, 7 * b);
+        ck_assert_uint_eq(s.scratch_bytes, 0);
+        xccl_sched_fini(&s);
+    }
+    /* p = 5: Bruck needs ceil(lg 5) = 3 rounds, the last one carries one
+     * block; doubling folds (0,1) in and out around its 2 rounds. */
+    for (int r = 0; r < 5; r++) {
+        xccl_sched_t s;
+        xccl_sched_init(&s, r, 5, 1);
+        ck_assert_int_eq(xccl_build_allgather_bruck(&s, b), 0);
+        tally_t t = tally(&s);
+        ck_assert_uint_eq(s.rounds, 3);
+        ck_assert_uint_eq(t.sent, 4 * b);
+        xccl_sched_fini(&s);
+
+        xccl_sched_init(&s, r, 5, 1);
+        ck_assert_int_eq(xccl_build_allgather_recursive_doubling(&s, b), 0);
+        ck_assert_uint_eq(s.rounds, 1 == r ? 2 : 0 == r ? 4 : 2);
+        xccl_sched_fini(&s);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("rs_ag_algos");
+    TCase *tc = tcase_create("sim");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, reduce_scatter_small_p, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, reduce_scatter_big_p, 0, NBIG);
+    tcase_add_loop_test(tc, reduce_scatter_float_order, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, reduce_scatter_float_order_big_p, 0, NBIG - 1);
+    tcase_add_loop_test(tc, allgather_small_p, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, allgather_big_p, 0, NBIG);
+    tcase_add_test(tc, reduce_scatter_structure);
+    tcase_add_test(tc, allgather_structure);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
