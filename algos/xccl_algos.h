@@ -137,6 +137,9 @@ static inline xccl_ref_t xccl_ref(xccl_buf_id_t buf, size_t off)
 /* ------------------------------------------------------------------------ */
 
 int xccl_build_allreduce_ring(xccl_sched_t *s, size_t count);
+/* The same with the reduce-scatter phase cut into segments of seg bytes
+ * (0: none), each received and reduced in its own step. */
+int xccl_build_allreduce_ring_segmented(xccl_sched_t *s, size_t count, size_t seg);
 int xccl_build_reduce_scatter_ring(xccl_sched_t *s, const size_t *counts, int in_place);
 int xccl_build_allgather_ring(xccl_sched_t *s, size_t block);
 int xccl_build_alltoall_pairwise(xccl_sched_t *s, size_t block, int in_place);

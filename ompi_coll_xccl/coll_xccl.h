@@ -54,6 +54,7 @@ typedef struct {
     char *algorithm[XCCL_NCOLL];     /* as given */
     int forced[XCCL_NCOLL];          /* parsed: XCCL_ALGO_* or an algorithm index */
     int small_bytes;                 /* auto: fall back below this size */
+    size_t segment_bytes;            /* ring allreduce pipelining segment, 0: none */
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
     double model_margin;             /* other algorithms must win by this fraction */
     char *cost_file;

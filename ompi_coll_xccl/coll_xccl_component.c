@@ -131,6 +131,14 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->small_bytes);
 
+    c->segment_bytes = 256 * 1024;
+    (void) mca_base_component_var_register(v, "segment_bytes",
+        "Pipelining: the reduce-scatter phase of ring allreduce moves and reduces its chunks "
+        "in segments of this many bytes, so each is reduced while still in cache (0: whole "
+        "chunks)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->segment_bytes);
+
     /* Defaults measured here with xccl_calibrate plus xccl's per-message
      * software overhead (8 B allgather at np 2: ~1.7 us). */
     c->cost_alpha = 1.5e-6;

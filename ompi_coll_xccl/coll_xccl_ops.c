@@ -134,7 +134,10 @@ typedef struct {
 
 typedef int (*builder_t)(xccl_sched_t *s, const build_args_t *a);
 
-static int ar_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_ring(s, a->count); }
+static int ar_ring(xccl_sched_t *s, const build_args_t *a)
+{
+    return xccl_build_allreduce_ring_segmented(s, a->count, mca_coll_xccl_component.segment_bytes);
+}
 static int ar_rd(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_recursive_doubling(s, a->count); }
 static int ar_rab(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_rabenseifner(s, a->count); }
 static int ar_swing(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_swing(s, a->count); }
