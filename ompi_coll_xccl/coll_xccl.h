@@ -80,6 +80,8 @@ typedef struct {
 
     ompi_communicator_t *comm;
     int rank, size, world_rank;
+    int nnodes;
+    int *node_of;                    /* node of every rank, numbered by first rank */
     uint32_t cid;
     uint32_t seq;                    /* collective calls on this communicator */
     ucp_ep_h *eps;                   /* by communicator rank; NULL for self */

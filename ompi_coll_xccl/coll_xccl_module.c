@@ -108,6 +108,7 @@ static void module_destruct(mca_coll_xccl_module_t *m)
 {
     release_endpoints(m);
     free(m->scratch);
+    free(m->node_of);
     RELEASE_PREV(m, allreduce);
     RELEASE_PREV(m, allgather);
     RELEASE_PREV(m, reduce_scatter);
@@ -270,6 +271,69 @@ static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine)
     return all;
 }
 
+/* ------------------------------------------------------------ nodes */
+
+typedef struct {
+    const char *host;
+    int rank;
+} host_rank_t;
+
+static int cmp_host_rank(const void *a, const void *b)
+{
+    const host_rank_t *x = a, *y = b;
+    int c = strcmp(x->host, y->host);
+    return c ? c : x->rank - y->rank;
+}
+
+/* Node of every rank, from the host names Open MPI's runtime knows for each
+ * process (no messages, no rank arithmetic): nodes are numbered in the order
+ * of their first rank, so every member computes the same map.  Returns NULL,
+ * or why it could not. */
+static const char *map_nodes(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm)
+{
+    const int p = m->size;
+    host_rank_t *hr = malloc((size_t) p * sizeof(*hr));
+    int *tmp = malloc((size_t) p * sizeof(int)), *first = malloc((size_t) p * sizeof(int));
+    m->node_of = malloc((size_t) p * sizeof(int));
+    if (NULL == hr || NULL == tmp || NULL == first || NULL == m->node_of) {
+        free(hr);
+        free(tmp);
+        free(first);
+        return "out of memory mapping ranks to nodes";
+    }
+    for (int r = 0; r < p; r++) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, r);
+        hr[r].host = NULL != proc ? opal_get_proc_hostname(&proc->super) : NULL;
+        hr[r].rank = r;
+        if (NULL == hr[r].host || 0 == strcmp(hr[r].host, "unknown")) {
+            free(hr);
+            free(tmp);
+            free(first);
+            return "the host of a rank is unknown";
+        }
+    }
+    /* Sort by host, number the groups, then renumber by first rank. */
+    qsort(hr, (size_t) p, sizeof(*hr), cmp_host_rank);
+    int ngroups = 0;
+    for (int i = 0; i < p; i++) {
+        if (0 == i || 0 != strcmp(hr[i].host, hr[i - 1].host)) {
+            first[ngroups++] = -1;
+        }
+        tmp[hr[i].rank] = ngroups - 1;
+    }
+    m->nnodes = 0;
+    for (int r = 0; r < p; r++) {
+        if (first[tmp[r]] < 0) {
+            first[tmp[r]] = m->nnodes++;
+        }
+        m->node_of[r] = first[tmp[r]];
+    }
+    free(hr);
+    free(tmp);
+    free(first);
+    return NULL;
+}
+
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
@@ -300,6 +364,9 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
     SAVE_PREV(m, comm, ialltoall);
     SAVE_PREV(m, comm, ibcast);
     if (NULL == why) {
+        why = map_nodes(m, comm);
+    }
+    if (NULL == why) {
         why = connect_peers(m, comm);
     }
 
@@ -322,7 +389,7 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         m->super.coll_ibcast = NULL;
         return OMPI_SUCCESS;
     }
-    mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s)", m->cid, m->world_rank,
-                      m->size, comm->c_name);
+    mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s) nodes=%d", m->cid,
+                      m->world_rank, m->size, comm->c_name, m->nnodes);
     return OMPI_SUCCESS;
 }

@@ -15,20 +15,26 @@
 # tuned.  In the sm (han) invocations xccl sits above sm (han) at priority
 # 101; those xccl times are kept in the raw files.
 #
+# -t FILE writes a tuning file (coll_xccl_tuning_file format) that sends
+# to the fallback every measured size where xccl's median was more than 5%
+# slower than its own fallback (tuned) in the tuned invocations, for
+# communicators of NP ranks; a rule covers a measured size up to the next.
+#
 # Usage: compare_stacks.sh [-n NP] [-R OUTER] [-s tuned,sm[,han]] [-o DIR]
-#                          [-- xccl_bench options]
+#                          [-t FILE] [-- xccl_bench options]
 # Environment: XCCL_BUILDDIR (default ./build), MPIRUN_EXTRA (more mpirun
 # arguments, e.g. a hostfile and an rsh agent for the multi-host runs).
 # Writes DIR/raw/*.txt, DIR/table-npNP.txt, DIR/<coll>-npNP.png (gnuplot).
 set -euo pipefail
-np=2 outer=3 stacks=tuned,sm out=docs/bench
-while getopts "n:R:s:o:h" c; do
+np=2 outer=3 stacks=tuned,sm out=docs/bench tune=""
+while getopts "n:R:s:o:t:h" c; do
     case $c in
     n) np=$OPTARG ;;
     R) outer=$OPTARG ;;
     s) stacks=$OPTARG ;;
     o) out=$OPTARG ;;
-    *) sed -n '2,23p' "$0"; exit 2 ;;
+    t) tune=$OPTARG ;;
+    *) sed -n '2,29p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -118,6 +124,36 @@ awk -v np="$np" -v stacks="$stacks" '
     }
 ' "$out/raw/np$np.samples" > "$table"
 cat "$table"
+
+if [[ -n $tune ]]; then
+    awk -v np="$np" '
+        function median(list,   n, a, i, j, t) {
+            n = split(list, a, " ")
+            for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        $1 == "MEMCPY" || $3 != "tuned" { next }
+        {
+            key = $1 SUBSEP $2
+            if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
+            x[key] = x[key] " " $4; t[key] = t[key] " " $5
+        }
+        END {
+            printf "# written by compare_stacks.sh -t: sizes where xccl (auto) was > 5%% slower\n"
+            printf "# than its fallback (tuned) at np %d on this machine; medians of invocations\n", np
+            for (k = 1; k <= nk; k++) {
+                split(order[k], kk, SUBSEP); c = kk[1]; sz = kk[2]
+                # up to the next measured size; the last one up to the same step again
+                if (k < nk && (split(order[k + 1], nn, SUBSEP)) && nn[1] == c) hi = nn[2]
+                else hi = (c == prevc) ? sz * sz / prevsz : 2 * sz
+                prevc = c; prevsz = sz
+                if (median(x[order[k]]) > 1.05 * median(t[order[k]]))
+                    printf "%-20s ranks=%d-%d bytes=%s-%s algo=fallback\n", c, np, np, sz, hi
+            }
+        }
+    ' "$out/raw/np$np.samples" > "$tune"
+    echo "compare_stacks: tuning rules in $tune" >&2
+fi
 
 # One plot per collective: time against size, log-log.
 if command -v gnuplot > /dev/null; then
