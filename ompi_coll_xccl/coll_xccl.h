@@ -63,6 +63,7 @@ typedef struct {
     xccl_tuning_t tuning;            /* rules checked before the cost model */
     char *ucx_tls;
     char *ucx_rndv_scheme;
+    char *ucx_rndv_thresh;
 
     /* state */
     int output;                      /* opal_output stream */

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_progress.h"
@@ -53,6 +54,7 @@ static const char *const coll_names[XCCL_NCOLL] = {
  * the list for peers on other nodes. */
 #define XCCL_DEFAULT_TLS "posix,cma,tcp,self"
 #define XCCL_DEFAULT_RNDV_SCHEME "put_zcopy"
+#define XCCL_OVERSUB_RNDV_THRESH "256k"
 
 const char *mca_coll_xccl_coll_name(xccl_coll_t c)
 {
@@ -149,6 +151,7 @@ static int xccl_register(void)
     c->cost_file = NULL;
     c->ucx_tls = XCCL_DEFAULT_TLS;
     c->ucx_rndv_scheme = XCCL_DEFAULT_RNDV_SCHEME;
+    c->ucx_rndv_thresh = "auto";
     reg_all_eq("cost_alpha", "Cost model: seconds per message (see xccl_calibrate)",
                MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_alpha);
     reg_all_eq("cost_beta", "Cost model: seconds per byte on the wire",
@@ -180,6 +183,13 @@ static int xccl_register(void)
                "UCX rendezvous protocol of xccl's own UCP context (UCX_RNDV_SCHEME values: "
                "put_zcopy, get_zcopy, auto; empty: UCX's default)",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->ucx_rndv_scheme);
+    reg_all_eq("ucx_rndv_thresh",
+               "Size from which xccl's UCP context uses rendezvous (UCX_RNDV_THRESH values).  "
+               "auto: " XCCL_OVERSUB_RNDV_THRESH " when the node runs more ranks than it has "
+               "online processors (a rendezvous handshake then waits for the peer to be "
+               "scheduled), else UCX's default; XCCL_UCX_RNDV_THRESH or UCX_RNDV_THRESH in "
+               "the environment win over auto",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->ucx_rndv_thresh);
     return OMPI_SUCCESS;
 }
 
@@ -337,7 +347,17 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     int rc;
 
     c->ucx_ok = false;
-    if (0 != xccl_ucx_init(c->ucx_tls, c->ucx_rndv_scheme,
+    const char *thresh = c->ucx_rndv_thresh;
+    if (NULL != thresh && 0 == strcmp(thresh, "auto")) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        int oversubscribed = cpus > 0 && opal_process_info.num_local_peers + 1 > cpus;
+        thresh = oversubscribed && NULL == getenv("XCCL_UCX_RNDV_THRESH") &&
+                 NULL == getenv("UCX_RNDV_THRESH") ? XCCL_OVERSUB_RNDV_THRESH : NULL;
+        mca_coll_xccl_log(2, "ucx: %d ranks on this node, %ld processors: rendezvous "
+                          "threshold %s", opal_process_info.num_local_peers + 1, cpus,
+                          thresh ? thresh : "from UCX");
+    }
+    if (0 != xccl_ucx_init(c->ucx_tls, c->ucx_rndv_scheme, thresh,
                            enable_progress_threads || enable_mpi_threads)) {
         snprintf(c->ucx_error, sizeof(c->ucx_error), "%s", xccl_ucx_error());
     } else if (0 != xccl_ucx_address(&addr, &len)) {

@@ -87,7 +87,8 @@ static void record_transports(void)
     free(text);
 }
 
-int xccl_ucx_init(const char *tls, const char *rndv_scheme, int multi_thread)
+int xccl_ucx_init(const char *tls, const char *rndv_scheme, const char *rndv_thresh,
+                  int multi_thread)
 {
     ucp_config_t *config = NULL;
     ucs_status_t st;
@@ -110,6 +111,15 @@ int xccl_ucx_init(const char *tls, const char *rndv_scheme, int multi_thread)
         st = ucp_config_modify(config, "RNDV_SCHEME", rndv_scheme);
         if (UCS_OK != st) {
             set_error("UCX rendezvous scheme \"%s\": %s", rndv_scheme, ucs_status_string(st));
+            ucp_config_release(config);
+            return -1;
+        }
+    }
+
+    if (rndv_thresh && rndv_thresh[0]) {
+        st = ucp_config_modify(config, "RNDV_THRESH", rndv_thresh);
+        if (UCS_OK != st) {
+            set_error("UCX rendezvous threshold \"%s\": %s", rndv_thresh, ucs_status_string(st));
             ucp_config_release(config);
             return -1;
         }

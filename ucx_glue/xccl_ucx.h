@@ -27,7 +27,8 @@ static inline ucp_tag_t xccl_ucx_tag(uint32_t cid, uint32_t src, uint32_t seq, u
 /* Create the context (transports restricted to tls when not empty) and the
  * worker.  multi_thread: the worker may be used from several threads.
  * Returns 0, or -1 with xccl_ucx_error() saying why. */
-int xccl_ucx_init(const char *tls, const char *rndv_scheme, int multi_thread);
+int xccl_ucx_init(const char *tls, const char *rndv_scheme, const char *rndv_thresh,
+                  int multi_thread);
 /* Close what is left of the endpoints, destroy the worker and the context. */
 void xccl_ucx_fini(void);
 int xccl_ucx_ready(void);

@@ -149,7 +149,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    if (0 != xccl_ucx_init(tls, "put_zcopy", 0)) {
+    if (0 != xccl_ucx_init(tls, "put_zcopy", NULL, 0)) {
         fprintf(stderr, "xccl_calibrate: UCX: %s\n", xccl_ucx_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
