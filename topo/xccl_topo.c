@@ -1,45 +1,316 @@
-/* Node description from hwloc. */
+/*
+ * The topology model: what is derived from devices, links and NICs (the
+ * intra-node class, the fabric, the nearest NIC of each device), paths
+ * between endpoints, names, and the one-line node summary the component
+ * logs.  Detection, files and printing live in the other topo/ files.
+ */
 #include "xccl_topo.h"
 
-#include <hwloc.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void xccl_topo_init(xccl_topo_t *topo)
+{
+    memset(topo, 0, sizeof(*topo));
+    snprintf(topo->name, sizeof(topo->name), "localhost");
+    topo->intra = XCCL_TOPO_INTRA_SHM;
+    topo->fabric = XCCL_TOPO_FABRIC_TCP;
+    topo->switch_link_type = XCCL_TOPO_LINK_NVLINK;
+}
 
 const char *xccl_topo_intra_name(xccl_topo_intra_t t)
 {
     switch (t) {
     case XCCL_TOPO_INTRA_SHM: return "SHM";
+    case XCCL_TOPO_INTRA_PCIE: return "PCIE";
+    case XCCL_TOPO_INTRA_FULL_MESH: return "FULL_MESH";
+    case XCCL_TOPO_INTRA_NVSWITCH: return "NVSWITCH";
     }
     return "?";
 }
 
-static int count(hwloc_topology_t t, hwloc_obj_type_t type)
+const char *xccl_topo_fabric_name(xccl_topo_fabric_t f)
 {
-    int n = hwloc_get_nbobjs_by_type(t, type);
-    return n > 0 ? n : 0;
+    switch (f) {
+    case XCCL_TOPO_FABRIC_TCP: return "TCP";
+    case XCCL_TOPO_FABRIC_ROCE: return "ROCE";
+    case XCCL_TOPO_FABRIC_IB: return "IB";
+    }
+    return "?";
 }
+
+const char *xccl_topo_dev_kind_name(xccl_topo_dev_kind_t k)
+{
+    switch (k) {
+    case XCCL_TOPO_DEV_GPU: return "gpu";
+    case XCCL_TOPO_DEV_NPU: return "npu";
+    case XCCL_TOPO_DEV_ACCEL: return "accel";
+    }
+    return "?";
+}
+
+const char *xccl_topo_nic_type_name(xccl_topo_nic_type_t t)
+{
+    switch (t) {
+    case XCCL_TOPO_NIC_IB: return "ib";
+    case XCCL_TOPO_NIC_ROCE: return "roce";
+    case XCCL_TOPO_NIC_ETH: return "eth";
+    }
+    return "?";
+}
+
+const char *xccl_topo_link_type_name(xccl_topo_link_type_t t)
+{
+    switch (t) {
+    case XCCL_TOPO_LINK_NVLINK: return "nvlink";
+    case XCCL_TOPO_LINK_XGMI: return "xgmi";
+    case XCCL_TOPO_LINK_HCCS: return "hccs";
+    }
+    return "?";
+}
+
+const char *xccl_topo_path_name(xccl_topo_path_t p)
+{
+    switch (p) {
+    case XCCL_TOPO_PATH_SELF: return "X";
+    case XCCL_TOPO_PATH_NV: return "NV";
+    case XCCL_TOPO_PATH_SW: return "SW";
+    case XCCL_TOPO_PATH_PIX: return "PIX";
+    case XCCL_TOPO_PATH_PXB: return "PXB";
+    case XCCL_TOPO_PATH_PHB: return "PHB";
+    case XCCL_TOPO_PATH_NODE: return "NODE";
+    case XCCL_TOPO_PATH_SYS: return "SYS";
+    }
+    return "?";
+}
+
+/* ------------------------------------------------------------ paths */
+
+static const xccl_topo_loc_t *loc_of(const xccl_topo_t *topo, int e)
+{
+    return e < topo->ndevs ? &topo->devs[e].loc : &topo->nics[e - topo->ndevs].loc;
+}
+
+/* Splits a PCIe path into its elements (pointers into buf). */
+static int split_pcie(const char *path, char *buf, size_t len, char **elem, int max)
+{
+    int n = 0;
+    snprintf(buf, len, "%s", path);
+    for (char *save = NULL, *t = strtok_r(buf, "/", &save); t && n < max;
+         t = strtok_r(NULL, "/", &save)) {
+        elem[n++] = t;
+    }
+    return n;
+}
+
+static xccl_topo_path_t numa_path(const xccl_topo_loc_t *a, const xccl_topo_loc_t *b)
+{
+    if (a->numa >= 0 && a->numa == b->numa) {
+        return XCCL_TOPO_PATH_NODE;
+    }
+    /* Same package with a NUMA node unknown on one side: still no socket
+     * interconnect on the way. */
+    if ((a->numa < 0 || b->numa < 0) && a->package >= 0 && a->package == b->package) {
+        return XCCL_TOPO_PATH_NODE;
+    }
+    return XCCL_TOPO_PATH_SYS;
+}
+
+/* A switch shows up in hwloc as an upstream bridge with one downstream
+ * bridge per port: two endpoints whose paths part at most one bridge below
+ * their last common one hang off the same switch (PIX). */
+static xccl_topo_path_t pcie_path(const xccl_topo_loc_t *a, const xccl_topo_loc_t *b)
+{
+    char ba[XCCL_TOPO_PCIE_LEN], bb[XCCL_TOPO_PCIE_LEN];
+    char *ea[32], *eb[32];
+    int na = split_pcie(a->pcie, ba, sizeof(ba), ea, 32);
+    int nb = split_pcie(b->pcie, bb, sizeof(bb), eb, 32);
+    if (na == 0 || nb == 0 || strcmp(ea[0], eb[0]) != 0) {
+        return numa_path(a, b);
+    }
+    int k = 1;
+    while (k < na && k < nb && strcmp(ea[k], eb[k]) == 0) {
+        k++;
+    }
+    if (k == 1) {
+        return XCCL_TOPO_PATH_PHB;
+    }
+    return (na - k <= 1 && nb - k <= 1) ? XCCL_TOPO_PATH_PIX : XCCL_TOPO_PATH_PXB;
+}
+
+xccl_topo_path_t xccl_topo_path(const xccl_topo_t *topo, int a, int b)
+{
+    if (a == b) {
+        return XCCL_TOPO_PATH_SELF;
+    }
+    if (a < topo->ndevs && b < topo->ndevs) {
+        if (topo->links[a][b].count > 0) {
+            return XCCL_TOPO_PATH_NV;
+        }
+        if (topo->devs[a].switch_links > 0 && topo->devs[b].switch_links > 0) {
+            return XCCL_TOPO_PATH_SW;
+        }
+    }
+    return pcie_path(loc_of(topo, a), loc_of(topo, b));
+}
+
+/* ------------------------------------------------------------ derived fields */
+
+static xccl_topo_intra_t classify_intra(const xccl_topo_t *topo)
+{
+    int n = topo->ndevs;
+    if (n == 0) {
+        return XCCL_TOPO_INTRA_SHM;
+    }
+    int all_switch = 1, all_pairs = n > 1;
+    for (int i = 0; i < n; i++) {
+        all_switch &= topo->devs[i].switch_links > 0;
+        for (int j = 0; j < n; j++) {
+            all_pairs &= i == j || topo->links[i][j].count > 0;
+        }
+    }
+    if (all_switch) {
+        return XCCL_TOPO_INTRA_NVSWITCH;
+    }
+    /* A partial mesh (some pairs linked) is PCIE for the class; the links
+     * stay in the model for ring ordering. */
+    return all_pairs ? XCCL_TOPO_INTRA_FULL_MESH : XCCL_TOPO_INTRA_PCIE;
+}
+
+static int nic_type_of_fabric(xccl_topo_fabric_t f)
+{
+    return f == XCCL_TOPO_FABRIC_IB ? XCCL_TOPO_NIC_IB
+         : f == XCCL_TOPO_FABRIC_ROCE ? XCCL_TOPO_NIC_ROCE : XCCL_TOPO_NIC_ETH;
+}
+
+static void classify_fabric(xccl_topo_t *topo)
+{
+    int have[3] = { 0, 0, 0 };
+    for (int i = 0; i < topo->nnics; i++) {
+        if (topo->nics[i].ports > 0) {
+            have[topo->nics[i].type] = 1;
+        }
+    }
+    topo->fabric = have[XCCL_TOPO_NIC_IB] ? XCCL_TOPO_FABRIC_IB
+                 : have[XCCL_TOPO_NIC_ROCE] ? XCCL_TOPO_FABRIC_ROCE : XCCL_TOPO_FABRIC_TCP;
+    int type = nic_type_of_fabric(topo->fabric);
+    topo->fabric_links = 0;
+    topo->fabric_rate_gbps = topo->fabric_total_gbps = 0;
+    for (int i = 0; i < topo->nnics; i++) {
+        const xccl_topo_nic_t *nic = &topo->nics[i];
+        if ((int) nic->type != type || nic->ports <= 0) {
+            continue;
+        }
+        topo->fabric_links += nic->ports;
+        topo->fabric_total_gbps += nic->ports * nic->rate_gbps;
+        if (nic->rate_gbps > topo->fabric_rate_gbps) {
+            topo->fabric_rate_gbps = nic->rate_gbps;
+        }
+    }
+}
+
+/* Rails: each device takes the nearest active NIC of the fabric (shared
+ * PCIe switch, then host bridge, then NUMA node / package, then any).
+ * Nearest pairs are settled first for all devices, so a device never takes
+ * the NIC behind another device's switch while that device needs it; among
+ * equally near NICs the least used wins (two GPUs behind one switch with
+ * two NICs get one each). */
+static void pair_nics(xccl_topo_t *topo)
+{
+    int used[XCCL_TOPO_MAX_NICS] = { 0 };
+    int type = nic_type_of_fabric(topo->fabric);
+    for (int d = 0; d < topo->ndevs; d++) {
+        topo->devs[d].nic = -1;
+    }
+    for (int level = XCCL_TOPO_PATH_PIX; level <= XCCL_TOPO_PATH_SYS; level++) {
+        for (int d = 0; d < topo->ndevs; d++) {
+            int best = -1;
+            if (topo->devs[d].nic >= 0) {
+                continue;
+            }
+            for (int n = 0; n < topo->nnics; n++) {
+                const xccl_topo_nic_t *nic = &topo->nics[n];
+                if ((int) nic->type == type && nic->ports > 0
+                    && (int) pcie_path(&topo->devs[d].loc, &nic->loc) == level
+                    && (best < 0 || used[n] < used[best])) {
+                    best = n;
+                }
+            }
+            if (best >= 0) {
+                topo->devs[d].nic = best;
+                used[best]++;
+            }
+        }
+    }
+}
+
+/* PCIE grouping: devices that reach each other without a host bridge
+ * (PIX, PXB) form a group; with the package of each device that is the
+ * switch / socket hierarchy of a PCIe node. */
+static void group_pcie(xccl_topo_t *topo)
+{
+    topo->pcie_groups = 0;
+    for (int d = 0; d < topo->ndevs; d++) {
+        topo->devs[d].pcie_group = -1;
+        for (int e = 0; e < d && topo->devs[d].pcie_group < 0; e++) {
+            xccl_topo_path_t p = pcie_path(&topo->devs[d].loc, &topo->devs[e].loc);
+            if (p == XCCL_TOPO_PATH_PIX || p == XCCL_TOPO_PATH_PXB) {
+                topo->devs[d].pcie_group = topo->devs[e].pcie_group;
+            }
+        }
+        if (topo->devs[d].pcie_group < 0) {
+            topo->devs[d].pcie_group = topo->pcie_groups++;
+        }
+    }
+}
+
+void xccl_topo_finalize(xccl_topo_t *topo)
+{
+    topo->intra = classify_intra(topo);
+    classify_fabric(topo);
+    pair_nics(topo);
+    group_pcie(topo);
+}
+
+void xccl_topo_summary(const xccl_topo_t *topo, char *buf, size_t len)
+{
+    char links[48];
+    if (topo->fabric_links > 0 && topo->fabric_rate_gbps > 0) {
+        snprintf(links, sizeof(links), " links=%dx%gGb/s", topo->fabric_links, topo->fabric_rate_gbps);
+    } else {
+        snprintf(links, sizeof(links), " links=%d", topo->fabric_links);
+    }
+    snprintf(buf, len, "intra=%s devices=%d fabric=%s%s packages=%d numa=%d cores=%d pus=%d",
+             xccl_topo_intra_name(topo->intra), topo->ndevs,
+             xccl_topo_fabric_name(topo->fabric), links, topo->packages,
+             topo->numa_nodes, topo->cores, topo->pus);
+}
+
+/* ------------------------------------------------------------ node summary */
 
 int xccl_topo_detect_node(xccl_topo_node_t *node)
 {
-    hwloc_topology_t t;
+    char err[96];
     node->packages = node->numa_nodes = node->cores = node->pus = 0;
     node->intra = XCCL_TOPO_INTRA_SHM;
-    if (hwloc_topology_init(&t) != 0) {
-        snprintf(node->summary, sizeof(node->summary), "hwloc_topology_init failed");
+    /* Some 20 KiB: kept off the stack of whatever thread calls. */
+    xccl_topo_t *topo = malloc(sizeof(*topo));
+    if (topo == NULL) {
+        snprintf(node->summary, sizeof(node->summary), "out of memory");
         return -1;
     }
-    if (hwloc_topology_load(t) != 0) {
-        hwloc_topology_destroy(t);
-        snprintf(node->summary, sizeof(node->summary), "hwloc_topology_load failed");
-        return -1;
+    int rc = xccl_topo_detect(topo, NULL, err, sizeof(err));
+    if (rc == 0) {
+        node->packages = topo->packages;
+        node->numa_nodes = topo->numa_nodes;
+        node->cores = topo->cores;
+        node->pus = topo->pus;
+        node->intra = topo->intra;
+        xccl_topo_summary(topo, node->summary, sizeof(node->summary));
+    } else {
+        snprintf(node->summary, sizeof(node->summary), "%s", err);
     }
-    node->packages = count(t, HWLOC_OBJ_PACKAGE);
-    node->numa_nodes = count(t, HWLOC_OBJ_NUMANODE);
-    node->cores = count(t, HWLOC_OBJ_CORE);
-    node->pus = count(t, HWLOC_OBJ_PU);
-    hwloc_topology_destroy(t);
-    snprintf(node->summary, sizeof(node->summary),
-             "intra=%s packages=%d numa=%d cores=%d pus=%d",
-             xccl_topo_intra_name(node->intra), node->packages, node->numa_nodes,
-             node->cores, node->pus);
-    return 0;
+    free(topo);
+    return rc;
 }
