@@ -70,7 +70,9 @@ typedef struct {
     int world_rank;                  /* for the log; -1 until known */
     bool ucx_ok;                     /* this process's UCP worker is up */
     char ucx_error[256];
-    char topo_summary[128];
+    char *topo_file, *topo_dump;
+    struct xccl_topo_s *topo;        /* this node's, never NULL after init */
+    char topo_summary[160];
     xccl_coll_stats_t stats[XCCL_NCOLL];
 } mca_coll_xccl_component_t;
 

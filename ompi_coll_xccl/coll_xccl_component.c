@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -175,6 +176,14 @@ static int xccl_register(void)
                "wins; see README) applied before the cost model; a forced algorithm still "
                "wins.  Must be the same on all ranks",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->tuning_file);
+    reg_all_eq("topo_file",
+               "Topology file to use instead of detecting the node (format: README, "
+               "xccl_info --dump writes one)",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->topo_file);
+    reg_all_eq("topo_dump",
+               "Write the node's topology, as detected or loaded, to this file (\"-\": "
+               "standard output); the first rank of each node writes it",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->topo_dump);
     reg_all_eq("ucx_tls",
                "UCX transports of xccl's own UCP context (UCX_TLS syntax; empty: UCX's "
                "default).  The PML's UCX settings are not affected",
@@ -338,10 +347,43 @@ static int progress_ucx(void)
  * rank, so a process whose UCX set-up failed still takes part and the
  * communicator's members agree in module_enable (see coll_xccl_module.c).
  */
+/* The node's topology: loaded from coll_xccl_topo_file, else detected;
+ * written to coll_xccl_topo_dump by the node's first local rank.  A failure
+ * leaves an empty topology (SHM, TCP) and says why: never fatal. */
+static void load_topology(mca_coll_xccl_component_t *c)
+{
+    char err[160] = "";
+    int rc;
+    c->topo = malloc(sizeof(*c->topo));
+    if (NULL == c->topo) {
+        snprintf(c->topo_summary, sizeof(c->topo_summary), "out of memory");
+        return;
+    }
+    if (NULL != c->topo_file && c->topo_file[0]) {
+        rc = xccl_topo_load(c->topo_file, c->topo, err, sizeof(err));
+    } else {
+        rc = xccl_topo_detect(c->topo, NULL, err, sizeof(err));
+    }
+    if (0 != rc) {
+        mca_coll_xccl_log(1, "topology %s failed (%s): assuming plain shared memory and TCP",
+                          c->topo_file && c->topo_file[0] ? "file" : "detection", err);
+        xccl_topo_init(c->topo);
+    }
+    xccl_topo_summary(c->topo, c->topo_summary, sizeof(c->topo_summary));
+    if (NULL != c->topo_dump && c->topo_dump[0] && 0 == opal_process_info.my_local_rank) {
+        FILE *f = 0 == strcmp(c->topo_dump, "-") ? stdout : fopen(c->topo_dump, "w");
+        if (NULL == f || 0 != xccl_topo_dump(c->topo, f)) {
+            mca_coll_xccl_log(0, "cannot write the topology to %s", c->topo_dump);
+        }
+        if (NULL != f && stdout != f) {
+            fclose(f);
+        }
+    }
+}
+
 static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
-    xccl_topo_node_t node;
     const void *addr;
     size_t len;
     int rc;
@@ -378,8 +420,7 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
         mca_coll_xccl_log(1, "UCX set-up failed (%s): this process's communicators will use "
                           "the fallback modules", c->ucx_error);
     }
-    xccl_topo_detect_node(&node);
-    snprintf(c->topo_summary, sizeof(c->topo_summary), "%s", node.summary);
+    load_topology(c);
     mca_coll_xccl_log(2, "init: ucx %s tls=%s; node %s; %s", c->ucx_ok ? "ok" : "failed",
                       xccl_ucx_tls(), c->topo_summary, xccl_gpu_status());
     return OMPI_SUCCESS;
@@ -423,6 +464,8 @@ static int xccl_close(void)
     xccl_ucx_fini();
     xccl_gpu_fini();
     xccl_tuning_free(&c->tuning);
+    free(c->topo);
+    c->topo = NULL;
     if (c->output >= 0) {
         opal_output_close(c->output);
         c->output = -1;

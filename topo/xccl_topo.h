@@ -126,7 +126,7 @@ typedef struct {
     unsigned char count;            /* 0: no direct link */
 } xccl_topo_link_t;
 
-typedef struct {
+typedef struct xccl_topo_s {
     char name[64];                  /* host name */
     int packages, numa_nodes, cores, pus;
     int nnuma;
