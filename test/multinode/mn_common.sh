@@ -1,0 +1,66 @@
+# shellcheck shell=bash disable=SC2034,SC2054
+# Shared by multinode_tests.sh and bench_multinode.sh (sourced, not run).
+#
+# How a job is launched on the simulated hosts of netns_cluster.sh:
+#
+# * mpirun runs on host h0, i.e. inside namespace <prefix>-h0 under
+#   `unshare --uts --ipc --mount` with hostname h0 (mn_exec h0 ...).  It
+#   cannot run in the caller's namespace: that namespace has no address on the
+#   simulated network (by design nothing is configured outside the namespaces
+#   the test makes), and the orted on h1 must connect back to mpirun over TCP.
+# * The hostfile lists h0 and h1 by name (the hosts' private /etc/hosts
+#   resolve them); h0 is mpirun's own hostname, so its ranks are forked
+#   locally; for h1 Open MPI calls the plm_rsh_agent wrapper like ssh
+#   (`rsh [options] h1 orted ...`), which starts orted in h1's namespaces.
+#   No tree spawn (plm_rsh_no_tree_spawn): mpirun starts every orted itself.
+# * Open MPI's out-of-band channel and the TCP BTL are pinned to the
+#   simulated link's subnet (oob_tcp_if_include, btl_tcp_if_include);
+#   btl self,vader,tcp with pml ob1 (the UCX PML is not wanted: the point-to-
+#   point traffic must take the shaped link like the collectives do).
+# * xccl's own UCP context uses UCX transports posix,cma,tcp,self: between
+#   hosts only tcp is reachable (UCX 1.13 tells machines apart by hostname and
+#   MAC addresses, both private to a simulated host; see netns_cluster.sh).
+#   UCX_NET_DEVICES=xmn0 (forwarded with -x) keeps UCX's tcp on the shaped
+#   link; it works without it too, but then UCX may also use lo.
+#
+# Expects: netns_cluster.sh sourced, a cluster up (mn_up).
+# Provides: mn_component_path, mn_mpirun_args (array mn_args), mn_tx_bytes.
+
+# Component path with Open MPI's own directory first; when an installed xccl
+# would shadow the one under test, a private directory of links (like
+# test/mpi/run_mpi_tests.sh).  mn_component_path <compdir> <scratch dir>
+mn_component_path() {
+    local compdir=$1 scratch=$2 f
+    local ompi_dir=${OMPI_COMPONENT_DIR:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
+    if [[ -e $ompi_dir/mca_coll_xccl.so ]]; then
+        mkdir -p "$scratch/components"
+        for f in "$ompi_dir"/*; do
+            [[ $(basename "$f") == mca_coll_xccl.* ]] || ln -sf "$f" "$scratch/components/"
+        done
+        ln -sf "$(cd "$compdir" && pwd)/mca_coll_xccl.so" "$scratch/components/mca_coll_xccl.so"
+        echo "$scratch/components"
+    else
+        echo "$ompi_dir:$(cd "$compdir" && pwd)"
+    fi
+}
+
+# The mpirun arguments every multi-node job needs (into array mn_args).
+# mn_mpirun_args <component path>
+mn_mpirun_args() {
+    mn_args=(--allow-run-as-root --oversubscribe
+        --hostfile "$XCCLMN_HOSTFILE"
+        --mca plm_rsh_agent "$XCCLMN_RSH"
+        --mca plm_rsh_no_tree_spawn 1
+        --mca oob_tcp_if_include "$XCCLMN_CIDR"
+        --mca btl_tcp_if_include "$XCCLMN_CIDR"
+        --mca btl self,vader,tcp
+        --mca pml ob1
+        --mca mpi_yield_when_idle 1
+        --mca mca_base_component_path "$1"
+        -x UCX_NET_DEVICES="$XCCLMN_IFACE")
+}
+
+# Bytes host h0 has sent on the simulated link so far.
+mn_tx_bytes() {
+    mn_exec h0 cat "/sys/class/net/$XCCLMN_IFACE/statistics/tx_bytes" 2>/dev/null || echo 0
+}

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Multi-node integration test on one machine (`make check` entry): two
+# simulated hosts (network namespaces joined by a shaped veth link, each with
+# its own hostname and shared memory; see netns_cluster.sh), mpirun across
+# them through a plm_rsh_agent wrapper (see mn_common.sh), and the xccl
+# correctness program on 2 hosts x 2 ranks.
+#
+# Environment:
+#   XCCL_BUILDDIR   build directory with xccl_mpi_check and component/ (required)
+#   TEST_LOG_DIR    where logs go (default: a new temporary directory)
+#   OMPI_COMPONENT_DIR, MPIRUN, XCCLMN_* (netns_cluster.sh) as usual
+#
+# Runs (each under a 150 s timeout):
+#   hostname.map_by_{node,slot}  mpirun -np 4 hostname: ranks land on h0 and
+#                                h1 as the placement says
+#   stock.map_by_node            xccl_mpi_check -q -k with the stock
+#                                collectives only, op ^avx (checks the launch
+#                                itself)
+#   xccl.map_by_{node,slot}      xccl_mpi_check -q with coll
+#                                xccl,tuned,basic,libnbc,self, verbose 1,
+#                                small_msg_bytes 0; passes like
+#                                test/mpi/run_mpi_tests.sh judges it: exit 0,
+#                                "RESULT: <n> passed, 0 failed", and per world
+#                                rank and collective the algo=/fallback= lines
+#                                match the EXPECT/CALLS lines (so a comm that
+#                                xccl disabled, e.g. for lack of UCX
+#                                connectivity between hosts, fails), and bytes
+#                                crossed the simulated link.
+#   xccl.3hosts.np5.map_by_node  the same on three hosts behind a bridge,
+#                                5 ranks: uneven (2, 2, 1), non-contiguous
+#                                (XCCLMN_TEST_3HOSTS=0: not run)
+# Exit: 0 all passed, 1 a failure, 77 (with "SKIP: <reason>") when not root
+# or network namespaces / unshare do not work here.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+builddir=${XCCL_BUILDDIR:?set XCCL_BUILDDIR (run through make check)}
+prog=$builddir/xccl_mpi_check
+compdir=$builddir/component
+if [[ ! -x $prog || ! -e $compdir/mca_coll_xccl.so ]]; then
+    echo "$0: need $prog and $compdir/mca_coll_xccl.so (make; make xccl_mpi_check)" >&2
+    exit 1
+fi
+command -v "${MPIRUN:-mpirun}" >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+
+# shellcheck source=netns_cluster.sh
+source "$here/netns_cluster.sh"
+# shellcheck source=mn_common.sh
+source "$here/mn_common.sh"
+
+mn_check || exit 77
+
+t_start=$SECONDS
+logdir=${TEST_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/xccl-multinode.XXXXXX")}
+mkdir -p "$logdir"
+logdir=$(cd "$logdir" && pwd)
+chmod 755 "$logdir"
+
+mn_up 2 || { echo "multinode: could not set up the simulated hosts"; exit 1; }
+echo "multinode: hosts $XCCLMN_HOSTS, link $XCCLMN_SHAPING"
+
+mn_mpirun_args "$(mn_component_path "$compdir" "$logdir")"
+read -r -a mpirun <<<"${MPIRUN:-mpirun}"
+
+passed=0
+failed=0
+results=()
+
+# run_job <name> <np> [mpirun args...] -- program args: mpirun on h0 under a
+# timeout; merged output in $logdir/<name>.log, per-rank files under
+# $logdir/<name>.out; exit status in $run_rc, link bytes in $run_bytes,
+# seconds in $run_secs.
+run_job() {
+    local name=$1 np=$2
+    shift 2
+    local log=$logdir/$name.log out=$logdir/$name.out before t0=$SECONDS
+    rm -rf "$out"
+    echo "== $name"
+    before=$(mn_tx_bytes)
+    run_rc=0
+    # Waited for in the background: a TERM to this script then cleans up at
+    # once (bash defers traps while a foreground child runs).
+    mn_exec h0 timeout -k 10 150 "${mpirun[@]}" "${mn_args[@]}" -np "$np" \
+        --output-filename "$out" "$@" >"$log" 2>&1 &
+    wait $! || run_rc=$?
+    [[ $run_rc -ne 124 ]] || echo "TIMEOUT after 150 s" >>"$log"
+    run_bytes=$(($(mn_tx_bytes) - before))
+    run_secs=$((SECONDS - t0))
+}
+
+# All output of one rank: per_rank_output <name> <rank>
+per_rank_output() {
+    local dir
+    for dir in "$logdir/$1.out"/*/rank.*; do
+        [[ -d $dir ]] || continue
+        if [[ $((10#${dir##*rank.})) -eq $2 ]]; then
+            cat "$dir"/stdout "$dir"/stderr 2>/dev/null
+        fi
+    done
+}
+
+check_exit_result() {
+    local name=$1 result
+    [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; return 1; }
+    result=$(grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed$' "$logdir/$name.log" | tail -n 1)
+    [[ -n $result ]] || { echo "$name: no RESULT line"; return 1; }
+    [[ $result == *", 0 failed" ]] || { echo "$name: $result"; return 1; }
+}
+
+# Hostname per rank matches the placement: check_hosts <name> <node|slot>
+check_hosts() {
+    local name=$1 map=$2 r want got bad=0
+    [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; return 1; }
+    for r in 0 1 2 3; do
+        if [[ $map == node ]]; then want=h$((r % 2)); else want=h$((r / 2)); fi
+        got=$(per_rank_output "$name" "$r" | head -n 1)
+        if [[ $got != "$want" ]]; then
+            echo "$name: rank $r ran on '$got', want $want"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+
+# The algo=/fallback= lines of every rank against the EXPECT/CALLS lines (as
+# in test/mpi/run_mpi_tests.sh, check (b)).
+check_counts() {
+    local name=$1 np=$2 r bad=0 lines
+    lines=$(per_rank_output "$name" 0 | grep -E '^(EXPECT|CALLS) ')
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" \
+            -v expect="$(grep -E "^EXPECT rank=$r( |$)" <<<"$lines")" \
+            -v calls="$(grep -E "^CALLS rank=$r( |$)" <<<"$lines")" '
+            BEGIN {
+                ncoll = split("allreduce reduce_scatter reduce_scatter_block allgather alltoall bcast", colls, " ")
+                for (i = 1; i <= ncoll; i++) known[colls[i]] = 1
+                if (expect == "" || calls == "") { print name ": no EXPECT/CALLS line for rank " rank; exit 1 }
+                n = split(expect, f, " ")
+                for (i = 3; i <= n; i++) { split(f[i], kv, "="); want[kv[1]] = kv[2] }
+                n = split(calls, f, " ")
+                for (i = 3; i <= n; i++) { split(f[i], kv, "="); ncalls[kv[1]] = kv[2] }
+            }
+            /^xccl: / && ($2 in known) {
+                if ($3 !~ /^comm=[0-9]+$/ || $4 != "rank=" rank || $5 !~ /^bytes=[0-9]+$/ ||
+                    $6 !~ /^(algo|fallback)=[^ =]+$/) {
+                    if (nbad++ < 5) print name ": rank " rank ": unexpected line: " $0
+                    bad = 1
+                    next
+                }
+                if ($6 ~ /^algo=/) algo[$2]++; else fallback[$2]++
+            }
+            /^xccl: comm .* disabled/ { print name ": rank " rank ": " $0 }
+            END {
+                if (expect == "" || calls == "") exit 1
+                for (i = 1; i <= ncoll; i++) {
+                    c = colls[i]
+                    if (algo[c] + 0 != want[c] + 0 || algo[c] + fallback[c] != ncalls[c] + 0) {
+                        printf "%s: rank %d %s: %d algo= + %d fallback= lines, EXPECT %d, CALLS %d\n",
+                            name, rank, c, algo[c], fallback[c], want[c], ncalls[c]
+                        bad = 1
+                    }
+                }
+                exit bad
+            }' || bad=1
+    done
+    return "$bad"
+}
+
+finish() {
+    local name=$1 ok=$2 problems=$3
+    [[ -z $problems ]] || printf '%s\n' "$problems" | sed 's/^/   /'
+    local what="${run_secs}s, $((run_bytes / 1024)) KiB over the link"
+    if [[ $ok -eq 0 ]]; then
+        passed=$((passed + 1))
+        results+=("PASS  $name ($what)")
+        echo "   passed ($what)"
+    else
+        failed=$((failed + 1))
+        results+=("FAIL  $name ($what)")
+        echo "   FAILED ($what), last lines of $logdir/$name.log:"
+        tail -n 30 "$logdir/$name.log" | sed 's/^/   | /'
+    fi
+}
+
+# 1. Placement: two distinct hosts, ranks where --map-by puts them.
+for map in node slot; do
+    name=hostname.map_by_$map
+    run_job "$name" 4 --map-by "$map" hostname
+    ok=0
+    problems=$(check_hosts "$name" "$map") || ok=1
+    finish "$name" "$ok" "$problems"
+done
+
+# 2. The launch with Open MPI's own collectives (no xccl): -k skips the cases
+#    that hit known bugs of stock Open MPI 4.1 (see xccl_mpi_check.c), and
+#    op ^avx avoids another: op/avx's 8- and 16-bit MPI_SUM saturates instead
+#    of wrapping (ompi#8045), on any machine with AVX2.
+name=stock.map_by_node
+run_job "$name" 4 --map-by node --mca coll tuned,basic,libnbc,self --mca op ^avx "$prog" -q -k
+ok=0
+problems=$(check_exit_result "$name") || ok=1
+finish "$name" "$ok" "$problems"
+
+# 3. xccl across the hosts, both placements.
+for map in node slot; do
+    name=xccl.map_by_$map
+    run_job "$name" 4 --map-by "$map" \
+        --mca coll xccl,tuned,basic,libnbc,self \
+        --mca coll_xccl_verbose 1 --mca coll_xccl_small_msg_bytes 0 \
+        "$prog" -q
+    ok=0
+    problems=$({ check_exit_result "$name" && check_counts "$name" 4; } 2>&1) || ok=1
+    if [[ $ok -eq 0 && $run_bytes -lt 1048576 ]]; then
+        problems="$name: only $run_bytes bytes crossed the simulated link"
+        ok=1
+    fi
+    finish "$name" "$ok" "$problems"
+done
+
+# 4. Three hosts behind a bridge, 5 ranks --map-by node: uneven (2, 2, 1)
+#    and non-contiguous nodes.  XCCLMN_TEST_3HOSTS=0 leaves it out.
+if [[ ${XCCLMN_TEST_3HOSTS:-1} != 0 ]]; then
+    mn_down
+    if XCCLMN_QUIET=1 mn_up 3; then
+        mn_mpirun_args "$(mn_component_path "$compdir" "$logdir")"
+        name=xccl.3hosts.np5.map_by_node
+        run_job "$name" 5 --map-by node \
+            --mca coll xccl,tuned,basic,libnbc,self \
+            --mca coll_xccl_verbose 1 --mca coll_xccl_small_msg_bytes 0 \
+            "$prog" -q
+        ok=0
+        problems=$({ check_exit_result "$name" && check_counts "$name" 5; } 2>&1) || ok=1
+        finish "$name" "$ok" "$problems"
+    else
+        run_secs=0 run_bytes=0
+        finish xccl.3hosts.setup 1 "could not set up 3 simulated hosts"
+    fi
+fi
+
+echo
+echo "multinode summary (link: $XCCLMN_SHAPING):"
+printf '  %s\n' "${results[@]}"
+echo "logs: $logdir"
+echo "multinode-tests: $passed passed, $failed failed ($((SECONDS - t_start)) s)"
+[[ $failed -eq 0 ]]
