@@ -2,7 +2,7 @@
 # Debian 12 packages that xccl needs to build, test and run (run as root).
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
-      libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check)
+      libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
