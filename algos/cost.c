@@ -30,3 +30,84 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m)
     }
     return t;
 }
+
+/* The same model with a link class per transfer: intra-node or inter-node
+ * by the layout.  The two classes use different links and overlap. */
+double xccl_sched_cost_hier(const xccl_sched_t *s, const xccl_layout_t *l,
+                            const xccl_cost_model_t *intra, const xccl_cost_model_t *inter)
+{
+    double t = 0.0, alpha_sum = 0.0;
+    size_t transfer_steps = 0;
+    const int me = l->node_of[s->rank];
+    for (size_t st = 0; st < s->nsteps; st++) {
+        size_t begin = s->step_start[st];
+        size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
+        /* [0] intra, [1] inter */
+        size_t sends[2] = { 0, 0 }, recvs[2] = { 0, 0 }, sent[2] = { 0, 0 }, received[2] = { 0, 0 };
+        size_t reduced = 0, copied = 0;
+        for (size_t i = begin; i < end; i++) {
+            const xccl_action_t *a = &s->acts[i];
+            int cls = (XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind) && l->node_of[a->peer] != me;
+            switch (a->kind) {
+            case XCCL_ACT_SEND: sends[cls]++; sent[cls] += a->len; break;
+            case XCCL_ACT_RECV: recvs[cls]++; received[cls] += a->len; break;
+            case XCCL_ACT_REDUCE: reduced += a->len; break;
+            default: copied += a->len; break;
+            }
+        }
+        double link[2];
+        for (int c = 0; c < 2; c++) {
+            const xccl_cost_model_t *m = c ? inter : intra;
+            link[c] = m->alpha * (double) (sends[c] > recvs[c] ? sends[c] : recvs[c]) +
+                      m->beta * (double) (sent[c] > received[c] ? sent[c] : received[c]);
+        }
+        if (sends[0] + recvs[0] + sends[1] + recvs[1] > 0) {
+            transfer_steps++;
+            alpha_sum += sends[1] + recvs[1] > 0 ? inter->alpha : intra->alpha;
+        }
+        t += (link[0] > link[1] ? link[0] : link[1]) + intra->gamma * (double) reduced +
+             intra->delta * (double) copied;
+    }
+    if (transfer_steps > 0 && s->rounds > transfer_steps) {
+        t += alpha_sum / (double) transfer_steps * (double) (s->rounds - transfer_steps);
+    }
+    return t;
+}
+
+double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_build_fn build, void *arg,
+                         const int *ranks, int n, const xccl_cost_model_t *intra,
+                         const xccl_cost_model_t *inter)
+{
+    int sample[8];
+    if (0 == n && l->size > 64) {
+        const int last = l->nnodes - 1;
+        sample[0] = 0;
+        sample[1] = l->size / 2;
+        sample[2] = l->size - 1;
+        sample[3] = xccl_layout_leader(l, 0);
+        sample[4] = xccl_layout_rank_at(l, 0, xccl_layout_node_size(l, 0) - 1);
+        sample[5] = xccl_layout_leader(l, last);
+        sample[6] = xccl_layout_rank_at(l, last, xccl_layout_node_size(l, last) - 1);
+        sample[7] = 1;
+        ranks = sample;
+        n = 8;
+    }
+    const int count = 0 == n ? l->size : n;
+    double worst = 0.0;
+    for (int i = 0; i < count; i++) {
+        xccl_sched_t s;
+        int r = 0 == n ? i : ranks[i];
+        if (r < 0 || r >= l->size) {
+            return -1.0;
+        }
+        xccl_sched_init(&s, r, l->size, elem_size);
+        int rc = build(&s, arg);
+        double t = 0 == rc ? xccl_sched_cost_hier(&s, l, intra, inter) : -1.0;
+        xccl_sched_fini(&s);
+        if (t < 0) {
+            return -1.0;
+        }
+        worst = t > worst ? t : worst;
+    }
+    return worst;
+}

@@ -154,3 +154,81 @@ int xccl_sched_finalize(xccl_sched_t *s)
     free(sent);
     return 0;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Composition: a child schedule on a sub-group, appended to its parent.    */
+/* ------------------------------------------------------------------------ */
+
+static xccl_ref_t map_ref(const xccl_buf_map_t *map, xccl_ref_t r)
+{
+    return xccl_ref((xccl_buf_id_t) map->base[r.buf].buf, map->base[r.buf].off + r.off);
+}
+
+int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int *group,
+                      const xccl_buf_map_t *map)
+{
+    if (parent->error) {
+        return -1;
+    }
+    if (child->error || child->rank < 0 || child->rank >= child->size ||
+        group[child->rank] != parent->rank) {
+        parent->error = 1;
+        return -1;
+    }
+    /* Peers must exist in the parent; reductions must mean the same. */
+    size_t extent[XCCL_NBUF] = { 0, 0, child->scratch_bytes };
+    for (size_t i = 0; i < child->nacts; i++) {
+        const xccl_action_t *a = &child->acts[i];
+        if (XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind) {
+            if (a->peer < 0 || a->peer >= child->size || group[a->peer] < 0 ||
+                group[a->peer] >= parent->size) {
+                parent->error = 1;
+                return -1;
+            }
+        }
+        if (XCCL_ACT_REDUCE == a->kind && child->elem_size != parent->elem_size) {
+            parent->error = 1;
+            return -1;
+        }
+        const xccl_ref_t *refs[3] = { &a->a, &a->b, &a->dst };
+        int used[3] = { XCCL_ACT_RECV != a->kind, XCCL_ACT_REDUCE == a->kind,
+                        XCCL_ACT_SEND != a->kind };
+        for (int k = 0; k < 3; k++) {
+            if (used[k] && refs[k]->buf < XCCL_NBUF && refs[k]->off + a->len > extent[refs[k]->buf]) {
+                extent[refs[k]->buf] = refs[k]->off + a->len;
+            }
+        }
+    }
+    for (int b = 0; b < XCCL_NBUF; b++) {
+        if (XCCL_BUF_SCRATCH == map->base[b].buf && extent[b] > 0 &&
+            map->base[b].off + extent[b] > parent->scratch_bytes) {
+            parent->scratch_bytes = map->base[b].off + extent[b];
+        }
+    }
+    /* Every child step starts a new parent step: the parent's pending local
+     * actions run before the child's first transfers. */
+    for (size_t st = 0; st < child->nsteps; st++) {
+        size_t end = st + 1 < child->nsteps ? child->step_start[st + 1] : child->nacts;
+        new_step(parent);
+        for (size_t i = child->step_start[st]; i < end; i++) {
+            const xccl_action_t *a = &child->acts[i];
+            switch (a->kind) {
+            case XCCL_ACT_SEND:
+                xccl_sched_send(parent, group[a->peer], map_ref(map, a->a), a->len);
+                break;
+            case XCCL_ACT_RECV:
+                xccl_sched_recv(parent, group[a->peer], map_ref(map, a->dst), a->len);
+                break;
+            case XCCL_ACT_COPY:
+                xccl_sched_copy(parent, map_ref(map, a->dst), map_ref(map, a->a), a->len);
+                break;
+            default:
+                xccl_sched_reduce(parent, map_ref(map, a->dst), map_ref(map, a->a),
+                                  map_ref(map, a->b), a->len);
+                break;
+            }
+        }
+    }
+    parent->rounds += child->rounds;
+    return parent->error ? -1 : 0;
+}

@@ -301,6 +301,196 @@ const xccl_transport_t *xccl_sim_transport(xccl_sim_t *sim, int rank);
 int xccl_sim_run(xccl_sim_t *sim, xccl_exec_t *execs, int n, unsigned seed);
 const char *xccl_sim_error(const xccl_sim_t *sim);
 
+/* ------------------------------------------------------------------------ */
+/* Hierarchy: node layout, composition, two-level algorithms (issue 4)      */
+/* ------------------------------------------------------------------------ */
+
+/* How the ranks of a communicator sit on nodes.  Nodes are numbered in the
+ * order of their lowest rank; inside a node ranks keep communicator order
+ * (they need not be contiguous: --map-by node) unless reordered with
+ * xccl_layout_set_order.  The local rank of r is its index inside its node;
+ * rail j is the ranks of local rank j, one per node that has more than j
+ * ranks, in node order; the leader of a node is its local rank 0. */
+typedef struct {
+    int size;                  /* ranks */
+    int nnodes;
+    int *node_of;              /* [size] node of each rank, 0..nnodes-1 */
+    int *local_rank;           /* [size] index of each rank inside its node */
+    int *node_first;           /* [nnodes+1] node n is members[node_first[n] .. node_first[n+1]) */
+    int *members;              /* [size] ranks grouped by node, in local rank order */
+    int min_ppn, max_ppn;      /* fewest and most ranks on one node */
+} xccl_layout_t;
+
+/* node_id[r]: any non-negative identifier of rank r's node (equal ids, same
+ * node).  0, or -1 (bad argument, out of memory). */
+int xccl_layout_init(xccl_layout_t *l, int size, const int *node_id);
+/* A synthetic layout: "block:K" (ranks [iK, iK+K) form node i, the last node
+ * may be smaller), "cyclic:N" (rank r on node r % N) or an explicit list of
+ * node ids, one per rank ("0,0,1,1,2").  size <= 0 takes the list's length
+ * (block and cyclic need size > 0).  0, or -1 with err saying why. */
+int xccl_layout_parse(xccl_layout_t *l, const char *spec, int size, char *err, size_t errlen);
+void xccl_layout_fini(xccl_layout_t *l);
+/* Reorders the members of node, e.g. to follow the wiring (the ring order
+ * inside a node): order is a permutation of its ranks; local ranks, leader
+ * and rails follow the new order.  0, or -1 if order is not a permutation. */
+int xccl_layout_set_order(xccl_layout_t *l, int node, const int *order);
+/* Rail j: writes its ranks (node order) to out[0..nnodes) and returns how
+ * many there are (0 if no node has more than j ranks). */
+int xccl_layout_rail(const xccl_layout_t *l, int j, int *out);
+
+static inline int xccl_layout_node_size(const xccl_layout_t *l, int node)
+{
+    return l->node_first[node + 1] - l->node_first[node];
+}
+
+static inline const int *xccl_layout_node_members(const xccl_layout_t *l, int node)
+{
+    return l->members + l->node_first[node];
+}
+
+/* The rank at local index j of node, or -1 if the node is smaller. */
+static inline int xccl_layout_rank_at(const xccl_layout_t *l, int node, int j)
+{
+    return j >= 0 && j < xccl_layout_node_size(l, node) ? l->members[l->node_first[node] + j] : -1;
+}
+
+static inline int xccl_layout_leader(const xccl_layout_t *l, int node)
+{
+    return l->members[l->node_first[node]];
+}
+
+/* Every node has the same number of ranks. */
+static inline int xccl_layout_is_regular(const xccl_layout_t *l)
+{
+    return l->min_ppn == l->max_ppn;
+}
+
+/* Composition.  A child schedule is built for a sub-group (child rank i is
+ * parent rank group[i]) and appended to its parent: every child step becomes
+ * a new parent step (same step semantics), peers are translated to parent
+ * ranks and each child buffer is placed in a parent buffer: child buffer b at
+ * offset o is parent buffer map->base[b].buf at offset map->base[b].off + o.
+ * Parent scratch grows to hold what the child uses in the regions mapped to
+ * scratch.  Actions added to the parent after an append go to the child's
+ * last step and so run after its transfers.  Messages are numbered per peer
+ * pair by xccl_sched_finalize in schedule order: phases appended in the same
+ * order on every rank match one to one.  0, or -1 (child failed or does not
+ * fit: size, rank, peers, element size; the parent is marked failed). */
+typedef struct {
+    xccl_ref_t base[XCCL_NBUF];
+} xccl_buf_map_t;
+
+int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int *group,
+                      const xccl_buf_map_t *map);
+
+/* Flat builders as values, so that a two-level builder takes the algorithm
+ * of each stage as a parameter (the cost model chooses). */
+typedef int (*xccl_allreduce_build_fn)(xccl_sched_t *s, size_t count);
+typedef int (*xccl_reduce_scatter_build_fn)(xccl_sched_t *s, const size_t *counts, int in_place);
+typedef int (*xccl_allgather_build_fn)(xccl_sched_t *s, size_t block);
+typedef int (*xccl_alltoall_build_fn)(xccl_sched_t *s, size_t block, int in_place);
+typedef int (*xccl_bcast_build_fn)(xccl_sched_t *s, size_t bytes, int root);
+/* allgatherv: rank i contributes bytes[i], placed at RECV + displs[i]; SEND
+ * holds bytes[rank], or in_place: the block is already at RECV + displs[rank]. */
+typedef int (*xccl_allgatherv_build_fn)(xccl_sched_t *s, const size_t *bytes, const size_t *displs,
+                                        int in_place);
+
+/* alltoallv: rank r sends sbytes[q] from SEND + sdispls[q] to q and
+ * receives rbytes[q] at RECV + rdispls[q] from q; SEND and RECV do not
+ * overlap.  "pairwise" (p-1 rounds) and "direct" (one round). */
+typedef int (*xccl_alltoallv_build_fn)(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                                       const size_t *rbytes, const size_t *rdispls);
+int xccl_build_alltoallv_pairwise(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                                  const size_t *rbytes, const size_t *rdispls);
+int xccl_build_alltoallv_direct(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                                const size_t *rbytes, const size_t *rdispls);
+
+/* Flat allgatherv: "ring" (p-1 rounds) and "direct" (one round, every pair
+ * at once: for a node's switch or full mesh). */
+int xccl_build_allgatherv_ring(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+int xccl_build_allgatherv_direct(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+
+/* Two-level builders (s->algo "hier").  s is initialised for (rank, size of
+ * the communicator); l describes the same size.  Same buffer conventions as
+ * the flat builders.  Return 0, -1 (out of memory, bad argument, a stage
+ * failed) or XCCL_NOT_APPLICABLE: this layout needs a flat algorithm; s is
+ * untouched then.  Reductions: every element is reduced in one place, in one
+ * order, then copied, so every rank gets the same bits. */
+#define XCCL_NOT_APPLICABLE 1
+
+/* intra-node reduce-scatter of L = min ppn slices (local ranks >= L get
+ * none) -> allreduce of slice j on rail j, all rails at once -> intra-node
+ * allgather of the slices.  Any layout.  Unlike the flat allreduce builders
+ * it must be told in_place (SEND and RECV are the same memory). */
+int xccl_build_hier_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count, int in_place,
+                              xccl_reduce_scatter_build_fn intra_rs, xccl_allreduce_build_fn inter_ar,
+                              xccl_allgatherv_build_fn intra_ag);
+/* Blocks in communicator order (counts per rank, irregular).  Destination
+ * ranks are grouped by local rank mod L (L = min ppn): intra-node
+ * reduce-scatter of the groups -> reduce-scatter on rail j of group j's
+ * blocks, per node -> on uneven nodes, rail ranks pass the blocks of the
+ * ranks of local index >= L on.  Any layout. */
+int xccl_build_hier_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, const size_t *counts,
+                                   int in_place, xccl_reduce_scatter_build_fn intra,
+                                   xccl_reduce_scatter_build_fn inter);
+/* allgather on each rail -> intra-node allgather of the rails' blocks ->
+ * blocks to communicator order.  Regular layouts only (else
+ * XCCL_NOT_APPLICABLE: use xccl_build_hier_allgather_any or a flat one). */
+int xccl_build_hier_allgather(xccl_sched_t *s, const xccl_layout_t *l, size_t block,
+                              xccl_allgather_build_fn inter, xccl_allgather_build_fn intra);
+/* Any layout, allgatherv on the rails and inside nodes.  Destination ranks
+ * are grouped by local rank mod L (L = min ppn), local rank j < L carries
+ * group j: on uneven nodes local ranks j+L, j+2L, ... first hand their block
+ * to j -> allgatherv of group j on rail j -> intra-node allgatherv of the
+ * groups -> blocks to communicator order. */
+int xccl_build_hier_allgather_any(xccl_sched_t *s, const xccl_layout_t *l, size_t block,
+                                  xccl_allgatherv_build_fn inter, xccl_allgatherv_build_fn intra);
+/* intra-node alltoall regrouping by destination local rank -> alltoall on
+ * each rail of everything for one destination node -> blocks to
+ * communicator order.  Regular layouts only (else XCCL_NOT_APPLICABLE: use
+ * xccl_build_hier_alltoall_any or a flat one). */
+int xccl_build_hier_alltoall(xccl_sched_t *s, const xccl_layout_t *l, size_t block, int in_place,
+                             xccl_alltoall_build_fn intra, xccl_alltoall_build_fn inter);
+/* Any layout, alltoallv stages.  Destination ranks are grouped by local
+ * rank mod L (L = min ppn), local rank j < L carries group j: intra-node
+ * alltoallv of each rank's blocks for group j to local rank j -> alltoallv
+ * on rail j, one message per node pair -> local rank j hands the ranks
+ * j+L, j+2L, ... of its node their blocks (uneven nodes only). */
+int xccl_build_hier_alltoall_any(xccl_sched_t *s, const xccl_layout_t *l, size_t block, int in_place,
+                                 xccl_alltoallv_build_fn intra, xccl_alltoallv_build_fn inter);
+/* root -> one rank per node (the root's rail, or the leader of a node too
+ * small for it) -> inside each node.  Any layout. */
+int xccl_build_hier_bcast(xccl_sched_t *s, const xccl_layout_t *l, size_t bytes, int root,
+                          xccl_bcast_build_fn inter, xccl_bcast_build_fn intra);
+/* Rail-parallel, for large messages: the root scatters L = min ppn pieces
+ * inside its node -> piece j broadcast on rail j -> intra-node allgather of
+ * the pieces.  Any layout. */
+int xccl_build_hier_bcast_rails(xccl_sched_t *s, const xccl_layout_t *l, size_t bytes, int root,
+                                xccl_bcast_build_fn inter, xccl_allgatherv_build_fn intra);
+
+/* Cost with a link class per peer: a transfer between ranks of one node
+ * costs intra's alpha and beta, between nodes inter's.  Per step the two
+ * classes overlap (different links): max(intra time, inter time), each
+ * alpha * max(sends, receives) + beta * max(bytes sent, received), then
+ * intra's gamma and delta for local work.  Empty rounds cost the mean
+ * alpha of the transfer steps.  With every peer on one node, or intra ==
+ * inter and one class per step, this is xccl_sched_cost. */
+double xccl_sched_cost_hier(const xccl_sched_t *s, const xccl_layout_t *l,
+                            const xccl_cost_model_t *intra, const xccl_cost_model_t *inter);
+
+/* Predicted time of a collective on layout l: the largest
+ * xccl_sched_cost_hier over the schedules that build makes for the ranks
+ * in ranks[0..n) (xccl_sched_init'ed with the rank, l->size, elem_size).
+ * n = 0: every rank up to 64 ranks, else a fixed sample (first, middle and
+ * last ranks, the first and last member of the first and last node).  The
+ * answer depends only on the arguments, so ranks that choose an algorithm
+ * from it choose the same.  Negative if a build fails or returns
+ * XCCL_NOT_APPLICABLE. */
+typedef int (*xccl_rank_build_fn)(xccl_sched_t *s, void *arg);
+double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_build_fn build, void *arg,
+                         const int *ranks, int n, const xccl_cost_model_t *intra,
+                         const xccl_cost_model_t *inter);
+
 #ifdef __cplusplus
 }
 #endif

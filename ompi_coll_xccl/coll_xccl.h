@@ -58,7 +58,10 @@ typedef struct {
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
     double model_margin;             /* other algorithms must win by this fraction */
     char *cost_file;
-    xccl_cost_model_t cost;          /* what auto selection uses */
+    xccl_cost_model_t cost;          /* what auto selection uses (inside a node) */
+    double cost_inter_alpha, cost_inter_beta;
+    xccl_cost_model_t cost_inter;    /* between nodes */
+    char *node_layout;               /* synthetic layout, or NULL: host names */
     char *tuning_file;
     xccl_tuning_t tuning;            /* rules checked before the cost model */
     char *ucx_tls;
@@ -83,8 +86,7 @@ typedef struct {
 
     ompi_communicator_t *comm;
     int rank, size, world_rank;
-    int nnodes;
-    int *node_of;                    /* node of every rank, numbered by first rank */
+    xccl_layout_t layout;            /* nodes of the ranks (host names or node_layout) */
     uint32_t cid;
     uint32_t seq;                    /* collective calls on this communicator */
     ucp_ep_h *eps;                   /* by communicator rank; NULL for self */

@@ -150,6 +150,11 @@ static int xccl_register(void)
     c->cost_delta = 1.3e-10;           /* memcpy, one core, 64 MiB: ~7.7 GB/s */
     c->model_margin = 0.3;
     c->cost_file = NULL;
+    /* Between nodes: TCP over a 10 Gb/s Ethernet-class link (~1.1 GB/s,
+     * tens of us per message); set them for the fabric at hand. */
+    c->cost_inter_alpha = 2.0e-5;
+    c->cost_inter_beta = 9.0e-10;
+    c->node_layout = NULL;
     c->ucx_tls = XCCL_DEFAULT_TLS;
     c->ucx_rndv_scheme = XCCL_DEFAULT_RNDV_SCHEME;
     c->ucx_rndv_thresh = "auto";
@@ -166,6 +171,16 @@ static int xccl_register(void)
                "another is predicted faster by at least this fraction (0..1): the model "
                "ignores oversubscription and cache effects",
                MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->model_margin);
+    reg_all_eq("cost_inter_alpha", "Cost model between nodes: seconds per message",
+               MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_inter_alpha);
+    reg_all_eq("cost_inter_beta", "Cost model between nodes: seconds per byte on the wire",
+               MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_inter_beta);
+    reg_all_eq("node_layout",
+               "Impose which ranks of each communicator share a node instead of the host "
+               "names: block:K (every K consecutive ranks), cyclic:N (rank r on node r % N) "
+               "or a list of node ids, one per rank (0,0,1,1); for tests and experiments on "
+               "one machine.  Must be the same on all ranks",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->node_layout);
     reg_all_eq("cost_file",
                "File written by xccl_calibrate (\"alpha=<s> beta=<s/B> gamma=<s/B>\"); "
                "overrides cost_alpha/beta/gamma.  Must be the same on all ranks",
@@ -327,6 +342,9 @@ static int xccl_open(void)
     c->cost.beta = c->cost_beta;
     c->cost.gamma = c->cost_gamma;
     c->cost.delta = c->cost_delta;
+    c->cost_inter = c->cost;
+    c->cost_inter.alpha = c->cost_inter_alpha;
+    c->cost_inter.beta = c->cost_inter_beta;
     if (c->cost_file && c->cost_file[0]) {
         read_cost_file(c->cost_file, &c->cost);
     }

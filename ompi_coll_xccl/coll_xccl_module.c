@@ -108,7 +108,7 @@ static void module_destruct(mca_coll_xccl_module_t *m)
 {
     release_endpoints(m);
     free(m->scratch);
-    free(m->node_of);
+    xccl_layout_fini(&m->layout);
     RELEASE_PREV(m, allreduce);
     RELEASE_PREV(m, allgather);
     RELEASE_PREV(m, reduce_scatter);
@@ -286,52 +286,53 @@ static int cmp_host_rank(const void *a, const void *b)
 }
 
 /* Node of every rank, from the host names Open MPI's runtime knows for each
- * process (no messages, no rank arithmetic): nodes are numbered in the order
- * of their first rank, so every member computes the same map.  Returns NULL,
- * or why it could not. */
+ * process (no messages, no rank arithmetic), or from coll_xccl_node_layout.
+ * Every member computes the same layout.  Returns NULL, or why it could
+ * not. */
 static const char *map_nodes(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm)
 {
     const int p = m->size;
+    const char *spec = mca_coll_xccl_component.node_layout;
+    if (NULL != spec && spec[0]) {
+        char err[128];
+        if (0 == xccl_layout_parse(&m->layout, spec, p, err, sizeof(err))) {
+            return NULL;
+        }
+        /* Same on every rank (same string, same size): all fall back alike. */
+        mca_coll_xccl_log(1, "comm comm=%u: coll_xccl_node_layout \"%s\" ignored (%s); using "
+                          "the host names", m->cid, spec, err);
+    }
     host_rank_t *hr = malloc((size_t) p * sizeof(*hr));
-    int *tmp = malloc((size_t) p * sizeof(int)), *first = malloc((size_t) p * sizeof(int));
-    m->node_of = malloc((size_t) p * sizeof(int));
-    if (NULL == hr || NULL == tmp || NULL == first || NULL == m->node_of) {
-        free(hr);
-        free(tmp);
-        free(first);
-        return "out of memory mapping ranks to nodes";
+    int *id = malloc((size_t) p * sizeof(int));
+    const char *why = NULL;
+    if (NULL == hr || NULL == id) {
+        why = "out of memory mapping ranks to nodes";
+        goto out;
     }
     for (int r = 0; r < p; r++) {
         ompi_proc_t *proc = ompi_comm_peer_lookup(comm, r);
         hr[r].host = NULL != proc ? opal_get_proc_hostname(&proc->super) : NULL;
         hr[r].rank = r;
         if (NULL == hr[r].host || 0 == strcmp(hr[r].host, "unknown")) {
-            free(hr);
-            free(tmp);
-            free(first);
-            return "the host of a rank is unknown";
+            why = "the host of a rank is unknown";
+            goto out;
         }
     }
-    /* Sort by host, number the groups, then renumber by first rank. */
+    /* Sort by host name; equal names, equal ids. */
     qsort(hr, (size_t) p, sizeof(*hr), cmp_host_rank);
-    int ngroups = 0;
-    for (int i = 0; i < p; i++) {
+    for (int i = 0, n = -1; i < p; i++) {
         if (0 == i || 0 != strcmp(hr[i].host, hr[i - 1].host)) {
-            first[ngroups++] = -1;
+            n++;
         }
-        tmp[hr[i].rank] = ngroups - 1;
+        id[hr[i].rank] = n;
     }
-    m->nnodes = 0;
-    for (int r = 0; r < p; r++) {
-        if (first[tmp[r]] < 0) {
-            first[tmp[r]] = m->nnodes++;
-        }
-        m->node_of[r] = first[tmp[r]];
+    if (0 != xccl_layout_init(&m->layout, p, id)) {
+        why = "out of memory mapping ranks to nodes";
     }
+out:
     free(hr);
-    free(tmp);
-    free(first);
-    return NULL;
+    free(id);
+    return why;
 }
 
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
@@ -389,7 +390,8 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         m->super.coll_ibcast = NULL;
         return OMPI_SUCCESS;
     }
-    mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s) nodes=%d", m->cid,
-                      m->world_rank, m->size, comm->c_name, m->nnodes);
+    mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s) nodes=%d ppn=%d..%d",
+                      m->cid, m->world_rank, m->size, comm->c_name, m->layout.nnodes,
+                      m->layout.min_ppn, m->layout.max_ppn);
     return OMPI_SUCCESS;
 }

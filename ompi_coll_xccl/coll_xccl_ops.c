@@ -130,6 +130,7 @@ typedef struct {
     size_t block;              /* allgather, alltoall: bytes per rank */
     size_t bytes;              /* bcast */
     int in_place, root;
+    const xccl_layout_t *layout;     /* nodes of the communicator's ranks */
 } build_args_t;
 
 typedef int (*builder_t)(xccl_sched_t *s, const build_args_t *a);
@@ -156,6 +157,57 @@ static int bc_chain(xccl_sched_t *s, const build_args_t *a) { return xccl_build_
 /* At most 8 transfers in flight: all at once floods shared-memory queues. */
 static int a2a_linear(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_linear(s, a->block, a->in_place, 8); }
 
+/* Two-level algorithms: flat stages composed over nodes and rails.  Not
+ * applicable on one node or one rank per node, where they would be the
+ * flat algorithm itself. */
+static int flat_layout(const xccl_layout_t *l)
+{
+    return l->nnodes <= 1 || l->nnodes == l->size;
+}
+
+static int ar_hier(xccl_sched_t *s, const build_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, xccl_build_reduce_scatter_ring,
+                                    xccl_build_allreduce_ring, xccl_build_allgatherv_ring);
+}
+static int ar_hier_hd(xccl_sched_t *s, const build_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, xccl_build_reduce_scatter_ring,
+                                    xccl_build_allreduce_rabenseifner, xccl_build_allgatherv_ring);
+}
+static int rs_hier(xccl_sched_t *s, const build_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_reduce_scatter(s, a->layout, a->counts, a->in_place,
+                                         xccl_build_reduce_scatter_ring, xccl_build_reduce_scatter_ring);
+}
+static int ag_hier(xccl_sched_t *s, const build_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_ring,
+                                        xccl_build_allgatherv_ring);
+}
+static int a2a_hier(xccl_sched_t *s, const build_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_alltoall_any(s, a->layout, a->block, a->in_place,
+                                       xccl_build_alltoallv_pairwise, xccl_build_alltoallv_pairwise);
+}
+static int bc_hier(xccl_sched_t *s, const build_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_bcast(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
+                                xccl_build_bcast_binomial);
+}
+static int bc_hier_rails(xccl_sched_t *s, const build_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_bcast_rails(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
+                                      xccl_build_allgatherv_ring);
+}
+
 typedef struct {
     const char *name;          /* as printed after algo= and accepted by the force parameter */
     builder_t build;
@@ -164,17 +216,19 @@ typedef struct {
 #define AUTO_AND_FALLBACK { "auto", NULL }, { "fallback", NULL }
 static const algo_entry_t algo_table[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
     [XCCL_COLL_ALLREDUCE] = { AUTO_AND_FALLBACK, { "ring", ar_ring },
-        { "recursive_doubling", ar_rd }, { "rabenseifner", ar_rab }, { "swing", ar_swing } },
+        { "recursive_doubling", ar_rd }, { "rabenseifner", ar_rab }, { "swing", ar_swing },
+        { "hier", ar_hier }, { "hier_hd", ar_hier_hd } },
     [XCCL_COLL_ALLGATHER] = { AUTO_AND_FALLBACK, { "ring", ag_ring }, { "bruck", ag_bruck },
-        { "recursive_doubling", ag_rd } },
+        { "recursive_doubling", ag_rd }, { "hier", ag_hier } },
     [XCCL_COLL_REDUCE_SCATTER] = { AUTO_AND_FALLBACK, { "ring", rs_ring }, { "pairwise", rs_pw },
-        { "recursive_halving", rs_rh } },
+        { "recursive_halving", rs_rh }, { "hier", rs_hier } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { AUTO_AND_FALLBACK, { "ring", rs_ring },
-        { "pairwise", rs_pw }, { "recursive_halving", rs_rh } },
+        { "pairwise", rs_pw }, { "recursive_halving", rs_rh }, { "hier", rs_hier } },
     [XCCL_COLL_ALLTOALL] = { AUTO_AND_FALLBACK, { "pairwise", a2a_pw }, { "linear", a2a_linear },
-        { "bruck", a2a_bruck } },
+        { "bruck", a2a_bruck }, { "hier", a2a_hier } },
     [XCCL_COLL_BCAST] = { AUTO_AND_FALLBACK, { "binomial", bc_binomial },
-        { "scatter_allgather", bc_sag }, { "chain", bc_chain } },
+        { "scatter_allgather", bc_sag }, { "chain", bc_chain }, { "hier", bc_hier },
+        { "hier_rails", bc_hier_rails } },
 };
 
 const char *mca_coll_xccl_algo_name(xccl_coll_t c, int i)
@@ -193,7 +247,8 @@ static double predict(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int i,
         xccl_sched_t s;
         xccl_sched_init(&s, ranks[k], m->size, es);
         if (0 == algo_table[coll][i].build(&s, a)) {
-            double t = xccl_sched_cost(&s, &mca_coll_xccl_component.cost);
+            double t = xccl_sched_cost_hier(&s, &m->layout, &mca_coll_xccl_component.cost,
+                                            &mca_coll_xccl_component.cost_inter);
             worst = t > worst ? t : worst;
         }
         xccl_sched_fini(&s);
@@ -602,7 +657,17 @@ static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const buil
     xccl_sched_t s;
     int rc;
     xccl_sched_init(&s, m->rank, m->size, es);
-    if (0 != algo_table[coll][algo].build(&s, a)) {
+    rc = algo_table[coll][algo].build(&s, a);
+    if (XCCL_NOT_APPLICABLE == rc) {
+        /* A two-level algorithm forced (or named by a tuning rule) where
+         * the layout is flat: the collective's first algorithm does it.
+         * The layout is the same on all ranks, so they all switch. */
+        xccl_sched_fini(&s);
+        xccl_sched_init(&s, m->rank, m->size, es);
+        algo = 2;
+        rc = algo_table[coll][algo].build(&s, a);
+    }
+    if (0 != rc) {
         xccl_sched_fini(&s);
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory building the schedule");
     }
@@ -692,7 +757,7 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     ptrdiff_t lb = true_lb_of(dtype);
     char *r = (char *) rbuf + lb;
     char *s = in_place ? r : (char *) sbuf + lb;
-    build_args_t a = { .count = (size_t) count, .in_place = in_place };
+    build_args_t a = { .count = (size_t) count, .in_place = in_place, .layout = &m->layout };
     return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, request);
 }
 
@@ -726,7 +791,7 @@ static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, co
     ptrdiff_t lb = true_lb_of(dtype);
     char *r = (char *) rbuf + lb;
     char *s = in_place ? r : (char *) sbuf + lb;
-    build_args_t a = { .counts = counts, .in_place = in_place };
+    build_args_t a = { .counts = counts, .in_place = in_place, .layout = &m->layout };
     return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, request);
 }
 
@@ -941,7 +1006,7 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
                        : m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                           m->prev_alltoall_module);
     }
-    build_args_t a = { .block = block, .in_place = MPI_IN_PLACE == sbuf };
+    build_args_t a = { .block = block, .in_place = MPI_IN_PLACE == sbuf, .layout = &m->layout };
     return build_and_run(m, coll, &a, block * (size_t) m->size, 1, s, r, NULL, request);
 }
 
@@ -980,7 +1045,7 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                        : m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
     }
     char *b = (char *) buf + true_lb_of(dtype);
-    build_args_t a = { .bytes = bytes, .root = root };
+    build_args_t a = { .bytes = bytes, .root = root, .layout = &m->layout };
     return build_and_run(m, coll, &a, bytes, 1, NULL, b, NULL, request);
 }
 

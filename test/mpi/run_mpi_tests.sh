@@ -202,15 +202,30 @@ check_counts() {
 
 # Checks (c), forced runs: every algo= line names the forced algorithm.
 # check_forced <name> <np> "<coll>=<algo> ..."
+# A two-level algorithm (hier*) runs where the communicator spans several
+# nodes with several ranks on some; elsewhere (MPI_COMM_SELF, splits inside
+# one node) the collective's first algorithm stands in, and at least one
+# call per rank must have been two-level.
+declare -A first_algo=([allreduce]=ring [allgather]=ring [reduce_scatter]=ring
+    [reduce_scatter_block]=ring [alltoall]=pairwise [bcast]=binomial)
 check_forced() {
-    local name=$1 np=$2 set=$3 r kv bad=0 wrong
+    local name=$1 np=$2 set=$3 r kv bad=0 wrong alt nforced
     for ((r = 0; r < np; r++)); do
         for kv in $set; do
+            [[ ${kv%%=*} == layout ]] && continue
+            alt=algo=${kv#*=}
+            [[ ${kv#*=} == hier* ]] && alt="algo=${first_algo[${kv%%=*}]}"
             wrong=$(per_rank_output "$name" "$r" |
-                awk -v c="${kv%%=*}" -v a="algo=${kv#*=}" \
-                    '$1 == "xccl:" && $2 == c && $6 ~ /^algo=/ && $6 != a' | head -n 1)
+                awk -v c="${kv%%=*}" -v a="algo=${kv#*=}" -v b="$alt" \
+                    '$1 == "xccl:" && $2 == c && $6 ~ /^algo=/ && $6 != a && $6 != b' | head -n 1)
             if [[ -n $wrong ]]; then
                 echo "$name: rank $r: forced ${kv}, got: $wrong"
+                bad=1
+            fi
+            nforced=$(per_rank_output "$name" "$r" |
+                awk -v c="${kv%%=*}" -v a="algo=${kv#*=}" '$1 == "xccl:" && $2 == c && $6 == a' | wc -l)
+            if ((nforced == 0)); then
+                echo "$name: rank $r: forced ${kv}, but no call ran it"
                 bad=1
             fi
         done
@@ -252,11 +267,18 @@ algo_sets=(
     "allreduce=recursive_doubling allgather=bruck reduce_scatter=pairwise reduce_scatter_block=pairwise bcast=scatter_allgather"
     "allreduce=rabenseifner alltoall=linear bcast=chain"
     "allreduce=swing allgather=recursive_doubling reduce_scatter=recursive_halving reduce_scatter_block=recursive_halving alltoall=bruck"
+    # two-level, on synthetic node layouts (coll_xccl_node_layout)
+    "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"
+    "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier alltoall=hier bcast=hier_rails"
 )
 for set in "${algo_sets[@]}"; do
     force=()
     tag=""
     for kv in $set; do
+        if [[ ${kv%%=*} == layout ]]; then
+            force+=(--mca coll_xccl_node_layout "${kv#*=}")
+            continue
+        fi
         force+=(--mca "coll_xccl_${kv%%=*}_algorithm" "${kv#*=}")
         [[ ${kv%%=*} == allreduce ]] && tag=${kv#*=}
     done

@@ -1,0 +1,195 @@
+/*
+ * Two-level allgather (regular layouts: N nodes of L ranks):
+ *   1. allgather on rail j: rank (n, j) gets the blocks of (0..N-1, j);
+ *   2. intra-node allgather of those N-block pieces: every rank holds every
+ *      block, in rail order (local rank, then node);
+ *   3. blocks to communicator order.
+ * On a rail-major placement (rank of (n, i) = i N + n, e.g. cyclic) rail
+ * order is communicator order and both stages work in RECV itself;
+ * otherwise they work in scratch and stage 3 copies.  Between nodes a rank
+ * sends (N-1) blocks instead of (p-1).
+ */
+#include "hier_util.h"
+
+#include <stdlib.h>
+
+int xccl_build_hier_allgather(xccl_sched_t *s, const xccl_layout_t *l, size_t block,
+                              xccl_allgather_build_fn inter, xccl_allgather_build_fn intra)
+{
+    if (NULL == l || l->size != s->size || NULL == inter || NULL == intra) {
+        return -1;
+    }
+    if (!xccl_layout_is_regular(l)) {
+        return XCCL_NOT_APPLICABLE;
+    }
+    const int p = s->size, r = s->rank, N = l->nnodes, node = l->node_of[r], j = l->local_rank[r];
+    const int L = l->min_ppn;
+    const int *members = xccl_layout_node_members(l, node);
+    int *rail = malloc((size_t) N * sizeof(int));
+    xccl_sched_t c;
+    xccl_buf_map_t map;
+    int rc = -1;
+
+    if (NULL == rail) {
+        return -1;
+    }
+    s->algo = "hier";
+    int rail_major = 1;
+    for (int d = 0; d < p; d++) {
+        rail_major &= d == l->local_rank[d] * N + l->node_of[d];
+    }
+    const size_t total = (size_t) p * block, piece = (size_t) N * block;
+    const xccl_ref_t stage = rail_major ? xccl_ref(XCCL_BUF_RECV, 0) : xccl_ref(XCCL_BUF_SCRATCH, 0);
+    const size_t off_child = rail_major ? 0 : hier_align(total);
+    if (s->scratch_bytes < off_child) {
+        s->scratch_bytes = off_child;
+    }
+
+    /* 1. Allgather on rail j into piece j of the staging area. */
+    int nr = xccl_layout_rail(l, j, rail);
+    if (hier_child_init(s, &c, rail, nr) < 0) {
+        goto out;
+    }
+    map = hier_map(xccl_ref(XCCL_BUF_SEND, 0), xccl_ref((xccl_buf_id_t) stage.buf, stage.off + (size_t) j * piece),
+                   xccl_ref(XCCL_BUF_SCRATCH, off_child));
+    if (hier_child_done(s, &c, rail, &map, inter(&c, block)) < 0) {
+        goto out;
+    }
+
+    /* 2. Allgather of the pieces inside the node, in place. */
+    if (hier_child_init(s, &c, members, L) < 0) {
+        goto out;
+    }
+    map = hier_map(xccl_ref((xccl_buf_id_t) stage.buf, stage.off + (size_t) j * piece), stage,
+                   xccl_ref(XCCL_BUF_SCRATCH, off_child));
+    if (hier_child_done(s, &c, members, &map, intra(&c, piece)) < 0) {
+        goto out;
+    }
+
+    /* 3. Rail order to communicator order. */
+    if (!rail_major) {
+        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        for (int d = 0; d < p; d++) {
+            size_t from = ((size_t) l->local_rank[d] * (size_t) N + (size_t) l->node_of[d]) * block;
+            hier_copy_add(&cp, xccl_ref(XCCL_BUF_RECV, (size_t) d * block), xccl_ref(XCCL_BUF_SCRATCH, from),
+                          block);
+        }
+        hier_copy_flush(&cp);
+    }
+    s->algo = "hier";
+    rc = xccl_sched_finalize(s);
+out:
+    free(rail);
+    return rc;
+}
+
+/*
+ * Any layout, with allgatherv stages.  With L = min ppn, rank d belongs to
+ * group (local rank of d) mod L, carried by local rank j = group of each
+ * node:
+ *   0. on uneven nodes, local ranks j+L, j+2L, ... hand their block to j;
+ *   1. allgatherv on rail j of each node's group-j blocks;
+ *   2. intra-node allgatherv of the groups;
+ *   3. blocks to communicator order, unless already in it.
+ * The staging order is group, node, local rank.
+ */
+int xccl_build_hier_allgather_any(xccl_sched_t *s, const xccl_layout_t *l, size_t block,
+                                  xccl_allgatherv_build_fn inter, xccl_allgatherv_build_fn intra)
+{
+    if (NULL == l || l->size != s->size || NULL == inter || NULL == intra) {
+        return -1;
+    }
+    const int p = s->size, r = s->rank, N = l->nnodes, node = l->node_of[r], j = l->local_rank[r];
+    const int L = l->min_ppn, ln = xccl_layout_node_size(l, node), g = j % L, carrier = j < L;
+    const int *members = xccl_layout_node_members(l, node);
+    size_t *pos = malloc((size_t) p * sizeof(size_t));        /* staging index of each rank */
+    size_t *start = malloc(((size_t) L * (size_t) N + 1) * sizeof(size_t));   /* of (group, node) */
+    size_t *bytes = malloc((size_t) (ln > N ? ln : N) * sizeof(size_t));
+    size_t *displs = malloc((size_t) (ln > N ? ln : N) * sizeof(size_t));
+    int *rail = malloc((size_t) N * sizeof(int));
+    xccl_sched_t c;
+    xccl_buf_map_t map;
+    int rc = -1;
+
+    if (NULL == pos || NULL == start || NULL == bytes || NULL == displs || NULL == rail) {
+        goto out;
+    }
+    s->algo = "hier";
+    size_t k = 0;
+    int identity = 1;
+    for (int gg = 0; gg < L; gg++) {
+        for (int n = 0; n < N; n++) {
+            start[gg * N + n] = k;
+            for (int i = gg; i < xccl_layout_node_size(l, n); i += L) {
+                int d = xccl_layout_rank_at(l, n, i);
+                identity &= (size_t) d == k;
+                pos[d] = k++;
+            }
+        }
+    }
+    start[L * N] = k;
+    const xccl_ref_t stage = identity ? xccl_ref(XCCL_BUF_RECV, 0) : xccl_ref(XCCL_BUF_SCRATCH, 0);
+#define AT(idx) xccl_ref((xccl_buf_id_t) stage.buf, stage.off + (size_t) (idx) * block)
+    if (!identity && s->scratch_bytes < hier_align((size_t) p * block)) {
+        s->scratch_bytes = hier_align((size_t) p * block);
+    }
+    const xccl_ref_t child_scratch = xccl_ref(XCCL_BUF_SCRATCH, identity ? 0 : hier_align((size_t) p * block));
+
+    /* 0. Own block to its staging place; the blocks of j+L, j+2L, ... to j. */
+    xccl_sched_copy(s, AT(pos[r]), xccl_ref(XCCL_BUF_SEND, 0), block);
+    if (carrier && j + L < ln) {
+        xccl_sched_step(s);
+        for (int i = j + L; i < ln; i += L) {
+            xccl_sched_recv(s, members[i], AT(pos[members[i]]), block);
+        }
+    } else if (!carrier) {
+        xccl_sched_step(s);
+        xccl_sched_send(s, members[g], xccl_ref(XCCL_BUF_SEND, 0), block);
+    }
+
+    /* 1. Group g between nodes, on rail g. */
+    if (carrier && N > 1) {
+        int nr = xccl_layout_rail(l, j, rail);
+        for (int n = 0; n < N; n++) {
+            bytes[n] = (start[g * N + n + 1] - start[g * N + n]) * block;
+            displs[n] = (start[g * N + n] - start[g * N]) * block;
+        }
+        map = hier_map(AT(start[g * N + node]), AT(start[g * N]), child_scratch);
+        if (hier_child_init(s, &c, rail, nr) < 0 ||
+            hier_child_done(s, &c, rail, &map, inter(&c, bytes, displs, 1)) < 0) {
+            goto out;
+        }
+    }
+
+    /* 2. The groups inside the node. */
+    if (ln > 1) {
+        for (int i = 0; i < ln; i++) {
+            bytes[i] = i < L ? (start[(i + 1) * N] - start[i * N]) * block : 0;
+            displs[i] = i < L ? start[i * N] * block : 0;
+        }
+        map = hier_map(AT(start[g * N]), stage, child_scratch);
+        if (hier_child_init(s, &c, members, ln) < 0 ||
+            hier_child_done(s, &c, members, &map, intra(&c, bytes, displs, 1)) < 0) {
+            goto out;
+        }
+    }
+
+    /* 3. Staging order to communicator order. */
+    if (!identity) {
+        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        for (int d = 0; d < p; d++) {
+            hier_copy_add(&cp, xccl_ref(XCCL_BUF_RECV, (size_t) d * block), AT(pos[d]), block);
+        }
+        hier_copy_flush(&cp);
+    }
+#undef AT
+    s->algo = "hier";
+    rc = xccl_sched_finalize(s);
+out:
+    free(pos);
+    free(start);
+    free(bytes);
+    free(displs);
+    free(rail);
+    return rc;
+}

@@ -1,0 +1,100 @@
+/*
+ * Internal helpers of the two-level builders (algos/hier_*.c): child
+ * schedules on sub-groups, buffer maps, block copies merged into runs.
+ * Not part of the public API (xccl_algos.h).
+ */
+#ifndef XCCL_HIER_UTIL_H
+#define XCCL_HIER_UTIL_H
+
+#include "xccl_algos.h"
+
+/* Scratch regions start on this boundary, so reductions see aligned data. */
+#define HIER_ALIGN ((size_t) 64)
+
+static inline size_t hier_align(size_t n)
+{
+    return (n + HIER_ALIGN - 1) / HIER_ALIGN * HIER_ALIGN;
+}
+
+/* count elements cut into p chunks, the first count % p one larger. */
+static inline size_t hier_chunk_count(size_t count, int p, int c)
+{
+    return count / (size_t) p + ((size_t) c < count % (size_t) p ? 1 : 0);
+}
+
+static inline size_t hier_chunk_first(size_t count, int p, int c)
+{
+    size_t rem = count % (size_t) p;
+    return (size_t) c * (count / (size_t) p) + ((size_t) c < rem ? (size_t) c : rem);
+}
+
+static inline xccl_buf_map_t hier_map(xccl_ref_t send, xccl_ref_t recv, xccl_ref_t scratch)
+{
+    xccl_buf_map_t m;
+    m.base[XCCL_BUF_SEND] = send;
+    m.base[XCCL_BUF_RECV] = recv;
+    m.base[XCCL_BUF_SCRATCH] = scratch;
+    return m;
+}
+
+/* Initialise child c for s's rank on group[0..g): -1 if s's rank is not in
+ * the group. */
+static inline int hier_child_init(const xccl_sched_t *s, xccl_sched_t *c, const int *group, int g)
+{
+    for (int i = 0; i < g; i++) {
+        if (group[i] == s->rank) {
+            xccl_sched_init(c, i, g, s->elem_size);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Append child c (built with result rc) to s and release it. */
+static inline int hier_child_done(xccl_sched_t *s, xccl_sched_t *c, const int *group,
+                                  const xccl_buf_map_t *map, int rc)
+{
+    if (0 == rc) {
+        rc = xccl_sched_append(s, c, group, map);
+    }
+    xccl_sched_fini(c);
+    if (rc != 0) {
+        s->error = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Copies of blocks, adjacent ones merged into one action; a copy onto
+ * itself is dropped. */
+typedef struct {
+    xccl_sched_t *s;
+    xccl_ref_t dst, src;
+    size_t len;
+} hier_copier_t;
+
+static inline void hier_copy_flush(hier_copier_t *c)
+{
+    if (c->len > 0 && (c->dst.buf != c->src.buf || c->dst.off != c->src.off)) {
+        xccl_sched_copy(c->s, c->dst, c->src, c->len);
+    }
+    c->len = 0;
+}
+
+static inline void hier_copy_add(hier_copier_t *c, xccl_ref_t dst, xccl_ref_t src, size_t len)
+{
+    if (0 == len) {
+        return;
+    }
+    if (c->len > 0 && c->dst.buf == dst.buf && c->src.buf == src.buf && c->dst.off + c->len == dst.off &&
+        c->src.off + c->len == src.off) {
+        c->len += len;
+        return;
+    }
+    hier_copy_flush(c);
+    c->dst = dst;
+    c->src = src;
+    c->len = len;
+}
+
+#endif

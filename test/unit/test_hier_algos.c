@@ -1,0 +1,1457 @@
+/*
+ * Two-level (hierarchical, rail-parallel) schedules on the simulated
+ * transport: allreduce, reduce_scatter, allgather, alltoall and bcast over
+ * many node layouts (nodes x ppn up to 16 x 8 in block and cyclic
+ * placement, uneven nodes, explicit lists with non-contiguous nodes),
+ * counts 0, below the size and above, in place and not, several roots, and
+ * several choices of the intra- and inter-node algorithms; float sums must
+ * give the same bits on every rank.  Then the layout parser, the
+ * composition primitive, the traffic each rank sends between nodes, and the
+ * hierarchical cost model.
+ *
+ * Expected values come from scalar code here (node of a rank from the
+ * layout string computed again by the test), not from the code under test.
+ * Checks are plain loops with one assertion per job (Check writes to a pipe
+ * per assertion).  Buffers have their exact size so that ASan catches a
+ * schedule that strays past them.
+ */
+#include "xccl_algos.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Layouts under test                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    char spec[96];
+    int size;
+    int rot;                   /* inside each node, local rank i is the (i + rot)-th rank */
+} lay_t;
+
+#define MAX_LAYS 512
+static lay_t lays[MAX_LAYS];
+static int nlays;
+
+static void add_lay_rot(const char *spec, int size, int rot)
+{
+    if (nlays < MAX_LAYS) {
+        snprintf(lays[nlays].spec, sizeof(lays[nlays].spec), "%s", spec);
+        lays[nlays].size = size;
+        lays[nlays].rot = rot;
+        nlays++;
+    }
+}
+
+static void add_lay(const char *spec, int size)
+{
+    add_lay_rot(spec, size, 0);
+}
+
+static void build_lays(void)
+{
+    /* nodes x ppn, every pair of 1..16 x 1..8 in block placement (ranks of a
+     * node contiguous); cyclic placement (--map-by node) for the pairs
+     * with both > 1 up to 40 ranks, and at 16 x 8. */
+    char spec[32];
+    for (int n = 1; n <= 16; n++) {
+        for (int ppn = 1; ppn <= 8; ppn++) {
+            snprintf(spec, sizeof(spec), "block:%d", ppn);
+            add_lay(spec, n * ppn);
+            if (n > 1 && ppn > 1 && (n * ppn <= 40 || (16 == n && 8 == ppn))) {
+                snprintf(spec, sizeof(spec), "cyclic:%d", n);
+                add_lay(spec, n * ppn);
+            }
+        }
+    }
+    /* Uneven nodes. */
+    add_lay("block:3", 10);            /* 3 3 3 1 */
+    add_lay("block:4", 13);            /* 4 4 4 1 */
+    add_lay("block:8", 20);            /* 8 8 4 */
+    add_lay("block:5", 23);            /* 5 5 5 5 3 */
+    add_lay("cyclic:3", 10);           /* 4 3 3, non-contiguous */
+    add_lay("cyclic:4", 7);            /* 2 2 2 1 */
+    add_lay("cyclic:5", 37);           /* 8 8 7 7 7 */
+    /* Explicit lists: ids out of order, non-contiguous, singletons. */
+    add_lay("0,0,1,1,2", 0);
+    add_lay("1,0,1,0,2,2", 0);
+    add_lay("0,1,1,0", 0);
+    add_lay("5,5,5,5,9,9,9,9,7,7,7,7", 0);
+    add_lay("0,1,2,0,1,2,0,1", 0);
+    add_lay("0,0,0,0,0,1", 0);
+    add_lay("3,1,1,1,1,1,1,1,1", 0);
+    add_lay("2,0,1,1,0,2,0,2,1,0,2,1", 0);
+    add_lay("0,0,1,2,2,2,1,0,3,3,3,3,0,1", 0);
+    add_lay("7", 0);
+    /* Nodes reordered (a ring order that follows the wiring). */
+    add_lay_rot("block:4", 16, 1);
+    add_lay_rot("cyclic:3", 12, 2);
+    add_lay_rot("block:3", 10, 1);
+    add_lay_rot("0,1,1,0,2,2,2", 0, 1);
+}
+
+/* Node of every rank, computed from the spec by the test itself:
+ * renumbered in order of first appearance. */
+static int *test_node_of(const lay_t *lay, int *size_out, int *nnodes_out)
+{
+    int p = lay->size, *ids;
+    if (0 == strncmp(lay->spec, "block:", 6) || 0 == strncmp(lay->spec, "cyclic:", 7)) {
+        int k = atoi(strchr(lay->spec, ':') + 1);
+        ids = malloc((size_t) p * sizeof(int));
+        for (int r = 0; r < p; r++) {
+            ids[r] = 'b' == lay->spec[0] ? r / k : r % k;
+        }
+    } else {
+        p = 1;
+        for (const char *c = lay->spec; *c; c++) {
+            p += ',' == *c;
+        }
+        ids = malloc((size_t) p * sizeof(int));
+        const char *c = lay->spec;
+        for (int r = 0; r < p; r++) {
+            ids[r] = atoi(c);
+            c = strchr(c, ',') + 1;
+        }
+    }
+    int *node = malloc((size_t) p * sizeof(int)), nn = 0;
+    for (int r = 0; r < p; r++) {
+        node[r] = -1;
+        for (int q = 0; q < r; q++) {
+            if (ids[q] == ids[r]) {
+                node[r] = node[q];
+                break;
+            }
+        }
+        if (node[r] < 0) {
+            node[r] = nn++;
+        }
+    }
+    free(ids);
+    *size_out = p;
+    *nnodes_out = nn;
+    return node;
+}
+
+/* The layout's name in messages. */
+static const char *lname(const lay_t *lay)
+{
+    static char buf[128];
+    snprintf(buf, sizeof(buf), lay->rot ? "%s rotated by %d" : "%s", lay->spec, lay->rot);
+    return buf;
+}
+
+static void layout_of(const lay_t *lay, xccl_layout_t *l)
+{
+    char err[160] = "";
+    int rc = xccl_layout_parse(l, lay->spec, lay->size, err, sizeof(err));
+    ck_assert_msg(0 == rc, "parse '%s': %s", lay->spec, err);
+    for (int n = 0; n < l->nnodes && lay->rot; n++) {
+        const int ln = xccl_layout_node_size(l, n);
+        int order[64];
+        ck_assert_int_le(ln, 64);
+        for (int i = 0; i < ln; i++) {
+            order[i] = xccl_layout_node_members(l, n)[(i + lay->rot) % ln];
+        }
+        ck_assert_int_eq(xccl_layout_set_order(l, n, order), 0);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Harness: one virtual job of p ranks                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int p;
+    xccl_sched_t *sched;
+    unsigned char **sbuf, **rbuf;
+    int *sbuf_owned;           /* sbuf is its own allocation (not RECV or inside it) */
+    void **scratch;
+    xccl_exec_t *exec;
+} job_t;
+
+static void *xmalloc(size_t n)
+{
+    void *ptr = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(ptr);
+    return ptr;
+}
+
+static void job_init(job_t *j, int p, size_t es)
+{
+    j->p = p;
+    j->sched = xmalloc((size_t) p * sizeof(*j->sched));
+    j->sbuf = xmalloc((size_t) p * sizeof(*j->sbuf));
+    j->rbuf = xmalloc((size_t) p * sizeof(*j->rbuf));
+    j->sbuf_owned = xmalloc((size_t) p * sizeof(int));
+    j->scratch = xmalloc((size_t) p * sizeof(*j->scratch));
+    j->exec = xmalloc((size_t) p * sizeof(*j->exec));
+    for (int r = 0; r < p; r++) {
+        xccl_sched_init(&j->sched[r], r, p, es);
+        j->sbuf[r] = j->rbuf[r] = NULL;
+        j->sbuf_owned[r] = 0;
+    }
+}
+
+static void job_fini(job_t *j)
+{
+    for (int r = 0; r < j->p; r++) {
+        xccl_sched_fini(&j->sched[r]);
+        if (j->sbuf_owned[r]) {
+            free(j->sbuf[r]);
+        }
+        free(j->rbuf[r]);
+    }
+    free(j->sched);
+    free(j->sbuf);
+    free(j->rbuf);
+    free(j->sbuf_owned);
+    free(j->scratch);
+    free(j->exec);
+}
+
+typedef struct {
+    xccl_reduce_fn_t fn;
+    size_t es;
+    int bad_alias;
+} red_ctx_t;
+
+static int overlap(const void *x, const void *y, size_t n)
+{
+    const char *p = x, *q = y;
+    return n > 0 && p < q + n && q < p + n;
+}
+
+/* Also checks the kernels' aliasing contract: the result may be exactly
+ * one operand, no other overlap. */
+static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    red_ctx_t *c = ctx;
+    const size_t n = count * c->es;
+    if ((dst != a && overlap(dst, a, n)) || (dst != b && overlap(dst, b, n)) || overlap(a, b, n)) {
+        c->bad_alias = 1;
+    }
+    c->fn(dst, a, b, count);
+    return 0;
+}
+
+static void job_run(job_t *j, xccl_reduce_fn_t fn, const char *what)
+{
+    xccl_sim_t *sim = xccl_sim_create(j->p);
+    red_ctx_t rctx = { fn, j->sched[0].elem_size, 0 };
+    int init_failed = 0;
+    ck_assert_ptr_nonnull(sim);
+    for (int r = 0; r < j->p; r++) {
+        j->scratch[r] = xmalloc(j->sched[r].scratch_bytes);
+        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
+        init_failed |= 0 != xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r), bufs,
+                                           reduce_cb, &rctx, 5);
+    }
+    ck_assert_msg(!init_failed, "%s: exec_init failed", what);
+    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u + 3u);
+    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
+    ck_assert_msg(!rctx.bad_alias, "%s: a reduction's ranges overlap partially", what);
+    for (int r = 0; r < j->p; r++) {
+        xccl_exec_fini(&j->exec[r]);
+        free(j->scratch[r]);
+    }
+    xccl_sim_destroy(sim);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Element kinds and scalar references                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef enum { RED_I32_SUM, RED_DBL_MAX, RED_I64_BXOR, RED_NKINDS } red_kind_t;
+
+static const struct {
+    xccl_dtype_t dt;
+    xccl_op_t op;
+    size_t es;
+} red_kinds[RED_NKINDS] = {
+    { XCCL_DT_INT32, XCCL_OP_SUM, 4 },
+    { XCCL_DT_DOUBLE, XCCL_OP_MAX, 8 },
+    { XCCL_DT_INT64, XCCL_OP_BXOR, 8 },
+};
+
+static void fill_input(red_kind_t k, int r, void *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (k) {
+        case RED_I32_SUM: ((int32_t *) buf)[i] = (int32_t) (r * 1000 + (int) (i % 977)) - 7000; break;
+        case RED_DBL_MAX: ((double *) buf)[i] = (double) ((r * 7919 + (int) i * 31) % 1009) - 0.5; break;
+        default: ((int64_t *) buf)[i] = (int64_t) (((uint64_t) r << 40) ^ (i * 0x9E3779B97F4A7C15ull)); break;
+        }
+    }
+}
+
+static void reference(red_kind_t k, int p, void *out, size_t n)
+{
+    void *tmp = xmalloc(n * red_kinds[k].es);
+    fill_input(k, 0, out, n);
+    for (int r = 1; r < p; r++) {
+        fill_input(k, r, tmp, n);
+        for (size_t i = 0; i < n; i++) {
+            switch (k) {
+            case RED_I32_SUM:
+                ((int32_t *) out)[i] = (int32_t) ((uint32_t) ((int32_t *) out)[i] + (uint32_t) ((int32_t *) tmp)[i]);
+                break;
+            case RED_DBL_MAX: {
+                double a = ((double *) out)[i], b = ((double *) tmp)[i];
+                ((double *) out)[i] = a > b ? a : b;
+                break;
+            }
+            default: ((int64_t *) out)[i] ^= ((int64_t *) tmp)[i]; break;
+            }
+        }
+    }
+    free(tmp);
+}
+
+/* Float inputs whose sums depend on the order of the additions. */
+static float float_input(int r, size_t i)
+{
+    return 0.1f * (float) (r + 1) + 1e-3f * (float) i + (0 == (r * 7 + i) % 5 ? 1e7f : 0.0f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stage algorithms                                                         */
+/* ------------------------------------------------------------------------ */
+
+static int a2a_linear2(xccl_sched_t *s, size_t block, int in_place)
+{
+    return xccl_build_alltoall_linear(s, block, in_place, 2);
+}
+
+static int bcast_chain64(xccl_sched_t *s, size_t bytes, int root)
+{
+    return xccl_build_bcast_chain(s, bytes, root, 64);
+}
+
+static const struct {
+    xccl_reduce_scatter_build_fn rs;
+    xccl_allreduce_build_fn ar;
+    xccl_allgatherv_build_fn ag;
+    const char *name;
+} ar_combos[] = {
+    { xccl_build_reduce_scatter_ring, xccl_build_allreduce_ring, xccl_build_allgatherv_ring, "ring/ring/ring" },
+    { xccl_build_reduce_scatter_pairwise, xccl_build_allreduce_rabenseifner, xccl_build_allgatherv_direct,
+      "pairwise/rabenseifner/direct" },
+    { xccl_build_reduce_scatter_recursive_halving, xccl_build_allreduce_recursive_doubling,
+      xccl_build_allgatherv_ring, "halving/doubling/ring" },
+    { xccl_build_reduce_scatter_ring, xccl_build_allreduce_swing, xccl_build_allgatherv_direct,
+      "ring/swing/direct" },
+};
+#define NAR ((int) (sizeof(ar_combos) / sizeof(ar_combos[0])))
+
+static const struct {
+    xccl_reduce_scatter_build_fn intra, inter;
+    const char *name;
+} rs_combos[] = {
+    { xccl_build_reduce_scatter_ring, xccl_build_reduce_scatter_ring, "ring/ring" },
+    { xccl_build_reduce_scatter_pairwise, xccl_build_reduce_scatter_recursive_halving, "pairwise/halving" },
+    { xccl_build_reduce_scatter_recursive_halving, xccl_build_reduce_scatter_pairwise, "halving/pairwise" },
+};
+#define NRS ((int) (sizeof(rs_combos) / sizeof(rs_combos[0])))
+
+static const struct {
+    xccl_allgather_build_fn inter, intra;
+    const char *name;
+} ag_combos[] = {
+    { xccl_build_allgather_ring, xccl_build_allgather_ring, "ring/ring" },
+    { xccl_build_allgather_recursive_doubling, xccl_build_allgather_bruck, "doubling/bruck" },
+    { xccl_build_allgather_bruck, xccl_build_allgather_recursive_doubling, "bruck/doubling" },
+};
+#define NAG ((int) (sizeof(ag_combos) / sizeof(ag_combos[0])))
+
+/* allgather_any: allgatherv stages, any layout. */
+static const struct {
+    xccl_allgatherv_build_fn inter, intra;
+    const char *name;
+} agv_combos[] = {
+    { xccl_build_allgatherv_ring, xccl_build_allgatherv_ring, "any ring/ring" },
+    { xccl_build_allgatherv_direct, xccl_build_allgatherv_ring, "any direct/ring" },
+    { xccl_build_allgatherv_ring, xccl_build_allgatherv_direct, "any ring/direct" },
+};
+#define NAGV ((int) (sizeof(agv_combos) / sizeof(agv_combos[0])))
+
+static const struct {
+    xccl_alltoall_build_fn intra, inter;
+    const char *name;
+} a2a_combos[] = {
+    { xccl_build_alltoall_pairwise, xccl_build_alltoall_pairwise, "pairwise/pairwise" },
+    { a2a_linear2, xccl_build_alltoall_bruck, "linear2/bruck" },
+    { xccl_build_alltoall_bruck, a2a_linear2, "bruck/linear2" },
+};
+#define NA2A ((int) (sizeof(a2a_combos) / sizeof(a2a_combos[0])))
+
+/* alltoall_any: alltoallv stages, any layout. */
+static const struct {
+    xccl_alltoallv_build_fn intra, inter;
+    const char *name;
+} a2av_combos[] = {
+    { xccl_build_alltoallv_pairwise, xccl_build_alltoallv_pairwise, "any pairwise/pairwise" },
+    { xccl_build_alltoallv_direct, xccl_build_alltoallv_pairwise, "any direct/pairwise" },
+    { xccl_build_alltoallv_pairwise, xccl_build_alltoallv_direct, "any pairwise/direct" },
+};
+#define NA2AV ((int) (sizeof(a2av_combos) / sizeof(a2av_combos[0])))
+
+static const struct {
+    xccl_bcast_build_fn inter, intra;
+    xccl_allgatherv_build_fn agv;      /* NULL: leader path, else the rails path */
+    const char *name;
+} bc_combos[] = {
+    { xccl_build_bcast_binomial, xccl_build_bcast_binomial, NULL, "leaders binomial/binomial" },
+    { xccl_build_bcast_scatter_allgather, bcast_chain64, NULL, "leaders scatter_allgather/chain" },
+    { xccl_build_bcast_binomial, NULL, xccl_build_allgatherv_ring, "rails binomial/ring" },
+    { xccl_build_bcast_scatter_allgather, NULL, xccl_build_allgatherv_direct, "rails scatter_allgather/direct" },
+};
+#define NBC ((int) (sizeof(bc_combos) / sizeof(bc_combos[0])))
+
+/* ------------------------------------------------------------------------ */
+/* Allreduce                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void check_allreduce(const lay_t *lay, int combo, red_kind_t k, size_t count, int in_place)
+{
+    xccl_layout_t l;
+    const size_t es = red_kinds[k].es;
+    char what[256];
+    job_t j;
+    int bad_build = 0;
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    snprintf(what, sizeof(what), "allreduce %s layout %s p=%d kind=%d count=%zu in_place=%d",
+             ar_combos[combo].name, lname(lay), p, (int) k, count, in_place);
+    job_init(&j, p, es);
+    for (int r = 0; r < p; r++) {
+        bad_build |= 0 != xccl_build_hier_allreduce(&j.sched[r], &l, count, in_place, ar_combos[combo].rs,
+                                                    ar_combos[combo].ar, ar_combos[combo].ag);
+        bad_build |= NULL == j.sched[r].algo || 0 != strcmp(j.sched[r].algo, "hier");
+        j.rbuf[r] = xmalloc(count * es);
+        if (in_place) {
+            j.sbuf[r] = j.rbuf[r];
+        } else {
+            j.sbuf[r] = xmalloc(count * es);
+            j.sbuf_owned[r] = 1;
+            memset(j.rbuf[r], 0xEE, count * es);
+        }
+        fill_input(k, r, j.sbuf[r], count);
+    }
+    ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
+    job_run(&j, xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op), what);
+
+    unsigned char *want = xmalloc(count * es), *input = xmalloc(count * es);
+    int bad_rank = -1, input_changed = 0;
+    reference(k, p, want, count);
+    for (int r = 0; r < p && bad_rank < 0; r++) {
+        if (0 != memcmp(j.rbuf[r], want, count * es)) {
+            bad_rank = r;
+        } else if (!in_place) {
+            fill_input(k, r, input, count);
+            input_changed = 0 != memcmp(j.sbuf[r], input, count * es);
+            bad_rank = input_changed ? r : -1;
+        }
+    }
+    ck_assert_msg(bad_rank < 0, "%s: rank %d %s", what, bad_rank, input_changed ? "changed its input" : "wrong");
+    free(want);
+    free(input);
+    job_fini(&j);
+    xccl_layout_fini(&l);
+}
+
+/* Float sums: the same bits on every rank, close to the exact sum. */
+static void check_allreduce_float(const lay_t *lay, int combo, size_t count, int in_place)
+{
+    xccl_layout_t l;
+    char what[256];
+    job_t j;
+    int bad_build = 0;
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    snprintf(what, sizeof(what), "float allreduce %s layout %s p=%d count=%zu in_place=%d", ar_combos[combo].name,
+             lname(lay), p, count, in_place);
+    job_init(&j, p, sizeof(float));
+    for (int r = 0; r < p; r++) {
+        bad_build |= 0 != xccl_build_hier_allreduce(&j.sched[r], &l, count, in_place, ar_combos[combo].rs,
+                                                    ar_combos[combo].ar, ar_combos[combo].ag);
+        j.rbuf[r] = xmalloc(count * sizeof(float));
+        j.sbuf[r] = in_place ? j.rbuf[r] : xmalloc(count * sizeof(float));
+        j.sbuf_owned[r] = !in_place;
+        for (size_t i = 0; i < count; i++) {
+            ((float *) j.sbuf[r])[i] = float_input(r, i);
+        }
+    }
+    ck_assert_msg(!bad_build, "%s: build failed", what);
+    job_run(&j, xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM), what);
+    int differs = -1;
+    long far = -1;
+    for (int r = 1; r < p && differs < 0; r++) {
+        if (0 != memcmp(j.rbuf[r], j.rbuf[0], count * sizeof(float))) {
+            differs = r;
+        }
+    }
+    for (size_t i = 0; i < count && far < 0; i++) {
+        double exact = 0.0, mag = 0.0;
+        for (int r = 0; r < p; r++) {
+            exact += (double) float_input(r, i);
+            mag += fabs((double) float_input(r, i));
+        }
+        if (fabs((double) ((float *) j.rbuf[0])[i] - exact) > 1e-6 * (double) p * mag) {
+            far = (long) i;
+        }
+    }
+    ck_assert_msg(differs < 0, "%s: rank %d's bits differ from rank 0's", what, differs);
+    ck_assert_msg(far < 0, "%s: element %ld far from the sum", what, far);
+    job_fini(&j);
+    xccl_layout_fini(&l);
+}
+
+START_TEST(allreduce_layouts)
+{
+    const lay_t *lay = &lays[_i];
+    int p, nn;
+    free(test_node_of(lay, &p, &nn));
+    const size_t counts[] = { 0, 1, (size_t) (p > 1 ? p - 1 : 2), 37, p > 64 ? 301 : 1001 };
+    const int nc = (int) (sizeof(counts) / sizeof(counts[0]));
+    for (int c = 0; c < nc; c++) {
+        for (int in_place = 0; in_place < 2; in_place++) {
+            /* Every combination on two counts (one above 32 ranks), one in
+             * turn on the others. */
+            for (int a = 0; a < NAR; a++) {
+                if (2 == c || (4 == c && p <= 32) || a == (c + in_place) % NAR) {
+                    check_allreduce(lay, a, (red_kind_t) ((c + a) % RED_NKINDS), counts[c], in_place);
+                }
+            }
+        }
+    }
+    for (int a = 0; a < NAR; a++) {
+        check_allreduce_float(lay, a, 203, a & 1);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Reduce_scatter                                                           */
+/* ------------------------------------------------------------------------ */
+
+enum { CNT_REGULAR, CNT_IRREGULAR, CNT_LAST_ONLY, CNT_NPAT };
+
+static size_t *make_counts(int p, int pattern, size_t base, size_t *first)
+{
+    size_t *c = xmalloc((size_t) p * sizeof(size_t)), total = 0;
+    for (int r = 0; r < p; r++) {
+        switch (pattern) {
+        case CNT_REGULAR: c[r] = base; break;
+        case CNT_IRREGULAR: c[r] = (r % 3 == 1) ? 0 : base + (size_t) (r % 4); break;
+        default: c[r] = r == p - 1 ? base : 0; break;
+        }
+        first[r] = total;
+        total += c[r];
+    }
+    first[p] = total;
+    return c;
+}
+
+static void check_rs(const lay_t *lay, int combo, red_kind_t k, int pattern, size_t base, int in_place)
+{
+    xccl_layout_t l;
+    const size_t es = red_kinds[k].es;
+    char what[256];
+    job_t j;
+    int bad_build = 0;
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    size_t *first = xmalloc(((size_t) p + 1) * sizeof(size_t));
+    size_t *counts = make_counts(p, pattern, base, first);
+    const size_t total = first[p];
+    snprintf(what, sizeof(what), "reduce_scatter %s layout %s p=%d kind=%d pattern=%d base=%zu in_place=%d",
+             rs_combos[combo].name, lname(lay), p, (int) k, pattern, base, in_place);
+    job_init(&j, p, es);
+    for (int r = 0; r < p; r++) {
+        bad_build |= 0 != xccl_build_hier_reduce_scatter(&j.sched[r], &l, counts, in_place, rs_combos[combo].intra,
+                                                         rs_combos[combo].inter);
+        j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * es);
+        if (in_place) {
+            j.sbuf[r] = j.rbuf[r];
+        } else {
+            j.sbuf[r] = xmalloc(total * es);
+            j.sbuf_owned[r] = 1;
+            memset(j.rbuf[r], 0xEE, counts[r] * es);
+        }
+        fill_input(k, r, j.sbuf[r], total);
+    }
+    ck_assert_msg(!bad_build, "%s: build failed", what);
+    job_run(&j, xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op), what);
+
+    unsigned char *want = xmalloc(total * es), *input = xmalloc(total * es);
+    int bad_rank = -1, input_changed = 0;
+    reference(k, p, want, total);
+    for (int r = 0; r < p && bad_rank < 0; r++) {
+        if (0 != memcmp(j.rbuf[r], want + first[r] * es, counts[r] * es)) {
+            bad_rank = r;
+        } else if (!in_place) {
+            fill_input(k, r, input, total);
+            input_changed = 0 != memcmp(j.sbuf[r], input, total * es);
+            bad_rank = input_changed ? r : -1;
+        }
+    }
+    ck_assert_msg(bad_rank < 0, "%s: rank %d %s", what, bad_rank, input_changed ? "changed its input" : "wrong");
+    free(want);
+    free(input);
+    free(counts);
+    free(first);
+    job_fini(&j);
+    xccl_layout_fini(&l);
+}
+
+START_TEST(reduce_scatter_layouts)
+{
+    const size_t bases[] = { 0, 1, 5, 37 };
+    int p, nn;
+    free(test_node_of(&lays[_i], &p, &nn));
+    for (int pat = 0; pat < CNT_NPAT; pat++) {
+        for (int b = 0; b < 4; b++) {
+            /* All zero counts once; above 40 ranks, bases 5 and 37 only. */
+            if ((0 == b && CNT_IRREGULAR != pat) || (p > 40 && b < 2)) {
+                continue;
+            }
+            for (int in_place = 0; in_place < 2; in_place++) {
+                for (int a = 0; a < NRS; a++) {
+                    if (2 == b || a == (pat + b + in_place) % NRS) {
+                        check_rs(&lays[_i], a, (red_kind_t) ((pat + b + a) % RED_NKINDS), pat, bases[b], in_place);
+                    }
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Allgather                                                                */
+/* ------------------------------------------------------------------------ */
+
+static unsigned char pattern(int from, size_t i)
+{
+    return (unsigned char) (from * 31 + i * 13 + 1 + (i >> 8));
+}
+
+/* combo < NAG: xccl_build_hier_allgather (regular layouts only), else
+ * xccl_build_hier_allgather_any with agv_combos[combo - NAG]. */
+static void check_allgather(const lay_t *lay, int combo, size_t b, int in_place)
+{
+    xccl_layout_t l;
+    char what[256];
+    job_t j;
+    int bad_build = 0, not_applicable = 0;
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    const size_t total = (size_t) p * b;
+    const int any = combo >= NAG;
+    snprintf(what, sizeof(what), "allgather %s layout %s p=%d block=%zu in_place=%d",
+             any ? agv_combos[combo - NAG].name : ag_combos[combo].name, lname(lay), p, b, in_place);
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        int rc = any ? xccl_build_hier_allgather_any(&j.sched[r], &l, b, agv_combos[combo - NAG].inter,
+                                                     agv_combos[combo - NAG].intra)
+                     : xccl_build_hier_allgather(&j.sched[r], &l, b, ag_combos[combo].inter, ag_combos[combo].intra);
+        not_applicable += XCCL_NOT_APPLICABLE == rc && 0 == j.sched[r].nacts && 0 == j.sched[r].nsteps;
+        bad_build |= 0 != rc && XCCL_NOT_APPLICABLE != rc;
+        j.rbuf[r] = xmalloc(total);
+        memset(j.rbuf[r], 0xEE, total);
+        if (in_place) {
+            j.sbuf[r] = j.rbuf[r] + (size_t) r * b;
+        } else {
+            j.sbuf[r] = xmalloc(b);
+            j.sbuf_owned[r] = 1;
+        }
+        for (size_t i = 0; i < b; i++) {
+            j.sbuf[r][i] = pattern(r, i);
+        }
+    }
+    ck_assert_msg(!bad_build, "%s: build failed", what);
+    /* Uneven layouts: every rank says so and leaves its schedule empty. */
+    const int regular = l.min_ppn == l.max_ppn || any;
+    ck_assert_msg(not_applicable == (regular ? 0 : p), "%s: %d ranks not applicable, regular=%d", what,
+                  not_applicable, regular);
+    if (regular) {
+        job_run(&j, NULL, what);
+        long bad = -1;
+        int bad_rank = -1;
+        for (int r = 0; r < p && bad < 0; r++) {
+            for (size_t x = 0; x < total && bad < 0; x++) {
+                if (j.rbuf[r][x] != pattern((int) (x / b), x % b)) {
+                    bad = (long) x;
+                }
+            }
+            for (size_t i = 0; i < b && bad < 0 && !in_place; i++) {
+                if (j.sbuf[r][i] != pattern(r, i)) {
+                    bad = (long) (total + i);
+                }
+            }
+            bad_rank = r;
+        }
+        ck_assert_msg(bad < 0, "%s: rank %d byte %ld wrong (>= %zu: input changed)", what, bad_rank, bad, total);
+    }
+    job_fini(&j);
+    xccl_layout_fini(&l);
+}
+
+START_TEST(allgather_layouts)
+{
+    const size_t blocks[] = { 0, 1, 3, 37 };
+    for (int bi = 0; bi < 4; bi++) {
+        for (int in_place = 0; in_place < 2; in_place++) {
+            for (int a = 0; a < NAG + NAGV; a++) {
+                if (2 == bi || a % NAG == (bi + in_place) % NAG) {
+                    check_allgather(&lays[_i], a, blocks[bi], in_place);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Alltoall                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static unsigned char a2a_byte(int from, int to, size_t i)
+{
+    return (unsigned char) (from * 29 + to * 7 + i * 3 + 5);
+}
+
+/* combo < NA2A: xccl_build_hier_alltoall (regular layouts only), else
+ * xccl_build_hier_alltoall_any with a2av_combos[combo - NA2A]. */
+static void check_alltoall(const lay_t *lay, int combo, size_t b, int in_place)
+{
+    xccl_layout_t l;
+    char what[256];
+    job_t j;
+    int bad_build = 0, not_applicable = 0;
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    const size_t total = (size_t) p * b;
+    const int any = combo >= NA2A;
+    snprintf(what, sizeof(what), "alltoall %s layout %s p=%d block=%zu in_place=%d",
+             any ? a2av_combos[combo - NA2A].name : a2a_combos[combo].name, lname(lay), p, b, in_place);
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        int rc = any ? xccl_build_hier_alltoall_any(&j.sched[r], &l, b, in_place, a2av_combos[combo - NA2A].intra,
+                                                    a2av_combos[combo - NA2A].inter)
+                     : xccl_build_hier_alltoall(&j.sched[r], &l, b, in_place, a2a_combos[combo].intra,
+                                                a2a_combos[combo].inter);
+        not_applicable += XCCL_NOT_APPLICABLE == rc && 0 == j.sched[r].nacts;
+        bad_build |= 0 != rc && XCCL_NOT_APPLICABLE != rc;
+        j.rbuf[r] = xmalloc(total);
+        memset(j.rbuf[r], 0xEE, total);
+        if (in_place) {
+            j.sbuf[r] = j.rbuf[r];
+        } else {
+            j.sbuf[r] = xmalloc(total);
+            j.sbuf_owned[r] = 1;
+        }
+        for (size_t x = 0; x < total; x++) {
+            j.sbuf[r][x] = a2a_byte(r, (int) (x / b), x % b);
+        }
+    }
+    ck_assert_msg(!bad_build, "%s: build failed", what);
+    const int regular = l.min_ppn == l.max_ppn || any;
+    ck_assert_msg(not_applicable == (regular ? 0 : p), "%s: %d ranks not applicable, regular=%d", what,
+                  not_applicable, regular);
+    if (regular) {
+        job_run(&j, NULL, what);
+        long bad = -1;
+        int bad_rank = -1;
+        for (int r = 0; r < p && bad < 0; r++) {
+            for (size_t x = 0; x < total && bad < 0; x++) {
+                if (j.rbuf[r][x] != a2a_byte((int) (x / b), r, x % b)) {
+                    bad = (long) x;
+                }
+                if (!in_place && j.sbuf[r][x] != a2a_byte(r, (int) (x / b), x % b)) {
+                    bad = (long) (total + x);
+                }
+            }
+            bad_rank = r;
+        }
+        ck_assert_msg(bad < 0, "%s: rank %d byte %ld wrong (>= %zu: input changed)", what, bad_rank, bad, total);
+    }
+    job_fini(&j);
+    xccl_layout_fini(&l);
+}
+
+START_TEST(alltoall_layouts)
+{
+    const size_t blocks[] = { 0, 1, 3, 17 };
+    int p, nn;
+    free(test_node_of(&lays[_i], &p, &nn));
+    for (int bi = 0; bi < 4; bi++) {
+        if (p > 40 && 1 == bi) {
+            continue;
+        }
+        for (int in_place = 0; in_place < 2; in_place++) {
+            for (int a = 0; a < NA2A + NA2AV; a++) {
+                if (2 == bi || a % NA2A == (bi + in_place) % NA2A) {
+                    check_alltoall(&lays[_i], a, blocks[bi], in_place);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Bcast                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void check_bcast(const lay_t *lay, int combo, size_t n, int root)
+{
+    xccl_layout_t l;
+    char what[256];
+    job_t j;
+    int bad_build = 0;
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    snprintf(what, sizeof(what), "bcast %s layout %s p=%d bytes=%zu root=%d", bc_combos[combo].name, lname(lay), p,
+             n, root);
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        int rc = bc_combos[combo].agv
+                     ? xccl_build_hier_bcast_rails(&j.sched[r], &l, n, root, bc_combos[combo].inter,
+                                                   bc_combos[combo].agv)
+                     : xccl_build_hier_bcast(&j.sched[r], &l, n, root, bc_combos[combo].inter,
+                                             bc_combos[combo].intra);
+        bad_build |= 0 != rc;
+        j.rbuf[r] = xmalloc(n);
+        j.sbuf[r] = j.rbuf[r];
+        for (size_t i = 0; i < n; i++) {
+            j.rbuf[r][i] = r == root ? pattern(root + 1, i) : 0xEE;
+        }
+    }
+    ck_assert_msg(!bad_build, "%s: build failed", what);
+    job_run(&j, NULL, what);
+    long bad = -1;
+    int bad_rank = -1;
+    for (int r = 0; r < p && bad < 0; r++) {
+        for (size_t i = 0; i < n && bad < 0; i++) {
+            if (j.rbuf[r][i] != pattern(root + 1, i)) {
+                bad = (long) i;
+            }
+        }
+        bad_rank = r;
+    }
+    ck_assert_msg(bad < 0, "%s: rank %d byte %ld wrong", what, bad_rank, bad);
+    job_fini(&j);
+    xccl_layout_fini(&l);
+}
+
+START_TEST(bcast_layouts)
+{
+    int p, nn;
+    int *node = test_node_of(&lays[_i], &p, &nn);
+    free(node);
+    const int roots[] = { 0, p - 1, p / 2, (p * 2) / 3 };
+    const size_t sizes[] = { 0, 1, (size_t) p + 1, 1000 };
+    for (int ri = 0; ri < 4; ri++) {
+        if (ri > 0 && roots[ri] == roots[ri - 1]) {
+            continue;
+        }
+        for (int si = 0; si < 4; si++) {
+            for (int a = 0; a < NBC; a++) {
+                if (3 == si || a == (ri + si) % NBC) {
+                    check_bcast(&lays[_i], a, sizes[si], roots[ri]);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* A thousand ranks: 128 nodes of 8, 64 nodes of 16 placed cyclically, and
+ * 84 uneven nodes (83 of 12 and one of 4). */
+START_TEST(big_layouts)
+{
+    static const lay_t big[] = { { "block:8", 1024, 0 }, { "cyclic:64", 1024, 0 }, { "block:12", 1000, 0 } };
+    const lay_t *lay = &big[_i];
+    check_allreduce(lay, 1, RED_I32_SUM, 3000, 0);
+    check_allreduce_float(lay, 0, 100, 1);
+    check_rs(lay, 1, RED_I64_BXOR, CNT_IRREGULAR, 2, 1);
+    check_allgather(lay, NAG, 3, 1);
+    check_alltoall(lay, NA2A, 2, 0);
+    check_bcast(lay, 3, 5000, 999);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Layouts                                                                  */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(layout_matches_spec)
+{
+    const lay_t *lay = &lays[_i];
+    xccl_layout_t l;
+    int p, nn;
+    int *node = test_node_of(lay, &p, &nn);
+    int *rail = xmalloc((size_t) nn * sizeof(int));
+    char bad[128] = "";
+
+    layout_of(lay, &l);
+    if (l.size != p || l.nnodes != nn) {
+        snprintf(bad, sizeof(bad), "size %d nnodes %d, want %d %d", l.size, l.nnodes, p, nn);
+    }
+    int minp = p, maxp = 0;
+    int *mem = xmalloc((size_t) p * sizeof(int));
+    for (int n = 0; n < nn && !bad[0]; n++) {
+        /* Members: the ranks of node n in increasing order, rotated by rot. */
+        int k = 0;
+        for (int r = 0; r < p; r++) {
+            if (node[r] == n) {
+                mem[k++] = r;
+            }
+        }
+        for (int i = 0; i < k && !bad[0]; i++) {
+            int r = mem[(i + lay->rot) % k];
+            if (l.node_of[r] != n || l.local_rank[r] != i || xccl_layout_rank_at(&l, n, i) != r) {
+                snprintf(bad, sizeof(bad), "rank %d: node %d local %d", r, l.node_of[r], l.local_rank[r]);
+            }
+        }
+        if (!bad[0] && (xccl_layout_node_size(&l, n) != k || xccl_layout_rank_at(&l, n, k) != -1)) {
+            snprintf(bad, sizeof(bad), "node %d has %d ranks, want %d", n, xccl_layout_node_size(&l, n), k);
+        }
+        if (!bad[0] && xccl_layout_leader(&l, n) != mem[lay->rot % k]) {
+            snprintf(bad, sizeof(bad), "leader of node %d", n);
+        }
+        minp = k < minp ? k : minp;
+        maxp = k > maxp ? k : maxp;
+    }
+    free(mem);
+    if (!bad[0] && (l.min_ppn != minp || l.max_ppn != maxp)) {
+        snprintf(bad, sizeof(bad), "ppn %d..%d, want %d..%d", l.min_ppn, l.max_ppn, minp, maxp);
+    }
+    /* Rail j: for each node in order, its ((j + rot) mod size)-th rank, if
+     * the node has more than j ranks. */
+    for (int jj = 0; jj <= maxp && !bad[0]; jj++) {
+        int got = xccl_layout_rail(&l, jj, rail), want = 0;
+        for (int n = 0; n < nn && !bad[0]; n++) {
+            int k = 0, seen = 0;
+            for (int r = 0; r < p; r++) {
+                k += node[r] == n;
+            }
+            for (int r = 0; r < p && jj < k; r++) {
+                if (node[r] == n && seen++ == (jj + lay->rot) % k) {
+                    if (want >= got || rail[want] != r) {
+                        snprintf(bad, sizeof(bad), "rail %d entry %d", jj, want);
+                    }
+                    want++;
+                    break;
+                }
+            }
+        }
+        if (!bad[0] && got != want) {
+            snprintf(bad, sizeof(bad), "rail %d has %d ranks, want %d", jj, got, want);
+        }
+    }
+    ck_assert_msg(!bad[0], "layout %s: %s", lname(lay), bad);
+    xccl_layout_fini(&l);
+    free(rail);
+    free(node);
+}
+END_TEST
+
+START_TEST(layout_parse_errors)
+{
+    static const struct {
+        const char *spec;
+        int size;
+    } badspecs[] = {
+        { "block:0", 8 }, { "block:", 8 }, { "block:x", 8 }, { "block:2", 0 }, { "cyclic:-1", 8 },
+        { "cyclic:3x", 8 }, { "1,,2", 0 }, { "1,2,", 0 }, { "a", 0 }, { "", 0 }, { "0,1,2", 4 },
+        { "-1,0", 0 }, { "mesh:4", 8 },
+    };
+    xccl_layout_t l;
+    char err[160];
+    int accepted = -1;
+    for (size_t i = 0; i < sizeof(badspecs) / sizeof(badspecs[0]) && accepted < 0; i++) {
+        err[0] = '\0';
+        if (0 == xccl_layout_parse(&l, badspecs[i].spec, badspecs[i].size, err, sizeof(err))) {
+            accepted = (int) i;
+            xccl_layout_fini(&l);
+        } else if ('\0' == err[0]) {
+            accepted = (int) i;        /* rejected without a reason */
+        }
+    }
+    ck_assert_msg(accepted < 0, "'%s' accepted or rejected silently", badspecs[accepted].spec);
+    /* Blanks around list entries; ids of any value; size from the list. */
+    ck_assert_int_eq(xccl_layout_parse(&l, "12, 12,3 ,3", 0, err, sizeof(err)), 0);
+    ck_assert_int_eq(l.size, 4);
+    ck_assert_int_eq(l.nnodes, 2);
+    ck_assert_int_eq(l.node_of[3], 1);
+    xccl_layout_fini(&l);
+    /* block:K with K > size is one node; cyclic:N with N > size, one per rank. */
+    ck_assert_int_eq(xccl_layout_parse(&l, "block:100", 5, err, sizeof(err)), 0);
+    ck_assert_int_eq(l.nnodes, 1);
+    xccl_layout_fini(&l);
+    ck_assert_int_eq(xccl_layout_parse(&l, "cyclic:100", 5, err, sizeof(err)), 0);
+    ck_assert_int_eq(l.nnodes, 5);
+    ck_assert_int_eq(l.max_ppn, 1);
+    xccl_layout_fini(&l);
+    int ids[3] = { 4, -2, 4 };
+    ck_assert_int_eq(xccl_layout_init(&l, 3, ids), -1);
+    /* Reordering: only a permutation of the node's own ranks. */
+    ck_assert_int_eq(xccl_layout_parse(&l, "0,1,0,1,0", 0, err, sizeof(err)), 0);
+    const int good[3] = { 4, 0, 2 }, dup[3] = { 4, 0, 4 }, foreign[3] = { 4, 0, 1 };
+    ck_assert_int_eq(xccl_layout_set_order(&l, 0, dup), -1);
+    ck_assert_int_eq(xccl_layout_set_order(&l, 0, foreign), -1);
+    ck_assert_int_eq(xccl_layout_set_order(&l, 2, good), -1);
+    ck_assert_int_eq(xccl_layout_set_order(&l, 0, good), 0);
+    ck_assert_int_eq(l.local_rank[4], 0);
+    ck_assert_int_eq(l.local_rank[2], 2);
+    ck_assert_int_eq(xccl_layout_leader(&l, 0), 4);
+    xccl_layout_fini(&l);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Composition                                                              */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(append_translates_and_accounts)
+{
+    /* Parent of 8 ranks, rank 5; child: ring allgather on group {1, 5, 6}
+     * (child rank 1), SEND at parent RECV+100, RECV at parent SCRATCH+64. */
+    const int group[3] = { 1, 5, 6 };
+    xccl_sched_t parent, child;
+    xccl_sched_init(&parent, 5, 8, 4);
+    xccl_sched_copy(&parent, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), 8);
+    xccl_sched_init(&child, 1, 3, 4);
+    ck_assert_int_eq(xccl_build_allgather_ring(&child, 10), 0);
+    xccl_buf_map_t map;
+    map.base[XCCL_BUF_SEND] = xccl_ref(XCCL_BUF_RECV, 100);
+    map.base[XCCL_BUF_RECV] = xccl_ref(XCCL_BUF_SCRATCH, 64);
+    map.base[XCCL_BUF_SCRATCH] = xccl_ref(XCCL_BUF_SCRATCH, 1000);
+    ck_assert_int_eq(xccl_sched_append(&parent, &child, group, &map), 0);
+    ck_assert_int_eq(xccl_sched_finalize(&parent), 0);
+    /* The parent's copy, then the child's own-block copy in a new step,
+     * then 2 ring steps to 6 and from 1. */
+    ck_assert_uint_eq(parent.rounds, 2);
+    ck_assert_uint_eq(parent.nsteps, 4);
+    ck_assert_uint_eq(parent.scratch_bytes, 64 + 30);
+    int bad = 0;
+    for (size_t i = 0; i < parent.nacts; i++) {
+        const xccl_action_t *a = &parent.acts[i];
+        if (XCCL_ACT_SEND == a->kind) {
+            bad |= a->peer != 6 || a->len != 10;
+            bad |= !((a->a.buf == XCCL_BUF_RECV && a->a.off == 100) ||
+                     (a->a.buf == XCCL_BUF_SCRATCH && (a->a.off - 64) % 10 == 0));
+        } else if (XCCL_ACT_RECV == a->kind) {
+            bad |= a->peer != 1 || a->dst.buf != XCCL_BUF_SCRATCH || a->dst.off < 64 || a->dst.off >= 94;
+        } else if (i > 0) {
+            bad |= a->dst.buf != XCCL_BUF_SCRATCH || a->dst.off != 64 + 10 || a->a.buf != XCCL_BUF_RECV ||
+                   a->a.off != 100;
+        }
+    }
+    ck_assert_msg(!bad, "actions not translated as expected");
+    /* Two messages each way between the same pair keep distinct indices. */
+    uint32_t seen = 0;
+    for (size_t i = 0; i < parent.nacts; i++) {
+        if (XCCL_ACT_SEND == parent.acts[i].kind) {
+            seen |= 1u << parent.acts[i].idx;
+        }
+    }
+    ck_assert_uint_eq(seen, 3);
+    /* Not a member: refused, and the parent is marked failed. */
+    const int other[3] = { 0, 2, 3 };
+    ck_assert_int_eq(xccl_sched_append(&parent, &child, other, &map), -1);
+    ck_assert_int_eq(parent.error, 1);
+    xccl_sched_fini(&child);
+    xccl_sched_fini(&parent);
+}
+END_TEST
+
+/* Three phases in one parent, run on the simulator: phases 1 and 3 use the
+ * same pairs, so phase 3's per-pair numbering must continue phase 1's. */
+START_TEST(append_phases_run)
+{
+    const int p = 6;
+    job_t j;
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        /* 1: bruck allgather of SEND (4 bytes) in {0,2,4} or {1,3,5} into RECV[0..12);
+         * 2: ring allgather of those 12 bytes in the pairs (0,1), (2,3), (4,5) into RECV[12..36);
+         * 3: ring allgather of SEND in {4,2,0} or {5,3,1} into RECV[36..48). */
+        const int h = r & 1;
+        int g1[3] = { h, h + 2, h + 4 }, g2[2] = { r & ~1, r | 1 }, g3[3] = { h + 4, h + 2, h };
+        xccl_sched_t c;
+        xccl_buf_map_t m1 = { { xccl_ref(XCCL_BUF_SEND, 0), xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SCRATCH, 0) } };
+        xccl_buf_map_t m2 = { { xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_RECV, 12),
+                                xccl_ref(XCCL_BUF_SCRATCH, 0) } };
+        xccl_buf_map_t m3 = { { xccl_ref(XCCL_BUF_SEND, 0), xccl_ref(XCCL_BUF_RECV, 36),
+                                xccl_ref(XCCL_BUF_SCRATCH, 0) } };
+        xccl_sched_init(&c, r / 2, 3, 1);
+        ck_assert_int_eq(xccl_build_allgather_bruck(&c, 4), 0);
+        ck_assert_int_eq(xccl_sched_append(&j.sched[r], &c, g1, &m1), 0);
+        xccl_sched_fini(&c);
+        xccl_sched_init(&c, h, 2, 1);
+        ck_assert_int_eq(xccl_build_allgather_ring(&c, 12), 0);
+        ck_assert_int_eq(xccl_sched_append(&j.sched[r], &c, g2, &m2), 0);
+        xccl_sched_fini(&c);
+        xccl_sched_init(&c, 2 - r / 2, 3, 1);
+        ck_assert_int_eq(xccl_build_allgather_ring(&c, 4), 0);
+        ck_assert_int_eq(xccl_sched_append(&j.sched[r], &c, g3, &m3), 0);
+        xccl_sched_fini(&c);
+        ck_assert_int_eq(xccl_sched_finalize(&j.sched[r]), 0);
+        j.rbuf[r] = xmalloc(48);
+        j.sbuf[r] = xmalloc(4);
+        j.sbuf_owned[r] = 1;
+        for (int i = 0; i < 4; i++) {
+            j.sbuf[r][i] = (unsigned char) (r * 10 + i);
+        }
+    }
+    job_run(&j, NULL, "three phases");
+    int bad = -1;
+    for (int r = 0; r < p && bad < 0; r++) {
+        for (int x = 0; x < 48 && bad < 0; x++) {
+            int from;
+            if (x < 12) {
+                from = 2 * (x / 4) + (r & 1);                  /* RECV[4k + i]: rank 2k + h */
+            } else if (x < 36) {
+                from = 2 * (((x - 12) % 12) / 4) + (x - 12) / 12;  /* RECV[12 + 12h' + 4k + i]: 2k + h' */
+            } else {
+                from = (r & 1) + 4 - 2 * ((x - 36) / 4);       /* RECV[36 + 4k + i]: g3[k] */
+            }
+            if (j.rbuf[r][x] != (unsigned char) (from * 10 + x % 4)) {
+                bad = r * 100 + x;
+            }
+        }
+    }
+    ck_assert_msg(bad < 0, "rank %d byte %d wrong", bad / 100, bad % 100);
+    job_fini(&j);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Traffic between nodes (block placement: node of r is r / L)              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    size_t inter_sent, intra_sent, inter_msgs, inter_recvd;
+} traffic_t;
+
+static traffic_t traffic(const xccl_sched_t *s, int L)
+{
+    traffic_t t = { 0, 0, 0, 0 };
+    for (size_t i = 0; i < s->nacts; i++) {
+        const xccl_action_t *a = &s->acts[i];
+        int inter = a->peer / L != s->rank / L;
+        if (XCCL_ACT_SEND == a->kind) {
+            if (inter) {
+                t.inter_sent += a->len;
+                t.inter_msgs++;
+            } else {
+                t.intra_sent += a->len;
+            }
+        } else if (XCCL_ACT_RECV == a->kind && inter) {
+            t.inter_recvd += a->len;
+        }
+    }
+    return t;
+}
+
+START_TEST(allreduce_traffic)
+{
+    static const int shapes[][2] = { { 2, 4 }, { 4, 8 }, { 8, 2 }, { 16, 8 }, { 3, 5 } };
+    for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
+        const int N = shapes[sh][0], L = shapes[sh][1], p = N * L;
+        const size_t es = 4, count = (size_t) p * 96, n = count * es;
+        char spec[16];
+        xccl_layout_t l;
+        snprintf(spec, sizeof(spec), "block:%d", L);
+        ck_assert_int_eq(xccl_layout_parse(&l, spec, p, NULL, 0), 0);
+        int bad = -1;
+        for (int r = 0; r < p && bad < 0; r++) {
+            for (int a = 0; a < 2 && bad < 0; a++) {
+                xccl_sched_t s;
+                xccl_sched_init(&s, r, p, es);
+                /* ring and Rabenseifner (power-of-two N) on the rails */
+                xccl_allreduce_build_fn ar = a ? xccl_build_allreduce_rabenseifner : xccl_build_allreduce_ring;
+                if (a && (N & (N - 1))) {
+                    xccl_sched_fini(&s);
+                    continue;
+                }
+                ck_assert_int_eq(xccl_build_hier_allreduce(&s, &l, count, 0, xccl_build_reduce_scatter_ring, ar,
+                                                           xccl_build_allgatherv_ring), 0);
+                traffic_t t = traffic(&s, L);
+                /* 2 (N-1)/N n/L between nodes; ring inside: 2 (L-1)/L n. */
+                if (t.inter_sent != 2 * (size_t) (N - 1) * n / ((size_t) N * L) ||
+                    t.inter_recvd != t.inter_sent || t.intra_sent != 2 * (size_t) (L - 1) * n / (size_t) L) {
+                    bad = r;
+                }
+                xccl_sched_fini(&s);
+            }
+        }
+        ck_assert_msg(bad < 0, "%d x %d: rank %d's traffic", N, L, bad);
+        xccl_layout_fini(&l);
+    }
+}
+END_TEST
+
+START_TEST(other_collectives_traffic)
+{
+    const int N = 4, L = 4, p = N * L;
+    const size_t b = 64, es = 4, c = 24;
+    xccl_layout_t l;
+    ck_assert_int_eq(xccl_layout_parse(&l, "block:4", p, NULL, 0), 0);
+    size_t counts[16];
+    for (int r = 0; r < p; r++) {
+        counts[r] = c;
+    }
+    for (int r = 0; r < p; r++) {
+        xccl_sched_t s;
+        traffic_t t;
+        /* reduce_scatter: (N-1)/N of n/L between nodes, ring on the rails. */
+        xccl_sched_init(&s, r, p, es);
+        ck_assert_int_eq(xccl_build_hier_reduce_scatter(&s, &l, counts, 0, xccl_build_reduce_scatter_ring,
+                                                        xccl_build_reduce_scatter_ring), 0);
+        t = traffic(&s, L);
+        ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * L * c * es / (size_t) L);
+        ck_assert_uint_eq(t.inter_msgs, N - 1);
+        xccl_sched_fini(&s);
+        /* allgather: N-1 blocks out between nodes, (L-1) N blocks inside. */
+        xccl_sched_init(&s, r, p, 1);
+        ck_assert_int_eq(xccl_build_hier_allgather(&s, &l, b, xccl_build_allgather_ring, xccl_build_allgather_ring), 0);
+        t = traffic(&s, L);
+        ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * b);
+        ck_assert_uint_eq(t.intra_sent, (size_t) (L - 1) * N * b);
+        xccl_sched_fini(&s);
+        /* alltoall: N-1 messages of L blocks between nodes. */
+        xccl_sched_init(&s, r, p, 1);
+        ck_assert_int_eq(xccl_build_hier_alltoall(&s, &l, b, 0, xccl_build_alltoall_pairwise,
+                                                  xccl_build_alltoall_pairwise), 0);
+        t = traffic(&s, L);
+        ck_assert_uint_eq(t.inter_msgs, N - 1);
+        ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * L * b);
+        xccl_sched_fini(&s);
+        /* The any-layout variants move the same between nodes. */
+        xccl_sched_init(&s, r, p, 1);
+        ck_assert_int_eq(xccl_build_hier_allgather_any(&s, &l, b, xccl_build_allgatherv_ring,
+                                                       xccl_build_allgatherv_ring), 0);
+        t = traffic(&s, L);
+        ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * b);
+        ck_assert_uint_eq(t.intra_sent, (size_t) (L - 1) * N * b);
+        xccl_sched_fini(&s);
+        xccl_sched_init(&s, r, p, 1);
+        ck_assert_int_eq(xccl_build_hier_alltoall_any(&s, &l, b, 1, xccl_build_alltoallv_pairwise,
+                                                      xccl_build_alltoallv_pairwise), 0);
+        t = traffic(&s, L);
+        ck_assert_uint_eq(t.inter_msgs, N - 1);
+        ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * L * b);
+        xccl_sched_fini(&s);
+        /* bcast, rails: piece j (n/L) arrives once on every other node. */
+        xccl_sched_init(&s, r, p, 1);
+        ck_assert_int_eq(xccl_build_hier_bcast_rails(&s, &l, 4096, 5, xccl_build_bcast_binomial,
+                                                     xccl_build_allgatherv_ring), 0);
+        t = traffic(&s, L);
+        ck_assert_uint_eq(t.inter_recvd, r / L == 1 ? 0 : 4096 / L);
+        xccl_sched_fini(&s);
+        /* bcast, leaders: only the root's rail (local rank 1) crosses nodes. */
+        xccl_sched_init(&s, r, p, 1);
+        ck_assert_int_eq(xccl_build_hier_bcast(&s, &l, 4096, 5, xccl_build_bcast_binomial,
+                                               xccl_build_bcast_binomial), 0);
+        t = traffic(&s, L);
+        ck_assert_uint_eq(t.inter_recvd, r % L != 1 || r / L == 1 ? 0 : 4096);
+        xccl_sched_fini(&s);
+    }
+    xccl_layout_fini(&l);
+
+    /* Uneven, 3 3 3 1 (block:3 of 10): L = 1, only the leaders cross nodes,
+     * once per other node. */
+    ck_assert_int_eq(xccl_layout_parse(&l, "block:3", 10, NULL, 0), 0);
+    for (int r = 0; r < 10; r++) {
+        xccl_sched_t s;
+        traffic_t t;
+        size_t cnt[10];
+        for (int q = 0; q < 10; q++) {
+            cnt[q] = c;
+        }
+        xccl_sched_init(&s, r, 10, 1);
+        ck_assert_int_eq(xccl_build_hier_alltoall_any(&s, &l, b, 0, xccl_build_alltoallv_pairwise,
+                                                      xccl_build_alltoallv_pairwise), 0);
+        t = traffic(&s, 3);
+        ck_assert_uint_eq(t.inter_msgs, r % 3 ? 0 : 3);
+        xccl_sched_fini(&s);
+        xccl_sched_init(&s, r, 10, es);
+        ck_assert_int_eq(xccl_build_hier_reduce_scatter(&s, &l, cnt, 0, xccl_build_reduce_scatter_ring,
+                                                        xccl_build_reduce_scatter_ring), 0);
+        t = traffic(&s, 3);
+        ck_assert_uint_eq(t.inter_msgs, r % 3 ? 0 : 3);
+        xccl_sched_fini(&s);
+    }
+    xccl_layout_fini(&l);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Cost with intra- and inter-node links                                    */
+/* ------------------------------------------------------------------------ */
+
+static const xccl_cost_model_t intra_m = { 1e-6, 1e-11, 3e-11, 1e-11 };
+static const xccl_cost_model_t inter_m = { 5e-6, 1e-10, 3e-11, 1e-11 };
+
+START_TEST(cost_hier)
+{
+    xccl_layout_t one, four;
+    ck_assert_int_eq(xccl_layout_parse(&one, "block:32", 32, NULL, 0), 0);
+    ck_assert_int_eq(xccl_layout_parse(&four, "block:8", 32, NULL, 0), 0);
+    /* One node: the flat model with intra's parameters, exactly. */
+    for (int r = 0; r < 32; r += 7) {
+        xccl_sched_t s;
+        xccl_sched_init(&s, r, 32, 4);
+        ck_assert_int_eq(xccl_build_allreduce_rabenseifner(&s, 10000), 0);
+        double flat = xccl_sched_cost(&s, &intra_m), hier = xccl_sched_cost_hier(&s, &one, &intra_m, &inter_m);
+        ck_assert_msg(fabs(flat - hier) <= 1e-12 * flat, "rank %d: %g vs %g", r, hier, flat);
+        xccl_sched_fini(&s);
+    }
+    /* One step with one intra and one inter transfer: the slower link. */
+    {
+        xccl_sched_t s;
+        xccl_sched_init(&s, 0, 32, 1);
+        xccl_sched_step(&s);
+        xccl_sched_send(&s, 1, xccl_ref(XCCL_BUF_SEND, 0), 1000);      /* same node */
+        xccl_sched_send(&s, 8, xccl_ref(XCCL_BUF_SEND, 0), 100);       /* other node */
+        xccl_sched_recv(&s, 9, xccl_ref(XCCL_BUF_RECV, 0), 300);
+        xccl_sched_copy(&s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), 50);
+        ck_assert_int_eq(xccl_sched_finalize(&s), 0);
+        double want_intra = intra_m.alpha + 1000 * intra_m.beta, want_inter = inter_m.alpha + 300 * inter_m.beta;
+        double want = (want_intra > want_inter ? want_intra : want_inter) + 50 * intra_m.delta;
+        double got = xccl_sched_cost_hier(&s, &four, &intra_m, &inter_m);
+        ck_assert_msg(fabs(got - want) <= 1e-12 * want, "%g vs %g", got, want);
+        xccl_sched_fini(&s);
+    }
+    /* 4 nodes of 8, 4 MB: the two-level allreduce beats every flat one when
+     * the links between nodes are 10x slower; at 64 bytes the flat
+     * recursive doubling (5 rounds) beats it. */
+    const size_t big = 1u << 20, small = 16;
+    double flat_best[2] = { 1e30, 1e30 }, hier_cost[2] = { 0, 0 };
+    xccl_allreduce_build_fn flats[] = { xccl_build_allreduce_ring, xccl_build_allreduce_rabenseifner,
+                                        xccl_build_allreduce_recursive_doubling };
+    for (int z = 0; z < 2; z++) {
+        size_t count = z ? small : big;
+        for (int f = 0; f < 3; f++) {
+            double worst = 0;
+            for (int r = 0; r < 32; r++) {
+                xccl_sched_t s;
+                xccl_sched_init(&s, r, 32, 4);
+                ck_assert_int_eq(flats[f](&s, count), 0);
+                double c = xccl_sched_cost_hier(&s, &four, &intra_m, &inter_m);
+                worst = c > worst ? c : worst;
+                xccl_sched_fini(&s);
+            }
+            flat_best[z] = worst < flat_best[z] ? worst : flat_best[z];
+        }
+        for (int r = 0; r < 32; r++) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, 32, 4);
+            ck_assert_int_eq(xccl_build_hier_allreduce(&s, &four, count, 0, xccl_build_reduce_scatter_ring,
+                                                       xccl_build_allreduce_ring, xccl_build_allgatherv_ring), 0);
+            double c = xccl_sched_cost_hier(&s, &four, &intra_m, &inter_m);
+            hier_cost[z] = c > hier_cost[z] ? c : hier_cost[z];
+            xccl_sched_fini(&s);
+        }
+    }
+    ck_assert_msg(hier_cost[0] < 0.7 * flat_best[0], "large: hier %g, best flat %g", hier_cost[0], flat_best[0]);
+    ck_assert_msg(hier_cost[1] > flat_best[1], "small: hier %g, best flat %g", hier_cost[1], flat_best[1]);
+    xccl_layout_fini(&one);
+    xccl_layout_fini(&four);
+}
+END_TEST
+
+typedef struct {
+    const xccl_layout_t *l;
+    size_t count;
+    xccl_allreduce_build_fn inter;
+} ar_arg_t;
+
+static int build_hier_ar(xccl_sched_t *s, void *arg)
+{
+    const ar_arg_t *a = arg;
+    return xccl_build_hier_allreduce(s, a->l, a->count, 0, xccl_build_reduce_scatter_ring, a->inter,
+                                     xccl_build_allgatherv_ring);
+}
+
+static int build_hier_ag_arg(xccl_sched_t *s, void *arg)
+{
+    const ar_arg_t *a = arg;
+    return xccl_build_hier_allgather(s, a->l, a->count, xccl_build_allgather_ring, xccl_build_allgather_ring);
+}
+
+/* The seeds' rule falls out of the model: on the rails, ring for few nodes,
+ * halving-doubling (Rabenseifner) for many, at a mid-size message. */
+START_TEST(cost_picks_inter_algorithm)
+{
+    const size_t count = 16384;        /* 64 KiB of floats */
+    double t[2][2];
+    for (int z = 0; z < 2; z++) {
+        xccl_layout_t l;
+        ck_assert_int_eq(xccl_layout_parse(&l, "block:8", z ? 128 : 16, NULL, 0), 0);
+        for (int a = 0; a < 2; a++) {
+            ar_arg_t arg = { &l, count, a ? xccl_build_allreduce_rabenseifner : xccl_build_allreduce_ring };
+            t[z][a] = xccl_predict_hier(&l, 4, build_hier_ar, &arg, NULL, 0, &intra_m, &inter_m);
+            ck_assert_msg(t[z][a] > 0, "prediction failed");
+        }
+        /* Explicit sample = the default one above 64 ranks. */
+        if (z) {
+            const int sample[] = { 0, 64, 127, 0, 7, 120, 127, 1 };
+            ar_arg_t arg = { &l, count, xccl_build_allreduce_ring };
+            ck_assert(t[z][0] == xccl_predict_hier(&l, 4, build_hier_ar, &arg, sample, 8, &intra_m, &inter_m));
+        }
+        xccl_layout_fini(&l);
+    }
+    ck_assert_msg(t[0][0] <= t[0][1], "2 nodes: ring %g, rabenseifner %g", t[0][0], t[0][1]);
+    ck_assert_msg(t[1][1] < t[1][0], "16 nodes: rabenseifner %g, ring %g", t[1][1], t[1][0]);
+    /* Not applicable (uneven allgather): negative. */
+    xccl_layout_t u;
+    ck_assert_int_eq(xccl_layout_parse(&u, "block:3", 10, NULL, 0), 0);
+    ar_arg_t arg = { &u, 8, NULL };
+    ck_assert(xccl_predict_hier(&u, 1, build_hier_ag_arg, &arg, NULL, 0, &intra_m, &inter_m) < 0);
+    xccl_layout_fini(&u);
+}
+END_TEST
+
+int main(void)
+{
+    build_lays();
+    Suite *su = suite_create("hier_algos");
+    TCase *tc = tcase_create("sim");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, layout_matches_spec, 0, nlays);
+    tcase_add_test(tc, layout_parse_errors);
+    tcase_add_test(tc, append_translates_and_accounts);
+    tcase_add_test(tc, append_phases_run);
+    tcase_add_loop_test(tc, allreduce_layouts, 0, nlays);
+    tcase_add_loop_test(tc, reduce_scatter_layouts, 0, nlays);
+    tcase_add_loop_test(tc, allgather_layouts, 0, nlays);
+    tcase_add_loop_test(tc, alltoall_layouts, 0, nlays);
+    tcase_add_loop_test(tc, bcast_layouts, 0, nlays);
+    tcase_add_loop_test(tc, big_layouts, 0, 3);
+    tcase_add_test(tc, allreduce_traffic);
+    tcase_add_test(tc, other_collectives_traffic);
+    tcase_add_test(tc, cost_hier);
+    tcase_add_test(tc, cost_picks_inter_algorithm);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
