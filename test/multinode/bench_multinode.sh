@@ -14,6 +14,8 @@
 #   BENCH_MAPS      placements, of "slot node" (default slot: ranks 0,1 on h0,
 #                   2,3 on h1; node: 0,2 on h0, 1,3 on h1)
 #   BENCH_PPN       ranks per host (default 2)
+#   BENCH_XCCL_ARGS more mpirun arguments for every run, e.g. a forced
+#                   algorithm: "--mca coll_xccl_allreduce_algorithm hier"
 #   BENCH_OUT       directory for the tables, a CSV and the plot (default: new
 #                   temporary directory)
 #   XCCLMN_RATE     link rate (default here 1gbit, not netns_cluster.sh's
@@ -64,6 +66,7 @@ stacks=${BENCH_STACKS:-tuned han}
 maps=${BENCH_MAPS:-slot}
 ppn=${BENCH_PPN:-2}
 read -r -a han_args <<<"${BENCH_HAN_ARGS:---mca coll_han_use_simple_allreduce 1}"
+read -r -a xccl_args <<<"${BENCH_XCCL_ARGS:-}"
 
 # shellcheck source=netns_cluster.sh
 source "$here/netns_cluster.sh"
@@ -100,7 +103,7 @@ for map in $maps; do
         before=$(mn_tx_bytes)
         t0=$SECONDS
         mn_exec h0 timeout -k 10 1800 "${mpirun[@]}" "${mn_args[@]}" -np "$np" \
-            --map-by "$map" "${coll[@]}" "$bench" "$@" >"$out/$name.txt" 2>&1 &
+            --map-by "$map" "${coll[@]}" "${xccl_args[@]}" "$bench" "$@" >"$out/$name.txt" 2>&1 &
         run_rc=0
         wait $! || run_rc=$?
         grep -v '^xccl: ' "$out/$name.txt"
