@@ -491,6 +491,45 @@ double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_bui
                          const int *ranks, int n, const xccl_cost_model_t *intra,
                          const xccl_cost_model_t *inter);
 
+/* ------------------------------------------------------------------------ */
+/* Catalog: the algorithms of each collective by name                       */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    XCCL_COLL_ALLREDUCE,
+    XCCL_COLL_ALLGATHER,
+    XCCL_COLL_REDUCE_SCATTER,
+    XCCL_COLL_REDUCE_SCATTER_BLOCK,
+    XCCL_COLL_ALLTOALL,
+    XCCL_COLL_BCAST,
+    XCCL_NCOLL
+} xccl_coll_t;
+
+/* What a builder needs; each collective reads its own fields. */
+typedef struct {
+    size_t count;                  /* allreduce: elements */
+    const size_t *counts;          /* reduce_scatter(_block): elements per rank */
+    size_t block;                  /* allgather, alltoall: bytes per rank */
+    size_t bytes;                  /* bcast */
+    int in_place, root;
+    const xccl_layout_t *layout;   /* nodes of the ranks; NULL: no hierarchy */
+    size_t segment;                /* ring allreduce pipelining segment, 0: none */
+} xccl_coll_args_t;
+
+typedef int (*xccl_coll_build_t)(xccl_sched_t *s, const xccl_coll_args_t *a);
+
+typedef struct {
+    const char *name;              /* as forced, in tuning files, after algo= */
+    xccl_coll_build_t build;       /* 0, -1, or XCCL_NOT_APPLICABLE (hier on a flat layout) */
+} xccl_algo_t;
+
+#define XCCL_CATALOG_MAX 6
+
+/* "allreduce", ..., "bcast"; NULL if c is out of range. */
+const char *xccl_coll_name(xccl_coll_t c);
+/* The algorithms of c, its measured default first; *n of them. */
+const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n);
+
 #ifdef __cplusplus
 }
 #endif

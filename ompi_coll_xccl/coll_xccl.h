@@ -22,16 +22,7 @@
 
 BEGIN_C_DECLS
 
-/* The intercepted collectives; names as printed and as in MCA parameters. */
-typedef enum {
-    XCCL_COLL_ALLREDUCE,
-    XCCL_COLL_ALLGATHER,
-    XCCL_COLL_REDUCE_SCATTER,
-    XCCL_COLL_REDUCE_SCATTER_BLOCK,
-    XCCL_COLL_ALLTOALL,
-    XCCL_COLL_BCAST,
-    XCCL_NCOLL
-} xccl_coll_t;
+/* The intercepted collectives: xccl_coll_t (algos/xccl_algos.h). */
 
 /* Algorithms a collective may be forced to; index 0 is "auto" (let xccl
  * choose), index 1 "fallback" (always hand the call to the next module). */

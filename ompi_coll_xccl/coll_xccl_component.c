@@ -44,10 +44,6 @@ mca_coll_xccl_component_t mca_coll_xccl_component = {
     .world_rank = -1,
 };
 
-static const char *const coll_names[XCCL_NCOLL] = {
-    "allreduce", "allgather", "reduce_scatter", "reduce_scatter_block", "alltoall", "bcast"
-};
-
 /* Measured with xccl_bench on the development machine (2 cores, UCX 1.13,
  * np 2, allgather/allreduce 256 KiB..16 MiB, see README): shared memory
  * (posix) for eager messages, cma for rendezvous; put_zcopy rendezvous was
@@ -59,7 +55,7 @@ static const char *const coll_names[XCCL_NCOLL] = {
 
 const char *mca_coll_xccl_coll_name(xccl_coll_t c)
 {
-    return coll_names[c];
+    return xccl_coll_name(c);
 }
 
 void mca_coll_xccl_log(int level, const char *fmt, ...)
@@ -106,16 +102,16 @@ static int xccl_register(void)
 
     for (int i = 0; i < XCCL_NCOLL; i++) {
         c->enable[i] = true;
-        snprintf(name, sizeof(name), "%s_enable", coll_names[i]);
+        snprintf(name, sizeof(name), "%s_enable", xccl_coll_name((xccl_coll_t) i));
         snprintf(help, sizeof(help),
                  "Let xccl run MPI_%s (false: every call goes to the fallback module). "
-                 "Settable at run time through MPI_T; must be equal on all ranks", coll_names[i]);
+                 "Settable at run time through MPI_T; must be equal on all ranks", xccl_coll_name((xccl_coll_t) i));
         (void) mca_base_component_var_register(v, name, help, MCA_BASE_VAR_TYPE_BOOL, NULL, 0,
             MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable[i]);
 
         c->algorithm[i] = "auto";
-        snprintf(name, sizeof(name), "%s_algorithm", coll_names[i]);
-        int n = snprintf(help, sizeof(help), "Algorithm for MPI_%s: ", coll_names[i]);
+        snprintf(name, sizeof(name), "%s_algorithm", xccl_coll_name((xccl_coll_t) i));
+        int n = snprintf(help, sizeof(help), "Algorithm for MPI_%s: ", xccl_coll_name((xccl_coll_t) i));
         for (int a = 0; mca_coll_xccl_algo_name((xccl_coll_t) i, a); a++) {
             n += snprintf(help + n, sizeof(help) - (size_t) n, "%s%s", a ? ", " : "",
                           mca_coll_xccl_algo_name((xccl_coll_t) i, a));
@@ -255,7 +251,7 @@ static void read_cost_file(const char *path, xccl_cost_model_t *cost)
 static int coll_index(const char *name)
 {
     for (int i = 0; i < XCCL_NCOLL; i++) {
-        if (0 == strcmp(name, coll_names[i])) {
+        if (0 == strcmp(name, xccl_coll_name((xccl_coll_t) i))) {
             return i;
         }
     }
@@ -308,7 +304,7 @@ static void read_tuning_file(const char *path, xccl_tuning_t *tuning)
 int mca_coll_xccl_tuned_algo(xccl_coll_t coll, int ranks, size_t bytes)
 {
     const xccl_tuning_rule_t *r =
-        xccl_tuning_lookup(&mca_coll_xccl_component.tuning, coll_names[coll], ranks, bytes);
+        xccl_tuning_lookup(&mca_coll_xccl_component.tuning, xccl_coll_name(coll), ranks, bytes);
     if (NULL == r) {
         return XCCL_ALGO_AUTO;
     }
@@ -333,7 +329,7 @@ static int xccl_open(void)
         c->forced[i] = parse_algorithm((xccl_coll_t) i, c->algorithm[i]);
         if (c->forced[i] < 0) {
             opal_output(0, "xccl: unknown algorithm \"%s\" in coll_xccl_%s_algorithm; using auto",
-                        c->algorithm[i], coll_names[i]);
+                        c->algorithm[i], xccl_coll_name((xccl_coll_t) i));
             c->forced[i] = XCCL_ALGO_AUTO;
         }
     }
@@ -461,7 +457,7 @@ static void print_summary(void)
                           (unsigned long long) s->algo_calls[a]);
         }
         mca_coll_xccl_log(1, "summary %s rank=%d calls=%llu bytes=%llu%s fallback=%llu errors=%llu",
-                          coll_names[i], world_rank, (unsigned long long) s->calls,
+                          xccl_coll_name((xccl_coll_t) i), world_rank, (unsigned long long) s->calls,
                           (unsigned long long) s->bytes, algos,
                           (unsigned long long) s->fallbacks, (unsigned long long) s->errors);
     }

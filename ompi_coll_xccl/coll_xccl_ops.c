@@ -123,137 +123,51 @@ static int map_op(struct ompi_op_t *op, xccl_op_t *out)
 
 /* ------------------------------------------------------------ algorithms */
 
-/* What a schedule builder needs; each collective uses its own fields. */
-typedef struct {
-    size_t count;              /* allreduce: elements */
-    const size_t *counts;      /* reduce_scatter(_block): elements per rank */
-    size_t block;              /* allgather, alltoall: bytes per rank */
-    size_t bytes;              /* bcast */
-    int in_place, root;
-    const xccl_layout_t *layout;     /* nodes of the communicator's ranks */
-} build_args_t;
+/* The builders' arguments (algos/catalog.c holds the algorithms). */
+typedef xccl_coll_args_t build_args_t;
 
-typedef int (*builder_t)(xccl_sched_t *s, const build_args_t *a);
-
-static int ar_ring(xccl_sched_t *s, const build_args_t *a)
-{
-    return xccl_build_allreduce_ring_segmented(s, a->count, mca_coll_xccl_component.segment_bytes);
-}
-static int ar_rd(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_recursive_doubling(s, a->count); }
-static int ar_rab(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_rabenseifner(s, a->count); }
-static int ar_swing(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allreduce_swing(s, a->count); }
-static int rs_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
-static int rs_pw(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_pairwise(s, a->counts, a->in_place); }
-static int rs_rh(xccl_sched_t *s, const build_args_t *a) { return xccl_build_reduce_scatter_recursive_halving(s, a->counts, a->in_place); }
-static int ag_ring(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
-static int ag_rd(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_recursive_doubling(s, a->block); }
-static int ag_bruck(xccl_sched_t *s, const build_args_t *a) { return xccl_build_allgather_bruck(s, a->block); }
-static int a2a_pw(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
-static int a2a_bruck(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_bruck(s, a->block, a->in_place); }
-static int bc_binomial(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_binomial(s, a->bytes, a->root); }
-static int bc_sag(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_scatter_allgather(s, a->bytes, a->root); }
-/* 256 KiB segments: large enough to amortise a message, small enough to pipeline. */
-static int bc_chain(xccl_sched_t *s, const build_args_t *a) { return xccl_build_bcast_chain(s, a->bytes, a->root, 256 * 1024); }
-/* At most 8 transfers in flight: all at once floods shared-memory queues. */
-static int a2a_linear(xccl_sched_t *s, const build_args_t *a) { return xccl_build_alltoall_linear(s, a->block, a->in_place, 8); }
-
-/* Two-level algorithms: flat stages composed over nodes and rails.  Not
- * applicable on one node or one rank per node, where they would be the
- * flat algorithm itself. */
-static int flat_layout(const xccl_layout_t *l)
-{
-    return l->nnodes <= 1 || l->nnodes == l->size;
-}
-
-static int ar_hier(xccl_sched_t *s, const build_args_t *a)
-{
-    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, xccl_build_reduce_scatter_ring,
-                                    xccl_build_allreduce_ring, xccl_build_allgatherv_ring);
-}
-static int ar_hier_hd(xccl_sched_t *s, const build_args_t *a)
-{
-    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, xccl_build_reduce_scatter_ring,
-                                    xccl_build_allreduce_rabenseifner, xccl_build_allgatherv_ring);
-}
-static int rs_hier(xccl_sched_t *s, const build_args_t *a)
-{
-    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_reduce_scatter(s, a->layout, a->counts, a->in_place,
-                                         xccl_build_reduce_scatter_ring, xccl_build_reduce_scatter_ring);
-}
-static int ag_hier(xccl_sched_t *s, const build_args_t *a)
-{
-    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_ring,
-                                        xccl_build_allgatherv_ring);
-}
-static int a2a_hier(xccl_sched_t *s, const build_args_t *a)
-{
-    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_alltoall_any(s, a->layout, a->block, a->in_place,
-                                       xccl_build_alltoallv_pairwise, xccl_build_alltoallv_pairwise);
-}
-static int bc_hier(xccl_sched_t *s, const build_args_t *a)
-{
-    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_bcast(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
-                                xccl_build_bcast_binomial);
-}
-static int bc_hier_rails(xccl_sched_t *s, const build_args_t *a)
-{
-    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_bcast_rails(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
-                                      xccl_build_allgatherv_ring);
-}
-
-typedef struct {
-    const char *name;          /* as printed after algo= and accepted by the force parameter */
-    builder_t build;
-} algo_entry_t;
-
-#define AUTO_AND_FALLBACK { "auto", NULL }, { "fallback", NULL }
-static const algo_entry_t algo_table[XCCL_NCOLL][XCCL_MAX_ALGOS + 1] = {
-    [XCCL_COLL_ALLREDUCE] = { AUTO_AND_FALLBACK, { "ring", ar_ring },
-        { "recursive_doubling", ar_rd }, { "rabenseifner", ar_rab }, { "swing", ar_swing },
-        { "hier", ar_hier }, { "hier_hd", ar_hier_hd } },
-    [XCCL_COLL_ALLGATHER] = { AUTO_AND_FALLBACK, { "ring", ag_ring }, { "bruck", ag_bruck },
-        { "recursive_doubling", ag_rd }, { "hier", ag_hier } },
-    [XCCL_COLL_REDUCE_SCATTER] = { AUTO_AND_FALLBACK, { "ring", rs_ring }, { "pairwise", rs_pw },
-        { "recursive_halving", rs_rh }, { "hier", rs_hier } },
-    [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { AUTO_AND_FALLBACK, { "ring", rs_ring },
-        { "pairwise", rs_pw }, { "recursive_halving", rs_rh }, { "hier", rs_hier } },
-    [XCCL_COLL_ALLTOALL] = { AUTO_AND_FALLBACK, { "pairwise", a2a_pw }, { "linear", a2a_linear },
-        { "bruck", a2a_bruck }, { "hier", a2a_hier } },
-    [XCCL_COLL_BCAST] = { AUTO_AND_FALLBACK, { "binomial", bc_binomial },
-        { "scatter_allgather", bc_sag }, { "chain", bc_chain }, { "hier", bc_hier },
-        { "hier_rails", bc_hier_rails } },
-};
-
+/* Index 0 is "auto", 1 "fallback", then the catalog's algorithms. */
 const char *mca_coll_xccl_algo_name(xccl_coll_t c, int i)
 {
-    return (i >= 0 && i < XCCL_MAX_ALGOS) ? algo_table[c][i].name : NULL;
+    int n;
+    const xccl_algo_t *list = xccl_coll_algos(c, &n);
+    if (XCCL_ALGO_AUTO == i) {
+        return "auto";
+    }
+    if (XCCL_ALGO_FALLBACK == i) {
+        return "fallback";
+    }
+    return i >= 2 && i - 2 < n && i < XCCL_MAX_ALGOS ? list[i - 2].name : NULL;
 }
 
-/* Predicted time of algorithm i for these arguments: the max over a few
- * ranks' schedules (the root's and others' differ for trees). */
+static int build_algo(xccl_coll_t c, int i, xccl_sched_t *s, const build_args_t *a)
+{
+    int n;
+    const xccl_algo_t *list = xccl_coll_algos(c, &n);
+    return list[i - 2].build(s, a);
+}
+
+/* Predicted time of algorithm i for these arguments: the worst over the
+ * ranks' schedules (every rank up to 64, else a fixed sample), with the
+ * intra- and inter-node costs.  Depends only on values every rank shares. */
+typedef struct {
+    xccl_coll_t coll;
+    int algo;
+    const build_args_t *args;
+} predict_job_t;
+
+static int predict_build(xccl_sched_t *s, void *arg)
+{
+    const predict_job_t *j = arg;
+    return build_algo(j->coll, j->algo, s, j->args);
+}
+
 static double predict(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int i,
                       const build_args_t *a, size_t es)
 {
-    const int ranks[3] = { a->root, (a->root + 1) % m->size, (a->root + m->size - 1) % m->size };
-    double worst = -1.0;
-    for (int k = 0; k < 3; k++) {
-        xccl_sched_t s;
-        xccl_sched_init(&s, ranks[k], m->size, es);
-        if (0 == algo_table[coll][i].build(&s, a)) {
-            double t = xccl_sched_cost_hier(&s, &m->layout, &mca_coll_xccl_component.cost,
-                                            &mca_coll_xccl_component.cost_inter);
-            worst = t > worst ? t : worst;
-        }
-        xccl_sched_fini(&s);
-    }
-    return worst;
+    predict_job_t j = { coll, i, a };
+    return xccl_predict_hier(&m->layout, es, predict_build, &j, NULL, 0,
+                             &mca_coll_xccl_component.cost, &mca_coll_xccl_component.cost_inter);
 }
 
 /* The algorithm for this call: the forced one, else the cost model's
@@ -276,10 +190,10 @@ static int choose(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_
     if (0 == m->choice[coll][cls]) {
         int best = 2;
         double best_t = -1.0;
-        for (int i = 2; i < XCCL_MAX_ALGOS && algo_table[coll][i].name; i++) {
+        for (int i = 2; mca_coll_xccl_algo_name(coll, i); i++) {
             double t = predict(m, coll, i, a, es);
             mca_coll_xccl_log(2, "model %s comm=%u bytes=%zu %s=%.1fus", mca_coll_xccl_coll_name(coll),
-                              m->cid, bytes, algo_table[coll][i].name, t * 1e6);
+                              m->cid, bytes, mca_coll_xccl_algo_name(coll, i), t * 1e6);
             if (t >= 0 && (best_t < 0 || t < best_t)) {
                 best = i;
                 best_t = t;
@@ -416,7 +330,7 @@ static void log_call(mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb, size_t
         }
         mca_coll_xccl_log(1, "%s%s comm=%u rank=%d bytes=%zu algo=%s size=%d%s", nb ? "i" : "",
                           mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, bytes,
-                          algo_table[coll][algo_index].name, m->size, pred);
+                          mca_coll_xccl_algo_name(coll, algo_index), m->size, pred);
     }
 }
 
@@ -657,7 +571,7 @@ static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const buil
     xccl_sched_t s;
     int rc;
     xccl_sched_init(&s, m->rank, m->size, es);
-    rc = algo_table[coll][algo].build(&s, a);
+    rc = build_algo(coll, algo, &s, a);
     if (XCCL_NOT_APPLICABLE == rc) {
         /* A two-level algorithm forced (or named by a tuning rule) where
          * the layout is flat: the collective's first algorithm does it.
@@ -665,7 +579,7 @@ static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const buil
         xccl_sched_fini(&s);
         xccl_sched_init(&s, m->rank, m->size, es);
         algo = 2;
-        rc = algo_table[coll][algo].build(&s, a);
+        rc = build_algo(coll, algo, &s, a);
     }
     if (0 != rc) {
         xccl_sched_fini(&s);
@@ -757,7 +671,8 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     ptrdiff_t lb = true_lb_of(dtype);
     char *r = (char *) rbuf + lb;
     char *s = in_place ? r : (char *) sbuf + lb;
-    build_args_t a = { .count = (size_t) count, .in_place = in_place, .layout = &m->layout };
+    build_args_t a = { .count = (size_t) count, .in_place = in_place, .layout = &m->layout,
+                       .segment = mca_coll_xccl_component.segment_bytes };
     return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, request);
 }
 

@@ -1,0 +1,130 @@
+/*
+ * The catalog: every algorithm of every collective, under the name that the
+ * force parameters, the tuning file and the verbose line use.  The
+ * component, xccl_simulate and xccl_info all choose from this one list.
+ */
+#include "xccl_algos.h"
+
+#include <stddef.h>
+
+/* Two-level algorithms: flat stages composed over nodes and rails.  Not
+ * applicable without a layout, on one node or with one rank per node, where
+ * they would be a flat algorithm themselves. */
+static int flat_layout(const xccl_layout_t *l)
+{
+    return NULL == l || l->nnodes <= 1 || l->nnodes == l->size;
+}
+
+static int ar_ring(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return xccl_build_allreduce_ring_segmented(s, a->count, a->segment);
+}
+static int ar_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_recursive_doubling(s, a->count); }
+static int ar_rab(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_rabenseifner(s, a->count); }
+static int ar_swing(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_swing(s, a->count); }
+static int ar_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, xccl_build_reduce_scatter_ring,
+                                    xccl_build_allreduce_ring, xccl_build_allgatherv_ring);
+}
+static int ar_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, xccl_build_reduce_scatter_ring,
+                                    xccl_build_allreduce_rabenseifner, xccl_build_allgatherv_ring);
+}
+
+static int rs_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
+static int rs_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_pairwise(s, a->counts, a->in_place); }
+static int rs_rh(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_recursive_halving(s, a->counts, a->in_place); }
+static int rs_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_reduce_scatter(s, a->layout, a->counts, a->in_place,
+                                         xccl_build_reduce_scatter_ring, xccl_build_reduce_scatter_ring);
+}
+
+static int ag_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
+static int ag_bruck(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_bruck(s, a->block); }
+static int ag_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_recursive_doubling(s, a->block); }
+static int ag_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_ring,
+                                        xccl_build_allgatherv_ring);
+}
+
+static int a2a_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
+/* At most 8 transfers in flight: all at once floods shared-memory queues. */
+static int a2a_linear(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_alltoall_linear(s, a->block, a->in_place, 8); }
+static int a2a_bruck(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_alltoall_bruck(s, a->block, a->in_place); }
+static int a2a_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_alltoall_any(s, a->layout, a->block, a->in_place,
+                                       xccl_build_alltoallv_pairwise, xccl_build_alltoallv_pairwise);
+}
+
+static int bc_binomial(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_binomial(s, a->bytes, a->root); }
+static int bc_sag(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_scatter_allgather(s, a->bytes, a->root); }
+/* 256 KiB segments: large enough to amortise a message, small enough to pipeline. */
+static int bc_chain(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_chain(s, a->bytes, a->root, 256 * 1024); }
+static int bc_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_bcast(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
+                                xccl_build_bcast_binomial);
+}
+static int bc_hier_rails(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_bcast_rails(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
+                                      xccl_build_allgatherv_ring);
+}
+
+/* The first algorithm of each collective is its measured default (auto
+ * keeps it unless another is predicted clearly faster). */
+static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
+    [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
+        { "rabenseifner", ar_rab }, { "swing", ar_swing }, { "hier", ar_hier },
+        { "hier_hd", ar_hier_hd } },
+    [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
+        { "recursive_doubling", ag_rd }, { "hier", ag_hier } },
+    [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
+        { "recursive_halving", rs_rh }, { "hier", rs_hier } },
+    [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
+        { "recursive_halving", rs_rh }, { "hier", rs_hier } },
+    [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
+        { "bruck", a2a_bruck }, { "hier", a2a_hier } },
+    [XCCL_COLL_BCAST] = { { "binomial", bc_binomial }, { "scatter_allgather", bc_sag },
+        { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails } },
+};
+
+static const char *const coll_names[XCCL_NCOLL] = {
+    [XCCL_COLL_ALLREDUCE] = "allreduce",
+    [XCCL_COLL_ALLGATHER] = "allgather",
+    [XCCL_COLL_REDUCE_SCATTER] = "reduce_scatter",
+    [XCCL_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
+    [XCCL_COLL_ALLTOALL] = "alltoall",
+    [XCCL_COLL_BCAST] = "bcast",
+};
+
+const char *xccl_coll_name(xccl_coll_t c)
+{
+    return (int) c >= 0 && c < XCCL_NCOLL ? coll_names[c] : NULL;
+}
+
+const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n)
+{
+    int k = 0;
+    if ((int) c < 0 || c >= XCCL_NCOLL) {
+        *n = 0;
+        return NULL;
+    }
+    while (k < XCCL_CATALOG_MAX && catalog[c][k].name) {
+        k++;
+    }
+    *n = k;
+    return catalog[c];
+}

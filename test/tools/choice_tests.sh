@@ -1,0 +1,30 @@
+#!/bin/bash
+# xccl_simulate and xccl_info: the choice table the component's auto
+# selection would make, on layouts that need not exist.
+#   - one node: the two-level algorithms do not apply (n/a), auto keeps a
+#     flat algorithm;
+#   - 8 nodes x 8 ranks: at 16 MiB the model prefers a two-level allreduce,
+#     at 8 B recursive doubling (latency), as the textbook costs say;
+#   - xccl_info on the DGX-like fixture prints a row for every collective.
+set -uo pipefail
+b=${XCCL_BUILDDIR:?}
+fx=${XCCL_FIXTURES:?}
+fail=0
+check() {    # check <what> <command output> <awk condition on the rows>
+    if ! awk "$3 { found = 1 } END { exit !found }" <<<"$2"; then
+        echo "FAIL: $1"; printf '%s\n' "$2" | sed 's/^/   | /'; fail=1
+    else
+        echo "ok: $1"
+    fi
+}
+out=$("$b/xccl_simulate" -c allreduce -n 16 -s 16M) || fail=1
+check "one node: hier is n/a, auto flat" "$out" '$1 == 16777216 && $6 == "n/a" && $7 == "n/a" && $NF !~ /^hier/'
+out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 8,16M) || fail=1
+check "8x8, 16 MiB: auto two-level" "$out" '$1 == 16777216 && $NF ~ /^hier/'
+check "8x8, 8 B: auto recursive_doubling" "$out" '$1 == 8 && $NF == "recursive_doubling"'
+out=$("$b/xccl_simulate" -c nosuch 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: unknown collective not refused"; fail=1; }
+out=$("$b/xccl_info" --topo-file "$fx/topo/dgx-h100-nvswitch-ib.topo" -n 32 --sizes 1M) || fail=1
+n=$(grep -cE '^(allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast)$' <<<"$out")
+[[ $n -eq 6 ]] && echo "ok: xccl_info prints 6 collectives" || { echo "FAIL: xccl_info printed $n collectives"; fail=1; }
+check "xccl_info: 4 nodes of 8 from the fixture" "$out" '/^xccl.s choice for 32 ranks, layout block:8 \(4 nodes/'
+exit $fail

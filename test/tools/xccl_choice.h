@@ -1,0 +1,32 @@
+/*
+ * Predicted time of every algorithm of a collective, and the one the
+ * component's auto selection would take, for a communicator that need not
+ * exist: ranks, node layout, intra- and inter-node costs.  Shared by
+ * xccl_simulate and xccl_info; the algorithms come from the same catalog
+ * (algos/catalog.c) the component uses.
+ */
+#ifndef XCCL_CHOICE_H
+#define XCCL_CHOICE_H
+
+#include "xccl_algos.h"
+
+#include <stdio.h>
+
+/* Sizes as in xccl_bench: bytes per rank (allgather: total received,
+ * reduce_scatter/alltoall: total sent); reductions on 4-byte floats. */
+typedef struct {
+    xccl_coll_t coll;
+    const xccl_layout_t *layout;       /* never NULL: one node is a layout too */
+    xccl_cost_model_t intra, inter;
+    double margin;                     /* auto keeps the first algorithm unless ... */
+    size_t segment;                    /* ring allreduce segment */
+} xccl_choice_t;
+
+/* One line per size: every algorithm's predicted us ("n/a" where it does
+ * not apply), then the best and auto's choice.  Returns 0, or -1 (memory). */
+int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, FILE *out);
+
+/* "8,1K,1M" -> sizes; returns how many (at most max), -1 on a bad token. */
+int xccl_choice_parse_sizes(const char *list, size_t *sizes, int max);
+
+#endif
