@@ -45,6 +45,14 @@ static int rs_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
                                          xccl_build_reduce_scatter_ring, xccl_build_reduce_scatter_ring);
 }
 
+static int rs_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_reduce_scatter(s, a->layout, a->counts, a->in_place,
+                                         xccl_build_reduce_scatter_ring,
+                                         xccl_build_reduce_scatter_recursive_halving);
+}
+
 static int ag_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
 static int ag_bruck(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_bruck(s, a->block); }
 static int ag_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_recursive_doubling(s, a->block); }
@@ -92,9 +100,9 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
-        { "recursive_halving", rs_rh }, { "hier", rs_hier } },
+        { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
-        { "recursive_halving", rs_rh }, { "hier", rs_hier } },
+        { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
         { "bruck", a2a_bruck }, { "hier", a2a_hier } },
     [XCCL_COLL_BCAST] = { { "binomial", bc_binomial }, { "scatter_allgather", bc_sag },

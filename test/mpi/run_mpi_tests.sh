@@ -269,7 +269,7 @@ algo_sets=(
     "allreduce=swing allgather=recursive_doubling reduce_scatter=recursive_halving reduce_scatter_block=recursive_halving alltoall=bruck"
     # two-level, on synthetic node layouts (coll_xccl_node_layout)
     "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"
-    "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier alltoall=hier bcast=hier_rails"
+    "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier_hd reduce_scatter_block=hier_hd alltoall=hier bcast=hier_rails"
 )
 for set in "${algo_sets[@]}"; do
     force=()
