@@ -63,6 +63,7 @@ typedef struct {
     int output;                      /* opal_output stream */
     int world_rank;                  /* for the log; -1 until known */
     bool ucx_ok;                     /* this process's UCP worker is up */
+    bool world_active;               /* xccl enabled on MPI_COMM_WORLD (MPI_T, read-only) */
     char ucx_error[256];
     char *topo_file, *topo_dump;
     struct xccl_topo_s *topo;        /* this node's, never NULL after init */

@@ -187,6 +187,12 @@ static int xccl_register(void)
                "wins; see README) applied before the cost model; a forced algorithm still "
                "wins.  Must be the same on all ranks",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->tuning_file);
+    c->world_active = false;
+    (void) mca_base_component_var_register(v, "world_active",
+        "Read-only: whether xccl runs MPI_COMM_WORLD's collectives (false until MPI_Init has "
+        "enabled it, or if its set-up failed there); xccl_bench reads it through MPI_T",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &c->world_active);
     reg_all_eq("topo_file",
                "Topology file to use instead of detecting the node (format: README, "
                "xccl_info --dump writes one)",

@@ -390,6 +390,9 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         m->super.coll_ibcast = NULL;
         return OMPI_SUCCESS;
     }
+    if (comm == &ompi_mpi_comm_world.comm) {
+        mca_coll_xccl_component.world_active = true;
+    }
     mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s) nodes=%d ppn=%d..%d",
                       m->cid, m->world_rank, m->size, comm->c_name, m->layout.nnodes,
                       m->layout.min_ppn, m->layout.max_ppn);

@@ -27,7 +27,9 @@
  * xccl_reduce_kernel() against Open MPI's op framework (MPI_Reduce_local).
  *
  * Build:  mpicc -std=gnu11 -O2 -Ialgos test/bench/xccl_bench.c algos/reduce_kernels.c
- * Exit:   0 ok, 1 an xccl result was wrong, 2 bad command line, 3 MPI_T trouble.
+ * Exit:   0 ok, 1 an xccl result was wrong, 2 bad command line, 3 MPI_T trouble,
+ *         4 xccl is loaded but not active on MPI_COMM_WORLD (its set-up failed:
+ *         the xccl column then measured the fallback; see coll_xccl_verbose 2).
  */
 #include <mpi.h>
 
@@ -161,6 +163,7 @@ static void library_version(char *buf, size_t cap);
 static double memcpy_bandwidth(void);
 
 static bool cvars_open(bench_t *B);
+static bool xccl_world_active(void);
 static void cvars_close(bench_t *B);
 static void set_mode(bench_t *B, int coll, int mode);
 
@@ -223,6 +226,10 @@ int main(int argc, char **argv)
 
     bool xccl_loaded = cvars_open(&B);
     print_header(&B, libver, memcpy_gbs, xccl_loaded);
+    bool xccl_inactive = xccl_loaded && !xccl_world_active();
+    if (xccl_inactive && rank == 0)
+        printf("# WARNING: xccl is loaded but not active on MPI_COMM_WORLD (its set-up failed;\n"
+               "#   --mca coll_xccl_verbose 2 says why): the xccl column measures the fallback\n");
 
     /* Buffers for the largest size; every collective uses a prefix.  Both
      * start with valid small floats so no timed call sees NaN or denormals. */
@@ -246,6 +253,8 @@ int main(int argc, char **argv)
         for (int k = 0; k < o.ncolls; k++)
             if (sums[o.colls[k]].fail[M_XCCL])
                 status = 1;
+        if (status == 0 && xccl_inactive)
+            status = 4;
     }
 
     cvars_close(&B);
@@ -600,6 +609,28 @@ static bool cvars_open(bench_t *B)
                     c < NCOLL ? colls[c].cvar : "xccl loaded");
     MPI_Barrier(MPI_COMM_WORLD);
     return loaded;
+}
+
+/* The component's read-only cvar coll_xccl_world_active: whether xccl runs
+ * MPI_COMM_WORLD's collectives (its set-up may have failed).  Older builds
+ * without the variable count as active. */
+static bool xccl_world_active(void)
+{
+    int idx = cvar_find("coll_xccl_world_active"), count;
+    if (idx < 0)
+        return true;
+    cvar_t cv = { .is_bool = true };
+    MPI_Datatype dt;
+    char name[256];
+    int bind;
+    if (!cvar_info(idx, name, sizeof name, &dt, &bind))
+        die(3, "MPI_T_cvar_get_info(coll_xccl_world_active) failed");
+    cv.is_bool = dt == MPI_C_BOOL;
+    if (MPI_T_cvar_handle_alloc(idx, NULL, &cv.handle, &count) != MPI_SUCCESS)
+        die(3, "MPI_T_cvar_handle_alloc(coll_xccl_world_active) failed");
+    int v = cvar_read(&cv, "coll_xccl_world_active");
+    MPI_T_cvar_handle_free(&cv.handle);
+    return v != 0;
 }
 
 /* Restore the initial values, free the handles, close MPI_T. */
