@@ -18,9 +18,11 @@
  */
 #include "ompi_config.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
@@ -223,52 +225,164 @@ static const char *connect_peers(mca_coll_xccl_module_t *m, struct ompi_communic
 }
 
 /* Combine every member's flag: 1 if all are 1.  Rank 0 gathers and answers. */
-static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine)
+static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine, int key,
+                 int *keys)
 {
-    int all = mine, rc;
+    /* Rank 0 gathers {flag, key} from everyone and answers with the
+     * combined flag and every rank's key. */
+    int msg[2] = { mine, key }, all = mine, rc;
+    if (NULL == keys) {
+        msg[0] = all = mine = 0;         /* take part, then everyone fails */
+    } else {
+        keys[rank] = key;
+    }
     if (size == 1) {
         return mine;
     }
     if (rank != 0) {
         ompi_request_t *req;
-        rc = MCA_PML_CALL(isend(&mine, 1, MPI_INT, 0, XCCL_AGREE_TAG, MCA_PML_BASE_SEND_STANDARD,
+        int *answer = malloc((size_t) (size + 1) * sizeof(int));
+        if (NULL == answer) {
+            msg[0] = 0;                  /* still take part, then fail */
+        }
+        rc = MCA_PML_CALL(isend(msg, 2, MPI_INT, 0, XCCL_AGREE_TAG, MCA_PML_BASE_SEND_STANDARD,
                                 comm, &req));
         if (OMPI_SUCCESS == rc) {
             rc = ompi_request_wait(&req, MPI_STATUS_IGNORE);
         }
         if (OMPI_SUCCESS == rc) {
-            rc = MCA_PML_CALL(irecv(&all, 1, MPI_INT, 0, XCCL_AGREE_TAG, comm, &req));
+            int dummy[1];
+            /* Without memory, receive into a short buffer: truncation is an
+             * error here, and the answer is "no" anyway. */
+            rc = MCA_PML_CALL(irecv(answer ? answer : dummy, answer ? size + 1 : 1, MPI_INT, 0,
+                                    XCCL_AGREE_TAG, comm, &req));
         }
         if (OMPI_SUCCESS == rc) {
             rc = ompi_request_wait(&req, MPI_STATUS_IGNORE);
         }
-        return OMPI_SUCCESS == rc ? all : 0;
+        all = OMPI_SUCCESS == rc && NULL != answer && answer[0];
+        if (all && NULL != keys) {
+            memcpy(keys, answer + 1, (size_t) size * sizeof(int));
+        }
+        free(answer);
+        return all;
     }
-    int *flags = malloc((size_t) size * sizeof(int));
+    int *got = malloc((size_t) 2 * size * sizeof(int));
+    int *answer = malloc((size_t) (size + 1) * sizeof(int));
     ompi_request_t **reqs = malloc((size_t) size * sizeof(*reqs));
-    if (NULL == flags || NULL == reqs) {
+    if (NULL == got || NULL == reqs || NULL == answer) {
         /* Still answer everyone so that nobody waits forever. */
         all = 0;
         for (int i = 1; i < size; i++) {
-            int dummy;
-            MCA_PML_CALL(recv(&dummy, 1, MPI_INT, i, XCCL_AGREE_TAG, comm, MPI_STATUS_IGNORE));
+            int dummy[2];
+            MCA_PML_CALL(recv(dummy, 2, MPI_INT, i, XCCL_AGREE_TAG, comm, MPI_STATUS_IGNORE));
+        }
+        for (int i = 1; i < size; i++) {
+            MCA_PML_CALL(send(&all, 1, MPI_INT, i, XCCL_AGREE_TAG, MCA_PML_BASE_SEND_STANDARD, comm));
         }
     } else {
         for (int i = 1; i < size; i++) {
             reqs[i - 1] = MPI_REQUEST_NULL;
-            MCA_PML_CALL(irecv(&flags[i], 1, MPI_INT, i, XCCL_AGREE_TAG, comm, &reqs[i - 1]));
+            MCA_PML_CALL(irecv(&got[2 * i], 2, MPI_INT, i, XCCL_AGREE_TAG, comm, &reqs[i - 1]));
         }
         rc = ompi_request_wait_all((size_t) size - 1, reqs, MPI_STATUSES_IGNORE);
         for (int i = 1; i < size; i++) {
-            all = all && flags[i] && OMPI_SUCCESS == rc;
+            all = all && got[2 * i] && OMPI_SUCCESS == rc;
+            answer[1 + i] = got[2 * i + 1];
+        }
+        answer[0] = all;
+        answer[1] = key;
+        if (NULL != keys) {
+            memcpy(keys, answer + 1, (size_t) size * sizeof(int));
+        }
+        for (int i = 1; i < size; i++) {
+            MCA_PML_CALL(send(answer, size + 1, MPI_INT, i, XCCL_AGREE_TAG,
+                              MCA_PML_BASE_SEND_STANDARD, comm));
         }
     }
-    for (int i = 1; i < size; i++) {
-        MCA_PML_CALL(send(&all, 1, MPI_INT, i, XCCL_AGREE_TAG, MCA_PML_BASE_SEND_STANDARD, comm));
-    }
-    free(flags);
+    free(got);
+    free(answer);
     free(reqs);
     return all;
+}
+
+/* Where this process runs inside its node, for the ring order inside the
+ * node: package * 65536 + lowest CPU of its binding, from sysfs; -1 when it
+ * is not bound to a strict subset of the CPUs (no order to follow). */
+static int placement_key(void)
+{
+    cpu_set_t set;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (0 != sched_getaffinity(0, sizeof(set), &set) || ncpu <= 0 || CPU_COUNT(&set) >= ncpu) {
+        return -1;
+    }
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set)) {
+        cpu++;
+    }
+    if (cpu >= CPU_SETSIZE || cpu >= 65536) {
+        return -1;
+    }
+    char path[96];
+    int package = 0;
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+    FILE *f = fopen(path, "r");
+    if (NULL != f) {
+        if (1 != fscanf(f, "%d", &package) || package < 0 || package > 32767) {
+            package = 0;
+        }
+        fclose(f);
+    }
+    return package * 65536 + cpu;
+}
+
+typedef struct {
+    int key, rank;
+} key_rank_t;
+
+static int cmp_key_rank(const void *a, const void *b)
+{
+    const key_rank_t *x = a, *y = b;
+    return x->key != y->key ? (x->key < y->key ? -1 : 1) : x->rank - y->rank;
+}
+
+/* Orders the ranks of each node by where they run (package, then CPU), so
+ * that rings inside a node go socket by socket instead of hopping across
+ * sockets in communicator order.  Nodes where a rank is unbound keep the
+ * communicator order.  keys are the same on every rank: so is the order. */
+static void order_nodes(mca_coll_xccl_module_t *m, const int *keys)
+{
+    key_rank_t *kr = malloc((size_t) m->layout.max_ppn * sizeof(*kr));
+    int *order = malloc((size_t) m->layout.max_ppn * sizeof(int));
+    for (int n = 0; NULL != kr && NULL != order && n < m->layout.nnodes; n++) {
+        const int ln = xccl_layout_node_size(&m->layout, n);
+        const int *members = xccl_layout_node_members(&m->layout, n);
+        int bound = 1, changed = 0;
+        for (int i = 0; i < ln; i++) {
+            kr[i].key = keys[members[i]];
+            kr[i].rank = members[i];
+            bound = bound && kr[i].key >= 0;
+        }
+        if (!bound || ln < 2) {
+            continue;
+        }
+        qsort(kr, (size_t) ln, sizeof(*kr), cmp_key_rank);
+        for (int i = 0; i < ln; i++) {
+            order[i] = kr[i].rank;
+            changed = changed || order[i] != members[i];
+        }
+        if (changed && 0 == xccl_layout_set_order(&m->layout, n, order)) {
+            char line[256];
+            int len = 0;
+            for (int i = 0; i < ln && len < (int) sizeof(line) - 12; i++) {
+                len += snprintf(line + len, sizeof(line) - (size_t) len, " %d", order[i]);
+            }
+            mca_coll_xccl_log(2, "comm comm=%u node %d: ranks in placement order:%s%s", m->cid, n,
+                              line, len >= (int) sizeof(line) - 12 ? " ..." : "");
+        }
+    }
+    free(kr);
+    free(order);
 }
 
 /* ------------------------------------------------------------ nodes */
@@ -371,7 +485,12 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         why = connect_peers(m, comm);
     }
 
-    if (!agree(comm, m->rank, m->size, NULL == why)) {
+    int *keys = malloc((size_t) m->size * sizeof(int));
+    if (NULL == keys && NULL == why) {
+        why = "out of memory";
+    }
+    if (!agree(comm, m->rank, m->size, NULL == why, placement_key(), keys)) {
+        free(keys);
         mca_coll_xccl_log(1, "comm comm=%u rank=%d size=%d disabled: %s", m->cid, m->world_rank,
                           m->size, why ? why : "set-up failed on another rank");
         release_endpoints(m);
@@ -390,6 +509,8 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         m->super.coll_ibcast = NULL;
         return OMPI_SUCCESS;
     }
+    order_nodes(m, keys);
+    free(keys);
     if (comm == &ompi_mpi_comm_world.comm) {
         mca_coll_xccl_component.world_active = true;
     }

@@ -371,6 +371,36 @@ static const char *common_fallback(const mca_coll_xccl_module_t *m, xccl_coll_t 
     return NULL;
 }
 
+/* Reductions that stock Open MPI 4.1 gets wrong: MAX/MIN on
+ * MPI_UNSIGNED_LONG compare as signed (ompi#10525); op/avx saturates 8- and
+ * 16-bit integer sums instead of wrapping (ompi#8045).  xccl runs these
+ * itself even where it would hand a small message to the fallback. */
+static int stock_gets_wrong(struct ompi_datatype_t *dt, struct ompi_op_t *op)
+{
+    if ((&ompi_mpi_op_max.op == op || &ompi_mpi_op_min.op == op) &&
+        &ompi_mpi_unsigned_long.dt == dt) {
+        return 1;
+    }
+    return &ompi_mpi_op_sum.op == op &&
+           (&ompi_mpi_char.dt == dt || &ompi_mpi_signed_char.dt == dt ||
+            &ompi_mpi_unsigned_char.dt == dt || &ompi_mpi_int8_t.dt == dt ||
+            &ompi_mpi_uint8_t.dt == dt || &ompi_mpi_short.dt == dt ||
+            &ompi_mpi_unsigned_short.dt == dt || &ompi_mpi_int16_t.dt == dt ||
+            &ompi_mpi_uint16_t.dt == dt);
+}
+
+/* The small-message fallback, unless the fallback would be wrong. */
+static const char *reduction_fallback(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                      size_t bytes, struct ompi_datatype_t *dt,
+                                      struct ompi_op_t *op)
+{
+    const char *why = common_fallback(m, coll, bytes);
+    if (NULL != why && 0 == strcmp(why, "small_message") && stock_gets_wrong(dt, op)) {
+        return NULL;
+    }
+    return why;
+}
+
 static const char *buffer_fallback(const void *a, const void *b)
 {
     if (XCCL_MEM_DEVICE == xccl_gpu_mem_type(a) || XCCL_MEM_DEVICE == xccl_gpu_mem_type(b)) {
@@ -653,7 +683,7 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     const size_t bytes = (size_t) count * dtype_size(dtype);
     reduce_ctx_t rctx;
     size_t es = 0;
-    const char *why = common_fallback(m, coll, bytes);
+    const char *why = reduction_fallback(m, coll, bytes, dtype, op);
     if (NULL == why) {
         why = plan_reduction(dtype, op, (size_t) count, &rctx, &es);
     }
@@ -691,7 +721,7 @@ static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, co
     const size_t bytes = total * dtype_size(dtype);
     reduce_ctx_t rctx;
     size_t es = 0;
-    const char *why = common_fallback(m, coll, bytes);
+    const char *why = reduction_fallback(m, coll, bytes, dtype, op);
     if (NULL == why) {
         why = plan_reduction(dtype, op, total, &rctx, &es);
     }

@@ -69,10 +69,11 @@ if [[ -e $ompi_dir/mca_coll_xccl.so ]]; then
     echo "note: $ompi_dir has an installed xccl; testing $compdir through $component_path"
 fi
 
-common_args=(--allow-run-as-root --oversubscribe
+common_base=(--allow-run-as-root --oversubscribe
     --mca mpi_yield_when_idle 1
     --mca mca_base_component_path "$component_path"
-    --mca coll "xccl,tuned,basic,libnbc,self"
+    --mca coll "xccl,tuned,basic,libnbc,self")
+common_args=("${common_base[@]}"
     --mca coll_xccl_verbose 1
     # xccl hands small messages to stock Open MPI by default; the tests
     # judge xccl's own algorithms, at every size
@@ -259,6 +260,37 @@ for np in 1 2 3 4 7; do
     indent "$problems"
     finish "$name" "$ok"
 done
+
+# The default configuration (small messages to the fallback): results
+# only.  Stock Open MPI 4.1 is wrong for MAX/MIN on MPI_UNSIGNED_LONG and,
+# with op/avx, for 8- and 16-bit sums; xccl must not hand those to it.
+name=xccl_mpi_check.default_small.np2
+saved_args=("${common_args[@]}")
+common_args=("${common_base[@]}")
+run_mpi "$name" 2 "$bindir/xccl_mpi_check" -q
+ok=0
+problems=$(check_result "$name" 2>&1) || ok=1
+indent "$problems"
+finish "$name" "$ok"
+
+# Ranks bound in the reverse of their rank order (rankfile): inside the
+# node xccl orders them by placement, and the results stay right.
+name=xccl_mpi_check.placement.np2
+if [[ $(nproc) -ge 2 ]]; then
+    rankfile=$logdir/rankfile.reverse
+    printf 'rank 0=%s slot=1\nrank 1=%s slot=0\n' "$(hostname)" "$(hostname)" >"$rankfile"
+    run_mpi "$name" 2 --rankfile "$rankfile" --mca coll_xccl_verbose 2 \
+        --mca coll_xccl_small_msg_bytes 0 "$bindir/xccl_mpi_check" -q
+    ok=0
+    problems=$({ check_result "$name" &&
+        { grep -q 'comm=0 node 0: ranks in placement order: 1 0' "$logdir/$name.log" ||
+          { echo "$name: no 'ranks in placement order: 1 0' line"; false; }; }; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+else
+    echo "== $name: skipped (needs 2 processors to bind 2 ranks apart)"
+fi
+common_args=("${saved_args[@]}")
 
 # Every algorithm, forced, over real transfers (quick mode: fewer counts).
 # (one set per algorithm of a collective; more sets as algorithms land)
