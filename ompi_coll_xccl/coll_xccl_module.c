@@ -35,6 +35,8 @@
 /* Tag of the agreement messages: the bottom of the range Open MPI reserves
  * for collective components, which no stock component uses. */
 #define XCCL_AGREE_TAG (MCA_COLL_BASE_TAG_HCOLL_END)
+/* Placement keys travel with the agreement up to this many ranks. */
+#define XCCL_AGREE_MAX_KEYS 4096
 
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
 
@@ -229,7 +231,9 @@ static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine,
                  int *keys)
 {
     /* Rank 0 gathers {flag, key} from everyone and answers with the
-     * combined flag and every rank's key. */
+     * combined flag and every rank's key; in large communicators only with
+     * the flag (the answers would grow as size^2), keys are then -1. */
+    const int nans = size <= XCCL_AGREE_MAX_KEYS ? size + 1 : 1;
     int msg[2] = { mine, key }, all = mine, rc;
     if (NULL == keys) {
         msg[0] = all = mine = 0;         /* take part, then everyone fails */
@@ -254,7 +258,7 @@ static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine,
             int dummy[1];
             /* Without memory, receive into a short buffer: truncation is an
              * error here, and the answer is "no" anyway. */
-            rc = MCA_PML_CALL(irecv(answer ? answer : dummy, answer ? size + 1 : 1, MPI_INT, 0,
+            rc = MCA_PML_CALL(irecv(answer ? answer : dummy, answer ? nans : 1, MPI_INT, 0,
                                     XCCL_AGREE_TAG, comm, &req));
         }
         if (OMPI_SUCCESS == rc) {
@@ -262,7 +266,9 @@ static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine,
         }
         all = OMPI_SUCCESS == rc && NULL != answer && answer[0];
         if (all && NULL != keys) {
-            memcpy(keys, answer + 1, (size_t) size * sizeof(int));
+            for (int i = 0; i < size; i++) {
+                keys[i] = nans > 1 ? answer[1 + i] : -1;
+            }
         }
         free(answer);
         return all;
@@ -293,10 +299,12 @@ static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine,
         answer[0] = all;
         answer[1] = key;
         if (NULL != keys) {
-            memcpy(keys, answer + 1, (size_t) size * sizeof(int));
+            for (int i = 0; i < size; i++) {
+                keys[i] = nans > 1 ? answer[1 + i] : -1;
+            }
         }
         for (int i = 1; i < size; i++) {
-            MCA_PML_CALL(send(answer, size + 1, MPI_INT, i, XCCL_AGREE_TAG,
+            MCA_PML_CALL(send(answer, nans, MPI_INT, i, XCCL_AGREE_TAG,
                               MCA_PML_BASE_SEND_STANDARD, comm));
         }
     }
