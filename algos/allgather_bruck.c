@@ -13,12 +13,8 @@
  * written to RECV; the rotation's two copies read SCRATCH only and write
  * disjoint ranges of RECV, so they cannot overwrite each other's source.
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 int xccl_build_allgather_bruck(xccl_sched_t *s, size_t block)
 {

@@ -5,12 +5,8 @@
  *   ring:   (p-1) a + (n - n_r) b, one block forwarded per round;
  *   direct: every pair at once, one round of p-1 sends and receives.
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 static void own_block(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place)
 {

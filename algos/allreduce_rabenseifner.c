@@ -16,23 +16,13 @@
  * results everywhere.  Combines still put the lower rank's data on the
  * left, so a schedule's arithmetic does not depend on who computes it.
  */
-#include "xccl_algos.h"
-
-typedef struct {
-    int p2;
-    int extra;                 /* p - p2 */
-    int vr;                    /* virtual rank in the core, -1 if folded out */
-} rab_fold_t;
-
-static rab_fold_t rab_fold_layout(int p, int r);
-static int rab_real_rank(const rab_fold_t *f, int vr);
-static size_t rab_block_first(size_t count, int p2, int b);
+#include "algo_util.h"
 
 int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
 {
     const int p = s->size, r = s->rank;
     const size_t es = s->elem_size, bytes = count * es;
-    const rab_fold_t f = rab_fold_layout(p, r);
+    const fold_t f = fold_layout(p, r);
     xccl_buf_id_t cur = XCCL_BUF_SEND;     /* where this rank's partial data is */
     size_t scratch = 0;
     int steps = 0;             /* lg p2 */
@@ -46,18 +36,9 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
         steps++;
     }
 
-    /* Fold in.  Every rank counts the round: the core waits for it. */
-    if (f.extra > 0) {
-        xccl_sched_step(s);
-        if (r < 2 * f.extra && (r & 1)) {
-            xccl_sched_send(s, r - 1, xccl_ref(XCCL_BUF_SEND, 0), bytes);
-        } else if (r < 2 * f.extra) {
-            xccl_sched_recv(s, r + 1, xccl_ref(XCCL_BUF_SCRATCH, 0), bytes);
-            xccl_sched_reduce(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0),
-                              xccl_ref(XCCL_BUF_SCRATCH, 0), bytes);
-            cur = XCCL_BUF_RECV;
-            scratch = bytes;
-        }
+    if (fold_in(s, &f, bytes)) {
+        cur = XCCL_BUF_RECV;
+        scratch = bytes;
     }
 
     if (f.vr < 0) {
@@ -71,12 +52,12 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
          * send the other half to vr ^ mask, which keeps it. */
         int lo = 0;
         for (int mask = f.p2 / 2; mask > 0; mask /= 2) {
-            int pv = f.vr ^ mask, peer = rab_real_rank(&f, pv);
+            int pv = f.vr ^ mask, peer = fold_real_rank(&f, pv);
             int keep = (f.vr & mask) ? lo + mask : lo, give = (f.vr & mask) ? lo : lo + mask;
-            size_t koff = rab_block_first(count, f.p2, keep) * es;
-            size_t klen = rab_block_first(count, f.p2, keep + mask) * es - koff;
-            size_t goff = rab_block_first(count, f.p2, give) * es;
-            size_t glen = rab_block_first(count, f.p2, give + mask) * es - goff;
+            size_t koff = chunk_first(count, f.p2, keep) * es;
+            size_t klen = chunk_first(count, f.p2, keep + mask) * es - koff;
+            size_t goff = chunk_first(count, f.p2, give) * es;
+            size_t glen = chunk_first(count, f.p2, give + mask) * es - goff;
             xccl_ref_t mine = xccl_ref(cur, koff), theirs = xccl_ref(XCCL_BUF_SCRATCH, 0);
 
             xccl_sched_step(s);
@@ -91,12 +72,12 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
         /* Allgather by doubling: the owned range (mask blocks, aligned)
          * doubles each step; received blocks go straight into place. */
         for (int mask = 1; mask < f.p2; mask *= 2) {
-            int pv = f.vr ^ mask, peer = rab_real_rank(&f, pv);
+            int pv = f.vr ^ mask, peer = fold_real_rank(&f, pv);
             int mb = f.vr & ~(mask - 1), tb = pv & ~(mask - 1);
-            size_t moff = rab_block_first(count, f.p2, mb) * es;
-            size_t mlen = rab_block_first(count, f.p2, mb + mask) * es - moff;
-            size_t toff = rab_block_first(count, f.p2, tb) * es;
-            size_t tlen = rab_block_first(count, f.p2, tb + mask) * es - toff;
+            size_t moff = chunk_first(count, f.p2, mb) * es;
+            size_t mlen = chunk_first(count, f.p2, mb + mask) * es - moff;
+            size_t toff = chunk_first(count, f.p2, tb) * es;
+            size_t tlen = chunk_first(count, f.p2, tb + mask) * es - toff;
 
             xccl_sched_step(s);
             xccl_sched_recv(s, peer, xccl_ref(XCCL_BUF_RECV, toff), tlen);
@@ -104,44 +85,7 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
         }
     }
 
-    /* Fold out: the even partner hands the result back. */
-    if (f.extra > 0) {
-        xccl_sched_step(s);
-        if (r < 2 * f.extra && (r & 1)) {
-            xccl_sched_recv(s, r - 1, xccl_ref(XCCL_BUF_RECV, 0), bytes);
-        } else if (r < 2 * f.extra) {
-            xccl_sched_send(s, r + 1, xccl_ref(XCCL_BUF_RECV, 0), bytes);
-        }
-    }
+    fold_out(s, &f, bytes);
     s->scratch_bytes = scratch;
     return xccl_sched_finalize(s);
-}
-
-static rab_fold_t rab_fold_layout(int p, int r)
-{
-    rab_fold_t f;
-    f.p2 = 1;
-    while (f.p2 <= p / 2) {
-        f.p2 *= 2;
-    }
-    f.extra = p - f.p2;
-    if (r < 2 * f.extra) {
-        f.vr = (r & 1) ? -1 : r / 2;
-    } else {
-        f.vr = r - f.extra;
-    }
-    return f;
-}
-
-static int rab_real_rank(const rab_fold_t *f, int vr)
-{
-    return vr < f->extra ? 2 * vr : vr + f->extra;
-}
-
-/* First element of block b of p2 (b == p2 gives count): the first
- * count % p2 blocks are one element longer. */
-static size_t rab_block_first(size_t count, int p2, int b)
-{
-    size_t rem = count % (size_t) p2;
-    return (size_t) b * (count / (size_t) p2) + ((size_t) b < rem ? (size_t) b : rem);
 }

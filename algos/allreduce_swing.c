@@ -33,27 +33,18 @@
  * Every element's final value is computed by one rank and then copied to
  * all: bitwise identical results.  Combines put the lower rank's data left.
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
 #include <stdlib.h>
 
-typedef struct {
-    int p2;
-    int extra;                 /* p - p2 */
-    int vr;                    /* virtual rank in the core, -1 if folded out */
-} swing_fold_t;
-
-static swing_fold_t swing_fold_layout(int p, int r);
-static int swing_real_rank(const swing_fold_t *f, int vr);
 static int swing_peer(int vr, int k, int p2);
 static int *swing_positions(int p2, int steps);
-static size_t swing_block_first(size_t count, int p2, int b);
 
 int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
 {
     const int p = s->size, r = s->rank;
     const size_t es = s->elem_size, bytes = count * es;
-    const swing_fold_t f = swing_fold_layout(p, r);
+    const fold_t f = fold_layout(p, r);
     xccl_buf_id_t cur = XCCL_BUF_SEND;     /* where this rank's partial data is */
     size_t scratch = 0;
     int steps = 0;
@@ -72,18 +63,9 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
         return -1;
     }
 
-    /* Fold in.  Every rank counts the round: the core waits for it. */
-    if (f.extra > 0) {
-        xccl_sched_step(s);
-        if (r < 2 * f.extra && (r & 1)) {
-            xccl_sched_send(s, r - 1, xccl_ref(XCCL_BUF_SEND, 0), bytes);
-        } else if (r < 2 * f.extra) {
-            xccl_sched_recv(s, r + 1, xccl_ref(XCCL_BUF_SCRATCH, 0), bytes);
-            xccl_sched_reduce(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0),
-                              xccl_ref(XCCL_BUF_SCRATCH, 0), bytes);
-            cur = XCCL_BUF_RECV;
-            scratch = bytes;
-        }
+    if (fold_in(s, &f, bytes)) {
+        cur = XCCL_BUF_RECV;
+        scratch = bytes;
     }
 
     if (f.vr < 0) {
@@ -95,13 +77,13 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
         /* Reduce-scatter: at step k the classes have sz = p2 / 2^(k+1)
          * slots; keep the one holding my block, send the peer's. */
         for (int k = 0; k < steps; k++) {
-            int pv = swing_peer(f.vr, k, f.p2), peer = swing_real_rank(&f, pv);
+            int pv = swing_peer(f.vr, k, f.p2), peer = fold_real_rank(&f, pv);
             int sz = f.p2 >> (k + 1);
             int kb = pos[f.vr] / sz * sz, gb = pos[pv] / sz * sz;
-            size_t koff = swing_block_first(count, f.p2, kb) * es;
-            size_t klen = swing_block_first(count, f.p2, kb + sz) * es - koff;
-            size_t goff = swing_block_first(count, f.p2, gb) * es;
-            size_t glen = swing_block_first(count, f.p2, gb + sz) * es - goff;
+            size_t koff = chunk_first(count, f.p2, kb) * es;
+            size_t klen = chunk_first(count, f.p2, kb + sz) * es - koff;
+            size_t goff = chunk_first(count, f.p2, gb) * es;
+            size_t glen = chunk_first(count, f.p2, gb + sz) * es - goff;
             xccl_ref_t mine = xccl_ref(cur, koff), theirs = xccl_ref(XCCL_BUF_SCRATCH, 0);
 
             xccl_sched_step(s);
@@ -115,13 +97,13 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
         /* Allgather: the same exchanges in reverse; the owned interval
          * doubles each step and received slots go straight into place. */
         for (int k = steps - 1; k >= 0; k--) {
-            int pv = swing_peer(f.vr, k, f.p2), peer = swing_real_rank(&f, pv);
+            int pv = swing_peer(f.vr, k, f.p2), peer = fold_real_rank(&f, pv);
             int sz = f.p2 >> (k + 1);
             int mb = pos[f.vr] / sz * sz, tb = pos[pv] / sz * sz;
-            size_t moff = swing_block_first(count, f.p2, mb) * es;
-            size_t mlen = swing_block_first(count, f.p2, mb + sz) * es - moff;
-            size_t toff = swing_block_first(count, f.p2, tb) * es;
-            size_t tlen = swing_block_first(count, f.p2, tb + sz) * es - toff;
+            size_t moff = chunk_first(count, f.p2, mb) * es;
+            size_t mlen = chunk_first(count, f.p2, mb + sz) * es - moff;
+            size_t toff = chunk_first(count, f.p2, tb) * es;
+            size_t tlen = chunk_first(count, f.p2, tb + sz) * es - toff;
 
             xccl_sched_step(s);
             xccl_sched_recv(s, peer, xccl_ref(XCCL_BUF_RECV, toff), tlen);
@@ -130,39 +112,12 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
     }
     free(pos);
 
-    /* Fold out: the even partner hands the result back. */
-    if (f.extra > 0) {
-        xccl_sched_step(s);
-        if (r < 2 * f.extra && (r & 1)) {
-            xccl_sched_recv(s, r - 1, xccl_ref(XCCL_BUF_RECV, 0), bytes);
-        } else if (r < 2 * f.extra) {
-            xccl_sched_send(s, r + 1, xccl_ref(XCCL_BUF_RECV, 0), bytes);
-        }
-    }
+    fold_out(s, &f, bytes);
     s->scratch_bytes = scratch;
     return xccl_sched_finalize(s);
 }
 
-static swing_fold_t swing_fold_layout(int p, int r)
-{
-    swing_fold_t f;
-    f.p2 = 1;
-    while (f.p2 <= p / 2) {
-        f.p2 *= 2;
-    }
-    f.extra = p - f.p2;
-    if (r < 2 * f.extra) {
-        f.vr = (r & 1) ? -1 : r / 2;
-    } else {
-        f.vr = r - f.extra;
-    }
-    return f;
-}
 
-static int swing_real_rank(const swing_fold_t *f, int vr)
-{
-    return vr < f->extra ? 2 * vr : vr + f->extra;
-}
 
 /* pi(vr, k).  rho(k) is odd, so the peer has the other parity (p2 is even)
  * and pi(pi(v, k), k) = v: the exchanges pair up. */
@@ -204,12 +159,4 @@ static int *swing_positions(int p2, int steps)
         order[i] = pos[i];
     }
     return order;
-}
-
-/* First element of slot b of p2 (b == p2 gives count): the first
- * count % p2 slots are one element longer. */
-static size_t swing_block_first(size_t count, int p2, int b)
-{
-    size_t rem = count % (size_t) p2;
-    return (size_t) b * (count / (size_t) p2) + ((size_t) b < rem ? (size_t) b : rem);
 }

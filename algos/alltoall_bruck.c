@@ -15,12 +15,8 @@
  * received); transfers of a step run before its local actions, so packing
  * for step k is the last local action of step k-1.
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 static void place_input(xccl_sched_t *s, size_t block, int in_place);
 static size_t count_bit(int p, int bit);

@@ -8,14 +8,10 @@
  * that peer's block lands; only the slots that would be refilled before (or
  * while) they leave are copied aside first.
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
 #include <stdlib.h>
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 int xccl_build_alltoall_linear(xccl_sched_t *s, size_t block, int in_place, int max_inflight)
 {

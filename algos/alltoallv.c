@@ -6,12 +6,8 @@
  *   pairwise: p-1 rounds, round k sends to r+k and receives from r-k;
  *   direct:   one round, every pair at once.
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 static int alltoallv(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls, const size_t *rbytes,
                      const size_t *rdispls, int one_round)

@@ -5,12 +5,8 @@
  *
  *   (p - 1 + s - 1)(a + (n/s) b)
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 int xccl_build_bcast_chain(xccl_sched_t *s, size_t bytes, int root, size_t seg)
 {

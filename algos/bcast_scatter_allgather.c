@@ -4,19 +4,8 @@
  *
  *   (ceil(lg p) + p - 1) a + 2 ((p-1)/p) n b
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
-
-/* Byte range of chunk c when n bytes are cut into p chunks. */
-static inline size_t chunk_first(size_t n, int p, int c)
-{
-    size_t rem = n % (size_t) p;
-    return (size_t) c * (n / (size_t) p) + ((size_t) c < rem ? (size_t) c : rem);
-}
 
 /* Relative rank v holds chunks [v, v + subtree) after the scatter. */
 static int holds(int v, int c, int p)

@@ -39,9 +39,9 @@ int xccl_build_hier_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t co
     }
     s->algo = "hier";
     for (int i = 0; i < ln; i++) {
-        counts[i] = i < L ? hier_chunk_count(count, L, i) : 0;
+        counts[i] = i < L ? chunk_count(count, L, i) : 0;
         bytes[i] = counts[i] * es;
-        displs[i] = i < L ? hier_chunk_first(count, L, i) * es : 0;
+        displs[i] = i < L ? chunk_first(count, L, i) * es : 0;
     }
     const size_t my_off = displs[j], my_len = bytes[j];
 

@@ -78,8 +78,8 @@ int xccl_build_hier_bcast_rails(xccl_sched_t *s, const xccl_layout_t *l, size_t 
     }
     s->algo = "hier";
     for (int i = 0; i < ln; i++) {
-        len[i] = i < L ? hier_chunk_count(bytes, L, i) : 0;
-        displs[i] = i < L ? hier_chunk_first(bytes, L, i) : 0;
+        len[i] = i < L ? chunk_count(bytes, L, i) : 0;
+        displs[i] = i < L ? chunk_first(bytes, L, i) : 0;
     }
     /* 1. The root sends piece i to local rank i of its node. */
     if (node == rnode && ln > 1) {

@@ -6,7 +6,7 @@
 #ifndef XCCL_HIER_UTIL_H
 #define XCCL_HIER_UTIL_H
 
-#include "xccl_algos.h"
+#include "algo_util.h"
 
 /* Scratch regions start on this boundary, so reductions see aligned data. */
 #define HIER_ALIGN ((size_t) 64)
@@ -14,18 +14,6 @@
 static inline size_t hier_align(size_t n)
 {
     return (n + HIER_ALIGN - 1) / HIER_ALIGN * HIER_ALIGN;
-}
-
-/* count elements cut into p chunks, the first count % p one larger. */
-static inline size_t hier_chunk_count(size_t count, int p, int c)
-{
-    return count / (size_t) p + ((size_t) c < count % (size_t) p ? 1 : 0);
-}
-
-static inline size_t hier_chunk_first(size_t count, int p, int c)
-{
-    size_t rem = count % (size_t) p;
-    return (size_t) c * (count / (size_t) p) + ((size_t) c < rem ? (size_t) c : rem);
 }
 
 static inline xccl_buf_map_t hier_map(xccl_ref_t send, xccl_ref_t recv, xccl_ref_t scratch)

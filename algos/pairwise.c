@@ -2,12 +2,8 @@
  * Pairwise-exchange alltoall: p-1 steps of one send and one receive.
  * Cost: (p-1)a + ((p-1)/p)nb.
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 int xccl_build_alltoall_pairwise(xccl_sched_t *s, size_t block, int in_place)
 {

@@ -17,14 +17,10 @@
  * sent, so the accumulator lives in SCRATCH until the last step, whose
  * reduction writes RECV[0..) directly: all sends are done by then.
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
 #include <stdlib.h>
 
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 int xccl_build_reduce_scatter_pairwise(xccl_sched_t *s, const size_t *counts, int in_place)
 {

@@ -4,26 +4,11 @@
  * Cost (p ranks, n bytes): allreduce 2(p-1)a + 2((p-1)/p)nb + ((p-1)/p)ng,
  * allgather and reduce_scatter (p-1)a + ((p-1)/p)nb (+ ((p-1)/p)ng).
  */
-#include "xccl_algos.h"
+#include "algo_util.h"
 
 #include <stdlib.h>
 
-/* Split count elements in p chunks; the first count % p get one more. */
-static inline size_t chunk_count(size_t count, int p, int c)
-{
-    return count / (size_t) p + ((size_t) c < count % (size_t) p ? 1 : 0);
-}
 
-static inline size_t chunk_first(size_t count, int p, int c)
-{
-    size_t rem = count % (size_t) p;
-    return (size_t) c * (count / (size_t) p) + ((size_t) c < rem ? (size_t) c : rem);
-}
-
-static inline int mod(int a, int p)
-{
-    return ((a % p) + p) % p;
-}
 
 int xccl_build_allreduce_ring(xccl_sched_t *s, size_t count)
 {

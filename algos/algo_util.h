@@ -1,0 +1,96 @@
+/*
+ * Index arithmetic shared by the schedule builders of algos/: rank
+ * arithmetic modulo p, cutting n items into p nearly equal chunks, and the
+ * fold of a non-power-of-two group onto its largest power-of-two core.
+ * Not part of the public API (xccl_algos.h).
+ */
+#ifndef XCCL_ALGO_UTIL_H
+#define XCCL_ALGO_UTIL_H
+
+#include "xccl_algos.h"
+
+static inline int mod(int a, int p)
+{
+    return ((a % p) + p) % p;
+}
+
+/* n items cut into p chunks, the first n % p one larger: chunk c holds
+ * [chunk_first(n, p, c), chunk_first(n, p, c + 1)); c == p gives n. */
+static inline size_t chunk_count(size_t n, int p, int c)
+{
+    return n / (size_t) p + ((size_t) c < n % (size_t) p ? 1 : 0);
+}
+
+static inline size_t chunk_first(size_t n, int p, int c)
+{
+    size_t rem = n % (size_t) p;
+    return (size_t) c * (n / (size_t) p) + ((size_t) c < rem ? (size_t) c : rem);
+}
+
+/* The fold: p2 is the largest power of two <= p, extra = p - p2.  Of each
+ * pair (2i, 2i+1), i < extra, the odd rank hands its vector to the even one
+ * and sits out (vr = -1); the others are virtual ranks 0..p2-1 of the core. */
+typedef struct {
+    int p2;
+    int extra;
+    int vr;
+} fold_t;
+
+static inline fold_t fold_layout(int p, int r)
+{
+    fold_t f;
+    f.p2 = 1;
+    while (f.p2 <= p / 2) {
+        f.p2 *= 2;
+    }
+    f.extra = p - f.p2;
+    f.vr = r < 2 * f.extra ? ((r & 1) ? -1 : r / 2) : r - f.extra;
+    return f;
+}
+
+/* The communicator rank of core rank vr. */
+static inline int fold_real_rank(const fold_t *f, int vr)
+{
+    return vr < f->extra ? 2 * vr : vr + f->extra;
+}
+
+/* Fold in (one round, taken by every rank: the core waits for it): the odd
+ * rank sends SEND, the even one receives it into SCRATCH at 0 and reduces
+ * RECV = SEND op SCRATCH (lower rank's data on the left).  Returns 1 when
+ * this rank's vector is now in RECV. */
+static inline int fold_in(xccl_sched_t *s, const fold_t *f, size_t bytes)
+{
+    const int r = s->rank;
+    if (0 == f->extra) {
+        return 0;
+    }
+    xccl_sched_step(s);
+    if (r >= 2 * f->extra) {
+        return 0;
+    }
+    if (r & 1) {
+        xccl_sched_send(s, r - 1, xccl_ref(XCCL_BUF_SEND, 0), bytes);
+        return 0;
+    }
+    xccl_sched_recv(s, r + 1, xccl_ref(XCCL_BUF_SCRATCH, 0), bytes);
+    xccl_sched_reduce(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0),
+                      xccl_ref(XCCL_BUF_SCRATCH, 0), bytes);
+    return 1;
+}
+
+/* Fold out (one round): the even partner hands the result in RECV back. */
+static inline void fold_out(xccl_sched_t *s, const fold_t *f, size_t bytes)
+{
+    const int r = s->rank;
+    if (0 == f->extra) {
+        return;
+    }
+    xccl_sched_step(s);
+    if (r < 2 * f->extra && (r & 1)) {
+        xccl_sched_recv(s, r - 1, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+    } else if (r < 2 * f->extra) {
+        xccl_sched_send(s, r + 1, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+    }
+}
+
+#endif
