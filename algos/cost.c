@@ -111,3 +111,17 @@ double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_bui
     }
     return worst;
 }
+
+int xccl_pick(const double *t, int n, double margin)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (t[i] >= 0 && (best < 0 || t[i] < t[best])) {
+            best = i;
+        }
+    }
+    if (best > 0 && t[0] >= 0 && t[best] > (1.0 - margin) * t[0]) {
+        best = 0;
+    }
+    return best;
+}

@@ -196,6 +196,24 @@ typedef struct {
  * max over a few ranks otherwise (e.g. the root and a leaf of a tree). */
 double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
 
+/* Defaults (coll_xccl_cost_*, xccl_simulate, xccl_info): measured on the
+ * development machine with xccl_calibrate plus xccl's per-message software
+ * overhead; between nodes a 10 Gb/s Ethernet-class TCP link. */
+#define XCCL_COST_ALPHA 1.5e-6
+#define XCCL_COST_BETA 2.5e-10
+#define XCCL_COST_GAMMA 2.0e-10
+#define XCCL_COST_DELTA 1.3e-10            /* memcpy, one core, 64 MiB: ~7.7 GB/s */
+#define XCCL_COST_INTER_ALPHA 2.0e-5
+#define XCCL_COST_INTER_BETA 9.0e-10
+#define XCCL_MODEL_MARGIN 0.3
+#define XCCL_RING_SEGMENT ((size_t) 256 * 1024)
+
+/* Auto selection among n predicted times t[i] (negative: the algorithm
+ * does not apply): the cheapest, except that algorithm 0, the measured
+ * default, stays unless the cheapest beats it by the fraction margin.
+ * Returns the index, or -1 if none applies. */
+int xccl_pick(const double *t, int n, double margin);
+
 /* ------------------------------------------------------------------------ */
 /* Tuning file                                                              */
 /* ------------------------------------------------------------------------ */

@@ -130,7 +130,7 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->small_bytes);
 
-    c->segment_bytes = 256 * 1024;
+    c->segment_bytes = XCCL_RING_SEGMENT;
     (void) mca_base_component_var_register(v, "segment_bytes",
         "Pipelining: the reduce-scatter phase of ring allreduce moves and reduces its chunks "
         "in segments of this many bytes, so each is reduced while still in cache (0: whole "
@@ -140,16 +140,16 @@ static int xccl_register(void)
 
     /* Defaults measured here with xccl_calibrate plus xccl's per-message
      * software overhead (8 B allgather at np 2: ~1.7 us). */
-    c->cost_alpha = 1.5e-6;
-    c->cost_beta = 2.5e-10;
-    c->cost_gamma = 2.0e-10;
-    c->cost_delta = 1.3e-10;           /* memcpy, one core, 64 MiB: ~7.7 GB/s */
-    c->model_margin = 0.3;
+    c->cost_alpha = XCCL_COST_ALPHA;
+    c->cost_beta = XCCL_COST_BETA;
+    c->cost_gamma = XCCL_COST_GAMMA;
+    c->cost_delta = XCCL_COST_DELTA;
+    c->model_margin = XCCL_MODEL_MARGIN;
     c->cost_file = NULL;
     /* Between nodes: TCP over a 10 Gb/s Ethernet-class link (~1.1 GB/s,
      * tens of us per message); set them for the fabric at hand. */
-    c->cost_inter_alpha = 2.0e-5;
-    c->cost_inter_beta = 9.0e-10;
+    c->cost_inter_alpha = XCCL_COST_INTER_ALPHA;
+    c->cost_inter_beta = XCCL_COST_INTER_BETA;
     c->node_layout = NULL;
     c->ucx_tls = XCCL_DEFAULT_TLS;
     c->ucx_rndv_scheme = XCCL_DEFAULT_RNDV_SCHEME;

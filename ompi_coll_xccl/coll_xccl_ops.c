@@ -188,27 +188,19 @@ static int choose(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_
         return tuned;
     }
     if (0 == m->choice[coll][cls]) {
-        int best = 2;
-        double best_t = -1.0;
-        for (int i = 2; mca_coll_xccl_algo_name(coll, i); i++) {
-            double t = predict(m, coll, i, a, es);
+        double t[XCCL_MAX_ALGOS];
+        int n = 0;
+        for (int i = 2; mca_coll_xccl_algo_name(coll, i); i++, n++) {
+            t[n] = predict(m, coll, i, a, es);
             mca_coll_xccl_log(2, "model %s comm=%u bytes=%zu %s=%.1fus", mca_coll_xccl_coll_name(coll),
-                              m->cid, bytes, mca_coll_xccl_algo_name(coll, i), t * 1e6);
-            if (t >= 0 && (best_t < 0 || t < best_t)) {
-                best = i;
-                best_t = t;
-            }
+                              m->cid, bytes, mca_coll_xccl_algo_name(coll, i), t[n] * 1e6);
         }
-        /* The first algorithm is the measured default: keep it unless
-         * another is predicted clearly faster. */
-        double first_t = predict(m, coll, 2, a, es);
-        if (best != 2 && first_t >= 0 &&
-            best_t > (1.0 - mca_coll_xccl_component.model_margin) * first_t) {
-            best = 2;
-            best_t = first_t;
+        int best = xccl_pick(t, n, mca_coll_xccl_component.model_margin);
+        if (best < 0) {
+            best = 0;              /* nothing predicted: the first algorithm */
         }
-        m->choice[coll][cls] = (int8_t) best;
-        m->predicted_us[coll][cls] = (float) (best_t * 1e6);
+        m->choice[coll][cls] = (int8_t) (best + 2);
+        m->predicted_us[coll][cls] = (float) (t[best] * 1e6);
     }
     *predicted_us = m->predicted_us[coll][cls];
     return m->choice[coll][cls];

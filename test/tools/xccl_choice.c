@@ -46,31 +46,23 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
         j.args.counts = counts;
         j.args.block = bytes / (size_t) p;
         j.args.bytes = bytes;
-        double first = -1, best = -1;
+        double t[XCCL_CATALOG_MAX];
         int best_i = -1;
         fprintf(out, "  %-12zu", bytes);
         for (int i = 0; i < n; i++) {
             j.algo = &algos[i];
-            double t = xccl_predict_hier(c->layout, es, build_one, &j, NULL, 0, &c->intra, &c->inter);
-            if (t < 0) {
+            t[i] = xccl_predict_hier(c->layout, es, build_one, &j, NULL, 0, &c->intra, &c->inter);
+            if (t[i] < 0) {
                 fprintf(out, " %13s", "n/a");
                 continue;
             }
-            fprintf(out, " %13.1f", t * 1e6);
-            if (0 == i) {
-                first = t;
-            }
-            if (best < 0 || t < best) {
-                best = t;
+            fprintf(out, " %13.1f", t[i] * 1e6);
+            if (best_i < 0 || t[i] < t[best_i]) {
                 best_i = i;
             }
         }
-        /* The component's rule: the first algorithm (the measured default)
-         * unless another is predicted faster by the margin. */
-        int chosen = best_i;
-        if (best_i > 0 && first >= 0 && best > (1.0 - c->margin) * first) {
-            chosen = 0;
-        }
+        /* The component's rule. */
+        int chosen = xccl_pick(t, n, c->margin);
         fprintf(out, "  %-18s %s\n", best_i >= 0 ? algos[best_i].name : "-",
                 chosen >= 0 ? algos[chosen].name : "-");
     }

@@ -22,6 +22,17 @@ typedef struct {
     size_t segment;                    /* ring allreduce segment */
 } xccl_choice_t;
 
+/* The component's defaults (XCCL_COST_*, margin, ring segment); coll and
+ * layout still to set. */
+static inline xccl_choice_t xccl_choice_defaults(void)
+{
+    xccl_choice_t c = { .intra = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA },
+                        .inter = { XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA, XCCL_COST_GAMMA,
+                                   XCCL_COST_DELTA },
+                        .margin = XCCL_MODEL_MARGIN, .segment = XCCL_RING_SEGMENT };
+    return c;
+}
+
 /* One line per size: every algorithm's predicted us ("n/a" where it does
  * not apply), then the best and auto's choice.  Returns 0, or -1 (memory). */
 int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, FILE *out);

@@ -64,10 +64,10 @@ static int print_algorithm_choice(const xccl_topo_t *topo, const choice_opts_t *
         fprintf(stderr, "xccl_info: layout %s: %s\n", spec, err);
         return 2;
     }
-    xccl_choice_t c = { .layout = &layout,
-                        .intra = { 1.5e-6, 2.5e-10, 2.0e-10, 1.3e-10 },
-                        .inter = { o->inter_alpha, o->inter_beta, 2.0e-10, 1.3e-10 },
-                        .margin = 0.3, .segment = 256 * 1024 };
+    xccl_choice_t c = xccl_choice_defaults();
+    c.layout = &layout;
+    c.inter.alpha = o->inter_alpha;
+    c.inter.beta = o->inter_beta;
     printf("\nxccl's choice for %d ranks, layout %s (%d nodes, %d..%d ranks each); predicted us "
            "(intra alpha %.3g beta %.3g, inter alpha %.3g beta %.3g)\n", o->ranks, spec,
            layout.nnodes, layout.min_ppn, layout.max_ppn, c.intra.alpha, c.intra.beta,
@@ -89,7 +89,7 @@ int main(int argc, char **argv)
     const char *topo_file = NULL;
     int dump = 0;
     xccl_topo_detect_opts_t opts = { NULL, NULL, NULL, 0 };
-    choice_opts_t copts = { 0, NULL, "8,4K,64K,1M,16M", 2.0e-5, 9.0e-10 };
+    choice_opts_t copts = { 0, NULL, "8,4K,64K,1M,16M", XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;

@@ -34,9 +34,7 @@ int main(int argc, char **argv)
     char sizes_arg[256] = "8,1K,64K,1M,16M,64M";
     int p = 64, opt;
     /* The component's defaults (coll_xccl_cost_*). */
-    xccl_choice_t c = { .intra = { 1.5e-6, 2.5e-10, 2.0e-10, 1.3e-10 },
-                        .inter = { 2.0e-5, 9.0e-10, 2.0e-10, 1.3e-10 },
-                        .margin = 0.3, .segment = 256 * 1024 };
+    xccl_choice_t c = xccl_choice_defaults();
 
     while ((opt = getopt(argc, argv, "c:n:s:l:a:b:g:d:A:B:m:h")) != -1) {
         switch (opt) {

@@ -138,6 +138,24 @@ START_TEST(small_message_pays_every_round)
 }
 END_TEST
 
+/* Auto's rule: the cheapest applicable algorithm, but the first (the
+ * measured default) stays unless beaten by the margin. */
+START_TEST(pick_keeps_default_within_margin)
+{
+    const double close[] = { 10.0, 8.0, -1.0 };      /* 20% better: not enough at 30% */
+    const double far[] = { 10.0, 8.0, 6.0 };         /* 40% better */
+    const double first_na[] = { -1.0, 9.0, 7.0 };    /* default n/a: plain cheapest */
+    const double none[] = { -1.0, -1.0 };
+    const double tie[] = { 10.0, 5.0, 5.0 };         /* first cheapest wins a tie */
+    ck_assert_int_eq(xccl_pick(close, 3, 0.3), 0);
+    ck_assert_int_eq(xccl_pick(close, 3, 0.1), 1);
+    ck_assert_int_eq(xccl_pick(far, 3, 0.3), 2);
+    ck_assert_int_eq(xccl_pick(first_na, 3, 0.3), 2);
+    ck_assert_int_eq(xccl_pick(none, 2, 0.3), -1);
+    ck_assert_int_eq(xccl_pick(tie, 3, 0.3), 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("cost");
@@ -147,6 +165,7 @@ int main(void)
     tcase_add_test(tc, ring_reduce_scatter_matches_formula);
     tcase_add_test(tc, binomial_bcast_root_matches_formula);
     tcase_add_test(tc, empty_schedule_costs_nothing);
+    tcase_add_test(tc, pick_keeps_default_within_margin);
     tcase_add_test(tc, copies_cost_delta);
     tcase_add_test(tc, small_message_pays_every_round);
     suite_add_tcase(su, tc);
