@@ -78,12 +78,15 @@ for rf in "${raws[@]}"; do
     ' "$f"
 done > "$out/raw/np$np.samples"
 
-awk -v np="$np" -v stacks="$stacks" '
+# Median of a space-separated list, for both awk programs below.
+awk_median='
     function median(list,   n, a, i, j, t) {
         n = split(list, a, " ")
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
+    }'
+
+awk -v np="$np" -v stacks="$stacks" "$awk_median"'
     $1 == "MEMCPY" { mc = mc " " $2; next }
     {
         key = $1 SUBSEP $2
@@ -126,12 +129,7 @@ awk -v np="$np" -v stacks="$stacks" '
 cat "$table"
 
 if [[ -n $tune ]]; then
-    awk -v np="$np" '
-        function median(list,   n, a, i, j, t) {
-            n = split(list, a, " ")
-            for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
-            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
+    awk -v np="$np" "$awk_median"'
         $1 == "MEMCPY" || $3 != "tuned" { next }
         {
             key = $1 SUBSEP $2
