@@ -290,6 +290,37 @@ if [[ $(nproc) -ge 2 ]]; then
 else
     echo "== $name: skipped (needs 2 processors to bind 2 ranks apart)"
 fi
+# The node's topology from a file (coll_xccl_topo_file), written back by
+# coll_xccl_topo_dump: the start-up line names the file's classification
+# and the dump is what xccl_info writes for the same file.
+name=xccl_mpi_check.topo_file.np2
+topo_fixture=$(cd "$(dirname "$0")/../fixtures/topo" && pwd)/dgx-h100-nvswitch-ib.topo
+run_mpi "$name" 2 --mca coll_xccl_verbose 2 --mca coll_xccl_topo_file "$topo_fixture" \
+    --mca coll_xccl_topo_dump "$logdir/topo_dump.topo" "$bindir/xccl_mpi_check" -q
+ok=0
+problems=$({ check_result "$name" &&
+    { grep -q 'init: ucx ok .*node intra=NVSWITCH devices=8 fabric=IB' "$logdir/$name.log" ||
+      { echo "$name: no init line with the file's topology"; false; }; } &&
+    { "$bindir/xccl_info" --topo-file "$topo_fixture" --dump | cmp - "$logdir/topo_dump.topo" ||
+      { echo "$name: coll_xccl_topo_dump differs from xccl_info --dump"; false; }; }; } 2>&1) || ok=1
+indent "$problems"
+finish "$name" "$ok"
+
+# More ranks than processors: xccl's UCX context takes the 256k rendezvous
+# threshold (coll_xccl_ucx_rndv_thresh auto); bounded to small machines.
+ncpu=$(nproc)
+name=xccl_mpi_check.oversubscribed.np$((ncpu + 1))
+if ((ncpu <= 4)); then
+    run_mpi "$name" $((ncpu + 1)) --mca coll_xccl_verbose 2 "$bindir/xccl_mpi_check" -q
+    ok=0
+    problems=$({ check_result "$name" &&
+        { grep -q "ucx: $((ncpu + 1)) ranks on this node, $ncpu processors: rendezvous threshold 256k" \
+            "$logdir/$name.log" || { echo "$name: no 256k rendezvous threshold line"; false; }; }; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+else
+    echo "== $name: skipped ($ncpu processors: too many ranks to oversubscribe in a test)"
+fi
 common_args=("${saved_args[@]}")
 
 # Every algorithm, forced, over real transfers (quick mode: fewer counts).
