@@ -14,6 +14,14 @@
 #   BENCH_MAPS      placements, of "slot node" (default slot: ranks 0,1 on h0,
 #                   2,3 on h1; node: 0,2 on h0, 1,3 on h1)
 #   BENCH_PPN       ranks per host (default 2)
+#   BENCH_RAILS     links per host (default 1; XCCLMN_RAILS of
+#                   netns_cluster.sh): with R > 1 every host has R links of
+#                   XCCLMN_RATE each, xccl's local rank i uses rail i % R
+#                   (UCX_NET_DEVICES, see mn_common.sh) and stock Open MPI's
+#                   TCP BTL may use all of them; bytes sent per host and rail
+#                   are printed after each run.  bench_rails.sh runs the
+#                   five-stack comparison (auto, hier, flat, tuned, han) on
+#                   1 and 2 rails through this script.
 #   BENCH_XCCL_ARGS more mpirun arguments for every run, e.g. a forced
 #                   algorithm: "--mca coll_xccl_allreduce_algorithm hier"
 #   BENCH_OUT       directory for the tables, a CSV and the plot (default: new
@@ -62,6 +70,7 @@ if [[ $# -eq 0 ]]; then
     set -- -c allreduce,allgather,reduce_scatter,alltoall,bcast -b 64K -e 4M -f 4 -r 5
 fi
 export XCCLMN_RATE=${XCCLMN_RATE:-1gbit}
+export XCCLMN_RAILS=${BENCH_RAILS:-${XCCLMN_RAILS:-1}}
 stacks=${BENCH_STACKS:-tuned han}
 maps=${BENCH_MAPS:-slot}
 ppn=${BENCH_PPN:-2}
@@ -85,6 +94,7 @@ read -r -a mpirun <<<"${MPIRUN:-mpirun}"
 np=$((2 * ppn))
 
 echo "# bench_multinode: 2 simulated hosts x $ppn ranks; link: $XCCLMN_SHAPING"
+[[ $XCCLMN_RAILS -eq 1 ]] || echo "# rails: $XCCLMN_RAILS ($XCCLMN_RAIL_IFACES), xccl local rank i on rail i % $XCCLMN_RAILS, btl_tcp on $XCCLMN_RAILS_CIDR"
 echo "# xccl_bench $*"
 echo "# output: $out"
 rc=0
@@ -101,13 +111,21 @@ for map in $maps; do
         echo
         echo "=============== stock = $stack, --map-by $map ($np ranks) ==============="
         before=$(mn_tx_bytes)
+        rails_before=$(mn_rail_bytes)
         t0=$SECONDS
         mn_exec h0 timeout -k 10 1800 "${mpirun[@]}" "${mn_args[@]}" -np "$np" \
-            --map-by "$map" "${coll[@]}" "${xccl_args[@]}" "$bench" "$@" >"$out/$name.txt" 2>&1 &
+            --map-by "$map" "${coll[@]}" "${xccl_args[@]}" "${mn_launch[@]}" "$bench" "$@" \
+            >"$out/$name.txt" 2>&1 &
         run_rc=0
         wait $! || run_rc=$?
         grep -v '^xccl: ' "$out/$name.txt"
         echo "# exit status $run_rc, $((SECONDS - t0)) s, $((($(mn_tx_bytes) - before) / 1048576)) MiB sent by h0 on the link"
+        if [[ $XCCLMN_RAILS -gt 1 ]]; then
+            # "hN xmnR bytes" before and after -> MiB sent per host and rail.
+            paste <(echo "$rails_before") <(mn_rail_bytes) |
+                awk '{ printf "%s%s %s %d MiB", sep, $1, $2, ($6 - $3) / 1048576; sep = ", " }
+                     END { print "" }' | sed 's/^/# sent per host and rail: /'
+        fi
         [[ $run_rc -eq 0 ]] || rc=1
         # Table rows -> CSV: "# <coll>  np=..." opens a table; rows are
         # "<bytes> <count> <xccl us> ... <stock us> ...".

@@ -22,9 +22,19 @@
 #   MAC addresses, both private to a simulated host; see netns_cluster.sh).
 #   UCX_NET_DEVICES=xmn0 (forwarded with -x) keeps UCX's tcp on the shaped
 #   link; it works without it too, but then UCX may also use lo.
+# * Rails (XCCLMN_RAILS=R > 1, see netns_cluster.sh): every rank is started
+#   through the wrapper <state>/rail-exec (array mn_launch, to be put in front
+#   of the program), which sets UCX_NET_DEVICES=xmn<local rank % R>: xccl's
+#   UCX tcp traffic of local rank i then leaves on rail i (its listening
+#   address and the route to a peer's rail-i address are both on xmn<i>), as
+#   with one NIC per GPU.  The TCP BTL may use every rail (btl_tcp_if_include
+#   <A.B>.0.0/16: ob1 stripes large messages over all its interfaces); the
+#   out-of-band channel stays on rail 0.  With R=1, mn_launch is empty and
+#   the arguments are exactly those above.
 #
 # Expects: netns_cluster.sh sourced, a cluster up (mn_up).
-# Provides: mn_component_path, mn_mpirun_args (array mn_args), mn_tx_bytes.
+# Provides: mn_component_path, mn_mpirun_args (arrays mn_args, mn_launch),
+# mn_tx_bytes, mn_rail_bytes.
 
 # Component path with Open MPI's own directory first; when an installed xccl
 # would shadow the one under test, a private directory of links (like
@@ -44,23 +54,50 @@ mn_component_path() {
     fi
 }
 
-# The mpirun arguments every multi-node job needs (into array mn_args).
+# The mpirun arguments every multi-node job needs (into array mn_args), and
+# what goes in front of the program (array mn_launch: empty with one rail,
+# else the rail wrapper):
+#     mpirun "${mn_args[@]}" -np N ... "${mn_launch[@]}" prog args
 # mn_mpirun_args <component path>
 mn_mpirun_args() {
+    local rails=${XCCLMN_RAILS:-1}
     mn_args=(--allow-run-as-root --oversubscribe
         --hostfile "$XCCLMN_HOSTFILE"
         --mca plm_rsh_agent "$XCCLMN_RSH"
         --mca plm_rsh_no_tree_spawn 1
         --mca oob_tcp_if_include "$XCCLMN_CIDR"
-        --mca btl_tcp_if_include "$XCCLMN_CIDR"
+        --mca btl_tcp_if_include "${XCCLMN_RAILS_CIDR:-$XCCLMN_CIDR}"
         --mca btl self,vader,tcp
         --mca pml ob1
         --mca mpi_yield_when_idle 1
         --mca mca_base_component_path "$1"
         -x UCX_NET_DEVICES="$XCCLMN_IFACE")
+    mn_launch=()
+    if [[ $rails -gt 1 ]]; then
+        cat >"$XCCLMN_STATE/rail-exec" <<EOF
+#!/bin/sh
+# Rail of this rank: local rank modulo $rails (UCX tcp of xccl on xmn<rail>).
+rail=\$(( \${OMPI_COMM_WORLD_LOCAL_RANK:-0} % $rails ))
+UCX_NET_DEVICES=xmn\$rail
+export UCX_NET_DEVICES
+exec "\$@"
+EOF
+        chmod 755 "$XCCLMN_STATE/rail-exec"
+        mn_launch=("$XCCLMN_STATE/rail-exec")
+    fi
 }
 
-# Bytes host h0 has sent on the simulated link so far.
+# Bytes host h0 has sent on the simulated link (rail 0) so far.
 mn_tx_bytes() {
     mn_exec h0 cat "/sys/class/net/$XCCLMN_IFACE/statistics/tx_bytes" 2>/dev/null || echo 0
+}
+
+# Bytes sent per host and rail so far, one line "hN xmnR <tx_bytes>" each.
+mn_rail_bytes() {
+    local h dev
+    for h in $XCCLMN_HOSTS; do
+        for dev in ${XCCLMN_RAIL_IFACES:-$XCCLMN_IFACE}; do
+            echo "$h $dev $(mn_exec "$h" cat "/sys/class/net/$dev/statistics/tx_bytes" 2>/dev/null || echo 0)"
+        done
+    done
 }

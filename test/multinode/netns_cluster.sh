@@ -26,7 +26,17 @@
 # Both ends of the pair are created directly inside their namespaces, so
 # nothing ever appears in the caller's namespace.
 #
-# Each host's egress on xmn0 is shaped (switch ports are not):
+# Rails (XCCLMN_RAILS=R, default 1): R independent links per host, like one
+# NIC per GPU on a DGX-type machine: xmn0 .. xmn<R-1>, link r in its own
+# subnet (third octet of XCCLMN_SUBNET + r: 10.231.r.0/24, host i has
+# 10.231.r.<i+1>), each shaped on its own (one qdisc per link, same rate).
+# Two hosts: R veth pairs; three or more: one bridge per rail in the switch
+# namespace (br<r>; ports p<i> for rail 0 as with one rail, r<r>p<i> for
+# the others).  /etc/hosts names keep the rail-0 addresses; the kernel
+# routes by destination subnet, so a connection to a host's rail-r address
+# leaves on xmn<r>.  With R=1 nothing differs from a build without rails.
+#
+# Each host's egress on every xmnR is shaped (switch ports are not):
 #   netem rate $XCCLMN_RATE delay $XCCLMN_DELAY    if the kernel has netem,
 #   tbf rate $XCCLMN_RATE burst $XCCLMN_BURST      otherwise (no delay then;
 #                                                  a NOTE says so)
@@ -55,13 +65,16 @@
 #   XCCLMN_HOSTFILE  Open MPI hostfile: "hN slots=$XCCLMN_SLOTS" per host
 #   XCCLMN_RSH       wrapper for --mca plm_rsh_agent (called like ssh)
 #   XCCLMN_IFACE     link name (xmn0), XCCLMN_CIDR its subnet
+#   XCCLMN_RAILS     number of links per host (R); XCCLMN_RAIL_IFACES their
+#                    names (xmn0 ... xmn<R-1>); XCCLMN_RAILS_CIDR a prefix
+#                    covering all of them (R=1: XCCLMN_CIDR; else a /16)
 #   XCCLMN_HOSTS     host names, space separated
 #   XCCLMN_SHAPING   one line: what tc set up
 #
 # Parameters (environment): XCCLMN_PREFIX (default xcmn<pid>), XCCLMN_SUBNET
 # (10.231.0), XCCLMN_RATE (10gbit), XCCLMN_DELAY (50us), XCCLMN_BURST (512kb),
 # XCCLMN_LIMIT (netem/tbf queue, 4mb for tbf, packets for netem: 10000),
-# XCCLMN_MTU (1500), XCCLMN_SLOTS (2).
+# XCCLMN_MTU (1500), XCCLMN_SLOTS (2), XCCLMN_RAILS (1).
 #
 # Exit status 77 with one line "SKIP: <reason>" when this cannot work here
 # (not root, no `ip netns`, no unshare, no veth).
@@ -116,6 +129,16 @@ mn_up() {
     local rate=${XCCLMN_RATE:-10gbit} delay=${XCCLMN_DELAY:-50us}
     local burst=${XCCLMN_BURST:-512kb} mtu=${XCCLMN_MTU:-1500}
     local slots=${XCCLMN_SLOTS:-2} shape=${XCCLMN_SHAPE:-auto}
+    local rails=${XCCLMN_RAILS:-1} r dev
+    [[ $rails =~ ^[0-9]+$ && $rails -ge 1 && $rails -le 8 ]] ||
+        { echo "netns_cluster: XCCLMN_RAILS must be 1..8" >&2; return 2; }
+    [[ $subnet =~ ^[0-9]+\.[0-9]+\.([0-9]+)$ && $((BASH_REMATCH[1] + rails - 1)) -le 255 ]] ||
+        { echo "netns_cluster: XCCLMN_SUBNET must be A.B.C with C + XCCLMN_RAILS - 1 <= 255" >&2; return 2; }
+    # Subnet (A.B.C) of rail r: C + r.
+    local -a rsub=()
+    for ((r = 0; r < rails; r++)); do
+        rsub+=("${subnet%.*}.$((${subnet##*.} + r))")
+    done
 
     state=$(mktemp -d "${TMPDIR:-/tmp}/$prefix.XXXXXX") || return 1
     chmod 755 "$state"
@@ -150,58 +173,73 @@ mn_up() {
         echo "h$i $ns $subnet.$((i + 1))" >>"$state/map"
     done
 
-    # Links.
-    if [[ $n -eq 2 ]]; then
-        ip link add xmn0 netns "$prefix-h0" mtu "$mtu" type veth \
-            peer name xmn0 netns "$prefix-h1" mtu "$mtu" || { mn_down; return 1; }
-    else
+    # Links: per rail r, link xmn<r> in every host.
+    local br port
+    if [[ $n -ne 2 ]]; then
         ns=$prefix-sw
         ip netns add "$ns" || { mn_down; return 1; }
         echo "$ns" >>"$state/namespaces"
-        ip netns exec "$ns" ip link set lo up &&
-            ip netns exec "$ns" ip link add br0 type bridge &&
-            ip netns exec "$ns" ip link set br0 up || { mn_down; return 1; }
-        for ((i = 0; i < n; i++)); do
-            ip link add "p$i" netns "$ns" mtu "$mtu" type veth \
-                peer name xmn0 netns "$prefix-h$i" mtu "$mtu" &&
-                ip netns exec "$ns" ip link set "p$i" master br0 &&
-                ip netns exec "$ns" ip link set "p$i" up || { mn_down; return 1; }
-        done
+        ip netns exec "$ns" ip link set lo up || { mn_down; return 1; }
     fi
+    for ((r = 0; r < rails; r++)); do
+        dev=xmn$r
+        if [[ $n -eq 2 ]]; then
+            ip link add "$dev" netns "$prefix-h0" mtu "$mtu" type veth \
+                peer name "$dev" netns "$prefix-h1" mtu "$mtu" || { mn_down; return 1; }
+            continue
+        fi
+        br=br$r
+        ip netns exec "$ns" ip link add "$br" type bridge &&
+            ip netns exec "$ns" ip link set "$br" up || { mn_down; return 1; }
+        for ((i = 0; i < n; i++)); do
+            port=p$i
+            [[ $r -eq 0 ]] || port=r${r}p$i
+            ip link add "$port" netns "$ns" mtu "$mtu" type veth \
+                peer name "$dev" netns "$prefix-h$i" mtu "$mtu" &&
+                ip netns exec "$ns" ip link set "$port" master "$br" &&
+                ip netns exec "$ns" ip link set "$port" up || { mn_down; return 1; }
+        done
+    done
     for ((i = 0; i < n; i++)); do
         ns=$prefix-h$i
-        ip netns exec "$ns" ip addr add "$subnet.$((i + 1))/24" dev xmn0 &&
-            ip netns exec "$ns" ip link set xmn0 up || { mn_down; return 1; }
+        for ((r = 0; r < rails; r++)); do
+            ip netns exec "$ns" ip addr add "${rsub[r]}.$((i + 1))/24" dev "xmn$r" &&
+                ip netns exec "$ns" ip link set "xmn$r" up || { mn_down; return 1; }
+        done
     done
     # The carrier comes up asynchronously (linkwatch): wait for it.
     local try up
     for ((try = 0; try < 50; try++)); do
         up=0
         for ((i = 0; i < n; i++)); do
-            [[ $(ip netns exec "$prefix-h$i" cat /sys/class/net/xmn0/operstate 2>/dev/null) == up ]] &&
-                up=$((up + 1))
+            for ((r = 0; r < rails; r++)); do
+                [[ $(ip netns exec "$prefix-h$i" cat "/sys/class/net/xmn$r/operstate" 2>/dev/null) == up ]] &&
+                    up=$((up + 1))
+            done
         done
-        [[ $up -lt $n ]] || break
+        [[ $up -lt $((n * rails)) ]] || break
         sleep 0.1
     done
-    [[ $up -eq $n ]] || mn_log "warning: only $up of $n links report operstate up"
+    [[ $up -eq $((n * rails)) ]] || mn_log "warning: only $up of $((n * rails)) links report operstate up"
 
     # Shaping, per host egress.
     local shaping="none"
     if [[ $shape != none ]]; then
-        local use_netem=0
+        local use_netem=0 rails_note=""
+        [[ $rails -eq 1 ]] || rails_note=" on each of $rails rails"
         if [[ $shape != tbf ]] &&
             ip netns exec "$prefix-h0" tc qdisc add dev xmn0 root netem \
                 rate "$rate" delay "$delay" limit "${XCCLMN_LIMIT:-10000}" 2>/dev/null; then
             use_netem=1
             ip netns exec "$prefix-h0" tc qdisc del dev xmn0 root
         fi
-        for ((i = 0; i < n; i++)); do
-            ns=$prefix-h$i
+        for ((i = 0; i < n * rails; i++)); do
+            ns=$prefix-h$((i / rails))
+            dev=xmn$((i % rails))
             if [[ $use_netem -eq 1 ]]; then
-                ip netns exec "$ns" tc qdisc add dev xmn0 root netem \
+                ip netns exec "$ns" tc qdisc add dev "$dev" root netem \
                     rate "$rate" delay "$delay" limit "${XCCLMN_LIMIT:-10000}" || { mn_down; return 1; }
-            elif ! ip netns exec "$ns" tc qdisc add dev xmn0 root tbf \
+            elif ! ip netns exec "$ns" tc qdisc add dev "$dev" root tbf \
                 rate "$rate" burst "$burst" limit "${XCCLMN_LIMIT:-4mb}" 2>/dev/null; then
                 # Correctness does not need shaping: go on with a plain link.
                 use_netem=-1
@@ -211,9 +249,9 @@ mn_up() {
         if [[ $use_netem -eq -1 ]]; then
             shaping="none; NOTE: neither sch_netem nor sch_tbf in this kernel, link not shaped"
         elif [[ $use_netem -eq 1 ]]; then
-            shaping="netem rate $rate delay $delay (each host's egress)"
+            shaping="netem rate $rate delay $delay (each host's egress$rails_note)"
         else
-            shaping="tbf rate $rate burst $burst (each host's egress)"
+            shaping="tbf rate $rate burst $burst (each host's egress$rails_note)"
             [[ $shape == tbf ]] ||
                 shaping+="; NOTE: no sch_netem in this kernel, delay $delay not applied"
         fi
@@ -234,7 +272,18 @@ EOF
     export XCCLMN_HOSTFILE=$state/hostfile XCCLMN_RSH=$state/netns-rsh
     export XCCLMN_IFACE=xmn0 XCCLMN_CIDR=$subnet.0/24
     export XCCLMN_HOSTS="${hosts[*]}" XCCLMN_SHAPING=$shaping
-    mn_log "up: $n hosts (${hosts[*]}), namespaces $prefix-*, link xmn0 $subnet.0/24, $shaping; state $state"
+    local ifaces=()
+    for ((r = 0; r < rails; r++)); do
+        ifaces+=("xmn$r")
+    done
+    export XCCLMN_RAILS=$rails XCCLMN_RAIL_IFACES="${ifaces[*]}"
+    if [[ $rails -eq 1 ]]; then
+        export XCCLMN_RAILS_CIDR=$XCCLMN_CIDR
+        mn_log "up: $n hosts (${hosts[*]}), namespaces $prefix-*, link xmn0 $subnet.0/24, $shaping; state $state"
+    else
+        export XCCLMN_RAILS_CIDR=${subnet%.*}.0.0/16
+        mn_log "up: $n hosts (${hosts[*]}), namespaces $prefix-*, $rails rails xmn0..xmn$((rails - 1)) ${rsub[0]}.0/24..${rsub[rails - 1]}.0/24, $shaping; state $state"
+    fi
 }
 
 # mn_down [STATE]: kills what still runs in the namespaces, deletes them.
