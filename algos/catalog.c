@@ -62,16 +62,40 @@ static int ag_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
         : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_ring,
                                         xccl_build_allgatherv_ring);
 }
+/* Bruck on the rails: ceil(lg N) rounds between nodes instead of N-1. */
+static int ag_hier_bruck(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_bruck,
+                                        xccl_build_allgatherv_ring);
+}
 
 static int a2a_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
 /* At most 8 transfers in flight: all at once floods shared-memory queues. */
 static int a2a_linear(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_alltoall_linear(s, a->block, a->in_place, 8); }
 static int a2a_bruck(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_alltoall_bruck(s, a->block, a->in_place); }
+/* Regular layouts take the fixed-block builder (one copy fewer with block
+ * placement), uneven ones the alltoallv one; the rail stage is pairwise or,
+ * for small blocks on many nodes, Bruck (ceil(lg N) rounds). */
+static int a2a_two_level(xccl_sched_t *s, const xccl_coll_args_t *a, xccl_alltoall_build_fn inter,
+                         xccl_alltoallv_build_fn inter_v)
+{
+    if (flat_layout(a->layout)) {
+        return XCCL_NOT_APPLICABLE;
+    }
+    if (xccl_layout_is_regular(a->layout)) {
+        return xccl_build_hier_alltoall(s, a->layout, a->block, a->in_place, xccl_build_alltoall_pairwise, inter);
+    }
+    return xccl_build_hier_alltoall_any(s, a->layout, a->block, a->in_place, xccl_build_alltoallv_pairwise,
+                                        inter_v);
+}
 static int a2a_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_alltoall_any(s, a->layout, a->block, a->in_place,
-                                       xccl_build_alltoallv_pairwise, xccl_build_alltoallv_pairwise);
+    return a2a_two_level(s, a, xccl_build_alltoall_pairwise, xccl_build_alltoallv_pairwise);
+}
+static int a2a_hier_bruck(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return a2a_two_level(s, a, xccl_build_alltoall_bruck, xccl_build_alltoallv_bruck);
 }
 
 static int bc_binomial(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_binomial(s, a->bytes, a->root); }
@@ -90,6 +114,14 @@ static int bc_hier_rails(xccl_sched_t *s, const xccl_coll_args_t *a)
         : xccl_build_hier_bcast_rails(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
                                       xccl_build_allgatherv_ring);
 }
+/* The rails' pieces broadcast by scatter + allgather: large messages on
+ * many nodes (2 n/L bytes per rail instead of lg N n/L). */
+static int bc_hier_sag(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_bcast_rails(s, a->layout, a->bytes, a->root, xccl_build_bcast_scatter_allgather,
+                                      xccl_build_allgatherv_ring);
+}
 
 /* The first algorithm of each collective is its measured default (auto
  * keeps it unless another is predicted clearly faster). */
@@ -98,15 +130,16 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "rabenseifner", ar_rab }, { "swing", ar_swing }, { "hier", ar_hier },
         { "hier_hd", ar_hier_hd } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
-        { "recursive_doubling", ag_rd }, { "hier", ag_hier } },
+        { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
-        { "bruck", a2a_bruck }, { "hier", a2a_hier } },
+        { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck } },
     [XCCL_COLL_BCAST] = { { "binomial", bc_binomial }, { "scatter_allgather", bc_sag },
-        { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails } },
+        { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails },
+        { "hier_sag", bc_hier_sag } },
 };
 
 static const char *const coll_names[XCCL_NCOLL] = {

@@ -1,87 +1,16 @@
 /*
- * Two-level allgather (regular layouts: N nodes of L ranks):
- *   1. allgather on rail j: rank (n, j) gets the blocks of (0..N-1, j);
- *   2. intra-node allgather of those N-block pieces: every rank holds every
- *      block, in rail order (local rank, then node);
- *   3. blocks to communicator order.
- * On a rail-major placement (rank of (n, i) = i N + n, e.g. cyclic) rail
- * order is communicator order and both stages work in RECV itself;
- * otherwise they work in scratch and stage 3 copies.  Between nodes a rank
- * sends (N-1) blocks instead of (p-1).
+ * Two-level allgather, any layout: allgatherv on the rails, then inside
+ * each node.  Between nodes a rank sends (N-1) blocks instead of (p-1).
+ *
+ * There is no separate builder for regular layouts: on them this one does
+ * exactly its work (staging in rail order, in RECV itself when that is
+ * communicator order, e.g. cyclic placement; one reordering copy
+ * otherwise), and the rail stage may be any allgatherv (ring, or Bruck for
+ * many nodes).
  */
 #include "hier_util.h"
 
 #include <stdlib.h>
-
-int xccl_build_hier_allgather(xccl_sched_t *s, const xccl_layout_t *l, size_t block,
-                              xccl_allgather_build_fn inter, xccl_allgather_build_fn intra)
-{
-    if (NULL == l || l->size != s->size || NULL == inter || NULL == intra) {
-        return -1;
-    }
-    if (!xccl_layout_is_regular(l)) {
-        return XCCL_NOT_APPLICABLE;
-    }
-    const int p = s->size, r = s->rank, N = l->nnodes, node = l->node_of[r], j = l->local_rank[r];
-    const int L = l->min_ppn;
-    const int *members = xccl_layout_node_members(l, node);
-    int *rail = malloc((size_t) N * sizeof(int));
-    xccl_sched_t c;
-    xccl_buf_map_t map;
-    int rc = -1;
-
-    if (NULL == rail) {
-        return -1;
-    }
-    s->algo = "hier";
-    int rail_major = 1;
-    for (int d = 0; d < p; d++) {
-        rail_major &= d == l->local_rank[d] * N + l->node_of[d];
-    }
-    const size_t total = (size_t) p * block, piece = (size_t) N * block;
-    const xccl_ref_t stage = rail_major ? xccl_ref(XCCL_BUF_RECV, 0) : xccl_ref(XCCL_BUF_SCRATCH, 0);
-    const size_t off_child = rail_major ? 0 : hier_align(total);
-    if (s->scratch_bytes < off_child) {
-        s->scratch_bytes = off_child;
-    }
-
-    /* 1. Allgather on rail j into piece j of the staging area. */
-    int nr = xccl_layout_rail(l, j, rail);
-    if (hier_child_init(s, &c, rail, nr) < 0) {
-        goto out;
-    }
-    map = hier_map(xccl_ref(XCCL_BUF_SEND, 0), xccl_ref((xccl_buf_id_t) stage.buf, stage.off + (size_t) j * piece),
-                   xccl_ref(XCCL_BUF_SCRATCH, off_child));
-    if (hier_child_done(s, &c, rail, &map, inter(&c, block)) < 0) {
-        goto out;
-    }
-
-    /* 2. Allgather of the pieces inside the node, in place. */
-    if (hier_child_init(s, &c, members, L) < 0) {
-        goto out;
-    }
-    map = hier_map(xccl_ref((xccl_buf_id_t) stage.buf, stage.off + (size_t) j * piece), stage,
-                   xccl_ref(XCCL_BUF_SCRATCH, off_child));
-    if (hier_child_done(s, &c, members, &map, intra(&c, piece)) < 0) {
-        goto out;
-    }
-
-    /* 3. Rail order to communicator order. */
-    if (!rail_major) {
-        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
-        for (int d = 0; d < p; d++) {
-            size_t from = ((size_t) l->local_rank[d] * (size_t) N + (size_t) l->node_of[d]) * block;
-            hier_copy_add(&cp, xccl_ref(XCCL_BUF_RECV, (size_t) d * block), xccl_ref(XCCL_BUF_SCRATCH, from),
-                          block);
-        }
-        hier_copy_flush(&cp);
-    }
-    s->algo = "hier";
-    rc = xccl_sched_finalize(s);
-out:
-    free(rail);
-    return rc;
-}
 
 /*
  * Any layout, with allgatherv stages.  With L = min ppn, rank d belongs to

@@ -126,6 +126,33 @@ out:
     return rc;
 }
 
+/* Every pair's message size in the two alltoallv stages (for stage
+ * algorithms that forward blocks): start[g N + n] is the staging index of
+ * the first rank of group g on node n. */
+typedef struct {
+    const xccl_layout_t *l;
+    const size_t *start;
+    int N, L, g;
+    size_t block;
+} a2a_sizes_t;
+
+/* Inside a node: every local rank sends carrier q < L its group-q blocks. */
+static size_t intra_pair_bytes(const void *ctx, int src, int dst)
+{
+    const a2a_sizes_t *z = ctx;
+    (void) src;
+    return dst < z->L ? (z->start[(dst + 1) * z->N] - z->start[dst * z->N]) * z->block : 0;
+}
+
+/* On rail g (child rank = node): the blocks of every rank of node src for
+ * the ranks of group g on node dst. */
+static size_t rail_pair_bytes(const void *ctx, int src, int dst)
+{
+    const a2a_sizes_t *z = ctx;
+    const size_t dn = z->start[z->g * z->N + dst + 1] - z->start[z->g * z->N + dst];
+    return (size_t) xccl_layout_node_size(z->l, src) * dn * z->block;
+}
+
 /*
  * Any layout.  With L = min ppn, destination d belongs to group g(d) =
  * (local rank of d) mod L, carried on each node n by local rank g; D(g, n)
@@ -215,9 +242,10 @@ int xccl_build_hier_alltoall_any(xccl_sched_t *s, const xccl_layout_t *l, size_t
         rb[i] = gsz * block;
         rd[i] = (size_t) i * gsz * block;
     }
+    a2a_sizes_t sizes = { l, start, N, L, g, block };
     map = hier_map(packed, xccl_ref(XCCL_BUF_SCRATCH, off_b), child_scratch);
     if (hier_child_init(s, &c, members, ln) < 0 ||
-        hier_child_done(s, &c, members, &map, intra(&c, sb, sd, rb, rd)) < 0) {
+        hier_child_done(s, &c, members, &map, intra(&c, sb, sd, rb, rd, intra_pair_bytes, &sizes)) < 0) {
         goto out;
     }
     if (carrier) {
@@ -242,7 +270,7 @@ int xccl_build_hier_alltoall_any(xccl_sched_t *s, const xccl_layout_t *l, size_t
         }
         map = hier_map(xccl_ref(XCCL_BUF_SCRATCH, off_t), xccl_ref(XCCL_BUF_SCRATCH, off_c), child_scratch);
         if (hier_child_init(s, &c, rail, nr) < 0 ||
-            hier_child_done(s, &c, rail, &map, inter(&c, sb, sd, rb, rd)) < 0) {
+            hier_child_done(s, &c, rail, &map, inter(&c, sb, sd, rb, rd, rail_pair_bytes, &sizes)) < 0) {
             goto out;
         }
 

@@ -405,7 +405,6 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
  * of each stage as a parameter (the cost model chooses). */
 typedef int (*xccl_allreduce_build_fn)(xccl_sched_t *s, size_t count);
 typedef int (*xccl_reduce_scatter_build_fn)(xccl_sched_t *s, const size_t *counts, int in_place);
-typedef int (*xccl_allgather_build_fn)(xccl_sched_t *s, size_t block);
 typedef int (*xccl_alltoall_build_fn)(xccl_sched_t *s, size_t block, int in_place);
 typedef int (*xccl_bcast_build_fn)(xccl_sched_t *s, size_t bytes, int root);
 /* allgatherv: rank i contributes bytes[i], placed at RECV + displs[i]; SEND
@@ -415,18 +414,31 @@ typedef int (*xccl_allgatherv_build_fn)(xccl_sched_t *s, const size_t *bytes, co
 
 /* alltoallv: rank r sends sbytes[q] from SEND + sdispls[q] to q and
  * receives rbytes[q] at RECV + rdispls[q] from q; SEND and RECV do not
- * overlap.  "pairwise" (p-1 rounds) and "direct" (one round). */
+ * overlap.  pair(pair_ctx, src, dst) is the number of bytes src sends to
+ * dst, for every pair of the group: algorithms that forward other ranks'
+ * blocks need it to size their messages; the others take NULL.
+ * "pairwise" (p-1 rounds), "direct" (one round) and "bruck" (ceil(lg p)
+ * rounds, blocks forwarded through scratch; needs pair). */
+typedef size_t (*xccl_pair_bytes_fn)(const void *ctx, int src, int dst);
 typedef int (*xccl_alltoallv_build_fn)(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
-                                       const size_t *rbytes, const size_t *rdispls);
+                                       const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                                       const void *pair_ctx);
 int xccl_build_alltoallv_pairwise(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
-                                  const size_t *rbytes, const size_t *rdispls);
+                                  const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                                  const void *pair_ctx);
 int xccl_build_alltoallv_direct(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
-                                const size_t *rbytes, const size_t *rdispls);
+                                const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                                const void *pair_ctx);
+int xccl_build_alltoallv_bruck(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                               const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                               const void *pair_ctx);
 
-/* Flat allgatherv: "ring" (p-1 rounds) and "direct" (one round, every pair
- * at once: for a node's switch or full mesh). */
+/* Flat allgatherv: "ring" (p-1 rounds), "direct" (one round, every pair
+ * at once: for a node's switch or full mesh) and "bruck" (ceil(lg p)
+ * rounds through scratch: many ranks, small blocks). */
 int xccl_build_allgatherv_ring(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
 int xccl_build_allgatherv_direct(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+int xccl_build_allgatherv_bruck(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
 
 /* Two-level builders (s->algo "hier").  s is initialised for (rank, size of
  * the communicator); l describes the same size.  Same buffer conventions as
@@ -451,11 +463,6 @@ int xccl_build_hier_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t co
 int xccl_build_hier_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, const size_t *counts,
                                    int in_place, xccl_reduce_scatter_build_fn intra,
                                    xccl_reduce_scatter_build_fn inter);
-/* allgather on each rail -> intra-node allgather of the rails' blocks ->
- * blocks to communicator order.  Regular layouts only (else
- * XCCL_NOT_APPLICABLE: use xccl_build_hier_allgather_any or a flat one). */
-int xccl_build_hier_allgather(xccl_sched_t *s, const xccl_layout_t *l, size_t block,
-                              xccl_allgather_build_fn inter, xccl_allgather_build_fn intra);
 /* Any layout, allgatherv on the rails and inside nodes.  Destination ranks
  * are grouped by local rank mod L (L = min ppn), local rank j < L carries
  * group j: on uneven nodes local ranks j+L, j+2L, ... first hand their block
@@ -466,7 +473,10 @@ int xccl_build_hier_allgather_any(xccl_sched_t *s, const xccl_layout_t *l, size_
 /* intra-node alltoall regrouping by destination local rank -> alltoall on
  * each rail of everything for one destination node -> blocks to
  * communicator order.  Regular layouts only (else XCCL_NOT_APPLICABLE: use
- * xccl_build_hier_alltoall_any or a flat one). */
+ * xccl_build_hier_alltoall_any or a flat one).  The catalog prefers it on
+ * regular layouts: with block placement the rail stage writes straight
+ * into RECV, where the _any builder always copies the result once more,
+ * and its stages are fixed-block alltoalls (flat Bruck needs no sizes). */
 int xccl_build_hier_alltoall(xccl_sched_t *s, const xccl_layout_t *l, size_t block, int in_place,
                              xccl_alltoall_build_fn intra, xccl_alltoall_build_fn inter);
 /* Any layout, alltoallv stages.  Destination ranks are grouped by local

@@ -1,8 +1,8 @@
 /*
  * The topology model: what is derived from devices, links and NICs (the
  * intra-node class, the fabric, the nearest NIC of each device), paths
- * between endpoints, names, and the one-line node summary the component
- * logs.  Detection, files and printing live in the other topo/ files.
+ * between endpoints, names, the one-line node summary the component
+ * logs, and the ring order of the devices that follows the wiring.  Detection, files and printing live in the other topo/ files.
  */
 #include "xccl_topo.h"
 
@@ -313,4 +313,204 @@ int xccl_topo_detect_node(xccl_topo_node_t *node)
     }
     free(topo);
     return rc;
+}
+
+/* ------------------------------------------------------------ ring order */
+
+/* Cost of one ring hop.  A ring's cost is the sum over its hops, compared
+ * lexicographically through powers of a base larger than any ring's number
+ * of hops: first the hops without a direct link (NVLink, xGMI, HCCS, or
+ * both on the NVSwitch fabric), then those across the socket interconnect,
+ * between host bridges of one socket, through one host bridge, through
+ * several PCIe switches, under one switch; last the direct hops with fewer
+ * links than the node's best pair (a ring runs at its slowest hop: on a
+ * DGX-1 there is a ring of double NVLinks only). */
+#define RING_BASE 64LL
+
+static long long hop_cost(const xccl_topo_t *topo, int a, int b, int max_links)
+{
+    long long w = 1;
+    switch (xccl_topo_path(topo, a, b)) {
+    case XCCL_TOPO_PATH_SELF:
+    case XCCL_TOPO_PATH_SW: return 0;
+    case XCCL_TOPO_PATH_NV: return topo->links[a][b].count < max_links ? 1 : 0;
+    case XCCL_TOPO_PATH_SYS: w *= RING_BASE; /* fall through */
+    case XCCL_TOPO_PATH_NODE: w *= RING_BASE; /* fall through */
+    case XCCL_TOPO_PATH_PHB: w *= RING_BASE; /* fall through */
+    case XCCL_TOPO_PATH_PXB: w *= RING_BASE; /* fall through */
+    case XCCL_TOPO_PATH_PIX: w *= RING_BASE; break;
+    }
+    return RING_BASE * RING_BASE * RING_BASE * RING_BASE * RING_BASE * RING_BASE + w;   /* not linked */
+}
+
+/* Exact for n <= RING_EXACT_MAX (Held-Karp over subsets: the cheapest
+ * path from device 0 through a set, ending at a given device, then closed
+ * into a ring); ties go to lower device numbers, so the answer is the
+ * same on every rank.  It finds a Hamiltonian cycle over direct links
+ * whenever one exists (cost 0), else the fewest unlinked hops. */
+#define RING_EXACT_MAX 16
+
+typedef long long ring_cost_t[XCCL_TOPO_MAX_DEVS][XCCL_TOPO_MAX_DEVS];
+
+static int ring_exact(ring_cost_t cost, int n, int *order)
+{
+    const size_t sets = (size_t) 1 << n;
+    long long *best = malloc(sets * (size_t) n * sizeof(long long));
+    signed char *prev = malloc(sets * (size_t) n);
+    if (NULL == best || NULL == prev) {
+        free(best);
+        free(prev);
+        return -1;
+    }
+    for (size_t i = 0; i < sets * (size_t) n; i++) {
+        best[i] = -1;
+    }
+    /* best[S n + v]: cheapest path 0 -> ... -> v visiting exactly S (0 in S). */
+    best[1 * (size_t) n + 0] = 0;
+    prev[1 * (size_t) n + 0] = -1;
+    for (size_t S = 1; S < sets; S += 2) {
+        for (int v = 0; v < n; v++) {
+            const long long c = best[S * (size_t) n + (size_t) v];
+            if (c < 0) {
+                continue;
+            }
+            for (int w = 1; w < n; w++) {
+                if (S & ((size_t) 1 << w)) {
+                    continue;
+                }
+                const size_t T = (S | ((size_t) 1 << w)) * (size_t) n + (size_t) w;
+                const long long cw = c + cost[v][w];
+                if (best[T] < 0 || cw < best[T]) {
+                    best[T] = cw;
+                    prev[T] = (signed char) v;
+                }
+            }
+        }
+    }
+    const size_t full = sets - 1;
+    int last = -1;
+    long long total = -1;
+    for (int v = 1; v < n; v++) {
+        const long long c = best[full * (size_t) n + (size_t) v] + cost[v][0];
+        if (total < 0 || c < total) {
+            total = c;
+            last = v;
+        }
+    }
+    size_t S = full;
+    for (int k = n - 1; k >= 0; k--) {
+        order[k] = last;
+        const int p = prev[S * (size_t) n + (size_t) last];
+        S &= ~((size_t) 1 << last);
+        last = p;
+    }
+    free(best);
+    free(prev);
+    return 0;
+}
+
+/* Larger nodes: nearest neighbour from device 0, then 2-opt (reverse a
+ * stretch of the ring while that makes it cheaper). */
+static void ring_heuristic(ring_cost_t cost, int n, int *order)
+{
+    int used[XCCL_TOPO_MAX_DEVS] = { 0 };
+    order[0] = 0;
+    used[0] = 1;
+    for (int k = 1; k < n; k++) {
+        int pick = -1;
+        for (int w = 0; w < n; w++) {
+            if (!used[w] && (pick < 0 || cost[order[k - 1]][w] < cost[order[k - 1]][pick])) {
+                pick = w;
+            }
+        }
+        order[k] = pick;
+        used[pick] = 1;
+    }
+    for (int improved = 1, rounds = 0; improved && rounds < 100; rounds++) {
+        improved = 0;
+        for (int i = 1; i < n - 1; i++) {
+            for (int j = i + 1; j < n; j++) {
+                /* Hops (i-1, i) and (j, j+1) become (i-1, j) and (i, j+1). */
+                const int a = order[i - 1], b = order[i], c = order[j], d = order[(j + 1) % n];
+                if (cost[a][c] + cost[b][d] < cost[a][b] + cost[c][d]) {
+                    for (int x = i, y = j; x < y; x++, y--) {
+                        int t = order[x];
+                        order[x] = order[y];
+                        order[y] = t;
+                    }
+                    improved = 1;
+                }
+            }
+        }
+    }
+}
+
+int xccl_topo_ring_order(const xccl_topo_t *topo, int *order)
+{
+    const int n = topo->ndevs;
+    if (n < 0 || n > XCCL_TOPO_MAX_DEVS) {
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        order[i] = i;
+    }
+    /* Every pair linked alike: any ring is as good as another. */
+    if (n <= 3 || XCCL_TOPO_INTRA_NVSWITCH == topo->intra || XCCL_TOPO_INTRA_FULL_MESH == topo->intra) {
+        return n;
+    }
+    /* The path classes once (xccl_topo_path compares PCIe paths). */
+    ring_cost_t *cost = malloc(sizeof(ring_cost_t));
+    int max_links = 0;
+    if (NULL == cost) {
+        return -1;
+    }
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            max_links = topo->links[a][b].count > max_links ? topo->links[a][b].count : max_links;
+        }
+    }
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            (*cost)[a][b] = hop_cost(topo, a, b, max_links);
+        }
+    }
+    int rc = n;
+    if (n <= RING_EXACT_MAX) {
+        rc = ring_exact(*cost, n, order) < 0 ? -1 : n;
+    } else {
+        ring_heuristic(*cost, n, order);
+    }
+    free(cost);
+    return rc;
+}
+
+int xccl_topo_rank_ring(const xccl_topo_t *topo, const int *dev_of_rank, int nranks, int *order)
+{
+    int ring[XCCL_TOPO_MAX_DEVS];
+    const int n = xccl_topo_ring_order(topo, ring);
+    if (n < 0 || nranks < 0) {
+        return -1;
+    }
+    /* Start the device ring at local rank 0's device, so that the node's
+     * leader stays local rank 0 when it has a device. */
+    int start = 0;
+    for (int k = 0; k < n && nranks > 0; k++) {
+        start = ring[k] == dev_of_rank[0] ? k : start;
+    }
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        const int dev = ring[(start + k) % n];
+        for (int r = 0; r < nranks; r++) {
+            if (dev_of_rank[r] == dev) {
+                order[m++] = r;
+            }
+        }
+    }
+    /* Ranks without a known device keep their order, after the others. */
+    for (int r = 0; r < nranks; r++) {
+        if (dev_of_rank[r] < 0 || dev_of_rank[r] >= n) {
+            order[m++] = r;
+        }
+    }
+    return m;
 }

@@ -208,6 +208,37 @@ int xccl_topo_load_stream(FILE *in, const char *what, xccl_topo_t *topo,
 xccl_topo_path_t xccl_topo_path(const xccl_topo_t *topo, int a, int b);
 const char *xccl_topo_path_name(xccl_topo_path_t p);
 
+/* ------------------------------------------------------------ ring order
+ * The order in which a ring inside the node should visit the devices, so
+ * that it follows the wiring.  Pure functions of *topo (no detection); the
+ * same topology gives the same order on every rank.
+ *
+ * xccl_topo_ring_order writes a permutation of 0..ndevs-1 to
+ * order[0..ndevs) (room for XCCL_TOPO_MAX_DEVS is always enough) and
+ * returns ndevs, or -1 (out of memory).  order[k] and order[k+1], and
+ * order[ndevs-1] and order[0], are neighbours on the ring.
+ *   NVSWITCH, FULL_MESH (and up to 3 devices): every ring is as good,
+ *     the identity;
+ *   otherwise (PCIe, and partial meshes such as the DGX-1 hybrid cube
+ *     mesh): a ring over direct links (NVLink, xGMI, HCCS, NVSwitch) when
+ *     one exists (preferring hops of as many links as the best pair);
+ *     else the fewest hops without a direct link, and among those the
+ *     fewest across sockets (a PCIe-only node of two sockets is crossed
+ *     exactly twice), then between host bridges, then between PCIe
+ *     switches (devices behind one switch adjacent).  Exact up to 16
+ *     devices, a local search (nearest neighbour, 2-opt) above.  The ring
+ *     starts at device 0.
+ *
+ * xccl_topo_rank_ring orders the local ranks of a node: dev_of_rank[r] is
+ * the device index (0..ndevs-1) local rank r uses, repeated when ranks
+ * share a device, -1 when unknown.  Writes a permutation of 0..nranks-1 to
+ * order[0..nranks): devices in xccl_topo_ring_order's ring, started at
+ * local rank 0's device (so local rank 0 stays first when it has one),
+ * the ranks of one device adjacent in increasing rank order, then the
+ * ranks without a device in rank order.  Returns nranks, or -1. */
+int xccl_topo_ring_order(const xccl_topo_t *topo, int *order);
+int xccl_topo_rank_ring(const xccl_topo_t *topo, const int *dev_of_rank, int nranks, int *order);
+
 /* Device x device matrix in the style of nvidia-smi topo -m, NIC columns,
  * the legend and the NIC of every device. */
 void xccl_topo_print_matrix(const xccl_topo_t *topo, FILE *out);

@@ -333,6 +333,7 @@ algo_sets=(
     # two-level, on synthetic node layouts (coll_xccl_node_layout)
     "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"
     "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier_hd reduce_scatter_block=hier_hd alltoall=hier bcast=hier_rails"
+    "layout=block:2 allgather=hier_bruck alltoall=hier_bruck bcast=hier_sag"
 )
 for set in "${algo_sets[@]}"; do
     force=()

@@ -99,6 +99,55 @@ START_TEST(binomial_bcast_root_matches_formula)
 }
 END_TEST
 
+/* The Bruck allgatherv and alltoallv (irregular builders of the two-level
+ * stages) on regular sizes: ceil(lg p) a + ((p-1)/p) n b, and ceil(lg p) a
+ * + (sum over steps of the blocks whose distance has that bit) block b;
+ * model.delta is 0, so their copies cost nothing here. */
+static size_t same_size(const void *ctx, int src, int dst)
+{
+    (void) src;
+    (void) dst;
+    return *(const size_t *) ctx;
+}
+
+START_TEST(bruck_v_builders_match_formula)
+{
+    const double a = model.alpha, b = model.beta;
+    for (int p = 2; p <= 40; p++) {
+        const size_t block = 1000;
+        size_t *bytes = malloc((size_t) p * sizeof(size_t)), *displs = malloc((size_t) p * sizeof(size_t));
+        for (int i = 0; i < p; i++) {
+            bytes[i] = block;
+            displs[i] = (size_t) i * block;
+        }
+        int lg = 0;
+        size_t hops = 0;
+        while ((1 << lg) < p) {
+            for (int i = 1; i < p; i++) {
+                hops += (size_t) ((i >> lg) & 1);
+            }
+            lg++;
+        }
+        for (int r = 0; r < p; r += p - 1) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, p, 1);
+            ck_assert_int_eq(xccl_build_allgatherv_bruck(&s, bytes, displs, 0), 0);
+            double want = lg * a + (double) (p - 1) * (double) block * b, got = xccl_sched_cost(&s, &model);
+            ck_assert_msg(rel_err(got, want) < 1e-9, "allgatherv p=%d: %g vs %g", p, got, want);
+            xccl_sched_fini(&s);
+            xccl_sched_init(&s, r, p, 1);
+            ck_assert_int_eq(xccl_build_alltoallv_bruck(&s, bytes, displs, bytes, displs, same_size, &block), 0);
+            want = lg * a + (double) hops * (double) block * b;
+            got = xccl_sched_cost(&s, &model);
+            ck_assert_msg(rel_err(got, want) < 1e-9, "alltoallv p=%d: %g vs %g", p, got, want);
+            xccl_sched_fini(&s);
+        }
+        free(bytes);
+        free(displs);
+    }
+}
+END_TEST
+
 /* Local copies cost delta per byte: the ring allgather copies its own block
  * once (n/p bytes). */
 START_TEST(copies_cost_delta)
@@ -167,6 +216,7 @@ int main(void)
     tcase_add_test(tc, empty_schedule_costs_nothing);
     tcase_add_test(tc, pick_keeps_default_within_margin);
     tcase_add_test(tc, copies_cost_delta);
+    tcase_add_test(tc, bruck_v_builders_match_formula);
     tcase_add_test(tc, small_message_pays_every_round);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);

@@ -358,16 +358,6 @@ static const struct {
 };
 #define NRS ((int) (sizeof(rs_combos) / sizeof(rs_combos[0])))
 
-static const struct {
-    xccl_allgather_build_fn inter, intra;
-    const char *name;
-} ag_combos[] = {
-    { xccl_build_allgather_ring, xccl_build_allgather_ring, "ring/ring" },
-    { xccl_build_allgather_recursive_doubling, xccl_build_allgather_bruck, "doubling/bruck" },
-    { xccl_build_allgather_bruck, xccl_build_allgather_recursive_doubling, "bruck/doubling" },
-};
-#define NAG ((int) (sizeof(ag_combos) / sizeof(ag_combos[0])))
-
 /* allgather_any: allgatherv stages, any layout. */
 static const struct {
     xccl_allgatherv_build_fn inter, intra;
@@ -376,6 +366,8 @@ static const struct {
     { xccl_build_allgatherv_ring, xccl_build_allgatherv_ring, "any ring/ring" },
     { xccl_build_allgatherv_direct, xccl_build_allgatherv_ring, "any direct/ring" },
     { xccl_build_allgatherv_ring, xccl_build_allgatherv_direct, "any ring/direct" },
+    { xccl_build_allgatherv_bruck, xccl_build_allgatherv_ring, "any bruck/ring" },
+    { xccl_build_allgatherv_direct, xccl_build_allgatherv_bruck, "any direct/bruck" },
 };
 #define NAGV ((int) (sizeof(agv_combos) / sizeof(agv_combos[0])))
 
@@ -397,6 +389,8 @@ static const struct {
     { xccl_build_alltoallv_pairwise, xccl_build_alltoallv_pairwise, "any pairwise/pairwise" },
     { xccl_build_alltoallv_direct, xccl_build_alltoallv_pairwise, "any direct/pairwise" },
     { xccl_build_alltoallv_pairwise, xccl_build_alltoallv_direct, "any pairwise/direct" },
+    { xccl_build_alltoallv_pairwise, xccl_build_alltoallv_bruck, "any pairwise/bruck" },
+    { xccl_build_alltoallv_bruck, xccl_build_alltoallv_direct, "any bruck/direct" },
 };
 #define NA2AV ((int) (sizeof(a2av_combos) / sizeof(a2av_combos[0])))
 
@@ -411,6 +405,38 @@ static const struct {
     { xccl_build_bcast_scatter_allgather, NULL, xccl_build_allgatherv_direct, "rails scatter_allgather/direct" },
 };
 #define NBC ((int) (sizeof(bc_combos) / sizeof(bc_combos[0])))
+
+/* The catalog's two-level algorithms (names "hier*"), built exactly as the
+ * component builds them; they must not apply on flat layouts (one node, or
+ * one rank per node) and must be right on every other. */
+static int catalog_hier(xccl_coll_t c, const xccl_algo_t **out)
+{
+    int n, k = 0;
+    const xccl_algo_t *all = xccl_coll_algos(c, &n);
+    for (int i = 0; i < n; i++) {
+        if (0 == strncmp(all[i].name, "hier", 4)) {
+            out[k++] = &all[i];
+        }
+    }
+    return k;
+}
+
+static int flat_layout(const xccl_layout_t *l)
+{
+    return l->nnodes <= 1 || l->nnodes == l->size;
+}
+
+typedef struct {
+    const xccl_algo_t *algo;
+    xccl_coll_args_t args;
+} cat_job_t;
+
+/* xccl_predict_hier's builder for a catalog entry. */
+static int build_cat(xccl_sched_t *s, void *arg)
+{
+    const cat_job_t *j = arg;
+    return j->algo->build(s, &j->args);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Allreduce                                                                */
@@ -644,26 +670,29 @@ static unsigned char pattern(int from, size_t i)
     return (unsigned char) (from * 31 + i * 13 + 1 + (i >> 8));
 }
 
-/* combo < NAG: xccl_build_hier_allgather (regular layouts only), else
- * xccl_build_hier_allgather_any with agv_combos[combo - NAG]. */
+/* combo < NAGV: xccl_build_hier_allgather_any with agv_combos[combo], else
+ * the catalog's two-level algorithm combo - NAGV. */
 static void check_allgather(const lay_t *lay, int combo, size_t b, int in_place)
 {
     xccl_layout_t l;
     char what[256];
     job_t j;
     int bad_build = 0, not_applicable = 0;
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    catalog_hier(XCCL_COLL_ALLGATHER, cat);
 
     layout_of(lay, &l);
     const int p = l.size;
     const size_t total = (size_t) p * b;
-    const int any = combo >= NAG;
-    snprintf(what, sizeof(what), "allgather %s layout %s p=%d block=%zu in_place=%d",
-             any ? agv_combos[combo - NAG].name : ag_combos[combo].name, lname(lay), p, b, in_place);
+    const int any = combo < NAGV;
+    const xccl_coll_args_t args = { .block = b, .in_place = in_place, .layout = &l };
+    snprintf(what, sizeof(what), "allgather %s%s layout %s p=%d block=%zu in_place=%d", any ? "" : "catalog ",
+             any ? agv_combos[combo].name : cat[combo - NAGV]->name, lname(lay), p, b, in_place);
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
-        int rc = any ? xccl_build_hier_allgather_any(&j.sched[r], &l, b, agv_combos[combo - NAG].inter,
-                                                     agv_combos[combo - NAG].intra)
-                     : xccl_build_hier_allgather(&j.sched[r], &l, b, ag_combos[combo].inter, ag_combos[combo].intra);
+        int rc = any ? xccl_build_hier_allgather_any(&j.sched[r], &l, b, agv_combos[combo].inter,
+                                                     agv_combos[combo].intra)
+                     : cat[combo - NAGV]->build(&j.sched[r], &args);
         not_applicable += XCCL_NOT_APPLICABLE == rc && 0 == j.sched[r].nacts && 0 == j.sched[r].nsteps;
         bad_build |= 0 != rc && XCCL_NOT_APPLICABLE != rc;
         j.rbuf[r] = xmalloc(total);
@@ -679,11 +708,12 @@ static void check_allgather(const lay_t *lay, int combo, size_t b, int in_place)
         }
     }
     ck_assert_msg(!bad_build, "%s: build failed", what);
-    /* Uneven layouts: every rank says so and leaves its schedule empty. */
-    const int regular = l.min_ppn == l.max_ppn || any;
-    ck_assert_msg(not_applicable == (regular ? 0 : p), "%s: %d ranks not applicable, regular=%d", what,
-                  not_applicable, regular);
-    if (regular) {
+    /* Catalog entries on flat layouts: every rank says so and leaves its
+     * schedule empty. */
+    const int applies = any || !flat_layout(&l);
+    ck_assert_msg(not_applicable == (applies ? 0 : p), "%s: %d ranks not applicable, applies=%d", what,
+                  not_applicable, applies);
+    if (applies) {
         job_run(&j, NULL, what);
         long bad = -1;
         int bad_rank = -1;
@@ -709,10 +739,14 @@ static void check_allgather(const lay_t *lay, int combo, size_t b, int in_place)
 START_TEST(allgather_layouts)
 {
     const size_t blocks[] = { 0, 1, 3, 37 };
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    const int ncat = catalog_hier(XCCL_COLL_ALLGATHER, cat);
     for (int bi = 0; bi < 4; bi++) {
         for (int in_place = 0; in_place < 2; in_place++) {
-            for (int a = 0; a < NAG + NAGV; a++) {
-                if (2 == bi || a % NAG == (bi + in_place) % NAG) {
+            /* Every catalog entry on every case; the stage combinations on
+             * one block size, in turn on the others. */
+            for (int a = 0; a < NAGV + ncat; a++) {
+                if (a >= NAGV || 2 == bi || a == (bi + in_place) % NAGV) {
                     check_allgather(&lays[_i], a, blocks[bi], in_place);
                 }
             }
@@ -730,27 +764,35 @@ static unsigned char a2a_byte(int from, int to, size_t i)
     return (unsigned char) (from * 29 + to * 7 + i * 3 + 5);
 }
 
-/* combo < NA2A: xccl_build_hier_alltoall (regular layouts only), else
- * xccl_build_hier_alltoall_any with a2av_combos[combo - NA2A]. */
+/* combo < NA2A: xccl_build_hier_alltoall (regular layouts only); then
+ * xccl_build_hier_alltoall_any with a2av_combos[combo - NA2A]; then the
+ * catalog's two-level algorithm combo - NA2A - NA2AV. */
 static void check_alltoall(const lay_t *lay, int combo, size_t b, int in_place)
 {
     xccl_layout_t l;
     char what[256];
     job_t j;
     int bad_build = 0, not_applicable = 0;
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    catalog_hier(XCCL_COLL_ALLTOALL, cat);
 
     layout_of(lay, &l);
     const int p = l.size;
     const size_t total = (size_t) p * b;
-    const int any = combo >= NA2A;
-    snprintf(what, sizeof(what), "alltoall %s layout %s p=%d block=%zu in_place=%d",
-             any ? a2av_combos[combo - NA2A].name : a2a_combos[combo].name, lname(lay), p, b, in_place);
+    const int kind = combo < NA2A ? 0 : combo < NA2A + NA2AV ? 1 : 2;    /* regular, any, catalog */
+    const xccl_coll_args_t args = { .block = b, .in_place = in_place, .layout = &l };
+    snprintf(what, sizeof(what), "alltoall %s%s layout %s p=%d block=%zu in_place=%d", 2 == kind ? "catalog " : "",
+             0 == kind ? a2a_combos[combo].name : 1 == kind ? a2av_combos[combo - NA2A].name
+                                                            : cat[combo - NA2A - NA2AV]->name,
+             lname(lay), p, b, in_place);
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
-        int rc = any ? xccl_build_hier_alltoall_any(&j.sched[r], &l, b, in_place, a2av_combos[combo - NA2A].intra,
-                                                    a2av_combos[combo - NA2A].inter)
-                     : xccl_build_hier_alltoall(&j.sched[r], &l, b, in_place, a2a_combos[combo].intra,
-                                                a2a_combos[combo].inter);
+        int rc = 0 == kind ? xccl_build_hier_alltoall(&j.sched[r], &l, b, in_place, a2a_combos[combo].intra,
+                                                      a2a_combos[combo].inter)
+               : 1 == kind ? xccl_build_hier_alltoall_any(&j.sched[r], &l, b, in_place,
+                                                          a2av_combos[combo - NA2A].intra,
+                                                          a2av_combos[combo - NA2A].inter)
+                           : cat[combo - NA2A - NA2AV]->build(&j.sched[r], &args);
         not_applicable += XCCL_NOT_APPLICABLE == rc && 0 == j.sched[r].nacts;
         bad_build |= 0 != rc && XCCL_NOT_APPLICABLE != rc;
         j.rbuf[r] = xmalloc(total);
@@ -766,10 +808,12 @@ static void check_alltoall(const lay_t *lay, int combo, size_t b, int in_place)
         }
     }
     ck_assert_msg(!bad_build, "%s: build failed", what);
-    const int regular = l.min_ppn == l.max_ppn || any;
-    ck_assert_msg(not_applicable == (regular ? 0 : p), "%s: %d ranks not applicable, regular=%d", what,
-                  not_applicable, regular);
-    if (regular) {
+    /* The regular-layout builder on uneven layouts, catalog entries on flat
+     * ones: every rank says so and leaves its schedule empty. */
+    const int applies = 0 == kind ? l.min_ppn == l.max_ppn : 1 == kind || !flat_layout(&l);
+    ck_assert_msg(not_applicable == (applies ? 0 : p), "%s: %d ranks not applicable, applies=%d", what,
+                  not_applicable, applies);
+    if (applies) {
         job_run(&j, NULL, what);
         long bad = -1;
         int bad_rank = -1;
@@ -793,6 +837,8 @@ static void check_alltoall(const lay_t *lay, int combo, size_t b, int in_place)
 START_TEST(alltoall_layouts)
 {
     const size_t blocks[] = { 0, 1, 3, 17 };
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    const int ncat = catalog_hier(XCCL_COLL_ALLTOALL, cat);
     int p, nn;
     free(test_node_of(&lays[_i], &p, &nn));
     for (int bi = 0; bi < 4; bi++) {
@@ -800,8 +846,8 @@ START_TEST(alltoall_layouts)
             continue;
         }
         for (int in_place = 0; in_place < 2; in_place++) {
-            for (int a = 0; a < NA2A + NA2AV; a++) {
-                if (2 == bi || a % NA2A == (bi + in_place) % NA2A) {
+            for (int a = 0; a < NA2A + NA2AV + ncat; a++) {
+                if (a >= NA2A + NA2AV || 2 == bi || a % NA2A == (bi + in_place) % NA2A) {
                     check_alltoall(&lays[_i], a, blocks[bi], in_place);
                 }
             }
@@ -814,25 +860,32 @@ END_TEST
 /* Bcast                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* combo < NBC: bc_combos[combo], else the catalog's two-level algorithm
+ * combo - NBC. */
 static void check_bcast(const lay_t *lay, int combo, size_t n, int root)
 {
     xccl_layout_t l;
     char what[256];
     job_t j;
-    int bad_build = 0;
+    int bad_build = 0, not_applicable = 0;
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    catalog_hier(XCCL_COLL_BCAST, cat);
 
     layout_of(lay, &l);
     const int p = l.size;
-    snprintf(what, sizeof(what), "bcast %s layout %s p=%d bytes=%zu root=%d", bc_combos[combo].name, lname(lay), p,
-             n, root);
+    const xccl_coll_args_t args = { .bytes = n, .root = root, .layout = &l };
+    snprintf(what, sizeof(what), "bcast %s%s layout %s p=%d bytes=%zu root=%d", combo < NBC ? "" : "catalog ",
+             combo < NBC ? bc_combos[combo].name : cat[combo - NBC]->name, lname(lay), p, n, root);
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
-        int rc = bc_combos[combo].agv
+        int rc = combo >= NBC ? cat[combo - NBC]->build(&j.sched[r], &args)
+               : bc_combos[combo].agv
                      ? xccl_build_hier_bcast_rails(&j.sched[r], &l, n, root, bc_combos[combo].inter,
                                                    bc_combos[combo].agv)
                      : xccl_build_hier_bcast(&j.sched[r], &l, n, root, bc_combos[combo].inter,
                                              bc_combos[combo].intra);
-        bad_build |= 0 != rc;
+        not_applicable += XCCL_NOT_APPLICABLE == rc && 0 == j.sched[r].nacts;
+        bad_build |= 0 != rc && XCCL_NOT_APPLICABLE != rc;
         j.rbuf[r] = xmalloc(n);
         j.sbuf[r] = j.rbuf[r];
         for (size_t i = 0; i < n; i++) {
@@ -840,6 +893,14 @@ static void check_bcast(const lay_t *lay, int combo, size_t n, int root)
         }
     }
     ck_assert_msg(!bad_build, "%s: build failed", what);
+    const int applies = combo < NBC || !flat_layout(&l);
+    ck_assert_msg(not_applicable == (applies ? 0 : p), "%s: %d ranks not applicable, applies=%d", what,
+                  not_applicable, applies);
+    if (!applies) {
+        job_fini(&j);
+        xccl_layout_fini(&l);
+        return;
+    }
     job_run(&j, NULL, what);
     long bad = -1;
     int bad_rank = -1;
@@ -862,14 +923,16 @@ START_TEST(bcast_layouts)
     int *node = test_node_of(&lays[_i], &p, &nn);
     free(node);
     const int roots[] = { 0, p - 1, p / 2, (p * 2) / 3 };
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    const int ncat = catalog_hier(XCCL_COLL_BCAST, cat);
     const size_t sizes[] = { 0, 1, (size_t) p + 1, 1000 };
     for (int ri = 0; ri < 4; ri++) {
         if (ri > 0 && roots[ri] == roots[ri - 1]) {
             continue;
         }
         for (int si = 0; si < 4; si++) {
-            for (int a = 0; a < NBC; a++) {
-                if (3 == si || a == (ri + si) % NBC) {
+            for (int a = 0; a < NBC + ncat; a++) {
+                if (a >= NBC || 3 == si || a == (ri + si) % NBC) {
                     check_bcast(&lays[_i], a, sizes[si], roots[ri]);
                 }
             }
@@ -887,9 +950,210 @@ START_TEST(big_layouts)
     check_allreduce(lay, 1, RED_I32_SUM, 3000, 0);
     check_allreduce_float(lay, 0, 100, 1);
     check_rs(lay, 1, RED_I64_BXOR, CNT_IRREGULAR, 2, 1);
-    check_allgather(lay, NAG, 3, 1);
+    check_allgather(lay, 0, 3, 1);
     check_alltoall(lay, NA2A, 2, 0);
     check_bcast(lay, 3, 5000, 999);
+    /* The catalog's two-level algorithms as the component builds them. */
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    for (int k = catalog_hier(XCCL_COLL_ALLGATHER, cat) - 1; k >= 0; k--) {
+        check_allgather(lay, NAGV + k, 3, k & 1);
+    }
+    for (int k = catalog_hier(XCCL_COLL_ALLTOALL, cat) - 1; k >= 0; k--) {
+        check_alltoall(lay, NA2A + NA2AV + k, 2, k & 1);
+    }
+    for (int k = catalog_hier(XCCL_COLL_BCAST, cat) - 1; k >= 0; k--) {
+        check_bcast(lay, NBC + k, 5000, 500 + k);
+    }
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------------ */
+/* The flat v-builders the stages use, on their own                          */
+/* ------------------------------------------------------------------------ */
+
+static const struct {
+    xccl_allgatherv_build_fn fn;
+    const char *name;
+} agv_flat[] = {
+    { xccl_build_allgatherv_ring, "ring" },
+    { xccl_build_allgatherv_direct, "direct" },
+    { xccl_build_allgatherv_bruck, "bruck" },
+};
+
+static const struct {
+    xccl_alltoallv_build_fn fn;
+    const char *name;
+} a2av_flat[] = {
+    { xccl_build_alltoallv_pairwise, "pairwise" },
+    { xccl_build_alltoallv_direct, "direct" },
+    { xccl_build_alltoallv_bruck, "bruck" },
+};
+
+static const int flat_sizes[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 31, 33, 64 };
+
+/* Irregular block sizes: pattern 0 regular, 1 with zeros and unequal, 2
+ * only the last rank's block.  Placement: order 0 contiguous in rank
+ * order, 1 reversed with gaps of 3 bytes. */
+static size_t agv_bytes(int pat, int p, int r)
+{
+    return 0 == pat ? 5 : 1 == pat ? (r % 3 == 1 ? 0 : (size_t) (3 + r % 4)) : (r == p - 1 ? 9 : 0);
+}
+
+START_TEST(allgatherv_flat)
+{
+    const int p = flat_sizes[_i];
+    size_t *bytes = xmalloc((size_t) p * sizeof(size_t)), *displs = xmalloc((size_t) p * sizeof(size_t));
+    for (int pat = 0; pat < 3; pat++) {
+        for (int order = 0; order < 2; order++) {
+            size_t total = 0;
+            for (int k = 0; k < p; k++) {
+                const int r = order ? p - 1 - k : k;
+                bytes[r] = agv_bytes(pat, p, r);
+                displs[r] = total;
+                total += bytes[r] + (order ? 3 : 0);
+            }
+            for (size_t a = 0; a < sizeof(agv_flat) / sizeof(agv_flat[0]); a++) {
+                for (int in_place = 0; in_place < 2; in_place++) {
+                    char what[160];
+                    job_t j;
+                    int bad_build = 0;
+                    snprintf(what, sizeof(what), "allgatherv %s p=%d pattern=%d order=%d in_place=%d",
+                             agv_flat[a].name, p, pat, order, in_place);
+                    job_init(&j, p, 1);
+                    for (int r = 0; r < p; r++) {
+                        bad_build |= 0 != agv_flat[a].fn(&j.sched[r], bytes, displs, in_place);
+                        bad_build |= 0 != strcmp(j.sched[r].algo, agv_flat[a].name);
+                        j.rbuf[r] = xmalloc(total);
+                        memset(j.rbuf[r], 0xEE, total);
+                        if (in_place) {
+                            j.sbuf[r] = j.rbuf[r] + displs[r];
+                        } else {
+                            j.sbuf[r] = xmalloc(bytes[r]);
+                            j.sbuf_owned[r] = 1;
+                        }
+                        for (size_t i = 0; i < bytes[r]; i++) {
+                            j.sbuf[r][i] = pattern(r, i);
+                        }
+                    }
+                    ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
+                    job_run(&j, NULL, what);
+                    long bad = -1;
+                    for (int r = 0; r < p && bad < 0; r++) {
+                        for (int q = 0; q < p && bad < 0; q++) {
+                            for (size_t i = 0; i < bytes[q] && bad < 0; i++) {
+                                if (j.rbuf[r][displs[q] + i] != pattern(q, i)) {
+                                    bad = r * 1000L + q;
+                                }
+                            }
+                            /* The gaps are left alone. */
+                            for (size_t i = 0; order && i < 3 && bad < 0; i++) {
+                                if (j.rbuf[r][displs[q] + bytes[q] + i] != 0xEE) {
+                                    bad = r * 1000L + q;
+                                }
+                            }
+                        }
+                    }
+                    ck_assert_msg(bad < 0, "%s: rank %ld, block of %ld wrong", what, bad / 1000, bad % 1000);
+                    job_fini(&j);
+                }
+            }
+        }
+    }
+    free(bytes);
+    free(displs);
+}
+END_TEST
+
+/* Bytes from src to dst: zeros and unequal sizes (pattern 1), or all 4. */
+typedef struct {
+    int pat;
+} pair_ctx_t;
+
+static size_t pair_bytes(const void *ctx, int src, int dst)
+{
+    const pair_ctx_t *c = ctx;
+    return c->pat ? (size_t) ((src * 7 + dst * 3) % 5) : 4;
+}
+
+START_TEST(alltoallv_flat)
+{
+    const int p = flat_sizes[_i];
+    size_t *v = xmalloc(4 * (size_t) p * sizeof(size_t));
+    size_t *sb = v, *sd = v + p, *rb = v + 2 * p, *rd = v + 3 * p;
+    for (int pat = 0; pat < 2; pat++) {
+        const pair_ctx_t ctx = { pat };
+        for (size_t a = 0; a < sizeof(a2av_flat) / sizeof(a2av_flat[0]); a++) {
+            char what[160];
+            job_t j;
+            int bad_build = 0;
+            snprintf(what, sizeof(what), "alltoallv %s p=%d pattern=%d", a2av_flat[a].name, p, pat);
+            job_init(&j, p, 1);
+            for (int r = 0; r < p; r++) {
+                /* Send blocks in destination order, receive blocks in
+                 * reversed source order with a gap of 2 bytes after each. */
+                size_t so = 0, ro = 0;
+                for (int q = 0; q < p; q++) {
+                    sb[q] = pair_bytes(&ctx, r, q);
+                    sd[q] = so;
+                    so += sb[q];
+                }
+                for (int k = p - 1; k >= 0; k--) {
+                    rb[k] = pair_bytes(&ctx, k, r);
+                    rd[k] = ro;
+                    ro += rb[k] + 2;
+                }
+                bad_build |= 0 != a2av_flat[a].fn(&j.sched[r], sb, sd, rb, rd, pair_bytes, &ctx);
+                bad_build |= 0 != strcmp(j.sched[r].algo, a2av_flat[a].name);
+                j.sbuf[r] = xmalloc(so);
+                j.sbuf_owned[r] = 1;
+                j.rbuf[r] = xmalloc(ro);
+                memset(j.rbuf[r], 0xEE, ro);
+                for (int q = 0; q < p; q++) {
+                    for (size_t i = 0; i < sb[q]; i++) {
+                        j.sbuf[r][sd[q] + i] = a2a_byte(r, q, i);
+                    }
+                }
+            }
+            ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
+            job_run(&j, NULL, what);
+            long bad = -1;
+            for (int r = 0; r < p && bad < 0; r++) {
+                size_t ro = 0;
+                for (int k = p - 1; k >= 0 && bad < 0; k--) {
+                    const size_t n = pair_bytes(&ctx, k, r);
+                    for (size_t i = 0; i < n + 2 && bad < 0; i++) {
+                        if (j.rbuf[r][ro + i] != (i < n ? a2a_byte(k, r, i) : 0xEE)) {
+                            bad = r * 1000L + k;
+                        }
+                    }
+                    ro += n + 2;
+                }
+                /* The input is left alone. */
+                size_t so = 0;
+                for (int q = 0; q < p && bad < 0; q++) {
+                    const size_t n = pair_bytes(&ctx, r, q);
+                    for (size_t i = 0; i < n && bad < 0; i++) {
+                        if (j.sbuf[r][so + i] != a2a_byte(r, q, i)) {
+                            bad = r * 1000L + 999;
+                        }
+                    }
+                    so += n;
+                }
+            }
+            ck_assert_msg(bad < 0, "%s: rank %ld, block from %ld wrong (999: input changed)", what, bad / 1000,
+                          bad % 1000);
+            job_fini(&j);
+        }
+        /* Bruck must be told every pair's size. */
+        xccl_sched_t s;
+        xccl_sched_init(&s, 0, p, 1);
+        if (p > 1) {
+            ck_assert_int_eq(xccl_build_alltoallv_bruck(&s, sb, sd, rb, rd, NULL, NULL), -1);
+        }
+        xccl_sched_fini(&s);
+    }
+    free(v);
 }
 END_TEST
 
@@ -1227,13 +1491,6 @@ START_TEST(other_collectives_traffic)
         ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * L * c * es / (size_t) L);
         ck_assert_uint_eq(t.inter_msgs, N - 1);
         xccl_sched_fini(&s);
-        /* allgather: N-1 blocks out between nodes, (L-1) N blocks inside. */
-        xccl_sched_init(&s, r, p, 1);
-        ck_assert_int_eq(xccl_build_hier_allgather(&s, &l, b, xccl_build_allgather_ring, xccl_build_allgather_ring), 0);
-        t = traffic(&s, L);
-        ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * b);
-        ck_assert_uint_eq(t.intra_sent, (size_t) (L - 1) * N * b);
-        xccl_sched_fini(&s);
         /* alltoall: N-1 messages of L blocks between nodes. */
         xccl_sched_init(&s, r, p, 1);
         ck_assert_int_eq(xccl_build_hier_alltoall(&s, &l, b, 0, xccl_build_alltoall_pairwise,
@@ -1242,13 +1499,28 @@ START_TEST(other_collectives_traffic)
         ck_assert_uint_eq(t.inter_msgs, N - 1);
         ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * L * b);
         xccl_sched_fini(&s);
-        /* The any-layout variants move the same between nodes. */
+        /* allgather: N-1 blocks out between nodes, (L-1) N blocks inside;
+         * ring on the rails in N-1 messages, Bruck in lg N. */
+        for (int bruck = 0; bruck < 2; bruck++) {
+            xccl_sched_init(&s, r, p, 1);
+            ck_assert_int_eq(xccl_build_hier_allgather_any(&s, &l, b, bruck ? xccl_build_allgatherv_bruck
+                                                                           : xccl_build_allgatherv_ring,
+                                                           xccl_build_allgatherv_ring), 0);
+            t = traffic(&s, L);
+            ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * b);
+            ck_assert_uint_eq(t.inter_msgs, bruck ? 2 : N - 1);
+            ck_assert_uint_eq(t.intra_sent, (size_t) (L - 1) * N * b);
+            xccl_sched_fini(&s);
+        }
+        /* alltoall, Bruck on the rails: lg N messages; each of the N-1
+         * other nodes' L blocks travels once per set bit of its distance
+         * (1, 2, 3 -> 4 hops of L blocks). */
         xccl_sched_init(&s, r, p, 1);
-        ck_assert_int_eq(xccl_build_hier_allgather_any(&s, &l, b, xccl_build_allgatherv_ring,
-                                                       xccl_build_allgatherv_ring), 0);
+        ck_assert_int_eq(xccl_build_hier_alltoall_any(&s, &l, b, 0, xccl_build_alltoallv_pairwise,
+                                                      xccl_build_alltoallv_bruck), 0);
         t = traffic(&s, L);
-        ck_assert_uint_eq(t.inter_sent, (size_t) (N - 1) * b);
-        ck_assert_uint_eq(t.intra_sent, (size_t) (L - 1) * N * b);
+        ck_assert_uint_eq(t.inter_msgs, 2);
+        ck_assert_uint_eq(t.inter_sent, 4 * (size_t) L * b);
         xccl_sched_fini(&s);
         xccl_sched_init(&s, r, p, 1);
         ck_assert_int_eq(xccl_build_hier_alltoall_any(&s, &l, b, 1, xccl_build_alltoallv_pairwise,
@@ -1389,10 +1661,11 @@ static int build_hier_ar(xccl_sched_t *s, void *arg)
                                      xccl_build_allgatherv_ring);
 }
 
-static int build_hier_ag_arg(xccl_sched_t *s, void *arg)
+static int build_hier_a2a_arg(xccl_sched_t *s, void *arg)
 {
     const ar_arg_t *a = arg;
-    return xccl_build_hier_allgather(s, a->l, a->count, xccl_build_allgather_ring, xccl_build_allgather_ring);
+    return xccl_build_hier_alltoall(s, a->l, a->count, 0, xccl_build_alltoall_pairwise,
+                                    xccl_build_alltoall_pairwise);
 }
 
 /* The seeds' rule falls out of the model: on the rails, ring for few nodes,
@@ -1419,12 +1692,95 @@ START_TEST(cost_picks_inter_algorithm)
     }
     ck_assert_msg(t[0][0] <= t[0][1], "2 nodes: ring %g, rabenseifner %g", t[0][0], t[0][1]);
     ck_assert_msg(t[1][1] < t[1][0], "16 nodes: rabenseifner %g, ring %g", t[1][1], t[1][0]);
-    /* Not applicable (uneven allgather): negative. */
+    /* Not applicable (regular-layout alltoall on uneven nodes): negative. */
     xccl_layout_t u;
     ck_assert_int_eq(xccl_layout_parse(&u, "block:3", 10, NULL, 0), 0);
     ar_arg_t arg = { &u, 8, NULL };
-    ck_assert(xccl_predict_hier(&u, 1, build_hier_ag_arg, &arg, NULL, 0, &intra_m, &inter_m) < 0);
+    ck_assert(xccl_predict_hier(&u, 1, build_hier_a2a_arg, &arg, NULL, 0, &intra_m, &inter_m) < 0);
     xccl_layout_fini(&u);
+}
+END_TEST
+
+
+static int catalog_index(xccl_coll_t c, const char *name)
+{
+    int n;
+    const xccl_algo_t *algos = xccl_coll_algos(c, &n);
+    for (int i = 0; i < n; i++) {
+        if (0 == strcmp(algos[i].name, name)) {
+            return i;
+        }
+    }
+    ck_abort_msg("%s not in the catalog of %s", name, xccl_coll_name(c));
+    return -1;
+}
+
+/* The catalog as the component sees it: every algorithm of c predicted on
+ * "block:8" of p ranks for a call of `bytes` (allgather: total received,
+ * alltoall: total sent per rank, bcast: the message) with the default cost
+ * constants, into t[0..*n) (negative: not applicable). */
+static void predict_catalog(xccl_coll_t c, int p, size_t bytes, double *t, int *n)
+{
+    const xccl_cost_model_t intra = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA };
+    const xccl_cost_model_t inter = { XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA, XCCL_COST_GAMMA,
+                                      XCCL_COST_DELTA };
+    xccl_layout_t l;
+    ck_assert_int_eq(xccl_layout_parse(&l, "block:8", p, NULL, 0), 0);
+    const xccl_algo_t *algos = xccl_coll_algos(c, n);
+    cat_job_t j = { NULL, { .block = bytes / (size_t) p, .bytes = bytes, .root = 0, .layout = &l } };
+    for (int i = 0; i < *n; i++) {
+        j.algo = &algos[i];
+        t[i] = xccl_predict_hier(&l, 1, build_cat, &j, NULL, 0, &intra, &inter);
+    }
+    xccl_layout_fini(&l);
+}
+
+/* With the default constants, the model chooses the inter-node stage of
+ * allgather and alltoall as it does for allreduce: the log-depth one
+ * (Bruck) on many nodes with small messages, ring / pairwise on few nodes
+ * with large ones; and for bcast scatter_allgather on the rails for large
+ * messages on many nodes, binomial otherwise.  "auto" is xccl_pick over
+ * the whole catalog with the default margin, as the component does. */
+START_TEST(cost_picks_inter_stage_defaults)
+{
+    static const struct {
+        xccl_coll_t coll;
+        int p;                 /* ranks, 8 per node */
+        size_t bytes;
+        const char *base, *other;      /* base: picked over other between the two */
+        const char *auto_pick;         /* the whole catalog's choice, or NULL: not `other` */
+    } cases[] = {
+        { XCCL_COLL_ALLGATHER, 128, 64 << 10, "hier_bruck", "hier", "hier_bruck" },
+        { XCCL_COLL_ALLGATHER, 512, 1 << 20, "hier_bruck", "hier", "hier_bruck" },
+        { XCCL_COLL_ALLGATHER, 16, 16 << 20, "hier", "hier_bruck", "hier" },
+        { XCCL_COLL_ALLGATHER, 32, 16 << 20, "hier", "hier_bruck", "hier" },
+        { XCCL_COLL_ALLTOALL, 128, 1 << 10, "hier_bruck", "hier", "hier_bruck" },
+        { XCCL_COLL_ALLTOALL, 512, 64 << 10, "hier_bruck", "hier", "hier_bruck" },
+        { XCCL_COLL_ALLTOALL, 16, 1 << 20, "hier", "hier_bruck", NULL },
+        { XCCL_COLL_ALLTOALL, 32, 16 << 20, "hier", "hier_bruck", NULL },
+        { XCCL_COLL_BCAST, 128, 16 << 20, "hier_sag", "hier_rails", "hier_sag" },
+        { XCCL_COLL_BCAST, 1024, 16 << 20, "hier_sag", "hier_rails", "hier_sag" },
+        { XCCL_COLL_BCAST, 16, 16 << 20, "hier_rails", "hier_sag", "hier_rails" },
+        { XCCL_COLL_BCAST, 128, 64 << 10, "hier_rails", "hier_sag", "hier_rails" },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        double t[XCCL_CATALOG_MAX];
+        int n;
+        predict_catalog(cases[k].coll, cases[k].p, cases[k].bytes, t, &n);
+        const int b = catalog_index(cases[k].coll, cases[k].base), o = catalog_index(cases[k].coll, cases[k].other);
+        const xccl_algo_t *algos = xccl_coll_algos(cases[k].coll, &n);
+        const int pick = xccl_pick(t, n, XCCL_MODEL_MARGIN);
+        char what[160];
+        snprintf(what, sizeof(what), "%s, %d nodes of 8, %zu bytes: %s %.1f us, %s %.1f us, auto %s",
+                 xccl_coll_name(cases[k].coll), cases[k].p / 8, cases[k].bytes, cases[k].base, t[b] * 1e6,
+                 cases[k].other, t[o] * 1e6, pick >= 0 ? algos[pick].name : "-");
+        ck_assert_msg(t[b] > 0 && t[o] > 0 && t[b] < t[o], "%s", what);
+        if (cases[k].auto_pick) {
+            ck_assert_msg(pick >= 0 && 0 == strcmp(algos[pick].name, cases[k].auto_pick), "%s", what);
+        } else {
+            ck_assert_msg(pick != o, "%s", what);
+        }
+    }
 }
 END_TEST
 
@@ -1444,10 +1800,13 @@ int main(void)
     tcase_add_loop_test(tc, alltoall_layouts, 0, nlays);
     tcase_add_loop_test(tc, bcast_layouts, 0, nlays);
     tcase_add_loop_test(tc, big_layouts, 0, 3);
+    tcase_add_loop_test(tc, allgatherv_flat, 0, (int) (sizeof(flat_sizes) / sizeof(flat_sizes[0])));
+    tcase_add_loop_test(tc, alltoallv_flat, 0, (int) (sizeof(flat_sizes) / sizeof(flat_sizes[0])));
     tcase_add_test(tc, allreduce_traffic);
     tcase_add_test(tc, other_collectives_traffic);
     tcase_add_test(tc, cost_hier);
     tcase_add_test(tc, cost_picks_inter_algorithm);
+    tcase_add_test(tc, cost_picks_inter_stage_defaults);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -459,7 +459,7 @@ START_TEST(dump_load_dump_is_identical)
 {
     static const char *const files[] = {
         "topo/dgx-h100-nvswitch-ib.topo", "topo/ascend-fullmesh-roce.topo",
-        "topo/pcie-4gpu-2socket.topo", "topo/cpu-2socket-tcp.topo"
+        "topo/pcie-4gpu-2socket.topo", "topo/cpu-2socket-tcp.topo", "topo/dgx1-v100-cubemesh.topo"
     };
     const char *bad = NULL;
     int nbad = 0;
@@ -569,6 +569,231 @@ START_TEST(matrix_looks_like_nvidia_smi)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ ring order
+ * Properties, not fixed answers: a permutation; on the cube mesh every hop
+ * an NVLink; on two PCIe sockets exactly two crossings and the devices of
+ * a PCIe switch adjacent; without a ring over links, as few unlinked hops
+ * as the best of every ring (enumerated here); local ranks of a device
+ * adjacent. */
+
+static int is_permutation(const int *order, int n)
+{
+    int seen[64] = { 0 };
+    for (int i = 0; i < n; i++) {
+        if (order[i] < 0 || order[i] >= n || seen[order[i]]++) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int ring_of(const xccl_topo_t *t, int *order)
+{
+    int n = xccl_topo_ring_order(t, order);
+    ck_assert_int_eq(n, t->ndevs);
+    ck_assert_msg(is_permutation(order, n), "%s: not a permutation", t->name);
+    return n;
+}
+
+/* Hops (the closing one included) whose ends satisfy what. */
+enum { HOP_UNLINKED, HOP_SOCKET, HOP_SWITCH };
+
+static int count_hops(const xccl_topo_t *t, const int *order, int n, int what)
+{
+    int c = 0;
+    for (int k = 0; k < n && n > 1; k++) {
+        const int a = order[k], b = order[(k + 1) % n];
+        switch (what) {
+        case HOP_UNLINKED: c += 0 == t->links[a][b].count && !(t->devs[a].switch_links && t->devs[b].switch_links); break;
+        case HOP_SOCKET: c += t->devs[a].loc.package != t->devs[b].loc.package; break;
+        default: c += t->devs[a].pcie_group != t->devs[b].pcie_group; break;
+        }
+    }
+    return c;
+}
+
+START_TEST(ring_switch_and_full_mesh)
+{
+    int order[XCCL_TOPO_MAX_DEVS];
+    load_fixture("topo/dgx-h100-nvswitch-ib.topo");
+    int n = ring_of(&topo, order);
+    ck_assert_int_eq(count_hops(&topo, order, n, HOP_UNLINKED), 0);
+    load_fixture("topo/ascend-fullmesh-roce.topo");
+    n = ring_of(&topo, order);
+    ck_assert_int_eq(count_hops(&topo, order, n, HOP_UNLINKED), 0);
+    load_fixture("topo/cpu-2socket-tcp.topo");
+    ck_assert_int_eq(xccl_topo_ring_order(&topo, order), 0);
+}
+END_TEST
+
+START_TEST(ring_cube_mesh_over_nvlink)
+{
+    int order[XCCL_TOPO_MAX_DEVS];
+    load_fixture("topo/dgx1-v100-cubemesh.topo");
+    ck_assert_int_eq(topo.intra, XCCL_TOPO_INTRA_PCIE);
+    ck_assert_int_eq(topo.ndevs, 8);
+    for (int d = 0; d < 8; d++) {
+        int peers = 0;
+        for (int e = 0; e < 8; e++) {
+            peers += topo.links[d][e].count > 0;
+        }
+        ck_assert_int_eq(peers, 4);
+    }
+    int n = ring_of(&topo, order);
+    ck_assert_msg(0 == count_hops(&topo, order, n, HOP_UNLINKED), "a hop of the ring is not an NVLink");
+    /* The DGX-1 has a ring of double links only (NCCL's): it is taken. */
+    for (int k = 0; k < n; k++) {
+        ck_assert_int_eq(topo.links[order[k]][order[(k + 1) % n]].count, 2);
+    }
+}
+END_TEST
+
+START_TEST(ring_pcie_two_sockets)
+{
+    int order[XCCL_TOPO_MAX_DEVS];
+    load_fixture("topo/pcie-4gpu-2socket.topo");
+    int n = ring_of(&topo, order);
+    ck_assert_int_eq(count_hops(&topo, order, n, HOP_SOCKET), 2);
+    ck_assert_int_eq(count_hops(&topo, order, n, HOP_SWITCH), topo.pcie_groups);
+
+    /* 24 devices (the local search): 3 switches of 4 per socket, numbered
+     * across sockets and switches so that the identity is a bad ring. */
+    xccl_topo_init(&topo);
+    snprintf(topo.name, sizeof(topo.name), "pcie24");
+    for (int d = 0; d < 24; d++) {
+        xccl_topo_dev_t *dev = &topo.devs[topo.ndevs++];
+        const int sock = d % 2, sw = (d / 2) % 3;
+        snprintf(dev->name, sizeof(dev->name), "gpu%d", d);
+        dev->loc.numa = dev->loc.package = sock;
+        snprintf(dev->loc.pcie, sizeof(dev->loc.pcie), "hb%d/rp%d/sw/p%d", sock, sw, d);
+    }
+    xccl_topo_finalize(&topo);
+    ck_assert_int_eq(topo.intra, XCCL_TOPO_INTRA_PCIE);
+    n = ring_of(&topo, order);
+    ck_assert_int_eq(count_hops(&topo, order, n, HOP_SOCKET), 2);
+    ck_assert_int_eq(count_hops(&topo, order, n, HOP_SWITCH), 6);
+
+    /* The cube mesh without its links: a PCIe node of 4 switches on 2
+     * sockets, the exact search. */
+    load_fixture("topo/dgx1-v100-cubemesh.topo");
+    memset(topo.links, 0, sizeof(topo.links));
+    xccl_topo_finalize(&topo);
+    n = ring_of(&topo, order);
+    ck_assert_int_eq(count_hops(&topo, order, n, HOP_SOCKET), 2);
+    ck_assert_int_eq(count_hops(&topo, order, n, HOP_SWITCH), 4);
+}
+END_TEST
+
+/* The fewest unlinked hops of any ring starting at device 0, by trying
+ * every permutation (n <= 8). */
+static int best_unlinked(const xccl_topo_t *t, int *perm, int k, int n)
+{
+    if (k == n) {
+        return count_hops(t, perm, n, HOP_UNLINKED);
+    }
+    int best = n + 1;
+    for (int i = k; i < n; i++) {
+        int x = perm[k];
+        perm[k] = perm[i];
+        perm[i] = x;
+        int c = best_unlinked(t, perm, k + 1, n);
+        best = c < best ? c : best;
+        perm[i] = perm[k];
+        perm[k] = x;
+    }
+    return best;
+}
+
+START_TEST(ring_partial_mesh_fewest_unlinked_hops)
+{
+    /* Cube meshes with links taken away (no NVLink ring is left in some):
+     * a star around gpu0, the two quads without the i <-> i+4 links, the
+     * quads joined by one link, a path. */
+    static const char *const cuts[] = { "star", "quads", "bridge", "path" };
+    int order[XCCL_TOPO_MAX_DEVS];
+    for (int c = 0; c < 4; c++) {
+        load_fixture("topo/dgx1-v100-cubemesh.topo");
+        for (int a = 0; a < 8; a++) {
+            for (int b = 0; b < 8; b++) {
+                int keep = topo.links[a][b].count > 0;
+                switch (c) {
+                case 0: keep = (0 == a) != (0 == b); break;
+                case 1: keep &= a / 4 == b / 4; break;
+                case 2: keep &= a / 4 == b / 4 || (0 == a && 4 == b) || (4 == a && 0 == b); break;
+                default: keep = b == a + 1 || a == b + 1; break;
+                }
+                if (!keep) {
+                    topo.links[a][b].count = 0;
+                } else if (0 == topo.links[a][b].count) {
+                    topo.links[a][b].count = 1;
+                    topo.links[a][b].type = XCCL_TOPO_LINK_NVLINK;
+                }
+            }
+        }
+        xccl_topo_finalize(&topo);
+        ck_assert_int_eq(topo.intra, XCCL_TOPO_INTRA_PCIE);
+        const int n = ring_of(&topo, order);
+        int perm[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+        const int want = best_unlinked(&topo, perm, 1, 8), got = count_hops(&topo, order, n, HOP_UNLINKED);
+        ck_assert_msg(got == want, "%s: %d unlinked hops, the best ring has %d", cuts[c], got, want);
+    }
+}
+END_TEST
+
+START_TEST(rank_ring_keeps_a_device_together)
+{
+    int order[64], dring[XCCL_TOPO_MAX_DEVS], pos[XCCL_TOPO_MAX_DEVS];
+    load_fixture("topo/dgx1-v100-cubemesh.topo");
+    const int n = ring_of(&topo, dring);
+    for (int k = 0; k < n; k++) {
+        pos[dring[k]] = k;
+    }
+    /* 16 ranks, two per GPU in scrambled order, one without a device, one
+     * on a device the node does not have; and rank 0 on gpu5. */
+    int dev[18];
+    for (int r = 0; r < 16; r++) {
+        dev[r] = (r * 5 + 5) % 8;
+    }
+    dev[16] = -1;
+    dev[17] = 12;
+    ck_assert_int_eq(xccl_topo_rank_ring(&topo, dev, 18, order), 18);
+    ck_assert(is_permutation(order, 18));
+    ck_assert_int_eq(order[0], 0);
+    /* Devices in a run each, the runs in ring order from rank 0's device;
+     * the two ranks without a device last, in rank order. */
+    int runs = 1;
+    for (int k = 1; k < 16; k++) {
+        const int a = dev[order[k - 1]], b = dev[order[k]];
+        if (a != b) {
+            runs++;
+            ck_assert_int_eq(pos[b], (pos[a] + 1) % n);
+        } else {
+            ck_assert_int_lt(order[k - 1], order[k]);
+        }
+    }
+    ck_assert_int_eq(runs, 8);
+    ck_assert_int_eq(order[16], 16);
+    ck_assert_int_eq(order[17], 17);
+
+    /* One rank per device on two PCIe sockets: two socket crossings. */
+    load_fixture("topo/pcie-4gpu-2socket.topo");
+    const int dev4[4] = { 2, 0, 3, 1 };
+    int devs_in_order[4];
+    ck_assert_int_eq(xccl_topo_rank_ring(&topo, dev4, 4, order), 4);
+    ck_assert(is_permutation(order, 4));
+    for (int k = 0; k < 4; k++) {
+        devs_in_order[k] = dev4[order[k]];
+    }
+    ck_assert_int_eq(count_hops(&topo, devs_in_order, 4, HOP_SOCKET), 2);
+    /* No devices at all (a CPU node): the ranks keep their order. */
+    load_fixture("topo/cpu-2socket-tcp.topo");
+    const int none[3] = { -1, -1, -1 };
+    ck_assert_int_eq(xccl_topo_rank_ring(&topo, none, 3, order), 3);
+    ck_assert(order[0] == 0 && order[1] == 1 && order[2] == 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("topo");
@@ -593,6 +818,11 @@ int main(void)
     tcase_add_test(files, dump_load_dump_is_identical);
     tcase_add_test(files, malformed_files_fail_with_line_numbers);
     tcase_add_test(files, matrix_looks_like_nvidia_smi);
+    tcase_add_test(files, ring_switch_and_full_mesh);
+    tcase_add_test(files, ring_cube_mesh_over_nvlink);
+    tcase_add_test(files, ring_pcie_two_sockets);
+    tcase_add_test(files, ring_partial_mesh_fewest_unlinked_hops);
+    tcase_add_test(files, rank_ring_keeps_a_device_together);
     suite_add_tcase(su, files);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
