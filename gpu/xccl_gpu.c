@@ -1,91 +1,178 @@
-/* Buffer classification through the CUDA driver API, loaded with dlopen. */
-#define _GNU_SOURCE 1          /* dl_iterate_phdr, RTLD_NOLOAD */
+/* Buffer classification and staging sets over the CUDA driver API. */
 #include "xccl_build_config.h"
 #include "xccl_gpu.h"
 
-#include <dlfcn.h>
-#include <link.h>
-#include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
-#ifdef XCCL_HAVE_CUDA
-#include <cuda.h>
-#else
-/* The few driver API definitions used here (stable ABI values of cuda.h). */
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-#define CUDA_SUCCESS 0
-#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
-#define CU_MEMORYTYPE_DEVICE 2
-#define CU_MEMORYTYPE_ARRAY 3
-#endif
-
-typedef CUresult (*pointer_get_attribute_fn)(void *data, int attribute, CUdeviceptr ptr);
-
-static void *libcuda;
-static pointer_get_attribute_fn pointer_get_attribute;
-
-static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
+void xccl_gpu_classify(const void *ptr, xccl_mem_info_t *info)
 {
-    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
-        *(unsigned long long *) data = info->dlpi_adds;
-    }
-    return 1;                  /* the first object is enough */
-}
+    const xccl_cu_api_t *cu = xccl_cu();
+    unsigned int type = 0, managed = 0;
+    xccl_cucontext_t ctx = NULL;
+    int attrs[] = { XCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, XCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                    XCCL_CU_POINTER_ATTRIBUTE_CONTEXT };
+    void *data[] = { &type, &managed, &ctx };
 
-static int probe(void)
-{
-    static unsigned long long seen_loads = ~0ull;
-    unsigned long long loads = 0;
-
-    /* dlopen(RTLD_NOLOAD) of a library that is not loaded searches the
-     * file system cache (~70 us): only look again when the process has
-     * loaded something since the last look. */
-    dl_iterate_phdr(count_loads, &loads);
-    if (loads == seen_loads) {
-        return 0;
+    info->type = XCCL_MEM_HOST;
+    info->ctx = NULL;
+    /* The driver answers "type 0" for memory it does not know. */
+    if (NULL == ptr || NULL == cu ||
+        XCCL_CUDA_SUCCESS != cu->PointerGetAttributes(3, attrs, data, (xccl_cudeviceptr_t) (uintptr_t) ptr)) {
+        return;
     }
-    seen_loads = loads;
-
-    /* Only a process that loaded the driver can own device memory, so do
-     * not load it ourselves: that would cost every job startup time. */
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (NULL == h) {
-        return 0;
+    if (managed || XCCL_CU_MEMORYTYPE_DEVICE == type || XCCL_CU_MEMORYTYPE_ARRAY == type) {
+        info->type = XCCL_MEM_DEVICE;
+        info->ctx = ctx;
     }
-    pointer_get_attribute = (pointer_get_attribute_fn) dlsym(h, "cuPointerGetAttribute");
-    if (NULL == pointer_get_attribute) {
-        dlclose(h);
-        return 0;
-    }
-    libcuda = h;
-    return 1;
 }
 
 xccl_mem_type_t xccl_gpu_mem_type(const void *ptr)
 {
-    unsigned int type = 0;
-    if (NULL == ptr || (NULL == libcuda && !probe())) {
-        return XCCL_MEM_HOST;
+    xccl_mem_info_t info;
+    xccl_gpu_classify(ptr, &info);
+    return info.type;
+}
+
+/* ------------------------------------------------------------ staging sets */
+
+static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
+static xccl_gpu_set_t *free_sets;    /* idle sets of every context */
+
+static void free_host(const xccl_cu_api_t *cu, xccl_gpu_set_t *s)
+{
+    if (s->pinned) {
+        cu->MemFreeHost(s->host);
+    } else {
+        free(s->host);
     }
-    if (CUDA_SUCCESS != pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                              (CUdeviceptr) (uintptr_t) ptr)) {
-        return XCCL_MEM_HOST;  /* not known to the driver: host memory */
+    s->host = NULL;
+    s->host_bytes = 0;
+}
+
+/* With s->ctx current. */
+static void destroy_set(const xccl_cu_api_t *cu, xccl_gpu_set_t *s)
+{
+    if (s->in) {
+        cu->StreamDestroy(s->in);
     }
-    return (CU_MEMORYTYPE_DEVICE == type || CU_MEMORYTYPE_ARRAY == type) ? XCCL_MEM_DEVICE
-                                                                          : XCCL_MEM_HOST;
+    if (s->out) {
+        cu->StreamDestroy(s->out);
+    }
+    free_host(cu, s);
+    free(s);
+}
+
+static xccl_gpu_set_t *new_set(const xccl_cu_api_t *cu, xccl_cucontext_t ctx, const char **err)
+{
+    xccl_gpu_set_t *s = calloc(1, sizeof(*s));
+    xccl_curesult_t rc;
+    if (NULL == s) {
+        *err = "out of memory";
+        return NULL;
+    }
+    s->ctx = ctx;
+    /* Blocking streams (not CU_STREAM_NON_BLOCKING): they wait for work the
+     * application queued on the legacy default stream. */
+    if (XCCL_CUDA_SUCCESS != (rc = cu->StreamCreate(&s->in, XCCL_CU_STREAM_DEFAULT)) ||
+        XCCL_CUDA_SUCCESS != (rc = cu->StreamCreate(&s->out, XCCL_CU_STREAM_DEFAULT))) {
+        *err = xccl_cu_error("cuStreamCreate", rc);
+        destroy_set(cu, s);
+        return NULL;
+    }
+    return s;
+}
+
+xccl_gpu_set_t *xccl_gpu_set_get(xccl_cucontext_t ctx, size_t bytes, size_t pool_max, const char **err)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_gpu_set_t *s = NULL;
+    if (NULL == cu) {
+        *err = "no cuda driver loaded";
+        return NULL;
+    }
+    pthread_mutex_lock(&sets_lock);
+    for (xccl_gpu_set_t **pp = &free_sets; *pp; pp = &(*pp)->next) {
+        if ((*pp)->ctx == ctx) {
+            s = *pp;
+            *pp = s->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sets_lock);
+    if (NULL == s && NULL == (s = new_set(cu, ctx, err))) {
+        return NULL;
+    }
+    s->next = NULL;
+    const int want_pinned = bytes <= pool_max;
+    if (s->host_bytes < bytes || s->pinned != want_pinned) {
+        free_host(cu, s);
+        size_t n = bytes ? bytes : 1;
+        /* Grow pinned memory geometrically: cuMemHostAlloc costs ms. */
+        if (want_pinned && s->pinned && 2 * s->host_bytes > n) {
+            n = 2 * s->host_bytes < pool_max ? 2 * s->host_bytes : pool_max;
+        }
+        xccl_curesult_t rc = XCCL_CUDA_SUCCESS;
+        if (want_pinned) {
+            rc = cu->MemHostAlloc(&s->host, n, XCCL_CU_MEMHOSTALLOC_PORTABLE);
+        } else {
+            s->host = malloc(n);
+        }
+        if (XCCL_CUDA_SUCCESS != rc || NULL == s->host) {
+            *err = want_pinned ? xccl_cu_error("cuMemHostAlloc", rc) : "out of memory";
+            s->host = NULL;
+            destroy_set(cu, s);
+            return NULL;
+        }
+        s->host_bytes = n;
+        s->pinned = want_pinned;
+    }
+    return s;
+}
+
+void xccl_gpu_set_put(xccl_gpu_set_t *s, int bad)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    if (NULL == s) {
+        return;
+    }
+    if (bad && cu) {
+        destroy_set(cu, s);    /* the caller still has s->ctx current */
+        return;
+    }
+    pthread_mutex_lock(&sets_lock);
+    s->next = free_sets;
+    free_sets = s;
+    pthread_mutex_unlock(&sets_lock);
 }
 
 const char *xccl_gpu_status(void)
 {
-    return (libcuda || probe()) ? "cuda driver loaded" : "no cuda driver loaded";
+    return xccl_cu() ? "cuda driver loaded" : "no cuda driver loaded";
 }
 
 void xccl_gpu_fini(void)
 {
-    if (libcuda) {
-        dlclose(libcuda);
-        libcuda = NULL;
-        pointer_get_attribute = NULL;
+    const xccl_cu_api_t *cu = xccl_cu();
+    pthread_mutex_lock(&sets_lock);
+    while (free_sets) {
+        xccl_gpu_set_t *s = free_sets;
+        free_sets = s->next;
+        /* The application may have destroyed the context already: then the
+         * calls fail and there is nothing left to free. */
+        if (cu && XCCL_CUDA_SUCCESS == cu->CtxPushCurrent(s->ctx)) {
+            xccl_cucontext_t popped;
+            destroy_set(cu, s);
+            cu->CtxPopCurrent(&popped);
+        } else {
+            if (!s->pinned) {
+                free(s->host);
+            }
+            free(s);
+        }
     }
+    pthread_mutex_unlock(&sets_lock);
+    xccl_cu_unload();
 }

@@ -1,25 +1,54 @@
 /*
- * CUDA support, loaded at run time: the component never links against
- * libcuda, so it loads and works on machines without a driver.
+ * CUDA support, loaded at run time (gpu/xccl_cuda.h): the component never
+ * links against libcuda, so it loads and works on machines without a
+ * driver.
  *
- * For now xccl only classifies buffers, so that a device buffer is handed to
- * the fallback instead of being touched by host code.  Device data paths
- * (GPU reductions, staging, IPC) come later.
+ * Buffers are classified per call; device (and managed) buffers go through
+ * staging sets: two streams (copies in, copies out) and a pinned host
+ * buffer, per CUDA context, reused across calls.
  */
 #ifndef XCCL_GPU_H
 #define XCCL_GPU_H
 
+#include <stddef.h>
+
+#include "xccl_cuda.h"
+
 typedef enum {
-    XCCL_MEM_HOST = 0,         /* ordinary or pinned host memory */
-    XCCL_MEM_DEVICE = 1        /* device or managed memory: left to the fallback for now */
+    XCCL_MEM_HOST = 0,         /* ordinary, pinned or registered host memory */
+    XCCL_MEM_DEVICE = 1        /* device or managed memory: staged */
 } xccl_mem_type_t;
 
-/* Where ptr lives.  Costs one dlopen(RTLD_NOLOAD) probe while the process
- * has not loaded libcuda.so.1 (then no device memory can exist), one driver
- * query per pointer afterwards. */
+typedef struct {
+    xccl_mem_type_t type;
+    xccl_cucontext_t ctx;             /* the context that owns a device buffer */
+} xccl_mem_info_t;
+
+/* Where ptr lives: one cuPointerGetAttributes call once the process has
+ * loaded the driver; without it, host (no query, no library load). */
+void xccl_gpu_classify(const void *ptr, xccl_mem_info_t *info);
 xccl_mem_type_t xccl_gpu_mem_type(const void *ptr);
-/* "no driver loaded", "driver loaded", ... for the log. */
+
+typedef struct xccl_gpu_set {
+    xccl_cucontext_t ctx;
+    xccl_custream_t in, out;
+    void *host;
+    size_t host_bytes;
+    int pinned;                /* host from cuMemHostAlloc, else malloc */
+    struct xccl_gpu_set *next;
+} xccl_gpu_set_t;
+
+/* A staging set of ctx (which the caller has made current) with at least
+ * bytes of host memory: pinned while bytes <= pool_max, else pageable.
+ * NULL and *err on failure.  Sets are reused; concurrent calls get
+ * different ones. */
+xccl_gpu_set_t *xccl_gpu_set_get(xccl_cucontext_t ctx, size_t bytes, size_t pool_max, const char **err);
+/* Back to the pool; bad = 1 after a driver error (then it is destroyed). */
+void xccl_gpu_set_put(xccl_gpu_set_t *s, int bad);
+
+/* "cuda driver loaded", "no cuda driver loaded" for the log. */
 const char *xccl_gpu_status(void);
+/* Frees every staging set and forgets the driver. */
 void xccl_gpu_fini(void);
 
 #endif

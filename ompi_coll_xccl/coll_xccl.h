@@ -46,6 +46,7 @@ typedef struct {
     int forced[XCCL_NCOLL];          /* parsed: XCCL_ALGO_* or an algorithm index */
     int small_bytes;                 /* auto: fall back below this size */
     size_t segment_bytes;            /* ring allreduce pipelining segment, 0: none */
+    size_t gpu_pool_bytes;           /* device buffers: most pinned host memory per call */
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
     double model_margin;             /* other algorithms must win by this fraction */
     char *cost_file;
@@ -175,6 +176,26 @@ int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, in
 int mca_coll_xccl_tuned_algo(xccl_coll_t coll, int ranks, size_t bytes);
 /* Advances the nonblocking collectives in flight; returns the number completed. */
 int mca_coll_xccl_progress_requests(void);
+
+/* Logs an error of a call (verbose >= 1), counts it, returns err. */
+int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what);
+
+/* Device buffers (coll_xccl_gpu.c): host copies of a call's buffers in
+ * pinned memory of a staging set of CUDA context ctx.  stage_in copies
+ * sspan bytes at sdev (when not NULL) and, when copy_r, rspan bytes at rdev
+ * to host memory (*hs, *hr); stage_out copies *hr back to rdev (when
+ * copy_out) and gives the memory back.  MPI error codes, logged. */
+typedef struct {
+    void *ctx;
+    struct xccl_gpu_set *set;
+} mca_coll_xccl_gpu_stage_t;
+int mca_coll_xccl_gpu_stage_in(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                               mca_coll_xccl_gpu_stage_t *st, void *ctx, const void *sdev,
+                               size_t sspan, void **hs, void *rdev, size_t rspan, int copy_r,
+                               void **hr);
+int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                mca_coll_xccl_gpu_stage_t *st, void *rdev, size_t rspan,
+                                int copy_out);
 
 /* One log line at verbosity >= level, prefixed "xccl: ". */
 void mca_coll_xccl_log(int level, const char *fmt, ...) __opal_attribute_format__(__printf__, 2, 3);

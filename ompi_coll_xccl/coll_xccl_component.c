@@ -138,6 +138,14 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->segment_bytes);
 
+    c->gpu_pool_bytes = 64 << 20;
+    (void) mca_base_component_var_register(v, "gpu_pool_bytes",
+        "Device buffers (staged through host memory, the transport moves host memory only): "
+        "the most pinned host memory one call keeps for its copies (kept for reuse per CUDA "
+        "context and concurrent call); a call needing more uses pageable memory",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_LOCAL, &c->gpu_pool_bytes);
+
     /* Defaults measured here with xccl_calibrate plus xccl's per-message
      * software overhead (8 B allgather at np 2: ~1.7 us). */
     c->cost_alpha = XCCL_COST_ALPHA;

@@ -326,13 +326,14 @@ static void log_call(mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb, size_t
     }
 }
 
-static int log_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what)
+int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what)
 {
     mca_coll_xccl_component.stats[coll].errors++;
     mca_coll_xccl_log(1, "error %s comm=%u rank=%d: %s", mca_coll_xccl_coll_name(coll), m->cid,
                       m->world_rank, what);
     return err;
 }
+#define log_error mca_coll_xccl_error
 
 /* Reasons every rank sees alike (parameters equal on all ranks by the
  * ALL_EQ scope) or that concern only this rank's buffers but must not
@@ -393,12 +394,77 @@ static const char *reduction_fallback(const mca_coll_xccl_module_t *m, xccl_coll
     return why;
 }
 
-static const char *buffer_fallback(const void *a, const void *b)
+/* ------------------------------------------------------------ device buffers */
+
+/* Where a call's buffers live.  Device buffers never change which path a
+ * call takes (xccl or the fallback): that decision must be the same on
+ * every rank, and another rank may use host buffers.  xccl stages device
+ * data through host memory on either path. */
+typedef struct {
+    int device;                      /* a buffer is device (or managed) memory */
+    void *ctx;                       /* its CUDA context */
+} where_t;
+
+static where_t where(const void *a, const void *b)
 {
-    if (XCCL_MEM_DEVICE == xccl_gpu_mem_type(a) || XCCL_MEM_DEVICE == xccl_gpu_mem_type(b)) {
-        return "device_buffer";
+    xccl_mem_info_t ia, ib;
+    xccl_gpu_classify(a, &ia);
+    xccl_gpu_classify(b, &ib);
+    where_t w = { XCCL_MEM_DEVICE == ia.type || XCCL_MEM_DEVICE == ib.type,
+                  XCCL_MEM_DEVICE == ia.type ? ia.ctx : ib.ctx };
+    return w;
+}
+
+/* A call on device buffers runs as the same call on host copies of the
+ * buffers' spans (gaps of a derived datatype included; RECV is copied in
+ * too when it is read or has gaps that must survive the copy back). */
+typedef struct {
+    const void *s;                   /* host copies, shifted like the user's pointers */
+    void *r;
+    char *rdev;                      /* the user's RECV span */
+    size_t rspan;
+    mca_coll_xccl_gpu_stage_t gpu;
+} staged_t;
+
+static int staged_begin(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st,
+                        const void *sbuf, size_t scount, struct ompi_datatype_t *sdt, void *rbuf,
+                        size_t rcount, struct ompi_datatype_t *rdt, int copy_r, void *ctx)
+{
+    ptrdiff_t sgap = 0, rgap = 0;
+    size_t sspan = 0;
+    void *hs = NULL, *hr = NULL;
+    const int has_send = NULL != sbuf && MPI_IN_PLACE != sbuf;
+    if (has_send) {
+        sspan = (size_t) opal_datatype_span(&sdt->super, scount, &sgap);
     }
-    return NULL;
+    st->rspan = (size_t) opal_datatype_span(&rdt->super, rcount, &rgap);
+    st->rdev = (char *) rbuf + rgap;
+    copy_r = copy_r || MPI_IN_PLACE == sbuf || !is_contiguous(rdt, rcount);
+    int err = mca_coll_xccl_gpu_stage_in(m, coll, &st->gpu, ctx,
+                                         has_send ? (const char *) sbuf + sgap : NULL, sspan, &hs,
+                                         st->rdev, st->rspan, copy_r, &hr);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    st->s = has_send ? (const char *) hs - sgap : sbuf;
+    st->r = (char *) hr - rgap;
+    mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers staged through host memory "
+                      "(%zu + %zu bytes)", mca_coll_xccl_coll_name(coll), m->cid, m->world_rank,
+                      sspan, st->rspan);
+    return MPI_SUCCESS;
+}
+
+/* Copies RECV back when the call succeeded.  Nonblocking calls on device
+ * buffers have completed by then: their request is returned complete. */
+static int staged_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st, int rc,
+                      int copy_out, ompi_request_t **request)
+{
+    int rc2 = mca_coll_xccl_gpu_stage_out(m, coll, &st->gpu, st->rdev, st->rspan,
+                                          MPI_SUCCESS == rc && copy_out);
+    if (request && MPI_SUCCESS == rc) {
+        *request = &ompi_request_empty;
+    }
+    return MPI_SUCCESS != rc ? rc : rc2;
 }
 
 /* ------------------------------------------------------------ execution */
@@ -584,28 +650,39 @@ static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, v
 
 /* Chooses the algorithm, builds its schedule, logs the call and runs it:
  * to completion, or, with a request, in the background (nonblocking). */
+static int build_sched(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_t *a,
+                       size_t bytes, size_t es, xccl_sched_t *s, int *algo, double *predicted_us)
+{
+    int rc;
+    *algo = choose(m, coll, a, bytes, es, predicted_us);
+    xccl_sched_init(s, m->rank, m->size, es);
+    rc = build_algo(coll, *algo, s, a);
+    if (XCCL_NOT_APPLICABLE == rc) {
+        /* A two-level algorithm forced (or named by a tuning rule) where
+         * the layout is flat: the collective's first algorithm does it.
+         * The layout is the same on all ranks, so they all switch. */
+        xccl_sched_fini(s);
+        xccl_sched_init(s, m->rank, m->size, es);
+        *algo = 2;
+        rc = build_algo(coll, *algo, s, a);
+    }
+    if (0 != rc) {
+        xccl_sched_fini(s);
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory building the schedule");
+    }
+    return MPI_SUCCESS;
+}
+
 static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_t *a,
                          size_t bytes, size_t es, void *sbuf, void *rbuf, reduce_ctx_t *rctx,
                          ompi_request_t **request)
 {
     double predicted_us;
-    int algo = choose(m, coll, a, bytes, es, &predicted_us);
+    int algo;
     xccl_sched_t s;
-    int rc;
-    xccl_sched_init(&s, m->rank, m->size, es);
-    rc = build_algo(coll, algo, &s, a);
-    if (XCCL_NOT_APPLICABLE == rc) {
-        /* A two-level algorithm forced (or named by a tuning rule) where
-         * the layout is flat: the collective's first algorithm does it.
-         * The layout is the same on all ranks, so they all switch. */
-        xccl_sched_fini(&s);
-        xccl_sched_init(&s, m->rank, m->size, es);
-        algo = 2;
-        rc = build_algo(coll, algo, &s, a);
-    }
-    if (0 != rc) {
-        xccl_sched_fini(&s);
-        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory building the schedule");
+    int rc = build_sched(m, coll, a, bytes, es, &s, &algo, &predicted_us);
+    if (MPI_SUCCESS != rc) {
+        return rc;
     }
     log_call(m, coll, NULL != request, bytes, algo, predicted_us, NULL);
     if (request) {
@@ -672,15 +749,23 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
 
+    const where_t w = where(in_place ? NULL : sbuf, rbuf);
+    if (w.device) {
+        staged_t st;
+        if (MPI_SUCCESS != (err = staged_begin(m, coll, &st, sbuf, (size_t) count, dtype, rbuf,
+                                               (size_t) count, dtype, 0, w.ctx))) {
+            return err;
+        }
+        err = allreduce(st.s, st.r, count, dtype, op, comm, m, NULL);
+        return staged_end(m, coll, &st, err, 1, request);
+    }
+
     const size_t bytes = (size_t) count * dtype_size(dtype);
     reduce_ctx_t rctx;
     size_t es = 0;
     const char *why = reduction_fallback(m, coll, bytes, dtype, op);
     if (NULL == why) {
         why = plan_reduction(dtype, op, (size_t) count, &rctx, &es);
-    }
-    if (NULL == why) {
-        why = buffer_fallback(in_place ? NULL : sbuf, rbuf);
     }
     if (why) {
         log_call(m, coll, NULL != request, bytes, -1, -1.0, why);
@@ -716,9 +801,6 @@ static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, co
     const char *why = reduction_fallback(m, coll, bytes, dtype, op);
     if (NULL == why) {
         why = plan_reduction(dtype, op, total, &rctx, &es);
-    }
-    if (NULL == why) {
-        why = buffer_fallback(in_place ? NULL : sbuf, rbuf);
     }
     if (why) {
         log_call(m, coll, NULL != request, bytes, -1, -1.0, why);
@@ -784,7 +866,16 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
     }
     err = check_reduction_args(m, coll, sbuf, rbuf, counts[m->rank], total, dtype, op,
                                "MPI_Reduce_scatter");
-    if (MPI_SUCCESS == err) {
+    const where_t w = where(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
+    if (MPI_SUCCESS == err && w.device) {
+        staged_t st;
+        size_t rn = MPI_IN_PLACE == sbuf ? total : counts[m->rank];
+        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, w.ctx);
+        if (MPI_SUCCESS == err) {
+            err = reduce_scatter(st.s, st.r, rcounts, dtype, op, comm, m, NULL);
+            err = staged_end(m, coll, &st, err, 1, request);
+        }
+    } else if (MPI_SUCCESS == err) {
         err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back, request);
         if (fell_back) {
             err = request ? m->prev_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
@@ -820,6 +911,19 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     }
     for (int i = 0; i < m->size; i++) {
         counts[i] = (size_t) rcount;
+    }
+    const size_t total = (size_t) rcount * (size_t) m->size;
+    const where_t w = where(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
+    if (w.device) {
+        staged_t st;
+        free(counts);
+        size_t rn = MPI_IN_PLACE == sbuf ? total : (size_t) rcount;
+        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, w.ctx);
+        if (MPI_SUCCESS == err) {
+            err = reduce_scatter_block(st.s, st.r, rcount, dtype, op, comm, m, NULL);
+            err = staged_end(m, coll, &st, err, 1, request);
+        }
+        return err;
     }
     err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back, request);
     free(counts);
@@ -859,7 +963,7 @@ static int check_pair_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, const vo
 
 static const char *plan_movement(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                  const void *sbuf, int scount,
-                                 struct ompi_datatype_t *sdtype, const void *rbuf, int rcount,
+                                 struct ompi_datatype_t *sdtype, int rcount,
                                  struct ompi_datatype_t *rdtype, size_t nblocks, size_t *block)
 {
     const int in_place = MPI_IN_PLACE == sbuf;
@@ -881,7 +985,7 @@ static const char *plan_movement(const mca_coll_xccl_module_t *m, xccl_coll_t co
             return "send_recv_size_mismatch";
         }
     }
-    return buffer_fallback(in_place ? NULL : sbuf, rbuf);
+    return NULL;
 }
 
 /* Everything an allgather or alltoall does before its algorithm: argument
@@ -901,7 +1005,7 @@ static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const v
     if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount * (size_t) m->size, rdtype))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
-    *why = plan_movement(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, (size_t) m->size,
+    *why = plan_movement(m, coll, sbuf, scount, sdtype, rcount, rdtype, (size_t) m->size,
                          block);
     if (*why) {
         log_call(m, coll, NULL != request, *block * (size_t) m->size, -1, -1.0, *why);
@@ -926,6 +1030,23 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
     const char *why = NULL;
     size_t block = 0;
     char *s = NULL, *r = NULL;
+    const where_t w = where(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
+    if (w.device) {
+        const size_t P = (size_t) m->size;
+        const size_t sn = (size_t) scount * (XCCL_COLL_ALLTOALL == coll ? P : 1);
+        staged_t st;
+        int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                  XCCL_COLL_ALLTOALL == coll ? P : 1);
+        if (MPI_SUCCESS == err) {
+            err = staged_begin(m, coll, &st, sbuf, sn, sdtype, rbuf, (size_t) rcount * P, rdtype,
+                               0, w.ctx);
+        }
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+        err = movement(coll, st.s, scount, sdtype, st.r, rcount, rdtype, comm, m, NULL);
+        return staged_end(m, coll, &st, err, 1, request);
+    }
     int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
                                &s, &r, request);
     if (MPI_SUCCESS != err) {
@@ -967,13 +1088,21 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
     if (MPI_SUCCESS != (err = check_buf(buf, (size_t) count, dtype))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
+    const where_t w = where(buf, NULL);
+    if (w.device) {
+        staged_t st;
+        if (MPI_SUCCESS != (err = staged_begin(m, coll, &st, NULL, 0, dtype, buf, (size_t) count,
+                                               dtype, m->rank == root, w.ctx))) {
+            return err;
+        }
+        err = bcast(st.r, count, dtype, root, comm, m, NULL);
+        /* The root's data has not changed. */
+        return staged_end(m, coll, &st, err, m->rank != root, request);
+    }
     const size_t bytes = (size_t) count * dtype_size(dtype);
     const char *why = common_fallback(m, coll, bytes);
     if (NULL == why && !is_contiguous(dtype, (size_t) count)) {
         why = "noncontiguous_datatype";
-    }
-    if (NULL == why) {
-        why = buffer_fallback(buf, NULL);
     }
     if (why) {
         log_call(m, coll, NULL != request, bytes, -1, -1.0, why);

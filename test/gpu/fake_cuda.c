@@ -1,0 +1,1582 @@
+/*
+ * fake_cuda.c: a stand-in libcuda.so.1 (CUDA driver API) for machines
+ * without a GPU, built only for `make check`.  Its job is to make bugs in
+ * the caller visible (test/gpu/README has the full list of rules):
+ *
+ *  - "Device" memory (cuMemAlloc) is a memfd mapping with PROT_NONE: any
+ *    host load or store through a device pointer segfaults.  Only the
+ *    fake's own copy and memset functions lift the protection (mprotect),
+ *    for the duration of one copy.
+ *  - Calls that need a current context fail with CUDA_ERROR_INVALID_CONTEXT
+ *    without one (per-thread context stacks); everything but
+ *    cuDriverGetVersion/cuGetError* fails with CUDA_ERROR_NOT_INITIALIZED
+ *    before cuInit.
+ *  - Asynchronous work on a created stream is queued and runs only when
+ *    something waits for it (cuStreamSynchronize, cuEventSynchronize,
+ *    cuCtxSynchronize, a second cuStreamQuery/cuEventQuery, or legacy
+ *    default stream work for blocking streams), so a caller that forgets to
+ *    wait reads stale data.
+ *  - Copies check their pointers: a "device" side must lie inside one
+ *    device allocation (or pinned host memory, as with UVA), a host side must
+ *    not touch device memory; otherwise CUDA_ERROR_INVALID_VALUE.
+ *
+ * Threads: meant for single-threaded use per process.  A global mutex
+ * serializes the calls, but while a copy runs the allocation it touches is
+ * readable and writable by every thread of the process.
+ *
+ * Environment:
+ *   FAKE_CUDA_DEVICES=N   number of devices (default 1, at most 16; 0: cuInit
+ *                         succeeds, cuDeviceGetCount gives 0, cuDeviceGet
+ *                         fails with CUDA_ERROR_NO_DEVICE)
+ *   FAKE_CUDA_VERSION=V   what cuDriverGetVersion reports (default 12080)
+ *   FAKE_CUDA_STATS=1     at exit, print the calls per function and what is
+ *                         still allocated to stderr
+ *   FAKE_CUDA_TRACE=1     print every call that fails to stderr
+ */
+#define _GNU_SOURCE
+#include "fake_cuda.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define MAX_DEVICES 16
+#define MAX_CTX_STACK 32
+#define CTX_MAGIC 0x43545846u
+#define STREAM_MAGIC 0x53545246u
+#define EVENT_MAGIC 0x45565446u
+#define IPC_MAGIC 0x49504346u
+
+/* ------------------------------------------------------------ state */
+struct fake_ctx {
+    unsigned magic;
+    int device;
+    int refs;                  /* primary context retain count */
+};
+
+enum { R_DEVICE, R_HOST_ALLOC, R_HOST_REGISTER, R_IPC };
+static const char *const region_kind_names[] = { "device", "host_alloc", "host_register", "ipc" };
+
+typedef struct region {
+    uintptr_t base;
+    size_t size;               /* as requested */
+    size_t maplen;             /* mapped (page multiple) */
+    int kind;
+    int fd;                    /* R_DEVICE: the memfd, kept for IPC */
+    int refs;                  /* R_IPC: opens of the same handle */
+    int ipc_pid;               /* R_IPC: exporter */
+    unsigned long long ipc_id; /* R_IPC: exporter's buffer id */
+    fcu_ctx ctx;
+    unsigned long long id;     /* BUFFER_ID, never reused */
+    struct region *next;
+} region;
+
+enum { OP_COPY, OP_MEMSET, OP_WAIT };
+typedef struct op {
+    struct op *next;
+    int kind;
+    char *dst;
+    const char *src;
+    size_t width, height, dpitch, spitch;
+    unsigned char value;
+    struct fake_stream *wait_stream;  /* OP_WAIT: run it up to wait_seq */
+    unsigned long long wait_seq;
+} op;
+
+struct fake_stream {
+    unsigned magic;
+    unsigned flags;
+    fcu_ctx ctx;
+    op *head, *tail;
+    unsigned long long enqueued, done, queried;
+    struct fake_stream *next;
+};
+
+struct fake_event {
+    unsigned magic;
+    unsigned flags;
+    struct fake_stream *stream;  /* NULL: complete */
+    unsigned long long seq;
+    int asked;
+    struct fake_event *next;
+};
+
+typedef struct {
+    unsigned magic;
+    int pid;
+    int fd;
+    unsigned pad;
+    unsigned long long id;
+    unsigned long long size;
+    unsigned long long maplen;
+} ipc_payload;
+_Static_assert(sizeof(ipc_payload) <= FCU_IPC_HANDLE_SIZE, "ipc payload");
+
+static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static int initialized;
+static int ndevices = 1;
+static int driver_version = 12080;
+static int trace;
+static struct fake_ctx contexts[MAX_DEVICES];
+static region *regions;
+static struct fake_stream *streams;
+static struct fake_event *events;
+static unsigned long long next_buffer_id = 1;
+static size_t page_size;
+
+static __thread fcu_ctx ctx_stack[MAX_CTX_STACK];
+static __thread int ctx_depth;
+
+/* ------------------------------------------------------------ call counts */
+typedef struct counter {
+    const char *name;
+    unsigned long long calls;
+    struct counter *next;
+} counter;
+static counter *counters;
+
+static int lock_guard(counter *c)
+{
+    pthread_mutex_lock(&lock);
+    if (0 == c->calls++) {
+        c->next = counters;
+        counters = c;
+    }
+    return 0;
+}
+
+static void unlock_guard(int *unused)
+{
+    (void) unused;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Every entry point starts with ENTER (count, lock until return) and
+ * returns through RET (trace failures). */
+#define ENTER()                                                          \
+    static counter counter_ = { __func__, 0, NULL };                     \
+    int guard_ __attribute__((cleanup(unlock_guard))) = lock_guard(&counter_); \
+    (void) guard_
+#define RET(x) return ret_(__func__, (x))
+
+static const char *error_name(fcu_result r);
+
+static fcu_result ret_(const char *fn, fcu_result r)
+{
+    if (r != FCU_SUCCESS && trace) {
+        fprintf(stderr, "fake_cuda[%d]: %s -> %s (%d)\n", (int) getpid(), fn,
+                error_name(r) ? error_name(r) : "?", r);
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------ errors */
+static const struct {
+    fcu_result code;
+    const char *name, *text;
+} error_table[] = {
+    { FCU_SUCCESS, "CUDA_SUCCESS", "no error" },
+    { FCU_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
+    { FCU_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory" },
+    { FCU_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error" },
+    { FCU_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
+    { FCU_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
+    { FCU_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
+    { FCU_ERROR_MAP_FAILED, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed" },
+    { FCU_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
+    { FCU_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found" },
+    { FCU_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
+    { FCU_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+      "part or all of the requested memory range is already mapped" },
+    { FCU_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+      "pointer does not correspond to a registered memory region" },
+    { FCU_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
+    { FCU_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error" },
+};
+
+static const char *error_name(fcu_result r)
+{
+    for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++) {
+        if (error_table[i].code == r) {
+            return error_table[i].name;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ helpers */
+static fcu_ctx current_ctx(void)
+{
+    return ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+/* Initialized, and a current context that is alive. */
+static fcu_result need_ctx(void)
+{
+    if (!initialized) {
+        return FCU_ERROR_NOT_INITIALIZED;
+    }
+    fcu_ctx c = current_ctx();
+    if (NULL == c || c->refs <= 0) {
+        return FCU_ERROR_INVALID_CONTEXT;
+    }
+    return FCU_SUCCESS;
+}
+
+static int valid_ctx(fcu_ctx c)
+{
+    return c >= &contexts[0] && c < &contexts[MAX_DEVICES] && CTX_MAGIC == c->magic;
+}
+
+static size_t round_page(size_t n)
+{
+    return (n + page_size - 1) / page_size * page_size;
+}
+
+/* The region holding address a, or NULL. */
+static region *find_region(uintptr_t a)
+{
+    for (region *r = regions; r; r = r->next) {
+        if (a >= r->base && a < r->base + r->size) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static int is_device_kind(const region *r)
+{
+    return r && (R_DEVICE == r->kind || R_IPC == r->kind);
+}
+
+/* A device region overlapping [a, a+n), or NULL (n > 0). */
+static region *overlapping_device(uintptr_t a, size_t n)
+{
+    for (region *r = regions; r; r = r->next) {
+        if (is_device_kind(r) && a < r->base + r->maplen && r->base < a + n) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static region *overlapping_host(uintptr_t a, size_t n)
+{
+    for (region *r = regions; r; r = r->next) {
+        if (!is_device_kind(r) && a < r->base + r->size && r->base < a + n) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static void unlink_region(region *dead)
+{
+    for (region **pp = &regions; *pp; pp = &(*pp)->next) {
+        if (*pp == dead) {
+            *pp = dead->next;
+            return;
+        }
+    }
+}
+
+static void set_access(const region *r, int prot)
+{
+    if (is_device_kind(r) && 0 != mprotect((void *) r->base, r->maplen, prot)) {
+        fprintf(stderr, "fake_cuda[%d]: mprotect: %s\n", (int) getpid(), strerror(errno));
+        abort();
+    }
+}
+
+/* ------------------------------------------------------------ work */
+static void run_stream_upto(struct fake_stream *s, unsigned long long seq);
+
+static void execute(op *o)
+{
+    if (OP_WAIT == o->kind) {
+        run_stream_upto(o->wait_stream, o->wait_seq);
+        return;
+    }
+    uintptr_t d = (uintptr_t) o->dst, s = (uintptr_t) o->src;
+    size_t dext = o->height ? (o->height - 1) * o->dpitch + o->width : 0;
+    region *rd = o->width && o->height ? overlapping_device(d, dext) : NULL;
+    region *rs = NULL;
+    if (OP_COPY == o->kind && o->width && o->height) {
+        rs = overlapping_device(s, (o->height - 1) * o->spitch + o->width);
+    }
+    if (rd) {
+        set_access(rd, PROT_READ | PROT_WRITE);
+    }
+    if (rs && rs != rd) {
+        set_access(rs, PROT_READ | PROT_WRITE);
+    }
+    for (size_t y = 0; y < o->height; y++) {
+        if (OP_COPY == o->kind) {
+            memmove(o->dst + y * o->dpitch, o->src + y * o->spitch, o->width);
+        } else {
+            memset(o->dst + y * o->dpitch, o->value, o->width);
+        }
+    }
+    if (rd) {
+        set_access(rd, PROT_NONE);
+    }
+    if (rs && rs != rd) {
+        set_access(rs, PROT_NONE);
+    }
+}
+
+static void run_stream_upto(struct fake_stream *s, unsigned long long seq)
+{
+    while (s->head && s->done < seq) {
+        op *o = s->head;
+        s->head = o->next;
+        if (NULL == s->head) {
+            s->tail = NULL;
+        }
+        s->done++;
+        execute(o);
+        free(o);
+    }
+}
+
+static void run_stream(struct fake_stream *s)
+{
+    run_stream_upto(s, s->enqueued);
+}
+
+/* The legacy default stream waits for every blocking stream. */
+static void flush_blocking(void)
+{
+    for (struct fake_stream *s = streams; s; s = s->next) {
+        if (!(s->flags & FCU_STREAM_NON_BLOCKING)) {
+            run_stream(s);
+        }
+    }
+}
+
+static void flush_all(void)
+{
+    for (struct fake_stream *s = streams; s; s = s->next) {
+        run_stream(s);
+    }
+}
+
+static int valid_stream(fcu_stream s)
+{
+    for (struct fake_stream *t = streams; t; t = t->next) {
+        if (t == s) {
+            return STREAM_MAGIC == t->magic;
+        }
+    }
+    return 0;
+}
+
+static int is_default_stream(fcu_stream s)
+{
+    return NULL == s || FCU_STREAM_LEGACY == s || FCU_STREAM_PER_THREAD == s;
+}
+
+/* Queue o on stream s, or run it now on a default stream. */
+static fcu_result submit(op *o, fcu_stream s, int async)
+{
+    if (!async || is_default_stream(s)) {
+        if (FCU_STREAM_PER_THREAD != s) {
+            flush_blocking();
+        }
+        execute(o);
+        return FCU_SUCCESS;
+    }
+    if (!valid_stream(s)) {
+        return FCU_ERROR_INVALID_HANDLE;
+    }
+    op *q = malloc(sizeof(*q));
+    if (NULL == q) {
+        return FCU_ERROR_OUT_OF_MEMORY;
+    }
+    *q = *o;
+    q->next = NULL;
+    if (s->tail) {
+        s->tail->next = q;
+    } else {
+        s->head = q;
+    }
+    s->tail = q;
+    s->enqueued++;
+    return FCU_SUCCESS;
+}
+
+/* One side of a copy: start address, extent in bytes, memory type.  Device
+ * sides must lie inside one device allocation or pinned host memory; host
+ * sides must not touch device memory. */
+static fcu_result check_side(int type, uintptr_t a, size_t extent)
+{
+    if (0 == extent) {
+        return FCU_SUCCESS;
+    }
+    if (0 == a || a + extent < a) {
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    region *r = find_region(a);
+    switch (type) {
+    case FCU_MT_HOST:
+        return overlapping_device(a, extent) ? FCU_ERROR_INVALID_VALUE : FCU_SUCCESS;
+    case FCU_MT_DEVICE:
+        if (NULL == r || a + extent > r->base + r->size) {
+            return FCU_ERROR_INVALID_VALUE;
+        }
+        return FCU_SUCCESS;
+    case FCU_MT_UNIFIED:
+        if (is_device_kind(r)) {
+            return a + extent > r->base + r->size ? FCU_ERROR_INVALID_VALUE : FCU_SUCCESS;
+        }
+        return overlapping_device(a, extent) ? FCU_ERROR_INVALID_VALUE : FCU_SUCCESS;
+    case FCU_MT_ARRAY:
+        return FCU_ERROR_NOT_SUPPORTED;
+    default:
+        return FCU_ERROR_INVALID_VALUE;
+    }
+}
+
+static fcu_result copy2d(const fcu_memcpy2d *c, fcu_stream s, int async)
+{
+    fcu_result r = need_ctx();
+    if (r) {
+        return r;
+    }
+    if (NULL == c) {
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    if (c->Height > 1 && (c->srcPitch < c->WidthInBytes || c->dstPitch < c->WidthInBytes)) {
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    uintptr_t sb = FCU_MT_HOST == c->srcMemoryType ? (uintptr_t) c->srcHost : (uintptr_t) c->srcDevice;
+    uintptr_t db = FCU_MT_HOST == c->dstMemoryType ? (uintptr_t) c->dstHost : (uintptr_t) c->dstDevice;
+    size_t spitch = c->Height > 1 ? c->srcPitch : c->WidthInBytes;
+    size_t dpitch = c->Height > 1 ? c->dstPitch : c->WidthInBytes;
+    uintptr_t sa = sb + c->srcY * spitch + c->srcXInBytes;
+    uintptr_t da = db + c->dstY * dpitch + c->dstXInBytes;
+    size_t sext = 0, dext = 0;
+    if (c->WidthInBytes && c->Height) {
+        sext = (c->Height - 1) * spitch + c->WidthInBytes;
+        dext = (c->Height - 1) * dpitch + c->WidthInBytes;
+    }
+    if ((r = check_side(c->srcMemoryType, sa, sext)) || (r = check_side(c->dstMemoryType, da, dext))) {
+        return r;
+    }
+    op o = { .kind = OP_COPY, .dst = (char *) da, .src = (const char *) sa,
+             .width = c->WidthInBytes, .height = c->Height, .dpitch = dpitch, .spitch = spitch };
+    if (0 == sext) {
+        o.height = 0;
+    }
+    return submit(&o, s, async);
+}
+
+static fcu_result copy1d(int dtype, uintptr_t dst, int stype, uintptr_t src, size_t n,
+                         fcu_stream s, int async)
+{
+    fcu_memcpy2d c;
+    memset(&c, 0, sizeof(c));
+    c.srcMemoryType = stype;
+    c.srcHost = (const void *) src;
+    c.srcDevice = src;
+    c.dstMemoryType = dtype;
+    c.dstHost = (void *) dst;
+    c.dstDevice = dst;
+    c.WidthInBytes = n;
+    c.Height = 1;
+    return copy2d(&c, s, async);
+}
+
+static fcu_result memset_d8(fcu_dptr dst, unsigned char v, size_t n, fcu_stream s, int async)
+{
+    fcu_result r = need_ctx();
+    if (r || (r = check_side(FCU_MT_DEVICE, (uintptr_t) dst, n))) {
+        return r;
+    }
+    op o = { .kind = OP_MEMSET, .dst = (char *) (uintptr_t) dst, .width = n,
+             .height = n ? 1 : 0, .dpitch = n, .value = v };
+    return submit(&o, s, async);
+}
+
+/* ------------------------------------------------------------ init, devices */
+fcu_result cuInit(unsigned int Flags);
+fcu_result cuInit(unsigned int Flags)
+{
+    ENTER();
+    if (Flags != 0) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (!initialized) {
+        const char *e = getenv("FAKE_CUDA_DEVICES");
+        if (e && *e) {
+            ndevices = atoi(e);
+            ndevices = ndevices < 0 ? 0 : ndevices > MAX_DEVICES ? MAX_DEVICES : ndevices;
+        }
+        for (int i = 0; i < MAX_DEVICES; i++) {
+            contexts[i].magic = CTX_MAGIC;
+            contexts[i].device = i;
+            contexts[i].refs = 0;
+        }
+        initialized = 1;
+    }
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuDriverGetVersion(int *driverVersion);
+fcu_result cuDriverGetVersion(int *driverVersion)
+{
+    ENTER();
+    if (NULL == driverVersion) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    *driverVersion = driver_version;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuDeviceGetCount(int *count);
+fcu_result cuDeviceGetCount(int *count)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (NULL == count) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    *count = ndevices;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuDeviceGet(fcu_device *device, int ordinal);
+fcu_result cuDeviceGet(fcu_device *device, int ordinal)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (NULL == device) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (0 == ndevices) {
+        RET(FCU_ERROR_NO_DEVICE);
+    }
+    if (ordinal < 0 || ordinal >= ndevices) {
+        RET(FCU_ERROR_INVALID_DEVICE);
+    }
+    *device = ordinal;
+    RET(FCU_SUCCESS);
+}
+
+/* A few attributes, for callers that want them (not in the required set). */
+fcu_result cuDeviceGetAttribute(int *pi, int attrib, fcu_device dev);
+fcu_result cuDeviceGetAttribute(int *pi, int attrib, fcu_device dev)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (dev < 0 || dev >= ndevices) {
+        RET(FCU_ERROR_INVALID_DEVICE);
+    }
+    if (NULL == pi) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    switch (attrib) {
+    case 16: *pi = 132; break;          /* MULTIPROCESSOR_COUNT */
+    case 33: *pi = 0x10 + dev; break;   /* PCI_BUS_ID */
+    case 34: *pi = 0; break;            /* PCI_DEVICE_ID */
+    case 41: *pi = 1; break;            /* UNIFIED_ADDRESSING */
+    case 50: *pi = 0; break;            /* PCI_DOMAIN_ID */
+    case 75: *pi = 9; break;            /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: *pi = 0; break;            /* COMPUTE_CAPABILITY_MINOR */
+    default: *pi = 0; break;
+    }
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuDeviceGetName(char *name, int len, fcu_device dev);
+fcu_result cuDeviceGetName(char *name, int len, fcu_device dev)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (dev < 0 || dev >= ndevices) {
+        RET(FCU_ERROR_INVALID_DEVICE);
+    }
+    if (NULL == name || len <= 0) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    snprintf(name, (size_t) len, "fake_cuda device %d", dev);
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuDeviceGetPCIBusId(char *pciBusId, int len, fcu_device dev);
+fcu_result cuDeviceGetPCIBusId(char *pciBusId, int len, fcu_device dev)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (dev < 0 || dev >= ndevices) {
+        RET(FCU_ERROR_INVALID_DEVICE);
+    }
+    if (NULL == pciBusId || len <= 0) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    snprintf(pciBusId, (size_t) len, "0000:%02x:00.0", 0x10 + dev);
+    RET(FCU_SUCCESS);
+}
+
+/* ------------------------------------------------------------ contexts */
+fcu_result cuDevicePrimaryCtxRetain(fcu_ctx *pctx, fcu_device dev);
+fcu_result cuDevicePrimaryCtxRetain(fcu_ctx *pctx, fcu_device dev)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (NULL == pctx) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (dev < 0 || dev >= ndevices) {
+        RET(FCU_ERROR_INVALID_DEVICE);
+    }
+    contexts[dev].refs++;
+    *pctx = &contexts[dev];
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuDevicePrimaryCtxRelease_v2(fcu_device dev);
+fcu_result cuDevicePrimaryCtxRelease_v2(fcu_device dev)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (dev < 0 || dev >= ndevices) {
+        RET(FCU_ERROR_INVALID_DEVICE);
+    }
+    if (contexts[dev].refs <= 0) {
+        RET(FCU_ERROR_INVALID_CONTEXT);
+    }
+    if (0 == --contexts[dev].refs) {
+        flush_all();   /* the context is gone: its work has finished */
+    }
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuCtxGetCurrent(fcu_ctx *pctx);
+fcu_result cuCtxGetCurrent(fcu_ctx *pctx)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (NULL == pctx) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    *pctx = current_ctx();
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuCtxSetCurrent(fcu_ctx ctx);
+fcu_result cuCtxSetCurrent(fcu_ctx ctx)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (NULL == ctx) {              /* pops the top, if any */
+        if (ctx_depth > 0) {
+            ctx_depth--;
+        }
+        RET(FCU_SUCCESS);
+    }
+    if (!valid_ctx(ctx) || ctx->refs <= 0) {
+        RET(FCU_ERROR_INVALID_CONTEXT);
+    }
+    if (0 == ctx_depth) {
+        ctx_depth = 1;
+    }
+    ctx_stack[ctx_depth - 1] = ctx;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuCtxPushCurrent_v2(fcu_ctx ctx);
+fcu_result cuCtxPushCurrent_v2(fcu_ctx ctx)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (!valid_ctx(ctx) || ctx->refs <= 0) {
+        RET(FCU_ERROR_INVALID_CONTEXT);
+    }
+    if (ctx_depth >= MAX_CTX_STACK) {
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    ctx_stack[ctx_depth++] = ctx;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuCtxPopCurrent_v2(fcu_ctx *pctx);
+fcu_result cuCtxPopCurrent_v2(fcu_ctx *pctx)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (0 == ctx_depth) {
+        RET(FCU_ERROR_INVALID_CONTEXT);
+    }
+    fcu_ctx c = ctx_stack[--ctx_depth];
+    if (pctx) {
+        *pctx = c;
+    }
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuCtxGetDevice(fcu_device *device);
+fcu_result cuCtxGetDevice(fcu_device *device)
+{
+    ENTER();
+    fcu_result r = need_ctx();
+    if (r) {
+        RET(r);
+    }
+    if (NULL == device) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    *device = current_ctx()->device;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuCtxSynchronize(void);
+fcu_result cuCtxSynchronize(void)
+{
+    ENTER();
+    fcu_result r = need_ctx();
+    if (r) {
+        RET(r);
+    }
+    flush_all();
+    RET(FCU_SUCCESS);
+}
+
+/* ------------------------------------------------------------ errors */
+fcu_result cuGetErrorString(fcu_result error, const char **pStr);
+fcu_result cuGetErrorString(fcu_result error, const char **pStr)
+{
+    ENTER();
+    if (NULL == pStr) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++) {
+        if (error_table[i].code == error) {
+            *pStr = error_table[i].text;
+            RET(FCU_SUCCESS);
+        }
+    }
+    *pStr = NULL;
+    RET(FCU_ERROR_INVALID_VALUE);
+}
+
+fcu_result cuGetErrorName(fcu_result error, const char **pStr);
+fcu_result cuGetErrorName(fcu_result error, const char **pStr)
+{
+    ENTER();
+    if (NULL == pStr) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    *pStr = error_name(error);
+    RET(*pStr ? FCU_SUCCESS : FCU_ERROR_INVALID_VALUE);
+}
+
+/* ------------------------------------------------------------ pointer attributes */
+/* Writes one attribute of ptr (in region r, or NULL: unknown) to data.
+ * Returns FCU_ERROR_INVALID_VALUE for an attribute not known here, and
+ * for values the singular call must refuse (strict). */
+static fcu_result get_attribute(void *data, fcu_pattr attr, uintptr_t ptr, const region *r, int strict)
+{
+    int dev = r && valid_ctx(r->ctx) ? r->ctx->device : 0;
+    int device = is_device_kind(r);
+    switch (attr) {
+    case FCU_PA_CONTEXT:
+        *(fcu_ctx *) data = r ? r->ctx : NULL;
+        break;
+    case FCU_PA_MEMORY_TYPE:
+        *(unsigned int *) data = r ? (device ? FCU_MT_DEVICE : FCU_MT_HOST) : 0;
+        break;
+    case FCU_PA_DEVICE_POINTER:
+        *(fcu_dptr *) data = r ? ptr : 0;
+        break;
+    case FCU_PA_HOST_POINTER:
+        if (strict && device) {
+            return FCU_ERROR_INVALID_VALUE;
+        }
+        *(void **) data = r && !device ? (void *) ptr : NULL;
+        break;
+    case FCU_PA_SYNC_MEMOPS:
+        *(unsigned int *) data = 0;
+        break;
+    case FCU_PA_BUFFER_ID:
+        *(unsigned long long *) data = r ? r->id : 0;
+        break;
+    case FCU_PA_IS_MANAGED:
+        *(unsigned int *) data = 0;
+        break;
+    case FCU_PA_DEVICE_ORDINAL:
+        *(int *) data = r ? dev : -2;
+        break;
+    case FCU_PA_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(unsigned int *) data = r && R_DEVICE == r->kind;
+        break;
+    case FCU_PA_RANGE_START_ADDR:
+        *(fcu_dptr *) data = r ? r->base : 0;
+        break;
+    case FCU_PA_RANGE_SIZE:
+        *(size_t *) data = r ? r->size : 0;
+        break;
+    case FCU_PA_MAPPED:
+        *(unsigned int *) data = r != NULL;
+        break;
+    default:
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    return FCU_SUCCESS;
+}
+
+fcu_result cuPointerGetAttribute(void *data, fcu_pattr attribute, fcu_dptr ptr);
+fcu_result cuPointerGetAttribute(void *data, fcu_pattr attribute, fcu_dptr ptr)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (NULL == data) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    region *r = find_region((uintptr_t) ptr);
+    if (NULL == r) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    RET(get_attribute(data, attribute, (uintptr_t) ptr, r, 1));
+}
+
+fcu_result cuPointerGetAttributes(unsigned int numAttributes, fcu_pattr *attributes, void **data,
+                                  fcu_dptr ptr);
+fcu_result cuPointerGetAttributes(unsigned int numAttributes, fcu_pattr *attributes, void **data,
+                                  fcu_dptr ptr)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (0 == numAttributes || NULL == attributes || NULL == data) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    region *r = find_region((uintptr_t) ptr);
+    for (unsigned i = 0; i < numAttributes; i++) {
+        if (NULL == data[i]) {
+            RET(FCU_ERROR_INVALID_VALUE);
+        }
+        fcu_result e = get_attribute(data[i], attributes[i], (uintptr_t) ptr, r, 0);
+        if (e) {
+            RET(e);
+        }
+    }
+    RET(FCU_SUCCESS);
+}
+
+/* ------------------------------------------------------------ memory */
+static region *new_region(int kind, uintptr_t base, size_t size, size_t maplen, int fd)
+{
+    region *r = calloc(1, sizeof(*r));
+    if (NULL == r) {
+        return NULL;
+    }
+    r->kind = kind;
+    r->base = base;
+    r->size = size;
+    r->maplen = maplen;
+    r->fd = fd;
+    r->refs = 1;
+    r->ctx = current_ctx();
+    r->id = next_buffer_id++;
+    r->next = regions;
+    regions = r;
+    return r;
+}
+
+fcu_result cuMemAlloc_v2(fcu_dptr *dptr, size_t bytesize);
+fcu_result cuMemAlloc_v2(fcu_dptr *dptr, size_t bytesize)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == dptr || 0 == bytesize) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    size_t maplen = round_page(bytesize);
+    char name[64];
+    snprintf(name, sizeof(name), "fake_cuda_%d_%llu", (int) getpid(), next_buffer_id);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) {
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    if (0 != ftruncate(fd, (off_t) maplen)) {
+        close(fd);
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    void *p = mmap(NULL, maplen, PROT_NONE, MAP_SHARED, fd, 0);
+    if (MAP_FAILED == p) {
+        close(fd);
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    if (NULL == new_region(R_DEVICE, (uintptr_t) p, bytesize, maplen, fd)) {
+        munmap(p, maplen);
+        close(fd);
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    *dptr = (fcu_dptr) (uintptr_t) p;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuMemAllocManaged(fcu_dptr *dptr, size_t bytesize, unsigned int flags);
+fcu_result cuMemAllocManaged(fcu_dptr *dptr, size_t bytesize, unsigned int flags)
+{
+    ENTER();
+    (void) dptr, (void) bytesize, (void) flags;
+    fcu_result e = need_ctx();
+    RET(e ? e : FCU_ERROR_NOT_SUPPORTED);
+}
+
+fcu_result cuMemFree_v2(fcu_dptr dptr);
+fcu_result cuMemFree_v2(fcu_dptr dptr)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    region *r = find_region((uintptr_t) dptr);
+    if (NULL == r || R_DEVICE != r->kind || r->base != (uintptr_t) dptr) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    flush_all();               /* cuMemFree synchronizes */
+    unlink_region(r);
+    munmap((void *) r->base, r->maplen);
+    close(r->fd);
+    free(r);
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuMemGetAddressRange_v2(fcu_dptr *pbase, size_t *psize, fcu_dptr dptr);
+fcu_result cuMemGetAddressRange_v2(fcu_dptr *pbase, size_t *psize, fcu_dptr dptr)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    region *r = find_region((uintptr_t) dptr);
+    if (!is_device_kind(r)) {
+        RET(FCU_ERROR_NOT_FOUND);
+    }
+    if (pbase) {
+        *pbase = r->base;
+    }
+    if (psize) {
+        *psize = r->size;
+    }
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
+fcu_result cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == pp || 0 == bytesize || (Flags & ~7u)) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    size_t maplen = round_page(bytesize);
+    void *p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (MAP_FAILED == p) {
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    if (NULL == new_region(R_HOST_ALLOC, (uintptr_t) p, bytesize, maplen, -1)) {
+        munmap(p, maplen);
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    *pp = p;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuMemFreeHost(void *p);
+fcu_result cuMemFreeHost(void *p)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    region *r = find_region((uintptr_t) p);
+    if (NULL == r || R_HOST_ALLOC != r->kind || r->base != (uintptr_t) p) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    flush_all();
+    unlink_region(r);
+    munmap(p, r->maplen);
+    free(r);
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+fcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == p || 0 == bytesize || (Flags & ~15u) || (uintptr_t) p + bytesize < (uintptr_t) p) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (overlapping_device((uintptr_t) p, bytesize)) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (overlapping_host((uintptr_t) p, bytesize)) {
+        RET(FCU_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    }
+    if (NULL == new_region(R_HOST_REGISTER, (uintptr_t) p, bytesize, bytesize, -1)) {
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuMemHostUnregister(void *p);
+fcu_result cuMemHostUnregister(void *p)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    region *r = find_region((uintptr_t) p);
+    if (NULL == r || R_HOST_REGISTER != r->kind || r->base != (uintptr_t) p) {
+        RET(FCU_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    }
+    flush_all();
+    unlink_region(r);
+    free(r);
+    RET(FCU_SUCCESS);
+}
+
+/* ------------------------------------------------------------ copies */
+fcu_result cuMemcpy(fcu_dptr dst, fcu_dptr src, size_t ByteCount);
+fcu_result cuMemcpy(fcu_dptr dst, fcu_dptr src, size_t ByteCount)
+{
+    ENTER();
+    RET(copy1d(FCU_MT_UNIFIED, dst, FCU_MT_UNIFIED, src, ByteCount, NULL, 0));
+}
+
+fcu_result cuMemcpyAsync(fcu_dptr dst, fcu_dptr src, size_t ByteCount, fcu_stream hStream);
+fcu_result cuMemcpyAsync(fcu_dptr dst, fcu_dptr src, size_t ByteCount, fcu_stream hStream)
+{
+    ENTER();
+    RET(copy1d(FCU_MT_UNIFIED, dst, FCU_MT_UNIFIED, src, ByteCount, hStream, 1));
+}
+
+fcu_result cuMemcpyHtoD_v2(fcu_dptr dstDevice, const void *srcHost, size_t ByteCount);
+fcu_result cuMemcpyHtoD_v2(fcu_dptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+    ENTER();
+    RET(copy1d(FCU_MT_DEVICE, dstDevice, FCU_MT_HOST, (uintptr_t) srcHost, ByteCount, NULL, 0));
+}
+
+fcu_result cuMemcpyDtoH_v2(void *dstHost, fcu_dptr srcDevice, size_t ByteCount);
+fcu_result cuMemcpyDtoH_v2(void *dstHost, fcu_dptr srcDevice, size_t ByteCount)
+{
+    ENTER();
+    RET(copy1d(FCU_MT_HOST, (uintptr_t) dstHost, FCU_MT_DEVICE, srcDevice, ByteCount, NULL, 0));
+}
+
+fcu_result cuMemcpyDtoD_v2(fcu_dptr dstDevice, fcu_dptr srcDevice, size_t ByteCount);
+fcu_result cuMemcpyDtoD_v2(fcu_dptr dstDevice, fcu_dptr srcDevice, size_t ByteCount)
+{
+    ENTER();
+    RET(copy1d(FCU_MT_DEVICE, dstDevice, FCU_MT_DEVICE, srcDevice, ByteCount, NULL, 0));
+}
+
+fcu_result cuMemcpyHtoDAsync_v2(fcu_dptr dstDevice, const void *srcHost, size_t ByteCount,
+                                fcu_stream hStream);
+fcu_result cuMemcpyHtoDAsync_v2(fcu_dptr dstDevice, const void *srcHost, size_t ByteCount,
+                                fcu_stream hStream)
+{
+    ENTER();
+    RET(copy1d(FCU_MT_DEVICE, dstDevice, FCU_MT_HOST, (uintptr_t) srcHost, ByteCount, hStream, 1));
+}
+
+fcu_result cuMemcpyDtoHAsync_v2(void *dstHost, fcu_dptr srcDevice, size_t ByteCount,
+                                fcu_stream hStream);
+fcu_result cuMemcpyDtoHAsync_v2(void *dstHost, fcu_dptr srcDevice, size_t ByteCount,
+                                fcu_stream hStream)
+{
+    ENTER();
+    RET(copy1d(FCU_MT_HOST, (uintptr_t) dstHost, FCU_MT_DEVICE, srcDevice, ByteCount, hStream, 1));
+}
+
+fcu_result cuMemcpyDtoDAsync_v2(fcu_dptr dstDevice, fcu_dptr srcDevice, size_t ByteCount,
+                                fcu_stream hStream);
+fcu_result cuMemcpyDtoDAsync_v2(fcu_dptr dstDevice, fcu_dptr srcDevice, size_t ByteCount,
+                                fcu_stream hStream)
+{
+    ENTER();
+    RET(copy1d(FCU_MT_DEVICE, dstDevice, FCU_MT_DEVICE, srcDevice, ByteCount, hStream, 1));
+}
+
+fcu_result cuMemcpy2D_v2(const fcu_memcpy2d *pCopy);
+fcu_result cuMemcpy2D_v2(const fcu_memcpy2d *pCopy)
+{
+    ENTER();
+    RET(copy2d(pCopy, NULL, 0));
+}
+
+fcu_result cuMemcpy2DAsync_v2(const fcu_memcpy2d *pCopy, fcu_stream hStream);
+fcu_result cuMemcpy2DAsync_v2(const fcu_memcpy2d *pCopy, fcu_stream hStream)
+{
+    ENTER();
+    RET(copy2d(pCopy, hStream, 1));
+}
+
+fcu_result cuMemsetD8_v2(fcu_dptr dstDevice, unsigned char uc, size_t N);
+fcu_result cuMemsetD8_v2(fcu_dptr dstDevice, unsigned char uc, size_t N)
+{
+    ENTER();
+    RET(memset_d8(dstDevice, uc, N, NULL, 0));
+}
+
+fcu_result cuMemsetD8Async(fcu_dptr dstDevice, unsigned char uc, size_t N, fcu_stream hStream);
+fcu_result cuMemsetD8Async(fcu_dptr dstDevice, unsigned char uc, size_t N, fcu_stream hStream)
+{
+    ENTER();
+    RET(memset_d8(dstDevice, uc, N, hStream, 1));
+}
+
+/* ------------------------------------------------------------ streams */
+fcu_result cuStreamCreate(fcu_stream *phStream, unsigned int Flags);
+fcu_result cuStreamCreate(fcu_stream *phStream, unsigned int Flags)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == phStream || Flags > FCU_STREAM_NON_BLOCKING) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    struct fake_stream *s = calloc(1, sizeof(*s));
+    if (NULL == s) {
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    s->magic = STREAM_MAGIC;
+    s->flags = Flags;
+    s->ctx = current_ctx();
+    s->next = streams;
+    streams = s;
+    *phStream = s;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuStreamDestroy_v2(fcu_stream hStream);
+fcu_result cuStreamDestroy_v2(fcu_stream hStream)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (!valid_stream(hStream)) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    run_stream(hStream);       /* its work completes, then it goes */
+    for (struct fake_event *ev = events; ev; ev = ev->next) {
+        if (ev->stream == hStream) {
+            ev->stream = NULL;
+        }
+    }
+    for (struct fake_stream **pp = &streams; *pp; pp = &(*pp)->next) {
+        if (*pp == hStream) {
+            *pp = hStream->next;
+            break;
+        }
+    }
+    hStream->magic = 0;
+    free(hStream);
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuStreamSynchronize(fcu_stream hStream);
+fcu_result cuStreamSynchronize(fcu_stream hStream)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (is_default_stream(hStream)) {
+        if (FCU_STREAM_PER_THREAD != hStream) {
+            flush_blocking();
+        }
+        RET(FCU_SUCCESS);
+    }
+    if (!valid_stream(hStream)) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    run_stream(hStream);
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuStreamQuery(fcu_stream hStream);
+fcu_result cuStreamQuery(fcu_stream hStream)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (is_default_stream(hStream)) {
+        /* work on the default stream ran at once; blocking streams it
+         * would wait for count as its work */
+        int pending = 0;
+        for (struct fake_stream *s = streams; s; s = s->next) {
+            if (!(s->flags & FCU_STREAM_NON_BLOCKING) && s->done < s->enqueued) {
+                if (s->queried < s->enqueued) {
+                    s->queried = s->enqueued;
+                    pending = 1;
+                }
+            }
+        }
+        if (pending) {
+            RET(FCU_ERROR_NOT_READY);
+        }
+        flush_blocking();
+        RET(FCU_SUCCESS);
+    }
+    if (!valid_stream(hStream)) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    if (hStream->done < hStream->enqueued && hStream->queried < hStream->enqueued) {
+        hStream->queried = hStream->enqueued;
+        RET(FCU_ERROR_NOT_READY);
+    }
+    run_stream(hStream);
+    RET(FCU_SUCCESS);
+}
+
+/* Not in the required set: later work on hStream waits for hEvent. */
+fcu_result cuStreamWaitEvent(fcu_stream hStream, fcu_event hEvent, unsigned int Flags);
+
+/* ------------------------------------------------------------ events */
+static int valid_event(fcu_event e)
+{
+    for (struct fake_event *t = events; t; t = t->next) {
+        if (t == e) {
+            return EVENT_MAGIC == t->magic;
+        }
+    }
+    return 0;
+}
+
+static int event_done(fcu_event e)
+{
+    return NULL == e->stream || e->stream->done >= e->seq;
+}
+
+fcu_result cuStreamWaitEvent(fcu_stream hStream, fcu_event hEvent, unsigned int Flags)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (!valid_event(hEvent) || Flags > 1) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    if (event_done(hEvent)) {
+        RET(FCU_SUCCESS);
+    }
+    if (is_default_stream(hStream)) {
+        run_stream_upto(hEvent->stream, hEvent->seq);
+        RET(FCU_SUCCESS);
+    }
+    op o = { .kind = OP_WAIT, .wait_stream = hEvent->stream, .wait_seq = hEvent->seq };
+    RET(submit(&o, hStream, 1));
+}
+
+fcu_result cuEventCreate(fcu_event *phEvent, unsigned int Flags);
+fcu_result cuEventCreate(fcu_event *phEvent, unsigned int Flags)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == phEvent || Flags > 7) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    struct fake_event *ev = calloc(1, sizeof(*ev));
+    if (NULL == ev) {
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    ev->magic = EVENT_MAGIC;
+    ev->flags = Flags;
+    ev->next = events;
+    events = ev;
+    *phEvent = ev;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuEventRecord(fcu_event hEvent, fcu_stream hStream);
+fcu_result cuEventRecord(fcu_event hEvent, fcu_stream hStream)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (!valid_event(hEvent)) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    if (is_default_stream(hStream)) {
+        if (FCU_STREAM_PER_THREAD != hStream) {
+            flush_blocking();
+        }
+        hEvent->stream = NULL;
+        RET(FCU_SUCCESS);
+    }
+    if (!valid_stream(hStream)) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    hEvent->stream = hStream;
+    hEvent->seq = hStream->enqueued;
+    hEvent->asked = 0;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuEventQuery(fcu_event hEvent);
+fcu_result cuEventQuery(fcu_event hEvent)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (!valid_event(hEvent)) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    if (event_done(hEvent)) {
+        RET(FCU_SUCCESS);
+    }
+    if (!hEvent->asked) {
+        hEvent->asked = 1;
+        RET(FCU_ERROR_NOT_READY);
+    }
+    run_stream_upto(hEvent->stream, hEvent->seq);
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuEventSynchronize(fcu_event hEvent);
+fcu_result cuEventSynchronize(fcu_event hEvent)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (!valid_event(hEvent)) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    if (!event_done(hEvent)) {
+        run_stream_upto(hEvent->stream, hEvent->seq);
+    }
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuEventDestroy_v2(fcu_event hEvent);
+fcu_result cuEventDestroy_v2(fcu_event hEvent)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (!valid_event(hEvent)) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    for (struct fake_event **pp = &events; *pp; pp = &(*pp)->next) {
+        if (*pp == hEvent) {
+            *pp = hEvent->next;
+            break;
+        }
+    }
+    hEvent->magic = 0;
+    free(hEvent);
+    RET(FCU_SUCCESS);
+}
+
+/* ------------------------------------------------------------ IPC */
+/* A handle names the exporter's memfd: (pid, fd, buffer id, size).  The
+ * importer opens /proc/<pid>/fd/<fd> (same user, or root) and maps it. */
+fcu_result cuIpcGetMemHandle(fcu_ipc_mem_handle *pHandle, fcu_dptr dptr);
+fcu_result cuIpcGetMemHandle(fcu_ipc_mem_handle *pHandle, fcu_dptr dptr)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    region *r = find_region((uintptr_t) dptr);
+    if (NULL == pHandle || NULL == r || R_DEVICE != r->kind) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    ipc_payload pl = { .magic = IPC_MAGIC, .pid = (int) getpid(), .fd = r->fd,
+                       .id = r->id, .size = r->size, .maplen = r->maplen };
+    memset(pHandle, 0, sizeof(*pHandle));
+    memcpy(pHandle->reserved, &pl, sizeof(pl));
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuIpcOpenMemHandle_v2(fcu_dptr *pdptr, fcu_ipc_mem_handle handle, unsigned int Flags);
+fcu_result cuIpcOpenMemHandle_v2(fcu_dptr *pdptr, fcu_ipc_mem_handle handle, unsigned int Flags)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    ipc_payload pl;
+    memcpy(&pl, handle.reserved, sizeof(pl));
+    if (NULL == pdptr || Flags > 1 || IPC_MAGIC != pl.magic || 0 == pl.maplen) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (pl.pid == (int) getpid()) {
+        RET(FCU_ERROR_INVALID_CONTEXT);   /* as the driver: not in the exporting process */
+    }
+    for (region *r = regions; r; r = r->next) {
+        if (R_IPC == r->kind && r->ipc_pid == pl.pid && r->ipc_id == pl.id) {
+            r->refs++;
+            *pdptr = r->base;
+            RET(FCU_SUCCESS);
+        }
+    }
+    char path[64], link[256], want[96];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", pl.pid, pl.fd);
+    snprintf(want, sizeof(want), "/memfd:fake_cuda_%d_%llu ", pl.pid, pl.id);
+    ssize_t n = readlink(path, link, sizeof(link) - 1);
+    if (n < 0) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    link[n] = 0;
+    if (0 != strncmp(link, want, strlen(want))) {  /* freed, fd reused */
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        RET(FCU_ERROR_MAP_FAILED);
+    }
+    void *p = mmap(NULL, pl.maplen, PROT_NONE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (MAP_FAILED == p) {
+        RET(FCU_ERROR_MAP_FAILED);
+    }
+    region *r = new_region(R_IPC, (uintptr_t) p, pl.size, pl.maplen, -1);
+    if (NULL == r) {
+        munmap(p, pl.maplen);
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    r->ipc_pid = pl.pid;
+    r->ipc_id = pl.id;
+    *pdptr = (fcu_dptr) (uintptr_t) p;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuIpcCloseMemHandle(fcu_dptr dptr);
+fcu_result cuIpcCloseMemHandle(fcu_dptr dptr)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    region *r = find_region((uintptr_t) dptr);
+    if (NULL == r || R_IPC != r->kind || r->base != (uintptr_t) dptr) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (--r->refs > 0) {
+        RET(FCU_SUCCESS);
+    }
+    flush_all();
+    unlink_region(r);
+    munmap((void *) r->base, r->maplen);
+    free(r);
+    RET(FCU_SUCCESS);
+}
+
+/* ------------------------------------------------------------ set-up, stats */
+__attribute__((constructor)) static void fake_cuda_load(void)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    page_size = ps > 0 ? (size_t) ps : 4096;
+    const char *e = getenv("FAKE_CUDA_VERSION");
+    if (e && *e) {
+        driver_version = atoi(e);
+    }
+    e = getenv("FAKE_CUDA_TRACE");
+    trace = e && *e && strcmp(e, "0");
+}
+
+__attribute__((destructor)) static void fake_cuda_unload(void)
+{
+    const char *e = getenv("FAKE_CUDA_STATS");
+    if (!(e && *e && strcmp(e, "0"))) {
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    int pid = (int) getpid();
+    fprintf(stderr, "fake_cuda[%d]: calls:", pid);
+    for (counter *c = counters; c; c = c->next) {
+        fprintf(stderr, " %s=%llu", c->name, c->calls);
+    }
+    fprintf(stderr, "\n");
+    unsigned long nkind[4] = { 0 }, bytes[4] = { 0 };
+    for (region *r = regions; r; r = r->next) {
+        nkind[r->kind]++;
+        bytes[r->kind] += r->size;
+    }
+    unsigned long nstreams = 0, nevents = 0, pending = 0;
+    for (struct fake_stream *s = streams; s; s = s->next) {
+        nstreams++;
+        pending += s->enqueued - s->done;
+    }
+    for (struct fake_event *ev = events; ev; ev = ev->next) {
+        nevents++;
+    }
+    int refs = 0;
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        refs += contexts[i].refs;
+    }
+    fprintf(stderr, "fake_cuda[%d]: outstanding:", pid);
+    for (int k = 0; k < 4; k++) {
+        fprintf(stderr, " %s=%lu (%lu bytes)", region_kind_names[k], nkind[k], bytes[k]);
+    }
+    fprintf(stderr, " streams=%lu events=%lu pending_ops=%lu primary_ctx_refs=%d\n",
+            nstreams, nevents, pending, refs);
+    pthread_mutex_unlock(&lock);
+}

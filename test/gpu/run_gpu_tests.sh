@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# xccl on CUDA device buffers: runs xccl_mpi_gpu under mpirun with xccl
+# loaded, at np 1, 2, 3, 4,
+#   (1) against the fake libcuda.so.1 (test/gpu/fake, host memory with
+#       PROT_NONE "device" pages; always available after `make check`
+#       built it), and
+#   (2) against the real driver, when libcuda.so.1 loads and reports a
+#       device; otherwise prints "SKIP real GPU: <reason>" (not a pass).
+# Plus one fake run with FAKE_CUDA_DEVICES=0, which must exit 77 with a
+# "SKIP:" line.
+#
+# usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
+#   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
+#
+# Environment:
+#   MPIRUN        mpirun command (default: mpirun)
+#   MPIRUN_ARGS   extra mpirun arguments, split on whitespace
+#   GPU_TEST_ARGS extra xccl_mpi_gpu arguments (e.g. "-l", "-n 4194304")
+#   TEST_LOG_DIR  where logs go (default: a new temporary directory)
+#   OMPI_COMPONENT_DIR  Open MPI's own component directory
+#                 (default: /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3)
+#   GPU_TESTS_ALLOW_LEAKS=1  do not fail a fake run whose processes end with
+#                 device or pinned allocations outstanding (FAKE_CUDA_STATS)
+#   GPU_TESTS_NPS  the np values (default "1 2 3 4")
+#
+# A run passes when it exits 0 and prints "RESULT: <n> passed, 0 failed";
+# a fake run also needs every process to end with nothing allocated.
+# Exit status: 0 when every run passed, 1 otherwise.
+set -euo pipefail
+
+bindir=${1:-${XCCL_BUILDDIR:-}}
+[[ -n $bindir ]] || { echo "usage: $0 <dir-with-xccl_mpi_gpu> [<component-dir>]" >&2; exit 2; }
+compdir=${2:-$bindir/component}
+bindir=$(cd "$bindir" && pwd)
+prog=$bindir/xccl_mpi_gpu
+fakedir=$bindir/test/gpu/fake
+[[ -x $prog ]] || { echo "$0: no $prog (make check builds it)" >&2; exit 2; }
+[[ -e $fakedir/libcuda.so.1 ]] || { echo "$0: no $fakedir/libcuda.so.1 (make check builds it)" >&2; exit 2; }
+[[ -e $compdir/mca_coll_xccl.so ]] || { echo "$0: no $compdir/mca_coll_xccl.so" >&2; exit 2; }
+compdir=$(cd "$compdir" && pwd)
+
+read -r -a mpirun <<<"${MPIRUN:-mpirun}"
+read -r -a extra_args <<<"${MPIRUN_ARGS:-}"
+read -r -a test_args <<<"${GPU_TEST_ARGS:-}"
+read -r -a nps <<<"${GPU_TESTS_NPS:-1 2 3 4}"
+ompi_dir=${OMPI_COMPONENT_DIR:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
+logdir=${TEST_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-tests.XXXXXX")}
+mkdir -p "$logdir"
+
+# The default component directory first, then the one under test; an
+# installed xccl would shadow it: then a private directory of links.
+component_path="$ompi_dir:$compdir"
+if [[ -e $ompi_dir/mca_coll_xccl.so ]]; then
+    component_path=$logdir/components
+    mkdir -p "$component_path"
+    for f in "$ompi_dir"/*; do
+        [[ $(basename "$f") == mca_coll_xccl.* ]] || ln -sf "$f" "$component_path/"
+    done
+    ln -sf "$compdir/mca_coll_xccl.so" "$component_path/mca_coll_xccl.so"
+    echo "note: $ompi_dir has an installed xccl; testing $compdir through $component_path"
+fi
+
+common_args=(--allow-run-as-root --oversubscribe
+    --mca mpi_yield_when_idle 1
+    --mca mca_base_component_path "$component_path"
+    --mca coll "xccl,tuned,basic,libnbc,self"
+    # stock 4.1.4's op/avx saturates 8/16-bit sums (a fallback must not use it)
+    --mca op ^avx)
+
+passed=0
+failed=0
+skipped=0
+
+# run <name> <np> <ld_library_path or -> [env VAR=value...] -- [program args]
+run_rc=0
+run() {
+    local name=$1 np=$2 ldp=$3
+    shift 3
+    local envs=()
+    while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
+    [[ ${1:-} == -- ]] && shift
+    local log=$logdir/$name.log
+    echo "== $name"
+    run_rc=0
+    local xargs=()
+    for e in "${envs[@]}"; do xargs+=(-x "$e"); done
+    if [[ $ldp != - ]]; then
+        xargs+=(-x "LD_LIBRARY_PATH=$ldp")
+    fi
+    local envcmd=(env)
+    [[ $ldp == - ]] || envcmd+=("LD_LIBRARY_PATH=$ldp")
+    timeout -k 10 300 "${envcmd[@]}" \
+        "${mpirun[@]}" "${common_args[@]}" "${extra_args[@]}" "${xargs[@]}" \
+        -np "$np" "$prog" -q "${test_args[@]}" "$@" >"$log" 2>&1 || run_rc=$?
+    [[ $run_rc -ne 124 ]] || echo "TIMEOUT after 300 s" >>"$log"
+}
+
+# Exit 0 and "RESULT: ... 0 failed".
+check_result() {
+    local name=$1 result
+    result=$(grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed$' "$logdir/$name.log" | tail -n 1 || true)
+    if [[ $run_rc -ne 0 ]]; then
+        echo "$name: exit status $run_rc${result:+ ($result)}"
+        return 1
+    fi
+    [[ -n $result ]] || { echo "$name: no RESULT line"; return 1; }
+    [[ $result == *", 0 failed" ]] || { echo "$name: $result"; return 1; }
+}
+
+# Every process of a fake run ended with nothing allocated.
+check_leaks() {
+    local name=$1 np=$2 lines bad
+    lines=$(grep -E '^fake_cuda\[[0-9]+\]: outstanding:' "$logdir/$name.log" || true)
+    if [[ $(grep -c . <<<"$lines") -lt $np ]]; then
+        echo "$name: $(grep -c . <<<"$lines") FAKE_CUDA_STATS lines for $np processes"
+        return 1
+    fi
+    bad=$(grep -vE ' device=0 .* host_alloc=0 .* host_register=0 .* ipc=0 .* streams=0 events=0 pending_ops=0 primary_ctx_refs=0$' <<<"$lines" || true)
+    if [[ -n $bad && ${GPU_TESTS_ALLOW_LEAKS:-0} != 1 ]]; then
+        echo "$name: allocations outstanding at exit (GPU_TESTS_ALLOW_LEAKS=1 to ignore):"
+        printf '%s\n' "$bad" | head -n 4
+        return 1
+    fi
+}
+
+finish() {
+    local name=$1 ok=$2 problems=$3
+    [[ -z $problems ]] || printf '%s\n' "$problems" | sed 's/^/   /'
+    if [[ $ok -eq 0 ]]; then
+        passed=$((passed + 1))
+        echo "   passed"
+    else
+        failed=$((failed + 1))
+        echo "   FAILED, last lines of $logdir/$name.log:"
+        tail -n 40 "$logdir/$name.log" | sed 's/^/   | /'
+    fi
+}
+
+fake_ldp=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# (1) the fake driver
+for np in "${nps[@]}"; do
+    name=fake.np$np
+    run "$name" "$np" "$fake_ldp" FAKE_CUDA_STATS=1 --
+    ok=0
+    problems=$({ check_result "$name" && check_leaks "$name" "$np"; } 2>&1) || ok=1
+    finish "$name" "$ok" "$problems"
+done
+
+# no device: exit 77 with a SKIP line
+name=fake.no_device.np2
+run "$name" 2 "$fake_ldp" FAKE_CUDA_DEVICES=0 --
+ok=0
+problems=$({ [[ $run_rc -eq 77 ]] || { echo "$name: exit status $run_rc, want 77"; false; }; } &&
+    { grep -q '^SKIP: ' "$logdir/$name.log" || { echo "$name: no SKIP line"; false; }; } 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
+# (2) the real driver, where there is one
+real_ldp=-
+if [[ ${LD_LIBRARY_PATH:-} == *"$fakedir"* ]]; then
+    real_ldp=$(tr ':' '\n' <<<"$LD_LIBRARY_PATH" | grep -vxF "$fakedir" | paste -sd: -)
+    real_ldp=${real_ldp:-/nonexistent}
+fi
+real_skip=""
+for np in "${nps[@]}"; do
+    name=real.np$np
+    run "$name" "$np" "$real_ldp" --
+    if [[ $run_rc -eq 77 ]]; then
+        real_skip=$(grep -m1 '^SKIP: ' "$logdir/$name.log" | sed 's/^SKIP: //' || true)
+        echo "SKIP real GPU: ${real_skip:-exit 77}"
+        skipped=1
+        break
+    fi
+    ok=0
+    problems=$(check_result "$name" 2>&1) || ok=1
+    finish "$name" "$ok" "$problems"
+done
+
+echo "logs: $logdir"
+echo "gpu-tests: $passed passed, $failed failed${real_skip:+, real GPU skipped ($real_skip)}"
+[[ $failed -eq 0 ]]
