@@ -454,17 +454,82 @@ static int staged_begin(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *s
     return MPI_SUCCESS;
 }
 
-/* Copies RECV back when the call succeeded.  Nonblocking calls on device
- * buffers have completed by then: their request is returned complete. */
+/* Copies RECV back when the call succeeded. */
 static int staged_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st, int rc,
-                      int copy_out, ompi_request_t **request)
+                      int copy_out)
 {
     int rc2 = mca_coll_xccl_gpu_stage_out(m, coll, &st->gpu, st->rdev, st->rspan,
                                           MPI_SUCCESS == rc && copy_out);
-    if (request && MPI_SUCCESS == rc) {
-        *request = &ompi_request_empty;
-    }
     return MPI_SUCCESS != rc ? rc : rc2;
+}
+
+/* A nonblocking call on device buffers: the host call's request (inner)
+ * runs on the host copies; when it completes, its completion callback
+ * copies RECV back and completes this request. */
+typedef struct {
+    ompi_request_t super;
+    ompi_request_t *inner;
+    mca_coll_xccl_module_t *module;  /* retained while active */
+    xccl_coll_t coll;
+    int copy_out;
+    staged_t st;
+} staged_request_t;
+
+static OBJ_CLASS_INSTANCE(staged_request_t, ompi_request_t, NULL, NULL);
+
+static int staged_request_free(ompi_request_t **rptr)
+{
+    staged_request_t *req = (staged_request_t *) *rptr;
+    if (req->inner) {
+        ompi_request_free(&req->inner);
+    }
+    OMPI_REQUEST_FINI(&req->super);
+    OBJ_RELEASE(req);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int staged_request_done(ompi_request_t *inner)
+{
+    staged_request_t *req = inner->req_complete_cb_data;
+    int rc = staged_end(req->module, req->coll, &req->st, inner->req_status.MPI_ERROR,
+                        req->copy_out);
+    req->super.req_status.MPI_ERROR = rc;
+    OBJ_RELEASE(req->module);
+    ompi_request_complete(&req->super, true);
+    return 0;
+}
+
+/* Ends a staged call: blocking (request NULL) or started (inner). */
+static int staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st, int rc,
+                         int copy_out, ompi_request_t *inner, ompi_request_t **request)
+{
+    if (NULL == request || MPI_SUCCESS != rc) {
+        return staged_end(m, coll, st, rc, copy_out);
+    }
+    staged_request_t *req = OBJ_NEW(staged_request_t);
+    if (NULL == req) {
+        /* The host call runs already: finish it here rather than leak it. */
+        ompi_request_wait(&inner, MPI_STATUS_IGNORE);
+        staged_end(m, coll, st, MPI_SUCCESS, copy_out);
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    }
+    memset((char *) req + sizeof(req->super), 0, sizeof(*req) - sizeof(req->super));
+    OMPI_REQUEST_INIT(&req->super, false);
+    req->super.req_type = OMPI_REQUEST_COLL;
+    req->super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.req_free = staged_request_free;
+    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    req->super.req_status._cancelled = 0;
+    req->inner = inner;
+    req->coll = coll;
+    req->copy_out = copy_out;
+    req->st = *st;
+    OBJ_RETAIN(m);
+    req->module = m;
+    *request = &req->super;
+    ompi_request_set_callback(inner, staged_request_done, req);
+    return MPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------ execution */
@@ -756,8 +821,9 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
                                                (size_t) count, dtype, 0, w.ctx))) {
             return err;
         }
-        err = allreduce(st.s, st.r, count, dtype, op, comm, m, NULL);
-        return staged_end(m, coll, &st, err, 1, request);
+        ompi_request_t *inner = NULL;
+        err = allreduce(st.s, st.r, count, dtype, op, comm, m, request ? &inner : NULL);
+        return staged_finish(m, coll, &st, err, 1, inner, request);
     }
 
     const size_t bytes = (size_t) count * dtype_size(dtype);
@@ -872,8 +938,9 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
         size_t rn = MPI_IN_PLACE == sbuf ? total : counts[m->rank];
         err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, w.ctx);
         if (MPI_SUCCESS == err) {
-            err = reduce_scatter(st.s, st.r, rcounts, dtype, op, comm, m, NULL);
-            err = staged_end(m, coll, &st, err, 1, request);
+            ompi_request_t *inner = NULL;
+            err = reduce_scatter(st.s, st.r, rcounts, dtype, op, comm, m, request ? &inner : NULL);
+            err = staged_finish(m, coll, &st, err, 1, inner, request);
         }
     } else if (MPI_SUCCESS == err) {
         err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back, request);
@@ -920,8 +987,10 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         size_t rn = MPI_IN_PLACE == sbuf ? total : (size_t) rcount;
         err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, w.ctx);
         if (MPI_SUCCESS == err) {
-            err = reduce_scatter_block(st.s, st.r, rcount, dtype, op, comm, m, NULL);
-            err = staged_end(m, coll, &st, err, 1, request);
+            ompi_request_t *inner = NULL;
+            err = reduce_scatter_block(st.s, st.r, rcount, dtype, op, comm, m,
+                                       request ? &inner : NULL);
+            err = staged_finish(m, coll, &st, err, 1, inner, request);
         }
         return err;
     }
@@ -1044,8 +1113,10 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
         if (MPI_SUCCESS != err) {
             return err;
         }
-        err = movement(coll, st.s, scount, sdtype, st.r, rcount, rdtype, comm, m, NULL);
-        return staged_end(m, coll, &st, err, 1, request);
+        ompi_request_t *inner = NULL;
+        err = movement(coll, st.s, scount, sdtype, st.r, rcount, rdtype, comm, m,
+                       request ? &inner : NULL);
+        return staged_finish(m, coll, &st, err, 1, inner, request);
     }
     int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
                                &s, &r, request);
@@ -1095,9 +1166,10 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                                                dtype, m->rank == root, w.ctx))) {
             return err;
         }
-        err = bcast(st.r, count, dtype, root, comm, m, NULL);
+        ompi_request_t *inner = NULL;
+        err = bcast(st.r, count, dtype, root, comm, m, request ? &inner : NULL);
         /* The root's data has not changed. */
-        return staged_end(m, coll, &st, err, m->rank != root, request);
+        return staged_finish(m, coll, &st, err, m->rank != root, inner, request);
     }
     const size_t bytes = (size_t) count * dtype_size(dtype);
     const char *why = common_fallback(m, coll, bytes);

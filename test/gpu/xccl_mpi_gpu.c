@@ -860,6 +860,57 @@ static void test_bcast(int t, size_t count, int root, const char *mem, int nb)
     finish_case(&c);
 }
 
+/* A nonblocking collective must not wait for other ranks before it returns.
+ * Rank 0 starts MPI_Ibcast (root 0) and then sends rank 1 a token; rank 1
+ * waits for the token before it starts its MPI_Ibcast.  A call that runs to
+ * completion before returning deadlocks here (the root's rendezvous send
+ * to rank 1 waits for a receive rank 1 has not posted): rank 1 gives up
+ * after 60 s, reports the failure and aborts the job. */
+static void test_ibcast_returns_early(int t, size_t count, const char *mem)
+{
+    case_t c = { "ibcast_returns_early", t, O_NONE, count, 0, mem, 0, 0 };
+    uint64_t salt = ++case_salt;
+    size_t es = type_size[t], bytes = count * es;
+    int dev = use_dev(mem), token = 42, rc;
+    void *in = xmalloc(bytes);
+    fill_input(t, O_NONE, in, count, 0, salt, 0);
+    buf_t b = make_buf(0 == my_rank ? in : NULL, 0 == my_rank ? bytes : 0, bytes + GUARD, dev);
+    MPI_Request req;
+    if (1 == my_rank) {
+        MPI_Request rreq;
+        int got = 0;
+        double until = MPI_Wtime() + 60.0;
+        MPI_Irecv(&token, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, &rreq);
+        while (!got && MPI_Wtime() < until) {
+            MPI_Test(&rreq, &got, MPI_STATUS_IGNORE);
+        }
+        if (!got) {
+            fail(&c, 0, "rank 0's MPI_Ibcast did not return before the broadcast completed");
+            fprintf(stderr, "FAIL ibcast_returns_early: aborting (the job would hang)\n");
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    rc = MPI_Ibcast(b.ptr, (int) count, type_mpi[t], 0, MPI_COMM_WORLD, &req);
+    if (0 == my_rank && MPI_SUCCESS == rc) {
+        MPI_Send(&token, 1, MPI_INT, 1, 99, MPI_COMM_WORLD);
+    }
+    if (MPI_SUCCESS == rc) {
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    if (rc != MPI_SUCCESS) {
+        fail(&c, 0, "got=rc%d want=MPI_SUCCESS", rc);
+    }
+    unsigned char *out = xmalloc(bytes + GUARD);
+    buf_get(out, &b, bytes + GUARD);
+    struct move_ctx x = { t, salt, count, 2, 0 };
+    check_elems(&c, out, count, want_move, &x);
+    check_guard(&c, out, bytes, bytes + GUARD);
+    buf_free(&b);
+    free(out);
+    free(in);
+    finish_case(&c);
+}
+
 /* MPI_Bcast of count MPI_Type_vector(count, 2, 3, MPI_INT) elements... one
  * element of a vector type of nblocks blocks: every third int stays. */
 static void test_bcast_vector(size_t nblocks, int root, const char *mem)
@@ -1075,6 +1126,9 @@ static void run_all(void)
             test_allreduce(T_INT64, O_MAX, nbc[i], 1, mem, 1);
             test_bcast(T_DOUBLE, nbc[i], 0, mem, 1);
             test_bcast(T_INT8, nbc[i] * 3, nprocs - 1, mem, 1);
+        }
+        if (nprocs >= 2 && (4u << 20) <= max_bytes) {
+            test_ibcast_returns_early(T_DOUBLE, (4u << 20) / 8, mem);
         }
     }
     /* rank 0 device, the others host */
