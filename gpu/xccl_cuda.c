@@ -42,6 +42,7 @@ _Static_assert(XCCL_CU_MEMHOSTALLOC_PORTABLE == CU_MEMHOSTALLOC_PORTABLE &&
 /* Member order of xccl_cu_api_t. */
 static const char *const symbols[] = {
     "cuGetErrorString", "cuPointerGetAttributes", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
+    "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetPCIBusId",
     "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuMemcpy2DAsync_v2",
     "cuMemHostAlloc", "cuMemFreeHost",
 };

@@ -57,6 +57,9 @@ typedef struct {
     xccl_curesult_t (*PointerGetAttributes)(unsigned n, int *attributes, void **data, xccl_cudeviceptr_t ptr);
     xccl_curesult_t (*CtxPushCurrent)(xccl_cucontext_t ctx);
     xccl_curesult_t (*CtxPopCurrent)(xccl_cucontext_t *ctx);
+    xccl_curesult_t (*CtxGetCurrent)(xccl_cucontext_t *ctx);
+    xccl_curesult_t (*CtxGetDevice)(xccl_cudevice_t *dev);
+    xccl_curesult_t (*DeviceGetPCIBusId)(char *bus_id, int len, xccl_cudevice_t dev);
     xccl_curesult_t (*StreamCreate)(xccl_custream_t *stream, unsigned flags);
     xccl_curesult_t (*StreamDestroy)(xccl_custream_t stream);
     xccl_curesult_t (*StreamSynchronize)(xccl_custream_t stream);

@@ -2,6 +2,7 @@
 #include "xccl_build_config.h"
 #include "xccl_gpu.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +35,22 @@ xccl_mem_type_t xccl_gpu_mem_type(const void *ptr)
     xccl_mem_info_t info;
     xccl_gpu_classify(ptr, &info);
     return info.type;
+}
+
+int xccl_gpu_current_pci(char *bus_id, size_t len)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t ctx = NULL;
+    xccl_cudevice_t dev;
+    if (NULL == cu || len < 2 || len > 64 || XCCL_CUDA_SUCCESS != cu->CtxGetCurrent(&ctx) ||
+        NULL == ctx || XCCL_CUDA_SUCCESS != cu->CtxGetDevice(&dev) ||
+        XCCL_CUDA_SUCCESS != cu->DeviceGetPCIBusId(bus_id, (int) len, dev)) {
+        return -1;
+    }
+    for (char *c = bus_id; *c; c++) {
+        *c = (char) tolower((unsigned char) *c);
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ staging sets */

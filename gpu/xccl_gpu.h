@@ -29,6 +29,11 @@ typedef struct {
 void xccl_gpu_classify(const void *ptr, xccl_mem_info_t *info);
 xccl_mem_type_t xccl_gpu_mem_type(const void *ptr);
 
+/* The PCI bus id ("0000:1b:00.0", lower case) of the device of the calling
+ * thread's current CUDA context; -1 when the process has not loaded the
+ * driver or the thread has no context. */
+int xccl_gpu_current_pci(char *bus_id, size_t len);
+
 typedef struct xccl_gpu_set {
     xccl_cucontext_t ctx;
     xccl_custream_t in, out;

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "ompi/mca/coll/base/coll_tags.h"
@@ -31,6 +32,8 @@
 #include "opal/mca/pmix/pmix.h"
 
 #include "coll_xccl.h"
+#include "gpu/xccl_gpu.h"
+#include "topo/xccl_topo.h"
 
 /* Tag of the agreement messages: the bottom of the range Open MPI reserves
  * for collective components, which no stock component uses. */
@@ -315,10 +318,39 @@ static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine,
 }
 
 /* Where this process runs inside its node, for the ring order inside the
- * node: package * 65536 + lowest CPU of its binding, from sysfs; -1 when it
- * is not bound to a strict subset of the CPUs (no order to follow). */
+ * node.  With a current CUDA context on a device the node's topology knows:
+ * XCCL_KEY_GPU + the device's position on the ring that follows the GPU
+ * wiring (xccl_topo_ring_order: NVLink, then PCIe switch and socket), so
+ * ranks on linked devices are neighbours and ranks sharing a device are
+ * adjacent.  Else package * 65536 + lowest CPU of its binding, from sysfs;
+ * -1 when it is not bound to a strict subset of the CPUs (no order to
+ * follow).  Every rank computes its own key from its own node's view; all
+ * ranks then sort the keys they exchanged the same way. */
+#define XCCL_KEY_GPU (1 << 30)
+
+static int gpu_placement_key(void)
+{
+    const xccl_topo_t *topo = mca_coll_xccl_component.topo;
+    char pci[32];
+    int order[XCCL_TOPO_MAX_DEVS];
+    if (NULL == topo || 0 != xccl_gpu_current_pci(pci, sizeof(pci))) {
+        return -1;
+    }
+    int n = xccl_topo_ring_order(topo, order);
+    for (int k = 0; k < n; k++) {
+        if (0 == strcasecmp(topo->devs[order[k]].loc.pci, pci)) {
+            return XCCL_KEY_GPU + k;
+        }
+    }
+    return -1;
+}
+
 static int placement_key(void)
 {
+    int gpu = gpu_placement_key();
+    if (gpu >= 0) {
+        return gpu;
+    }
     cpu_set_t set;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (0 != sched_getaffinity(0, sizeof(set), &set) || ncpu <= 0 || CPU_COUNT(&set) >= ncpu) {
@@ -336,7 +368,8 @@ static int placement_key(void)
     snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
     FILE *f = fopen(path, "r");
     if (NULL != f) {
-        if (1 != fscanf(f, "%d", &package) || package < 0 || package > 32767) {
+        /* below XCCL_KEY_GPU */
+        if (1 != fscanf(f, "%d", &package) || package < 0 || package >= XCCL_KEY_GPU / 65536) {
             package = 0;
         }
         fclose(f);
@@ -354,9 +387,10 @@ static int cmp_key_rank(const void *a, const void *b)
     return x->key != y->key ? (x->key < y->key ? -1 : 1) : x->rank - y->rank;
 }
 
-/* Orders the ranks of each node by where they run (package, then CPU), so
- * that rings inside a node go socket by socket instead of hopping across
- * sockets in communicator order.  Nodes where a rank is unbound keep the
+/* Orders the ranks of each node by where they run (GPU ring position, or
+ * package then CPU), so that rings inside a node follow the wiring instead
+ * of hopping across sockets in communicator order.  Nodes where a rank is
+ * unbound, or some ranks have a GPU key and others not, keep the
  * communicator order.  keys are the same on every rank: so is the order. */
 static void order_nodes(mca_coll_xccl_module_t *m, const int *keys)
 {
@@ -365,12 +399,14 @@ static void order_nodes(mca_coll_xccl_module_t *m, const int *keys)
     for (int n = 0; NULL != kr && NULL != order && n < m->layout.nnodes; n++) {
         const int ln = xccl_layout_node_size(&m->layout, n);
         const int *members = xccl_layout_node_members(&m->layout, n);
-        int bound = 1, changed = 0;
+        int bound = 1, changed = 0, gpus = 0;
         for (int i = 0; i < ln; i++) {
             kr[i].key = keys[members[i]];
             kr[i].rank = members[i];
             bound = bound && kr[i].key >= 0;
+            gpus += kr[i].key >= XCCL_KEY_GPU;
         }
+        bound = bound && (0 == gpus || ln == gpus);
         if (!bound || ln < 2) {
             continue;
         }
@@ -385,8 +421,9 @@ static void order_nodes(mca_coll_xccl_module_t *m, const int *keys)
             for (int i = 0; i < ln && len < (int) sizeof(line) - 12; i++) {
                 len += snprintf(line + len, sizeof(line) - (size_t) len, " %d", order[i]);
             }
-            mca_coll_xccl_log(2, "comm comm=%u node %d: ranks in placement order:%s%s", m->cid, n,
-                              line, len >= (int) sizeof(line) - 12 ? " ..." : "");
+            mca_coll_xccl_log(2, "comm comm=%u node %d: ranks in placement order (%s):%s%s",
+                              m->cid, n, gpus ? "gpu ring" : "cpu", line,
+                              len >= (int) sizeof(line) - 12 ? " ..." : "");
         }
     }
     free(kr);

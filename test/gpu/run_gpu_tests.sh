@@ -155,6 +155,51 @@ problems=$({ [[ $run_rc -eq 77 ]] || { echo "$name: exit status $run_rc, want 77
     { grep -q '^SKIP: ' "$logdir/$name.log" || { echo "$name: no SKIP line"; false; }; } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
+# Ring order inside a node that follows the GPU wiring: 4 ranks on 4 fake
+# GPUs (rank r on device r, PCI ids as the fake reports them) in a topology
+# that alternates sockets: gpu0 and gpu2 on package 0, gpu1 and gpu3 on
+# package 1.  Communicator order crosses the sockets 4 times around the
+# ring; the order xccl logs must pair ranks 0-2 and 1-3 (2 crossings).
+topo=$logdir/alternate-sockets.topo
+cat >"$topo" <<'TOPO'
+xccl_topo 1
+node alt4 packages=2 numa=2 cores=4 pus=4
+numa 0 package=0 cores=2 pus=2
+numa 1 package=1 cores=2 pus=2
+device gpu0 kind=gpu vendor=10de pci=0000:10:00.0 numa=0 package=0 pcie=hb0/sw0/p0
+device gpu1 kind=gpu vendor=10de pci=0000:11:00.0 numa=1 package=1 pcie=hb1/sw0/p0
+device gpu2 kind=gpu vendor=10de pci=0000:12:00.0 numa=0 package=0 pcie=hb0/sw0/p1
+device gpu3 kind=gpu vendor=10de pci=0000:13:00.0 numa=1 package=1 pcie=hb1/sw0/p1
+TOPO
+name=fake.gpu_ring.np4
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_topo_file "$topo" --mca coll_xccl_verbose 2)
+run "$name" 4 "$fake_ldp" FAKE_CUDA_DEVICES=4 -- -n 65536
+extra_args=("${saved_extra[@]}")
+# adjacent A B ORDER...: A and B are neighbours on the ring ORDER
+adjacent() {
+    local a=$1 b=$2
+    shift 2
+    local o=("$@") n=$# i
+    for ((i = 0; i < n; i++)); do
+        local x=${o[i]} y=${o[(i + 1) % n]}
+        if [[ ($x == "$a" && $y == "$b") || ($x == "$b" && $y == "$a") ]]; then
+            return 0
+        fi
+    done
+    return 1
+}
+ok=0
+problems=$({
+    check_result "$name" &&
+    line=$(grep -m1 'comm=0 node 0: ranks in placement order (gpu ring):' "$logdir/$name.log") ||
+        { echo "$name: no 'comm=0 node 0: ranks in placement order (gpu ring)' line"; false; } &&
+    read -r -a order <<<"${line##*:}" &&
+    { [[ ${#order[@]} -eq 4 ]] && adjacent 0 2 "${order[@]}" && adjacent 1 3 "${order[@]}" ||
+        { echo "$name: ring order '${order[*]}' does not keep gpu0/gpu2 and gpu1/gpu3 together"; false; }; }
+} 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
 # (2) the real driver, where there is one
 real_ldp=-
 if [[ ${LD_LIBRARY_PATH:-} == *"$fakedir"* ]]; then

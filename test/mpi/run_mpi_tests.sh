@@ -283,8 +283,8 @@ if [[ $(nproc) -ge 2 ]]; then
         --mca coll_xccl_small_msg_bytes 0 "$bindir/xccl_mpi_check" -q
     ok=0
     problems=$({ check_result "$name" &&
-        { grep -q 'comm=0 node 0: ranks in placement order: 1 0' "$logdir/$name.log" ||
-          { echo "$name: no 'ranks in placement order: 1 0' line"; false; }; }; } 2>&1) || ok=1
+        { grep -q 'comm=0 node 0: ranks in placement order (cpu): 1 0' "$logdir/$name.log" ||
+          { echo "$name: no 'ranks in placement order (cpu): 1 0' line"; false; }; }; } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
 else
