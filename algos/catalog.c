@@ -126,9 +126,13 @@ static int bc_hier_sag(xccl_sched_t *s, const xccl_coll_args_t *a)
 /* The first algorithm of each collective is its measured default (auto
  * keeps it unless another is predicted clearly faster). */
 static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
+    /* Ties go to the earlier entry: hier before swing, whose inter-node
+     * bytes the model predicts equal on two nodes, but which spreads them
+     * over flows that share links (2 hosts x 2 ranks, 4 MiB, 1 Gbit/s:
+     * hier 41.9 ms, swing 49.1 ms, docs/bench/multinode-rails.txt). */
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
-        { "rabenseifner", ar_rab }, { "swing", ar_swing }, { "hier", ar_hier },
-        { "hier_hd", ar_hier_hd } },
+        { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
+        { "swing", ar_swing } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
