@@ -394,6 +394,21 @@ static const char *reduction_fallback(const mca_coll_xccl_module_t *m, xccl_coll
     return why;
 }
 
+/* ------------------------------------------------------------ requests */
+
+/* An active collective request of xccl's: the ompi_request_t at the start
+ * of an object of `whole` bytes (OBJ_NEW constructed only that part). */
+static void init_request(ompi_request_t *r, size_t whole, ompi_request_free_fn_t free_fn)
+{
+    memset((char *) r + sizeof(*r), 0, whole - sizeof(*r));
+    OMPI_REQUEST_INIT(r, false);
+    r->req_type = OMPI_REQUEST_COLL;
+    r->req_state = OMPI_REQUEST_ACTIVE;
+    r->req_free = free_fn;
+    r->req_status.MPI_ERROR = MPI_SUCCESS;
+    r->req_status._cancelled = 0;
+}
+
 /* ------------------------------------------------------------ device buffers */
 
 /* Where a call's buffers live.  Device buffers never change which path a
@@ -514,13 +529,7 @@ static int staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *
         staged_end(m, coll, st, MPI_SUCCESS, copy_out);
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
     }
-    memset((char *) req + sizeof(req->super), 0, sizeof(*req) - sizeof(req->super));
-    OMPI_REQUEST_INIT(&req->super, false);
-    req->super.req_type = OMPI_REQUEST_COLL;
-    req->super.req_state = OMPI_REQUEST_ACTIVE;
-    req->super.req_free = staged_request_free;
-    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
-    req->super.req_status._cancelled = 0;
+    init_request(&req->super, sizeof(*req), staged_request_free);
     req->inner = inner;
     req->coll = coll;
     req->copy_out = copy_out;
@@ -668,14 +677,7 @@ static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, v
         xccl_sched_fini(s);
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
     }
-    /* Only the ompi_request_t part is constructed. */
-    memset((char *) req + sizeof(req->super), 0, sizeof(*req) - sizeof(req->super));
-    OMPI_REQUEST_INIT(&req->super, false);
-    req->super.req_type = OMPI_REQUEST_COLL;
-    req->super.req_state = OMPI_REQUEST_ACTIVE;
-    req->super.req_free = request_free;
-    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
-    req->super.req_status._cancelled = 0;
+    init_request(&req->super, sizeof(*req), request_free);
     req->coll = coll;
     req->sched = *s;
     if (rctx) {

@@ -827,6 +827,25 @@ static void test_alltoall(int t, size_t count, int inplace, const char *mem)
     finish_case(&c);
 }
 
+/* Checks a broadcast's result (the root's input of salt) and frees it all. */
+static void finish_bcast(case_t *c, int rc, buf_t *b, void *in, uint64_t salt, int root)
+{
+    const int t = c->type;
+    const size_t count = c->count, bytes = count * type_size[t];
+    if (rc != MPI_SUCCESS) {
+        fail(c, 0, "got=rc%d want=MPI_SUCCESS", rc);
+    }
+    unsigned char *out = xmalloc(bytes + GUARD);
+    buf_get(out, b, bytes + GUARD);
+    struct move_ctx x = { t, salt, count, 2, root };
+    check_elems(c, out, count, want_move, &x);
+    check_guard(c, out, bytes, bytes + GUARD);
+    buf_free(b);
+    free(out);
+    free(in);
+    finish_case(c);
+}
+
 static void test_bcast(int t, size_t count, int root, const char *mem, int nb)
 {
     case_t c = { nb ? "ibcast" : "bcast", t, O_NONE, count, 0, mem, root, 0 };
@@ -846,18 +865,7 @@ static void test_bcast(int t, size_t count, int root, const char *mem, int nb)
     } else {
         rc = MPI_Bcast(b.ptr, (int) count, type_mpi[t], root, MPI_COMM_WORLD);
     }
-    if (rc != MPI_SUCCESS) {
-        fail(&c, 0, "got=rc%d want=MPI_SUCCESS", rc);
-    }
-    unsigned char *out = xmalloc(bytes + GUARD);
-    buf_get(out, &b, bytes + GUARD);
-    struct move_ctx x = { t, salt, count, 2, root };
-    check_elems(&c, out, count, want_move, &x);
-    check_guard(&c, out, bytes, bytes + GUARD);
-    buf_free(&b);
-    free(out);
-    free(in);
-    finish_case(&c);
+    finish_bcast(&c, rc, &b, in, salt, root);
 }
 
 /* A nonblocking collective must not wait for other ranks before it returns.
@@ -897,18 +905,7 @@ static void test_ibcast_returns_early(int t, size_t count, const char *mem)
     if (MPI_SUCCESS == rc) {
         rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
     }
-    if (rc != MPI_SUCCESS) {
-        fail(&c, 0, "got=rc%d want=MPI_SUCCESS", rc);
-    }
-    unsigned char *out = xmalloc(bytes + GUARD);
-    buf_get(out, &b, bytes + GUARD);
-    struct move_ctx x = { t, salt, count, 2, 0 };
-    check_elems(&c, out, count, want_move, &x);
-    check_guard(&c, out, bytes, bytes + GUARD);
-    buf_free(&b);
-    free(out);
-    free(in);
-    finish_case(&c);
+    finish_bcast(&c, rc, &b, in, salt, 0);
 }
 
 /* MPI_Bcast of count MPI_Type_vector(count, 2, 3, MPI_INT) elements... one
