@@ -25,6 +25,10 @@ SAME_OFFSET(WidthInBytes);
 SAME_OFFSET(Height);
 _Static_assert(sizeof(xccl_cu_memcpy2d_t) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D");
 _Static_assert(sizeof(xccl_cudeviceptr_t) == sizeof(CUdeviceptr), "CUdeviceptr");
+_Static_assert(sizeof(xccl_cuipc_handle_t) == sizeof(CUipcMemHandle), "CUipcMemHandle");
+_Static_assert(XCCL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS == CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS &&
+               XCCL_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+               "ipc");
 _Static_assert(XCCL_CU_POINTER_ATTRIBUTE_CONTEXT == CU_POINTER_ATTRIBUTE_CONTEXT &&
                XCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE == CU_POINTER_ATTRIBUTE_MEMORY_TYPE &&
                XCCL_CU_POINTER_ATTRIBUTE_BUFFER_ID == CU_POINTER_ATTRIBUTE_BUFFER_ID &&
@@ -44,7 +48,8 @@ static const char *const symbols[] = {
     "cuGetErrorString", "cuPointerGetAttributes", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
     "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetPCIBusId",
     "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuMemcpy2DAsync_v2",
-    "cuMemHostAlloc", "cuMemFreeHost",
+    "cuMemHostAlloc", "cuMemFreeHost", "cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2",
+    "cuIpcCloseMemHandle",
 };
 _Static_assert(sizeof(symbols) / sizeof(symbols[0]) == sizeof(xccl_cu_api_t) / sizeof(void (*)(void)),
                "one symbol per member");

@@ -18,12 +18,19 @@ typedef struct xccl_custream_st *xccl_custream_t;
 
 #define XCCL_CUDA_SUCCESS 0
 
+/* CUipcMemHandle, passed by value */
+typedef struct {
+    char reserved[64];
+} xccl_cuipc_handle_t;
+#define XCCL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
+
 /* CUpointer_attribute */
 #define XCCL_CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define XCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define XCCL_CU_POINTER_ATTRIBUTE_BUFFER_ID 7
 #define XCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED 8
 #define XCCL_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define XCCL_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
 
 /* CUmemorytype */
 #define XCCL_CU_MEMORYTYPE_HOST 1
@@ -66,6 +73,10 @@ typedef struct {
     xccl_curesult_t (*Memcpy2DAsync)(const xccl_cu_memcpy2d_t *copy, xccl_custream_t stream);
     xccl_curesult_t (*MemHostAlloc)(void **pp, size_t bytes, unsigned flags);
     xccl_curesult_t (*MemFreeHost)(void *p);
+    xccl_curesult_t (*IpcGetMemHandle)(xccl_cuipc_handle_t *handle, xccl_cudeviceptr_t ptr);
+    xccl_curesult_t (*IpcOpenMemHandle)(xccl_cudeviceptr_t *ptr, xccl_cuipc_handle_t handle,
+                                        unsigned flags);
+    xccl_curesult_t (*IpcCloseMemHandle)(xccl_cudeviceptr_t ptr);
 } xccl_cu_api_t;
 
 /* The driver's entry points, or NULL when the process has not loaded

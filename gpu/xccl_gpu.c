@@ -13,20 +13,26 @@ void xccl_gpu_classify(const void *ptr, xccl_mem_info_t *info)
     const xccl_cu_api_t *cu = xccl_cu();
     unsigned int type = 0, managed = 0;
     xccl_cucontext_t ctx = NULL;
+    xccl_cudeviceptr_t base = 0;
+    unsigned long long id = 0;
     int attrs[] = { XCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, XCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                    XCCL_CU_POINTER_ATTRIBUTE_CONTEXT };
-    void *data[] = { &type, &managed, &ctx };
+                    XCCL_CU_POINTER_ATTRIBUTE_CONTEXT, XCCL_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                    XCCL_CU_POINTER_ATTRIBUTE_BUFFER_ID };
+    void *data[] = { &type, &managed, &ctx, &base, &id };
 
+    memset(info, 0, sizeof(*info));
     info->type = XCCL_MEM_HOST;
-    info->ctx = NULL;
     /* The driver answers "type 0" for memory it does not know. */
     if (NULL == ptr || NULL == cu ||
-        XCCL_CUDA_SUCCESS != cu->PointerGetAttributes(3, attrs, data, (xccl_cudeviceptr_t) (uintptr_t) ptr)) {
+        XCCL_CUDA_SUCCESS != cu->PointerGetAttributes(5, attrs, data,
+                                                      (xccl_cudeviceptr_t) (uintptr_t) ptr)) {
         return;
     }
     if (managed || XCCL_CU_MEMORYTYPE_DEVICE == type || XCCL_CU_MEMORYTYPE_ARRAY == type) {
         info->type = XCCL_MEM_DEVICE;
         info->ctx = ctx;
+        info->base = (void *) (uintptr_t) base;
+        info->buffer_id = id;
     }
 }
 

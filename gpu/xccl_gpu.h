@@ -22,6 +22,8 @@ typedef enum {
 typedef struct {
     xccl_mem_type_t type;
     xccl_cucontext_t ctx;             /* the context that owns a device buffer */
+    void *base;                       /* start of its allocation */
+    unsigned long long buffer_id;     /* unique per allocation in the process */
 } xccl_mem_info_t;
 
 /* Where ptr lives: one cuPointerGetAttributes call once the process has

@@ -47,6 +47,7 @@ typedef struct {
     int small_bytes;                 /* auto: fall back below this size */
     size_t segment_bytes;            /* ring allreduce pipelining segment, 0: none */
     size_t gpu_pool_bytes;           /* device buffers: most pinned host memory per call */
+    size_t gpu_ipc_bytes;            /* CUDA IPC from this many bytes per call (0: off) */
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
     double model_margin;             /* other algorithms must win by this fraction */
     char *cost_file;
@@ -90,6 +91,12 @@ typedef struct {
     int8_t choice[XCCL_NCOLL][65];
     float predicted_us[XCCL_NCOLL][65];
     size_t scratch_size;
+    /* CUDA IPC inside a node: set when every rank had a CUDA context on a
+     * known device when the communicator was created and all are on one
+     * node; the peers' buffers mapped so far. */
+    bool gpu_ipc;
+    bool staging;                    /* inside the host-copy call of a device call */
+    struct mca_coll_xccl_ipc *ipc;
 
     /* what Open MPI would have used */
     mca_coll_base_module_allreduce_fn_t prev_allreduce;
@@ -193,6 +200,18 @@ int mca_coll_xccl_gpu_stage_in(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                mca_coll_xccl_gpu_stage_t *st, void *ctx, const void *sdev,
                                size_t sspan, void **hs, void *rdev, size_t rspan, int copy_r,
                                void **hr);
+/* CUDA IPC inside a node for allgather, alltoall and bcast (blocking, with
+ * m->gpu_ipc): every rank calls it with the same coll, block (bytes per
+ * rank; bcast: all bytes) and root.  exp is what this rank's peers read
+ * (allgather: its block; alltoall: its send buffer; bcast: the root's
+ * buffer, NULL elsewhere), dst where it writes, contig whether its
+ * datatypes are contiguous.  The ranks exchange IPC handles and agree; if
+ * any rank cannot take part (host or non-contiguous buffers, a handle that
+ * does not open), *done = 0 on every rank and nothing has moved. */
+int mca_coll_xccl_gpu_ipc(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
+                          xccl_coll_t coll, const void *exp, void *dst, size_t block, int root,
+                          int contig, int *done);
+void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m);
 int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                 mca_coll_xccl_gpu_stage_t *st, void *rdev, size_t rspan,
                                 int copy_out);

@@ -146,6 +146,15 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_LOCAL, &c->gpu_pool_bytes);
 
+    c->gpu_ipc_bytes = 65536;
+    (void) mca_base_component_var_register(v, "gpu_ipc_bytes",
+        "Device buffers, every rank of the communicator on one node with a CUDA context: "
+        "allgather, alltoall (not in place) and bcast moving at least this many bytes copy "
+        "straight between the ranks' device buffers through CUDA IPC (0: never); costs two "
+        "small host collectives and a barrier per call",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->gpu_ipc_bytes);
+
     /* Defaults measured here with xccl_calibrate plus xccl's per-message
      * software overhead (8 B allgather at np 2: ~1.7 us). */
     c->cost_alpha = XCCL_COST_ALPHA;

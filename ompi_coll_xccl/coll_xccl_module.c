@@ -113,6 +113,7 @@ static void release_endpoints(mca_coll_xccl_module_t *m)
  * no other communicator uses them. */
 static void module_destruct(mca_coll_xccl_module_t *m)
 {
+    mca_coll_xccl_gpu_ipc_fini(m);
     release_endpoints(m);
     free(m->scratch);
     xccl_layout_fini(&m->layout);
@@ -322,19 +323,28 @@ static int agree(struct ompi_communicator_t *comm, int rank, int size, int mine,
  * XCCL_KEY_GPU + the device's position on the ring that follows the GPU
  * wiring (xccl_topo_ring_order: NVLink, then PCIe switch and socket), so
  * ranks on linked devices are neighbours and ranks sharing a device are
- * adjacent.  Else package * 65536 + lowest CPU of its binding, from sysfs;
- * -1 when it is not bound to a strict subset of the CPUs (no order to
- * follow).  Every rank computes its own key from its own node's view; all
- * ranks then sort the keys they exchanged the same way. */
+ * adjacent.  Else package * 65536 + lowest CPU of its binding, from sysfs,
+ * or XCCL_KEY_UNBOUND when it is not bound to a strict subset of the CPUs
+ * (no order to follow), plus XCCL_KEY_CUDA when it has a CUDA context on
+ * a device the topology does not know.  Every rank computes its own key
+ * from its own node's view; all ranks then sort the keys they exchanged
+ * the same way. */
 #define XCCL_KEY_GPU (1 << 30)
+#define XCCL_KEY_CUDA (1 << 29)
+#define XCCL_KEY_UNBOUND (XCCL_KEY_CUDA - 1)
+#define KEY_CPU(k) ((k) & XCCL_KEY_UNBOUND)
 
+/* With a CUDA context: its ring position key, else XCCL_KEY_CUDA.  Else -1. */
 static int gpu_placement_key(void)
 {
     const xccl_topo_t *topo = mca_coll_xccl_component.topo;
     char pci[32];
     int order[XCCL_TOPO_MAX_DEVS];
-    if (NULL == topo || 0 != xccl_gpu_current_pci(pci, sizeof(pci))) {
+    if (0 != xccl_gpu_current_pci(pci, sizeof(pci))) {
         return -1;
+    }
+    if (NULL == topo) {
+        return XCCL_KEY_CUDA;
     }
     int n = xccl_topo_ring_order(topo, order);
     for (int k = 0; k < n; k++) {
@@ -342,39 +352,41 @@ static int gpu_placement_key(void)
             return XCCL_KEY_GPU + k;
         }
     }
-    return -1;
+    return XCCL_KEY_CUDA;
 }
 
 static int placement_key(void)
 {
     int gpu = gpu_placement_key();
-    if (gpu >= 0) {
+    if (gpu >= XCCL_KEY_GPU) {
         return gpu;
     }
+    const int cuda = gpu >= 0 ? XCCL_KEY_CUDA : 0;
     cpu_set_t set;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (0 != sched_getaffinity(0, sizeof(set), &set) || ncpu <= 0 || CPU_COUNT(&set) >= ncpu) {
-        return -1;
+        return cuda | XCCL_KEY_UNBOUND;
     }
     int cpu = 0;
     while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set)) {
         cpu++;
     }
     if (cpu >= CPU_SETSIZE || cpu >= 65536) {
-        return -1;
+        return cuda | XCCL_KEY_UNBOUND;
     }
     char path[96];
     int package = 0;
     snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
     FILE *f = fopen(path, "r");
     if (NULL != f) {
-        /* below XCCL_KEY_GPU */
-        if (1 != fscanf(f, "%d", &package) || package < 0 || package >= XCCL_KEY_GPU / 65536) {
+        /* below XCCL_KEY_UNBOUND */
+        if (1 != fscanf(f, "%d", &package) || package < 0 ||
+            package >= XCCL_KEY_UNBOUND / 65536) {
             package = 0;
         }
         fclose(f);
     }
-    return package * 65536 + cpu;
+    return cuda | (package * 65536 + cpu);
 }
 
 typedef struct {
@@ -403,8 +415,11 @@ static void order_nodes(mca_coll_xccl_module_t *m, const int *keys)
         for (int i = 0; i < ln; i++) {
             kr[i].key = keys[members[i]];
             kr[i].rank = members[i];
-            bound = bound && kr[i].key >= 0;
             gpus += kr[i].key >= XCCL_KEY_GPU;
+        }
+        for (int i = 0; i < ln && 0 == gpus; i++) {
+            kr[i].key = kr[i].key < 0 ? XCCL_KEY_UNBOUND : KEY_CPU(kr[i].key);
+            bound = bound && XCCL_KEY_UNBOUND != kr[i].key;
         }
         bound = bound && (0 == gpus || ln == gpus);
         if (!bound || ln < 2) {
@@ -555,12 +570,16 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         return OMPI_SUCCESS;
     }
     order_nodes(m, keys);
+    m->gpu_ipc = m->size > 1 && 1 == m->layout.nnodes;
+    for (int i = 0; i < m->size; i++) {
+        m->gpu_ipc = m->gpu_ipc && keys[i] >= 0 && (keys[i] & (XCCL_KEY_GPU | XCCL_KEY_CUDA));
+    }
     free(keys);
     if (comm == &ompi_mpi_comm_world.comm) {
         mca_coll_xccl_component.world_active = true;
     }
-    mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s) nodes=%d ppn=%d..%d",
+    mca_coll_xccl_log(2, "comm comm=%u rank=%d size=%d enabled (name %s) nodes=%d ppn=%d..%d%s",
                       m->cid, m->world_rank, m->size, comm->c_name, m->layout.nnodes,
-                      m->layout.min_ppn, m->layout.max_ppn);
+                      m->layout.min_ppn, m->layout.max_ppn, m->gpu_ipc ? " cuda_ipc" : "");
     return OMPI_SUCCESS;
 }

@@ -824,7 +824,9 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
             return err;
         }
         ompi_request_t *inner = NULL;
+        m->staging = true;
         err = allreduce(st.s, st.r, count, dtype, op, comm, m, request ? &inner : NULL);
+        m->staging = false;
         return staged_finish(m, coll, &st, err, 1, inner, request);
     }
 
@@ -941,7 +943,9 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
         err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, w.ctx);
         if (MPI_SUCCESS == err) {
             ompi_request_t *inner = NULL;
+            m->staging = true;
             err = reduce_scatter(st.s, st.r, rcounts, dtype, op, comm, m, request ? &inner : NULL);
+            m->staging = false;
             err = staged_finish(m, coll, &st, err, 1, inner, request);
         }
     } else if (MPI_SUCCESS == err) {
@@ -990,8 +994,10 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, w.ctx);
         if (MPI_SUCCESS == err) {
             ompi_request_t *inner = NULL;
+            m->staging = true;
             err = reduce_scatter_block(st.s, st.r, rcount, dtype, op, comm, m,
                                        request ? &inner : NULL);
+            m->staging = false;
             err = staged_finish(m, coll, &st, err, 1, inner, request);
         }
         return err;
@@ -1101,9 +1107,31 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
     const char *why = NULL;
     size_t block = 0;
     char *s = NULL, *r = NULL;
-    const where_t w = where(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
+    const int in_place = MPI_IN_PLACE == sbuf;
+    const size_t P = (size_t) m->size;
+    const size_t bytes = rcount < 0 ? 0 : (size_t) rcount * dtype_size(rdtype) * P;
+    /* Inputs every rank shares decide whether all try CUDA IPC. */
+    if (m->gpu_ipc && !m->staging && NULL == request &&
+        mca_coll_xccl_component.gpu_ipc_bytes > 0 &&
+        bytes >= mca_coll_xccl_component.gpu_ipc_bytes &&
+        !(XCCL_COLL_ALLTOALL == coll && in_place) &&
+        MPI_SUCCESS == check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                       XCCL_COLL_ALLTOALL == coll ? P : 1)) {
+        const size_t sn = (size_t) scount * (XCCL_COLL_ALLTOALL == coll ? P : 1);
+        block = bytes / P;
+        r = (char *) rbuf + true_lb_of(rdtype);
+        const char *exp = in_place ? r + (size_t) m->rank * block
+                                   : (const char *) sbuf + true_lb_of(sdtype);
+        int done, contig = is_contiguous(rdtype, (size_t) rcount * P) &&
+                           (in_place || (is_contiguous(sdtype, sn) &&
+                                         (size_t) scount * dtype_size(sdtype) == block));
+        int err = mca_coll_xccl_gpu_ipc(m, comm, coll, exp, r, block, -1, contig, &done);
+        if (done) {
+            return err;
+        }
+    }
+    const where_t w = where(in_place ? NULL : sbuf, rbuf);
     if (w.device) {
-        const size_t P = (size_t) m->size;
         const size_t sn = (size_t) scount * (XCCL_COLL_ALLTOALL == coll ? P : 1);
         staged_t st;
         int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
@@ -1116,8 +1144,10 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
             return err;
         }
         ompi_request_t *inner = NULL;
+        m->staging = true;
         err = movement(coll, st.s, scount, sdtype, st.r, rcount, rdtype, comm, m,
                        request ? &inner : NULL);
+        m->staging = false;
         return staged_finish(m, coll, &st, err, 1, inner, request);
     }
     int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
@@ -1161,6 +1191,18 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
     if (MPI_SUCCESS != (err = check_buf(buf, (size_t) count, dtype))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
+    if (m->gpu_ipc && !m->staging && NULL == request &&
+        mca_coll_xccl_component.gpu_ipc_bytes > 0 &&
+        (size_t) count * dtype_size(dtype) >= mca_coll_xccl_component.gpu_ipc_bytes) {
+        char *b = (char *) buf + true_lb_of(dtype);
+        int done;
+        err = mca_coll_xccl_gpu_ipc(m, comm, coll, m->rank == root ? b : NULL, b,
+                                    (size_t) count * dtype_size(dtype), root,
+                                    is_contiguous(dtype, (size_t) count), &done);
+        if (done) {
+            return err;
+        }
+    }
     const where_t w = where(buf, NULL);
     if (w.device) {
         staged_t st;
@@ -1169,7 +1211,9 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
             return err;
         }
         ompi_request_t *inner = NULL;
+        m->staging = true;
         err = bcast(st.r, count, dtype, root, comm, m, request ? &inner : NULL);
+        m->staging = false;
         /* The root's data has not changed. */
         return staged_finish(m, coll, &st, err, m->rank != root, inner, request);
     }
