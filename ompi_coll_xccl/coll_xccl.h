@@ -211,6 +211,16 @@ int mca_coll_xccl_gpu_stage_in(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 int mca_coll_xccl_gpu_ipc(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
                           xccl_coll_t coll, const void *exp, void *dst, size_t block, int root,
                           int contig, int *done);
+/* The same for allreduce (counts: the slice of each rank, in elements of
+ * es bytes, summing to the count) and reduce_scatter(_block) (counts: the
+ * blocks; not in place): rank j reduces slice j from every rank's src in
+ * rank order with a GPU kernel (gpu_dt, gpu_op: xccl_dtype_t, xccl_op_t)
+ * into dst, then (allreduce) every rank copies the other slices from their
+ * owners' dst.  ok: this rank's own conditions (device buffers, a mapped
+ * type and op). */
+int mca_coll_xccl_gpu_ipc_reduce(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
+                                 xccl_coll_t coll, const void *src, void *dst, const size_t *counts,
+                                 size_t es, int gpu_dt, int gpu_op, int ok, int *done);
 void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m);
 int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                 mca_coll_xccl_gpu_stage_t *st, void *rdev, size_t rspan,

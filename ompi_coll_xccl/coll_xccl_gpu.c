@@ -17,6 +17,7 @@
 
 #include "coll_xccl.h"
 #include "gpu/xccl_gpu.h"
+#include "gpu/xccl_gpu_kernels.h"
 
 enum { TO_HOST, FROM_HOST, DEVICE_TO_DEVICE };
 
@@ -148,12 +149,32 @@ struct mca_coll_xccl_ipc {
     unsigned long long clock;
 };
 
-/* What each rank sends the others. */
+/* One exported buffer. */
 typedef struct {
     xccl_cuipc_handle_t handle;
     uint64_t buffer_id, offset;
-    int32_t ok, exports;
+    int32_t valid, pad;
+} ipc_buf_t;
+
+/* What each rank sends the others: whether it can take part, and up to two
+ * buffers its peers read (0: input, 1: output). */
+typedef struct {
+    ipc_buf_t buf[2];
+    int32_t ok, pad;
 } ipc_rec_t;
+
+/* The state of one call on this rank. */
+typedef struct {
+    mca_coll_xccl_module_t *m;
+    struct ompi_communicator_t *comm;
+    xccl_coll_t coll;
+    const xccl_cu_api_t *cu;
+    void *ctx;                       /* the context of this rank's device buffers */
+    ipc_rec_t mine, *recs;
+    char **peer[2];                  /* peers' buffers, mapped (NULL: not needed) */
+    xccl_gpu_set_t *set;             /* its stream */
+    const char *error;
+} ipc_call_t;
 
 static void unmap(const xccl_cu_api_t *cu, ipc_map_t *e)
 {
@@ -164,8 +185,8 @@ static void unmap(const xccl_cu_api_t *cu, ipc_map_t *e)
     }
 }
 
-/* The peer's allocation mapped here (current context ctx), or NULL. */
-static char *map_peer(mca_coll_xccl_module_t *m, const ipc_rec_t *r, int peer, void *ctx)
+/* The peer's buffer mapped here (current context ctx), or NULL. */
+static char *map_peer(mca_coll_xccl_module_t *m, const ipc_buf_t *b, int peer, void *ctx)
 {
     const xccl_cu_api_t *cu = xccl_cu();
     struct mca_coll_xccl_ipc *c = m->ipc;
@@ -175,8 +196,8 @@ static char *map_peer(mca_coll_xccl_module_t *m, const ipc_rec_t *r, int peer, v
     ipc_map_t *e = NULL, *oldest = &c->map[0];
     for (int i = 0; i < c->n; i++) {
         ipc_map_t *x = &c->map[i];
-        if (x->peer == peer && x->buffer_id == r->buffer_id && x->ctx == ctx &&
-            0 == memcmp(&x->handle, &r->handle, sizeof(r->handle))) {
+        if (x->peer == peer && x->buffer_id == b->buffer_id && x->ctx == ctx &&
+            0 == memcmp(&x->handle, &b->handle, sizeof(b->handle))) {
             e = x;
             break;
         }
@@ -184,7 +205,7 @@ static char *map_peer(mca_coll_xccl_module_t *m, const ipc_rec_t *r, int peer, v
     }
     if (NULL == e) {
         xccl_cudeviceptr_t p = 0;
-        if (XCCL_CUDA_SUCCESS != cu->IpcOpenMemHandle(&p, r->handle,
+        if (XCCL_CUDA_SUCCESS != cu->IpcOpenMemHandle(&p, b->handle,
                                                        XCCL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) {
             return NULL;
         }
@@ -194,14 +215,14 @@ static char *map_peer(mca_coll_xccl_module_t *m, const ipc_rec_t *r, int peer, v
             unmap(cu, oldest);
             e = oldest;
         }
-        e->handle = r->handle;
-        e->buffer_id = r->buffer_id;
+        e->handle = b->handle;
+        e->buffer_id = b->buffer_id;
         e->peer = peer;
         e->ptr = (char *) (uintptr_t) p;
         e->ctx = ctx;
     }
     e->used = ++c->clock;
-    return e->ptr;
+    return e->ptr + b->offset;
 }
 
 void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m)
@@ -216,7 +237,164 @@ void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m)
     m->ipc = NULL;
 }
 
-/* Where this rank reads from peer j: offset in j's exported memory and in
+/* This rank takes part if its device buffers dst and (when not NULL) exp
+ * share one context (the caller checked the rest); exp is exported as
+ * buffer k.  ctx: that context. */
+static int export_buf(ipc_call_t *c, const void *p, int k)
+{
+    xccl_mem_info_t info;
+    xccl_cucontext_t popped;
+    xccl_gpu_classify(p, &info);
+    if (XCCL_MEM_DEVICE != info.type || (NULL != c->ctx && info.ctx != c->ctx)) {
+        return 0;
+    }
+    c->ctx = info.ctx;
+    ipc_buf_t *b = &c->mine.buf[k];
+    if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent(info.ctx)) {
+        return 0;
+    }
+    b->valid = XCCL_CUDA_SUCCESS ==
+               c->cu->IpcGetMemHandle(&b->handle, (xccl_cudeviceptr_t) (uintptr_t) info.base);
+    c->cu->CtxPopCurrent(&popped);
+    b->buffer_id = info.buffer_id;
+    b->offset = (uint64_t) ((const char *) p - (const char *) info.base);
+    return b->valid;
+}
+
+static int agree(ipc_call_t *c, int ok, int *all)
+{
+    *all = ok;
+    return c->m->prev_allreduce(MPI_IN_PLACE, all, 1, MPI_INT, MPI_MIN, c->comm,
+                                c->m->prev_allreduce_module);
+}
+
+static void call_init(ipc_call_t *c, mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
+                      xccl_coll_t coll)
+{
+    memset(c, 0, sizeof(*c));
+    c->m = m;
+    c->comm = comm;
+    c->coll = coll;
+    c->cu = xccl_cu();
+}
+
+static void call_fini(ipc_call_t *c)
+{
+    free(c->recs);
+    free(c->peer[0]);
+    free(c->peer[1]);
+}
+
+/* Rounds 1 and 2: exchange the records, then map what this rank reads
+ * (need[k][j]: buffer k of peer j), then agree.  *go on every rank alike. */
+static int ipc_setup(ipc_call_t *c, int ok, int need_mask, int (*need)(ipc_call_t *, int k, int j),
+                     int *go)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    const int P = m->size;
+    int rc;
+    *go = 0;
+    c->mine.ok = ok;
+    c->recs = malloc((size_t) P * sizeof(*c->recs));
+    c->peer[0] = calloc((size_t) P, sizeof(char *));
+    c->peer[1] = calloc((size_t) P, sizeof(char *));
+    if (NULL == c->recs || NULL == c->peer[0] || NULL == c->peer[1]) {
+        return mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory (ipc)");
+    }
+    rc = m->prev_allgather(&c->mine, sizeof(c->mine), MPI_BYTE, c->recs, sizeof(c->mine),
+                           MPI_BYTE, c->comm, m->prev_allgather_module);
+    if (MPI_SUCCESS != rc) {
+        return mca_coll_xccl_error(m, c->coll, rc, "ipc exchange");
+    }
+    for (int j = 0; j < P; j++) {
+        ok = ok && c->recs[j].ok;
+    }
+    if (ok && NULL != c->ctx) {
+        xccl_cucontext_t popped;
+        ok = XCCL_CUDA_SUCCESS == c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx);
+        for (int k = 0; ok && k < 2; k++) {
+            for (int j = 0; ok && j < P; j++) {
+                if ((need_mask & (1 << k)) && j != m->rank && need(c, k, j)) {
+                    ok = c->recs[j].buf[k].valid &&
+                         NULL != (c->peer[k][j] = map_peer(m, &c->recs[j].buf[k], j, c->ctx));
+                }
+            }
+        }
+        if (ok) {
+            c->set = xccl_gpu_set_get((xccl_cucontext_t) c->ctx, 0,
+                                      mca_coll_xccl_component.gpu_pool_bytes, &c->error);
+            ok = NULL != c->set;
+            c->error = NULL;
+        }
+        c->cu->CtxPopCurrent(&popped);
+    }
+    if (MPI_SUCCESS != (rc = agree(c, ok, go))) {
+        *go = 0;
+    }
+    if (!*go && NULL != c->set) {
+        xccl_gpu_set_put(c->set, 0);
+        c->set = NULL;
+    }
+    return MPI_SUCCESS == rc ? MPI_SUCCESS : mca_coll_xccl_error(m, c->coll, rc, "ipc agreement");
+}
+
+/* Waits for this rank's work, then a barrier: no rank goes on (reusing its
+ * buffers) while another still reads them.  A failed step still reaches
+ * the barrier, so that no rank waits forever. */
+static int ipc_step_end(ipc_call_t *c)
+{
+    if (NULL == c->error && NULL != c->set) {
+        xccl_cucontext_t popped;
+        if (XCCL_CUDA_SUCCESS == c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
+            c->error = sync_stream(c->cu, c->set->in);
+            c->cu->CtxPopCurrent(&popped);
+        } else {
+            c->error = "cuCtxPushCurrent failed";
+        }
+    }
+    return c->comm->c_coll->coll_barrier(c->comm, c->comm->c_coll->coll_barrier_module);
+}
+
+static int ipc_finish(ipc_call_t *c, int rc, size_t bytes)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    if (NULL != c->set) {
+        xccl_cucontext_t popped;
+        int pushed = XCCL_CUDA_SUCCESS == c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx);
+        xccl_gpu_set_put(c->set, NULL != c->error);
+        if (pushed) {
+            c->cu->CtxPopCurrent(&popped);
+        }
+    }
+    call_fini(c);
+    if (c->error) {
+        return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, c->error);
+    }
+    if (MPI_SUCCESS != rc) {
+        return mca_coll_xccl_error(m, c->coll, rc, "barrier after cuda ipc");
+    }
+    mca_coll_xccl_log(1, "%s comm=%u rank=%d bytes=%zu algo=cuda_ipc size=%d",
+                      mca_coll_xccl_coll_name(c->coll), m->cid, m->world_rank, bytes, m->size);
+    return MPI_SUCCESS;
+}
+
+/* Enqueues a device-to-device copy on the call's stream (its context current). */
+static void ipc_copy(ipc_call_t *c, void *dst, const void *src, size_t n)
+{
+    if (NULL == c->error && n && dst != src) {
+        c->error = copy(c->cu, dst, src, n, DEVICE_TO_DEVICE, c->set->in);
+    }
+}
+
+/* ---- allgather, alltoall, bcast: every rank reads what it needs */
+
+typedef struct {
+    ipc_call_t c;
+    int root;
+    size_t block;
+} move_call_t;
+
+/* Where this rank reads from peer j: offset in j's exported buffer and in
  * its own dst, and how many bytes (0: nothing from j). */
 static size_t pull(xccl_coll_t coll, int me, int j, int root, size_t block, size_t *src_off,
                    size_t *dst_off)
@@ -235,118 +413,161 @@ static size_t pull(xccl_coll_t coll, int me, int j, int root, size_t block, size
     }
 }
 
+static int move_needs(ipc_call_t *c, int k, int j)
+{
+    move_call_t *mc = (move_call_t *) c;
+    size_t so, dof;
+    (void) k;
+    return 0 != pull(c->coll, c->m->rank, j, mc->root, mc->block, &so, &dof);
+}
+
 int mca_coll_xccl_gpu_ipc(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
                           xccl_coll_t coll, const void *exp, void *dst, size_t block, int root,
                           int contig, int *done)
 {
-    const xccl_cu_api_t *cu = xccl_cu();
+    move_call_t mc = { .root = root, .block = block };
+    ipc_call_t *c = &mc.c;
+    call_init(c, m, comm, coll);
     const int P = m->size, me = m->rank;
-    xccl_mem_info_t di, ei;
-    ipc_rec_t mine;
-    const char *error = NULL;
-    int rc, ok, all_ok = 0;
+    const int needs_dst = XCCL_COLL_BCAST != coll || me != root;
+    int go, rc;
 
     *done = 0;
-    memset(&mine, 0, sizeof(mine));
-    xccl_gpu_classify(dst, &di);
-    xccl_gpu_classify(exp, &ei);
-    const int needs_dst = XCCL_COLL_BCAST != coll || me != root;
-    mine.exports = NULL != exp;
-    mine.ok = NULL != cu && contig && (!needs_dst || XCCL_MEM_DEVICE == di.type) &&
-              (!mine.exports || XCCL_MEM_DEVICE == ei.type);
-    if (mine.ok && mine.exports) {
-        xccl_cucontext_t popped;
-        mine.ok = XCCL_CUDA_SUCCESS == cu->CtxPushCurrent(ei.ctx);
-        if (mine.ok) {
-            mine.ok = XCCL_CUDA_SUCCESS ==
-                      cu->IpcGetMemHandle(&mine.handle, (xccl_cudeviceptr_t) (uintptr_t) ei.base);
-            cu->CtxPopCurrent(&popped);
-        }
-        mine.buffer_id = ei.buffer_id;
-        mine.offset = (uint64_t) ((const char *) exp - (const char *) ei.base);
-    }
-
-    /* Round 1: who can take part, and the handles. */
-    ipc_rec_t *recs = malloc((size_t) P * sizeof(*recs));
-    char **src = calloc((size_t) P, sizeof(*src));
-    if (NULL == recs || NULL == src) {
-        free(recs);
-        free(src);
-        return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory (ipc)");
-    }
-    rc = m->prev_allgather(&mine, sizeof(mine), MPI_BYTE, recs, sizeof(mine), MPI_BYTE, comm,
-                           m->prev_allgather_module);
-    ok = MPI_SUCCESS == rc;
-    for (int j = 0; ok && j < P; j++) {
-        ok = recs[j].ok;
-    }
-    /* Round 2: every handle this rank needs opened. */
-    void *ctx = needs_dst ? di.ctx : NULL;
+    int ok = NULL != c->cu && contig;
     if (ok && needs_dst) {
-        xccl_cucontext_t popped;
-        ok = XCCL_CUDA_SUCCESS == cu->CtxPushCurrent((xccl_cucontext_t) ctx);
-        if (ok) {
-            for (int j = 0; ok && j < P; j++) {
-                size_t so, dof;
-                if (j != me && pull(coll, me, j, root, block, &so, &dof)) {
-                    char *base = recs[j].exports ? map_peer(m, &recs[j], j, ctx) : NULL;
-                    ok = NULL != base;
-                    src[j] = base ? base + recs[j].offset : NULL;
-                }
-            }
-            cu->CtxPopCurrent(&popped);
-        }
+        xccl_mem_info_t di;
+        xccl_gpu_classify(dst, &di);
+        ok = XCCL_MEM_DEVICE == di.type;
+        c->ctx = di.ctx;
     }
-    if (MPI_SUCCESS == rc) {
-        all_ok = ok;
-        rc = m->prev_allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, comm,
-                               m->prev_allreduce_module);
+    if (ok && NULL != exp) {
+        ok = export_buf(c, exp, 0);
     }
-    if (MPI_SUCCESS != rc || !all_ok) {
-        free(recs);
-        free(src);
-        return MPI_SUCCESS == rc ? MPI_SUCCESS : mca_coll_xccl_error(m, coll, rc, "ipc agreement");
+    rc = ipc_setup(c, ok, 1, move_needs, &go);
+    if (MPI_SUCCESS != rc || !go) {
+        call_fini(c);
+        return rc;
     }
 
-    /* Every rank takes this path now: copy, then a barrier so that no rank
-     * returns (and reuses its buffers) while another still reads them.  A
-     * failed copy still reaches the barrier. */
+    /* Every rank takes this path now. */
     *done = 1;
     if (needs_dst) {
         xccl_cucontext_t popped;
-        xccl_gpu_set_t *set = NULL;
-        if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
-            error = "cuCtxPushCurrent failed";
+        if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
+            c->error = "cuCtxPushCurrent failed";
         } else {
-            set = xccl_gpu_set_get((xccl_cucontext_t) ctx, 0,
-                                   mca_coll_xccl_component.gpu_pool_bytes, &error);
-            for (int j = 0; set && NULL == error && j < P; j++) {
+            for (int j = 0; j < P; j++) {
                 size_t so, dof, n = pull(coll, me, j, root, block, &so, &dof);
-                const char *from = j == me ? (const char *) exp : src[j];
-                if (n && (char *) dst + dof != from + so) {
-                    error = copy(cu, (char *) dst + dof, from + so, n, DEVICE_TO_DEVICE, set->in);
+                const char *from = j == me ? (const char *) exp : c->peer[0][j];
+                if (n) {
+                    ipc_copy(c, (char *) dst + dof, from + so, n);
                 }
             }
-            if (set && NULL == error) {
-                error = sync_stream(cu, set->in);
-            }
-            if (set) {
-                xccl_gpu_set_put(set, NULL != error);
-            }
-            cu->CtxPopCurrent(&popped);
+            c->cu->CtxPopCurrent(&popped);
         }
     }
-    rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
-    free(recs);
-    free(src);
-    if (error) {
-        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
+    rc = ipc_step_end(c);
+    return ipc_finish(c, rc, XCCL_COLL_BCAST == coll ? block : block * (size_t) P);
+}
+
+/* ---- allreduce, reduce_scatter_block: each rank reduces its slice from all */
+
+typedef struct {
+    ipc_call_t c;
+    int allreduce;
+} red_call_t;
+
+static int red_needs(ipc_call_t *c, int k, int j)
+{
+    (void) j;
+    return 0 == k || ((red_call_t *) c)->allreduce;
+}
+
+int mca_coll_xccl_gpu_ipc_reduce(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
+                                 xccl_coll_t coll, const void *src, void *dst, const size_t *counts,
+                                 size_t es, int gpu_dt, int gpu_op, int ok, int *done)
+{
+    red_call_t rcall = { .allreduce = XCCL_COLL_ALLREDUCE == coll };
+    ipc_call_t *c = &rcall.c;
+    call_init(c, m, comm, coll);
+    const int P = m->size, me = m->rank;
+    int go, rc;
+    size_t displ = 0, total = 0;
+
+    *done = 0;
+    ok = ok && NULL != c->cu && P <= XCCL_GPU_MAX_SRCS &&
+         xccl_gpu_reduce_supported((xccl_dtype_t) gpu_dt, (xccl_op_t) gpu_op);
+    ok = ok && export_buf(c, src, 0);
+    if (ok && rcall.allreduce) {
+        ok = export_buf(c, dst, 1);
+    } else if (ok) {
+        xccl_mem_info_t di;
+        xccl_gpu_classify(dst, &di);
+        ok = XCCL_MEM_DEVICE == di.type && di.ctx == c->ctx;
     }
-    if (MPI_SUCCESS != rc) {
-        return mca_coll_xccl_error(m, coll, rc, "barrier after cuda ipc copies");
+    if (ok) {
+        /* The kernels load into this context (once), or this rank is out. */
+        xccl_cucontext_t popped;
+        const char *why = NULL;
+        ok = XCCL_CUDA_SUCCESS == c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx);
+        if (ok) {
+            ok = 0 == xccl_gpu_kernels_load(&why);
+            c->cu->CtxPopCurrent(&popped);
+        }
+        if (!ok) {
+            mca_coll_xccl_log(2, "%s comm=%u rank=%d: no cuda ipc reduction: %s",
+                              mca_coll_xccl_coll_name(coll), m->cid, m->world_rank,
+                              why ? why : "cuCtxPushCurrent failed");
+        }
     }
-    mca_coll_xccl_log(1, "%s comm=%u rank=%d bytes=%zu algo=cuda_ipc size=%d",
-                      mca_coll_xccl_coll_name(coll), m->cid, m->world_rank,
-                      XCCL_COLL_BCAST == coll ? block : block * (size_t) P, P);
-    return MPI_SUCCESS;
+    rc = ipc_setup(c, ok, rcall.allreduce ? 3 : 1, red_needs, &go);
+    if (MPI_SUCCESS != rc || !go) {
+        call_fini(c);
+        return rc;
+    }
+
+    *done = 1;
+    for (int j = 0; j < P; j++) {
+        displ += j < me ? counts[j] : 0;
+        total += counts[j];
+    }
+    xccl_cucontext_t popped;
+    const int pushed = XCCL_CUDA_SUCCESS == c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx);
+    if (!pushed) {
+        c->error = "cuCtxPushCurrent failed";
+    }
+    /* Phase 1: my slice, folded over the ranks in rank order (the same bits
+     * wherever it is read later). */
+    if (NULL == c->error && counts[me]) {
+        const void *srcs[XCCL_GPU_MAX_SRCS];
+        for (int j = 0; j < P; j++) {
+            srcs[j] = (j == me ? (const char *) src : c->peer[0][j]) + displ * es;
+        }
+        char *out = (char *) dst + (rcall.allreduce ? displ * es : 0);
+        if (0 != xccl_gpu_reduce((xccl_dtype_t) gpu_dt, (xccl_op_t) gpu_op, out, srcs, P,
+                                 counts[me], c->set->in, &c->error)) {
+            c->error = c->error ? c->error : "xccl_gpu_reduce failed";
+        }
+    }
+    if (pushed) {
+        c->cu->CtxPopCurrent(&popped);
+    }
+    rc = ipc_step_end(c);
+    /* Phase 2 (allreduce): the other slices from their owners. */
+    if (rcall.allreduce && MPI_SUCCESS == rc) {
+        if (XCCL_CUDA_SUCCESS == c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
+            size_t off = 0;
+            for (int j = 0; j < P; j++) {
+                if (j != me) {
+                    ipc_copy(c, (char *) dst + off * es, c->peer[1][j] + off * es, counts[j] * es);
+                }
+                off += counts[j];
+            }
+            c->cu->CtxPopCurrent(&popped);
+        } else if (NULL == c->error) {
+            c->error = "cuCtxPushCurrent failed";
+        }
+        rc = ipc_step_end(c);
+    }
+    return ipc_finish(c, rc, total * es);
 }

@@ -20,6 +20,7 @@
 
 #include "coll_xccl.h"
 #include "gpu/xccl_gpu.h"
+#include "gpu/xccl_gpu_kernels.h"
 
 /* ------------------------------------------------------------ datatype and op maps */
 
@@ -792,6 +793,35 @@ static const char *plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *
     return 0 == *elem_size ? "empty_datatype" : NULL;
 }
 
+/* ------------------------------------------------------------ CUDA IPC reductions */
+
+/* Whether every rank tries a reduction through CUDA IPC: only inputs all
+ * ranks share (the communicator, the call's form and size). */
+static int ipc_reduction_call(const mca_coll_xccl_module_t *m, ompi_request_t **request,
+                              int in_place, xccl_coll_t coll, size_t bytes)
+{
+    return m->gpu_ipc && !m->staging && NULL == request &&
+           mca_coll_xccl_component.gpu_ipc_bytes > 0 &&
+           bytes >= mca_coll_xccl_component.gpu_ipc_bytes && m->size <= XCCL_GPU_MAX_SRCS &&
+           !(in_place && XCCL_COLL_ALLREDUCE != coll);
+}
+
+/* The reduction through CUDA IPC (*done) or nothing; counts: each rank's
+ * slice or block.  This rank's own conditions: a predefined op on a
+ * predefined type. */
+static int ipc_reduction(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
+                         xccl_coll_t coll, const void *sbuf, void *rbuf, const size_t *counts,
+                         struct ompi_datatype_t *dtype, struct ompi_op_t *op, int *done)
+{
+    xccl_dtype_t xdt = XCCL_DT_BYTE;
+    xccl_op_t xop = XCCL_OP_SUM;
+    int ok = ompi_op_is_intrinsic(op) && 0 == map_dtype(dtype, &xdt) && 0 == map_op(op, &xop);
+    char *r = (char *) rbuf + true_lb_of(dtype);
+    const char *s = MPI_IN_PLACE == sbuf ? r : (const char *) sbuf + true_lb_of(dtype);
+    return mca_coll_xccl_gpu_ipc_reduce(m, comm, coll, s, r, counts, dtype_size(dtype), (int) xdt,
+                                        (int) xop, ok, done);
+}
+
 /* ------------------------------------------------------------ allreduce */
 
 static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -816,6 +846,22 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
 
+    if (ipc_reduction_call(m, request, in_place, coll, (size_t) count * dtype_size(dtype))) {
+        size_t *slices = malloc((size_t) m->size * sizeof(size_t));
+        int done = 0;
+        if (NULL == slices) {
+            return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
+        }
+        for (int j = 0; j < m->size; j++) {
+            const size_t P = (size_t) m->size, n = (size_t) count;
+            slices[j] = n / P + ((size_t) j < n % P);
+        }
+        err = ipc_reduction(m, comm, coll, sbuf, rbuf, slices, dtype, op, &done);
+        free(slices);
+        if (done) {
+            return err;
+        }
+    }
     const where_t w = where(in_place ? NULL : sbuf, rbuf);
     if (w.device) {
         staged_t st;
@@ -936,6 +982,15 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
     }
     err = check_reduction_args(m, coll, sbuf, rbuf, counts[m->rank], total, dtype, op,
                                "MPI_Reduce_scatter");
+    if (MPI_SUCCESS == err &&
+        ipc_reduction_call(m, request, MPI_IN_PLACE == sbuf, coll, total * dtype_size(dtype))) {
+        int done = 0;
+        err = ipc_reduction(m, comm, coll, sbuf, rbuf, counts, dtype, op, &done);
+        if (done) {
+            free(counts);
+            return err;
+        }
+    }
     const where_t w = where(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
     if (MPI_SUCCESS == err && w.device) {
         staged_t st;
@@ -986,6 +1041,14 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         counts[i] = (size_t) rcount;
     }
     const size_t total = (size_t) rcount * (size_t) m->size;
+    if (ipc_reduction_call(m, request, MPI_IN_PLACE == sbuf, coll, total * dtype_size(dtype))) {
+        int done = 0;
+        err = ipc_reduction(m, comm, coll, sbuf, rbuf, counts, dtype, op, &done);
+        if (done) {
+            free(counts);
+            return err;
+        }
+    }
     const where_t w = where(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
     if (w.device) {
         staged_t st;
