@@ -818,7 +818,7 @@ static int ipc_reduction(mca_coll_xccl_module_t *m, struct ompi_communicator_t *
     int ok = ompi_op_is_intrinsic(op) && 0 == map_dtype(dtype, &xdt) && 0 == map_op(op, &xop);
     char *r = (char *) rbuf + true_lb_of(dtype);
     const char *s = MPI_IN_PLACE == sbuf ? r : (const char *) sbuf + true_lb_of(dtype);
-    return mca_coll_xccl_gpu_ipc_reduce(m, comm, coll, s, r, counts, dtype_size(dtype), (int) xdt,
+    return mca_coll_xccl_gpu_ipc_reduce(m, comm, coll, s, r, counts, dtype_extent(dtype), (int) xdt,
                                         (int) xop, ok, done);
 }
 

@@ -19,6 +19,12 @@
  *  - Copies check their pointers: a "device" side must lie inside one
  *    device allocation (or pinned host memory, as with UVA), a host side must
  *    not touch device memory; otherwise CUDA_ERROR_INVALID_VALUE.
+ *  - xccl's GPU reduction kernels run by emulation: cuModuleLoadData
+ *    accepts any image, cuModuleGetFunction knows every
+ *    xccl_reduce_<dtype>_<op> of XCCL_GPU_PAIRS (gpu/xccl_reduce_ops.h,
+ *    whose host element ops are the kernels' expressions), cuLaunchKernel
+ *    checks the kernel's pointers and queues the reduction like an async
+ *    copy (protection lifted while it runs).
  *
  * Threads: meant for single-threaded use per process.  A global mutex
  * serializes the calls, but while a copy runs the allocation it touches is
@@ -35,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include "fake_cuda.h"
+#include "../../gpu/xccl_reduce_ops.h"   /* the kernels' element ops, XCCL_GPU_PAIRS */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,12 +60,15 @@
 #define STREAM_MAGIC 0x53545246u
 #define EVENT_MAGIC 0x45565446u
 #define IPC_MAGIC 0x49504346u
+#define MODULE_MAGIC 0x444f4d46u
+#define FUNC_MAGIC 0x434e5546u
 
 /* ------------------------------------------------------------ state */
 struct fake_ctx {
     unsigned magic;
     int device;
     int refs;                  /* primary context retain count */
+    unsigned long long id;     /* cuCtxGetId: new each time refs goes 0 -> 1 */
 };
 
 enum { R_DEVICE, R_HOST_ALLOC, R_HOST_REGISTER, R_IPC };
@@ -78,7 +88,7 @@ typedef struct region {
     struct region *next;
 } region;
 
-enum { OP_COPY, OP_MEMSET, OP_WAIT };
+enum { OP_COPY, OP_MEMSET, OP_WAIT, OP_KERNEL };
 typedef struct op {
     struct op *next;
     int kind;
@@ -88,6 +98,10 @@ typedef struct op {
     unsigned char value;
     struct fake_stream *wait_stream;  /* OP_WAIT: run it up to wait_seq */
     unsigned long long wait_seq;
+    int kernel;                       /* OP_KERNEL: index in kernels[] */
+    int nsrc;                         /* OP_KERNEL: its parameters, by value */
+    unsigned long long count;
+    xccl_gpu_srcs_t srcs;             /* (dst is dst) */
 } op;
 
 struct fake_stream {
@@ -129,10 +143,73 @@ static region *regions;
 static struct fake_stream *streams;
 static struct fake_event *events;
 static unsigned long long next_buffer_id = 1;
+static unsigned long long next_ctx_id = 1;
 static size_t page_size;
 
 static __thread fcu_ctx ctx_stack[MAX_CTX_STACK];
 static __thread int ctx_depth;
+
+/* ------------------------------------------------------------ emulated kernels */
+/* The host version of each kernel of gpu/xccl_kernels.cu:
+ *
+ *   xccl_reduce_<dtype>_<op>(void *dst, xccl_gpu_srcs_t srcs, int nsrc,
+ *                            unsigned long long count)
+ *   dst[i] = ((src0[i] op src1[i]) op src2[i]) ... op src(nsrc-1)[i]
+ *
+ * element by element (every source read before dst[i] is written, so dst
+ * may be one of the sources), with the very element op the kernel uses. */
+#define FAKE_KERNEL(DT, tn, T, opn, OP)                                                     \
+    static void fk_##tn##_##opn(void *dst_, const unsigned long long *src, int nsrc,        \
+                                unsigned long long count)                                   \
+    {                                                                                       \
+        T *dst = dst_;                                                                      \
+        for (unsigned long long i = 0; i < count; i++) {                                    \
+            T acc = ((const T *) (uintptr_t) src[0])[i];                                    \
+            for (int k = 1; k < nsrc; k++) {                                                \
+                acc = xccl_op_##tn##_##opn(acc, ((const T *) (uintptr_t) src[k])[i]);       \
+            }                                                                               \
+            dst[i] = acc;                                                                   \
+        }                                                                                   \
+    }
+XCCL_GPU_PAIRS(FAKE_KERNEL)
+#undef FAKE_KERNEL
+
+typedef struct {
+    const char *name;
+    size_t size, align;        /* of the element type */
+    void (*run)(void *dst, const unsigned long long *src, int nsrc, unsigned long long count);
+} kernel_def;
+
+#define FAKE_KERNEL_DEF(DT, tn, T, opn, OP) \
+    { "xccl_reduce_" #tn "_" #opn, sizeof(T), _Alignof(T), fk_##tn##_##opn },
+static const kernel_def kernels[] = { XCCL_GPU_PAIRS(FAKE_KERNEL_DEF) };
+#undef FAKE_KERNEL_DEF
+#define NKERNELS (sizeof(kernels) / sizeof(kernels[0]))
+
+/* The kernels' launch bound (__launch_bounds__(256)) and static shared
+ * memory (the source pointers); dynamic shared memory up to the rest of
+ * 48 KiB is accepted. */
+#define KERNEL_MAX_THREADS 256
+#define KERNEL_MAX_DYN_SHARED (48 * 1024 - XCCL_GPU_MAX_SRCS * 8)
+
+/* A module: every kernel's function, whatever the image.  Unloaded (or
+ * gone with its context) modules stay in the list, dead, so that their
+ * stale handles are recognized (CUDA_ERROR_INVALID_HANDLE), never reused. */
+struct fake_function {
+    unsigned magic;
+    int kernel;
+    struct fake_module *mod;
+};
+
+struct fake_module {
+    unsigned magic;
+    int dead;
+    fcu_ctx ctx;
+    unsigned long long ctx_id;
+    struct fake_function fn[NKERNELS];
+    struct fake_module *next;
+};
+static struct fake_module *modules;
 
 /* ------------------------------------------------------------ call counts */
 typedef struct counter {
@@ -298,10 +375,43 @@ static void set_access(const region *r, int prot)
 /* ------------------------------------------------------------ work */
 static void run_stream_upto(struct fake_stream *s, unsigned long long seq);
 
+/* An emulated kernel: every allocation it touches (checked at launch;
+ * frees and IPC closes wait for queued work, so they are all still there)
+ * is accessible while it runs. */
+static void run_kernel(op *o)
+{
+    if (0 == o->count) {
+        return;
+    }
+    region *touched[XCCL_GPU_MAX_SRCS + 1];
+    int n = 0;
+    for (int k = -1; k < o->nsrc; k++) {
+        region *r = find_region(k < 0 ? (uintptr_t) o->dst : (uintptr_t) o->srcs.p[k]);
+        int seen = NULL == r;
+        for (int j = 0; j < n && !seen; j++) {
+            seen = touched[j] == r;
+        }
+        if (!seen) {
+            touched[n++] = r;
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        set_access(touched[j], PROT_READ | PROT_WRITE);
+    }
+    kernels[o->kernel].run(o->dst, o->srcs.p, o->nsrc, o->count);
+    for (int j = 0; j < n; j++) {
+        set_access(touched[j], PROT_NONE);
+    }
+}
+
 static void execute(op *o)
 {
     if (OP_WAIT == o->kind) {
         run_stream_upto(o->wait_stream, o->wait_seq);
+        return;
+    }
+    if (OP_KERNEL == o->kind) {
+        run_kernel(o);
         return;
     }
     uintptr_t d = (uintptr_t) o->dst, s = (uintptr_t) o->src;
@@ -589,7 +699,10 @@ fcu_result cuDeviceGetAttribute(int *pi, int attrib, fcu_device dev)
         RET(FCU_ERROR_INVALID_VALUE);
     }
     switch (attrib) {
-    case 16: *pi = 132; break;          /* MULTIPROCESSOR_COUNT */
+    case FCU_DA_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case FCU_DA_MAX_SHARED_MEMORY_PER_BLOCK: *pi = 48 * 1024; break;
+    case FCU_DA_WARP_SIZE: *pi = 32; break;
+    case FCU_DA_MULTIPROCESSOR_COUNT: *pi = 132; break;
     case 33: *pi = 0x10 + dev; break;   /* PCI_BUS_ID */
     case 34: *pi = 0; break;            /* PCI_DEVICE_ID */
     case 41: *pi = 1; break;            /* UNIFIED_ADDRESSING */
@@ -649,7 +762,9 @@ fcu_result cuDevicePrimaryCtxRetain(fcu_ctx *pctx, fcu_device dev)
     if (dev < 0 || dev >= ndevices) {
         RET(FCU_ERROR_INVALID_DEVICE);
     }
-    contexts[dev].refs++;
+    if (0 == contexts[dev].refs++) {
+        contexts[dev].id = next_ctx_id++;    /* a new context behind the same handle */
+    }
     *pctx = &contexts[dev];
     RET(FCU_SUCCESS);
 }
@@ -669,6 +784,11 @@ fcu_result cuDevicePrimaryCtxRelease_v2(fcu_device dev)
     }
     if (0 == --contexts[dev].refs) {
         flush_all();   /* the context is gone: its work has finished */
+        for (struct fake_module *m = modules; m; m = m->next) {
+            if (m->ctx == &contexts[dev]) {
+                m->dead = 1;           /* and its modules with it */
+            }
+        }
     }
     RET(FCU_SUCCESS);
 }
@@ -768,6 +888,34 @@ fcu_result cuCtxSynchronize(void)
         RET(r);
     }
     flush_all();
+    RET(FCU_SUCCESS);
+}
+
+/* Not in the required set (CUDA 12.0): a context's unique id, new each time
+ * a primary context is created again behind the same handle.  NULL: the
+ * current context.  FAKE_CUDA_VERSION below 12000: CUDA_ERROR_NOT_SUPPORTED
+ * (the symbol cannot be hidden; a caller treating it as optional is then
+ * exercised without it). */
+fcu_result cuCtxGetId(fcu_ctx ctx, unsigned long long *ctxId);
+fcu_result cuCtxGetId(fcu_ctx ctx, unsigned long long *ctxId)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    if (driver_version < 12000) {
+        RET(FCU_ERROR_NOT_SUPPORTED);
+    }
+    if (NULL == ctx) {
+        ctx = current_ctx();
+    }
+    if (NULL == ctx || !valid_ctx(ctx) || ctx->refs <= 0) {
+        RET(FCU_ERROR_INVALID_CONTEXT);
+    }
+    if (NULL == ctxId) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    *ctxId = ctx->id;
     RET(FCU_SUCCESS);
 }
 
@@ -1431,6 +1579,184 @@ fcu_result cuEventDestroy_v2(fcu_event hEvent)
     RET(FCU_SUCCESS);
 }
 
+/* ------------------------------------------------------------ modules, kernels */
+/* Not in the required set: what gpu/xccl_gpu_kernels.c uses to run xccl's
+ * reduction kernels, emulated on the host (see "emulated kernels" above). */
+static struct fake_module *live_module(fcu_module m)
+{
+    for (struct fake_module *t = modules; t; t = t->next) {
+        if (t == m) {
+            return MODULE_MAGIC == t->magic && !t->dead ? t : NULL;
+        }
+    }
+    return NULL;
+}
+
+static struct fake_function *live_function(fcu_function f)
+{
+    for (struct fake_module *m = modules; m; m = m->next) {
+        if ((uintptr_t) f >= (uintptr_t) &m->fn[0] && (uintptr_t) f < (uintptr_t) &m->fn[NKERNELS]) {
+            return !m->dead && FUNC_MAGIC == f->magic && f == &m->fn[f->kernel] ? f : NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Any image: the module has every kernel of XCCL_GPU_PAIRS. */
+fcu_result cuModuleLoadData(fcu_module *module, const void *image);
+fcu_result cuModuleLoadData(fcu_module *module, const void *image)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == module || NULL == image) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    struct fake_module *m = calloc(1, sizeof(*m));
+    if (NULL == m) {
+        RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    m->magic = MODULE_MAGIC;
+    m->ctx = current_ctx();
+    m->ctx_id = m->ctx->id;
+    for (size_t i = 0; i < NKERNELS; i++) {
+        m->fn[i].magic = FUNC_MAGIC;
+        m->fn[i].kernel = (int) i;
+        m->fn[i].mod = m;
+    }
+    m->next = modules;
+    modules = m;
+    *module = m;
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuModuleUnload(fcu_module hmod);
+fcu_result cuModuleUnload(fcu_module hmod)
+{
+    ENTER();
+    if (!initialized) {
+        RET(FCU_ERROR_NOT_INITIALIZED);
+    }
+    struct fake_module *m = live_module(hmod);
+    if (NULL == m) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    m->dead = 1;               /* queued launches keep their host function */
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuModuleGetFunction(fcu_function *hfunc, fcu_module hmod, const char *name);
+fcu_result cuModuleGetFunction(fcu_function *hfunc, fcu_module hmod, const char *name)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == hfunc || NULL == name) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    struct fake_module *m = live_module(hmod);
+    if (NULL == m) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    for (size_t i = 0; i < NKERNELS; i++) {
+        if (0 == strcmp(name, kernels[i].name)) {
+            *hfunc = &m->fn[i];
+            RET(FCU_SUCCESS);
+        }
+    }
+    RET(FCU_ERROR_NOT_FOUND);
+}
+
+/* A kernel's pointer p with bytes after it: aligned to the element, inside
+ * one allocation the device can reach (device, IPC-mapped or pinned host
+ * memory). */
+static int kernel_range_ok(uintptr_t p, size_t bytes, size_t align)
+{
+    if (0 == p || 0 != p % align || p + bytes < p) {
+        return 0;
+    }
+    const region *r = find_region(p);
+    return NULL != r && p + bytes <= r->base + r->size;
+}
+
+/* kernelParams as gpu/xccl_kernels.cu declares the kernels:
+ *   [0] -> void *dst   [1] -> xccl_gpu_srcs_t (128 bytes, by value)
+ *   [2] -> int nsrc    [3] -> unsigned long long count
+ * read (copied) at the launch, as the driver does.  Refused with
+ * CUDA_ERROR_INVALID_VALUE where the kernel would fault or misbehave
+ * (the driver would report ILLEGAL_ADDRESS/MISALIGNED_ADDRESS later): nsrc
+ * outside 1..16; dst or a source outside the allocations, past the end of
+ * one or not aligned to the element; dst overlapping a source other than
+ * exactly; more than 256 threads a block (the kernels' launch bound). */
+fcu_result cuLaunchKernel(fcu_function f, unsigned int gridDimX, unsigned int gridDimY,
+                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                          unsigned int blockDimZ, unsigned int sharedMemBytes, fcu_stream hStream,
+                          void **kernelParams, void **extra);
+fcu_result cuLaunchKernel(fcu_function f, unsigned int gridDimX, unsigned int gridDimY,
+                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                          unsigned int blockDimZ, unsigned int sharedMemBytes, fcu_stream hStream,
+                          void **kernelParams, void **extra)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    struct fake_function *fn = live_function(f);
+    if (NULL == fn || fn->mod->ctx != current_ctx()) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    if (NULL == kernelParams) {
+        RET(extra ? FCU_ERROR_NOT_SUPPORTED : FCU_ERROR_INVALID_VALUE);
+    }
+    if (extra) {
+        RET(FCU_ERROR_INVALID_VALUE);      /* both */
+    }
+    if (0 == gridDimX || 0 == gridDimY || 0 == gridDimZ || gridDimX > 0x7fffffffu ||
+        gridDimY > 65535 || gridDimZ > 65535 || 0 == blockDimX || 0 == blockDimY || 0 == blockDimZ ||
+        (unsigned long long) blockDimX * blockDimY * blockDimZ > KERNEL_MAX_THREADS ||
+        sharedMemBytes > KERNEL_MAX_DYN_SHARED) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    for (int i = 0; i < 4; i++) {
+        if (NULL == kernelParams[i]) {
+            RET(FCU_ERROR_INVALID_VALUE);
+        }
+    }
+    const kernel_def *k = &kernels[fn->kernel];
+    void *dst;
+    op o = { .kind = OP_KERNEL, .kernel = fn->kernel };
+    memcpy(&dst, kernelParams[0], sizeof(dst));
+    memcpy(&o.srcs, kernelParams[1], sizeof(o.srcs));
+    memcpy(&o.nsrc, kernelParams[2], sizeof(o.nsrc));
+    memcpy(&o.count, kernelParams[3], sizeof(o.count));
+    o.dst = dst;
+    if (o.nsrc < 1 || o.nsrc > XCCL_GPU_MAX_SRCS) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (o.count) {
+        if (o.count > SIZE_MAX / k->size) {
+            RET(FCU_ERROR_INVALID_VALUE);
+        }
+        const size_t bytes = (size_t) o.count * k->size;
+        const uintptr_t d = (uintptr_t) dst;
+        if (!kernel_range_ok(d, bytes, k->align)) {
+            RET(FCU_ERROR_INVALID_VALUE);
+        }
+        for (int j = 0; j < o.nsrc; j++) {
+            const uintptr_t p = (uintptr_t) o.srcs.p[j];
+            if (!kernel_range_ok(p, bytes, k->align) || (p != d && p < d + bytes && d < p + bytes)) {
+                RET(FCU_ERROR_INVALID_VALUE);
+            }
+        }
+    }
+    RET(submit(&o, hStream, 1));
+}
+
 /* ------------------------------------------------------------ IPC */
 /* A handle names the exporter's memfd: (pid, fd, buffer id, size).  The
  * importer opens /proc/<pid>/fd/<fd> (same user, or root) and maps it. */
@@ -1576,7 +1902,11 @@ __attribute__((destructor)) static void fake_cuda_unload(void)
     for (int k = 0; k < 4; k++) {
         fprintf(stderr, " %s=%lu (%lu bytes)", region_kind_names[k], nkind[k], bytes[k]);
     }
-    fprintf(stderr, " streams=%lu events=%lu pending_ops=%lu primary_ctx_refs=%d\n",
-            nstreams, nevents, pending, refs);
+    unsigned long nmodules = 0;
+    for (struct fake_module *m = modules; m; m = m->next) {
+        nmodules += !m->dead;
+    }
+    fprintf(stderr, " modules=%lu streams=%lu events=%lu pending_ops=%lu primary_ctx_refs=%d\n",
+            nmodules, nstreams, nevents, pending, refs);
     pthread_mutex_unlock(&lock);
 }

@@ -15,6 +15,8 @@ typedef struct fake_ctx *fcu_ctx;       /* CUcontext */
 typedef struct fake_stream *fcu_stream; /* CUstream */
 typedef struct fake_event *fcu_event;   /* CUevent */
 typedef int fcu_pattr;                  /* CUpointer_attribute */
+typedef struct fake_module *fcu_module; /* CUmodule */
+typedef struct fake_function *fcu_function; /* CUfunction */
 
 #define FCU_IPC_HANDLE_SIZE 64
 typedef struct {
@@ -71,5 +73,12 @@ enum {
 enum { FCU_STREAM_NON_BLOCKING = 1 };
 #define FCU_STREAM_LEGACY ((fcu_stream)0x1)
 #define FCU_STREAM_PER_THREAD ((fcu_stream)0x2)
+
+/* cuDeviceGetAttribute's attributes that the fake answers with more than 0. */
+enum {
+    FCU_DA_MAX_THREADS_PER_BLOCK = 1, FCU_DA_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+    FCU_DA_WARP_SIZE = 10, FCU_DA_MULTIPROCESSOR_COUNT = 16, FCU_DA_PCI_BUS_ID = 33,
+    FCU_DA_UNIFIED_ADDRESSING = 41, FCU_DA_COMPUTE_CAPABILITY_MAJOR = 75,
+};
 
 #endif

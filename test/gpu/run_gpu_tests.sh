@@ -115,7 +115,7 @@ check_leaks() {
         echo "$name: $(grep -c . <<<"$lines") FAKE_CUDA_STATS lines for $np processes"
         return 1
     fi
-    bad=$(grep -vE ' device=0 .* host_alloc=0 .* host_register=0 .* ipc=0 .* streams=0 events=0 pending_ops=0 primary_ctx_refs=0$' <<<"$lines" || true)
+    bad=$(grep -vE ' device=0 .* host_alloc=0 .* host_register=0 .* ipc=0 .* modules=0 streams=0 events=0 pending_ops=0 primary_ctx_refs=0$' <<<"$lines" || true)
     if [[ -n $bad && ${GPU_TESTS_ALLOW_LEAKS:-0} != 1 ]]; then
         echo "$name: allocations outstanding at exit (GPU_TESTS_ALLOW_LEAKS=1 to ignore):"
         printf '%s\n' "$bad" | head -n 4
