@@ -795,31 +795,48 @@ static const char *plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *
 
 /* ------------------------------------------------------------ CUDA IPC reductions */
 
-/* Whether every rank tries a reduction through CUDA IPC: only inputs all
- * ranks share (the communicator, the call's form and size). */
-static int ipc_reduction_call(const mca_coll_xccl_module_t *m, ompi_request_t **request,
-                              int in_place, xccl_coll_t coll, size_t bytes)
-{
-    return m->gpu_ipc && !m->staging && NULL == request &&
-           mca_coll_xccl_component.gpu_ipc_bytes > 0 &&
-           bytes >= mca_coll_xccl_component.gpu_ipc_bytes && m->size <= XCCL_GPU_MAX_SRCS &&
-           !(in_place && XCCL_COLL_ALLREDUCE != coll);
-}
-
-/* The reduction through CUDA IPC (*done) or nothing; counts: each rank's
- * slice or block.  This rank's own conditions: a predefined op on a
- * predefined type. */
+/* A reduction through CUDA IPC (*done) or nothing.  Whether every rank
+ * tries depends only on inputs all ranks share (the communicator, the
+ * call's form and size); whether it happens, also on each rank's own
+ * conditions (device buffers, a predefined op on a predefined type),
+ * which the ranks agree on.  counts: each rank's block (reduce_scatter),
+ * or NULL for allreduce of count elements (then slices of count). */
 static int ipc_reduction(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
-                         xccl_coll_t coll, const void *sbuf, void *rbuf, const size_t *counts,
+                         ompi_request_t **request, xccl_coll_t coll, const void *sbuf,
+                         void *rbuf, size_t count, const size_t *counts,
                          struct ompi_datatype_t *dtype, struct ompi_op_t *op, int *done)
 {
+    const int in_place = MPI_IN_PLACE == sbuf;
+    const size_t P = (size_t) m->size;
+    size_t total = count;
+    *done = 0;
+    for (size_t j = 0; NULL != counts && j < P; j++) {
+        total += counts[j];
+    }
+    if (!m->gpu_ipc || m->staging || NULL != request ||
+        0 == mca_coll_xccl_component.gpu_ipc_bytes ||
+        total * dtype_size(dtype) < mca_coll_xccl_component.gpu_ipc_bytes ||
+        m->size > XCCL_GPU_MAX_SRCS || (in_place && XCCL_COLL_ALLREDUCE != coll)) {
+        return MPI_SUCCESS;
+    }
+    size_t *slices = NULL;
+    if (NULL == counts) {
+        if (NULL == (slices = malloc(P * sizeof(size_t)))) {
+            return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
+        }
+        for (size_t j = 0; j < P; j++) {
+            slices[j] = count / P + (j < count % P);
+        }
+    }
     xccl_dtype_t xdt = XCCL_DT_BYTE;
     xccl_op_t xop = XCCL_OP_SUM;
     int ok = ompi_op_is_intrinsic(op) && 0 == map_dtype(dtype, &xdt) && 0 == map_op(op, &xop);
     char *r = (char *) rbuf + true_lb_of(dtype);
-    const char *s = MPI_IN_PLACE == sbuf ? r : (const char *) sbuf + true_lb_of(dtype);
-    return mca_coll_xccl_gpu_ipc_reduce(m, comm, coll, s, r, counts, dtype_extent(dtype), (int) xdt,
-                                        (int) xop, ok, done);
+    const char *s = in_place ? r : (const char *) sbuf + true_lb_of(dtype);
+    int rc = mca_coll_xccl_gpu_ipc_reduce(m, comm, coll, s, r, counts ? counts : slices,
+                                          dtype_extent(dtype), (int) xdt, (int) xop, ok, done);
+    free(slices);
+    return rc;
 }
 
 /* ------------------------------------------------------------ allreduce */
@@ -846,21 +863,11 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
 
-    if (ipc_reduction_call(m, request, in_place, coll, (size_t) count * dtype_size(dtype))) {
-        size_t *slices = malloc((size_t) m->size * sizeof(size_t));
-        int done = 0;
-        if (NULL == slices) {
-            return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
-        }
-        for (int j = 0; j < m->size; j++) {
-            const size_t P = (size_t) m->size, n = (size_t) count;
-            slices[j] = n / P + ((size_t) j < n % P);
-        }
-        err = ipc_reduction(m, comm, coll, sbuf, rbuf, slices, dtype, op, &done);
-        free(slices);
-        if (done) {
-            return err;
-        }
+    int done;
+    err = ipc_reduction(m, comm, request, coll, sbuf, rbuf, (size_t) count, NULL, dtype, op,
+                        &done);
+    if (done) {
+        return err;
     }
     const where_t w = where(in_place ? NULL : sbuf, rbuf);
     if (w.device) {
@@ -982,14 +989,13 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
     }
     err = check_reduction_args(m, coll, sbuf, rbuf, counts[m->rank], total, dtype, op,
                                "MPI_Reduce_scatter");
-    if (MPI_SUCCESS == err &&
-        ipc_reduction_call(m, request, MPI_IN_PLACE == sbuf, coll, total * dtype_size(dtype))) {
-        int done = 0;
-        err = ipc_reduction(m, comm, coll, sbuf, rbuf, counts, dtype, op, &done);
-        if (done) {
-            free(counts);
-            return err;
-        }
+    int done = 0;
+    if (MPI_SUCCESS == err) {
+        err = ipc_reduction(m, comm, request, coll, sbuf, rbuf, 0, counts, dtype, op, &done);
+    }
+    if (done) {
+        free(counts);
+        return err;
     }
     const where_t w = where(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
     if (MPI_SUCCESS == err && w.device) {
@@ -1041,13 +1047,11 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         counts[i] = (size_t) rcount;
     }
     const size_t total = (size_t) rcount * (size_t) m->size;
-    if (ipc_reduction_call(m, request, MPI_IN_PLACE == sbuf, coll, total * dtype_size(dtype))) {
-        int done = 0;
-        err = ipc_reduction(m, comm, coll, sbuf, rbuf, counts, dtype, op, &done);
-        if (done) {
-            free(counts);
-            return err;
-        }
+    int done;
+    err = ipc_reduction(m, comm, request, coll, sbuf, rbuf, 0, counts, dtype, op, &done);
+    if (done) {
+        free(counts);
+        return err;
     }
     const where_t w = where(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
     if (w.device) {
