@@ -143,10 +143,22 @@ typedef struct {
     unsigned long long used;
 } ipc_map_t;
 
+/* Handles of this process's own buffers (cuIpcGetMemHandle is a driver
+ * call per buffer: once per allocation is enough). */
+#define XCCL_IPC_EXPORTS 8
+
+typedef struct {
+    void *base;
+    unsigned long long buffer_id;
+    xccl_cuipc_handle_t handle;
+} ipc_export_t;
+
 struct mca_coll_xccl_ipc {
     ipc_map_t map[XCCL_IPC_MAPS];
     int n;
     unsigned long long clock;
+    ipc_export_t exp[XCCL_IPC_EXPORTS];
+    int next_exp;                    /* replaced in turn */
 };
 
 /* One exported buffer. */
@@ -250,13 +262,32 @@ static int export_buf(ipc_call_t *c, const void *p, int k)
     }
     c->ctx = info.ctx;
     ipc_buf_t *b = &c->mine.buf[k];
-    if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent(info.ctx)) {
+    struct mca_coll_xccl_ipc *ipc = c->m->ipc;
+    if (NULL == ipc && NULL == (ipc = c->m->ipc = calloc(1, sizeof(*ipc)))) {
         return 0;
     }
-    b->valid = XCCL_CUDA_SUCCESS ==
-               c->cu->IpcGetMemHandle(&b->handle, (xccl_cudeviceptr_t) (uintptr_t) info.base);
-    c->cu->CtxPopCurrent(&popped);
     b->buffer_id = info.buffer_id;
+    for (int i = 0; i < XCCL_IPC_EXPORTS; i++) {
+        if (ipc->exp[i].base == info.base && ipc->exp[i].buffer_id == info.buffer_id) {
+            b->handle = ipc->exp[i].handle;
+            b->valid = 1;
+        }
+    }
+    if (!b->valid) {
+        if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent(info.ctx)) {
+            return 0;
+        }
+        b->valid = XCCL_CUDA_SUCCESS ==
+                   c->cu->IpcGetMemHandle(&b->handle, (xccl_cudeviceptr_t) (uintptr_t) info.base);
+        c->cu->CtxPopCurrent(&popped);
+        if (b->valid) {
+            ipc_export_t *e = &ipc->exp[ipc->next_exp];
+            ipc->next_exp = (ipc->next_exp + 1) % XCCL_IPC_EXPORTS;
+            e->base = info.base;
+            e->buffer_id = info.buffer_id;
+            e->handle = b->handle;
+        }
+    }
     b->offset = (uint64_t) ((const char *) p - (const char *) info.base);
     return b->valid;
 }

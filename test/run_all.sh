@@ -14,7 +14,9 @@ if ! make -j1 check; then
     done
     exit 1
 fi
-for f in test_*.log test/mpi/mpi_tests.sh.log; do
-    [[ -f $f ]] && grep -E '^(100%|[0-9]+%: Checks|mpi-tests:)' "$f" | sed "s|^|$f: |"
+for f in test_*.log test/mpi/mpi_tests.sh.log test/gpu/run_gpu_tests.sh.log; do
+    # (a skipped test's log has no such line)
+    [[ -f $f ]] && { grep -E '^(100%|[0-9]+%: Checks|mpi-tests:|gpu-tests:|SKIP)' "$f" || true; } |
+        sed "s|^|$f: |"
 done
 echo "run_all: all tests passed"

@@ -26,13 +26,37 @@
  * -k prints a table of the local reduction kernels instead: xccl's
  * xccl_reduce_kernel() against Open MPI's op framework (MPI_Reduce_local).
  *
+ * -g: CUDA device buffers.  libcuda.so.1 is loaded with dlopen (never
+ * linked; the real driver, or test/gpu/fake's stand-in through
+ * LD_LIBRARY_PATH), each rank takes device (OMPI_COMM_WORLD_LOCAL_RANK mod
+ * device count), retains its primary context and makes it current BEFORE
+ * MPI_Init (xccl turns its CUDA IPC path on only when every rank has a
+ * context when the communicator is created), and the send/receive buffers
+ * are cuMemAlloc memory.  The two columns become
+ *   xccl:   the MPI call directly on the device buffers, xccl enabled;
+ *   staged: what a user of a non-CUDA-aware MPI does: cuMemcpyDtoH of the
+ *           input into a host buffer (pageable malloc; -p: pinned,
+ *           cuMemHostAlloc), the MPI call on the host buffers with xccl
+ *           DISABLED (the stock stack), cuMemcpyHtoD of the result back,
+ *           all three inside the timed call (bcast: the root copies down,
+ *           the other ranks copy up).
+ * Rounds, medians and the table are as in host mode; ratio = staged time /
+ * xccl time.  The checks copy the device results back and compare them
+ * with the host references; allreduce also runs on inputs whose float sum
+ * depends on the order of the additions and must give bitwise the same
+ * result on every rank (64-bit hash of the result bytes, min and max over
+ * ranks).  Without -g nothing changes.
+ *
  * Build:  mpicc -std=gnu11 -O2 -Ialgos test/bench/xccl_bench.c algos/reduce_kernels.c
- * Exit:   0 ok, 1 an xccl result was wrong, 2 bad command line, 3 MPI_T trouble,
- *         4 xccl is loaded but not active on MPI_COMM_WORLD (its set-up failed:
- *         the xccl column then measured the fallback; see coll_xccl_verbose 2).
+ * Exit:   0 ok, 1 an xccl result was wrong, 2 bad command line, 3 MPI_T (or,
+ *         with -g, CUDA driver) trouble, 4 xccl is loaded but not active on
+ *         MPI_COMM_WORLD (its set-up failed: the xccl column then measured the
+ *         fallback; with -g it is not measured; see coll_xccl_verbose 2),
+ *         77 with -g: no libcuda.so.1 or no device ("SKIP: <reason>").
  */
 #include <mpi.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -78,7 +102,8 @@ static const coll_info_t colls[NCOLL] = {
 };
 
 enum mode { M_XCCL, M_STOCK, NMODE };
-static const char *const mode_names[NMODE] = { "xccl", "stock" };
+/* -g renames the second column "staged" (device -> host, stock, host -> device). */
+static const char *mode_names[NMODE] = { "xccl", "stock" };
 
 typedef struct {
     int colls[NCOLL];          /* collectives to run, in command-line order */
@@ -90,6 +115,8 @@ typedef struct {
     int warmup;
     bool kernels;
     bool quiet;
+    bool gpu;                  /* -g: device buffers, xccl vs staged */
+    bool pinned;               /* -p: staged through cuMemHostAlloc memory */
 } opts_t;
 
 /* One MPI_T control variable. */
@@ -112,9 +139,12 @@ typedef struct {
     int rank, size;
     const opts_t *o;
     cvar_t cv[NCOLL];
-    float *sbuf, *rbuf;        /* cap + GUARD elements each */
+    float *sbuf, *rbuf;        /* cap + GUARD elements each; -g: the staging buffers */
     size_t cap;
     int *rcounts;              /* size entries, for MPI_Reduce_scatter */
+    /* -g only */
+    unsigned long long dsbuf, drbuf;   /* device buffers (CUdeviceptr), cap + GUARD */
+    bool no_xccl_col;          /* xccl inactive: device buffers would reach stock */
 } bench_t;
 
 /* Summary per collective: ratios of stock/xccl time, and check counts. */
@@ -153,6 +183,58 @@ typedef struct { float v; int i; } float_int_t;
 typedef struct { double v; int i; } double_int_t;
 
 /* ------------------------------------------------------------------------ */
+/* CUDA driver API (-g), loaded with dlopen as test/gpu/xccl_mpi_gpu.c does */
+/* ------------------------------------------------------------------------ */
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef void *CUcontext;
+
+static struct {
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    /* optional, for the header */
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+} cu;
+static void *libcuda;
+static CUdevice cu_dev;
+static int cu_ndev, cu_ordinal;
+static bool cu_retained;
+
+static const char *cu_err(CUresult r)
+{
+    const char *s = NULL;
+    if (cu.GetErrorName && cu.GetErrorName(r, &s) == 0 && s)
+        return s;
+    return "?";
+}
+
+/* A failing driver call is fatal (exit 3). */
+#define CU_CHECK(call)                                                          \
+    do {                                                                        \
+        CUresult r_ = (call);                                                   \
+        if (r_ != 0)                                                            \
+            die(3, "%s failed: %d %s (line %d)", #call, r_, cu_err(r_), __LINE__); \
+    } while (0)
+
+static const char *gpu_setup(void);
+static void gpu_release(void);
+
+/* ------------------------------------------------------------------------ */
 /* Prototypes (helpers follow main, top-down)                               */
 /* ------------------------------------------------------------------------ */
 
@@ -171,11 +253,19 @@ static void run_collective(bench_t *B, int coll, summary_t *sum);
 static void run_size(bench_t *B, int coll, size_t count, row_t *row);
 static void call_coll(bench_t *B, int coll, size_t count, int root);
 static int check_coll(bench_t *B, int coll, size_t count, int mode);
+static int check_coll_gpu(bench_t *B, int coll, size_t count, int mode);
+static void bench_call(bench_t *B, int coll, size_t count, int root, int mode);
 static void print_table_header(const bench_t *B, int coll);
 static void print_row(const bench_t *B, int coll, const row_t *r);
 static void print_summary(const bench_t *B, const summary_t *sum);
 
 static void run_kernel_table(void);
+
+static bool wants_gpu(int argc, char **argv);
+static bool agree_all(int mine);
+static void gpu_buffers(bench_t *B);
+static void gpu_free_buffers(bench_t *B);
+static void print_gpu_header(const bench_t *B);
 
 static double busbw_factor(int coll, int p);
 static double median(double *v, int n);
@@ -191,6 +281,10 @@ static void die(int status, const char *fmt, ...) __attribute__((format(printf, 
 int main(int argc, char **argv)
 {
     int rank, size;
+    /* -g: the driver and a current context before MPI_Init, as CUDA
+     * applications do (and as xccl's IPC path needs). */
+    const bool gpu = wants_gpu(argc, argv);
+    const char *skip = gpu ? gpu_setup() : NULL;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -199,8 +293,19 @@ int main(int argc, char **argv)
     int prc = parse_args(argc, argv, &o, rank);
     if (prc >= 0) {            /* -h (0) or a bad command line (2) */
         MPI_Finalize();
+        gpu_release();
         return prc;
     }
+    if (gpu && !agree_all(skip == NULL)) {
+        if (rank == 0)
+            printf("SKIP: %s\n", skip ? skip : "another rank has no CUDA device");
+        fflush(stdout);
+        MPI_Finalize();
+        gpu_release();
+        return 77;
+    }
+    if (gpu)
+        mode_names[M_STOCK] = "staged";
 
     char libver[256];
     library_version(libver, sizeof libver);
@@ -229,7 +334,11 @@ int main(int argc, char **argv)
     bool xccl_inactive = xccl_loaded && !xccl_world_active();
     if (xccl_inactive && rank == 0)
         printf("# WARNING: xccl is loaded but not active on MPI_COMM_WORLD (its set-up failed;\n"
-               "#   --mca coll_xccl_verbose 2 says why): the xccl column measures the fallback\n");
+               "#   --mca coll_xccl_verbose 2 says why): %s\n",
+               gpu ? "the xccl column is not measured (device buffers\n"
+                     "#   would reach the stock, non-CUDA-aware collectives)"
+                   : "the xccl column measures the fallback");
+    B.no_xccl_col = gpu && xccl_inactive;
 
     /* Buffers for the largest size; every collective uses a prefix.  Both
      * start with valid small floats so no timed call sees NaN or denormals. */
@@ -240,6 +349,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < B.cap + GUARD; i++) {
         B.sbuf[i] = (float)(i % 13 + 1);
         B.rbuf[i] = 0.0f;
+    }
+    if (o.gpu) {               /* device buffers, same contents; pinned staging */
+        gpu_buffers(&B);
+        print_gpu_header(&B);
     }
 
     summary_t sums[NCOLL];
@@ -258,10 +371,15 @@ int main(int argc, char **argv)
     }
 
     cvars_close(&B);
-    free(B.sbuf);
-    free(B.rbuf);
+    if (o.gpu)
+        gpu_free_buffers(&B);  /* frees the staging buffers too */
+    else {
+        free(B.sbuf);
+        free(B.rbuf);
+    }
     free(B.rcounts);
     MPI_Finalize();
+    gpu_release();
     /* Only rank 0 knows the verdict; mpirun reports its non-zero status. */
     return status;
 }
@@ -274,7 +392,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: xccl_bench [-c LIST] [-b MIN] [-e MAX] [-f FACTOR] [-r ROUNDS] [-n ITERS]\n"
-        "                  [-w WARMUP] [-k] [-q] [-h]\n"
+        "                  [-w WARMUP] [-k] [-g [-p]] [-q] [-h]\n"
         "  -c LIST    collectives, comma separated, from allreduce, allgather, reduce_scatter,\n"
         "             reduce_scatter_block, alltoall, bcast\n"
         "             (default " DEFAULT_COLLS ")\n"
@@ -287,6 +405,12 @@ static void usage(FILE *f)
         "  -w WARMUP  untimed calls before each timed loop (default 2)\n"
         "  -k         kernel table instead: xccl reduction kernels vs MPI_Reduce_local\n"
         "             (rank 0 only; -np 1 is fine)\n"
+        "  -g         CUDA device buffers (cuMemAlloc; libcuda.so.1 by dlopen, device =\n"
+        "             local rank mod device count): xccl on the device buffers vs staged\n"
+        "             (cuMemcpyDtoH to host, stock collective with xccl off, cuMemcpyHtoD\n"
+        "             back, timed together); exit 77 and SKIP: without driver or device\n"
+        "  -p         with -g: stage through pinned host memory (cuMemHostAlloc) instead\n"
+        "             of pageable malloc memory\n"
         "  -q         less output (no explanatory notes)\n"
         "  -h         this help\n"
         "Size (nccl-tests convention, MPI_FLOAT elements): allreduce, bcast: the buffer;\n"
@@ -349,6 +473,21 @@ static bool parse_colls(const char *list, opts_t *o)
     return o->ncolls > 0;
 }
 
+#define OPTSTRING "c:b:e:f:r:n:w:kgpqh"
+
+/* Is -g on the command line?  Looked at before MPI_Init (the context must
+ * exist by then), silently; parse_args reports any error later. */
+static bool wants_gpu(int argc, char **argv)
+{
+    bool g = false;
+    int c;
+    opterr = 0;
+    while ((c = getopt(argc, argv, OPTSTRING)) != -1)
+        g |= c == 'g';
+    optind = 1;                /* parse_args scans again from the start */
+    return g;
+}
+
 /* Every rank parses the same argv; only rank 0 talks.  Returns -1 to go on,
  * or the exit status: 0 after -h, 2 after an error. */
 static int parse_args(int argc, char **argv, opts_t *o, int rank)
@@ -360,7 +499,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
     const char *bad = NULL;
     int c, f;
     opterr = 0;
-    while (!bad && (c = getopt(argc, argv, "c:b:e:f:r:n:w:kqh")) != -1) {
+    while (!bad && (c = getopt(argc, argv, OPTSTRING)) != -1) {
         switch (c) {
         case 'c': if (!parse_colls(optarg, o)) bad = "-c: unknown collective in list"; break;
         case 'b': if (!parse_size(optarg, &o->minbytes)) bad = "-b: bad size"; break;
@@ -373,6 +512,8 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
         case 'n': if (!parse_int(optarg, 0, 1 << 30, &o->iters)) bad = "-n: need >= 0"; break;
         case 'w': if (!parse_int(optarg, 0, 1 << 20, &o->warmup)) bad = "-w: need >= 0"; break;
         case 'k': o->kernels = true; break;
+        case 'g': o->gpu = true; break;
+        case 'p': o->pinned = true; break;
         case 'q': o->quiet = true; break;
         case 'h':
             if (rank == 0)
@@ -383,6 +524,10 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
     }
     if (!bad && optind < argc)
         bad = "unexpected argument";
+    if (!bad && o->gpu && o->kernels)
+        bad = "-g and -k exclude each other";
+    if (!bad && o->pinned && !o->gpu)
+        bad = "-p needs -g";
     if (!bad && o->minbytes < 1)
         bad = "-b: the smallest size must be at least 1 byte";
     if (!bad && o->maxbytes < o->minbytes)
@@ -447,6 +592,8 @@ static void print_header(const bench_t *B, const char *libver, double memcpy_gbs
     const opts_t *o = B->o;
     printf("# xccl_bench: %s\n",
            o->kernels ? "reduction kernels, xccl vs Open MPI op framework"
+           : o->gpu   ? "CUDA device buffers: xccl vs staged through host + stock Open MPI,\n"
+                        "#   same run, interleaved"
                       : "xccl vs stock Open MPI collectives, same run, interleaved");
     printf("# library: %s\n", libver);
     printf("# memcpy: %.2f GB/s (one core, %zu MiB, median of %d)\n", memcpy_gbs,
@@ -468,14 +615,20 @@ static void print_header(const bench_t *B, const char *libver, double memcpy_gbs
         printf("# xccl on/off per call: MPI_T cvars coll_xccl_<collective>_enable = 1/0\n");
     if (o->quiet)
         return;
+    const char *st = mode_names[M_STOCK];
     printf("# time: per-call average over ITERS calls, max over ranks, median over rounds;\n"
-           "#   rounds alternate xccl-first / stock-first; time in us\n"
+           "#   rounds alternate xccl-first / %s-first; time in us\n"
            "# algbw = size / time, busbw = algbw * factor (nccl-tests): allreduce 2(p-1)/p;\n"
            "#   allgather, reduce_scatter(_block), alltoall (p-1)/p; bcast 1; GB/s, GB = 1e9 B\n"
-           "# ratio = stock time / xccl time (> 1: xccl faster)\n"
-           "# check = xccl/stock: every element of one call per size checked on every rank\n"
+           "# ratio = %s time / xccl time (> 1: xccl faster)\n"
+           "# check = xccl/%s: every element of one call per size checked on every rank\n"
            "#   (allreduce also in place); - = not run.  Datatype MPI_FLOAT, op MPI_SUM;\n"
-           "#   bcast root rotates per round (round %% p), its check uses root p-1\n");
+           "#   bcast root rotates per round (round %% p), its check uses root p-1\n",
+           st, st, st);
+    if (o->gpu)
+        printf("# -g: the check copies the device result back (cuMemcpyDtoH) and also runs\n"
+               "#   allreduce on order-sensitive float inputs: the result must be close to the\n"
+               "#   host reference and bitwise identical on every rank (hash min = max)\n");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -720,7 +873,8 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
     double *samples = xmalloc((size_t)NMODE * (size_t)R * sizeof(double));
 
     /* Without its cvar, xccl cannot be told apart: stock only. */
-    const bool on[NMODE] = { [M_XCCL] = B->cv[coll].found, [M_STOCK] = true };
+    const bool on[NMODE] = { [M_XCCL] = B->cv[coll].found && !B->no_xccl_col,
+                             [M_STOCK] = true };
 
     for (int i = 0; i < B->size; i++)   /* MPI_Reduce_scatter: equal blocks */
         B->rcounts[i] = (int)(count / (size_t)B->size);
@@ -735,17 +889,22 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
             set_mode(B, coll, mode);
             int root = r % B->size;
             for (int w = 0; w < o->warmup; w++)
-                call_coll(B, coll, count, root);
+                bench_call(B, coll, count, root, mode);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             for (int i = 0; i < iters; i++)
-                call_coll(B, coll, count, root);
+                bench_call(B, coll, count, root, mode);
+            /* -g: a copy from pageable memory to the device may return
+             * before its DMA ends; the loop's last one counts too. */
+            if (o->gpu)
+                CU_CHECK(cu.CtxSynchronize());
             double t = (MPI_Wtime() - t0) / iters, tmax = 0.0;
             /* The slowest rank defines the collective's time. */
             MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             samples[mode * R + r] = tmax;
             if (r == 0)
-                row->check[mode] = check_coll(B, coll, count, mode);
+                row->check[mode] = o->gpu ? check_coll_gpu(B, coll, count, mode)
+                                          : check_coll(B, coll, count, mode);
         }
     }
     if (B->rank == 0)
@@ -755,34 +914,85 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
     free(samples);
 }
 
-/* One call of COLL on the benchmark buffers; errors abort (the default
- * MPI_ERRORS_ARE_FATAL handler). */
-static void call_coll(bench_t *B, int coll, size_t count, int root)
+/* One call of COLL on SBUF/RBUF (host or device); errors abort (the
+ * default MPI_ERRORS_ARE_FATAL handler). */
+static void call_coll_on(bench_t *B, int coll, size_t count, int root, void *sbuf, void *rbuf)
 {
     const int n = (int)count, blk = (int)(count / (size_t)B->size);
     MPI_Comm w = MPI_COMM_WORLD;
     switch (coll) {
     case C_ALLREDUCE:
-        MPI_Allreduce(B->sbuf, B->rbuf, n, MPI_FLOAT, MPI_SUM, w);
+        MPI_Allreduce(sbuf, rbuf, n, MPI_FLOAT, MPI_SUM, w);
         break;
     case C_ALLGATHER:
-        MPI_Allgather(B->sbuf, blk, MPI_FLOAT, B->rbuf, blk, MPI_FLOAT, w);
+        MPI_Allgather(sbuf, blk, MPI_FLOAT, rbuf, blk, MPI_FLOAT, w);
         break;
     case C_REDUCE_SCATTER:      /* rcounts[] = blk, set by run_size */
-        MPI_Reduce_scatter(B->sbuf, B->rbuf, B->rcounts, MPI_FLOAT, MPI_SUM, w);
+        MPI_Reduce_scatter(sbuf, rbuf, B->rcounts, MPI_FLOAT, MPI_SUM, w);
         break;
     case C_REDUCE_SCATTER_BLOCK:
-        MPI_Reduce_scatter_block(B->sbuf, B->rbuf, blk, MPI_FLOAT, MPI_SUM, w);
+        MPI_Reduce_scatter_block(sbuf, rbuf, blk, MPI_FLOAT, MPI_SUM, w);
         break;
     case C_ALLTOALL:
-        MPI_Alltoall(B->sbuf, blk, MPI_FLOAT, B->rbuf, blk, MPI_FLOAT, w);
+        MPI_Alltoall(sbuf, blk, MPI_FLOAT, rbuf, blk, MPI_FLOAT, w);
         break;
     case C_BCAST:
-        MPI_Bcast(B->rbuf, n, MPI_FLOAT, root, w);
+        MPI_Bcast(rbuf, n, MPI_FLOAT, root, w);
         break;
     default:
         break;
     }
+}
+
+/* One call of COLL on the (host) benchmark buffers. */
+static void call_coll(bench_t *B, int coll, size_t count, int root)
+{
+    call_coll_on(B, coll, count, root, B->sbuf, B->rbuf);
+}
+
+/* Elements of the send and receive buffer COLL uses at COUNT. */
+static void io_counts(const bench_t *B, int coll, size_t count, size_t *nsend, size_t *nrecv)
+{
+    const size_t blk = count / (size_t)B->size;
+    *nsend = *nrecv = count;
+    if (coll == C_ALLGATHER)
+        *nsend = blk;
+    if (coll == C_REDUCE_SCATTER || coll == C_REDUCE_SCATTER_BLOCK)
+        *nrecv = blk;
+}
+
+#define DPTR(d) ((void *)(uintptr_t)(d))
+
+/* -g, staged: what a user of a non-CUDA-aware MPI writes.  The input down
+ * to the host, the stock collective (xccl is disabled in this mode) on the
+ * host buffers, the result up to the device. */
+static void staged_call(bench_t *B, int coll, size_t count, int root)
+{
+    size_t ns, nr;
+    io_counts(B, coll, count, &ns, &nr);
+    if (coll == C_BCAST) {     /* one buffer: the root has the data, the others get it */
+        if (B->rank == root)
+            CU_CHECK(cu.MemcpyDtoH(B->rbuf, B->drbuf, count * sizeof(float)));
+        call_coll(B, coll, count, root);
+        if (B->rank != root)
+            CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, count * sizeof(float)));
+        return;
+    }
+    CU_CHECK(cu.MemcpyDtoH(B->sbuf, B->dsbuf, ns * sizeof(float)));
+    call_coll(B, coll, count, root);
+    CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, nr * sizeof(float)));
+}
+
+/* The timed call of MODE: host mode as ever; -g: xccl on the device
+ * buffers, or staged. */
+static void bench_call(bench_t *B, int coll, size_t count, int root, int mode)
+{
+    if (!B->o->gpu)
+        call_coll(B, coll, count, root);
+    else if (mode == M_XCCL)
+        call_coll_on(B, coll, count, root, DPTR(B->dsbuf), DPTR(B->drbuf));
+    else
+        staged_call(B, coll, count, root);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -887,6 +1097,104 @@ static int check_coll(bench_t *B, int coll, size_t count, int mode)
     return all ? CK_OK : CK_FAIL;
 }
 
+/* Input of the -g identity check: fractions with many mantissa bits, so
+ * the bits of a float sum depend on the order of the additions. */
+static float frac_pattern(int r, size_t i)
+{
+    uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)(r + 1) * 0x9E3779B9u;
+    h ^= h >> 15;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    return (float)(h % 1000003u) / 997.0f;
+}
+
+/* FNV-1a, 64 bits, of N bytes. */
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* check_coll for -g: the same inputs, uploaded to the device buffers, the
+ * call of MODE (xccl on the device buffers, or staged), the result (and
+ * the guard after it) copied back and compared with the host reference.
+ * Allreduce also: in place, and on frac_pattern inputs, whose result must
+ * be close to the reference and bitwise identical on every rank. */
+static int check_coll_gpu(bench_t *B, int coll, size_t count, int mode)
+{
+    const int root = B->size - 1;
+    const size_t fs = sizeof(float);
+    size_t nsend, nrecv;
+    io_counts(B, coll, count, &nsend, &nrecv);
+
+    for (size_t i = 0; i < nsend; i++)
+        B->sbuf[i] = pattern(B->rank, i);
+    for (size_t i = 0; i < nrecv + GUARD; i++)
+        B->rbuf[i] = SENTINEL;
+    if (coll == C_BCAST && B->rank == root)
+        for (size_t i = 0; i < count; i++)
+            B->rbuf[i] = pattern(root, i);
+    CU_CHECK(cu.MemcpyHtoD(B->dsbuf, B->sbuf, nsend * fs));
+    CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, (nrecv + GUARD) * fs));
+
+    bench_call(B, coll, count, root, mode);
+    CU_CHECK(cu.MemcpyDtoH(B->rbuf, B->drbuf, (nrecv + GUARD) * fs));
+    bool ok = verify(B, coll, count, nrecv, root, "", mode);
+
+    if (coll == C_ALLREDUCE) {
+        /* In place; the guard on the device still holds the sentinels. */
+        for (size_t i = 0; i < count; i++)
+            B->rbuf[i] = pattern(B->rank, i);
+        CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, count * fs));
+        if (mode == M_XCCL) {
+            MPI_Allreduce(MPI_IN_PLACE, DPTR(B->drbuf), (int)count, MPI_FLOAT, MPI_SUM,
+                          MPI_COMM_WORLD);
+        } else {
+            CU_CHECK(cu.MemcpyDtoH(B->rbuf, B->drbuf, count * fs));
+            MPI_Allreduce(MPI_IN_PLACE, B->rbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, count * fs));
+        }
+        CU_CHECK(cu.MemcpyDtoH(B->rbuf, B->drbuf, (count + GUARD) * fs));
+        ok = verify(B, coll, count, count, root, " (in place)", mode) && ok;
+
+        /* Order-sensitive sums: close to the reference, the same bits everywhere. */
+        for (size_t i = 0; i < count; i++)
+            B->sbuf[i] = frac_pattern(B->rank, i);
+        CU_CHECK(cu.MemcpyHtoD(B->dsbuf, B->sbuf, count * fs));
+        bench_call(B, coll, count, root, mode);
+        CU_CHECK(cu.MemcpyDtoH(B->rbuf, B->drbuf, count * fs));
+        for (size_t i = 0; i < count; i++) {
+            double want = 0.0;
+            for (int r = 0; r < B->size; r++)
+                want += frac_pattern(r, i);
+            double d = (double)B->rbuf[i] - want;
+            if (d > 1e-5 * want || -d > 1e-5 * want) {
+                fprintf(stderr, "xccl_bench: rank %d: %s allreduce (fractions) count %zu: "
+                        "element %zu is %.6f, expected %.6f\n", B->rank, mode_names[mode],
+                        count, i, (double)B->rbuf[i], want);
+                ok = false;
+                break;
+            }
+        }
+        uint64_t h = hash_bytes(B->rbuf, count * fs), hmin = 0, hmax = 0;
+        MPI_Reduce(&h, &hmin, 1, MPI_UINT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&h, &hmax, 1, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (B->rank == 0 && hmin != hmax) {
+            fprintf(stderr, "xccl_bench: %s allreduce (fractions) count %zu: the result "
+                    "differs between ranks (hash %016llx .. %016llx)\n", mode_names[mode],
+                    count, (unsigned long long)hmin, (unsigned long long)hmax);
+            ok = false;
+        }
+    }
+
+    int mine = ok, all = 0;
+    MPI_Reduce(&mine, &all, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
+    return all ? CK_OK : CK_FAIL;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Table output (rank 0)                                                    */
 /* ------------------------------------------------------------------------ */
@@ -913,7 +1221,8 @@ static void print_table_header(const bench_t *B, int coll)
         printf("# size = %s\n", colls[coll].size_means);
     if (!B->cv[coll].found && B->cv[C_ALLREDUCE].found)
         printf("# cvar %s not found: stock only\n", colls[coll].cvar);
-    printf("#%25s%s  %s\n", "", "----------- xccl ---------", "---------- stock ---------");
+    printf("#%25s%s  %s\n", "", "----------- xccl ---------",
+           B->o->gpu ? "--------- staged ---------" : "---------- stock ---------");
     printf(ROW_FMT, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
            "busbw", "ratio", "check");
     fflush(stdout);
@@ -958,7 +1267,8 @@ static void print_row(const bench_t *B, int coll, const row_t *r)
 static void print_summary(const bench_t *B, const summary_t *sums)
 {
     const opts_t *o = B->o;
-    printf("#\n# summary: geometric mean of ratio = stock time / xccl time (> 1: xccl faster)\n");
+    printf("#\n# summary: geometric mean of ratio = %s time / xccl time (> 1: xccl faster)\n",
+           mode_names[M_STOCK]);
     printf("# %-22s %16s %16s   %s\n", "collective", "sizes >= 1 MiB", "all sizes",
            "checks (sizes ok or FAIL / checked)");
     int xfail = 0, sfail = 0;
@@ -987,8 +1297,9 @@ static void print_summary(const bench_t *B, const summary_t *sums)
         sfail += s->fail[M_STOCK];
     }
     if (sfail)
-        printf("# NOTE: %d stock-only check failure(s): Open MPI's own result was wrong; this\n"
-               "#   does not count against xccl (exit status unaffected)\n", sfail);
+        printf("# NOTE: %d %s-only check failure(s): Open MPI's own result was wrong; this\n"
+               "#   does not count against xccl (exit status unaffected)\n", sfail,
+               mode_names[M_STOCK]);
     printf("# result: %s\n", xfail ? "FAIL (xccl produced wrong results; see stderr)"
                                    : "all xccl checks passed (or xccl not measured)");
 }
@@ -1191,6 +1502,168 @@ static void run_kernel_table(void)
     free(b);
     free(b1);
     free(b2);
+}
+
+/* ------------------------------------------------------------------------ */
+/* CUDA device buffers (-g)                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Loads the driver, takes device (local rank mod count) and makes its
+ * primary context current.  Before MPI_Init: NULL, or why not (a SKIP). */
+static const char *gpu_setup(void)
+{
+    static char why[256];
+    libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!libcuda) {
+        snprintf(why, sizeof why, "cannot load libcuda.so.1: %s", dlerror());
+        return why;
+    }
+#define SYM(field, name)                                                        \
+    if (!(*(void **)&cu.field = dlsym(libcuda, name))) {                        \
+        snprintf(why, sizeof why, "libcuda.so.1 has no %s", name);              \
+        return why;                                                             \
+    }
+    SYM(Init, "cuInit");
+    SYM(DeviceGetCount, "cuDeviceGetCount");
+    SYM(DeviceGet, "cuDeviceGet");
+    SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    SYM(CtxSetCurrent, "cuCtxSetCurrent");
+    SYM(CtxSynchronize, "cuCtxSynchronize");
+    SYM(MemAlloc, "cuMemAlloc_v2");
+    SYM(MemFree, "cuMemFree_v2");
+    SYM(MemHostAlloc, "cuMemHostAlloc");
+    SYM(MemFreeHost, "cuMemFreeHost");
+    SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
+    SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
+    SYM(GetErrorName, "cuGetErrorName");
+#undef SYM
+    *(void **)&cu.DriverGetVersion = dlsym(libcuda, "cuDriverGetVersion");
+    *(void **)&cu.DeviceGetName = dlsym(libcuda, "cuDeviceGetName");
+    CUresult r = cu.Init(0);
+    if (r) {
+        snprintf(why, sizeof why, "cuInit: %d %s", r, cu_err(r));
+        return why;
+    }
+    r = cu.DeviceGetCount(&cu_ndev);
+    if (r || cu_ndev <= 0) {
+        snprintf(why, sizeof why, "no CUDA device (cuDeviceGetCount: %d, count %d)", r, cu_ndev);
+        return why;
+    }
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    cu_ordinal = (lr ? atoi(lr) : 0) % cu_ndev;
+    CUcontext ctx = NULL;
+    r = cu.DeviceGet(&cu_dev, cu_ordinal);
+    if (!r && !(r = cu.DevicePrimaryCtxRetain(&ctx, cu_dev)))
+        cu_retained = true;
+    if (r || (r = cu.CtxSetCurrent(ctx))) {
+        snprintf(why, sizeof why, "device %d: %d %s", cu_ordinal, r, cu_err(r));
+        return why;
+    }
+    return NULL;
+}
+
+/* After MPI_Finalize: the context goes (libcuda stays loaded). */
+static void gpu_release(void)
+{
+    if (!cu_retained)
+        return;
+    cu.CtxSetCurrent(NULL);
+    cu.DevicePrimaryCtxRelease(cu_dev);
+    cu_retained = false;
+}
+
+/* Every rank's MINE is true?  MPI_Reduce and point-to-point only (not
+ * intercepted by xccl), the answer on every rank. */
+static bool agree_all(int mine)
+{
+    int all = 0;
+    MPI_Reduce(&mine, &all, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0)
+        for (int r = 1; r < size; r++)
+            MPI_Send(&all, 1, MPI_INT, r, 77, MPI_COMM_WORLD);
+    else
+        MPI_Recv(&all, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return all != 0;
+}
+
+/* Device buffers of the host buffers' size and contents; with -p the
+ * staging (host) buffers move to pinned memory. */
+static void gpu_buffers(bench_t *B)
+{
+    const size_t bytes = (B->cap + GUARD) * sizeof(float);
+    CU_CHECK(cu.MemAlloc(&B->dsbuf, bytes));
+    CU_CHECK(cu.MemAlloc(&B->drbuf, bytes));
+    if (B->o->pinned) {
+        void *ps = NULL, *pr = NULL;
+        CU_CHECK(cu.MemHostAlloc(&ps, bytes, 0));
+        CU_CHECK(cu.MemHostAlloc(&pr, bytes, 0));
+        memcpy(ps, B->sbuf, bytes);
+        memcpy(pr, B->rbuf, bytes);
+        free(B->sbuf);
+        free(B->rbuf);
+        B->sbuf = ps;
+        B->rbuf = pr;
+    }
+    CU_CHECK(cu.MemcpyHtoD(B->dsbuf, B->sbuf, bytes));
+    CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, bytes));
+}
+
+static void gpu_free_buffers(bench_t *B)
+{
+    CU_CHECK(cu.MemFree(B->dsbuf));
+    CU_CHECK(cu.MemFree(B->drbuf));
+    if (B->o->pinned) {
+        CU_CHECK(cu.MemFreeHost(B->sbuf));
+        CU_CHECK(cu.MemFreeHost(B->rbuf));
+    } else {
+        free(B->sbuf);
+        free(B->rbuf);
+    }
+    B->sbuf = B->rbuf = NULL;
+}
+
+/* What -g measures, and what one staging copy costs (rank 0 alone). */
+static void print_gpu_header(const bench_t *B)
+{
+    double gbs[2][MEMCPY_REPS];
+    size_t bytes = B->cap * sizeof(float);
+    if (bytes > MEMCPY_BYTES)
+        bytes = MEMCPY_BYTES;
+    if (B->rank == 0) {
+        for (int r = 0; r < MEMCPY_REPS; r++) {
+            double t0 = MPI_Wtime();
+            CU_CHECK(cu.MemcpyDtoH(B->rbuf, B->dsbuf, bytes));
+            double t1 = MPI_Wtime();
+            CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, bytes));
+            double t2 = MPI_Wtime();
+            gbs[0][r] = t1 > t0 ? (double)bytes / (t1 - t0) / 1e9 : 0.0;
+            gbs[1][r] = t2 > t1 ? (double)bytes / (t2 - t1) / 1e9 : 0.0;
+        }
+        char name[128] = "?";
+        int ver = 0;
+        if (cu.DeviceGetName)
+            cu.DeviceGetName(name, (int)sizeof name, cu_dev);
+        if (cu.DriverGetVersion)
+            cu.DriverGetVersion(&ver);
+        printf("# -g: CUDA device buffers (cuMemAlloc); %d device(s), each rank takes local rank\n"
+               "#   mod %d (%d rank(s) per device on one node); rank 0: device %d \"%.60s\",\n"
+               "#   driver %d.%d\n", cu_ndev, cu_ndev, (B->size + cu_ndev - 1) / cu_ndev,
+               cu_ordinal, name, ver / 1000, ver % 1000 / 10);
+        printf("# xccl:   the collective on the device buffers, xccl enabled\n"
+               "# staged: cuMemcpyDtoH into %s host memory, the collective on the host\n"
+               "#   buffers with xccl disabled (stock Open MPI), cuMemcpyHtoD back; all timed\n"
+               "#   (bcast: the root copies down, the others copy up)\n",
+               B->o->pinned ? "PINNED (cuMemHostAlloc, -p)" : "PAGEABLE (malloc; -p: pinned)");
+        printf("# staging copies (rank 0 alone, %zu KiB, median of %d): DtoH %.2f GB/s, "
+               "HtoD %.2f GB/s\n", bytes >> 10, MEMCPY_REPS, median(gbs[0], MEMCPY_REPS),
+               median(gbs[1], MEMCPY_REPS));
+        fflush(stdout);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* ------------------------------------------------------------------------ */
