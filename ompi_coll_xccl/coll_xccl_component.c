@@ -16,6 +16,7 @@
 
 #include "coll_xccl.h"
 #include "gpu/xccl_gpu.h"
+#include "gpu/xccl_gpu_kernels.h"
 #include "topo/xccl_topo.h"
 
 static int xccl_register(void);
@@ -458,8 +459,9 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
                           "the fallback modules", c->ucx_error);
     }
     load_topology(c);
-    mca_coll_xccl_log(2, "init: ucx %s tls=%s; node %s; %s", c->ucx_ok ? "ok" : "failed",
-                      xccl_ucx_tls(), c->topo_summary, xccl_gpu_status());
+    mca_coll_xccl_log(2, "init: ucx %s tls=%s; node %s; %s; %s", c->ucx_ok ? "ok" : "failed",
+                      xccl_ucx_tls(), c->topo_summary, xccl_gpu_status(),
+                      xccl_gpu_kernels_status());
     return OMPI_SUCCESS;
 }
 
@@ -499,6 +501,7 @@ static int xccl_close(void)
     /* Endpoints of communicators never freed are closed here, before the
      * worker and the context. */
     xccl_ucx_fini();
+    xccl_gpu_kernels_fini();
     xccl_gpu_fini();
     xccl_tuning_free(&c->tuning);
     free(c->topo);
