@@ -9,92 +9,21 @@
  * Buffers are allocated at their exact size so that ASan catches a
  * schedule that strays past them.
  */
-#include "xccl_algos.h"
-
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define SIM_EXEC_SEQ 11
+#define SIM_SEED_SALT 17u
+#include "sim_harness.h"
+
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 #define ALL_ROOTS_P 33                 /* every root up to this p */
 
 static const int big_p[] = { 127, 128, 129, 255, 1000 };
 #define NBIG ((int) (sizeof(big_p) / sizeof(big_p[0])))
-
-/* ------------------------------------------------------------------------ */
-/* Harness: one virtual job of p ranks                                      */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-    int p;
-    xccl_sched_t *sched;
-    unsigned char **sbuf, **rbuf;
-    void **scratch;
-    xccl_exec_t *exec;
-} job_t;
-
-static void *xmalloc(size_t n)
-{
-    void *ptr = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(ptr);
-    return ptr;
-}
-
-static void job_init(job_t *j, int p)
-{
-    j->p = p;
-    j->sched = xmalloc((size_t) p * sizeof(*j->sched));
-    j->sbuf = xmalloc((size_t) p * sizeof(*j->sbuf));
-    j->rbuf = xmalloc((size_t) p * sizeof(*j->rbuf));
-    j->scratch = xmalloc((size_t) p * sizeof(*j->scratch));
-    j->exec = xmalloc((size_t) p * sizeof(*j->exec));
-    for (int r = 0; r < p; r++) {
-        xccl_sched_init(&j->sched[r], r, p, 1);
-        j->sbuf[r] = j->rbuf[r] = NULL;
-    }
-}
-
-static void job_fini(job_t *j)
-{
-    for (int r = 0; r < j->p; r++) {
-        xccl_sched_fini(&j->sched[r]);
-        if (j->sbuf[r] != j->rbuf[r]) {
-            free(j->sbuf[r]);
-        }
-        free(j->rbuf[r]);
-    }
-    free(j->sched);
-    free(j->sbuf);
-    free(j->rbuf);
-    free(j->scratch);
-    free(j->exec);
-}
-
-static void job_run(job_t *j, const char *what)
-{
-    xccl_sim_t *sim = xccl_sim_create(j->p);
-    ck_assert_ptr_nonnull(sim);
-    for (int r = 0; r < j->p; r++) {
-        j->scratch[r] = xmalloc(j->sched[r].scratch_bytes);
-        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
-        ck_assert_int_eq(xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r),
-                                        bufs, NULL, NULL, 11), 0);
-    }
-    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u + 17u);
-    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
-    for (int r = 0; r < j->p; r++) {
-        xccl_exec_fini(&j->exec[r]);
-        free(j->scratch[r]);
-    }
-    xccl_sim_destroy(sim);
-}
-
-static unsigned char pattern(int from, int to, size_t i)
-{
-    return (unsigned char) (from * 31 + to * 7 + i * 13 + 1);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Alltoall                                                                 */
@@ -125,13 +54,13 @@ static void check_alltoall(const a2a_algo_t *al, int p, size_t b, int in_place)
     char what[128];
     job_t j;
     snprintf(what, sizeof(what), "alltoall %s p=%d block=%zu in_place=%d", al->name, p, b, in_place);
-    job_init(&j, p);
+    job_init(&j, p, 1);
     const size_t total = (size_t) p * b;
     for (int r = 0; r < p; r++) {
         ck_assert_msg(0 == al->build(&j.sched[r], b, in_place, al->arg), "%s: build failed", what);
         ck_assert_str_eq(j.sched[r].algo, 0 == strncmp(al->name, "linear", 6) ? "linear" : al->name);
         j.rbuf[r] = xmalloc(total);
-        j.sbuf[r] = in_place ? j.rbuf[r] : xmalloc(total);
+        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total);
         if (!in_place) {
             memset(j.rbuf[r], 0xEE, total);
         }
@@ -141,7 +70,7 @@ static void check_alltoall(const a2a_algo_t *al, int p, size_t b, int in_place)
             }
         }
     }
-    job_run(&j, what);
+    job_run(&j, NULL, what);
     for (int r = 0; r < p; r++) {
         long bad = -1;
         for (size_t x = 0; x < total && bad < 0; x++) {
@@ -221,7 +150,7 @@ static void check_bcast(const bcast_algo_t *al, int p, size_t bytes, int root)
     char what[128];
     job_t j;
     snprintf(what, sizeof(what), "bcast %s p=%d bytes=%zu root=%d", al->name, p, bytes, root);
-    job_init(&j, p);
+    job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
         ck_assert_msg(0 == al->build(&j.sched[r], bytes, root, al->arg), "%s: build failed", what);
         j.rbuf[r] = xmalloc(bytes);
@@ -230,7 +159,7 @@ static void check_bcast(const bcast_algo_t *al, int p, size_t bytes, int root)
             j.rbuf[r][i] = r == root ? pattern(root, 1, i) : 0xEE;
         }
     }
-    job_run(&j, what);
+    job_run(&j, NULL, what);
     for (int r = 0; r < p; r++) {
         long bad = -1;
         for (size_t i = 0; i < bytes && bad < 0; i++) {
@@ -245,16 +174,7 @@ static void check_bcast(const bcast_algo_t *al, int p, size_t bytes, int root)
 
 static size_t bcast_sizes(int p, size_t *sz)
 {
-    size_t n = 0;
-    sz[n++] = 0;
-    sz[n++] = 1;
-    if (p > 2) {
-        sz[n++] = (size_t) p - 1;
-    }
-    if (p > 1) {
-        sz[n++] = (size_t) p;
-    }
-    sz[n++] = (size_t) p + 1;
+    size_t n = counts_around(p, sz);
     if (p + 1 != 1001) {
         sz[n++] = 1001;
     }
@@ -281,19 +201,8 @@ static void check_bcast_roots(int p, const int *roots, int nroots)
 START_TEST(bcast_small_p)
 {
     const int p = _i;
-    int roots[SMALL_P], nroots = 0;
-    if (p <= ALL_ROOTS_P) {
-        for (int r = 0; r < p; r++) {
-            roots[nroots++] = r;
-        }
-    } else {
-        /* First, second, middle, last and one odd one. */
-        roots[nroots++] = 0;
-        roots[nroots++] = 1;
-        roots[nroots++] = p / 2;
-        roots[nroots++] = p - 1;
-        roots[nroots++] = (p * 2) / 3 | 1;
-    }
+    int roots[SMALL_P];
+    const int nroots = pick_roots(p, ALL_ROOTS_P, roots);
     check_bcast_roots(p, roots, nroots);
 }
 END_TEST
@@ -309,25 +218,6 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* Textbook shapes at a power of two                                        */
 /* ------------------------------------------------------------------------ */
-
-typedef struct {
-    size_t sends, recvs, sent, received;
-} tally_t;
-
-static tally_t tally(const xccl_sched_t *s)
-{
-    tally_t t = { 0, 0, 0, 0 };
-    for (size_t i = 0; i < s->nacts; i++) {
-        if (XCCL_ACT_SEND == s->acts[i].kind) {
-            t.sends++;
-            t.sent += s->acts[i].len;
-        } else if (XCCL_ACT_RECV == s->acts[i].kind) {
-            t.recvs++;
-            t.received += s->acts[i].len;
-        }
-    }
-    return t;
-}
 
 START_TEST(alltoall_structure)
 {
@@ -427,7 +317,7 @@ START_TEST(sim_large_deadlock)
 {
     const int p = 1000;
     job_t j;
-    job_init(&j, p);
+    job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
         xccl_sched_t *s = &j.sched[r];
         j.rbuf[r] = xmalloc(8);

@@ -10,27 +10,15 @@
  * Checks compare whole buffers with plain loops and assert once per case:
  * an assertion per element costs a pipe write each under Check.
  */
-#include "xccl_algos.h"
-
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { RED_I32_SUM, RED_U8_SUM, RED_DBL_MAX, RED_I64_BXOR, RED_FLT_SUM, RED_NKINDS } red_kind_t;
-
-static const struct {
-    xccl_dtype_t dt;
-    xccl_op_t op;
-    size_t es;
-} red_kinds[RED_NKINDS] = {
-    { XCCL_DT_INT32, XCCL_OP_SUM, 4 },
-    { XCCL_DT_UINT8, XCCL_OP_SUM, 1 },
-    { XCCL_DT_DOUBLE, XCCL_OP_MAX, 8 },
-    { XCCL_DT_INT64, XCCL_OP_BXOR, 8 },
-    { XCCL_DT_FLOAT, XCCL_OP_SUM, 4 },    /* small integers: every order is exact */
-};
+#define SIM_EXEC_SEQ 7
+#define SIM_SEED_SALT 0u
+#include "sim_harness.h"
 
 typedef int (*allreduce_builder_t)(xccl_sched_t *s, size_t count);
 
@@ -51,124 +39,18 @@ static const struct {
 };
 #define NBUILDERS ((int) (sizeof(builders) / sizeof(builders[0])))
 
-/* Input element i of rank r. */
-static void fill_input(red_kind_t k, int r, void *buf, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        switch (k) {
-        case RED_I32_SUM: ((int32_t *) buf)[i] = (int32_t) (r * 1000 + (int) (i % 977)) - 5000; break;
-        case RED_U8_SUM: ((uint8_t *) buf)[i] = (uint8_t) (200 + r * 7 + i); break;
-        case RED_DBL_MAX: ((double *) buf)[i] = (double) ((r * 7919 + (int) i * 31) % 1009) - 0.5; break;
-        case RED_I64_BXOR: ((int64_t *) buf)[i] = (int64_t) (((uint64_t) r << 40) ^ (i * 0x9E3779B97F4A7C15ull)); break;
-        default: ((float *) buf)[i] = (float) ((r * 13 + (int) (i % 61)) % 201 - 100); break;
-        }
-    }
-}
-
-/* The reduction over ranks 0..p-1, one rank at a time. */
-static void reference(red_kind_t k, int p, void *out, size_t n)
-{
-    void *tmp = malloc(n * red_kinds[k].es + 1);
-    fill_input(k, 0, out, n);
-    for (int r = 1; r < p; r++) {
-        fill_input(k, r, tmp, n);
-        for (size_t i = 0; i < n; i++) {
-            switch (k) {
-            case RED_I32_SUM: ((int32_t *) out)[i] += ((int32_t *) tmp)[i]; break;
-            case RED_U8_SUM: ((uint8_t *) out)[i] = (uint8_t) (((uint8_t *) out)[i] + ((uint8_t *) tmp)[i]); break;
-            case RED_DBL_MAX: {
-                double a = ((double *) out)[i], b = ((double *) tmp)[i];
-                ((double *) out)[i] = a > b ? a : b;
-                break;
-            }
-            case RED_I64_BXOR: ((int64_t *) out)[i] ^= ((int64_t *) tmp)[i]; break;
-            default: ((float *) out)[i] += ((float *) tmp)[i]; break;
-            }
-        }
-    }
-    free(tmp);
-}
-
-static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
-{
-    xccl_reduce_fn_t fn = (xccl_reduce_fn_t) ctx;
-    fn(dst, a, b, count);
-    return 0;
-}
-
-/* One virtual job: schedules, buffers and executors of p ranks (on the
- * heap: p goes to 1000). */
-typedef struct {
-    int p;
-    xccl_sched_t *sched;
-    void **sbuf, **rbuf, **scratch;
-    xccl_exec_t *exec;
-} job_t;
-
-static job_t *new_job(int p)
-{
-    job_t *j = calloc(1, sizeof(*j));
-    ck_assert_ptr_nonnull(j);
-    j->p = p;
-    j->sched = calloc((size_t) p, sizeof(*j->sched));
-    j->sbuf = calloc((size_t) p, sizeof(void *));
-    j->rbuf = calloc((size_t) p, sizeof(void *));
-    j->scratch = calloc((size_t) p, sizeof(void *));
-    j->exec = calloc((size_t) p, sizeof(*j->exec));
-    ck_assert(j->sched && j->sbuf && j->rbuf && j->scratch && j->exec);
-    return j;
-}
-
-static void run_job(job_t *j, xccl_reduce_fn_t fn, const char *what)
-{
-    xccl_sim_t *sim = xccl_sim_create(j->p);
-    ck_assert_ptr_nonnull(sim);
-    for (int r = 0; r < j->p; r++) {
-        j->scratch[r] = malloc(j->sched[r].scratch_bytes + 1);
-        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
-        if (xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r), bufs, reduce_cb,
-                           (void *) fn, 7) != 0) {
-            ck_abort_msg("%s: exec_init failed on rank %d", what, r);
-        }
-    }
-    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u);
-    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
-    for (int r = 0; r < j->p; r++) {
-        xccl_exec_fini(&j->exec[r]);
-        free(j->scratch[r]);
-    }
-    xccl_sim_destroy(sim);
-}
-
-static void free_job(job_t *j, int in_place)
-{
-    for (int r = 0; r < j->p; r++) {
-        xccl_sched_fini(&j->sched[r]);
-        if (!in_place) {
-            free(j->sbuf[r]);
-        }
-        free(j->rbuf[r]);
-    }
-    free(j->sched);
-    free(j->sbuf);
-    free(j->rbuf);
-    free(j->scratch);
-    free(j->exec);
-    free(j);
-}
-
 /* Builds every rank's schedule and buffers, inputs filled for kind k. */
 static job_t *setup_job(int p, allreduce_builder_t build, const char *name, size_t n, size_t es,
                         int in_place, red_kind_t k)
 {
-    job_t *j = new_job(p);
+    job_t *j = xmalloc(sizeof(*j));
+    job_init(j, p, es);
     for (int r = 0; r < p; r++) {
-        xccl_sched_init(&j->sched[r], r, p, es);
         if (build(&j->sched[r], n) != 0) {
             ck_abort_msg("%s: build failed, p=%d n=%zu rank %d", name, p, n, r);
         }
         j->rbuf[r] = malloc(n * es + 1);
-        j->sbuf[r] = in_place ? j->rbuf[r] : malloc(n * es + 1);
+        j->sbuf[r] = in_place ? j->rbuf[r] : job_sbuf(j, r, n * es + 1);
         fill_input(k, r, j->sbuf[r], n);
     }
     return j;
@@ -204,14 +86,15 @@ static void check_case(int p, int b, red_kind_t k, size_t n, int in_place, const
     ck_assert_ptr_nonnull(fn);
 
     job_t *j = setup_job(p, builders[b].build, name, n, es, in_place, k);
-    run_job(j, fn, name);
+    job_run(j, fn, name);
     int bad_rank = first_differing_rank(j, n * es);
     long bad = first_mismatch(j->rbuf[0], want, n, es);
     ck_assert_msg(bad_rank < 0 && bad < 0,
                   "%s p=%d n=%zu kind=%d in_place=%d: rank %d differs from rank 0; "
                   "rank 0 differs from the reference at element %ld",
                   name, p, n, (int) k, in_place, bad_rank, bad);
-    free_job(j, in_place);
+    job_fini(j);
+    free(j);
 }
 
 static void check_allreduce(int p, int b, const size_t *counts, size_t nc, int nkinds)
@@ -254,20 +137,21 @@ static void check_identical(int p, int b, size_t n)
         xccl_reduce_fn_t fn = zeros ? xccl_reduce_kernel(XCCL_DT_DOUBLE, XCCL_OP_MAX)
                                     : xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
         for (int in_place = 0; in_place < 2; in_place++) {
-            job_t *j = new_job(p);
+            job_t *j = xmalloc(sizeof(*j));
+            job_init(j, p, es);
             for (int r = 0; r < p; r++) {
-                xccl_sched_init(&j->sched[r], r, p, es);
                 ck_assert_int_eq(builders[b].build(&j->sched[r], n), 0);
                 j->rbuf[r] = malloc(n * es + 1);
-                j->sbuf[r] = in_place ? j->rbuf[r] : malloc(n * es + 1);
+                j->sbuf[r] = in_place ? j->rbuf[r] : job_sbuf(j, r, n * es + 1);
                 fill_order_sensitive(zeros, r, j->sbuf[r], n);
             }
-            run_job(j, fn, builders[b].name);
+            job_run(j, fn, builders[b].name);
             int bad_rank = first_differing_rank(j, n * es);
             ck_assert_msg(bad_rank < 0, "%s p=%d n=%zu in_place=%d: rank %d's %s differs from rank 0's",
                           builders[b].name, p, n, in_place, bad_rank,
                           zeros ? "max of signed zeros" : "float sum");
-            free_job(j, in_place);
+            job_fini(j);
+            free(j);
         }
     }
 }
@@ -278,16 +162,7 @@ static void check_identical(int p, int b, size_t n)
 START_TEST(allreduce_small_p)
 {
     const int b = _i / 64, p = _i % 64 + 1;
-    size_t counts[6], nc = 0;
-    counts[nc++] = 0;
-    counts[nc++] = 1;
-    if (p > 2) {
-        counts[nc++] = (size_t) p - 1;
-    }
-    if (p > 1) {
-        counts[nc++] = (size_t) p;
-    }
-    counts[nc++] = (size_t) p + 1;
+    size_t counts[6], nc = counts_around(p, counts);
     counts[nc++] = 1001;
     check_allreduce(p, b, counts, nc, RED_NKINDS);
     check_identical(p, b, 1001);

@@ -15,14 +15,18 @@
  * per assertion).  Buffers have their exact size so that ASan catches a
  * schedule that strays past them.
  */
-#include "xccl_algos.h"
-
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Its element kinds are its own (other inputs, a wrapping int sum). */
+#define SIM_HARNESS_OWN_KINDS
+#define SIM_EXEC_SEQ 5
+#define SIM_SEED_SALT 3u
+#include "sim_harness.h"
 
 /* ------------------------------------------------------------------------ */
 /* Layouts under test                                                       */
@@ -162,107 +166,6 @@ static void layout_of(const lay_t *lay, xccl_layout_t *l)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Harness: one virtual job of p ranks                                      */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-    int p;
-    xccl_sched_t *sched;
-    unsigned char **sbuf, **rbuf;
-    int *sbuf_owned;           /* sbuf is its own allocation (not RECV or inside it) */
-    void **scratch;
-    xccl_exec_t *exec;
-} job_t;
-
-static void *xmalloc(size_t n)
-{
-    void *ptr = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(ptr);
-    return ptr;
-}
-
-static void job_init(job_t *j, int p, size_t es)
-{
-    j->p = p;
-    j->sched = xmalloc((size_t) p * sizeof(*j->sched));
-    j->sbuf = xmalloc((size_t) p * sizeof(*j->sbuf));
-    j->rbuf = xmalloc((size_t) p * sizeof(*j->rbuf));
-    j->sbuf_owned = xmalloc((size_t) p * sizeof(int));
-    j->scratch = xmalloc((size_t) p * sizeof(*j->scratch));
-    j->exec = xmalloc((size_t) p * sizeof(*j->exec));
-    for (int r = 0; r < p; r++) {
-        xccl_sched_init(&j->sched[r], r, p, es);
-        j->sbuf[r] = j->rbuf[r] = NULL;
-        j->sbuf_owned[r] = 0;
-    }
-}
-
-static void job_fini(job_t *j)
-{
-    for (int r = 0; r < j->p; r++) {
-        xccl_sched_fini(&j->sched[r]);
-        if (j->sbuf_owned[r]) {
-            free(j->sbuf[r]);
-        }
-        free(j->rbuf[r]);
-    }
-    free(j->sched);
-    free(j->sbuf);
-    free(j->rbuf);
-    free(j->sbuf_owned);
-    free(j->scratch);
-    free(j->exec);
-}
-
-typedef struct {
-    xccl_reduce_fn_t fn;
-    size_t es;
-    int bad_alias;
-} red_ctx_t;
-
-static int overlap(const void *x, const void *y, size_t n)
-{
-    const char *p = x, *q = y;
-    return n > 0 && p < q + n && q < p + n;
-}
-
-/* Also checks the kernels' aliasing contract: the result may be exactly
- * one operand, no other overlap. */
-static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
-{
-    red_ctx_t *c = ctx;
-    const size_t n = count * c->es;
-    if ((dst != a && overlap(dst, a, n)) || (dst != b && overlap(dst, b, n)) || overlap(a, b, n)) {
-        c->bad_alias = 1;
-    }
-    c->fn(dst, a, b, count);
-    return 0;
-}
-
-static void job_run(job_t *j, xccl_reduce_fn_t fn, const char *what)
-{
-    xccl_sim_t *sim = xccl_sim_create(j->p);
-    red_ctx_t rctx = { fn, j->sched[0].elem_size, 0 };
-    int init_failed = 0;
-    ck_assert_ptr_nonnull(sim);
-    for (int r = 0; r < j->p; r++) {
-        j->scratch[r] = xmalloc(j->sched[r].scratch_bytes);
-        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
-        init_failed |= 0 != xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r), bufs,
-                                           reduce_cb, &rctx, 5);
-    }
-    ck_assert_msg(!init_failed, "%s: exec_init failed", what);
-    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u + 3u);
-    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
-    ck_assert_msg(!rctx.bad_alias, "%s: a reduction's ranges overlap partially", what);
-    for (int r = 0; r < j->p; r++) {
-        xccl_exec_fini(&j->exec[r]);
-        free(j->scratch[r]);
-    }
-    xccl_sim_destroy(sim);
-}
-
-/* ------------------------------------------------------------------------ */
 /* Element kinds and scalar references                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -312,11 +215,6 @@ static void reference(red_kind_t k, int p, void *out, size_t n)
     free(tmp);
 }
 
-/* Float inputs whose sums depend on the order of the additions. */
-static float float_input(int r, size_t i)
-{
-    return 0.1f * (float) (r + 1) + 1e-3f * (float) i + (0 == (r * 7 + i) % 5 ? 1e7f : 0.0f);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Stage algorithms                                                         */
@@ -665,11 +563,6 @@ END_TEST
 /* Allgather                                                                */
 /* ------------------------------------------------------------------------ */
 
-static unsigned char pattern(int from, size_t i)
-{
-    return (unsigned char) (from * 31 + i * 13 + 1 + (i >> 8));
-}
-
 /* combo < NAGV: xccl_build_hier_allgather_any with agv_combos[combo], else
  * the catalog's two-level algorithm combo - NAGV. */
 static void check_allgather(const lay_t *lay, int combo, size_t b, int in_place)
@@ -704,7 +597,7 @@ static void check_allgather(const lay_t *lay, int combo, size_t b, int in_place)
             j.sbuf_owned[r] = 1;
         }
         for (size_t i = 0; i < b; i++) {
-            j.sbuf[r][i] = pattern(r, i);
+            j.sbuf[r][i] = ag_pattern(r, i);
         }
     }
     ck_assert_msg(!bad_build, "%s: build failed", what);
@@ -719,12 +612,12 @@ static void check_allgather(const lay_t *lay, int combo, size_t b, int in_place)
         int bad_rank = -1;
         for (int r = 0; r < p && bad < 0; r++) {
             for (size_t x = 0; x < total && bad < 0; x++) {
-                if (j.rbuf[r][x] != pattern((int) (x / b), x % b)) {
+                if (j.rbuf[r][x] != ag_pattern((int) (x / b), x % b)) {
                     bad = (long) x;
                 }
             }
             for (size_t i = 0; i < b && bad < 0 && !in_place; i++) {
-                if (j.sbuf[r][i] != pattern(r, i)) {
+                if (j.sbuf[r][i] != ag_pattern(r, i)) {
                     bad = (long) (total + i);
                 }
             }
@@ -889,7 +782,7 @@ static void check_bcast(const lay_t *lay, int combo, size_t n, int root)
         j.rbuf[r] = xmalloc(n);
         j.sbuf[r] = j.rbuf[r];
         for (size_t i = 0; i < n; i++) {
-            j.rbuf[r][i] = r == root ? pattern(root + 1, i) : 0xEE;
+            j.rbuf[r][i] = r == root ? ag_pattern(root + 1, i) : 0xEE;
         }
     }
     ck_assert_msg(!bad_build, "%s: build failed", what);
@@ -906,7 +799,7 @@ static void check_bcast(const lay_t *lay, int combo, size_t n, int root)
     int bad_rank = -1;
     for (int r = 0; r < p && bad < 0; r++) {
         for (size_t i = 0; i < n && bad < 0; i++) {
-            if (j.rbuf[r][i] != pattern(root + 1, i)) {
+            if (j.rbuf[r][i] != ag_pattern(root + 1, i)) {
                 bad = (long) i;
             }
         }
@@ -1033,7 +926,7 @@ START_TEST(allgatherv_flat)
                             j.sbuf_owned[r] = 1;
                         }
                         for (size_t i = 0; i < bytes[r]; i++) {
-                            j.sbuf[r][i] = pattern(r, i);
+                            j.sbuf[r][i] = ag_pattern(r, i);
                         }
                     }
                     ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
@@ -1042,7 +935,7 @@ START_TEST(allgatherv_flat)
                     for (int r = 0; r < p && bad < 0; r++) {
                         for (int q = 0; q < p && bad < 0; q++) {
                             for (size_t i = 0; i < bytes[q] && bad < 0; i++) {
-                                if (j.rbuf[r][displs[q] + i] != pattern(q, i)) {
+                                if (j.rbuf[r][displs[q] + i] != ag_pattern(q, i)) {
                                     bad = r * 1000L + q;
                                 }
                             }

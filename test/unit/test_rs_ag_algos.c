@@ -16,175 +16,20 @@
  * Buffers are allocated at their exact size so that ASan catches a
  * schedule that strays past them.
  */
-#include "xccl_algos.h"
-
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define SIM_EXEC_SEQ 11
+#define SIM_SEED_SALT 17u
+#include "sim_harness.h"
+
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 
 static const int big_p[] = { 127, 128, 129, 255, 1000 };
 #define NBIG ((int) (sizeof(big_p) / sizeof(big_p[0])))
-
-/* ------------------------------------------------------------------------ */
-/* Element kinds and scalar references                                      */
-/* ------------------------------------------------------------------------ */
-
-typedef enum { RED_I32_SUM, RED_U8_SUM, RED_DBL_MAX, RED_I64_BXOR, RED_NKINDS } red_kind_t;
-
-static const struct {
-    xccl_dtype_t dt;
-    xccl_op_t op;
-    size_t es;
-} red_kinds[RED_NKINDS] = {
-    { XCCL_DT_INT32, XCCL_OP_SUM, 4 },
-    { XCCL_DT_UINT8, XCCL_OP_SUM, 1 },
-    { XCCL_DT_DOUBLE, XCCL_OP_MAX, 8 },
-    { XCCL_DT_INT64, XCCL_OP_BXOR, 8 },
-};
-
-/* Input element i of rank r. */
-static void fill_input(red_kind_t k, int r, void *buf, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        switch (k) {
-        case RED_I32_SUM: ((int32_t *) buf)[i] = (int32_t) (r * 1000 + (int) (i % 977)) - 5000; break;
-        case RED_U8_SUM: ((uint8_t *) buf)[i] = (uint8_t) (200 + r * 7 + i); break;
-        case RED_DBL_MAX: ((double *) buf)[i] = (double) ((r * 7919 + (int) i * 31) % 1009) - 0.5; break;
-        default: ((int64_t *) buf)[i] = (int64_t) (((uint64_t) r << 40) ^ (i * 0x9E3779B97F4A7C15ull)); break;
-        }
-    }
-}
-
-/* The reduction over p ranks of n elements. */
-static void reference(red_kind_t k, int p, void *out, size_t n)
-{
-    void *tmp = malloc(n * red_kinds[k].es + 1);
-    fill_input(k, 0, out, n);
-    for (int r = 1; r < p; r++) {
-        fill_input(k, r, tmp, n);
-        for (size_t i = 0; i < n; i++) {
-            switch (k) {
-            case RED_I32_SUM: ((int32_t *) out)[i] += ((int32_t *) tmp)[i]; break;
-            case RED_U8_SUM: ((uint8_t *) out)[i] = (uint8_t) (((uint8_t *) out)[i] + ((uint8_t *) tmp)[i]); break;
-            case RED_DBL_MAX: {
-                double a = ((double *) out)[i], b = ((double *) tmp)[i];
-                ((double *) out)[i] = a > b ? a : b;
-                break;
-            }
-            default: ((int64_t *) out)[i] ^= ((int64_t *) tmp)[i]; break;
-            }
-        }
-    }
-    free(tmp);
-}
-
-/* Float inputs whose sums depend on the order of the additions. */
-static float float_input(int r, size_t i)
-{
-    return 0.1f * (float) (r + 1) + 1e-3f * (float) i + (0 == (r * 7 + i) % 5 ? 1e7f : 0.0f);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Harness: one virtual job of p ranks                                      */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-    int p;
-    xccl_sched_t *sched;
-    unsigned char **sbuf, **rbuf;
-    void **scratch;
-    xccl_exec_t *exec;
-} job_t;
-
-static void *xmalloc(size_t n)
-{
-    void *ptr = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(ptr);
-    return ptr;
-}
-
-static void job_init(job_t *j, int p, size_t es)
-{
-    j->p = p;
-    j->sched = xmalloc((size_t) p * sizeof(*j->sched));
-    j->sbuf = xmalloc((size_t) p * sizeof(*j->sbuf));
-    j->rbuf = xmalloc((size_t) p * sizeof(*j->rbuf));
-    j->scratch = xmalloc((size_t) p * sizeof(*j->scratch));
-    j->exec = xmalloc((size_t) p * sizeof(*j->exec));
-    for (int r = 0; r < p; r++) {
-        xccl_sched_init(&j->sched[r], r, p, es);
-        j->sbuf[r] = j->rbuf[r] = NULL;
-    }
-}
-
-static void job_fini(job_t *j)
-{
-    for (int r = 0; r < j->p; r++) {
-        xccl_sched_fini(&j->sched[r]);
-        if (j->sbuf[r] != j->rbuf[r]) {
-            free(j->sbuf[r]);
-        }
-        free(j->rbuf[r]);
-    }
-    free(j->sched);
-    free(j->sbuf);
-    free(j->rbuf);
-    free(j->scratch);
-    free(j->exec);
-}
-
-/* The reduction callback also checks the kernels' aliasing contract: the
- * result may be exactly one operand, otherwise no two ranges overlap (a
- * partial overlap may happen to work on the CPU, not on a device). */
-typedef struct {
-    xccl_reduce_fn_t fn;
-    size_t es;
-    int bad_alias;
-} red_ctx_t;
-
-static int overlap(const void *x, const void *y, size_t n)
-{
-    const char *p = x, *q = y;
-    return n > 0 && p < q + n && q < p + n;
-}
-
-static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
-{
-    red_ctx_t *c = ctx;
-    const size_t n = count * c->es;
-    if ((dst != a && overlap(dst, a, n)) || (dst != b && overlap(dst, b, n)) || overlap(a, b, n)) {
-        c->bad_alias = 1;
-    }
-    c->fn(dst, a, b, count);
-    return 0;
-}
-
-static void job_run(job_t *j, xccl_reduce_fn_t fn, const char *what)
-{
-    xccl_sim_t *sim = xccl_sim_create(j->p);
-    red_ctx_t rctx = { fn, j->sched[0].elem_size, 0 };
-    int init_failed = 0;
-    ck_assert_ptr_nonnull(sim);
-    for (int r = 0; r < j->p; r++) {
-        j->scratch[r] = xmalloc(j->sched[r].scratch_bytes);
-        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
-        init_failed |= 0 != xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r),
-                                           bufs, reduce_cb, &rctx, 11);
-    }
-    ck_assert_msg(!init_failed, "%s: exec_init failed", what);
-    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u + 17u);
-    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
-    ck_assert_msg(!rctx.bad_alias, "%s: a reduction's ranges overlap partially", what);
-    for (int r = 0; r < j->p; r++) {
-        xccl_exec_fini(&j->exec[r]);
-        free(j->scratch[r]);
-    }
-    xccl_sim_destroy(sim);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Reduce_scatter                                                           */
@@ -243,7 +88,7 @@ static void check_rs(int a, int p, red_kind_t k, const size_t *counts, const siz
         bad_build |= 0 != rs_algos[a].build(&j.sched[r], counts, in_place);
         bad_build |= 0 != strcmp(j.sched[r].algo, rs_algos[a].name);
         j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * es);
-        j.sbuf[r] = in_place ? j.rbuf[r] : xmalloc(total * es);
+        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total * es);
         if (!in_place) {
             memset(j.rbuf[r], 0xEE, counts[r] * es);
         }
@@ -300,7 +145,7 @@ START_TEST(reduce_scatter_small_p)
 {
     const size_t bases[] = { 0, 1, 37, 1001 };
     /* The large odd base only where it stays cheap. */
-    check_rs_all(_i, bases, _i <= 16 ? 4 : 3, RED_NKINDS, ~0u);
+    check_rs_all(_i, bases, _i <= 16 ? 4 : 3, RED_NKINDS_NO_FLT, ~0u);
 }
 END_TEST
 
@@ -382,7 +227,7 @@ static void check_rs_float(int p)
             for (int r = 0; r < p; r++) {
                 bad_build |= 0 != rs_algos[a].build(&j.sched[r], counts, in_place);
                 j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * sizeof(float));
-                j.sbuf[r] = in_place ? j.rbuf[r] : xmalloc(total * sizeof(float));
+                j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total * sizeof(float));
                 for (size_t e = 0; e < total; e++) {
                     ((float *) j.sbuf[r])[e] = float_input(r, e);
                 }
@@ -434,11 +279,6 @@ static const struct {
 };
 #define NAG ((int) (sizeof(ag_algos) / sizeof(ag_algos[0])))
 
-static unsigned char pattern(int from, size_t i)
-{
-    return (unsigned char) (from * 31 + i * 13 + 1 + (i >> 8));
-}
-
 static void check_allgather(int a, int p, size_t b, int in_place)
 {
     const size_t total = (size_t) p * b;
@@ -454,9 +294,9 @@ static void check_allgather(int a, int p, size_t b, int in_place)
         bad_build |= 0 != strcmp(j.sched[r].algo, ag_algos[a].name);
         j.rbuf[r] = xmalloc(total);
         memset(j.rbuf[r], 0xEE, total);
-        j.sbuf[r] = in_place ? j.rbuf[r] + (size_t) r * b : xmalloc(b);
+        j.sbuf[r] = in_place ? j.rbuf[r] + (size_t) r * b : job_sbuf(&j, r, b);
         for (size_t i = 0; i < b; i++) {
-            j.sbuf[r][i] = pattern(r, i);
+            j.sbuf[r][i] = ag_pattern(r, i);
         }
     }
     ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
@@ -465,13 +305,13 @@ static void check_allgather(int a, int p, size_t b, int in_place)
     int bad_rank = -1;
     for (int r = 0; r < p && bad < 0; r++) {
         for (size_t x = 0; x < total && bad < 0; x++) {
-            if (j.rbuf[r][x] != pattern((int) (x / b), x % b)) {
+            if (j.rbuf[r][x] != ag_pattern((int) (x / b), x % b)) {
                 bad = (long) x;
             }
         }
         /* The input survives (not in place). */
         for (size_t i = 0; i < b && bad < 0 && !in_place; i++) {
-            if (j.sbuf[r][i] != pattern(r, i)) {
+            if (j.sbuf[r][i] != ag_pattern(r, i)) {
                 bad = (long) (total + i);
             }
         }
@@ -479,12 +319,6 @@ static void check_allgather(int a, int p, size_t b, int in_place)
     }
     ck_assert_msg(bad < 0, "%s: rank %d byte %ld wrong (>= %zu: input changed)", what, bad_rank, bad,
                   total);
-    /* job_fini frees sbuf unless it is rbuf itself: in place it points inside. */
-    if (in_place) {
-        for (int r = 0; r < p; r++) {
-            j.sbuf[r] = j.rbuf[r];
-        }
-    }
     job_fini(&j);
 }
 
@@ -518,32 +352,6 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* Textbook shapes                                                          */
 /* ------------------------------------------------------------------------ */
-
-typedef struct {
-    size_t sends, recvs, sent, received, reduced, copies;
-    int one_each_way;          /* every step with transfers has one send and one receive */
-} tally_t;
-
-static tally_t tally(const xccl_sched_t *s)
-{
-    tally_t t = { 0, 0, 0, 0, 0, 0, 1 };
-    for (size_t st = 0; st < s->nsteps; st++) {
-        size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts, ns = 0, nr = 0;
-        for (size_t i = s->step_start[st]; i < end; i++) {
-            const xccl_action_t *x = &s->acts[i];
-            switch (x->kind) {
-            case XCCL_ACT_SEND: t.sends++; ns++; t.sent += x->len; break;
-            case XCCL_ACT_RECV: t.recvs++; nr++; t.received += x->len; break;
-            case XCCL_ACT_REDUCE: t.reduced += x->len; break;
-            default: t.copies++; break;
-            }
-        }
-        if ((ns || nr) && (ns != 1 || nr != 1)) {
-            t.one_each_way = 0;
-        }
-    }
-    return t;
-}
 
 START_TEST(reduce_scatter_structure)
 {
