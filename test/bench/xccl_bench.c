@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "xccl_algos.h"
+#include "../gpu/test_cuda.h"
 
 /* ------------------------------------------------------------------------ */
 /* Types and constants                                                      */
@@ -183,45 +184,8 @@ typedef struct { float v; int i; } float_int_t;
 typedef struct { double v; int i; } double_int_t;
 
 /* ------------------------------------------------------------------------ */
-/* CUDA driver API (-g), loaded with dlopen as test/gpu/xccl_mpi_gpu.c does */
+/* CUDA driver API (-g): test/gpu/test_cuda.h, shared with xccl_mpi_gpu.c  */
 /* ------------------------------------------------------------------------ */
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext;
-
-static struct {
-    CUresult (*Init)(unsigned);
-    CUresult (*DeviceGetCount)(int *);
-    CUresult (*DeviceGet)(CUdevice *, int);
-    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*CtxSynchronize)(void);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
-    CUresult (*MemFreeHost)(void *);
-    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*GetErrorName)(CUresult, const char **);
-    /* optional, for the header */
-    CUresult (*DriverGetVersion)(int *);
-    CUresult (*DeviceGetName)(char *, int, CUdevice);
-} cu;
-static void *libcuda;
-static CUdevice cu_dev;
-static int cu_ndev, cu_ordinal;
-static bool cu_retained;
-
-static const char *cu_err(CUresult r)
-{
-    const char *s = NULL;
-    if (cu.GetErrorName && cu.GetErrorName(r, &s) == 0 && s)
-        return s;
-    return "?";
-}
 
 /* A failing driver call is fatal (exit 3). */
 #define CU_CHECK(call)                                                          \
@@ -230,9 +194,6 @@ static const char *cu_err(CUresult r)
         if (r_ != 0)                                                            \
             die(3, "%s failed: %d %s (line %d)", #call, r_, cu_err(r_), __LINE__); \
     } while (0)
-
-static const char *gpu_setup(void);
-static void gpu_release(void);
 
 /* ------------------------------------------------------------------------ */
 /* Prototypes (helpers follow main, top-down)                               */
@@ -284,7 +245,7 @@ int main(int argc, char **argv)
     /* -g: the driver and a current context before MPI_Init, as CUDA
      * applications do (and as xccl's IPC path needs). */
     const bool gpu = wants_gpu(argc, argv);
-    const char *skip = gpu ? gpu_setup() : NULL;
+    const char *skip = gpu ? test_cuda_setup() : NULL;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -293,7 +254,7 @@ int main(int argc, char **argv)
     int prc = parse_args(argc, argv, &o, rank);
     if (prc >= 0) {            /* -h (0) or a bad command line (2) */
         MPI_Finalize();
-        gpu_release();
+        test_cuda_release();
         return prc;
     }
     if (gpu && !agree_all(skip == NULL)) {
@@ -301,7 +262,7 @@ int main(int argc, char **argv)
             printf("SKIP: %s\n", skip ? skip : "another rank has no CUDA device");
         fflush(stdout);
         MPI_Finalize();
-        gpu_release();
+        test_cuda_release();
         return 77;
     }
     if (gpu)
@@ -379,7 +340,7 @@ int main(int argc, char **argv)
     }
     free(B.rcounts);
     MPI_Finalize();
-    gpu_release();
+    test_cuda_release();
     /* Only rank 0 knows the verdict; mpirun reports its non-zero status. */
     return status;
 }
@@ -1507,71 +1468,6 @@ static void run_kernel_table(void)
 /* ------------------------------------------------------------------------ */
 /* CUDA device buffers (-g)                                                 */
 /* ------------------------------------------------------------------------ */
-
-/* Loads the driver, takes device (local rank mod count) and makes its
- * primary context current.  Before MPI_Init: NULL, or why not (a SKIP). */
-static const char *gpu_setup(void)
-{
-    static char why[256];
-    libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!libcuda) {
-        snprintf(why, sizeof why, "cannot load libcuda.so.1: %s", dlerror());
-        return why;
-    }
-#define SYM(field, name)                                                        \
-    if (!(*(void **)&cu.field = dlsym(libcuda, name))) {                        \
-        snprintf(why, sizeof why, "libcuda.so.1 has no %s", name);              \
-        return why;                                                             \
-    }
-    SYM(Init, "cuInit");
-    SYM(DeviceGetCount, "cuDeviceGetCount");
-    SYM(DeviceGet, "cuDeviceGet");
-    SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-    SYM(CtxSetCurrent, "cuCtxSetCurrent");
-    SYM(CtxSynchronize, "cuCtxSynchronize");
-    SYM(MemAlloc, "cuMemAlloc_v2");
-    SYM(MemFree, "cuMemFree_v2");
-    SYM(MemHostAlloc, "cuMemHostAlloc");
-    SYM(MemFreeHost, "cuMemFreeHost");
-    SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
-    SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
-    SYM(GetErrorName, "cuGetErrorName");
-#undef SYM
-    *(void **)&cu.DriverGetVersion = dlsym(libcuda, "cuDriverGetVersion");
-    *(void **)&cu.DeviceGetName = dlsym(libcuda, "cuDeviceGetName");
-    CUresult r = cu.Init(0);
-    if (r) {
-        snprintf(why, sizeof why, "cuInit: %d %s", r, cu_err(r));
-        return why;
-    }
-    r = cu.DeviceGetCount(&cu_ndev);
-    if (r || cu_ndev <= 0) {
-        snprintf(why, sizeof why, "no CUDA device (cuDeviceGetCount: %d, count %d)", r, cu_ndev);
-        return why;
-    }
-    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    cu_ordinal = (lr ? atoi(lr) : 0) % cu_ndev;
-    CUcontext ctx = NULL;
-    r = cu.DeviceGet(&cu_dev, cu_ordinal);
-    if (!r && !(r = cu.DevicePrimaryCtxRetain(&ctx, cu_dev)))
-        cu_retained = true;
-    if (r || (r = cu.CtxSetCurrent(ctx))) {
-        snprintf(why, sizeof why, "device %d: %d %s", cu_ordinal, r, cu_err(r));
-        return why;
-    }
-    return NULL;
-}
-
-/* After MPI_Finalize: the context goes (libcuda stays loaded). */
-static void gpu_release(void)
-{
-    if (!cu_retained)
-        return;
-    cu.CtxSetCurrent(NULL);
-    cu.DevicePrimaryCtxRelease(cu_dev);
-    cu_retained = false;
-}
 
 /* Every rank's MINE is true?  MPI_Reduce and point-to-point only (not
  * intercepted by xccl), the answer on every rank. */

@@ -34,6 +34,8 @@
 # Exit: 0 every run passed its checks (the goal is reported, not enforced),
 #       1 a run failed, 2 usage, 77 no CUDA driver/device ("SKIP: ...").
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
 
 bindir=${1:-${XCCL_BUILDDIR:-$PWD}}
 [[ -d $bindir ]] || { echo "$0: no directory $bindir" >&2; exit 2; }
@@ -57,7 +59,6 @@ colls=${BENCH_COLLS:-allreduce,allgather,reduce_scatter,alltoall,bcast}
 minb=${BENCH_MIN:-64K}
 maxb=${BENCH_MAX:-64M}
 tmo=${BENCH_TIMEOUT:-900}
-ompi_dir=${OMPI_COMPONENT_DIR:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
 
 if [[ ${BENCH_FAKE:-0} == 1 ]]; then
     fakedir=$bindir/test/gpu/fake
@@ -65,23 +66,10 @@ if [[ ${BENCH_FAKE:-0} == 1 ]]; then
     export LD_LIBRARY_PATH=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
-# Open MPI's components first, then the xccl under test; an installed xccl
-# would shadow it: then a private directory of links (as run_gpu_tests.sh).
-component_path="$ompi_dir:$compdir"
-if [[ -e $ompi_dir/mca_coll_xccl.so ]]; then
-    component_path=$outdir/components
-    mkdir -p "$component_path"
-    for f in "$ompi_dir"/*; do
-        [[ $(basename "$f") == mca_coll_xccl.* ]] || ln -sf "$f" "$component_path/"
-    done
-    ln -sf "$compdir/mca_coll_xccl.so" "$component_path/mca_coll_xccl.so"
-    echo "note: $ompi_dir has an installed xccl; benchmarking $compdir through $component_path"
-fi
-
-common_args=(--allow-run-as-root --oversubscribe
-    --mca mpi_yield_when_idle 1
-    --mca mca_base_component_path "$component_path"
-    --mca coll "xccl,tuned,basic,libnbc,self"
+# Open MPI's components first, then the xccl under test (a private directory
+# of links when an installed xccl would shadow it).
+xccl_ompi_env "$compdir" "$outdir" benchmarking
+common_args=("${ompi_base_args[@]}"
     --mca op ^avx)
 [[ -z ${LD_LIBRARY_PATH:-} ]] || common_args+=(-x LD_LIBRARY_PATH)
 

@@ -27,6 +27,8 @@
 # a fake run also needs every process to end with nothing allocated.
 # Exit status: 0 when every run passed, 1 otherwise.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
 
 bindir=${1:-${XCCL_BUILDDIR:-}}
 [[ -n $bindir ]] || { echo "usage: $0 <dir-with-xccl_mpi_gpu> [<component-dir>]" >&2; exit 2; }
@@ -43,27 +45,13 @@ read -r -a mpirun <<<"${MPIRUN:-mpirun}"
 read -r -a extra_args <<<"${MPIRUN_ARGS:-}"
 read -r -a test_args <<<"${GPU_TEST_ARGS:-}"
 read -r -a nps <<<"${GPU_TESTS_NPS:-1 2 3 4}"
-ompi_dir=${OMPI_COMPONENT_DIR:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
 logdir=${TEST_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-tests.XXXXXX")}
 mkdir -p "$logdir"
 
-# The default component directory first, then the one under test; an
-# installed xccl would shadow it: then a private directory of links.
-component_path="$ompi_dir:$compdir"
-if [[ -e $ompi_dir/mca_coll_xccl.so ]]; then
-    component_path=$logdir/components
-    mkdir -p "$component_path"
-    for f in "$ompi_dir"/*; do
-        [[ $(basename "$f") == mca_coll_xccl.* ]] || ln -sf "$f" "$component_path/"
-    done
-    ln -sf "$compdir/mca_coll_xccl.so" "$component_path/mca_coll_xccl.so"
-    echo "note: $ompi_dir has an installed xccl; testing $compdir through $component_path"
-fi
-
-common_args=(--allow-run-as-root --oversubscribe
-    --mca mpi_yield_when_idle 1
-    --mca mca_base_component_path "$component_path"
-    --mca coll "xccl,tuned,basic,libnbc,self"
+# The default component directory first, then the one under test (a
+# private directory of links when an installed xccl would shadow it).
+xccl_ompi_env "$compdir" "$logdir" testing
+common_args=("${ompi_base_args[@]}"
     # stock 4.1.4's op/avx saturates 8/16-bit sums (a fallback must not use it)
     --mca op ^avx)
 

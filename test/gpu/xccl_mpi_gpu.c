@@ -47,36 +47,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------ driver API */
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext;
-
-static struct {
-    CUresult (*Init)(unsigned);
-    CUresult (*DeviceGetCount)(int *);
-    CUresult (*DeviceGet)(CUdevice *, int);
-    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*GetErrorName)(CUresult, const char **);
-} cu;
-static void *libcuda;
-static CUdevice cu_dev;
-
-static const char *cu_err(CUresult r)
-{
-    const char *s = NULL;
-    if (cu.GetErrorName && 0 == cu.GetErrorName(r, &s) && s) {
-        return s;
-    }
-    return "?";
-}
+/* ------------------------------------------------------------ driver API
+ * test/gpu/test_cuda.h (shared with xccl_bench -g); a failing call aborts. */
+#include "test_cuda.h"
 
 #define CU_CHECK(call)                                                         \
     do {                                                                       \
@@ -90,54 +63,6 @@ static const char *cu_err(CUresult r)
 
 static int my_rank, nprocs, quiet, host_mode, long_mode;
 static size_t max_bytes;
-
-/* Loads the driver and makes a context current; NULL or why not. */
-static const char *gpu_setup(void)
-{
-    static char why[256];
-    libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (NULL == libcuda) {
-        snprintf(why, sizeof(why), "cannot load libcuda.so.1: %s", dlerror());
-        return why;
-    }
-#define SYM(field, name)                                                       \
-    if (NULL == (*(void **) &cu.field = dlsym(libcuda, name))) {               \
-        snprintf(why, sizeof(why), "libcuda.so.1 has no %s", name);            \
-        return why;                                                            \
-    }
-    SYM(Init, "cuInit");
-    SYM(DeviceGetCount, "cuDeviceGetCount");
-    SYM(DeviceGet, "cuDeviceGet");
-    SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-    SYM(CtxSetCurrent, "cuCtxSetCurrent");
-    SYM(MemAlloc, "cuMemAlloc_v2");
-    SYM(MemFree, "cuMemFree_v2");
-    SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
-    SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
-    SYM(GetErrorName, "cuGetErrorName");
-#undef SYM
-    CUresult r = cu.Init(0);
-    if (r) {
-        snprintf(why, sizeof(why), "cuInit: %d %s", r, cu_err(r));
-        return why;
-    }
-    int n = 0;
-    r = cu.DeviceGetCount(&n);
-    if (r || n <= 0) {
-        snprintf(why, sizeof(why), "no CUDA device (cuDeviceGetCount: %d, count %d)", r, n);
-        return why;
-    }
-    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    int local = lr ? atoi(lr) : 0;
-    r = cu.DeviceGet(&cu_dev, local % n);
-    CUcontext ctx = NULL;
-    if (r || (r = cu.DevicePrimaryCtxRetain(&ctx, cu_dev)) || (r = cu.CtxSetCurrent(ctx))) {
-        snprintf(why, sizeof(why), "device %d: %d %s", local % n, r, cu_err(r));
-        return why;
-    }
-    return NULL;
-}
 
 /* ------------------------------------------------------------ buffers */
 typedef struct {
@@ -1173,7 +1098,7 @@ int main(int argc, char **argv)
         max_bytes = long_mode ? (40u << 20) : (20u << 20);
     }
     /* The driver before MPI_Init, as CUDA applications do. */
-    const char *skip = host_mode ? NULL : gpu_setup();
+    const char *skip = host_mode ? NULL : test_cuda_setup();
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
@@ -1214,9 +1139,6 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     MPI_Finalize();
-    if (libcuda && cu.DevicePrimaryCtxRelease) {
-        cu.CtxSetCurrent(NULL);
-        cu.DevicePrimaryCtxRelease(cu_dev);
-    }
+    test_cuda_release();
     return failed_cases ? 1 : 0;
 }

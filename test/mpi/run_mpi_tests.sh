@@ -36,6 +36,8 @@
 # --output-filename): the merged stream of several ranks can split lines, the
 # per-rank files cannot.  The verbose lines are counted from those files.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
 
 usage() {
     echo "usage: $0 <dir-with-test-binaries> <component-dir>" >&2
@@ -51,28 +53,13 @@ compdir=$2
 
 read -r -a mpirun <<<"${MPIRUN:-mpirun}"
 read -r -a extra_args <<<"${MPIRUN_ARGS:-}"
-ompi_dir=${OMPI_COMPONENT_DIR:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
 logdir=${TEST_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/xccl-mpi-tests.XXXXXX")}
 mkdir -p "$logdir"
 
-# Open MPI loads the first mca_coll_xccl.so it finds on the path, so an
-# installed xccl would shadow the one under test: then use a private
-# directory of links to the stock components plus the one under test.
-component_path="$ompi_dir:$compdir"
-if [[ -e $ompi_dir/mca_coll_xccl.so ]]; then
-    component_path=$logdir/components
-    mkdir -p "$component_path"
-    for f in "$ompi_dir"/*; do
-        [[ $(basename "$f") == mca_coll_xccl.* ]] || ln -sf "$f" "$component_path/"
-    done
-    ln -sf "$(cd "$compdir" && pwd)/mca_coll_xccl.so" "$component_path/mca_coll_xccl.so"
-    echo "note: $ompi_dir has an installed xccl; testing $compdir through $component_path"
-fi
-
-common_base=(--allow-run-as-root --oversubscribe
-    --mca mpi_yield_when_idle 1
-    --mca mca_base_component_path "$component_path"
-    --mca coll "xccl,tuned,basic,libnbc,self")
+# Open MPI's components first, then the one under test (a private directory
+# of links when an installed xccl would shadow it).
+xccl_ompi_env "$compdir" "$logdir" testing
+common_base=("${ompi_base_args[@]}")
 common_args=("${common_base[@]}"
     --mca coll_xccl_verbose 1
     # xccl hands small messages to stock Open MPI by default; the tests
