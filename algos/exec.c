@@ -100,7 +100,10 @@ int xccl_exec_progress(xccl_exec_t *e)
 
     while (0 == e->status) {
         if (e->step >= s->nsteps) {
-            e->status = 1;
+            int rc = e->gate && e->gate->drain ? e->gate->drain(e->gate->ctx) : 1;
+            if (0 != rc) {
+                e->status = rc;
+            }
             break;
         }
         size_t begin = s->step_start[e->step];
@@ -108,6 +111,15 @@ int xccl_exec_progress(xccl_exec_t *e)
         int rc;
 
         if (!e->posted) {
+            if (e->gate && e->gate->step_ready) {
+                rc = e->gate->step_ready(e->gate->ctx, e->step);
+                if (rc < 0) {
+                    e->status = rc;
+                }
+                if (rc <= 0) {
+                    break;
+                }
+            }
             rc = post_transfers(e, begin, end);
             e->posted = 1;
             if (rc < 0) {
@@ -133,6 +145,9 @@ int xccl_exec_progress(xccl_exec_t *e)
             }
         }
         rc = run_local(e, begin, end);
+        if (0 == rc && e->gate && e->gate->step_done) {
+            rc = e->gate->step_done(e->gate->ctx, e->step);
+        }
         if (rc < 0) {
             e->status = rc;
             break;

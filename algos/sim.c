@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Rounds in a row without a match or a step before a deadlock is declared. */
+#define SIM_IDLE_ROUNDS 3
+
 typedef struct sim_req {
     struct sim_req *next;      /* in its hash bucket */
     struct sim_req *older, *newer;   /* in the list of unmatched requests */
@@ -211,6 +214,7 @@ int xccl_sim_run(xccl_sim_t *sim, xccl_exec_t *execs, int n, unsigned seed)
     for (int i = 0; i < n; i++) {
         order[i] = i;
     }
+    int idle = 0;
     for (;;) {
         /* A new random order each round varies who posts first. */
         for (int i = n - 1; i > 0; i--) {
@@ -240,7 +244,10 @@ int xccl_sim_run(xccl_sim_t *sim, xccl_exec_t *execs, int n, unsigned seed)
         if (0 == running) {
             break;
         }
-        if (sim->matches == before && steps_after == steps_before) {
+        /* A gate may answer "not yet" (a copy still in flight): rounds
+         * without progress are a deadlock only when several follow. */
+        idle = sim->matches == before && steps_after == steps_before ? idle + 1 : 0;
+        if (idle >= SIM_IDLE_ROUNDS) {
             int pos = snprintf(sim->error, sizeof(sim->error), "deadlock; ranks at step:");
             for (int i = 0; i < n && pos < (int) sizeof(sim->error) - 16; i++) {
                 pos += snprintf(sim->error + pos, sizeof(sim->error) - (size_t) pos, " %zu/%zu",

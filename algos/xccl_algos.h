@@ -277,6 +277,21 @@ typedef int (*xccl_reduce_cb_t)(void *cbctx, void *dst, const void *a, const voi
 
 #define XCCL_EXEC_INLINE_REQS 16
 
+/* Optional hooks around the steps, for buffers whose contents arrive and
+ * leave asynchronously (device memory staged through host copies, see
+ * xccl_stage_plan).  All three may be NULL. */
+typedef struct {
+    void *ctx;
+    /* Before step i is posted: 1 it may run (what it reads or writes is in
+     * place), 0 ask again later, <0 error. */
+    int (*step_ready)(void *ctx, size_t step);
+    /* Step i is complete (transfers and local actions): 0 or <0. */
+    int (*step_done)(void *ctx, size_t step);
+    /* After the last step: 1 what the hooks started is finished, 0 ask
+     * again later, <0 error.  The execution is done only then. */
+    int (*drain)(void *ctx);
+} xccl_gate_t;
+
 typedef struct {
     const xccl_sched_t *s;
     const xccl_transport_t *tr;
@@ -290,6 +305,7 @@ typedef struct {
     void **reqs;
     size_t nreqs;
     void *inline_reqs[XCCL_EXEC_INLINE_REQS];
+    const xccl_gate_t *gate;   /* NULL: none */
 } xccl_exec_t;
 
 /* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes.  The schedule and the
@@ -297,11 +313,66 @@ typedef struct {
 int xccl_exec_init(xccl_exec_t *e, const xccl_sched_t *s, const xccl_transport_t *tr,
                    void *const bufs[XCCL_NBUF], xccl_reduce_cb_t reduce, void *reduce_ctx,
                    uint32_t seq);
+/* Attach a gate (before the first progress call); it must outlive the
+ * execution. */
+static inline void xccl_exec_set_gate(xccl_exec_t *e, const xccl_gate_t *g)
+{
+    e->gate = g;
+}
 /* Advance as far as possible without blocking: 1 done, 0 pending, <0 error. */
 int xccl_exec_progress(xccl_exec_t *e);
 /* Releases the executor; requests still pending (after an error) are
  * cancelled through the transport. */
 void xccl_exec_fini(xccl_exec_t *e);
+
+/* ------------------------------------------------------------------------ */
+/* Staging plan: copies in and out that overlap a schedule                  */
+/* ------------------------------------------------------------------------ */
+
+/* A schedule runs on host copies of device buffers (regions).  Instead of
+ * copying a region whole before the schedule and whole after it, the plan
+ * cuts each region into pieces and says
+ *   - in which order to copy pieces in: the order the schedule first
+ *     touches (reads or writes) them; a piece never touched is not copied;
+ *   - how many of those copies must have arrived before step i runs
+ *     (need_in[i], non-decreasing);
+ *   - which pieces to copy out once step i is complete: those whose last
+ *     write is step i; a piece never written is not copied out (the device
+ *     copy is already right: the schedule did not change it).
+ * Pieces are whole multiples of the piece size (the last one of a region
+ * shorter); pieces that are adjacent and need the same moment are merged
+ * into one copy. */
+typedef struct {
+    const void *base;          /* host copy */
+    size_t len;
+    int copy_in;               /* the schedule may read what the device holds */
+    int copy_out;              /* what the schedule writes goes back */
+} xccl_stage_region_t;
+
+typedef struct {
+    uint32_t region;
+    size_t off, len;           /* bytes, in the region */
+} xccl_stage_piece_t;
+
+typedef struct {
+    size_t piece;              /* piece size used */
+    size_t nsteps;
+    xccl_stage_piece_t *in;    /* copies in, in order */
+    size_t nin;
+    size_t *need_in;           /* [nsteps] */
+    xccl_stage_piece_t *out;   /* after step i: out[out_start[i] .. out_start[i+1]) */
+    size_t nout;
+    size_t *out_start;         /* [nsteps + 1] */
+} xccl_stage_plan_t;
+
+/* Plans the copies of s run on bufs (addresses map actions to regions;
+ * memory outside every region, such as scratch, is ignored).  piece: bytes
+ * per piece, raised so that no region has more than max_pieces (0: no
+ * bound).  0, or -1 out of memory (*p is empty then). */
+int xccl_stage_plan(xccl_stage_plan_t *p, const xccl_sched_t *s, void *const bufs[XCCL_NBUF],
+                    const xccl_stage_region_t *regions, int nregions, size_t piece,
+                    size_t max_pieces);
+void xccl_stage_plan_fini(xccl_stage_plan_t *p);
 
 /* ------------------------------------------------------------------------ */
 /* Simulated transport: N virtual ranks in one process                      */
