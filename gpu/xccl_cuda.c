@@ -40,7 +40,9 @@ _Static_assert(XCCL_CU_MEMORYTYPE_HOST == CU_MEMORYTYPE_HOST &&
                XCCL_CU_MEMORYTYPE_ARRAY == CU_MEMORYTYPE_ARRAY &&
                XCCL_CU_MEMORYTYPE_UNIFIED == CU_MEMORYTYPE_UNIFIED, "memory types");
 _Static_assert(XCCL_CU_MEMHOSTALLOC_PORTABLE == CU_MEMHOSTALLOC_PORTABLE &&
-               XCCL_CU_STREAM_DEFAULT == CU_STREAM_DEFAULT, "flags");
+               XCCL_CU_STREAM_DEFAULT == CU_STREAM_DEFAULT &&
+               XCCL_CU_EVENT_DISABLE_TIMING == CU_EVENT_DISABLE_TIMING, "flags");
+_Static_assert(XCCL_CUDA_ERROR_NOT_READY == CUDA_ERROR_NOT_READY, "not ready");
 #endif
 
 /* Member order of xccl_cu_api_t. */
@@ -49,7 +51,8 @@ static const char *const symbols[] = {
     "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetPCIBusId",
     "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuMemcpy2DAsync_v2",
     "cuMemHostAlloc", "cuMemFreeHost", "cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2",
-    "cuIpcCloseMemHandle",
+    "cuIpcCloseMemHandle", "cuStreamQuery", "cuEventCreate", "cuEventDestroy_v2",
+    "cuEventRecord", "cuEventQuery",
 };
 _Static_assert(sizeof(symbols) / sizeof(symbols[0]) == sizeof(xccl_cu_api_t) / sizeof(void (*)(void)),
                "one symbol per member");

@@ -15,8 +15,10 @@ typedef int xccl_cudevice_t;
 typedef unsigned long long xccl_cudeviceptr_t;
 typedef struct xccl_cuctx_st *xccl_cucontext_t;
 typedef struct xccl_custream_st *xccl_custream_t;
+typedef struct xccl_cuevent_st *xccl_cuevent_t;
 
 #define XCCL_CUDA_SUCCESS 0
+#define XCCL_CUDA_ERROR_NOT_READY 600      /* an event or stream query: work pending */
 
 /* CUipcMemHandle, passed by value */
 typedef struct {
@@ -40,6 +42,7 @@ typedef struct {
 
 #define XCCL_CU_STREAM_DEFAULT 0           /* synchronises with the legacy default stream */
 #define XCCL_CU_MEMHOSTALLOC_PORTABLE 1    /* pinned for every context */
+#define XCCL_CU_EVENT_DISABLE_TIMING 2
 
 typedef struct {
     size_t srcXInBytes, srcY;
@@ -77,6 +80,11 @@ typedef struct {
     xccl_curesult_t (*IpcOpenMemHandle)(xccl_cudeviceptr_t *ptr, xccl_cuipc_handle_t handle,
                                         unsigned flags);
     xccl_curesult_t (*IpcCloseMemHandle)(xccl_cudeviceptr_t ptr);
+    xccl_curesult_t (*StreamQuery)(xccl_custream_t stream);
+    xccl_curesult_t (*EventCreate)(xccl_cuevent_t *event, unsigned flags);
+    xccl_curesult_t (*EventDestroy)(xccl_cuevent_t event);
+    xccl_curesult_t (*EventRecord)(xccl_cuevent_t event, xccl_custream_t stream);
+    xccl_curesult_t (*EventQuery)(xccl_cuevent_t event);
 } xccl_cu_api_t;
 
 /* The driver's entry points, or NULL when the process has not loaded

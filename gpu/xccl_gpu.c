@@ -78,6 +78,10 @@ static void free_host(const xccl_cu_api_t *cu, xccl_gpu_set_t *s)
 /* With s->ctx current. */
 static void destroy_set(const xccl_cu_api_t *cu, xccl_gpu_set_t *s)
 {
+    for (size_t i = 0; i < s->nev; i++) {
+        cu->EventDestroy(s->ev[i]);
+    }
+    free(s->ev);
     if (s->in) {
         cu->StreamDestroy(s->in);
     }
@@ -153,6 +157,28 @@ xccl_gpu_set_t *xccl_gpu_set_get(xccl_cucontext_t ctx, size_t bytes, size_t pool
         s->pinned = want_pinned;
     }
     return s;
+}
+
+int xccl_gpu_set_events(xccl_gpu_set_t *s, size_t n, const char **err)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    if (n <= s->nev) {
+        return 0;
+    }
+    xccl_cuevent_t *ev = realloc(s->ev, n * sizeof(*ev));
+    if (NULL == ev) {
+        *err = "out of memory";
+        return -1;
+    }
+    s->ev = ev;
+    for (; s->nev < n; s->nev++) {
+        xccl_curesult_t rc = cu->EventCreate(&s->ev[s->nev], XCCL_CU_EVENT_DISABLE_TIMING);
+        if (XCCL_CUDA_SUCCESS != rc) {
+            *err = xccl_cu_error("cuEventCreate", rc);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 void xccl_gpu_set_put(xccl_gpu_set_t *s, int bad)

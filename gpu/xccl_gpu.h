@@ -4,8 +4,8 @@
  * driver.
  *
  * Buffers are classified per call; device (and managed) buffers go through
- * staging sets: two streams (copies in, copies out) and a pinned host
- * buffer, per CUDA context, reused across calls.
+ * staging sets: two streams (copies in, copies out), a pinned host buffer
+ * and events, per CUDA context, reused across calls.
  */
 #ifndef XCCL_GPU_H
 #define XCCL_GPU_H
@@ -42,6 +42,8 @@ typedef struct xccl_gpu_set {
     void *host;
     size_t host_bytes;
     int pinned;                /* host from cuMemHostAlloc, else malloc */
+    xccl_cuevent_t *ev;        /* events for pipelined copies, kept */
+    size_t nev;
     struct xccl_gpu_set *next;
 } xccl_gpu_set_t;
 
@@ -50,6 +52,8 @@ typedef struct xccl_gpu_set {
  * NULL and *err on failure.  Sets are reused; concurrent calls get
  * different ones. */
 xccl_gpu_set_t *xccl_gpu_set_get(xccl_cucontext_t ctx, size_t bytes, size_t pool_max, const char **err);
+/* At least n events in s->ev (with s->ctx current); 0, or -1 and *err. */
+int xccl_gpu_set_events(xccl_gpu_set_t *s, size_t n, const char **err);
 /* Back to the pool; bad = 1 after a driver error (then it is destroyed). */
 void xccl_gpu_set_put(xccl_gpu_set_t *s, int bad);
 

@@ -48,6 +48,7 @@ typedef struct {
     size_t segment_bytes;            /* ring allreduce pipelining segment, 0: none */
     size_t gpu_pool_bytes;           /* device buffers: most pinned host memory per call */
     size_t gpu_ipc_bytes;            /* CUDA IPC from this many bytes per call (0: off) */
+    size_t gpu_chunk_bytes;          /* staged copies overlap the schedule in pieces (0: off) */
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
     double model_margin;             /* other algorithms must win by this fraction */
     char *cost_file;
@@ -96,6 +97,7 @@ typedef struct {
      * node; the peers' buffers mapped so far. */
     bool gpu_ipc;
     bool staging;                    /* inside the host-copy call of a device call */
+    struct mca_coll_xccl_gpu_stage *stage;   /* its host copies, while staging */
     struct mca_coll_xccl_ipc *ipc;
 
     /* what Open MPI would have used */
@@ -188,18 +190,38 @@ int mca_coll_xccl_progress_requests(void);
 int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what);
 
 /* Device buffers (coll_xccl_gpu.c): host copies of a call's buffers in
- * pinned memory of a staging set of CUDA context ctx.  stage_in copies
- * sspan bytes at sdev (when not NULL) and, when copy_r, rspan bytes at rdev
- * to host memory (*hs, *hr); stage_out copies *hr back to rdev (when
- * copy_out) and gives the memory back.  MPI error codes, logged. */
-typedef struct {
+ * pinned memory of a staging set of CUDA context ctx.  stage_in takes the
+ * host memory (*hs for sspan bytes at sdev when not NULL, *hr for rspan
+ * bytes at rdev) and copies nothing yet.  Then the host call either runs a
+ * schedule: stage_gate plans the copies (the sspan bytes, and the rspan
+ * bytes when copy_r) so that each step waits only for the pieces it touches
+ * and each piece goes back to the device after its last write (when
+ * copy_out), overlapping the transfers; or it does anything else (the
+ * fallback): stage_fill copies everything in first.  stage_out completes
+ * the copies back (all of RECV when it was filled) and gives the memory
+ * back.  MPI error codes, logged. */
+struct mca_coll_xccl_gpu_pipe;
+typedef struct mca_coll_xccl_gpu_stage {
     void *ctx;
     struct xccl_gpu_set *set;
+    const char *sdev;
+    char *rdev, *hs, *hr;
+    size_t sspan, rspan;
+    int copy_r, copy_out;
+    int filled;                      /* copied in (stage_fill) */
+    struct mca_coll_xccl_gpu_pipe *pipe;   /* or pipelined (stage_gate) */
 } mca_coll_xccl_gpu_stage_t;
 int mca_coll_xccl_gpu_stage_in(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                mca_coll_xccl_gpu_stage_t *st, void *ctx, const void *sdev,
                                size_t sspan, void **hs, void *rdev, size_t rspan, int copy_r,
-                               void **hr);
+                               int copy_out, void **hr);
+int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                 mca_coll_xccl_gpu_stage_t *st);
+/* The gate for s run on bufs, or *gate NULL when the copies are already
+ * done (or planning them failed: then they are done now). */
+int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                 mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s,
+                                 void *const bufs[XCCL_NBUF], const xccl_gate_t **gate);
 /* CUDA IPC inside a node for allgather, alltoall and bcast (blocking, with
  * m->gpu_ipc): every rank calls it with the same coll, block (bytes per
  * rank; bcast: all bytes) and root.  exp is what this rank's peers read
@@ -222,9 +244,9 @@ int mca_coll_xccl_gpu_ipc_reduce(mca_coll_xccl_module_t *m, struct ompi_communic
                                  xccl_coll_t coll, const void *src, void *dst, const size_t *counts,
                                  size_t es, int gpu_dt, int gpu_op, int ok, int *done);
 void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m);
+/* ok: the host call succeeded (else nothing more is copied back). */
 int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                mca_coll_xccl_gpu_stage_t *st, void *rdev, size_t rspan,
-                                int copy_out);
+                                mca_coll_xccl_gpu_stage_t *st, int ok);
 
 /* One log line at verbosity >= level, prefixed "xccl: ". */
 void mca_coll_xccl_log(int level, const char *fmt, ...) __opal_attribute_format__(__printf__, 2, 3);

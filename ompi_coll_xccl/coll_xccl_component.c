@@ -147,6 +147,16 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_LOCAL, &c->gpu_pool_bytes);
 
+    c->gpu_chunk_bytes = 1 << 20;
+    (void) mca_base_component_var_register(v, "gpu_chunk_bytes",
+        "Device buffers staged through host memory: the copies between device and host run "
+        "in pieces of this many bytes (at most 256 per buffer) while the algorithm runs; "
+        "each step waits only for the pieces it touches, each piece goes back once the "
+        "algorithm has finished writing it (0: copy everything in before the algorithm and "
+        "back after it)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_LOCAL, &c->gpu_chunk_bytes);
+
     c->gpu_ipc_bytes = 65536;
     (void) mca_base_component_var_register(v, "gpu_ipc_bytes",
         "Device buffers, every rank of the communicator on one node with a CUDA context: "

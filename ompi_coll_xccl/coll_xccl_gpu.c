@@ -5,10 +5,11 @@
  *
  * The call on the host copies is exactly the call a rank with host buffers
  * makes (same path, same algorithm, same schedule), so ranks may mix device
- * and host buffers.  A pipeline that overlaps the copies with the transfers
- * of one schedule (steps waiting for the copies of what they read, copies
- * out started after the last write of a piece) is the next step; it needs a
- * GPU to be measured.
+ * and host buffers.  When that call runs a schedule, the copies overlap it
+ * (xccl_stage_plan): each step waits only for the pieces it touches, each
+ * piece goes back once the schedule has written it for the last time.
+ * The waits are local (a copy completes whatever the peers do), so they
+ * cannot deadlock against ranks that do not stage.
  */
 #include "ompi_config.h"
 
@@ -58,7 +59,7 @@ static const char *sync_stream(const xccl_cu_api_t *cu, xccl_custream_t stream)
 int mca_coll_xccl_gpu_stage_in(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                mca_coll_xccl_gpu_stage_t *st, void *ctx, const void *sdev,
                                size_t sspan, void **hs, void *rdev, size_t rspan, int copy_r,
-                               void **hr)
+                               int copy_out, void **hr)
 {
     const xccl_cu_api_t *cu = xccl_cu();
     const size_t soff = (rspan + 63) & ~(size_t) 63;    /* RECV first, SEND 64-byte aligned */
@@ -75,34 +76,210 @@ int mca_coll_xccl_gpu_stage_in(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     }
     st->set = xccl_gpu_set_get((xccl_cucontext_t) ctx, soff + sspan,
                                mca_coll_xccl_component.gpu_pool_bytes, &error);
-    if (st->set) {
-        char *host = st->set->host;
-        *hr = host;
-        *hs = host + soff;
-        /* A blocking stream: after the application's work on the legacy
-         * default stream.  Work on its own non-blocking streams must be
-         * complete before the call, as with any CUDA-aware MPI. */
-        if (sdev && sspan) {
-            error = copy(cu, *hs, sdev, sspan, TO_HOST, st->set->in);
-        }
-        if (NULL == error && copy_r && rspan) {
-            error = copy(cu, *hr, rdev, rspan, TO_HOST, st->set->in);
-        }
-        if (NULL == error) {
-            error = sync_stream(cu, st->set->in);
-        }
-        if (error) {
-            xccl_gpu_set_put(st->set, 1);
-            st->set = NULL;
-        }
+    cu->CtxPopCurrent(&popped);
+    if (NULL == st->set) {
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
+    }
+    st->hr = st->set->host;
+    st->hs = st->hr + soff;
+    st->sdev = sdev;
+    st->sspan = sdev ? sspan : 0;
+    st->rdev = rdev;
+    st->rspan = rspan;
+    st->copy_r = copy_r;
+    st->copy_out = copy_out;
+    *hr = st->hr;
+    *hs = st->hs;
+    return MPI_SUCCESS;
+}
+
+int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                 mca_coll_xccl_gpu_stage_t *st)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    const char *error = NULL;
+    xccl_cucontext_t popped;
+    if (NULL == st->set || st->filled || st->pipe) {
+        return MPI_SUCCESS;
+    }
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
+    }
+    /* A blocking stream: after the application's work on the legacy
+     * default stream.  Work on its own non-blocking streams must be
+     * complete before the call, as with any CUDA-aware MPI. */
+    if (st->sspan) {
+        error = copy(cu, st->hs, st->sdev, st->sspan, TO_HOST, st->set->in);
+    }
+    if (NULL == error && st->copy_r && st->rspan) {
+        error = copy(cu, st->hr, st->rdev, st->rspan, TO_HOST, st->set->in);
+    }
+    if (NULL == error) {
+        error = sync_stream(cu, st->set->in);
     }
     cu->CtxPopCurrent(&popped);
+    st->filled = NULL == error;
     return error ? mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error) : MPI_SUCCESS;
 }
 
+/* ------------------------------------------------------------ pipelined staging */
+
+/* The copies of one staged call that runs a schedule: in pieces on the
+ * set's "in" stream, all queued at once in the order the schedule first
+ * touches them, an event after each; a step runs once the event of the
+ * last piece it needs has completed.  Pieces go back on the "out" stream
+ * after the step that last writes them. */
+enum { REG_SEND, REG_RECV };
+
+struct mca_coll_xccl_gpu_pipe {
+    /* the stage's context and set (the stage itself may be copied: a
+     * nonblocking call keeps it in its request) */
+    void *ctx;
+    xccl_gpu_set_t *set;
+    xccl_stage_plan_t plan;
+    xccl_stage_region_t reg[2];
+    const char *dev[2];              /* device address of each region */
+    size_t arrived;                  /* copies in known complete */
+    xccl_gate_t gate;
+    const char *error;               /* the first driver error */
+};
+
+/* Every hook runs with the stage's context current. */
+static int pipe_fail(struct mca_coll_xccl_gpu_pipe *p, const char *error)
+{
+    if (NULL == p->error) {
+        p->error = error;
+        mca_coll_xccl_log(1, "staging pipeline: %s", error);
+    }
+    return -1;
+}
+
+static int pipe_ready(void *ctx, size_t step)
+{
+    struct mca_coll_xccl_gpu_pipe *p = ctx;
+    const size_t need = p->plan.need_in[step];
+    if (p->arrived >= need) {
+        return 1;
+    }
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->ctx)) {
+        return pipe_fail(p, "cuCtxPushCurrent failed");
+    }
+    xccl_curesult_t rc = cu->EventQuery(p->set->ev[need - 1]);
+    cu->CtxPopCurrent(&popped);
+    if (XCCL_CUDA_SUCCESS == rc) {
+        p->arrived = need;             /* one stream: everything before it too */
+        return 1;
+    }
+    return XCCL_CUDA_ERROR_NOT_READY == rc ? 0 : pipe_fail(p, xccl_cu_error("cuEventQuery", rc));
+}
+
+static int pipe_done(void *ctx, size_t step)
+{
+    struct mca_coll_xccl_gpu_pipe *p = ctx;
+    const size_t first = p->plan.out_start[step], last = p->plan.out_start[step + 1];
+    if (first == last) {
+        return 0;
+    }
+    const xccl_cu_api_t *cu = xccl_cu();
+    const char *error = NULL;
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->ctx)) {
+        return pipe_fail(p, "cuCtxPushCurrent failed");
+    }
+    for (size_t i = first; i < last && NULL == error; i++) {
+        const xccl_stage_piece_t *pc = &p->plan.out[i];
+        error = copy(cu, (char *) p->dev[pc->region] + pc->off,
+                     (const char *) p->reg[pc->region].base + pc->off, pc->len, FROM_HOST,
+                     p->set->out);
+    }
+    cu->CtxPopCurrent(&popped);
+    return error ? pipe_fail(p, error) : 0;
+}
+
+static int pipe_drain(void *ctx)
+{
+    struct mca_coll_xccl_gpu_pipe *p = ctx;
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->ctx)) {
+        return pipe_fail(p, "cuCtxPushCurrent failed");
+    }
+    xccl_curesult_t rc = cu->StreamQuery(p->set->out);
+    cu->CtxPopCurrent(&popped);
+    if (XCCL_CUDA_SUCCESS == rc) {
+        return 1;
+    }
+    return XCCL_CUDA_ERROR_NOT_READY == rc ? 0 : pipe_fail(p, xccl_cu_error("cuStreamQuery", rc));
+}
+
+/* Max pieces per region: bounds the events and copies of one call. */
+#define XCCL_STAGE_MAX_PIECES 256
+
+int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                 mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s,
+                                 void *const bufs[XCCL_NBUF], const xccl_gate_t **gate)
+{
+    *gate = NULL;
+    if (NULL == st->set || st->filled || st->pipe) {
+        return MPI_SUCCESS;
+    }
+    if (0 == mca_coll_xccl_component.gpu_chunk_bytes) {
+        return mca_coll_xccl_gpu_stage_fill(m, coll, st);
+    }
+    struct mca_coll_xccl_gpu_pipe *p = calloc(1, sizeof(*p));
+    if (NULL == p) {
+        return mca_coll_xccl_gpu_stage_fill(m, coll, st);
+    }
+    p->ctx = st->ctx;
+    p->set = st->set;
+    p->reg[REG_SEND] = (xccl_stage_region_t) { st->hs, st->sspan, 1, 0 };
+    p->reg[REG_RECV] = (xccl_stage_region_t) { st->hr, st->rspan, st->copy_r, st->copy_out };
+    p->dev[REG_SEND] = st->sdev;
+    p->dev[REG_RECV] = st->rdev;
+    if (0 != xccl_stage_plan(&p->plan, s, bufs, p->reg, 2, mca_coll_xccl_component.gpu_chunk_bytes,
+                             XCCL_STAGE_MAX_PIECES)) {
+        free(p);
+        return mca_coll_xccl_gpu_stage_fill(m, coll, st);
+    }
+
+    const xccl_cu_api_t *cu = xccl_cu();
+    const char *error = NULL;
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
+        xccl_stage_plan_fini(&p->plan);
+        free(p);
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
+    }
+    if (0 == xccl_gpu_set_events(st->set, p->plan.nin, &error)) {
+        for (size_t i = 0; i < p->plan.nin && NULL == error; i++) {
+            const xccl_stage_piece_t *pc = &p->plan.in[i];
+            error = copy(cu, (char *) p->reg[pc->region].base + pc->off,
+                         p->dev[pc->region] + pc->off, pc->len, TO_HOST, st->set->in);
+            xccl_curesult_t rc;
+            if (NULL == error &&
+                XCCL_CUDA_SUCCESS != (rc = cu->EventRecord(st->set->ev[i], st->set->in))) {
+                error = xccl_cu_error("cuEventRecord", rc);
+            }
+        }
+    }
+    cu->CtxPopCurrent(&popped);
+    /* From here on stage_out owns p (it waits for what was queued). */
+    st->pipe = p;
+    if (error) {
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
+    }
+    p->gate = (xccl_gate_t) { p, pipe_ready, pipe_done, pipe_drain };
+    *gate = &p->gate;
+    mca_coll_xccl_log(2, "%s comm=%u rank=%d: staging pipelined: %zu copies in, %zu out, "
+                      "pieces of %zu bytes, %zu steps", mca_coll_xccl_coll_name(coll), m->cid,
+                      m->world_rank, p->plan.nin, p->plan.nout, p->plan.piece, s->nsteps);
+    return MPI_SUCCESS;
+}
+
 int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                mca_coll_xccl_gpu_stage_t *st, void *rdev, size_t rspan,
-                                int copy_out)
+                                mca_coll_xccl_gpu_stage_t *st, int ok)
 {
     const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
@@ -113,11 +290,25 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
     }
-    if (copy_out && rspan) {
-        error = copy(cu, rdev, st->set->host, rspan, FROM_HOST, st->set->out);
+    struct mca_coll_xccl_gpu_pipe *p = st->pipe;
+    if (p) {
+        /* What was queued must finish before the host memory is reused,
+         * also after an error. */
+        const char *e1 = sync_stream(cu, st->set->in);
+        const char *e2 = sync_stream(cu, st->set->out);
+        error = p->error ? p->error : e1 ? e1 : e2;
+        xccl_stage_plan_fini(&p->plan);
+        free(p);
+        st->pipe = NULL;
+    } else if (ok && st->filled && st->copy_out && st->rspan) {
+        /* Filled for the fallback: all of RECV goes back.  (Never filled:
+         * the host call touched no data, nothing to copy.) */
+        error = copy(cu, st->rdev, st->hr, st->rspan, FROM_HOST, st->set->out);
         if (NULL == error) {
             error = sync_stream(cu, st->set->out);
         }
+    } else if (st->filled) {
+        error = sync_stream(cu, st->set->in);
     }
     xccl_gpu_set_put(st->set, NULL != error);
     st->set = NULL;

@@ -433,18 +433,19 @@ static where_t where(const void *a, const void *b)
 
 /* A call on device buffers runs as the same call on host copies of the
  * buffers' spans (gaps of a derived datatype included; RECV is copied in
- * too when it is read or has gaps that must survive the copy back). */
+ * too when it is read or has gaps that must survive the copy back).  The
+ * copies happen while that call runs (stage_gate, stage_fill). */
 typedef struct {
     const void *s;                   /* host copies, shifted like the user's pointers */
     void *r;
-    char *rdev;                      /* the user's RECV span */
-    size_t rspan;
     mca_coll_xccl_gpu_stage_t gpu;
 } staged_t;
 
+/* copy_out: RECV goes back (not at a bcast root: its data has not changed). */
 static int staged_begin(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st,
                         const void *sbuf, size_t scount, struct ompi_datatype_t *sdt, void *rbuf,
-                        size_t rcount, struct ompi_datatype_t *rdt, int copy_r, void *ctx)
+                        size_t rcount, struct ompi_datatype_t *rdt, int copy_r, int copy_out,
+                        void *ctx)
 {
     ptrdiff_t sgap = 0, rgap = 0;
     size_t sspan = 0;
@@ -453,12 +454,11 @@ static int staged_begin(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *s
     if (has_send) {
         sspan = (size_t) opal_datatype_span(&sdt->super, scount, &sgap);
     }
-    st->rspan = (size_t) opal_datatype_span(&rdt->super, rcount, &rgap);
-    st->rdev = (char *) rbuf + rgap;
+    size_t rspan = (size_t) opal_datatype_span(&rdt->super, rcount, &rgap);
     copy_r = copy_r || MPI_IN_PLACE == sbuf || !is_contiguous(rdt, rcount);
     int err = mca_coll_xccl_gpu_stage_in(m, coll, &st->gpu, ctx,
                                          has_send ? (const char *) sbuf + sgap : NULL, sspan, &hs,
-                                         st->rdev, st->rspan, copy_r, &hr);
+                                         (char *) rbuf + rgap, rspan, copy_r, copy_out, &hr);
     if (MPI_SUCCESS != err) {
         return err;
     }
@@ -466,28 +466,38 @@ static int staged_begin(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *s
     st->r = (char *) hr - rgap;
     mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers staged through host memory "
                       "(%zu + %zu bytes)", mca_coll_xccl_coll_name(coll), m->cid, m->world_rank,
-                      sspan, st->rspan);
+                      sspan, rspan);
     return MPI_SUCCESS;
 }
 
-/* Copies RECV back when the call succeeded. */
-static int staged_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st, int rc,
-                      int copy_out)
+/* Around the host call: it finds its host copies in m->stage. */
+static void staged_enter(mca_coll_xccl_module_t *m, staged_t *st)
 {
-    int rc2 = mca_coll_xccl_gpu_stage_out(m, coll, &st->gpu, st->rdev, st->rspan,
-                                          MPI_SUCCESS == rc && copy_out);
+    m->staging = true;
+    m->stage = &st->gpu;
+}
+
+static void staged_leave(mca_coll_xccl_module_t *m)
+{
+    m->staging = false;
+    m->stage = NULL;
+}
+
+/* Completes the copies back when the call succeeded. */
+static int staged_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st, int rc)
+{
+    int rc2 = mca_coll_xccl_gpu_stage_out(m, coll, &st->gpu, MPI_SUCCESS == rc);
     return MPI_SUCCESS != rc ? rc : rc2;
 }
 
 /* A nonblocking call on device buffers: the host call's request (inner)
  * runs on the host copies; when it completes, its completion callback
- * copies RECV back and completes this request. */
+ * completes the copies back and this request. */
 typedef struct {
     ompi_request_t super;
     ompi_request_t *inner;
     mca_coll_xccl_module_t *module;  /* retained while active */
     xccl_coll_t coll;
-    int copy_out;
     staged_t st;
 } staged_request_t;
 
@@ -508,8 +518,7 @@ static int staged_request_free(ompi_request_t **rptr)
 static int staged_request_done(ompi_request_t *inner)
 {
     staged_request_t *req = inner->req_complete_cb_data;
-    int rc = staged_end(req->module, req->coll, &req->st, inner->req_status.MPI_ERROR,
-                        req->copy_out);
+    int rc = staged_end(req->module, req->coll, &req->st, inner->req_status.MPI_ERROR);
     req->super.req_status.MPI_ERROR = rc;
     OBJ_RELEASE(req->module);
     ompi_request_complete(&req->super, true);
@@ -518,28 +527,36 @@ static int staged_request_done(ompi_request_t *inner)
 
 /* Ends a staged call: blocking (request NULL) or started (inner). */
 static int staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st, int rc,
-                         int copy_out, ompi_request_t *inner, ompi_request_t **request)
+                         ompi_request_t *inner, ompi_request_t **request)
 {
     if (NULL == request || MPI_SUCCESS != rc) {
-        return staged_end(m, coll, st, rc, copy_out);
+        return staged_end(m, coll, st, rc);
     }
     staged_request_t *req = OBJ_NEW(staged_request_t);
     if (NULL == req) {
         /* The host call runs already: finish it here rather than leak it. */
         ompi_request_wait(&inner, MPI_STATUS_IGNORE);
-        staged_end(m, coll, st, MPI_SUCCESS, copy_out);
+        staged_end(m, coll, st, MPI_SUCCESS);
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
     }
     init_request(&req->super, sizeof(*req), staged_request_free);
     req->inner = inner;
     req->coll = coll;
-    req->copy_out = copy_out;
     req->st = *st;
     OBJ_RETAIN(m);
     req->module = m;
     *request = &req->super;
     ompi_request_set_callback(inner, staged_request_done, req);
     return MPI_SUCCESS;
+}
+
+/* The call goes to Open MPI's module: log why; host copies of device data
+ * must be complete before it reads them. */
+static int fall_back(mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb, size_t bytes,
+                     const char *why)
+{
+    log_call(m, coll, nb, bytes, -1, -1.0, why);
+    return m->stage ? mca_coll_xccl_gpu_stage_fill(m, coll, m->stage) : MPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------ execution */
@@ -560,7 +577,7 @@ static int ensure_scratch(mca_coll_xccl_module_t *m, size_t bytes)
 }
 
 static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, void *sbuf,
-               void *rbuf, reduce_ctx_t *rctx)
+               void *rbuf, reduce_ctx_t *rctx, const xccl_gate_t *gate)
 {
     xccl_exec_t e;
     int rc;
@@ -571,6 +588,7 @@ static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, voi
     if (0 != xccl_exec_init(&e, s, &m->transport, bufs, reduce_cb, rctx, m->seq++)) {
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for requests");
     }
+    xccl_exec_set_gate(&e, gate);
     while (0 == (rc = xccl_exec_progress(&e))) {
         opal_progress();
     }
@@ -671,7 +689,8 @@ int mca_coll_xccl_progress_requests(void)
 
 /* Takes over *s (the caller must not free it). */
 static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, void *sbuf,
-                 void *rbuf, const reduce_ctx_t *rctx, ompi_request_t **request)
+                 void *rbuf, const reduce_ctx_t *rctx, const xccl_gate_t *gate,
+                 ompi_request_t **request)
 {
     xccl_request_t *req = OBJ_NEW(xccl_request_t);
     if (NULL == req) {
@@ -705,6 +724,7 @@ static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, v
         OBJ_RELEASE(req);
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
     }
+    xccl_exec_set_gate(&req->exec, gate);
     OBJ_RETAIN(m);
     req->module = m;
     *request = &req->super;
@@ -753,10 +773,21 @@ static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const buil
         return rc;
     }
     log_call(m, coll, NULL != request, bytes, algo, predicted_us, NULL);
-    if (request) {
-        return start(m, coll, &s, sbuf, rbuf, rctx, request);   /* takes the schedule */
+    /* Device data staged through these host buffers: copies that overlap
+     * the schedule. */
+    const xccl_gate_t *gate = NULL;
+    if (m->stage) {
+        void *bufs[XCCL_NBUF] = { sbuf, rbuf, NULL };
+        rc = mca_coll_xccl_gpu_stage_gate(m, coll, m->stage, &s, bufs, &gate);
+        if (MPI_SUCCESS != rc) {
+            xccl_sched_fini(&s);
+            return rc;
+        }
     }
-    rc = run(m, coll, &s, sbuf, rbuf, rctx);
+    if (request) {
+        return start(m, coll, &s, sbuf, rbuf, rctx, gate, request);   /* takes the schedule */
+    }
+    rc = run(m, coll, &s, sbuf, rbuf, rctx, gate);
     xccl_sched_fini(&s);
     return rc;
 }
@@ -873,14 +904,14 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     if (w.device) {
         staged_t st;
         if (MPI_SUCCESS != (err = staged_begin(m, coll, &st, sbuf, (size_t) count, dtype, rbuf,
-                                               (size_t) count, dtype, 0, w.ctx))) {
+                                               (size_t) count, dtype, 0, 1, w.ctx))) {
             return err;
         }
         ompi_request_t *inner = NULL;
-        m->staging = true;
+        staged_enter(m, &st);
         err = allreduce(st.s, st.r, count, dtype, op, comm, m, request ? &inner : NULL);
-        m->staging = false;
-        return staged_finish(m, coll, &st, err, 1, inner, request);
+        staged_leave(m);
+        return staged_finish(m, coll, &st, err, inner, request);
     }
 
     const size_t bytes = (size_t) count * dtype_size(dtype);
@@ -891,7 +922,9 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
         why = plan_reduction(dtype, op, (size_t) count, &rctx, &es);
     }
     if (why) {
-        log_call(m, coll, NULL != request, bytes, -1, -1.0, why);
+        if (MPI_SUCCESS != (err = fall_back(m, coll, NULL != request, bytes, why))) {
+            return err;
+        }
         return request ? m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                             m->prev_iallreduce_module)
                        : m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
@@ -926,9 +959,8 @@ static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, co
         why = plan_reduction(dtype, op, total, &rctx, &es);
     }
     if (why) {
-        log_call(m, coll, NULL != request, bytes, -1, -1.0, why);
         *fell_back = 1;
-        return MPI_SUCCESS;
+        return fall_back(m, coll, NULL != request, bytes, why);
     }
     ptrdiff_t lb = true_lb_of(dtype);
     char *r = (char *) rbuf + lb;
@@ -1001,17 +1033,17 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
     if (MPI_SUCCESS == err && w.device) {
         staged_t st;
         size_t rn = MPI_IN_PLACE == sbuf ? total : counts[m->rank];
-        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, w.ctx);
+        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, 1, w.ctx);
         if (MPI_SUCCESS == err) {
             ompi_request_t *inner = NULL;
-            m->staging = true;
+            staged_enter(m, &st);
             err = reduce_scatter(st.s, st.r, rcounts, dtype, op, comm, m, request ? &inner : NULL);
-            m->staging = false;
-            err = staged_finish(m, coll, &st, err, 1, inner, request);
+            staged_leave(m);
+            err = staged_finish(m, coll, &st, err, inner, request);
         }
     } else if (MPI_SUCCESS == err) {
         err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back, request);
-        if (fell_back) {
+        if (fell_back && MPI_SUCCESS == err) {
             err = request ? m->prev_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
                                                     m->prev_ireduce_scatter_module)
                           : m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
@@ -1058,20 +1090,20 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         staged_t st;
         free(counts);
         size_t rn = MPI_IN_PLACE == sbuf ? total : (size_t) rcount;
-        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, w.ctx);
+        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, 1, w.ctx);
         if (MPI_SUCCESS == err) {
             ompi_request_t *inner = NULL;
-            m->staging = true;
+            staged_enter(m, &st);
             err = reduce_scatter_block(st.s, st.r, rcount, dtype, op, comm, m,
                                        request ? &inner : NULL);
-            m->staging = false;
-            err = staged_finish(m, coll, &st, err, 1, inner, request);
+            staged_leave(m);
+            err = staged_finish(m, coll, &st, err, inner, request);
         }
         return err;
     }
     err = reduce_scatter_common(m, coll, sbuf, rbuf, counts, dtype, op, &fell_back, request);
     free(counts);
-    if (fell_back) {
+    if (fell_back && MPI_SUCCESS == err) {
         err = request ? m->prev_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                                       m->prev_ireduce_scatter_block_module)
                       : m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
@@ -1152,8 +1184,7 @@ static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const v
     *why = plan_movement(m, coll, sbuf, scount, sdtype, rcount, rdtype, (size_t) m->size,
                          block);
     if (*why) {
-        log_call(m, coll, NULL != request, *block * (size_t) m->size, -1, -1.0, *why);
-        return MPI_SUCCESS;
+        return fall_back(m, coll, NULL != request, *block * (size_t) m->size, *why);
     }
     *r = (char *) rbuf + true_lb_of(rdtype);
     if (!in_place) {
@@ -1205,17 +1236,17 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
                                   XCCL_COLL_ALLTOALL == coll ? P : 1);
         if (MPI_SUCCESS == err) {
             err = staged_begin(m, coll, &st, sbuf, sn, sdtype, rbuf, (size_t) rcount * P, rdtype,
-                               0, w.ctx);
+                               0, 1, w.ctx);
         }
         if (MPI_SUCCESS != err) {
             return err;
         }
         ompi_request_t *inner = NULL;
-        m->staging = true;
+        staged_enter(m, &st);
         err = movement(coll, st.s, scount, sdtype, st.r, rcount, rdtype, comm, m,
                        request ? &inner : NULL);
-        m->staging = false;
-        return staged_finish(m, coll, &st, err, 1, inner, request);
+        staged_leave(m);
+        return staged_finish(m, coll, &st, err, inner, request);
     }
     int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
                                &s, &r, request);
@@ -1273,16 +1304,16 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
     const where_t w = where(buf, NULL);
     if (w.device) {
         staged_t st;
+        /* The root's data is read and does not change: in, not out. */
         if (MPI_SUCCESS != (err = staged_begin(m, coll, &st, NULL, 0, dtype, buf, (size_t) count,
-                                               dtype, m->rank == root, w.ctx))) {
+                                               dtype, m->rank == root, m->rank != root, w.ctx))) {
             return err;
         }
         ompi_request_t *inner = NULL;
-        m->staging = true;
+        staged_enter(m, &st);
         err = bcast(st.r, count, dtype, root, comm, m, request ? &inner : NULL);
-        m->staging = false;
-        /* The root's data has not changed. */
-        return staged_finish(m, coll, &st, err, m->rank != root, inner, request);
+        staged_leave(m);
+        return staged_finish(m, coll, &st, err, inner, request);
     }
     const size_t bytes = (size_t) count * dtype_size(dtype);
     const char *why = common_fallback(m, coll, bytes);
@@ -1290,7 +1321,9 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
         why = "noncontiguous_datatype";
     }
     if (why) {
-        log_call(m, coll, NULL != request, bytes, -1, -1.0, why);
+        if (MPI_SUCCESS != (err = fall_back(m, coll, NULL != request, bytes, why))) {
+            return err;
+        }
         return request ? m->prev_ibcast(buf, count, dtype, root, comm, request,
                                         m->prev_ibcast_module)
                        : m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);

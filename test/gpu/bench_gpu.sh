@@ -29,6 +29,9 @@
 #   BENCH_ARGS        more xccl_bench arguments, e.g. "-p" (pinned staging),
 #                     "-r 9" (rounds), "-q"
 #   BENCH_TIMEOUT     seconds per run (default 900)
+#   BENCH_STAGED=0    skip the two np 2 runs of the staged path (CUDA IPC
+#                     off) with and without overlapped copies
+#                     (BENCH_STAGED_COLLS: default allreduce,allgather,bcast)
 #   BENCH_FAKE=1      use <builddir>/test/gpu/fake/libcuda.so.1 (no GPU: the
 #                     code paths only, the timings mean nothing)
 # Exit: 0 every run passed its checks (the goal is reported, not enforced),
@@ -114,6 +117,30 @@ for np in "${nps[@]}"; do
         tail -n 30 "$err" | sed 's/^/   | /'
     fi
 done
+
+# The staged path (what calls across nodes take; CUDA IPC off here) with
+# its copies overlapping the algorithm (pieces of coll_xccl_gpu_chunk_bytes)
+# and without (chunk 0: everything in, then the algorithm, then everything
+# out), each against the user's staging in its own run: compare the ratios.
+if [[ ${BENCH_STAGED:-1} == 1 && " ${nps[*]} " == *" 2 "* ]]; then
+    for variant in pipelined:1M whole:0; do
+        tag=${variant%%:*} chunk=${variant#*:}
+        out=$outdir/np2-staged-$tag.txt err=$outdir/np2-staged-$tag.err
+        echo
+        echo "== xccl_bench -g, np=2, CUDA IPC off, staging $tag (gpu_chunk_bytes $chunk) -> $out"
+        rc=0
+        timeout -k 10 "$tmo" "${mpirun[@]}" "${common_args[@]}" "${extra_args[@]}" \
+            --mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_chunk_bytes "$chunk" -np 2 \
+            "$prog" -g -c "${BENCH_STAGED_COLLS:-allreduce,allgather,bcast}" -b 1M -e "$maxb" \
+            "${bench_args[@]}" >"$out" 2>"$err" || rc=$?
+        cat "$out"
+        if [[ $rc -ne 0 ]]; then
+            failed=1
+            echo "staged $tag: exit status $rc; stderr ($err):"
+            tail -n 30 "$err" | sed 's/^/   | /'
+        fi
+    done
+fi
 
 # The goal: allreduce, sizes >= 1 MiB, np 2 and 4: staged/xccl >= 2, checks ok.
 echo

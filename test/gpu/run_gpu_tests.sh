@@ -7,7 +7,7 @@
 #   (2) against the real driver, when libcuda.so.1 loads and reports a
 #       device; otherwise prints "SKIP real GPU: <reason>" (not a pass).
 # Plus one fake run with FAKE_CUDA_DEVICES=0, which must exit 77 with a
-# "SKIP:" line.
+# "SKIP:" line, and one at np 3 that stages every call in small pieces.
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -185,6 +185,27 @@ problems=$({
     read -r -a order <<<"${line##*:}" &&
     { [[ ${#order[@]} -eq 4 ]] && adjacent 0 2 "${order[@]}" && adjacent 1 3 "${order[@]}" ||
         { echo "$name: ring order '${order[*]}' does not keep gpu0/gpu2 and gpu1/gpu3 together"; false; }; }
+} 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
+# Staging pipelined in small pieces: CUDA IPC off, so every call on device
+# buffers is staged; pieces of 256 bytes, so a call's copies are many and
+# the steps of the schedule wait for them (the fake completes a copy only
+# at the second query of its event, or a synchronisation).  The log must
+# show pipelined calls with more than one copy in and out.
+name=fake.pipeline.np3
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_chunk_bytes 256
+    --mca coll_xccl_verbose 2)
+run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 --
+extra_args=("${saved_extra[@]}")
+ok=0
+problems=$({
+    check_result "$name" && check_leaks "$name" 3 &&
+    n=$(grep -cE 'staging pipelined: ([2-9]|[1-9][0-9]+) copies in, ([2-9]|[1-9][0-9]+) out' \
+        "$logdir/$name.log" || true) &&
+    { [[ $n -gt 0 ]] || { echo "$name: no call pipelined in several pieces"; false; }; } &&
+    echo "$name: $n calls pipelined in several pieces"
 } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
