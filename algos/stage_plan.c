@@ -37,9 +37,9 @@ typedef struct {
     size_t *first, *lastw;      /* per piece */
 } walk_t;
 
-static void touch(walk_t *w, const void *ptr, size_t len, int write, size_t step)
+static void touch(walk_t *w, uintptr_t lo, size_t len, int write, size_t step)
 {
-    const uintptr_t lo = (uintptr_t) ptr, hi = lo + len;
+    const uintptr_t hi = lo + len;
     for (int r = 0; r < w->nregions; r++) {
         const xccl_stage_region_t *g = &w->regions[r];
         const uintptr_t glo = (uintptr_t) g->base, ghi = glo + g->len;
@@ -125,9 +125,10 @@ int xccl_stage_plan(xccl_stage_plan_t *p, const xccl_sched_t *s, void *const buf
         size_t end = step + 1 < s->nsteps ? s->step_start[step + 1] : s->nacts;
         for (size_t i = s->step_start[step]; i < end; i++) {
             const xccl_action_t *a = &s->acts[i];
-            const char *pa = (const char *) bufs[a->a.buf] + a->a.off;
-            const char *pb = (const char *) bufs[a->b.buf] + a->b.off;
-            const char *pd = (const char *) bufs[a->dst.buf] + a->dst.off;
+            /* integers: a buffer may be absent (NULL) */
+            const uintptr_t pa = (uintptr_t) bufs[a->a.buf] + a->a.off;
+            const uintptr_t pb = (uintptr_t) bufs[a->b.buf] + a->b.off;
+            const uintptr_t pd = (uintptr_t) bufs[a->dst.buf] + a->dst.off;
             switch (a->kind) {
             case XCCL_ACT_SEND:
                 touch(&w, pa, a->len, 0, step);
