@@ -82,6 +82,29 @@ static size_t merge(const item_t *it, size_t n, xccl_stage_piece_t *out, size_t 
     return m;
 }
 
+/* The pieces of the regions copied in (in = 1) or out, whose step[] is
+ * set, merged and in step order; counts per step added to per_step. */
+static size_t pieces(const walk_t *w, int in, const size_t *step, item_t *items,
+                     xccl_stage_piece_t *out, size_t *per_step)
+{
+    size_t n = 0;
+    for (int r = 0; r < w->nregions; r++) {
+        const xccl_stage_region_t *g = &w->regions[r];
+        if (!(in ? g->copy_in : g->copy_out)) {
+            continue;
+        }
+        for (size_t k = 0; k * w->piece < g->len; k++) {
+            size_t i = w->first_piece[r] + k, off = k * w->piece;
+            if (NONE != step[i]) {
+                size_t len = g->len - off < w->piece ? g->len - off : w->piece;
+                items[n++] = (item_t) { step[i], (uint32_t) r, off, len };
+            }
+        }
+    }
+    qsort(items, n, sizeof(item_t), item_cmp);
+    return merge(items, n, out, per_step);
+}
+
 int xccl_stage_plan(xccl_stage_plan_t *p, const xccl_sched_t *s, void *const bufs[XCCL_NBUF],
                     const xccl_stage_region_t *regions, int nregions, size_t piece,
                     size_t max_pieces)
@@ -151,38 +174,15 @@ int xccl_stage_plan(xccl_stage_plan_t *p, const xccl_sched_t *s, void *const buf
         }
     }
 
-    /* In: every touched piece of a region read from the device, ordered
-     * by first touch; need_in[i] = copies with first touch <= i. */
-    size_t n = 0;
-    for (int r = 0; r < nregions; r++) {
-        for (size_t k = 0; regions[r].copy_in && k * piece < regions[r].len; k++) {
-            size_t i = first_piece[r] + k;
-            if (NONE != w.first[i]) {
-                size_t len = regions[r].len - k * piece < piece ? regions[r].len - k * piece : piece;
-                items[n++] = (item_t) { w.first[i], (uint32_t) r, k * piece, len };
-            }
-        }
-    }
-    qsort(items, n, sizeof(item_t), item_cmp);
-    p->nin = merge(items, n, p->in, p->need_in);
+    /* In: every touched piece of a region read from the device, in order
+     * of first touch; need_in[i] = copies with first touch <= i.
+     * Out: every written piece of a region that goes back, after its last
+     * write; out_start is the prefix sum of the per-step counts. */
+    p->nin = pieces(&w, 1, w.first, items, p->in, p->need_in);
     for (size_t i = 1; i < s->nsteps; i++) {
         p->need_in[i] += p->need_in[i - 1];
     }
-
-    /* Out: every written piece of a region that goes back, after its last
-     * write; out_start is the prefix sum of the per-step counts. */
-    n = 0;
-    for (int r = 0; r < nregions; r++) {
-        for (size_t k = 0; regions[r].copy_out && k * piece < regions[r].len; k++) {
-            size_t i = first_piece[r] + k;
-            if (NONE != w.lastw[i]) {
-                size_t len = regions[r].len - k * piece < piece ? regions[r].len - k * piece : piece;
-                items[n++] = (item_t) { w.lastw[i], (uint32_t) r, k * piece, len };
-            }
-        }
-    }
-    qsort(items, n, sizeof(item_t), item_cmp);
-    p->nout = merge(items, n, p->out, p->out_start + 1);
+    p->nout = pieces(&w, 0, w.lastw, items, p->out, p->out_start + 1);
     for (size_t i = 1; i <= s->nsteps; i++) {
         p->out_start[i] += p->out_start[i - 1];
     }

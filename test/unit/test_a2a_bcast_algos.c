@@ -10,6 +10,7 @@
  * schedule that strays past them.
  */
 #include <check.h>
+#include "check_main.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -357,9 +358,5 @@ int main(void)
     tcase_add_test(tc, bcast_structure);
     tcase_add_test(tc, sim_large_deadlock);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }

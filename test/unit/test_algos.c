@@ -8,6 +8,7 @@
  * scalar references written here, not from the kernels under test.
  */
 #include <check.h>
+#include "check_main.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -516,9 +517,5 @@ int main(void)
     tcase_add_test(tc, sim_detects_deadlock_and_mismatch);
     tcase_add_test(tc, sched_numbers_pair_messages);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }

@@ -11,6 +11,7 @@
  * an assertion per element costs a pipe write each under Check.
  */
 #include <check.h>
+#include "check_main.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,9 +379,5 @@ int main(void)
     tcase_add_test(tc, shape_swing_contiguous);
     tcase_add_test(tc, shape_single_rank);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }

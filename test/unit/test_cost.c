@@ -6,6 +6,7 @@
 #include "xccl_algos.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -219,9 +220,5 @@ int main(void)
     tcase_add_test(tc, bruck_v_builders_match_formula);
     tcase_add_test(tc, small_message_pays_every_round);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }

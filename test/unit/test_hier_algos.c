@@ -16,6 +16,7 @@
  * schedule that strays past them.
  */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1701,9 +1702,5 @@ int main(void)
     tcase_add_test(tc, cost_picks_inter_algorithm);
     tcase_add_test(tc, cost_picks_inter_stage_defaults);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }

@@ -8,6 +8,7 @@
  * A few deliberately wrong kernels check that the harness does catch errors.
  */
 #include <check.h>
+#include "check_main.h"
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -849,9 +850,5 @@ int main(void)
                 valid_pairs[n_valid][1] = o;
                 n_valid++;
             }
-    SRunner *sr = srunner_create(kernels_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(kernels_suite());
 }

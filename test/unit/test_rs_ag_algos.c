@@ -17,6 +17,7 @@
  * schedule that strays past them.
  */
 #include <check.h>
+#include "check_main.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,9 +477,5 @@ int main(void)
     tcase_add_test(tc, reduce_scatter_structure);
     tcase_add_test(tc, allgather_structure);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }

@@ -14,6 +14,7 @@
 #include "xccl_algos.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -463,9 +464,5 @@ int main(void)
     tcase_add_test(tc, ring_allreduce_overlaps);
     tcase_add_test(tc, allgather_in_place_keeps_own_block);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }

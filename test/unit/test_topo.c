@@ -8,6 +8,7 @@
 #include "xccl_topo.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -824,9 +825,5 @@ int main(void)
     tcase_add_test(files, ring_partial_mesh_fewest_unlinked_hops);
     tcase_add_test(files, rank_ring_keeps_a_device_together);
     suite_add_tcase(su, files);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }

@@ -2,6 +2,7 @@
 #include "xccl_algos.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,9 +85,5 @@ int main(void)
     tcase_add_test(tc, reports_bad_lines);
     tcase_add_test(tc, empty_text_has_no_rules);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xccl_check_run(su);
 }
