@@ -36,22 +36,14 @@
 # Provides: mn_component_path, mn_mpirun_args (arrays mn_args, mn_launch),
 # mn_tx_bytes, mn_rail_bytes.
 
-# Component path with Open MPI's own directory first; when an installed xccl
-# would shadow the one under test, a private directory of links (like
-# test/mpi/run_mpi_tests.sh).  mn_component_path <compdir> <scratch dir>
+# Component path with Open MPI's own directory first, then the xccl under
+# test (test/lib/ompi_env.sh: a private directory of links when an
+# installed xccl would shadow it).  mn_component_path <compdir> <scratch dir>
+# shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
 mn_component_path() {
-    local compdir=$1 scratch=$2 f
-    local ompi_dir=${OMPI_COMPONENT_DIR:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
-    if [[ -e $ompi_dir/mca_coll_xccl.so ]]; then
-        mkdir -p "$scratch/components"
-        for f in "$ompi_dir"/*; do
-            [[ $(basename "$f") == mca_coll_xccl.* ]] || ln -sf "$f" "$scratch/components/"
-        done
-        ln -sf "$(cd "$compdir" && pwd)/mca_coll_xccl.so" "$scratch/components/mca_coll_xccl.so"
-        echo "$scratch/components"
-    else
-        echo "$ompi_dir:$(cd "$compdir" && pwd)"
-    fi
+    xccl_ompi_env "$1" "$2" testing
+    echo "$component_path"
 }
 
 # The mpirun arguments every multi-node job needs (into array mn_args), and

@@ -26,6 +26,10 @@
 #                                xccl disabled, e.g. for lack of UCX
 #                                connectivity between hosts, fails), and bytes
 #                                crossed the simulated link.
+#   xccl.gpu_staged.map_by_node  xccl_mpi_gpu -n 1 MiB against the fake
+#                                libcuda.so.1, staged copies in 64 KiB
+#                                pieces: exit 0, "0 failed", ranks on both
+#                                hosts log pipelined calls
 #   xccl.3hosts.np5.map_by_node  the same on three hosts behind a bridge,
 #                                5 ranks: uneven (2, 2, 1), non-contiguous
 #                                (XCCLMN_TEST_3HOSTS=0: not run)
@@ -217,7 +221,35 @@ for map in node slot; do
     finish "$name" "$ok" "$problems"
 done
 
-# 4. Three hosts behind a bridge, 5 ranks --map-by node: uneven (2, 2, 1)
+# 4. Device buffers across the hosts, against the fake libcuda.so.1 (no
+#    GPU needed): xccl_mpi_gpu at np 4 --map-by node.  No CUDA IPC between
+#    hosts, so every call on device buffers is staged, its copies in 64 KiB
+#    pieces overlapping the two-level schedules; ranks on both hosts must
+#    log pipelined calls.  Skipped (said) when the fake or the test program
+#    is not built.
+gpuprog=$builddir/xccl_mpi_gpu fakedir=$builddir/test/gpu/fake
+if [[ -x $gpuprog && -e $fakedir/libcuda.so.1 ]]; then
+    name=xccl.gpu_staged.map_by_node
+    run_job "$name" 4 --map-by node \
+        --mca coll xccl,tuned,basic,libnbc,self --mca op ^avx \
+        --mca coll_xccl_verbose 2 --mca coll_xccl_gpu_chunk_bytes 65536 \
+        -x "LD_LIBRARY_PATH=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$gpuprog" -q -n 1048576
+    ok=0
+    problems=$({
+        check_exit_result "$name" &&
+        for r in 0 1; do      # rank 0 on h0, rank 1 on h1
+            n=$(per_rank_output "$name" "$r" | grep -c 'staging pipelined' || true)
+            [[ $n -gt 0 ]] || { echo "$name: rank $r logged no pipelined call"; exit 1; }
+            echo "$name: rank $r: $n pipelined calls"
+        done
+    } 2>&1) || ok=1
+    finish "$name" "$ok" "$problems"
+else
+    echo "== xccl.gpu_staged.map_by_node: SKIP (no $gpuprog or $fakedir/libcuda.so.1)"
+fi
+
+# 5. Three hosts behind a bridge, 5 ranks --map-by node: uneven (2, 2, 1)
 #    and non-contiguous nodes.  XCCLMN_TEST_3HOSTS=0 leaves it out.
 if [[ ${XCCLMN_TEST_3HOSTS:-1} != 0 ]]; then
     mn_down
