@@ -14,6 +14,8 @@
  *   MPI_Bcast from every root (also with an MPI_Type_vector datatype)
  *   MPI_Iallreduce and MPI_Ibcast + MPI_Wait
  *   a mix: rank 0 device buffers, the other ranks host buffers
+ *   allgather, allreduce, bcast three times on buffers freed and allocated
+ *     again at the same size (stale CUDA IPC mappings)
  * at counts 0, 1, 7, p-1 and sizes around 1 MiB, 4 MiB and 16 MiB (odd
  * counts, so chunked pipelines cross chunk boundaries unevenly).  Receive
  * buffers have guard bytes after them that must stay untouched; send
@@ -1024,6 +1026,15 @@ static void run_all(void)
                 test_bcast(t, counts[i], root, mem, 0);
             }
         }
+    }
+    /* Buffers freed and allocated again at the same size (the same address
+     * more often than not), new data each time: every call must read its
+     * own buffers, never a cached mapping of a freed one (CUDA IPC handles
+     * are cached per allocation). */
+    for (int k = 0; k < 3; k++) {
+        test_allgather(T_INT32, (size_t) 1 << 15, 0, mem);
+        test_allreduce(T_INT32, O_SUM, (size_t) 1 << 16, 0, mem, 0);
+        test_bcast(T_INT32, (size_t) 1 << 16, k % nprocs, mem, 0);
     }
     /* derived datatype bcast */
     {
