@@ -469,9 +469,12 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
                           "the fallback modules", c->ucx_error);
     }
     load_topology(c);
-    mca_coll_xccl_log(2, "init: ucx %s tls=%s; node %s; %s; %s", c->ucx_ok ? "ok" : "failed",
-                      xccl_ucx_tls(), c->topo_summary, xccl_gpu_status(),
-                      xccl_gpu_kernels_status());
+    mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s", c->ucx_ok ? "ok" : "failed",
+                      xccl_ucx_tls(),
+                      xccl_ucx_cuda_memory() ? " (moves cuda memory; xccl stages device "
+                                               "buffers all the same)"
+                                             : " (host memory only)",
+                      c->topo_summary, xccl_gpu_status(), xccl_gpu_kernels_status());
     return OMPI_SUCCESS;
 }
 

@@ -49,6 +49,19 @@ const char *xccl_ucx_tls(void)
     return g.tls;
 }
 
+int xccl_ucx_cuda_memory(void)
+{
+    ucp_context_attr_t attr;
+    if (NULL == g.context) {
+        return 0;
+    }
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (UCS_OK != ucp_context_query(g.context, &attr)) {
+        return 0;
+    }
+    return 0 != (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+}
+
 int xccl_ucx_ready(void)
 {
     return NULL != g.worker;

@@ -33,6 +33,10 @@ int xccl_ucx_init(const char *tls, const char *rndv_scheme, const char *rndv_thr
 void xccl_ucx_fini(void);
 int xccl_ucx_ready(void);
 const char *xccl_ucx_error(void);
+/* 1 when the context can move CUDA device memory itself (a UCX built with
+ * CUDA), else 0 (Debian's: xccl stages device buffers through host
+ * memory; it stages them also when UCX could move them, for now). */
+int xccl_ucx_cuda_memory(void);
 /* The names of the transports UCP uses (after init), e.g. "posix,cma,tcp". */
 const char *xccl_ucx_tls(void);
 
