@@ -19,6 +19,7 @@
 #include "coll_xccl.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
+#include "gpu/xccl_ipc_cache.h"
 
 enum { TO_HOST, FROM_HOST, DEVICE_TO_DEVICE };
 
@@ -318,38 +319,13 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 
 /* ------------------------------------------------------------ CUDA IPC inside a node */
 
-/* Peers' buffers this process has mapped, least recently used replaced.
- * An allocation is known by its exporter's buffer id, which the driver
- * never reuses: a buffer freed and allocated again (even at the same
- * address) is a new entry, and the stale mapping is closed when it ages
- * out (or with the communicator). */
+/* The peers' buffers this process has mapped and its own exported handles
+ * (gpu/xccl_ipc_cache.h): at least 32 mappings kept between calls. */
 #define XCCL_IPC_MAPS 32
 
-typedef struct {
-    xccl_cuipc_handle_t handle;
-    unsigned long long buffer_id;
-    int peer;
-    char *ptr;                       /* mapped allocation base */
-    void *ctx;                       /* context it is mapped in */
-    unsigned long long used;
-} ipc_map_t;
-
-/* Handles of this process's own buffers (cuIpcGetMemHandle is a driver
- * call per buffer: once per allocation is enough). */
-#define XCCL_IPC_EXPORTS 8
-
-typedef struct {
-    void *base;
-    unsigned long long buffer_id;
-    xccl_cuipc_handle_t handle;
-} ipc_export_t;
-
 struct mca_coll_xccl_ipc {
-    ipc_map_t map[XCCL_IPC_MAPS];
-    int n;
-    unsigned long long clock;
-    ipc_export_t exp[XCCL_IPC_EXPORTS];
-    int next_exp;                    /* replaced in turn */
+    xccl_ipc_cache_t maps;
+    xccl_ipc_exports_t exports;
 };
 
 /* One exported buffer. */
@@ -379,62 +355,50 @@ typedef struct {
     const char *error;
 } ipc_call_t;
 
-static void unmap(const xccl_cu_api_t *cu, ipc_map_t *e)
+static char *ipc_open(void *cbctx, const xccl_cuipc_handle_t *handle, void *ctx)
 {
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cudeviceptr_t p = 0;
+    (void) cbctx, (void) ctx;  /* ctx is current (the caller pushed it) */
+    if (XCCL_CUDA_SUCCESS != cu->IpcOpenMemHandle(&p, *handle,
+                                                   XCCL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) {
+        return NULL;
+    }
+    return (char *) (uintptr_t) p;
+}
+
+static void ipc_close(void *cbctx, char *ptr, void *ctx)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
     xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS == cu->CtxPushCurrent((xccl_cucontext_t) e->ctx)) {
-        cu->IpcCloseMemHandle((xccl_cudeviceptr_t) (uintptr_t) e->ptr);
+    (void) cbctx;
+    if (NULL != cu && XCCL_CUDA_SUCCESS == cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+        cu->IpcCloseMemHandle((xccl_cudeviceptr_t) (uintptr_t) ptr);
         cu->CtxPopCurrent(&popped);
     }
+}
+
+/* The module's caches, created on first use. */
+static struct mca_coll_xccl_ipc *ipc_state(mca_coll_xccl_module_t *m)
+{
+    if (NULL == m->ipc && NULL != (m->ipc = calloc(1, sizeof(*m->ipc)))) {
+        xccl_ipc_cache_init(&m->ipc->maps, XCCL_IPC_MAPS, ipc_open, ipc_close, NULL);
+    }
+    return m->ipc;
 }
 
 /* The peer's buffer mapped here (current context ctx), or NULL. */
 static char *map_peer(mca_coll_xccl_module_t *m, const ipc_buf_t *b, int peer, void *ctx)
 {
-    const xccl_cu_api_t *cu = xccl_cu();
-    struct mca_coll_xccl_ipc *c = m->ipc;
-    if (NULL == c && NULL == (c = m->ipc = calloc(1, sizeof(*c)))) {
-        return NULL;
-    }
-    ipc_map_t *e = NULL, *oldest = &c->map[0];
-    for (int i = 0; i < c->n; i++) {
-        ipc_map_t *x = &c->map[i];
-        if (x->peer == peer && x->buffer_id == b->buffer_id && x->ctx == ctx &&
-            0 == memcmp(&x->handle, &b->handle, sizeof(b->handle))) {
-            e = x;
-            break;
-        }
-        oldest = x->used < oldest->used ? x : oldest;
-    }
-    if (NULL == e) {
-        xccl_cudeviceptr_t p = 0;
-        if (XCCL_CUDA_SUCCESS != cu->IpcOpenMemHandle(&p, b->handle,
-                                                       XCCL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) {
-            return NULL;
-        }
-        if (c->n < XCCL_IPC_MAPS) {
-            e = &c->map[c->n++];
-        } else {
-            unmap(cu, oldest);
-            e = oldest;
-        }
-        e->handle = b->handle;
-        e->buffer_id = b->buffer_id;
-        e->peer = peer;
-        e->ptr = (char *) (uintptr_t) p;
-        e->ctx = ctx;
-    }
-    e->used = ++c->clock;
-    return e->ptr + b->offset;
+    struct mca_coll_xccl_ipc *ipc = ipc_state(m);
+    char *base = ipc ? xccl_ipc_cache_get(&ipc->maps, peer, b->buffer_id, &b->handle, ctx) : NULL;
+    return base ? base + b->offset : NULL;
 }
 
 void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m)
 {
-    const xccl_cu_api_t *cu = xccl_cu();
-    if (NULL != m->ipc && NULL != cu) {
-        for (int i = 0; i < m->ipc->n; i++) {
-            unmap(cu, &m->ipc->map[i]);
-        }
+    if (NULL != m->ipc) {
+        xccl_ipc_cache_fini(&m->ipc->maps);
     }
     free(m->ipc);
     m->ipc = NULL;
@@ -453,18 +417,17 @@ static int export_buf(ipc_call_t *c, const void *p, int k)
     }
     c->ctx = info.ctx;
     ipc_buf_t *b = &c->mine.buf[k];
-    struct mca_coll_xccl_ipc *ipc = c->m->ipc;
-    if (NULL == ipc && NULL == (ipc = c->m->ipc = calloc(1, sizeof(*ipc)))) {
+    struct mca_coll_xccl_ipc *ipc = ipc_state(c->m);
+    if (NULL == ipc) {
         return 0;
     }
     b->buffer_id = info.buffer_id;
-    for (int i = 0; i < XCCL_IPC_EXPORTS; i++) {
-        if (ipc->exp[i].base == info.base && ipc->exp[i].buffer_id == info.buffer_id) {
-            b->handle = ipc->exp[i].handle;
-            b->valid = 1;
-        }
-    }
-    if (!b->valid) {
+    const xccl_cuipc_handle_t *known = xccl_ipc_exports_find(&ipc->exports, info.base,
+                                                             info.buffer_id);
+    if (known) {
+        b->handle = *known;
+        b->valid = 1;
+    } else {
         if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent(info.ctx)) {
             return 0;
         }
@@ -472,11 +435,7 @@ static int export_buf(ipc_call_t *c, const void *p, int k)
                    c->cu->IpcGetMemHandle(&b->handle, (xccl_cudeviceptr_t) (uintptr_t) info.base);
         c->cu->CtxPopCurrent(&popped);
         if (b->valid) {
-            ipc_export_t *e = &ipc->exp[ipc->next_exp];
-            ipc->next_exp = (ipc->next_exp + 1) % XCCL_IPC_EXPORTS;
-            e->base = info.base;
-            e->buffer_id = info.buffer_id;
-            e->handle = b->handle;
+            xccl_ipc_exports_add(&ipc->exports, info.base, info.buffer_id, &b->handle);
         }
     }
     b->offset = (uint64_t) ((const char *) p - (const char *) info.base);
@@ -531,8 +490,12 @@ static int ipc_setup(ipc_call_t *c, int ok, int need_mask, int (*need)(ipc_call_
     for (int j = 0; j < P; j++) {
         ok = ok && c->recs[j].ok;
     }
+    if (ok && NULL != c->ctx && NULL == ipc_state(m)) {
+        ok = 0;
+    }
     if (ok && NULL != c->ctx) {
         xccl_cucontext_t popped;
+        xccl_ipc_cache_begin(&m->ipc->maps);    /* this call's mappings stay */
         ok = XCCL_CUDA_SUCCESS == c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx);
         for (int k = 0; ok && k < 2; k++) {
             for (int j = 0; ok && j < P; j++) {
