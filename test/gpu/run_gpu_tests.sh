@@ -3,7 +3,7 @@
 # loaded, at np 1, 2, 3, 4,
 #   (1) against the fake libcuda.so.1 (test/gpu/fake, host memory with
 #       PROT_NONE "device" pages; always available after `make check`
-#       built it), and
+#       built it; one fake device, two at np 3), and
 #   (2) against the real driver, when libcuda.so.1 loads and reports a
 #       device; otherwise prints "SKIP real GPU: <reason>" (not a pass).
 # Plus one fake run with FAKE_CUDA_DEVICES=0, which must exit 77 with a
@@ -129,7 +129,11 @@ fake_ldp=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # (1) the fake driver
 for np in "${nps[@]}"; do
     name=fake.np$np
-    run "$name" "$np" "$fake_ldp" FAKE_CUDA_STATS=1 --
+    # np 3 on two fake devices (ranks 0 and 2 on one, rank 1 on the
+    # other; and buffers on the other device than the current one)
+    devices=1
+    [[ $np -ne 3 ]] || devices=2
+    run "$name" "$np" "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=$devices --
     ok=0
     problems=$({ check_result "$name" && check_leaks "$name" "$np"; } 2>&1) || ok=1
     finish "$name" "$ok" "$problems"
@@ -197,7 +201,7 @@ name=fake.pipeline.np3
 saved_extra=("${extra_args[@]}")
 extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_chunk_bytes 256
     --mca coll_xccl_verbose 2)
-run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 --
+run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=2 --
 extra_args=("${saved_extra[@]}")
 ok=0
 problems=$({

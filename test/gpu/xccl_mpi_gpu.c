@@ -14,6 +14,9 @@
  *   MPI_Bcast from every root (also with an MPI_Type_vector datatype)
  *   MPI_Iallreduce and MPI_Ibcast + MPI_Wait
  *   a mix: rank 0 device buffers, the other ranks host buffers
+ *   with two devices or more: buffers in the next device's context while
+ *     the rank's own context is current; every case checks that the call
+ *     left the current context as it was
  *   allgather, allreduce, bcast three times on buffers freed and allocated
  *     again at the same size (stale CUDA IPC mappings)
  * at counts 0, 1, 7, p-1 and sizes around 1 MiB, 4 MiB and 16 MiB (odd
@@ -66,11 +69,52 @@
 static int my_rank, nprocs, quiet, host_mode, long_mode;
 static size_t max_bytes;
 
+/* Several devices (cu_ndev >= 2): buffers of mem "other" live in the
+ * primary context of the next device while this rank's own context stays
+ * current, as in an application that drives two GPUs.  Every case also
+ * checks that the call left the current context as it was. */
+static CUresult (*CtxGetCurrent)(CUcontext *);
+static CUcontext own_ctx, other_ctx;
+static CUdevice other_dev;
+
+static void other_setup(void)
+{
+    *(void **) &CtxGetCurrent = dlsym(libcuda, "cuCtxGetCurrent");
+    if (NULL == CtxGetCurrent || 0 != CtxGetCurrent(&own_ctx)) {
+        own_ctx = NULL;
+        return;
+    }
+    if (cu_ndev >= 2 && 0 == cu.DeviceGet(&other_dev, (cu_ordinal + 1) % cu_ndev) &&
+        0 != cu.DevicePrimaryCtxRetain(&other_ctx, other_dev)) {
+        other_ctx = NULL;
+    }
+}
+
+static void other_release(void)
+{
+    if (other_ctx) {
+        cu.DevicePrimaryCtxRelease(other_dev);
+        other_ctx = NULL;
+    }
+}
+
+/* Runs with the other device's context current (dev 2), then back. */
+#define IN_CTX(dev, stmt)                                                      \
+    do {                                                                       \
+        if (2 == (dev)) {                                                      \
+            CU_CHECK(cu.CtxSetCurrent(other_ctx));                             \
+        }                                                                      \
+        stmt;                                                                  \
+        if (2 == (dev)) {                                                      \
+            CU_CHECK(cu.CtxSetCurrent(own_ctx));                               \
+        }                                                                      \
+    } while (0)
+
 /* ------------------------------------------------------------ buffers */
 typedef struct {
     char *ptr;                 /* what MPI gets */
     size_t bytes;
-    int dev;
+    int dev;                   /* 0 host, 1 device, 2 the other device */
 } buf_t;
 
 static buf_t buf_alloc(size_t bytes, int dev)
@@ -79,7 +123,7 @@ static buf_t buf_alloc(size_t bytes, int dev)
     size_t n = bytes ? bytes : 1;
     if (dev) {
         CUdeviceptr d;
-        CU_CHECK(cu.MemAlloc(&d, n));
+        IN_CTX(dev, CU_CHECK(cu.MemAlloc(&d, n)));
         b.ptr = (char *) (uintptr_t) d;
     } else {
         b.ptr = malloc(n);
@@ -94,7 +138,7 @@ static buf_t buf_alloc(size_t bytes, int dev)
 static void buf_free(buf_t *b)
 {
     if (b->dev) {
-        CU_CHECK(cu.MemFree((CUdeviceptr) (uintptr_t) b->ptr));
+        IN_CTX(b->dev, CU_CHECK(cu.MemFree((CUdeviceptr) (uintptr_t) b->ptr)));
     } else {
         free(b->ptr);
     }
@@ -107,7 +151,7 @@ static void buf_put(buf_t *b, const void *host, size_t n)
         return;
     }
     if (b->dev) {
-        CU_CHECK(cu.MemcpyHtoD((CUdeviceptr) (uintptr_t) b->ptr, host, n));
+        IN_CTX(b->dev, CU_CHECK(cu.MemcpyHtoD((CUdeviceptr) (uintptr_t) b->ptr, host, n)));
     } else {
         memcpy(b->ptr, host, n);
     }
@@ -119,7 +163,7 @@ static void buf_get(void *host, const buf_t *b, size_t n)
         return;
     }
     if (b->dev) {
-        CU_CHECK(cu.MemcpyDtoH(host, (CUdeviceptr) (uintptr_t) b->ptr, n));
+        IN_CTX(b->dev, CU_CHECK(cu.MemcpyDtoH(host, (CUdeviceptr) (uintptr_t) b->ptr, n)));
     } else {
         memcpy(host, b->ptr, n);
     }
@@ -480,6 +524,10 @@ static void check_identical(case_t *c, const void *mine, size_t n)
 
 static void finish_case(case_t *c)
 {
+    CUcontext now = NULL;
+    if (own_ctx && (0 != CtxGetCurrent(&now) || now != own_ctx)) {
+        fail(c, 0, "got=current-context-changed want=unchanged");
+    }
     int ok = ctl_all(0 == c->failed);
     if (ok) {
         passed_cases++;
@@ -494,11 +542,14 @@ static void finish_case(case_t *c)
 }
 
 /* Which buffers are device buffers: "dev" all ranks (host with -H),
- * "mixed": rank 0 only. */
+ * "mixed": rank 0 only, "other": all ranks, on the other device. */
 static int use_dev(const char *mem)
 {
     if (host_mode) {
         return 0;
+    }
+    if (0 == strcmp(mem, "other")) {
+        return 2;
     }
     return 0 == strcmp(mem, "dev") || (0 == strcmp(mem, "mixed") && 0 == my_rank);
 }
@@ -1064,6 +1115,28 @@ static void run_all(void)
             test_ibcast_returns_early(T_DOUBLE, (4u << 20) / 8, mem);
         }
     }
+    /* buffers on another device than the current one (all ranks alike:
+     * every rank sees the same device count) */
+    if (ctl_all(NULL != other_ctx) && NULL != other_ctx) {
+        const char *mo = "other";
+        size_t oc[] = { 7, (1u << 20) / 4 + 1, (4u << 20) / 4 + 7 };
+        for (size_t i = 0; i < sizeof(oc) / sizeof(oc[0]); i++) {
+            size_t c = oc[i];
+            if (c * 4 * (size_t) nprocs > max_bytes) {
+                continue;
+            }
+            for (int ip = 0; ip < 2; ip++) {
+                test_allreduce(T_FLOAT, O_SUM, c, ip, mo, 0);
+                test_allgather(T_INT32, c, ip, mo);
+                test_reduce_scatter(T_INT32, O_SUM, c, NULL, ip, mo);
+            }
+            test_alltoall(T_INT32, c, 0, mo);
+            test_bcast(T_INT32, c, nprocs - 1, mo, 0);
+            test_allreduce(T_INT32, O_SUM, c, 0, mo, 1);
+        }
+    } else if (0 == my_rank && !host_mode) {
+        printf("note: one device: buffers on another device than the current one not tested\n");
+    }
     /* rank 0 device, the others host */
     {
         const char *mx = "mixed";
@@ -1110,6 +1183,9 @@ int main(int argc, char **argv)
     }
     /* The driver before MPI_Init, as CUDA applications do. */
     const char *skip = host_mode ? NULL : test_cuda_setup();
+    if (!host_mode && NULL == skip) {
+        other_setup();
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
@@ -1150,6 +1226,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     MPI_Finalize();
+    other_release();
     test_cuda_release();
     return failed_cases ? 1 : 0;
 }
