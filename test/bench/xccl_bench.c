@@ -1557,6 +1557,29 @@ static void print_gpu_header(const bench_t *B)
         printf("# staging copies (rank 0 alone, %zu KiB, median of %d): DtoH %.2f GB/s, "
                "HtoD %.2f GB/s\n", bytes >> 10, MEMCPY_REPS, median(gbs[0], MEMCPY_REPS),
                median(gbs[1], MEMCPY_REPS));
+        /* What xccl pays per buffer per call to classify it: one
+         * cuPointerGetAttributes of these 5 attributes (gpu/xccl_gpu.c). */
+        if (cu.PointerGetAttributes) {
+            enum { CALLS = 10000 };
+            double ns[2][MEMCPY_REPS];
+            for (int k = 0; k < 2; k++) {
+                CUdeviceptr p = k ? (CUdeviceptr)(uintptr_t)B->rbuf : (CUdeviceptr)(uintptr_t)B->dsbuf;
+                for (int r = 0; r < MEMCPY_REPS; r++) {
+                    unsigned type = 0, managed = 0;
+                    void *ctx = NULL;
+                    unsigned long long base = 0, id = 0;
+                    int attrs[] = { 2, 8, 1, 11, 7 };   /* type, managed, context, base, id */
+                    void *data[] = { &type, &managed, &ctx, &base, &id };
+                    double t0 = MPI_Wtime();
+                    for (int i = 0; i < CALLS; i++)
+                        cu.PointerGetAttributes(5, attrs, data, p);
+                    ns[k][r] = (MPI_Wtime() - t0) / CALLS * 1e9;
+                }
+            }
+            printf("# classification (cuPointerGetAttributes, 5 attributes, median of %d x %d "
+                   "calls): device buffer %.0f ns, host buffer %.0f ns\n", MEMCPY_REPS, CALLS,
+                   median(ns[0], MEMCPY_REPS), median(ns[1], MEMCPY_REPS));
+        }
         fflush(stdout);
     }
     MPI_Barrier(MPI_COMM_WORLD);

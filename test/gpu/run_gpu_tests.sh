@@ -193,14 +193,15 @@ problems=$({
 finish "$name" "$ok" "$problems"
 
 # Staging pipelined in small pieces: CUDA IPC off, so every call on device
-# buffers is staged; pieces of 256 bytes, so a call's copies are many and
+# buffers is staged (in pinned memory up to 1 MiB per call, pageable
+# above); pieces of 256 bytes, so a call's copies are many and
 # the steps of the schedule wait for them (the fake completes a copy only
 # at the second query of its event, or a synchronisation).  The log must
 # show pipelined calls with more than one copy in and out.
 name=fake.pipeline.np3
 saved_extra=("${extra_args[@]}")
 extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_chunk_bytes 256
-    --mca coll_xccl_verbose 2)
+    --mca coll_xccl_gpu_pool_bytes 1048576 --mca coll_xccl_verbose 2)
 run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=2 --
 extra_args=("${saved_extra[@]}")
 ok=0

@@ -46,6 +46,7 @@ static struct {
     /* optional (NULL when the library lacks them), for report headers */
     CUresult (*DriverGetVersion)(int *);
     CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*PointerGetAttributes)(unsigned, int *, void **, CUdeviceptr);
 } cu;
 static void *libcuda;
 static CUdevice cu_dev;
@@ -92,6 +93,7 @@ static const char *test_cuda_setup(void)
 #undef TEST_CUDA_SYM
     *(void **)&cu.DriverGetVersion = dlsym(libcuda, "cuDriverGetVersion");
     *(void **)&cu.DeviceGetName = dlsym(libcuda, "cuDeviceGetName");
+    *(void **)&cu.PointerGetAttributes = dlsym(libcuda, "cuPointerGetAttributes");
     CUresult r = cu.Init(0);
     if (r) {
         snprintf(why, sizeof why, "cuInit: %d %s", r, cu_err(r));
