@@ -142,14 +142,16 @@ struct mca_coll_xccl_gpu_pipe {
     const char *dev[2];              /* device address of each region */
     size_t arrived;                  /* copies in known complete */
     xccl_gate_t gate;
-    const char *error;               /* the first driver error */
+    char error[200];                 /* the first driver error ("": none) */
 };
 
-/* Every hook runs with the stage's context current. */
+/* The hooks push the stage's context around their driver calls: they run
+ * from whatever progresses the call (another thread, for a nonblocking
+ * one), so the error text is copied here. */
 static int pipe_fail(struct mca_coll_xccl_gpu_pipe *p, const char *error)
 {
-    if (NULL == p->error) {
-        p->error = error;
+    if ('\0' == p->error[0]) {
+        snprintf(p->error, sizeof(p->error), "%s", error);
         mca_coll_xccl_log(1, "staging pipeline: %s", error);
     }
     return -1;
@@ -285,6 +287,7 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
     xccl_cucontext_t popped;
+    int rc = MPI_SUCCESS;
     if (NULL == st->set) {
         return MPI_SUCCESS;
     }
@@ -297,10 +300,7 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
          * also after an error. */
         const char *e1 = sync_stream(cu, st->set->in);
         const char *e2 = sync_stream(cu, st->set->out);
-        error = p->error ? p->error : e1 ? e1 : e2;
-        xccl_stage_plan_fini(&p->plan);
-        free(p);
-        st->pipe = NULL;
+        error = p->error[0] ? p->error : e1 ? e1 : e2;
     } else if (ok && st->filled && st->copy_out && st->rspan) {
         /* Filled for the fallback: all of RECV goes back.  (Never filled:
          * the host call touched no data, nothing to copy.) */
@@ -311,10 +311,18 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     } else if (st->filled) {
         error = sync_stream(cu, st->set->in);
     }
+    if (error) {
+        rc = mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
+    }
+    if (p) {
+        xccl_stage_plan_fini(&p->plan);
+        free(p);
+        st->pipe = NULL;
+    }
     xccl_gpu_set_put(st->set, NULL != error);
     st->set = NULL;
     cu->CtxPopCurrent(&popped);
-    return error ? mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error) : MPI_SUCCESS;
+    return rc;
 }
 
 /* ------------------------------------------------------------ CUDA IPC inside a node */
