@@ -38,6 +38,9 @@
  *   FAKE_CUDA_STATS=1     at exit, print the calls per function and what is
  *                         still allocated to stderr
  *   FAKE_CUDA_TRACE=1     print every call that fails to stderr
+ *   FAKE_CUDA_FAIL=F:N    the N-th call (from 1) of entry point F (its C
+ *                         name, e.g. cuEventQuery) fails with
+ *                         CUDA_ERROR_UNKNOWN and does nothing else
  */
 #define _GNU_SOURCE
 #include "fake_cuda.h"
@@ -235,12 +238,23 @@ static void unlock_guard(int *unused)
     pthread_mutex_unlock(&lock);
 }
 
-/* Every entry point starts with ENTER (count, lock until return) and
- * returns through RET (trace failures). */
+/* FAKE_CUDA_FAIL: the entry point and the call that fails. */
+static char fail_fn[64];
+static unsigned long long fail_call;
+
+static int injected(const counter *c)
+{
+    return fail_call && c->calls == fail_call && 0 == strcmp(c->name, fail_fn);
+}
+
+/* Every entry point starts with ENTER (count, lock until return, the
+ * injected failure) and returns through RET (trace failures). */
 #define ENTER()                                                          \
     static counter counter_ = { __func__, 0, NULL };                     \
     int guard_ __attribute__((cleanup(unlock_guard))) = lock_guard(&counter_); \
-    (void) guard_
+    (void) guard_;                                                       \
+    if (injected(&counter_))                                             \
+        RET(FCU_ERROR_UNKNOWN)
 #define RET(x) return ret_(__func__, (x))
 
 static const char *error_name(fcu_result r);
@@ -1866,6 +1880,12 @@ __attribute__((constructor)) static void fake_cuda_load(void)
     }
     e = getenv("FAKE_CUDA_TRACE");
     trace = e && *e && strcmp(e, "0");
+    e = getenv("FAKE_CUDA_FAIL");
+    const char *colon = e ? strchr(e, ':') : NULL;
+    if (colon && (size_t) (colon - e) < sizeof(fail_fn)) {
+        memcpy(fail_fn, e, (size_t) (colon - e));
+        fail_call = strtoull(colon + 1, NULL, 10);
+    }
 }
 
 __attribute__((destructor)) static void fake_cuda_unload(void)

@@ -7,7 +7,8 @@
 #   (2) against the real driver, when libcuda.so.1 loads and reports a
 #       device; otherwise prints "SKIP real GPU: <reason>" (not a pass).
 # Plus one fake run with FAKE_CUDA_DEVICES=0, which must exit 77 with a
-# "SKIP:" line, and one at np 3 that stages every call in small pieces.
+# "SKIP:" line, one at np 3 that stages every call in small pieces, and
+# two at np 2 in which one driver call fails (an MPI error, no hang).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -213,6 +214,30 @@ problems=$({
     echo "$name: $n calls pipelined in several pieces"
 } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
+
+# Driver failures in the middle of a staged call (FAKE_CUDA_FAIL: one call
+# of one entry point fails): the job must end promptly with an MPI error
+# that names the failed driver call, not hang or crash.  An event query of
+# the pipeline, and a copy queued by it.
+for fault in cuEventQuery:30 cuMemcpy2DAsync_v2:40; do
+    name=fake.fault.${fault%%:*}
+    saved_extra=("${extra_args[@]}")
+    extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_chunk_bytes 256
+        --mca coll_xccl_verbose 1)
+    run "$name" 2 "$fake_ldp" FAKE_CUDA_FAIL=$fault --
+    extra_args=("${saved_extra[@]}")
+    fn=${fault%%:*}
+    ok=0
+    problems=$({
+        { [[ $run_rc -ne 0 && $run_rc -ne 124 && $run_rc -lt 128 ]] ||
+            { echo "$name: exit status $run_rc, want an MPI error exit"; false; }; } &&
+        { grep -qE "xccl: .*${fn%_v2}: unknown error \(999\)" "$logdir/$name.log" ||
+            { echo "$name: no xccl line naming the failed $fn"; false; }; } &&
+        { grep -q 'MPI_ERR_INTERN' "$logdir/$name.log" ||
+            { echo "$name: no MPI_ERR_INTERN"; false; }; }
+    } 2>&1) || ok=1
+    finish "$name" "$ok" "$problems"
+done
 
 # (2) the real driver, where there is one
 real_ldp=-
