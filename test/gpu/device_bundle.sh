@@ -34,7 +34,9 @@ dir=$(cd "$dir" && pwd)
 prefix=$dir/ompi-prefix
 debs=$dir/debs
 
-roots=(openmpi-bin libopenmpi3 openmpi-common)
+# libsubunit0: the Check unit tests that run there (test_gpu_classify, built
+# against Debian's static libcheck) need it
+roots=(openmpi-bin libopenmpi3 openmpi-common libsubunit0)
 [[ $dev -eq 0 ]] || roots+=(libopenmpi-dev)
 
 # On every Debian/Ubuntu base system, or not needed by a one-node mpirun.

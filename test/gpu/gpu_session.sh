@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# What a session with a GPU machine runs there, one command per phase (the
+# machine has CUDA but no Open MPI, and a command may run 10 minutes):
+#
+#   test/gpu/gpu_session.sh <builddir> tests [<outdir>]
+#       run_gpu_unit.sh (classification, staging sets, every GPU kernel:
+#       fake driver, then the real one) and run_gpu_tests.sh at np 1, 2, 4
+#       (xccl_mpi_gpu: fake, then the real driver)
+#   test/gpu/gpu_session.sh <builddir> bench [<outdir>]
+#       bench_gpu.sh (xccl_bench -g at np 1, 2, 4 against the user's own
+#       staging, the goal line, the staged path pipelined and whole);
+#       BENCH_* variables pass through (e.g. BENCH_MAX=16M to be quicker)
+#
+# <outdir> defaults to $OUT (the device tool brings it back: at most 8
+# files, so each phase writes <phase>.txt, its summary, and
+# <phase>-logs.tar.gz, everything else; info.txt says what ran where).
+#
+# Here, before the session (Debian 12, as root):
+#   test/gpu/device_bundle.sh                       # Open MPI runtime
+#   mkdir -p build-gpu && cd build-gpu && ../configure && make -j4 &&
+#       make -j4 check TESTS= && cd ..               # nvcc: the kernels
+# Then the device tool's run, from the repository root, with
+#   carry: ["build-gpu", "test/gpu/.device/ompi-prefix", "test/gpu/.device/env.sh"]
+#   command: test/gpu/gpu_session.sh build-gpu tests
+# (about 40 MiB travel; the limit is 64).
+# Exit: the phase's exit status (0 passed; 77 no GPU found).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+[[ $# -ge 2 ]] || { echo "usage: $0 <builddir> tests|bench [<outdir>]" >&2; exit 2; }
+bindir=$(cd "$1" && pwd) || exit 2
+phase=$2
+out=${3:-${OUT:-}}
+[[ -n $out ]] || { echo "$0: no <outdir> and no \$OUT" >&2; exit 2; }
+mkdir -p "$out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-session.XXXXXX")
+
+# Open MPI from the bundle, unless this machine has its own mpirun.
+if ! command -v mpirun >/dev/null; then
+    # shellcheck source=/dev/null
+    . "$here/.device/env.sh" || { echo "$0: no $here/.device/env.sh (device_bundle.sh)" >&2; exit 2; }
+fi
+
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "host: $(uname -n) $(uname -r); $(nproc) cores"
+    echo "phase: $phase; build: $bindir"
+    echo "source: $(git -C "$here" describe --always --dirty 2>/dev/null || echo '?')"
+    echo "mpirun: $(command -v mpirun)"
+    command -v nvidia-smi >/dev/null && nvidia-smi -L 2>&1 | sed 's/^/gpu: /'
+    command -v nvidia-smi >/dev/null &&
+        nvidia-smi --query-gpu=driver_version,memory.total --format=csv,noheader 2>&1 |
+        sed 's/^/gpu driver, memory: /'
+} >"$out/info.txt"
+cat "$out/info.txt"
+
+rc=0
+case $phase in
+tests)
+    {
+        r=0
+        echo "== run_gpu_unit.sh"
+        "$here/run_gpu_unit.sh" "$bindir" || r=1
+        echo
+        echo "== run_gpu_tests.sh (np 1 2 4)"
+        GPU_TESTS_NPS="1 2 4" TEST_LOG_DIR=$work/gpu-tests XCCL_BUILDDIR=$bindir \
+            "$here/run_gpu_tests.sh" "$bindir" "$bindir/component" || r=1
+        exit $r
+    } 2>&1 | tee "$work/tests.txt"
+    rc=${PIPESTATUS[0]}
+    # the summary: every verdict line
+    grep -E '^(== |   passed|   FAILED|SKIP|gpu-tests:|RESULT|[0-9]+ reductions|100%|[0-9]+%: )' \
+        "$work/tests.txt" >"$out/tests.txt"
+    ;;
+bench)
+    BENCH_OUT_DIR=$work/bench "$here/bench_gpu.sh" "$bindir" 2>&1 | tee "$work/bench.txt"
+    rc=${PIPESTATUS[0]}
+    cp "$work/bench.txt" "$out/bench.txt"
+    ;;
+*)
+    echo "$0: phase '$phase': tests or bench" >&2
+    exit 2
+    ;;
+esac
+tar -C "$work" -czf "$out/$phase-logs.tar.gz" . 2>/dev/null
+rm -rf "$work"
+echo "$phase: exit $rc; $out: $(ls "$out" | tr '\n' ' ')"
+exit "$rc"
