@@ -1022,26 +1022,29 @@ static bool verify(const bench_t *B, int coll, size_t count, size_t n, int root,
     return true;
 }
 
-/* Run COLL once on known inputs in the current mode and check every element
- * on every rank.  The verdict (enum check) is meaningful on rank 0. */
-static int check_coll(bench_t *B, int coll, size_t count, int mode)
+/* The known inputs of a check in the host buffers: the pattern in SEND,
+ * sentinels in RECV and its guard (a stale result of the other mode must
+ * not pass), the root's data in a bcast's RECV.  *nsend, *nrecv: elements. */
+static void fill_check_inputs(bench_t *B, int coll, size_t count, int root, size_t *nsend,
+                              size_t *nrecv)
 {
-    const size_t p = (size_t)B->size, blk = count / p;
-    const int root = B->size - 1;
-    size_t nsend = count, nrecv = count;
-    if (coll == C_ALLGATHER)
-        nsend = blk;
-    if (coll == C_REDUCE_SCATTER || coll == C_REDUCE_SCATTER_BLOCK)
-        nrecv = blk;
-
-    for (size_t i = 0; i < nsend; i++)
+    io_counts(B, coll, count, nsend, nrecv);
+    for (size_t i = 0; i < *nsend; i++)
         B->sbuf[i] = pattern(B->rank, i);
-    /* Sentinels: a stale result of the other mode must not pass. */
-    for (size_t i = 0; i < nrecv + GUARD; i++)
+    for (size_t i = 0; i < *nrecv + GUARD; i++)
         B->rbuf[i] = SENTINEL;
     if (coll == C_BCAST && B->rank == root)
         for (size_t i = 0; i < count; i++)
             B->rbuf[i] = pattern(root, i);
+}
+
+/* Run COLL once on known inputs in the current mode and check every element
+ * on every rank.  The verdict (enum check) is meaningful on rank 0. */
+static int check_coll(bench_t *B, int coll, size_t count, int mode)
+{
+    const int root = B->size - 1;
+    size_t nsend, nrecv;
+    fill_check_inputs(B, coll, count, root, &nsend, &nrecv);
 
     call_coll(B, coll, count, root);
     bool ok = verify(B, coll, count, nrecv, root, "", mode);
@@ -1089,15 +1092,7 @@ static int check_coll_gpu(bench_t *B, int coll, size_t count, int mode)
     const int root = B->size - 1;
     const size_t fs = sizeof(float);
     size_t nsend, nrecv;
-    io_counts(B, coll, count, &nsend, &nrecv);
-
-    for (size_t i = 0; i < nsend; i++)
-        B->sbuf[i] = pattern(B->rank, i);
-    for (size_t i = 0; i < nrecv + GUARD; i++)
-        B->rbuf[i] = SENTINEL;
-    if (coll == C_BCAST && B->rank == root)
-        for (size_t i = 0; i < count; i++)
-            B->rbuf[i] = pattern(root, i);
+    fill_check_inputs(B, coll, count, root, &nsend, &nrecv);
     CU_CHECK(cu.MemcpyHtoD(B->dsbuf, B->sbuf, nsend * fs));
     CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, (nrecv + GUARD) * fs));
 

@@ -606,6 +606,28 @@ static val_t want_reduce(size_t i, double *sumabs, void *vctx)
 
 static uint64_t case_salt;
 
+/* The end of a call's check: its return code; RECV (rbytes of result room,
+ * GUARD after it) downloaded, its first n elements against want, the guard
+ * untouched; SEND (sb, sbytes of in; NULL in place) back unchanged, freed.
+ * Returns the downloaded RECV for the caller's further checks (it frees it). */
+static unsigned char *check_result(case_t *c, int rc, const buf_t *rb, size_t rbytes, size_t n,
+                                   val_t (*want)(size_t, double *, void *), void *wctx,
+                                   buf_t *sb, const void *in, size_t sbytes)
+{
+    if (rc != MPI_SUCCESS) {
+        fail(c, 0, "got=rc%d want=MPI_SUCCESS", rc);
+    }
+    unsigned char *out = xmalloc(rbytes + GUARD);
+    buf_get(out, rb, rbytes + GUARD);
+    check_elems(c, out, n, want, wctx);
+    check_guard(c, out, rbytes, rbytes + GUARD);
+    if (sb) {
+        check_unchanged(c, sb, in, sbytes);
+        buf_free(sb);
+    }
+    return out;
+}
+
 /* MPI_Allreduce / MPI_Iallreduce of count elements. */
 static void test_allreduce(int t, int op, size_t count, int inplace, const char *mem, int nb)
 {
@@ -631,18 +653,9 @@ static void test_allreduce(int t, int op, size_t count, int inplace, const char 
     } else {
         rc = MPI_Allreduce(sendp, rb.ptr, (int) count, type_mpi[t], op_mpi[op], MPI_COMM_WORLD);
     }
-    if (rc != MPI_SUCCESS) {
-        fail(&c, 0, "got=rc%d want=MPI_SUCCESS", rc);
-    }
-    unsigned char *out = xmalloc(bytes + GUARD);
-    buf_get(out, &rb, bytes + GUARD);
     struct red_ctx x = { t, op, salt, 0 };
-    check_elems(&c, out, count, want_reduce, &x);
-    check_guard(&c, out, bytes, bytes + GUARD);
-    if (!inplace) {
-        check_unchanged(&c, &sb, in, bytes);
-        buf_free(&sb);
-    }
+    unsigned char *out = check_result(&c, rc, &rb, bytes, count, want_reduce, &x,
+                                      inplace ? NULL : &sb, in, bytes);
     if (is_float(t) && (O_SUM == op || O_PROD == op)) {
         check_identical(&c, out, count);
     }
@@ -689,19 +702,12 @@ static void test_reduce_scatter(int t, int op, size_t block, const int *counts, 
         rc = MPI_Reduce_scatter_block(sendp, rb.ptr, (int) block, type_mpi[t], op_mpi[op],
                                       MPI_COMM_WORLD);
     }
-    if (rc != MPI_SUCCESS) {
-        fail(&c, 0, "got=rc%d want=MPI_SUCCESS", rc);
-    }
-    unsigned char *out = xmalloc(rbytes + GUARD);
-    buf_get(out, &rb, rbytes + GUARD);
     struct red_ctx x = { t, op, salt, offset };
-    check_elems(&c, out, mine, want_reduce, &x);
+    unsigned char *out = check_result(&c, rc, &rb, rbytes, mine, want_reduce, &x,
+                                      inplace ? NULL : &sb, in, total * es);
     /* in place, the rest of the buffer is undefined; else it is the guard */
-    check_guard(&c, out, rbytes, rbytes + GUARD);
     if (!inplace) {
         check_guard(&c, out, mine * es, rbytes);
-        check_unchanged(&c, &sb, in, total * es);
-        buf_free(&sb);
     }
     buf_free(&rb);
     free(out);
@@ -754,18 +760,9 @@ static void test_allgather(int t, size_t count, int inplace, const char *mem)
     }
     int rc = MPI_Allgather(inplace ? MPI_IN_PLACE : (const void *) sb.ptr, (int) count, type_mpi[t],
                            rb.ptr, (int) count, type_mpi[t], MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) {
-        fail(&c, 0, "got=rc%d want=MPI_SUCCESS", rc);
-    }
-    unsigned char *out = xmalloc(rbytes + GUARD);
-    buf_get(out, &rb, rbytes + GUARD);
     struct move_ctx x = { t, salt, count, 0, 0 };
-    check_elems(&c, out, count * (size_t) nprocs, want_move, &x);
-    check_guard(&c, out, rbytes, rbytes + GUARD);
-    if (!inplace) {
-        check_unchanged(&c, &sb, in, bytes);
-        buf_free(&sb);
-    }
+    unsigned char *out = check_result(&c, rc, &rb, rbytes, count * (size_t) nprocs, want_move,
+                                      &x, inplace ? NULL : &sb, in, bytes);
     buf_free(&rb);
     free(out);
     free(in);
@@ -787,18 +784,9 @@ static void test_alltoall(int t, size_t count, int inplace, const char *mem)
     }
     int rc = MPI_Alltoall(inplace ? MPI_IN_PLACE : (const void *) sb.ptr, (int) count, type_mpi[t],
                           rb.ptr, (int) count, type_mpi[t], MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) {
-        fail(&c, 0, "got=rc%d want=MPI_SUCCESS", rc);
-    }
-    unsigned char *out = xmalloc(bytes + GUARD);
-    buf_get(out, &rb, bytes + GUARD);
     struct move_ctx x = { t, salt, count, 1, 0 };
-    check_elems(&c, out, n, want_move, &x);
-    check_guard(&c, out, bytes, bytes + GUARD);
-    if (!inplace) {
-        check_unchanged(&c, &sb, in, bytes);
-        buf_free(&sb);
-    }
+    unsigned char *out = check_result(&c, rc, &rb, bytes, n, want_move, &x,
+                                      inplace ? NULL : &sb, in, bytes);
     buf_free(&rb);
     free(out);
     free(in);
@@ -810,14 +798,8 @@ static void finish_bcast(case_t *c, int rc, buf_t *b, void *in, uint64_t salt, i
 {
     const int t = c->type;
     const size_t count = c->count, bytes = count * type_size[t];
-    if (rc != MPI_SUCCESS) {
-        fail(c, 0, "got=rc%d want=MPI_SUCCESS", rc);
-    }
-    unsigned char *out = xmalloc(bytes + GUARD);
-    buf_get(out, b, bytes + GUARD);
     struct move_ctx x = { t, salt, count, 2, root };
-    check_elems(c, out, count, want_move, &x);
-    check_guard(c, out, bytes, bytes + GUARD);
+    unsigned char *out = check_result(c, rc, b, bytes, count, want_move, &x, NULL, NULL, 0);
     buf_free(b);
     free(out);
     free(in);
