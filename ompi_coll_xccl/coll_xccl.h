@@ -96,8 +96,8 @@ typedef struct {
      * known device when the communicator was created and all are on one
      * node; the peers' buffers mapped so far. */
     bool gpu_ipc;
-    bool staging;                    /* inside the host-copy call of a device call */
-    struct mca_coll_xccl_gpu_stage *stage;   /* its host copies, while staging */
+    /* inside the host-copy call of a device call: its host copies */
+    struct mca_coll_xccl_gpu_stage *stage;
     struct mca_coll_xccl_ipc *ipc;
 
     /* what Open MPI would have used */

@@ -308,9 +308,7 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         if (NULL == error) {
             error = sync_stream(cu, st->set->out);
         }
-    } else if (st->filled) {
-        error = sync_stream(cu, st->set->in);
-    }
+    }                          /* (stage_fill waited for its copies) */
     if (error) {
         rc = mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
     }

@@ -470,19 +470,6 @@ static int staged_begin(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *s
     return MPI_SUCCESS;
 }
 
-/* Around the host call: it finds its host copies in m->stage. */
-static void staged_enter(mca_coll_xccl_module_t *m, staged_t *st)
-{
-    m->staging = true;
-    m->stage = &st->gpu;
-}
-
-static void staged_leave(mca_coll_xccl_module_t *m)
-{
-    m->staging = false;
-    m->stage = NULL;
-}
-
 /* Completes the copies back when the call succeeded. */
 static int staged_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st, int rc)
 {
@@ -844,7 +831,7 @@ static int ipc_reduction(mca_coll_xccl_module_t *m, struct ompi_communicator_t *
     for (size_t j = 0; NULL != counts && j < P; j++) {
         total += counts[j];
     }
-    if (!m->gpu_ipc || m->staging || NULL != request ||
+    if (!m->gpu_ipc || NULL != m->stage || NULL != request ||
         0 == mca_coll_xccl_component.gpu_ipc_bytes ||
         total * dtype_size(dtype) < mca_coll_xccl_component.gpu_ipc_bytes ||
         m->size > XCCL_GPU_MAX_SRCS || (in_place && XCCL_COLL_ALLREDUCE != coll)) {
@@ -908,9 +895,9 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
             return err;
         }
         ompi_request_t *inner = NULL;
-        staged_enter(m, &st);
+        m->stage = &st.gpu;   /* the host call finds its copies */
         err = allreduce(st.s, st.r, count, dtype, op, comm, m, request ? &inner : NULL);
-        staged_leave(m);
+        m->stage = NULL;
         return staged_finish(m, coll, &st, err, inner, request);
     }
 
@@ -1036,9 +1023,9 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
         err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, 1, w.ctx);
         if (MPI_SUCCESS == err) {
             ompi_request_t *inner = NULL;
-            staged_enter(m, &st);
+            m->stage = &st.gpu;   /* the host call finds its copies */
             err = reduce_scatter(st.s, st.r, rcounts, dtype, op, comm, m, request ? &inner : NULL);
-            staged_leave(m);
+            m->stage = NULL;
             err = staged_finish(m, coll, &st, err, inner, request);
         }
     } else if (MPI_SUCCESS == err) {
@@ -1093,10 +1080,10 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, 1, w.ctx);
         if (MPI_SUCCESS == err) {
             ompi_request_t *inner = NULL;
-            staged_enter(m, &st);
+            m->stage = &st.gpu;   /* the host call finds its copies */
             err = reduce_scatter_block(st.s, st.r, rcount, dtype, op, comm, m,
                                        request ? &inner : NULL);
-            staged_leave(m);
+            m->stage = NULL;
             err = staged_finish(m, coll, &st, err, inner, request);
         }
         return err;
@@ -1209,7 +1196,7 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
     const size_t P = (size_t) m->size;
     const size_t bytes = rcount < 0 ? 0 : (size_t) rcount * dtype_size(rdtype) * P;
     /* Inputs every rank shares decide whether all try CUDA IPC. */
-    if (m->gpu_ipc && !m->staging && NULL == request &&
+    if (m->gpu_ipc && NULL == m->stage && NULL == request &&
         mca_coll_xccl_component.gpu_ipc_bytes > 0 &&
         bytes >= mca_coll_xccl_component.gpu_ipc_bytes &&
         !(XCCL_COLL_ALLTOALL == coll && in_place) &&
@@ -1242,10 +1229,10 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
             return err;
         }
         ompi_request_t *inner = NULL;
-        staged_enter(m, &st);
+        m->stage = &st.gpu;   /* the host call finds its copies */
         err = movement(coll, st.s, scount, sdtype, st.r, rcount, rdtype, comm, m,
                        request ? &inner : NULL);
-        staged_leave(m);
+        m->stage = NULL;
         return staged_finish(m, coll, &st, err, inner, request);
     }
     int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
@@ -1289,7 +1276,7 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
     if (MPI_SUCCESS != (err = check_buf(buf, (size_t) count, dtype))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
-    if (m->gpu_ipc && !m->staging && NULL == request &&
+    if (m->gpu_ipc && NULL == m->stage && NULL == request &&
         mca_coll_xccl_component.gpu_ipc_bytes > 0 &&
         (size_t) count * dtype_size(dtype) >= mca_coll_xccl_component.gpu_ipc_bytes) {
         char *b = (char *) buf + true_lb_of(dtype);
@@ -1310,9 +1297,9 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
             return err;
         }
         ompi_request_t *inner = NULL;
-        staged_enter(m, &st);
+        m->stage = &st.gpu;   /* the host call finds its copies */
         err = bcast(st.r, count, dtype, root, comm, m, request ? &inner : NULL);
-        staged_leave(m);
+        m->stage = NULL;
         return staged_finish(m, coll, &st, err, inner, request);
     }
     const size_t bytes = (size_t) count * dtype_size(dtype);

@@ -30,6 +30,8 @@
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
+# shellcheck source=SCRIPTDIR/../lib/verdict.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"   # finish
 
 bindir=${1:-${XCCL_BUILDDIR:-}}
 [[ -n $bindir ]] || { echo "usage: $0 <dir-with-xccl_mpi_gpu> [<component-dir>]" >&2; exit 2; }
@@ -112,18 +114,6 @@ check_leaks() {
     fi
 }
 
-finish() {
-    local name=$1 ok=$2 problems=$3
-    [[ -z $problems ]] || printf '%s\n' "$problems" | sed 's/^/   /'
-    if [[ $ok -eq 0 ]]; then
-        passed=$((passed + 1))
-        echo "   passed"
-    else
-        failed=$((failed + 1))
-        echo "   FAILED, last lines of $logdir/$name.log:"
-        tail -n 40 "$logdir/$name.log" | sed 's/^/   | /'
-    fi
-}
 
 fake_ldp=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 

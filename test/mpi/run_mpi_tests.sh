@@ -38,6 +38,8 @@
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
+# shellcheck source=SCRIPTDIR/../lib/verdict.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"   # finish
 
 usage() {
     echo "usage: $0 <dir-with-test-binaries> <component-dir>" >&2
@@ -226,18 +228,6 @@ indent() {
     [[ -z $1 ]] || printf '%s\n' "$1" | sed 's/^/   /'
 }
 
-# Finish one invocation: count it, and show the log tail when it failed.
-finish() {
-    local name=$1 ok=$2
-    if [[ $ok -eq 0 ]]; then
-        passed=$((passed + 1))
-        echo "   passed"
-    else
-        failed=$((failed + 1))
-        echo "   FAILED, last lines of $logdir/$name.log:"
-        tail -n 40 "$logdir/$name.log" | sed 's/^/   | /'
-    fi
-}
 
 for np in 1 2 3 4 7; do
     name=xccl_mpi_check.np$np
@@ -289,7 +279,15 @@ problems=$({ check_result "$name" &&
     { grep -q 'init: ucx ok .*node intra=NVSWITCH devices=8 fabric=IB' "$logdir/$name.log" ||
       { echo "$name: no init line with the file's topology"; false; }; } &&
     { "$bindir/xccl_info" --topo-file "$topo_fixture" --dump | cmp - "$logdir/topo_dump.topo" ||
-      { echo "$name: coll_xccl_topo_dump differs from xccl_info --dump"; false; }; }; } 2>&1) || ok=1
+      { echo "$name: coll_xccl_topo_dump differs from xccl_info --dump"; false; }; } &&
+    # whether UCX moves CUDA memory (ucp_context_query) agrees with the
+    # transports it opened: a cuda_* transport, or host memory only
+    { init=$(grep -m1 'init: ucx ok tls=' "$logdir/$name.log") &&
+      tls=${init#*tls=} && tls=${tls%% *} &&
+      if [[ $tls == *cuda* ]]; then want='(moves cuda memory'; else want='(host memory only)'; fi &&
+      [[ $init == *"tls=$tls $want"* ]] ||
+      { echo "$name: init line '$init' does not say '$want' for transports '$tls'"; false; }; }
+} 2>&1) || ok=1
 indent "$problems"
 finish "$name" "$ok"
 
