@@ -119,7 +119,6 @@ int xccl_stage_plan(xccl_stage_plan_t *p, const xccl_sched_t *s, void *const buf
         }
     }
     p->piece = piece;
-    p->nsteps = s->nsteps;
 
     size_t npieces = 0, *first_piece = malloc(((size_t) nregions + 1) * sizeof(size_t));
     if (NULL == first_piece) {

@@ -356,10 +356,9 @@ typedef struct {
 
 typedef struct {
     size_t piece;              /* piece size used */
-    size_t nsteps;
     xccl_stage_piece_t *in;    /* copies in, in order */
     size_t nin;
-    size_t *need_in;           /* [nsteps] */
+    size_t *need_in;           /* [nsteps of the schedule] */
     xccl_stage_piece_t *out;   /* after step i: out[out_start[i] .. out_start[i+1]) */
     size_t nout;
     size_t *out_start;         /* [nsteps + 1] */
