@@ -16,6 +16,7 @@
 #include "ompi/op/op.h"
 #include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/error.h"
 #include "opal/threads/mutex.h"
 
 #include "coll_xccl.h"
@@ -329,9 +330,18 @@ static void log_call(mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb, size_t
 
 int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what)
 {
+    /* What the call returns, by name: an MPI error class, or Open MPI's
+     * internal code (the MPI layer turns that into a class). */
+    char code[MPI_MAX_ERROR_STRING] = "?";
+    int len = 0;
+    if (err > 0 && MPI_SUCCESS == PMPI_Error_string(err, code, &len)) {
+        code[len < MPI_MAX_ERROR_STRING ? len : MPI_MAX_ERROR_STRING - 1] = '\0';
+    } else if (err < 0) {
+        snprintf(code, sizeof(code), "%s", opal_strerror(err));
+    }
     mca_coll_xccl_component.stats[coll].errors++;
-    mca_coll_xccl_log(1, "error %s comm=%u rank=%d: %s", mca_coll_xccl_coll_name(coll), m->cid,
-                      m->world_rank, what);
+    mca_coll_xccl_log(1, "error %s comm=%u rank=%d: %s; returns %s", mca_coll_xccl_coll_name(coll),
+                      m->cid, m->world_rank, what, code);
     return err;
 }
 #define log_error mca_coll_xccl_error
@@ -563,6 +573,20 @@ static int ensure_scratch(mca_coll_xccl_module_t *m, size_t bytes)
     return 0;
 }
 
+/* An execution that ended in an error: a transfer (UCX says why), or a
+ * step's reduction or staging copy (which logged why as it failed). */
+static int exec_failed(mca_coll_xccl_module_t *m, xccl_coll_t coll)
+{
+    char what[300];
+    const char *ucx = xccl_ucx_error();
+    if (ucx[0]) {
+        snprintf(what, sizeof(what), "transfer failed: %s", ucx);
+    } else {
+        snprintf(what, sizeof(what), "a step of the schedule failed (logged above)");
+    }
+    return log_error(m, coll, MPI_ERR_INTERN, what);
+}
+
 static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, void *sbuf,
                void *rbuf, reduce_ctx_t *rctx, const xccl_gate_t *gate)
 {
@@ -580,12 +604,7 @@ static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, voi
         opal_progress();
     }
     xccl_exec_fini(&e);
-    if (1 != rc) {
-        char what[300];
-        snprintf(what, sizeof(what), "transfer failed: %s", xccl_ucx_error());
-        return log_error(m, coll, MPI_ERR_INTERN, what);
-    }
-    return MPI_SUCCESS;
+    return 1 == rc ? MPI_SUCCESS : exec_failed(m, coll);
 }
 
 /* ------------------------------------------------------------ nonblocking */
@@ -629,9 +648,7 @@ static void request_finish(xccl_request_t *req, int rc)
         OBJ_RELEASE(req->rctx.dtype);
     }
     if (1 != rc) {
-        char what[300];
-        snprintf(what, sizeof(what), "transfer failed: %s", xccl_ucx_error());
-        req->super.req_status.MPI_ERROR = log_error(req->module, req->coll, MPI_ERR_INTERN, what);
+        req->super.req_status.MPI_ERROR = exec_failed(req->module, req->coll);
     }
     OBJ_RELEASE(req->module);
     ompi_request_complete(&req->super, true);
