@@ -49,6 +49,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1888,19 +1889,48 @@ __attribute__((constructor)) static void fake_cuda_load(void)
     }
 }
 
+/* One line of the stats, written with a single write(2): the processes of
+ * a job share stderr (mpirun merges their output), and a line written in
+ * pieces can be cut by another process's line. */
+typedef struct {
+    char s[4096];
+    size_t n;
+} line_t;
+
+static void line_add(line_t *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line_add(line_t *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(l->s + l->n, sizeof(l->s) - l->n, fmt, ap);
+    va_end(ap);
+    if (k > 0) {
+        l->n = l->n + (size_t) k < sizeof(l->s) - 1 ? l->n + (size_t) k : sizeof(l->s) - 2;
+    }
+}
+
+static void line_write(line_t *l)
+{
+    l->s[l->n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, l->s, l->n);
+    (void) w;
+    l->n = 0;
+}
+
 __attribute__((destructor)) static void fake_cuda_unload(void)
 {
     const char *e = getenv("FAKE_CUDA_STATS");
     if (!(e && *e && strcmp(e, "0"))) {
         return;
     }
+    static line_t line;
     pthread_mutex_lock(&lock);
     int pid = (int) getpid();
-    fprintf(stderr, "fake_cuda[%d]: calls:", pid);
+    line_add(&line, "fake_cuda[%d]: calls:", pid);
     for (counter *c = counters; c; c = c->next) {
-        fprintf(stderr, " %s=%llu", c->name, c->calls);
+        line_add(&line, " %s=%llu", c->name, c->calls);
     }
-    fprintf(stderr, "\n");
+    line_write(&line);
     unsigned long nkind[4] = { 0 }, bytes[4] = { 0 };
     for (region *r = regions; r; r = r->next) {
         nkind[r->kind]++;
@@ -1918,15 +1948,16 @@ __attribute__((destructor)) static void fake_cuda_unload(void)
     for (int i = 0; i < MAX_DEVICES; i++) {
         refs += contexts[i].refs;
     }
-    fprintf(stderr, "fake_cuda[%d]: outstanding:", pid);
+    line_add(&line, "fake_cuda[%d]: outstanding:", pid);
     for (int k = 0; k < 4; k++) {
-        fprintf(stderr, " %s=%lu (%lu bytes)", region_kind_names[k], nkind[k], bytes[k]);
+        line_add(&line, " %s=%lu (%lu bytes)", region_kind_names[k], nkind[k], bytes[k]);
     }
     unsigned long nmodules = 0;
     for (struct fake_module *m = modules; m; m = m->next) {
         nmodules += !m->dead;
     }
-    fprintf(stderr, " modules=%lu streams=%lu events=%lu pending_ops=%lu primary_ctx_refs=%d\n",
-            nmodules, nstreams, nevents, pending, refs);
+    line_add(&line, " modules=%lu streams=%lu events=%lu pending_ops=%lu primary_ctx_refs=%d",
+             nmodules, nstreams, nevents, pending, refs);
+    line_write(&line);
     pthread_mutex_unlock(&lock);
 }
