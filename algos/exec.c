@@ -81,7 +81,14 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
         if (XCCL_ACT_COPY == a->kind) {
             char *dst = ref_ptr(e, a->dst), *src = ref_ptr(e, a->a);
             if (dst != src) {
-                memmove(dst, src, a->len);
+                if (e->copy) {
+                    int rc = e->copy(e->copy_ctx, dst, src, a->len);
+                    if (rc < 0) {
+                        return rc;
+                    }
+                } else {
+                    memmove(dst, src, a->len);
+                }
             }
         } else if (XCCL_ACT_REDUCE == a->kind) {
             int rc = e->reduce(e->reduce_ctx, ref_ptr(e, a->dst), ref_ptr(e, a->a),

@@ -274,12 +274,18 @@ typedef struct {
 
 /* dst = a op b over count elements; 0 or a negative error. */
 typedef int (*xccl_reduce_cb_t)(void *cbctx, void *dst, const void *a, const void *b, size_t count);
+/* dst = src over len bytes (dst != src; the ranges may overlap); 0 or a
+ * negative error. */
+typedef int (*xccl_copy_cb_t)(void *cbctx, void *dst, const void *src, size_t len);
 
 #define XCCL_EXEC_INLINE_REQS 16
 
 /* Optional hooks around the steps, for buffers whose contents arrive and
  * leave asynchronously (device memory staged through host copies, see
- * xccl_stage_plan).  All three may be NULL. */
+ * xccl_stage_plan), or whose local actions complete asynchronously (copies
+ * and reductions queued on a device stream, xccl_exec_set_copy: the gate
+ * then holds a step back until what earlier steps queued has run).  All
+ * three may be NULL. */
 typedef struct {
     void *ctx;
     /* Before step i is posted: 1 it may run (what it reads or writes is in
@@ -306,6 +312,8 @@ typedef struct {
     size_t nreqs;
     void *inline_reqs[XCCL_EXEC_INLINE_REQS];
     const xccl_gate_t *gate;   /* NULL: none */
+    xccl_copy_cb_t copy;       /* NULL: memmove */
+    void *copy_ctx;
 } xccl_exec_t;
 
 /* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes.  The schedule and the
@@ -318,6 +326,13 @@ int xccl_exec_init(xccl_exec_t *e, const xccl_sched_t *s, const xccl_transport_t
 static inline void xccl_exec_set_gate(xccl_exec_t *e, const xccl_gate_t *g)
 {
     e->gate = g;
+}
+/* Run the schedule's local copies through copy (before the first progress
+ * call), e.g. on a device stream; NULL: memmove. */
+static inline void xccl_exec_set_copy(xccl_exec_t *e, xccl_copy_cb_t copy, void *ctx)
+{
+    e->copy = copy;
+    e->copy_ctx = ctx;
 }
 /* Advance as far as possible without blocking: 1 done, 0 pending, <0 error. */
 int xccl_exec_progress(xccl_exec_t *e);

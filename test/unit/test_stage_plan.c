@@ -10,6 +10,14 @@
  * copy arrived reads poison, a piece copied out before its last write
  * leaves a stale value: either shows up as a wrong result (a planted
  * lagging plan proves it does).
+ *
+ * The same runs check the executor with asynchronous local actions (the
+ * way device buffers run when the transport moves device memory): the
+ * copies and reductions of a step are only queued, as on a stream, and
+ * run when the gate is asked whether the next step may start (after first
+ * answering "not yet") or at the drain.  A transfer that read or wrote a
+ * buffer before the queued work got to it shows up as a wrong result (a
+ * planted gate that never waits proves it does).
  */
 #include "xccl_algos.h"
 
@@ -88,6 +96,93 @@ static int sum_u32(void *cbctx, void *dst, const void *a, const void *b, size_t 
     return 0;
 }
 
+/* ---- asynchronous local actions: a queue per rank, run in order */
+
+typedef struct {
+    void *dst;
+    const void *a, *b;         /* b NULL: a copy of len bytes */
+    size_t len;                /* bytes (copy) or elements (reduce) */
+} queued_t;
+
+typedef struct {
+    queued_t *q;
+    size_t n, cap, done;       /* queued, room, run */
+    size_t mark;               /* queued up to the end of the last finished step */
+    int asked;
+    int never_wait;            /* planted bug: steps start without waiting */
+    size_t ops;
+} stream_ctx_t;
+
+static int enqueue(stream_ctx_t *st, void *dst, const void *a, const void *b, size_t len)
+{
+    if (st->n == st->cap) {
+        st->cap = st->cap ? 2 * st->cap : 64;
+        st->q = realloc(st->q, st->cap * sizeof(*st->q));
+        ck_assert_ptr_nonnull(st->q);
+    }
+    st->q[st->n++] = (queued_t) { dst, a, b, len };
+    st->ops++;
+    return 0;
+}
+
+static int q_copy(void *ctx, void *dst, const void *src, size_t len)
+{
+    return enqueue(ctx, dst, src, NULL, len);
+}
+
+static int q_sum(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    return enqueue(ctx, dst, a, b, count);
+}
+
+static void flush(stream_ctx_t *st, size_t upto)
+{
+    for (; st->done < upto; st->done++) {
+        const queued_t *o = &st->q[st->done];
+        if (o->b) {
+            sum_u32(NULL, o->dst, o->a, o->b, o->len);
+        } else {
+            memmove(o->dst, o->a, o->len);
+        }
+    }
+}
+
+/* As an event query: "not yet" once, then the queue up to the mark runs. */
+static int s_wait(stream_ctx_t *st)
+{
+    if (st->done >= st->mark || st->never_wait) {
+        return 1;
+    }
+    if (!st->asked) {
+        st->asked = 1;
+        return 0;
+    }
+    flush(st, st->mark);
+    st->asked = 0;
+    return 1;
+}
+
+static int s_ready(void *ctx, size_t step)
+{
+    (void) step;
+    return s_wait(ctx);
+}
+
+static int s_done(void *ctx, size_t step)
+{
+    stream_ctx_t *st = ctx;
+    (void) step;
+    st->mark = st->n;          /* an event recorded after the step's work */
+    return 0;
+}
+
+static int s_drain(void *ctx)
+{
+    stream_ctx_t *st = ctx;
+    st->never_wait = 0;        /* the end of the call waits, bug or not */
+    return s_wait(st);
+}
+
 static uint32_t input_word(int rank, size_t i)
 {
     return (uint32_t) (rank + 1) * 2654435761u + (uint32_t) i * 40503u;
@@ -100,6 +195,7 @@ typedef struct {
     xccl_stage_region_t reg[2];
     int nreg;
     gate_ctx_t g;
+    stream_ctx_t st;
     xccl_gate_t gate;
     void *scratch;
 } rank_bufs_t;
@@ -109,7 +205,8 @@ typedef struct {
     int p, in_place, root;
     size_t n;                  /* elements (reductions) or bytes per block / bcast */
     const char *layout;        /* NULL: flat */
-    int lag;
+    int lag;                   /* planted bug (staging: the plan lags; async: no waits) */
+    int async;                 /* no staging; local actions queued */
 } case_t;
 
 /* Runs every applicable catalog algorithm of c; returns the number of
@@ -208,6 +305,23 @@ static int run_case(const case_t *c, int *runs, size_t *total_in, size_t *total_
                 uint32_t w = input_word(r, i / es);
                 memcpy(input + i, &w, es);
             }
+            rb->scratch = malloc(s[r].scratch_bytes + 1);
+            if (c->async) {
+                /* The schedule runs on the "device" arrays themselves. */
+                void *dbufs[XCCL_NBUF] = { c->in_place || XCCL_COLL_BCAST == c->coll ? NULL : rb->ds,
+                                           rb->dr, rb->scratch };
+                if (NULL == dbufs[0]) {
+                    dbufs[0] = XCCL_COLL_ALLGATHER == c->coll ? rb->dr + (size_t) r * c->n : rb->dr;
+                }
+                memset(&rb->st, 0, sizeof(rb->st));
+                rb->st.never_wait = c->lag;
+                rb->gate = (xccl_gate_t) { &rb->st, s_ready, s_done, s_drain };
+                ck_assert_int_eq(0, xccl_exec_init(&e[r], &s[r], xccl_sim_transport(sim, r), dbufs,
+                                                   q_sum, &rb->st, 7));
+                xccl_exec_set_gate(&e[r], &rb->gate);
+                xccl_exec_set_copy(&e[r], q_copy, &rb->st);
+                continue;
+            }
             rb->nreg = 0;
             if (!c->in_place && XCCL_COLL_BCAST != c->coll) {
                 rb->reg[rb->nreg] = (xccl_stage_region_t) { rb->hs, rb->ns, 1, 0 };
@@ -216,7 +330,6 @@ static int run_case(const case_t *c, int *runs, size_t *total_in, size_t *total_
             rb->reg[rb->nreg] = (xccl_stage_region_t) {
                 rb->hr, rb->nr, in_recv, !(XCCL_COLL_BCAST == c->coll && r == c->root) };
             rb->g.dev[rb->nreg++] = rb->dr;
-            rb->scratch = malloc(s[r].scratch_bytes + 1);
             void *bufs[XCCL_NBUF] = { rb->hs, rb->hr, rb->scratch };
             ck_assert_int_eq(0, xccl_stage_plan(&rb->g.plan, &s[r], bufs, rb->reg, rb->nreg, 40, 0));
             rb->g.regions = rb->reg;
@@ -288,10 +401,14 @@ static int run_case(const case_t *c, int *runs, size_t *total_in, size_t *total_
         (*runs)++;
         for (int r = 0; r < p; r++) {
             rank_bufs_t *rb = &b[r];
-            *total_in += rb->g.bytes_in;
+            *total_in += c->async ? rb->st.ops : rb->g.bytes_in;
             *total_out += rb->g.bytes_out;
             xccl_exec_fini(&e[r]);
-            xccl_stage_plan_fini(&rb->g.plan);
+            if (c->async) {
+                free(rb->st.q);
+            } else {
+                xccl_stage_plan_fini(&rb->g.plan);
+            }
             xccl_sched_fini(&s[r]);
             if (!c->in_place && XCCL_COLL_BCAST != c->coll) {
                 free(rb->hs);
@@ -317,7 +434,9 @@ static const xccl_coll_t colls[] = { XCCL_COLL_ALLREDUCE, XCCL_COLL_REDUCE_SCATT
                                      XCCL_COLL_REDUCE_SCATTER_BLOCK, XCCL_COLL_ALLGATHER,
                                      XCCL_COLL_ALLTOALL, XCCL_COLL_BCAST };
 
-START_TEST(every_algorithm_through_the_gate)
+/* Every algorithm of every collective, in every shape; returns the wrong
+ * runs and counts the runs. */
+static int run_all(int async, int *runs, size_t *in, size_t *out, size_t *whole)
 {
     static const struct {
         int p;
@@ -325,8 +444,7 @@ START_TEST(every_algorithm_through_the_gate)
     } shapes[] = { { 1, NULL }, { 2, NULL }, { 3, NULL }, { 4, NULL }, { 5, NULL }, { 8, NULL },
                    { 4, "block:2" }, { 6, "block:3" }, { 7, "block:3" }, { 6, "cyclic:2" } };
     static const size_t sizes[] = { 1, 37, 300 };
-    int runs = 0, bad = 0;
-    size_t in = 0, out = 0, whole = 0;
+    int bad = 0;
     for (size_t ci = 0; ci < sizeof(colls) / sizeof(colls[0]); ci++) {
         for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
             for (size_t ni = 0; ni < sizeof(sizes) / sizeof(sizes[0]); ni++) {
@@ -337,17 +455,62 @@ START_TEST(every_algorithm_through_the_gate)
                     int roots = XCCL_COLL_BCAST == colls[ci] ? shapes[si].p : 1;
                     for (int root = 0; root < roots; root++) {
                         case_t c = { colls[ci], shapes[si].p, ip, root, sizes[ni],
-                                     shapes[si].layout, 0 };
-                        bad += run_case(&c, &runs, &in, &out, &whole);
+                                     shapes[si].layout, 0, async };
+                        bad += run_case(&c, runs, in, out, whole);
                     }
                 }
             }
         }
     }
+    return bad;
+}
+
+START_TEST(every_algorithm_through_the_gate)
+{
+    int runs = 0;
+    size_t in = 0, out = 0, whole = 0;
+    int bad = run_all(0, &runs, &in, &out, &whole);
     printf("stage plan: %d runs through the gate, %d wrong; copied in %zu of %zu bytes "
            "staged in, copied out %zu\n", runs, bad, in, whole, out);
     ck_assert_int_gt(runs, 1000);
     ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
+START_TEST(every_algorithm_with_queued_local_actions)
+{
+    int runs = 0;
+    size_t ops = 0, out = 0, whole = 0;
+    int bad = run_all(1, &runs, &ops, &out, &whole);
+    printf("queued local actions: %d runs, %d wrong; %zu copies and reductions queued\n", runs,
+           bad, ops);
+    ck_assert_int_gt(runs, 1000);
+    ck_assert_uint_gt(ops, 10000);
+    ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
+/* The planted bug: a gate that lets each step start at once, so queued
+ * work runs only at the drain. */
+START_TEST(a_gate_that_never_waits_is_caught)
+{
+    int runs = 0, bad = 0;
+    size_t ops = 0, out = 0, whole = 0;
+    for (size_t ci = 0; ci < sizeof(colls) / sizeof(colls[0]); ci++) {
+        case_t c = { colls[ci], 4, 0, 1, 300, NULL, 1, 1 };
+        size_t before = ops;
+        int b = run_case(&c, &runs, &ops, &out, &whole);
+        if (XCCL_COLL_BCAST == colls[ci]) {
+            /* bcast schedules have no local actions: nothing to wait for */
+            ck_assert_uint_eq(ops, before);
+            ck_assert_int_eq(b, 0);
+            continue;
+        }
+        ck_assert_msg(b > 0, "%s: a gate that never waits went unnoticed",
+                      xccl_coll_name(colls[ci]));
+        bad += b;
+    }
+    printf("gate that never waits: %d of %d runs wrong\n", bad, runs);
 }
 END_TEST
 
@@ -357,7 +520,7 @@ START_TEST(a_lagging_plan_is_caught)
     int runs = 0, bad = 0;
     size_t in = 0, out = 0, whole = 0;
     for (size_t ci = 0; ci < sizeof(colls) / sizeof(colls[0]); ci++) {
-        case_t c = { colls[ci], 4, 0, 1, 300, NULL, 1 };
+        case_t c = { colls[ci], 4, 0, 1, 300, NULL, 1, 0 };
         int b = run_case(&c, &runs, &in, &out, &whole);
         ck_assert_msg(b > 0, "%s: a lagging plan went unnoticed", xccl_coll_name(colls[ci]));
         bad += b;
@@ -461,6 +624,8 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, every_algorithm_through_the_gate);
     tcase_add_test(tc, a_lagging_plan_is_caught);
+    tcase_add_test(tc, every_algorithm_with_queued_local_actions);
+    tcase_add_test(tc, a_gate_that_never_waits_is_caught);
     tcase_add_test(tc, ring_allreduce_overlaps);
     tcase_add_test(tc, allgather_in_place_keeps_own_block);
     suite_add_tcase(su, tc);
