@@ -85,6 +85,8 @@ typedef struct {
     xccl_curesult_t (*EventDestroy)(xccl_cuevent_t event);
     xccl_curesult_t (*EventRecord)(xccl_cuevent_t event, xccl_custream_t stream);
     xccl_curesult_t (*EventQuery)(xccl_cuevent_t event);
+    xccl_curesult_t (*MemAlloc)(xccl_cudeviceptr_t *ptr, size_t bytes);
+    xccl_curesult_t (*MemFree)(xccl_cudeviceptr_t ptr);
 } xccl_cu_api_t;
 
 /* The driver's entry points, or NULL when the process has not loaded

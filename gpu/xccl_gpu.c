@@ -82,6 +82,9 @@ static void destroy_set(const xccl_cu_api_t *cu, xccl_gpu_set_t *s)
         cu->EventDestroy(s->ev[i]);
     }
     free(s->ev);
+    if (s->dev) {
+        cu->MemFree((xccl_cudeviceptr_t) (uintptr_t) s->dev);
+    }
     if (s->in) {
         cu->StreamDestroy(s->in);
     }
@@ -178,6 +181,29 @@ int xccl_gpu_set_events(xccl_gpu_set_t *s, size_t n, const char **err)
             return -1;
         }
     }
+    return 0;
+}
+
+int xccl_gpu_set_scratch(xccl_gpu_set_t *s, size_t bytes, const char **err)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    if (bytes <= s->dev_bytes) {
+        return 0;
+    }
+    size_t n = bytes < 2 * s->dev_bytes ? 2 * s->dev_bytes : bytes;
+    xccl_cudeviceptr_t p = 0;
+    if (s->dev) {
+        cu->MemFree((xccl_cudeviceptr_t) (uintptr_t) s->dev);
+        s->dev = NULL;
+        s->dev_bytes = 0;
+    }
+    xccl_curesult_t rc = cu->MemAlloc(&p, n);
+    if (XCCL_CUDA_SUCCESS != rc) {
+        *err = xccl_cu_error("cuMemAlloc", rc);
+        return -1;
+    }
+    s->dev = (void *) (uintptr_t) p;
+    s->dev_bytes = n;
     return 0;
 }
 

@@ -44,6 +44,8 @@ typedef struct xccl_gpu_set {
     int pinned;                /* host from cuMemHostAlloc, else malloc */
     xccl_cuevent_t *ev;        /* events for pipelined copies, kept */
     size_t nev;
+    void *dev;                 /* device scratch (xccl_gpu_set_scratch), kept */
+    size_t dev_bytes;
     struct xccl_gpu_set *next;
 } xccl_gpu_set_t;
 
@@ -54,6 +56,9 @@ typedef struct xccl_gpu_set {
 xccl_gpu_set_t *xccl_gpu_set_get(xccl_cucontext_t ctx, size_t bytes, size_t pool_max, const char **err);
 /* At least n events in s->ev (with s->ctx current); 0, or -1 and *err. */
 int xccl_gpu_set_events(xccl_gpu_set_t *s, size_t n, const char **err);
+/* At least bytes of device memory at s->dev (with s->ctx current; grown
+ * geometrically, kept with the set); 0, or -1 and *err. */
+int xccl_gpu_set_scratch(xccl_gpu_set_t *s, size_t bytes, const char **err);
 /* Back to the pool; bad = 1 after a driver error (then it is destroyed). */
 void xccl_gpu_set_put(xccl_gpu_set_t *s, int bad);
 

@@ -49,6 +49,7 @@ typedef struct {
     size_t gpu_pool_bytes;           /* device buffers: most pinned host memory per call */
     size_t gpu_ipc_bytes;            /* CUDA IPC from this many bytes per call (0: off) */
     size_t gpu_chunk_bytes;          /* staged copies overlap the schedule in pieces (0: off) */
+    int gpu_direct;                  /* device pointers to UCX: -1 auto, 0 never, 1 always */
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
     double model_margin;             /* other algorithms must win by this fraction */
     char *cost_file;
@@ -193,14 +194,19 @@ int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, co
  * pinned memory of a staging set of CUDA context ctx.  stage_in takes the
  * host memory (*hs for sspan bytes at sdev when not NULL, *hr for rspan
  * bytes at rdev) and copies nothing yet.  Then the host call either runs a
- * schedule: stage_gate plans the copies (the sspan bytes, and the rspan
- * bytes when copy_r) so that each step waits only for the pieces it touches
- * and each piece goes back to the device after its last write (when
- * copy_out), overlapping the transfers; or it does anything else (the
- * fallback): stage_fill copies everything in first.  stage_out completes
- * the copies back (all of RECV when it was filled) and gives the memory
- * back.  MPI error codes, logged. */
+ * schedule, or it does anything else (the fallback): stage_fill copies
+ * everything in first.  A schedule goes through stage_gate, which either
+ *  - runs it on the device buffers themselves (direct: UCX moves device
+ *    memory, or coll_xccl_gpu_direct says to act as if it did), with the
+ *    copies and reductions queued on the set's stream; or
+ *  - plans the copies (the sspan bytes, and the rspan bytes when copy_r)
+ *    so that each step waits only for the pieces it touches and each
+ *    piece goes back to the device after its last write (when copy_out),
+ *    overlapping the transfers.
+ * stage_out completes the copies back (all of RECV when it was filled) or
+ * the queued work, and gives the memory back.  MPI error codes, logged. */
 struct mca_coll_xccl_gpu_pipe;
+struct mca_coll_xccl_gpu_direct;
 typedef struct mca_coll_xccl_gpu_stage {
     void *ctx;
     struct xccl_gpu_set *set;
@@ -208,20 +214,40 @@ typedef struct mca_coll_xccl_gpu_stage {
     char *rdev, *hs, *hr;
     size_t sspan, rspan;
     int copy_r, copy_out;
+    int all_device;                  /* every buffer of the call is device memory of ctx */
     int filled;                      /* copied in (stage_fill) */
     struct mca_coll_xccl_gpu_pipe *pipe;   /* or pipelined (stage_gate) */
+    struct mca_coll_xccl_gpu_direct *direct;   /* or run on the device buffers */
 } mca_coll_xccl_gpu_stage_t;
+
+/* How the executor runs a schedule: where (bufs: SEND, RECV, SCRATCH;
+ * SCRATCH NULL: the caller's host scratch), a gate, and the local copies
+ * and reductions (NULL: on the host). */
+typedef struct {
+    void *bufs[XCCL_NBUF];
+    const xccl_gate_t *gate;
+    xccl_copy_cb_t copy;
+    void *copy_ctx;
+    xccl_reduce_cb_t reduce;
+    void *reduce_ctx;
+} mca_coll_xccl_exec_hooks_t;
+
+/* coll_xccl_gpu_direct and what UCX reports: device buffers straight to UCX. */
+int mca_coll_xccl_gpu_direct_wanted(void);
 int mca_coll_xccl_gpu_stage_in(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                mca_coll_xccl_gpu_stage_t *st, void *ctx, const void *sdev,
                                size_t sspan, void **hs, void *rdev, size_t rspan, int copy_r,
                                int copy_out, void **hr);
 int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                  mca_coll_xccl_gpu_stage_t *st);
-/* The gate for s run on bufs, or *gate NULL when the copies are already
- * done (or planning them failed: then they are done now). */
+/* How to run s, whose hooks->bufs are the host copies: straight on the
+ * device buffers, or through a staging gate; or plain, when the copies are
+ * already done (or planning them failed: then they are done now).  gpu_dt,
+ * gpu_op: the xccl_dtype_t and xccl_op_t of a predefined reduction, -1
+ * otherwise (then only a schedule without reductions runs direct). */
 int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                 mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s,
-                                 void *const bufs[XCCL_NBUF], const xccl_gate_t **gate);
+                                 mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s, int gpu_dt,
+                                 int gpu_op, mca_coll_xccl_exec_hooks_t *hooks);
 /* CUDA IPC inside a node for allgather, alltoall and bcast (blocking, with
  * m->gpu_ipc): every rank calls it with the same coll, block (bytes per
  * rank; bcast: all bytes) and root.  exp is what this rank's peers read

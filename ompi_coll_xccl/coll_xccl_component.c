@@ -157,6 +157,17 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_LOCAL, &c->gpu_chunk_bytes);
 
+    c->gpu_direct = -1;
+    (void) mca_base_component_var_register(v, "gpu_direct",
+        "Device buffers on a call xccl runs itself: pass the device pointers straight to UCX, "
+        "with the algorithm's copies and reductions on the GPU, instead of staging through "
+        "host memory.  -1: when UCX reports that it moves CUDA memory (Debian's UCX does "
+        "not); 0: never; 1: always (for tests with a stand-in CUDA driver whose device "
+        "memory the host can address: with real device memory and a UCX without CUDA the "
+        "transfers fail)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_LOCAL, &c->gpu_direct);
+
     c->gpu_ipc_bytes = 65536;
     (void) mca_base_component_var_register(v, "gpu_ipc_bytes",
         "Device buffers, every rank of the communicator on one node with a CUDA context: "
@@ -469,12 +480,13 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
                           "the fallback modules", c->ucx_error);
     }
     load_topology(c);
-    mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s", c->ucx_ok ? "ok" : "failed",
+    mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s; device buffers %s",
+                      c->ucx_ok ? "ok" : "failed",
                       xccl_ucx_tls(),
-                      xccl_ucx_cuda_memory() ? " (moves cuda memory; xccl stages device "
-                                               "buffers all the same)"
-                                             : " (host memory only)",
-                      c->topo_summary, xccl_gpu_status(), xccl_gpu_kernels_status());
+                      xccl_ucx_cuda_memory() ? " (moves cuda memory)" : " (host memory only)",
+                      c->topo_summary, xccl_gpu_status(), xccl_gpu_kernels_status(),
+                      mca_coll_xccl_gpu_direct_wanted() ? "straight to ucx"
+                                                        : "staged through host memory");
     return OMPI_SUCCESS;
 }
 

@@ -1,15 +1,18 @@
 /*
- * Device buffers over a transport that moves host memory only (Debian's
+ * Device buffers.  Where the transport moves host memory only (Debian's
  * UCX has no CUDA support): host copies of the buffers' spans, in pinned
- * memory of a staging set of the buffer's CUDA context.
+ * memory of a staging set of the buffer's CUDA context.  Where UCX moves
+ * CUDA memory: the device pointers themselves, with the schedule's copies
+ * and reductions on the GPU.
  *
  * The call on the host copies is exactly the call a rank with host buffers
  * makes (same path, same algorithm, same schedule), so ranks may mix device
- * and host buffers.  When that call runs a schedule, the copies overlap it
- * (xccl_stage_plan): each step waits only for the pieces it touches, each
- * piece goes back once the schedule has written it for the last time.
- * The waits are local (a copy completes whatever the peers do), so they
- * cannot deadlock against ranks that do not stage.
+ * and host buffers, and direct and staged ranks.  When that call runs a
+ * schedule, the copies overlap it (xccl_stage_plan): each step waits only
+ * for the pieces it touches, each piece goes back once the schedule has
+ * written it for the last time.  The waits are local (a copy completes
+ * whatever the peers do), so they cannot deadlock against ranks that do
+ * not stage.
  */
 #include "ompi_config.h"
 
@@ -100,7 +103,7 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
     xccl_cucontext_t popped;
-    if (NULL == st->set || st->filled || st->pipe) {
+    if (NULL == st->set || st->filled || st->pipe || st->direct) {
         return MPI_SUCCESS;
     }
     if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
@@ -220,13 +223,255 @@ static int pipe_drain(void *ctx)
 /* Max pieces per region: bounds the events and copies of one call. */
 #define XCCL_STAGE_MAX_PIECES 256
 
-int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                 mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s,
-                                 void *const bufs[XCCL_NBUF], const xccl_gate_t **gate)
+/* ------------------------------------------------------------ device pointers to UCX */
+
+/* A schedule run on the device buffers themselves: UCX moves them, the
+ * local copies and reductions are queued on the set's "in" stream, and an
+ * event after each step's queued work holds the next step back until it
+ * has run (the next step's sends read it, its receives may overwrite what
+ * it reads).  A first event, recorded before anything, orders the call
+ * after the application's work on the legacy default stream, as staging
+ * does. */
+struct mca_coll_xccl_gpu_direct {
+    void *ctx;
+    xccl_gpu_set_t *set;
+    int dt, op;                      /* the reduction's GPU kernel */
+    int queued;                      /* work queued since the last event */
+    int pending;                     /* the event may not have completed */
+    size_t copies, reductions;
+    xccl_gate_t gate;
+    char error[200];
+};
+
+int mca_coll_xccl_gpu_direct_wanted(void)
 {
-    *gate = NULL;
-    if (NULL == st->set || st->filled || st->pipe) {
+    const int d = mca_coll_xccl_component.gpu_direct;
+    return 1 == d || (d < 0 && xccl_ucx_cuda_memory());
+}
+
+static int direct_fail(struct mca_coll_xccl_gpu_direct *d, const char *error)
+{
+    if ('\0' == d->error[0]) {
+        snprintf(d->error, sizeof(d->error), "%s", error);
+        mca_coll_xccl_log(1, "device buffers straight to ucx: %s", error);
+    }
+    return -1;
+}
+
+static int direct_copy(void *ctx, void *dst, const void *src, size_t len)
+{
+    struct mca_coll_xccl_gpu_direct *d = ctx;
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->ctx)) {
+        return direct_fail(d, "cuCtxPushCurrent failed");
+    }
+    const char *error = copy(cu, dst, src, len, DEVICE_TO_DEVICE, d->set->in);
+    cu->CtxPopCurrent(&popped);
+    d->queued = 1;
+    d->copies++;
+    return error ? direct_fail(d, error) : 0;
+}
+
+static int direct_reduce(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    struct mca_coll_xccl_gpu_direct *d = ctx;
+    const xccl_cu_api_t *cu = xccl_cu();
+    const void *srcs[2] = { a, b };
+    const char *error = NULL;
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->ctx)) {
+        return direct_fail(d, "cuCtxPushCurrent failed");
+    }
+    int rc = xccl_gpu_reduce((xccl_dtype_t) d->dt, (xccl_op_t) d->op, dst, srcs, 2, count,
+                             d->set->in, &error);
+    cu->CtxPopCurrent(&popped);
+    d->queued = 1;
+    d->reductions++;
+    return 0 == rc ? 0 : direct_fail(d, error ? error : "xccl_gpu_reduce failed");
+}
+
+/* 1 once the last event has completed, 0 not yet, -1 error. */
+static int direct_wait(struct mca_coll_xccl_gpu_direct *d)
+{
+    if (!d->pending) {
+        return 1;
+    }
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->ctx)) {
+        return direct_fail(d, "cuCtxPushCurrent failed");
+    }
+    xccl_curesult_t rc = cu->EventQuery(d->set->ev[0]);
+    cu->CtxPopCurrent(&popped);
+    if (XCCL_CUDA_SUCCESS == rc) {
+        d->pending = 0;
+        return 1;
+    }
+    return XCCL_CUDA_ERROR_NOT_READY == rc ? 0 : direct_fail(d, xccl_cu_error("cuEventQuery", rc));
+}
+
+/* Records the event after what is queued (the caller has d->ctx current
+ * or pushes it). */
+static int direct_record(struct mca_coll_xccl_gpu_direct *d)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->ctx)) {
+        return direct_fail(d, "cuCtxPushCurrent failed");
+    }
+    xccl_curesult_t rc = cu->EventRecord(d->set->ev[0], d->set->in);
+    cu->CtxPopCurrent(&popped);
+    if (XCCL_CUDA_SUCCESS != rc) {
+        return direct_fail(d, xccl_cu_error("cuEventRecord", rc));
+    }
+    d->queued = 0;
+    d->pending = 1;
+    return 0;
+}
+
+static int direct_ready(void *ctx, size_t step)
+{
+    (void) step;
+    return direct_wait(ctx);
+}
+
+static int direct_done(void *ctx, size_t step)
+{
+    struct mca_coll_xccl_gpu_direct *d = ctx;
+    (void) step;
+    return d->queued ? direct_record(d) : 0;
+}
+
+static int direct_drain(void *ctx)
+{
+    return direct_wait(ctx);
+}
+
+/* The device address of host copy p (in the RECV copy, or the SEND one;
+ * prefer: which region to try first), or -1 if p is in neither. */
+static int to_device(const mca_coll_xccl_gpu_stage_t *st, const void *p, int prefer_send,
+                     void **out)
+{
+    const char *c = p;
+    *out = NULL;
+    if (NULL == p) {
+        return 0;
+    }
+    for (int k = 0; k < 2; k++) {
+        if ((0 == k) == prefer_send) {
+            if (NULL != st->sdev && c >= st->hs && c <= st->hs + st->sspan) {
+                *out = (char *) st->sdev + (c - st->hs);
+                return 0;
+            }
+        } else if (c >= st->hr && c <= st->hr + st->rspan) {
+            *out = st->rdev + (c - st->hr);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The largest power of two dividing es, at most 8: the alignment the GPU
+ * kernels need for elements of es bytes. */
+static uintptr_t elem_align(size_t es)
+{
+    uintptr_t a = 1;
+    while (a < 8 && 0 == es % (2 * a)) {
+        a *= 2;
+    }
+    return a;
+}
+
+/* Runs s on the device buffers (st->direct set), or leaves st alone with
+ * the reason logged (the caller stages instead). */
+static int direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                       mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s, int gpu_dt,
+                       int gpu_op, mca_coll_xccl_exec_hooks_t *hooks)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    const char *why = NULL, *error = NULL;
+    void *dev[2] = { NULL, NULL };
+    int reduces = 0;
+    for (size_t i = 0; i < s->nacts && !reduces; i++) {
+        reduces = XCCL_ACT_REDUCE == s->acts[i].kind;
+    }
+    if (!st->all_device) {
+        why = "a buffer of the call is host memory";
+    } else if (0 != to_device(st, hooks->bufs[XCCL_BUF_SEND], 1, &dev[0]) ||
+               0 != to_device(st, hooks->bufs[XCCL_BUF_RECV], 0, &dev[1])) {
+        why = "a buffer outside the staged spans";
+    } else if (reduces && (gpu_dt < 0 || gpu_op < 0 ||
+                           !xccl_gpu_reduce_supported((xccl_dtype_t) gpu_dt, (xccl_op_t) gpu_op))) {
+        why = "no GPU kernel for this type and op";
+    } else if (reduces && (((uintptr_t) dev[0] | (uintptr_t) dev[1]) & (elem_align(s->elem_size) - 1))) {
+        why = "a buffer not aligned to its element type";
+    }
+    if (why) {
+        mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers staged, not straight to ucx: %s",
+                          mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, why);
         return MPI_SUCCESS;
+    }
+
+    struct mca_coll_xccl_gpu_direct *d = calloc(1, sizeof(*d));
+    xccl_cucontext_t popped;
+    if (NULL == d) {
+        return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
+    }
+    d->ctx = st->ctx;
+    d->set = st->set;
+    d->dt = gpu_dt;
+    d->op = gpu_op;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
+        free(d);
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
+    }
+    if (reduces && 0 != xccl_gpu_kernels_load(&why)) {
+        cu->CtxPopCurrent(&popped);
+        free(d);
+        mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers staged, not straight to ucx: "
+                          "%s", mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, why);
+        return MPI_SUCCESS;
+    }
+    if (0 == xccl_gpu_set_events(st->set, 1, &error) &&
+        0 == xccl_gpu_set_scratch(st->set, s->scratch_bytes, &error)) {
+        error = 0 == direct_record(d) ? NULL : d->error;
+    }
+    cu->CtxPopCurrent(&popped);
+    /* From here on stage_out owns d (it waits for what was queued). */
+    st->direct = d;
+    if (error) {
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
+    }
+    d->gate = (xccl_gate_t) { d, direct_ready, direct_done, direct_drain };
+    hooks->bufs[XCCL_BUF_SEND] = dev[0];
+    hooks->bufs[XCCL_BUF_RECV] = dev[1];
+    hooks->bufs[XCCL_BUF_SCRATCH] = s->scratch_bytes ? st->set->dev : NULL;
+    hooks->gate = &d->gate;
+    hooks->copy = direct_copy;
+    hooks->copy_ctx = d;
+    hooks->reduce = direct_reduce;
+    hooks->reduce_ctx = d;
+    mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers straight to ucx, copies and "
+                      "reductions on the gpu, %zu steps, %zu bytes of device scratch",
+                      mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, s->nsteps,
+                      s->scratch_bytes);
+    return MPI_SUCCESS;
+}
+
+int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                 mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s, int gpu_dt,
+                                 int gpu_op, mca_coll_xccl_exec_hooks_t *hooks)
+{
+    void *const *bufs = hooks->bufs;
+    if (NULL == st->set || st->filled || st->pipe || st->direct) {
+        return MPI_SUCCESS;
+    }
+    if (mca_coll_xccl_gpu_direct_wanted()) {
+        int rc = direct_gate(m, coll, st, s, gpu_dt, gpu_op, hooks);
+        if (MPI_SUCCESS != rc || NULL != st->direct) {
+            return rc;
+        }
     }
     if (0 == mca_coll_xccl_component.gpu_chunk_bytes) {
         return mca_coll_xccl_gpu_stage_fill(m, coll, st);
@@ -274,7 +519,7 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
     }
     p->gate = (xccl_gate_t) { p, pipe_ready, pipe_done, pipe_drain };
-    *gate = &p->gate;
+    hooks->gate = &p->gate;
     mca_coll_xccl_log(2, "%s comm=%u rank=%d: staging pipelined: %zu copies in, %zu out, "
                       "pieces of %zu bytes, %zu steps", mca_coll_xccl_coll_name(coll), m->cid,
                       m->world_rank, p->plan.nin, p->plan.nout, p->plan.piece, s->nsteps);
@@ -295,7 +540,15 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
     }
     struct mca_coll_xccl_gpu_pipe *p = st->pipe;
-    if (p) {
+    struct mca_coll_xccl_gpu_direct *d = st->direct;
+    if (d) {
+        /* The queued work must finish before the call returns. */
+        const char *e1 = sync_stream(cu, st->set->in);
+        error = d->error[0] ? d->error : e1;
+        mca_coll_xccl_log(3, "%s comm=%u rank=%d: on the gpu: %zu copies, %zu reductions",
+                          mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, d->copies,
+                          d->reductions);
+    } else if (p) {
         /* What was queued must finish before the host memory is reused,
          * also after an error. */
         const char *e1 = sync_stream(cu, st->set->in);
@@ -317,6 +570,8 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         free(p);
         st->pipe = NULL;
     }
+    free(d);
+    st->direct = NULL;
     xccl_gpu_set_put(st->set, NULL != error);
     st->set = NULL;
     cu->CtxPopCurrent(&popped);

@@ -212,6 +212,7 @@ static int choose(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_
 
 typedef struct {
     xccl_reduce_fn_t kernel;         /* predefined op on a predefined type */
+    int xdt, xop;                    /* its xccl_dtype_t and xccl_op_t (-1: a user op) */
     struct ompi_op_t *op;            /* otherwise a commutative user op */
     struct ompi_datatype_t *dtype;
 } reduce_ctx_t;
@@ -428,16 +429,19 @@ static void init_request(ompi_request_t *r, size_t whole, ompi_request_free_fn_t
  * data through host memory on either path. */
 typedef struct {
     int device;                      /* a buffer is device (or managed) memory */
+    int all;                         /* every buffer given is, of one context */
     void *ctx;                       /* its CUDA context */
 } where_t;
 
+/* a or b may be NULL (no such buffer). */
 static where_t where(const void *a, const void *b)
 {
     xccl_mem_info_t ia, ib;
     xccl_gpu_classify(a, &ia);
     xccl_gpu_classify(b, &ib);
-    where_t w = { XCCL_MEM_DEVICE == ia.type || XCCL_MEM_DEVICE == ib.type,
-                  XCCL_MEM_DEVICE == ia.type ? ia.ctx : ib.ctx };
+    const int da = XCCL_MEM_DEVICE == ia.type, db = XCCL_MEM_DEVICE == ib.type;
+    where_t w = { da || db, (da || NULL == a) && (db || NULL == b) && (!da || !db || ia.ctx == ib.ctx),
+                  da ? ia.ctx : ib.ctx };
     return w;
 }
 
@@ -455,7 +459,7 @@ typedef struct {
 static int staged_begin(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st,
                         const void *sbuf, size_t scount, struct ompi_datatype_t *sdt, void *rbuf,
                         size_t rcount, struct ompi_datatype_t *rdt, int copy_r, int copy_out,
-                        void *ctx)
+                        const where_t *w)
 {
     ptrdiff_t sgap = 0, rgap = 0;
     size_t sspan = 0;
@@ -466,16 +470,17 @@ static int staged_begin(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *s
     }
     size_t rspan = (size_t) opal_datatype_span(&rdt->super, rcount, &rgap);
     copy_r = copy_r || MPI_IN_PLACE == sbuf || !is_contiguous(rdt, rcount);
-    int err = mca_coll_xccl_gpu_stage_in(m, coll, &st->gpu, ctx,
+    int err = mca_coll_xccl_gpu_stage_in(m, coll, &st->gpu, w->ctx,
                                          has_send ? (const char *) sbuf + sgap : NULL, sspan, &hs,
                                          (char *) rbuf + rgap, rspan, copy_r, copy_out, &hr);
     if (MPI_SUCCESS != err) {
         return err;
     }
+    st->gpu.all_device = w->all;
     st->s = has_send ? (const char *) hs - sgap : sbuf;
     st->r = (char *) hr - rgap;
-    mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers staged through host memory "
-                      "(%zu + %zu bytes)", mca_coll_xccl_coll_name(coll), m->cid, m->world_rank,
+    mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers, host copies of %zu + %zu bytes "
+                      "ready", mca_coll_xccl_coll_name(coll), m->cid, m->world_rank,
                       sspan, rspan);
     return MPI_SUCCESS;
 }
@@ -587,19 +592,33 @@ static int exec_failed(mca_coll_xccl_module_t *m, xccl_coll_t coll)
     return log_error(m, coll, MPI_ERR_INTERN, what);
 }
 
-static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, void *sbuf,
-               void *rbuf, reduce_ctx_t *rctx, const xccl_gate_t *gate)
+/* Sets up e to run s as hooks say, with the host's reductions (rctx)
+ * where the hooks have none. */
+static int exec_setup(xccl_exec_t *e, mca_coll_xccl_module_t *m, const xccl_sched_t *s,
+                      const mca_coll_xccl_exec_hooks_t *h, reduce_ctx_t *rctx, void *scratch)
+{
+    void *bufs[XCCL_NBUF] = { h->bufs[XCCL_BUF_SEND], h->bufs[XCCL_BUF_RECV],
+                              h->bufs[XCCL_BUF_SCRATCH] ? h->bufs[XCCL_BUF_SCRATCH] : scratch };
+    if (0 != xccl_exec_init(e, s, &m->transport, bufs, h->reduce ? h->reduce : reduce_cb,
+                            h->reduce ? h->reduce_ctx : rctx, m->seq++)) {
+        return -1;
+    }
+    xccl_exec_set_gate(e, h->gate);
+    xccl_exec_set_copy(e, h->copy, h->copy_ctx);
+    return 0;
+}
+
+static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s,
+               const mca_coll_xccl_exec_hooks_t *hooks, reduce_ctx_t *rctx)
 {
     xccl_exec_t e;
     int rc;
-    if (0 != ensure_scratch(m, s->scratch_bytes)) {
+    if (NULL == hooks->bufs[XCCL_BUF_SCRATCH] && 0 != ensure_scratch(m, s->scratch_bytes)) {
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for scratch");
     }
-    void *bufs[XCCL_NBUF] = { sbuf, rbuf, m->scratch };
-    if (0 != xccl_exec_init(&e, s, &m->transport, bufs, reduce_cb, rctx, m->seq++)) {
+    if (0 != exec_setup(&e, m, s, hooks, rctx, m->scratch)) {
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for requests");
     }
-    xccl_exec_set_gate(&e, gate);
     while (0 == (rc = xccl_exec_progress(&e))) {
         opal_progress();
     }
@@ -692,8 +711,8 @@ int mca_coll_xccl_progress_requests(void)
 }
 
 /* Takes over *s (the caller must not free it). */
-static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, void *sbuf,
-                 void *rbuf, const reduce_ctx_t *rctx, const xccl_gate_t *gate,
+static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s,
+                 const mca_coll_xccl_exec_hooks_t *hooks, const reduce_ctx_t *rctx,
                  ompi_request_t **request)
 {
     xccl_request_t *req = OBJ_NEW(xccl_request_t);
@@ -714,11 +733,10 @@ static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, v
             req->rctx.op = NULL;
         }
     }
-    req->scratch = req->sched.scratch_bytes ? malloc(req->sched.scratch_bytes) : NULL;
-    void *bufs[XCCL_NBUF] = { sbuf, rbuf, req->scratch };
-    if ((req->sched.scratch_bytes && NULL == req->scratch) ||
-        0 != xccl_exec_init(&req->exec, &req->sched, &m->transport, bufs, reduce_cb, &req->rctx,
-                            m->seq++)) {
+    const int host_scratch = req->sched.scratch_bytes && NULL == hooks->bufs[XCCL_BUF_SCRATCH];
+    req->scratch = host_scratch ? malloc(req->sched.scratch_bytes) : NULL;
+    if ((host_scratch && NULL == req->scratch) ||
+        0 != exec_setup(&req->exec, m, &req->sched, hooks, &req->rctx, req->scratch)) {
         xccl_sched_fini(&req->sched);
         free(req->scratch);
         if (req->rctx.op) {
@@ -728,7 +746,6 @@ static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s, v
         OBJ_RELEASE(req);
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
     }
-    xccl_exec_set_gate(&req->exec, gate);
     OBJ_RETAIN(m);
     req->module = m;
     *request = &req->super;
@@ -777,21 +794,21 @@ static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const buil
         return rc;
     }
     log_call(m, coll, NULL != request, bytes, algo, predicted_us, NULL);
-    /* Device data staged through these host buffers: copies that overlap
-     * the schedule. */
-    const xccl_gate_t *gate = NULL;
+    mca_coll_xccl_exec_hooks_t hooks = { .bufs = { sbuf, rbuf, NULL } };
+    /* Device data: sbuf and rbuf are host copies; the schedule runs on the
+     * device buffers, or on the copies while they arrive and leave. */
     if (m->stage) {
-        void *bufs[XCCL_NBUF] = { sbuf, rbuf, NULL };
-        rc = mca_coll_xccl_gpu_stage_gate(m, coll, m->stage, &s, bufs, &gate);
+        rc = mca_coll_xccl_gpu_stage_gate(m, coll, m->stage, &s, rctx ? rctx->xdt : -1,
+                                          rctx ? rctx->xop : -1, &hooks);
         if (MPI_SUCCESS != rc) {
             xccl_sched_fini(&s);
             return rc;
         }
     }
     if (request) {
-        return start(m, coll, &s, sbuf, rbuf, rctx, gate, request);   /* takes the schedule */
+        return start(m, coll, &s, &hooks, rctx, request);   /* takes the schedule */
     }
-    rc = run(m, coll, &s, sbuf, rbuf, rctx, gate);
+    rc = run(m, coll, &s, &hooks, rctx);
     xccl_sched_fini(&s);
     return rc;
 }
@@ -806,6 +823,7 @@ static const char *plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *
     xccl_dtype_t xdt;
     xccl_op_t xop;
     rctx->kernel = NULL;
+    rctx->xdt = rctx->xop = -1;
     rctx->op = op;
     rctx->dtype = dt;
     if (ompi_op_is_intrinsic(op)) {
@@ -815,6 +833,8 @@ static const char *plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *
         if (0 != map_op(op, &xop) || NULL == (rctx->kernel = xccl_reduce_kernel(xdt, xop))) {
             return "unsupported_op";
         }
+        rctx->xdt = (int) xdt;
+        rctx->xop = (int) xop;
         *elem_size = xccl_dtype_size(xdt);
         return NULL;
     }
@@ -908,7 +928,7 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     if (w.device) {
         staged_t st;
         if (MPI_SUCCESS != (err = staged_begin(m, coll, &st, sbuf, (size_t) count, dtype, rbuf,
-                                               (size_t) count, dtype, 0, 1, w.ctx))) {
+                                               (size_t) count, dtype, 0, 1, &w))) {
             return err;
         }
         ompi_request_t *inner = NULL;
@@ -1037,7 +1057,7 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
     if (MPI_SUCCESS == err && w.device) {
         staged_t st;
         size_t rn = MPI_IN_PLACE == sbuf ? total : counts[m->rank];
-        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, 1, w.ctx);
+        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, 1, &w);
         if (MPI_SUCCESS == err) {
             ompi_request_t *inner = NULL;
             m->stage = &st.gpu;   /* the host call finds its copies */
@@ -1094,7 +1114,7 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         staged_t st;
         free(counts);
         size_t rn = MPI_IN_PLACE == sbuf ? total : (size_t) rcount;
-        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, 1, w.ctx);
+        err = staged_begin(m, coll, &st, sbuf, total, dtype, rbuf, rn, dtype, 0, 1, &w);
         if (MPI_SUCCESS == err) {
             ompi_request_t *inner = NULL;
             m->stage = &st.gpu;   /* the host call finds its copies */
@@ -1240,7 +1260,7 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
                                   XCCL_COLL_ALLTOALL == coll ? P : 1);
         if (MPI_SUCCESS == err) {
             err = staged_begin(m, coll, &st, sbuf, sn, sdtype, rbuf, (size_t) rcount * P, rdtype,
-                               0, 1, w.ctx);
+                               0, 1, &w);
         }
         if (MPI_SUCCESS != err) {
             return err;
@@ -1310,7 +1330,7 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
         staged_t st;
         /* The root's data is read and does not change: in, not out. */
         if (MPI_SUCCESS != (err = staged_begin(m, coll, &st, NULL, 0, dtype, buf, (size_t) count,
-                                               dtype, m->rank == root, m->rank != root, w.ctx))) {
+                                               dtype, m->rank == root, m->rank != root, &w))) {
             return err;
         }
         ompi_request_t *inner = NULL;

@@ -41,6 +41,13 @@
  *   FAKE_CUDA_FAIL=F:N    the N-th call (from 1) of entry point F (its C
  *                         name, e.g. cuEventQuery) fails with
  *                         CUDA_ERROR_UNKNOWN and does nothing else
+ *   FAKE_CUDA_HOST_ACCESS=1  device memory stays readable and writable by
+ *                         the host (no PROT_NONE), as a transport that
+ *                         moves CUDA memory sees it: lets a UCX without
+ *                         CUDA stand in for one that has it.  The caller's
+ *                         own stray accesses then go unnoticed; the
+ *                         deferred asynchronous work still shows a missing
+ *                         wait.
  */
 #define _GNU_SOURCE
 #include "fake_cuda.h"
@@ -142,6 +149,7 @@ static int initialized;
 static int ndevices = 1;
 static int driver_version = 12080;
 static int trace;
+static int host_access;        /* FAKE_CUDA_HOST_ACCESS: device memory never PROT_NONE */
 static struct fake_ctx contexts[MAX_DEVICES];
 static region *regions;
 static struct fake_stream *streams;
@@ -381,6 +389,9 @@ static void unlink_region(region *dead)
 
 static void set_access(const region *r, int prot)
 {
+    if (host_access) {
+        return;
+    }
     if (is_device_kind(r) && 0 != mprotect((void *) r->base, r->maplen, prot)) {
         fprintf(stderr, "fake_cuda[%d]: mprotect: %s\n", (int) getpid(), strerror(errno));
         abort();
@@ -1101,7 +1112,8 @@ fcu_result cuMemAlloc_v2(fcu_dptr *dptr, size_t bytesize)
         close(fd);
         RET(FCU_ERROR_OUT_OF_MEMORY);
     }
-    void *p = mmap(NULL, maplen, PROT_NONE, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, maplen, host_access ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED,
+                   fd, 0);
     if (MAP_FAILED == p) {
         close(fd);
         RET(FCU_ERROR_OUT_OF_MEMORY);
@@ -1832,7 +1844,8 @@ fcu_result cuIpcOpenMemHandle_v2(fcu_dptr *pdptr, fcu_ipc_mem_handle handle, uns
     if (fd < 0) {
         RET(FCU_ERROR_MAP_FAILED);
     }
-    void *p = mmap(NULL, pl.maplen, PROT_NONE, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, pl.maplen, host_access ? PROT_READ | PROT_WRITE : PROT_NONE,
+                   MAP_SHARED, fd, 0);
     close(fd);
     if (MAP_FAILED == p) {
         RET(FCU_ERROR_MAP_FAILED);
@@ -1881,6 +1894,8 @@ __attribute__((constructor)) static void fake_cuda_load(void)
     }
     e = getenv("FAKE_CUDA_TRACE");
     trace = e && *e && strcmp(e, "0");
+    e = getenv("FAKE_CUDA_HOST_ACCESS");
+    host_access = e && *e && strcmp(e, "0");
     e = getenv("FAKE_CUDA_FAIL");
     const char *colon = e ? strchr(e, ':') : NULL;
     if (colon && (size_t) (colon - e) < sizeof(fail_fn)) {

@@ -7,8 +7,9 @@
 #   (2) against the real driver, when libcuda.so.1 loads and reports a
 #       device; otherwise prints "SKIP real GPU: <reason>" (not a pass).
 # Plus one fake run with FAKE_CUDA_DEVICES=0, which must exit 77 with a
-# "SKIP:" line, one at np 3 that stages every call in small pieces, and
-# two at np 2 in which one driver call fails (an MPI error, no hang).
+# "SKIP:" line, one at np 3 that stages every call in small pieces, one
+# at np 3 that passes device pointers straight to UCX, and two at np 2 in
+# which one driver call fails (an MPI error, no hang).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -205,18 +206,54 @@ problems=$({
 } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
+# Device pointers straight to UCX (coll_xccl_gpu_direct 1): Debian's UCX
+# cannot move CUDA memory, so the fake keeps its device memory addressable
+# by the host (FAKE_CUDA_HOST_ACCESS=1) and UCX moves it as host memory,
+# while xccl runs every copy and reduction of the schedule on the fake's
+# streams and kernels, which run only when an event or a synchronisation
+# waits for them: a step that started before the work of the step before
+# it had run reads stale data (with that wait planted out, 110 of 699
+# checks failed).  CUDA IPC is off, so every call on device buffers runs a
+# schedule; two devices at np 3.  The log must show direct calls, and the
+# fake must have run kernels.
+name=fake.direct.np3
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_direct 1
+    --mca coll_xccl_verbose 2)
+run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=2 FAKE_CUDA_HOST_ACCESS=1 --
+extra_args=("${saved_extra[@]}")
+ok=0
+problems=$({
+    check_result "$name" && check_leaks "$name" 3 &&
+    n=$(grep -c 'device buffers straight to ucx, copies and reductions on the gpu' \
+        "$logdir/$name.log" || true) &&
+    { [[ $n -gt 0 ]] || { echo "$name: no call ran straight on the device buffers"; false; }; } &&
+    k=$(grep -oE '^fake_cuda\[[0-9]+\]: calls:.* cuLaunchKernel=[0-9]+' "$logdir/$name.log" |
+        sed 's/.*cuLaunchKernel=//' | awk '{ k += $1 } END { print k + 0 }') &&
+    { [[ ${k:-0} -gt 0 ]] || { echo "$name: no kernel launched"; false; }; } &&
+    echo "$name: $n calls straight to ucx, $k kernels launched"
+} 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
 # Driver failures in the middle of a staged call (FAKE_CUDA_FAIL: one call
 # of one entry point fails): the job must end promptly with an MPI error
 # that names the failed driver call, not hang or crash.  An event query of
-# the pipeline, and a copy queued by it.
-for fault in cuEventQuery:30 cuMemcpy2DAsync_v2:40; do
-    name=fake.fault.${fault%%:*}
+# the pipeline, and a copy queued by it; a reduction kernel of a call
+# straight to UCX.
+for fault in cuEventQuery:30 cuMemcpy2DAsync_v2:40 cuLaunchKernel:25:direct; do
+    fn=${fault%%:*}
+    name=fake.fault.$fn
     saved_extra=("${extra_args[@]}")
     extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_chunk_bytes 256
         --mca coll_xccl_verbose 1)
-    run "$name" 2 "$fake_ldp" FAKE_CUDA_FAIL=$fault --
+    envs=(FAKE_CUDA_FAIL=${fault%:direct})
+    if [[ $fault == *:direct ]]; then
+        name=$name.direct
+        extra_args+=(--mca coll_xccl_gpu_direct 1)
+        envs+=(FAKE_CUDA_HOST_ACCESS=1)
+    fi
+    run "$name" 2 "$fake_ldp" "${envs[@]}" --
     extra_args=("${saved_extra[@]}")
-    fn=${fault%%:*}
     ok=0
     problems=$({
         { [[ $run_rc -ne 0 && $run_rc -ne 124 && $run_rc -lt 128 ]] ||
