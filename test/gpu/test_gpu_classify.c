@@ -176,6 +176,46 @@ START_TEST(staging_sets)
 }
 END_TEST
 
+/* Device scratch of a set (schedules run on device buffers): device memory
+ * of the set's context, grown when asked for more, kept with the set. */
+START_TEST(device_scratch)
+{
+    setup();
+    CUcontext ctx = NULL;
+    const char *err = NULL;
+    ck_assert_int_eq(0, CtxGetCurrent(&ctx));
+    xccl_cucontext_t c = (xccl_cucontext_t) ctx;
+    xccl_gpu_set_t *a = xccl_gpu_set_get(c, 0, 1 << 20, &err);
+    ck_assert_msg(NULL != a, "%s", err ? err : "");
+    ck_assert_ptr_null(a->dev);
+    ck_assert_int_eq(0, xccl_gpu_set_scratch(a, 0, &err));
+    ck_assert_ptr_null(a->dev);
+    ck_assert_msg(0 == xccl_gpu_set_scratch(a, 1000, &err), "%s", err ? err : "");
+    ck_assert_ptr_nonnull(a->dev);
+    ck_assert_uint_ge(a->dev_bytes, 1000);
+    xccl_mem_info_t info;
+    xccl_gpu_classify(a->dev, &info);
+    ck_assert_int_eq(info.type, XCCL_MEM_DEVICE);
+    ck_assert_ptr_eq(info.ctx, c);
+    void *first = a->dev;
+    ck_assert_int_eq(0, xccl_gpu_set_scratch(a, 10, &err));
+    ck_assert_ptr_eq(a->dev, first);                /* enough: kept */
+    ck_assert_int_eq(0, xccl_gpu_set_scratch(a, 3000, &err));
+    ck_assert_uint_ge(a->dev_bytes, 3000);
+    xccl_gpu_classify((char *) a->dev + 2999, &info);
+    ck_assert_int_eq(info.type, XCCL_MEM_DEVICE);
+    ck_assert_int_eq(0, xccl_gpu_set_scratch(a, 3001, &err));
+    ck_assert_uint_ge(a->dev_bytes, 6000);          /* doubled: no realloc per byte */
+    void *dev = a->dev;
+    xccl_gpu_set_put(a, 0);
+    xccl_gpu_set_t *again = xccl_gpu_set_get(c, 0, 1 << 20, &err);
+    ck_assert_ptr_eq(again, a);
+    ck_assert_ptr_eq(again->dev, dev);
+    xccl_gpu_set_put(again, 0);
+    teardown();                                     /* frees it (the fake's stats count) */
+}
+END_TEST
+
 int main(void)
 {
     /* A driver and a device, or a SKIP: probed in a child so that this
@@ -198,6 +238,7 @@ int main(void)
     Suite *su = suite_create("gpu_classify");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, host_without_a_driver);
+    tcase_add_test(tc, device_scratch);
     tcase_add_test(tc, device_memory);
     tcase_add_test(tc, reallocation_is_a_new_buffer);
     tcase_add_test(tc, managed_pinned_and_host);
