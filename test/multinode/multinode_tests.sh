@@ -30,6 +30,8 @@
 #                                libcuda.so.1, staged copies in 64 KiB
 #                                pieces: exit 0, "0 failed", ranks on both
 #                                hosts log pipelined calls
+#   xccl.gpu_direct.map_by_node  the same, device pointers straight to UCX:
+#                                ranks on both hosts log direct calls
 #   xccl.3hosts.np5.map_by_node  the same on three hosts behind a bridge,
 #                                5 ranks: uneven (2, 2, 1), non-contiguous
 #                                (XCCLMN_TEST_3HOSTS=0: not run)
@@ -225,29 +227,41 @@ done
 #    GPU needed): xccl_mpi_gpu at np 4 --map-by node.  No CUDA IPC between
 #    hosts, so every call on device buffers is staged, its copies in 64 KiB
 #    pieces overlapping the two-level schedules; ranks on both hosts must
-#    log pipelined calls.  Skipped (said) when the fake or the test program
-#    is not built.
+#    log pipelined calls.  Then the same with device pointers straight to
+#    UCX (coll_xccl_gpu_direct 1, the fake's device memory host-addressable
+#    since Debian's UCX cannot move CUDA memory): the two-level schedules
+#    run on the device buffers with their copies and reductions on the
+#    fake's streams; ranks on both hosts must log direct calls.  Skipped
+#    (said) when the fake or the test program is not built.
 gpuprog=$builddir/xccl_mpi_gpu fakedir=$builddir/test/gpu/fake
-if [[ -x $gpuprog && -e $fakedir/libcuda.so.1 ]]; then
-    name=xccl.gpu_staged.map_by_node
+for mode in staged direct; do
+    name=xccl.gpu_$mode.map_by_node
+    if [[ ! -x $gpuprog || ! -e $fakedir/libcuda.so.1 ]]; then
+        echo "== $name: SKIP (no $gpuprog or $fakedir/libcuda.so.1)"
+        continue
+    fi
+    mode_args=(--mca coll_xccl_gpu_chunk_bytes 65536)
+    want='staging pipelined'
+    if [[ $mode == direct ]]; then
+        mode_args=(--mca coll_xccl_gpu_direct 1 -x FAKE_CUDA_HOST_ACCESS=1)
+        want='device buffers straight to ucx'
+    fi
     run_job "$name" 4 --map-by node \
         --mca coll xccl,tuned,basic,libnbc,self --mca op ^avx \
-        --mca coll_xccl_verbose 2 --mca coll_xccl_gpu_chunk_bytes 65536 \
+        --mca coll_xccl_verbose 2 "${mode_args[@]}" \
         -x "LD_LIBRARY_PATH=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         "$gpuprog" -q -n 1048576
     ok=0
     problems=$({
         check_exit_result "$name" &&
         for r in 0 1; do      # rank 0 on h0, rank 1 on h1
-            n=$(per_rank_output "$name" "$r" | grep -c 'staging pipelined' || true)
-            [[ $n -gt 0 ]] || { echo "$name: rank $r logged no pipelined call"; exit 1; }
-            echo "$name: rank $r: $n pipelined calls"
+            n=$(per_rank_output "$name" "$r" | grep -c "$want" || true)
+            [[ $n -gt 0 ]] || { echo "$name: rank $r logged no '$want' call"; exit 1; }
+            echo "$name: rank $r: $n '$want' calls"
         done
     } 2>&1) || ok=1
     finish "$name" "$ok" "$problems"
-else
-    echo "== xccl.gpu_staged.map_by_node: SKIP (no $gpuprog or $fakedir/libcuda.so.1)"
-fi
+done
 
 # 5. Three hosts behind a bridge, 5 ranks --map-by node: uneven (2, 2, 1)
 #    and non-contiguous nodes.  XCCLMN_TEST_3HOSTS=0 leaves it out.
