@@ -35,6 +35,12 @@ const char *xccl_gpu_reduce_kernel_name(xccl_dtype_t dt, xccl_op_t op)
     return NULL;
 }
 
+size_t xccl_gpu_reduce_align(xccl_dtype_t dt)
+{
+    (void) dt;
+    return 1;
+}
+
 int xccl_gpu_reduce(xccl_dtype_t dt, xccl_op_t op, void *dst, const void *const *srcs, int nsrc,
                     size_t count, xccl_custream_t stream, const char **err)
 {
@@ -148,6 +154,11 @@ int xccl_gpu_reduce_supported(xccl_dtype_t dt, xccl_op_t op)
 const char *xccl_gpu_reduce_kernel_name(xccl_dtype_t dt, xccl_op_t op)
 {
     return xccl_gpu_reduce_supported(dt, op) ? names[dt][op] : NULL;
+}
+
+size_t xccl_gpu_reduce_align(xccl_dtype_t dt)
+{
+    return (unsigned) dt < XCCL_DT_COUNT && align_of[dt] ? align_of[dt] : 1;
 }
 
 const char *xccl_gpu_kernels_status(void)
@@ -325,7 +336,7 @@ int xccl_gpu_reduce(xccl_dtype_t dt, xccl_op_t op, void *dst, const void *const 
         *err = "count too large";
         return -1;
     }
-    const uintptr_t amask = align_of[dt] - 1;
+    const uintptr_t amask = xccl_gpu_reduce_align(dt) - 1;
     if (NULL == dst || ((uintptr_t) dst & amask)) {
         *err = NULL == dst ? "no destination" : "destination not aligned to its element type";
         return -1;

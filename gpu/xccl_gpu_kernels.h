@@ -22,6 +22,10 @@ int xccl_gpu_reduce_supported(xccl_dtype_t dt, xccl_op_t op);
 /* The kernel's name, "xccl_reduce_<dtype>_<op>", or NULL if unsupported. */
 const char *xccl_gpu_reduce_kernel_name(xccl_dtype_t dt, xccl_op_t op);
 
+/* The alignment xccl_gpu_reduce needs of dst and each source for
+ * elements of dt (1 for a type without kernels).  Needs no driver. */
+size_t xccl_gpu_reduce_align(xccl_dtype_t dt);
+
 /* Enqueues on stream, in the calling thread's current CUDA context:
  *
  *     dst[i] = srcs[0][i] op srcs[1][i] op ... op srcs[nsrc-1][i]

@@ -126,6 +126,50 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     return error ? mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error) : MPI_SUCCESS;
 }
 
+/* ------------------------------------------------------------ a call's executor hooks */
+
+/* What the executor's hooks of one call share (pipelined staging, and a
+ * schedule run on the device buffers): the stage's context and set (the
+ * stage itself may be copied: a nonblocking call keeps it in its
+ * request), the gate, and the first driver error.  The hooks push the
+ * context around their driver calls: they run from whatever progresses
+ * the call (another thread, for a nonblocking one), so the error text is
+ * copied. */
+typedef struct {
+    void *ctx;
+    xccl_gpu_set_t *set;
+    const char *what;                /* names the hooks in the log */
+    xccl_gate_t gate;
+    char error[200];                 /* the first driver error ("": none) */
+} call_hooks_t;
+
+static int hooks_fail(call_hooks_t *h, const char *error)
+{
+    if ('\0' == h->error[0]) {
+        snprintf(h->error, sizeof(h->error), "%s", error);
+        mca_coll_xccl_log(1, "%s: %s", h->what, error);
+    }
+    return -1;
+}
+
+/* 1 once ev has completed (ev NULL: all work queued on stream), 0 not
+ * yet, -1 error (kept). */
+static int hooks_done(call_hooks_t *h, xccl_cuevent_t ev, xccl_custream_t stream)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) h->ctx)) {
+        return hooks_fail(h, "cuCtxPushCurrent failed");
+    }
+    xccl_curesult_t rc = ev ? cu->EventQuery(ev) : cu->StreamQuery(stream);
+    cu->CtxPopCurrent(&popped);
+    if (XCCL_CUDA_SUCCESS == rc) {
+        return 1;
+    }
+    return XCCL_CUDA_ERROR_NOT_READY == rc
+               ? 0 : hooks_fail(h, xccl_cu_error(ev ? "cuEventQuery" : "cuStreamQuery", rc));
+}
+
 /* ------------------------------------------------------------ pipelined staging */
 
 /* The copies of one staged call that runs a schedule: in pieces on the
@@ -136,29 +180,12 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 enum { REG_SEND, REG_RECV };
 
 struct mca_coll_xccl_gpu_pipe {
-    /* the stage's context and set (the stage itself may be copied: a
-     * nonblocking call keeps it in its request) */
-    void *ctx;
-    xccl_gpu_set_t *set;
+    call_hooks_t h;
     xccl_stage_plan_t plan;
     xccl_stage_region_t reg[2];
     const char *dev[2];              /* device address of each region */
     size_t arrived;                  /* copies in known complete */
-    xccl_gate_t gate;
-    char error[200];                 /* the first driver error ("": none) */
 };
-
-/* The hooks push the stage's context around their driver calls: they run
- * from whatever progresses the call (another thread, for a nonblocking
- * one), so the error text is copied here. */
-static int pipe_fail(struct mca_coll_xccl_gpu_pipe *p, const char *error)
-{
-    if ('\0' == p->error[0]) {
-        snprintf(p->error, sizeof(p->error), "%s", error);
-        mca_coll_xccl_log(1, "staging pipeline: %s", error);
-    }
-    return -1;
-}
 
 static int pipe_ready(void *ctx, size_t step)
 {
@@ -167,18 +194,11 @@ static int pipe_ready(void *ctx, size_t step)
     if (p->arrived >= need) {
         return 1;
     }
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->ctx)) {
-        return pipe_fail(p, "cuCtxPushCurrent failed");
-    }
-    xccl_curesult_t rc = cu->EventQuery(p->set->ev[need - 1]);
-    cu->CtxPopCurrent(&popped);
-    if (XCCL_CUDA_SUCCESS == rc) {
+    int rc = hooks_done(&p->h, p->h.set->ev[need - 1], NULL);
+    if (1 == rc) {
         p->arrived = need;             /* one stream: everything before it too */
-        return 1;
     }
-    return XCCL_CUDA_ERROR_NOT_READY == rc ? 0 : pipe_fail(p, xccl_cu_error("cuEventQuery", rc));
+    return rc;
 }
 
 static int pipe_done(void *ctx, size_t step)
@@ -191,33 +211,23 @@ static int pipe_done(void *ctx, size_t step)
     const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
     xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->ctx)) {
-        return pipe_fail(p, "cuCtxPushCurrent failed");
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->h.ctx)) {
+        return hooks_fail(&p->h, "cuCtxPushCurrent failed");
     }
     for (size_t i = first; i < last && NULL == error; i++) {
         const xccl_stage_piece_t *pc = &p->plan.out[i];
         error = copy(cu, (char *) p->dev[pc->region] + pc->off,
                      (const char *) p->reg[pc->region].base + pc->off, pc->len, FROM_HOST,
-                     p->set->out);
+                     p->h.set->out);
     }
     cu->CtxPopCurrent(&popped);
-    return error ? pipe_fail(p, error) : 0;
+    return error ? hooks_fail(&p->h, error) : 0;
 }
 
 static int pipe_drain(void *ctx)
 {
     struct mca_coll_xccl_gpu_pipe *p = ctx;
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->ctx)) {
-        return pipe_fail(p, "cuCtxPushCurrent failed");
-    }
-    xccl_curesult_t rc = cu->StreamQuery(p->set->out);
-    cu->CtxPopCurrent(&popped);
-    if (XCCL_CUDA_SUCCESS == rc) {
-        return 1;
-    }
-    return XCCL_CUDA_ERROR_NOT_READY == rc ? 0 : pipe_fail(p, xccl_cu_error("cuStreamQuery", rc));
+    return hooks_done(&p->h, NULL, p->h.set->out);
 }
 
 /* Max pieces per region: bounds the events and copies of one call. */
@@ -233,14 +243,11 @@ static int pipe_drain(void *ctx)
  * after the application's work on the legacy default stream, as staging
  * does. */
 struct mca_coll_xccl_gpu_direct {
-    void *ctx;
-    xccl_gpu_set_t *set;
+    call_hooks_t h;
     int dt, op;                      /* the reduction's GPU kernel */
     int queued;                      /* work queued since the last event */
     int pending;                     /* the event may not have completed */
     size_t copies, reductions;
-    xccl_gate_t gate;
-    char error[200];
 };
 
 int mca_coll_xccl_gpu_direct_wanted(void)
@@ -249,28 +256,19 @@ int mca_coll_xccl_gpu_direct_wanted(void)
     return 1 == d || (d < 0 && xccl_ucx_cuda_memory());
 }
 
-static int direct_fail(struct mca_coll_xccl_gpu_direct *d, const char *error)
-{
-    if ('\0' == d->error[0]) {
-        snprintf(d->error, sizeof(d->error), "%s", error);
-        mca_coll_xccl_log(1, "device buffers straight to ucx: %s", error);
-    }
-    return -1;
-}
-
 static int direct_copy(void *ctx, void *dst, const void *src, size_t len)
 {
     struct mca_coll_xccl_gpu_direct *d = ctx;
     const xccl_cu_api_t *cu = xccl_cu();
     xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->ctx)) {
-        return direct_fail(d, "cuCtxPushCurrent failed");
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
+        return hooks_fail(&d->h, "cuCtxPushCurrent failed");
     }
-    const char *error = copy(cu, dst, src, len, DEVICE_TO_DEVICE, d->set->in);
+    const char *error = copy(cu, dst, src, len, DEVICE_TO_DEVICE, d->h.set->in);
     cu->CtxPopCurrent(&popped);
     d->queued = 1;
     d->copies++;
-    return error ? direct_fail(d, error) : 0;
+    return error ? hooks_fail(&d->h, error) : 0;
 }
 
 static int direct_reduce(void *ctx, void *dst, const void *a, const void *b, size_t count)
@@ -280,60 +278,51 @@ static int direct_reduce(void *ctx, void *dst, const void *a, const void *b, siz
     const void *srcs[2] = { a, b };
     const char *error = NULL;
     xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->ctx)) {
-        return direct_fail(d, "cuCtxPushCurrent failed");
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
+        return hooks_fail(&d->h, "cuCtxPushCurrent failed");
     }
     int rc = xccl_gpu_reduce((xccl_dtype_t) d->dt, (xccl_op_t) d->op, dst, srcs, 2, count,
-                             d->set->in, &error);
+                             d->h.set->in, &error);
     cu->CtxPopCurrent(&popped);
     d->queued = 1;
     d->reductions++;
-    return 0 == rc ? 0 : direct_fail(d, error ? error : "xccl_gpu_reduce failed");
+    return 0 == rc ? 0 : hooks_fail(&d->h, error ? error : "xccl_gpu_reduce failed");
 }
 
-/* 1 once the last event has completed, 0 not yet, -1 error. */
-static int direct_wait(struct mca_coll_xccl_gpu_direct *d)
+/* 1 once the last event has completed, 0 not yet, -1 error.  Before each
+ * step, and at the drain. */
+static int direct_wait(void *ctx, size_t step)
 {
-    if (!d->pending) {
-        return 1;
-    }
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->ctx)) {
-        return direct_fail(d, "cuCtxPushCurrent failed");
-    }
-    xccl_curesult_t rc = cu->EventQuery(d->set->ev[0]);
-    cu->CtxPopCurrent(&popped);
-    if (XCCL_CUDA_SUCCESS == rc) {
+    struct mca_coll_xccl_gpu_direct *d = ctx;
+    (void) step;
+    int rc = d->pending ? hooks_done(&d->h, d->h.set->ev[0], NULL) : 1;
+    if (1 == rc) {
         d->pending = 0;
-        return 1;
     }
-    return XCCL_CUDA_ERROR_NOT_READY == rc ? 0 : direct_fail(d, xccl_cu_error("cuEventQuery", rc));
+    return rc;
 }
 
-/* Records the event after what is queued (the caller has d->ctx current
- * or pushes it). */
+static int direct_drain(void *ctx)
+{
+    return direct_wait(ctx, 0);
+}
+
+/* Records the event after what is queued. */
 static int direct_record(struct mca_coll_xccl_gpu_direct *d)
 {
     const xccl_cu_api_t *cu = xccl_cu();
     xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->ctx)) {
-        return direct_fail(d, "cuCtxPushCurrent failed");
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
+        return hooks_fail(&d->h, "cuCtxPushCurrent failed");
     }
-    xccl_curesult_t rc = cu->EventRecord(d->set->ev[0], d->set->in);
+    xccl_curesult_t rc = cu->EventRecord(d->h.set->ev[0], d->h.set->in);
     cu->CtxPopCurrent(&popped);
     if (XCCL_CUDA_SUCCESS != rc) {
-        return direct_fail(d, xccl_cu_error("cuEventRecord", rc));
+        return hooks_fail(&d->h, xccl_cu_error("cuEventRecord", rc));
     }
     d->queued = 0;
     d->pending = 1;
     return 0;
-}
-
-static int direct_ready(void *ctx, size_t step)
-{
-    (void) step;
-    return direct_wait(ctx);
 }
 
 static int direct_done(void *ctx, size_t step)
@@ -343,44 +332,42 @@ static int direct_done(void *ctx, size_t step)
     return d->queued ? direct_record(d) : 0;
 }
 
-static int direct_drain(void *ctx)
+/* Where host copy c lies in the span of host bytes at host, the same
+ * place at dev; NULL if it is outside (or there is no such buffer). */
+static void *span_to_device(const char *c, const char *host, size_t span, const char *dev)
 {
-    return direct_wait(ctx);
+    return NULL != dev && c >= host && c <= host + span ? (char *) dev + (c - host) : NULL;
 }
 
-/* The device address of host copy p (in the RECV copy, or the SEND one;
- * prefer: which region to try first), or -1 if p is in neither. */
-static int to_device(const mca_coll_xccl_gpu_stage_t *st, const void *p, int prefer_send,
-                     void **out)
+/* The device address of host copy p, looked up first in the SEND copy
+ * (is_send) or the RECV copy (a zero-length span may end where the other
+ * begins); 0, or -1 if p is in neither.  NULL stays NULL. */
+static int to_device(const mca_coll_xccl_gpu_stage_t *st, const void *p, int is_send, void **out)
 {
-    const char *c = p;
-    *out = NULL;
     if (NULL == p) {
+        *out = NULL;
         return 0;
     }
-    for (int k = 0; k < 2; k++) {
-        if ((0 == k) == prefer_send) {
-            if (NULL != st->sdev && c >= st->hs && c <= st->hs + st->sspan) {
-                *out = (char *) st->sdev + (c - st->hs);
-                return 0;
-            }
-        } else if (c >= st->hr && c <= st->hr + st->rspan) {
-            *out = st->rdev + (c - st->hr);
-            return 0;
-        }
-    }
-    return -1;
+    void *s = span_to_device(p, st->hs, st->sspan, st->sdev);
+    void *r = span_to_device(p, st->hr, st->rspan, st->rdev);
+    *out = is_send ? (s ? s : r) : (r ? r : s);
+    return NULL != *out ? 0 : -1;
 }
 
-/* The largest power of two dividing es, at most 8: the alignment the GPU
- * kernels need for elements of es bytes. */
-static uintptr_t elem_align(size_t es)
+/* Loads the GPU kernels into ctx: NULL, or why not. */
+static const char *load_kernels(void *ctx)
 {
-    uintptr_t a = 1;
-    while (a < 8 && 0 == es % (2 * a)) {
-        a *= 2;
+    const xccl_cu_api_t *cu = xccl_cu();
+    const char *why = NULL;
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+        return "cuCtxPushCurrent failed";
     }
-    return a;
+    if (0 != xccl_gpu_kernels_load(&why) && NULL == why) {
+        why = "the kernels did not load";
+    }
+    cu->CtxPopCurrent(&popped);
+    return why;
 }
 
 /* Runs s on the device buffers (st->direct set), or leaves st alone with
@@ -404,8 +391,11 @@ static int direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     } else if (reduces && (gpu_dt < 0 || gpu_op < 0 ||
                            !xccl_gpu_reduce_supported((xccl_dtype_t) gpu_dt, (xccl_op_t) gpu_op))) {
         why = "no GPU kernel for this type and op";
-    } else if (reduces && (((uintptr_t) dev[0] | (uintptr_t) dev[1]) & (elem_align(s->elem_size) - 1))) {
+    } else if (reduces && (((uintptr_t) dev[0] | (uintptr_t) dev[1]) &
+                           (xccl_gpu_reduce_align((xccl_dtype_t) gpu_dt) - 1))) {
         why = "a buffer not aligned to its element type";
+    } else if (reduces) {
+        why = load_kernels(st->ctx);
     }
     if (why) {
         mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers staged, not straight to ucx: %s",
@@ -418,24 +408,18 @@ static int direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (NULL == d) {
         return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
     }
-    d->ctx = st->ctx;
-    d->set = st->set;
+    d->h.ctx = st->ctx;
+    d->h.set = st->set;
+    d->h.what = "device buffers straight to ucx";
     d->dt = gpu_dt;
     d->op = gpu_op;
     if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
         free(d);
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
     }
-    if (reduces && 0 != xccl_gpu_kernels_load(&why)) {
-        cu->CtxPopCurrent(&popped);
-        free(d);
-        mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers staged, not straight to ucx: "
-                          "%s", mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, why);
-        return MPI_SUCCESS;
-    }
     if (0 == xccl_gpu_set_events(st->set, 1, &error) &&
         0 == xccl_gpu_set_scratch(st->set, s->scratch_bytes, &error)) {
-        error = 0 == direct_record(d) ? NULL : d->error;
+        error = 0 == direct_record(d) ? NULL : d->h.error;
     }
     cu->CtxPopCurrent(&popped);
     /* From here on stage_out owns d (it waits for what was queued). */
@@ -443,11 +427,11 @@ static int direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (error) {
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
     }
-    d->gate = (xccl_gate_t) { d, direct_ready, direct_done, direct_drain };
+    d->h.gate = (xccl_gate_t) { d, direct_wait, direct_done, direct_drain };
     hooks->bufs[XCCL_BUF_SEND] = dev[0];
     hooks->bufs[XCCL_BUF_RECV] = dev[1];
     hooks->bufs[XCCL_BUF_SCRATCH] = s->scratch_bytes ? st->set->dev : NULL;
-    hooks->gate = &d->gate;
+    hooks->gate = &d->h.gate;
     hooks->copy = direct_copy;
     hooks->copy_ctx = d;
     hooks->reduce = direct_reduce;
@@ -480,8 +464,9 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (NULL == p) {
         return mca_coll_xccl_gpu_stage_fill(m, coll, st);
     }
-    p->ctx = st->ctx;
-    p->set = st->set;
+    p->h.ctx = st->ctx;
+    p->h.set = st->set;
+    p->h.what = "staging pipeline";
     p->reg[REG_SEND] = (xccl_stage_region_t) { st->hs, st->sspan, 1, 0 };
     p->reg[REG_RECV] = (xccl_stage_region_t) { st->hr, st->rspan, st->copy_r, st->copy_out };
     p->dev[REG_SEND] = st->sdev;
@@ -518,8 +503,8 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (error) {
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
     }
-    p->gate = (xccl_gate_t) { p, pipe_ready, pipe_done, pipe_drain };
-    hooks->gate = &p->gate;
+    p->h.gate = (xccl_gate_t) { p, pipe_ready, pipe_done, pipe_drain };
+    hooks->gate = &p->h.gate;
     mca_coll_xccl_log(2, "%s comm=%u rank=%d: staging pipelined: %zu copies in, %zu out, "
                       "pieces of %zu bytes, %zu steps", mca_coll_xccl_coll_name(coll), m->cid,
                       m->world_rank, p->plan.nin, p->plan.nout, p->plan.piece, s->nsteps);
@@ -544,7 +529,7 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (d) {
         /* The queued work must finish before the call returns. */
         const char *e1 = sync_stream(cu, st->set->in);
-        error = d->error[0] ? d->error : e1;
+        error = d->h.error[0] ? d->h.error : e1;
         mca_coll_xccl_log(3, "%s comm=%u rank=%d: on the gpu: %zu copies, %zu reductions",
                           mca_coll_xccl_coll_name(coll), m->cid, m->world_rank, d->copies,
                           d->reductions);
@@ -553,7 +538,7 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
          * also after an error. */
         const char *e1 = sync_stream(cu, st->set->in);
         const char *e2 = sync_stream(cu, st->set->out);
-        error = p->error[0] ? p->error : e1 ? e1 : e2;
+        error = p->h.error[0] ? p->h.error : e1 ? e1 : e2;
     } else if (ok && st->filled && st->copy_out && st->rspan) {
         /* Filled for the fallback: all of RECV goes back.  (Never filled:
          * the host call touched no data, nothing to copy.) */

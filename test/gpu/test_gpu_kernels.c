@@ -60,10 +60,10 @@ typedef struct {
     xccl_op_t op;
     const char *name;
     xccl_reduce_fn_t emu;
-    size_t size;
+    size_t size, align;
 } pair_t;
 
-#define PAIR(DT, tn, T, opn, OP) { DT, OP, #tn "_" #opn, emu_##tn##_##opn, sizeof(T) },
+#define PAIR(DT, tn, T, opn, OP) { DT, OP, #tn "_" #opn, emu_##tn##_##opn, sizeof(T), _Alignof(T) },
 static const pair_t pairs[] = { XCCL_GPU_PAIRS(PAIR) };
 #define NPAIRS (sizeof(pairs) / sizeof(pairs[0]))
 
@@ -317,6 +317,12 @@ static void host_checks(void)
         if (pairs[p].size != xccl_dtype_size(pairs[p].dt)) {
             fprintf(stderr, "FAIL %s: element size %zu here, %zu in xccl_dtype_size\n", pairs[p].name,
                     pairs[p].size, xccl_dtype_size(pairs[p].dt));
+            failures++;
+        }
+        /* what callers check before handing pointers to xccl_gpu_reduce */
+        if (pairs[p].align != xccl_gpu_reduce_align(pairs[p].dt)) {
+            fprintf(stderr, "FAIL %s: alignment %zu here, %zu in xccl_gpu_reduce_align\n",
+                    pairs[p].name, pairs[p].align, xccl_gpu_reduce_align(pairs[p].dt));
             failures++;
         }
     }
