@@ -83,8 +83,9 @@ run_mpi() {
     rm -rf "$out"
     echo "== $name"
     run_rc=0
+    xccl_output_args "$out" "$@"
     timeout -k 10 300 "${mpirun[@]}" "${common_args[@]}" "${extra_args[@]}" \
-        -np "$np" --output-filename "$out" "$@" >"$log" 2>&1 || run_rc=$?
+        -np "$np" "${output_args[@]}" >"$log" 2>&1 || run_rc=$?
     if [[ $run_rc -eq 124 ]]; then
         echo "TIMEOUT after 300 s" >>"$log"
     fi
@@ -254,9 +255,10 @@ finish "$name" "$ok"
 # node xccl orders them by placement, and the results stay right.
 name=xccl_mpi_check.placement.np2
 if [[ $(nproc) -ge 2 ]]; then
-    rankfile=$logdir/rankfile.reverse
+    xccl_rankfile_dir "$logdir"
+    rankfile=$ompi_rankfile_dir/rankfile.reverse
     printf 'rank 0=%s slot=1\nrank 1=%s slot=0\n' "$(hostname)" "$(hostname)" >"$rankfile"
-    run_mpi "$name" 2 --rankfile "$rankfile" --mca coll_xccl_verbose 2 \
+    run_mpi "$name" 2 "${ompi_bind_args[@]}" --rankfile "$rankfile" --mca coll_xccl_verbose 2 \
         --mca coll_xccl_small_msg_bytes 0 "$bindir/xccl_mpi_check" -q
     ok=0
     problems=$({ check_result "$name" &&
@@ -264,6 +266,7 @@ if [[ $(nproc) -ge 2 ]]; then
           { echo "$name: no 'ranks in placement order (cpu): 1 0' line"; false; }; }; } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
+    [[ $ompi_rankfile_dir == "$logdir" ]] || rm -rf "$ompi_rankfile_dir"
 else
     echo "== $name: skipped (needs 2 processors to bind 2 ranks apart)"
 fi
