@@ -586,8 +586,11 @@ static int exec_failed(mca_coll_xccl_module_t *m, xccl_coll_t coll)
 {
     char what[300];
     const char *ucx = xccl_ucx_error();
-    if (ucx[0]) {
+    if (!m->ucx) {
+        snprintf(what, sizeof(what), "a step failed (a transfer over the PML, or logged above)");
+    } else if (ucx[0]) {
         snprintf(what, sizeof(what), "transfer failed: %s", ucx);
+        xccl_ucx_clear_error();
     } else {
         snprintf(what, sizeof(what), "a step of the schedule failed (logged above)");
     }
