@@ -646,10 +646,20 @@ typedef struct {
     int layout;                      /* r is in rdt's layout (layout_copy), not packed */
 } packed_t;
 
-/* Packs count elements of dt at buf into a new copy *copy of bytes bytes. */
+/* Packs count elements of dt at buf into a new copy *copy of bytes bytes.
+ * buf may be the host copy of device data (m->stage): then the schedule
+ * runs on the packed copies, not on what staging copies while it runs, so
+ * the device data is copied in whole first. */
 static int pack_copy(mca_coll_xccl_module_t *m, xccl_coll_t coll, void **copy, size_t bytes,
                      const void *buf, size_t count, struct ompi_datatype_t *dt)
 {
+    if (NULL != m->stage) {
+        int rc = mca_coll_xccl_gpu_stage_fill(m, coll, m->stage);
+        if (MPI_SUCCESS != rc) {
+            *copy = NULL;
+            return rc;
+        }
+    }
     *copy = malloc(bytes ? bytes : 1);
     if (NULL == *copy) {
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory packing a datatype");
