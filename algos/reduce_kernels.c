@@ -45,21 +45,35 @@ typedef pair_long_double_int_t u_long_double_int UNALIGNED;
 typedef pair_2float_t u_2float UNALIGNED;
 typedef pair_2double_t u_2double UNALIGNED;
 
-/* On x86-64 each kernel is also compiled for AVX2 and AVX-512 and the best
- * one the CPU supports is picked at load time (GCC function multiversioning),
- * so a distribution build is not limited to SSE2.  Element-wise results do
- * not depend on the vector width (no reassociation; the library is built
- * with -ffp-contract=off so no FMA either). */
+/*
+ * Instruction-set variants.  On x86-64 (GCC, Linux) every kernel is compiled
+ * three times, for x86-64-v4 (AVX-512), AVX2 and the baseline (SSE2), and
+ * xccl_reduce_kernel hands out the best variant this CPU runs, so a
+ * distribution build is not limited to SSE2.  Each variant is its own table
+ * of ordinary functions (not target_clones) so that the unit test can run
+ * every one of them explicitly, not only the one its machine would pick.
+ *
+ * All variants, and the GPU kernels (gpu/xccl_reduce_ops.h), must give the
+ * same bits: the ranks of one job may run on different CPUs and must still
+ * end with identical results.  Every kernel but the complex products does at
+ * most one IEEE operation per element, whose result does not depend on the
+ * vector width (no reassociation), so this holds by construction; the
+ * complex products are below.
+ */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define KERNEL_ISA __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define KERNEL_ISA
+#define XCCL_KERNELS_X86_ISAS 1
 #endif
 
-/* One kernel: T is the element type, EXPR computes the result from x, y. */
-#define KERNEL(name, T, EXPR)                                                 \
-    KERNEL_ISA                                                                \
-    static void name(void *out_, const void *a_, const void *b_, size_t n)    \
+/* KN(name): name with the current variant's suffix. */
+#define KN(name) KN_(name, ISA_SUFFIX)
+#define KN_(name, sfx) KN__(name, sfx)
+#define KN__(name, sfx) name##_##sfx
+
+/* One kernel: a function fname with attributes ATTR; T is the element
+ * type, EXPR computes the result from x, y. */
+#define KERNEL_FN(fname, ATTR, T, EXPR)                                       \
+    ATTR                                                                      \
+    static void fname(void *out_, const void *a_, const void *b_, size_t n)   \
     {                                                                         \
         T *o = out_;                                                          \
         const T *a = a_, *b = b_;                                             \
@@ -68,6 +82,10 @@ typedef pair_2double_t u_2double UNALIGNED;
             o[i] = (EXPR);                                                    \
         }                                                                     \
     }
+
+/* A kernel of the current variant: ISA_SUFFIX and ISA_ATTR (its target
+ * attribute) are defined around each inclusion of reduce_kernels_isa.h. */
+#define KERNEL(name, T, EXPR) KERNEL_FN(KN(name), ISA_ATTR, T, EXPR)
 
 /* Integers.  W is an unsigned type at least as wide as int and as T, so
  * SUM/PROD wrap without signed overflow (the conversion back to a signed
@@ -84,41 +102,11 @@ typedef pair_2double_t u_2double UNALIGNED;
     KERNEL(k_##tn##_bor, u_##tn, (u_##tn)(x | y))                                 \
     KERNEL(k_##tn##_bxor, u_##tn, (u_##tn)(x ^ y))
 
-INT_KERNELS(int8, unsigned)
-INT_KERNELS(uint8, unsigned)
-INT_KERNELS(int16, unsigned)
-INT_KERNELS(uint16, unsigned)
-INT_KERNELS(int32, uint32_t)
-INT_KERNELS(uint32, uint32_t)
-INT_KERNELS(int64, uint64_t)
-INT_KERNELS(uint64, uint64_t)
-
 #define FLOAT_KERNELS(tn)                                                     \
     KERNEL(k_##tn##_sum, u_##tn, x + y)                                           \
     KERNEL(k_##tn##_prod, u_##tn, x * y)                                          \
     KERNEL(k_##tn##_max, u_##tn, x > y ? x : y)                                   \
     KERNEL(k_##tn##_min, u_##tn, x < y ? x : y)
-
-FLOAT_KERNELS(float)
-FLOAT_KERNELS(double)
-FLOAT_KERNELS(long_double)
-
-#define COMPLEX_KERNELS(tn)                                                   \
-    KERNEL(k_##tn##_sum, u_##tn, x + y)                                           \
-    KERNEL(k_##tn##_prod, u_##tn, x * y)
-
-COMPLEX_KERNELS(float_complex)
-COMPLEX_KERNELS(double_complex)
-COMPLEX_KERNELS(long_double_complex)
-
-/* BOOL is read as a byte (any non-zero byte is true) and written as 0/1. */
-KERNEL(k_bool_land, u_uint8, (uint8_t)((x != 0) & (y != 0)))
-KERNEL(k_bool_lor, u_uint8, (uint8_t)((x != 0) | (y != 0)))
-KERNEL(k_bool_lxor, u_uint8, (uint8_t)((x != 0) ^ (y != 0)))
-
-KERNEL(k_byte_band, u_uint8, (uint8_t)(x & y))
-KERNEL(k_byte_bor, u_uint8, (uint8_t)(x | y))
-KERNEL(k_byte_bxor, u_uint8, (uint8_t)(x ^ y))
 
 /* MAXLOC/MINLOC: the better value wins; on equal values keep that value
  * with the lower index.  Values that compare neither way (NaN) count as
@@ -129,57 +117,122 @@ KERNEL(k_byte_bxor, u_uint8, (uint8_t)(x ^ y))
     KERNEL(k_##tn##_minloc, u_##tn,                                               \
            x.v < y.v ? x : y.v < x.v ? y : (y.i < x.i ? (u_##tn){x.v, y.i} : x))
 
-LOC_KERNELS(float_int)
-LOC_KERNELS(double_int)
-LOC_KERNELS(long_int)
-LOC_KERNELS(2int)
-LOC_KERNELS(short_int)
-LOC_KERNELS(long_double_int)
-LOC_KERNELS(2float)
-LOC_KERNELS(2double)
-
-/* ------------------------------------------------------------------------ */
-
 #define ROW_INT(tn)                                                           \
-    { [XCCL_OP_SUM] = k_##tn##_sum, [XCCL_OP_PROD] = k_##tn##_prod,                   \
-      [XCCL_OP_MAX] = k_##tn##_max, [XCCL_OP_MIN] = k_##tn##_min,                     \
-      [XCCL_OP_LAND] = k_##tn##_land, [XCCL_OP_LOR] = k_##tn##_lor,                   \
-      [XCCL_OP_LXOR] = k_##tn##_lxor, [XCCL_OP_BAND] = k_##tn##_band,                 \
-      [XCCL_OP_BOR] = k_##tn##_bor, [XCCL_OP_BXOR] = k_##tn##_bxor }
+    { [XCCL_OP_SUM] = KN(k_##tn##_sum), [XCCL_OP_PROD] = KN(k_##tn##_prod),           \
+      [XCCL_OP_MAX] = KN(k_##tn##_max), [XCCL_OP_MIN] = KN(k_##tn##_min),             \
+      [XCCL_OP_LAND] = KN(k_##tn##_land), [XCCL_OP_LOR] = KN(k_##tn##_lor),           \
+      [XCCL_OP_LXOR] = KN(k_##tn##_lxor), [XCCL_OP_BAND] = KN(k_##tn##_band),         \
+      [XCCL_OP_BOR] = KN(k_##tn##_bor), [XCCL_OP_BXOR] = KN(k_##tn##_bxor) }
 #define ROW_FLOAT(tn)                                                         \
-    { [XCCL_OP_SUM] = k_##tn##_sum, [XCCL_OP_PROD] = k_##tn##_prod,                   \
-      [XCCL_OP_MAX] = k_##tn##_max, [XCCL_OP_MIN] = k_##tn##_min }
-#define ROW_COMPLEX(tn) { [XCCL_OP_SUM] = k_##tn##_sum, [XCCL_OP_PROD] = k_##tn##_prod }
-#define ROW_LOC(tn) { [XCCL_OP_MAXLOC] = k_##tn##_maxloc, [XCCL_OP_MINLOC] = k_##tn##_minloc }
+    { [XCCL_OP_SUM] = KN(k_##tn##_sum), [XCCL_OP_PROD] = KN(k_##tn##_prod),           \
+      [XCCL_OP_MAX] = KN(k_##tn##_max), [XCCL_OP_MIN] = KN(k_##tn##_min) }
+#define ROW_COMPLEX(tn) { [XCCL_OP_SUM] = KN(k_##tn##_sum), [XCCL_OP_PROD] = KN(k_##tn##_prod) }
+#define ROW_LOC(tn) { [XCCL_OP_MAXLOC] = KN(k_##tn##_maxloc), [XCCL_OP_MINLOC] = KN(k_##tn##_minloc) }
 
-static const xccl_reduce_fn_t kernels[XCCL_DT_COUNT][XCCL_OP_COUNT] = {
-    [XCCL_DT_INT8] = ROW_INT(int8),
-    [XCCL_DT_UINT8] = ROW_INT(uint8),
-    [XCCL_DT_INT16] = ROW_INT(int16),
-    [XCCL_DT_UINT16] = ROW_INT(uint16),
-    [XCCL_DT_INT32] = ROW_INT(int32),
-    [XCCL_DT_UINT32] = ROW_INT(uint32),
-    [XCCL_DT_INT64] = ROW_INT(int64),
-    [XCCL_DT_UINT64] = ROW_INT(uint64),
-    [XCCL_DT_FLOAT] = ROW_FLOAT(float),
-    [XCCL_DT_DOUBLE] = ROW_FLOAT(double),
-    [XCCL_DT_LONG_DOUBLE] = ROW_FLOAT(long_double),
-    [XCCL_DT_FLOAT_COMPLEX] = ROW_COMPLEX(float_complex),
-    [XCCL_DT_DOUBLE_COMPLEX] = ROW_COMPLEX(double_complex),
-    [XCCL_DT_LONG_DOUBLE_COMPLEX] = ROW_COMPLEX(long_double_complex),
-    [XCCL_DT_BOOL] = { [XCCL_OP_LAND] = k_bool_land, [XCCL_OP_LOR] = k_bool_lor,
-                       [XCCL_OP_LXOR] = k_bool_lxor },
-    [XCCL_DT_BYTE] = { [XCCL_OP_BAND] = k_byte_band, [XCCL_OP_BOR] = k_byte_bor,
-                       [XCCL_OP_BXOR] = k_byte_bxor },
-    [XCCL_DT_FLOAT_INT] = ROW_LOC(float_int),
-    [XCCL_DT_DOUBLE_INT] = ROW_LOC(double_int),
-    [XCCL_DT_LONG_INT] = ROW_LOC(long_int),
-    [XCCL_DT_2INT] = ROW_LOC(2int),
-    [XCCL_DT_SHORT_INT] = ROW_LOC(short_int),
-    [XCCL_DT_LONG_DOUBLE_INT] = ROW_LOC(long_double_int),
-    [XCCL_DT_2FLOAT] = ROW_LOC(2float),
-    [XCCL_DT_2DOUBLE] = ROW_LOC(2double),
+/*
+ * Complex products are the one kernel with multiplications feeding an
+ * addition (re = ac - bd, im = ad + bc), where a fused multiply-add would
+ * round once instead of twice.  -ffp-contract=off (Makefile.am) is not
+ * enough: GCC 12's vectorizer turns the pair of lanes into vfmaddsub on any
+ * target with FMA, whatever the flag says (its SLP "addsub" pattern does not
+ * look at it).  The x86-64-v4 clone did, and AVX-512 machines got results
+ * one bit off those of every other CPU and of the GPU kernels.  So each
+ * variant compiles them for a target without FMA, CPROD_ATTR: AVX2 alone
+ * for x86-64-v4 (AVX-512F brings FMA along) and for avx2, SSE2 for the
+ * baseline.  "arch=x86-64" first drops whatever CFLAGS added (-march=native),
+ * so no FMA instruction is available at all.  Elsewhere -ffp-contract=off
+ * must do.  test/unit/kernels_no_fma.sh checks the machine code of every
+ * variant, test_kernels the bits of those the CPU runs.
+ */
+#ifdef XCCL_KERNELS_X86_ISAS
+#define ISA_SUFFIX x86_64_v4
+#define ISA_ATTR __attribute__((target("arch=x86-64-v4")))
+#define CPROD_ATTR __attribute__((target("arch=x86-64,avx2")))
+#include "reduce_kernels_isa.h"
+#undef ISA_SUFFIX
+#undef ISA_ATTR
+#undef CPROD_ATTR
+
+#define ISA_SUFFIX avx2
+#define ISA_ATTR __attribute__((target("avx2")))
+#define CPROD_ATTR __attribute__((target("arch=x86-64,avx2")))
+#include "reduce_kernels_isa.h"
+#undef ISA_SUFFIX
+#undef ISA_ATTR
+#undef CPROD_ATTR
+#endif
+
+#define ISA_SUFFIX baseline
+#define ISA_ATTR
+#ifdef XCCL_KERNELS_X86_ISAS
+#define CPROD_ATTR __attribute__((target("arch=x86-64")))
+#else
+#define CPROD_ATTR
+#endif
+#include "reduce_kernels_isa.h"
+#undef ISA_SUFFIX
+#undef ISA_ATTR
+#undef CPROD_ATTR
+
+/* Best first: xccl_reduce_kernel takes the first one the CPU runs. */
+typedef enum {
+#ifdef XCCL_KERNELS_X86_ISAS
+    ISA_X86_64_V4, ISA_AVX2,
+#endif
+    ISA_BASELINE, ISA_COUNT
+} isa_t;
+
+static const struct {
+    const char *name;
+    const xccl_reduce_fn_t (*table)[XCCL_OP_COUNT];
+} isas[ISA_COUNT] = {
+#ifdef XCCL_KERNELS_X86_ISAS
+    [ISA_X86_64_V4] = { "x86-64-v4", kernels_x86_64_v4 },
+    [ISA_AVX2] = { "avx2", kernels_avx2 },
+#endif
+    [ISA_BASELINE] = { "baseline", kernels_baseline },
 };
+
+int xccl_reduce_isa_count(void)
+{
+    return ISA_COUNT;
+}
+
+const char *xccl_reduce_isa_name(int isa)
+{
+    return (unsigned)isa < ISA_COUNT ? isas[isa].name : NULL;
+}
+
+int xccl_reduce_isa_usable(int isa)
+{
+    if ((unsigned)isa >= ISA_COUNT)
+        return 0;
+#ifdef XCCL_KERNELS_X86_ISAS
+    /* Needed only before constructors have run; cheap after. */
+    __builtin_cpu_init();
+    if (isa == ISA_X86_64_V4)
+        return __builtin_cpu_supports("x86-64-v4") != 0;
+    if (isa == ISA_AVX2)
+        return __builtin_cpu_supports("avx2") != 0;
+#endif
+    return 1;
+}
+
+int xccl_reduce_isa_best(void)
+{
+    int isa = 0;
+    while (!xccl_reduce_isa_usable(isa))
+        isa++;                  /* the baseline always is */
+    return isa;
+}
+
+xccl_reduce_fn_t xccl_reduce_kernel_isa(int isa, xccl_dtype_t dtype, xccl_op_t op)
+{
+    if ((unsigned)isa >= ISA_COUNT || (unsigned)dtype >= XCCL_DT_COUNT ||
+        (unsigned)op >= XCCL_OP_COUNT)
+        return NULL;
+    return isas[isa].table[dtype][op];
+}
 
 static const size_t dtype_sizes[XCCL_DT_COUNT] = {
     [XCCL_DT_INT8] = sizeof(int8_t),
@@ -236,9 +289,7 @@ static const char *const op_names[XCCL_OP_COUNT] = {
 
 xccl_reduce_fn_t xccl_reduce_kernel(xccl_dtype_t dtype, xccl_op_t op)
 {
-    if ((unsigned)dtype >= XCCL_DT_COUNT || (unsigned)op >= XCCL_OP_COUNT)
-        return NULL;
-    return kernels[dtype][op];
+    return xccl_reduce_kernel_isa(xccl_reduce_isa_best(), dtype, op);
 }
 
 size_t xccl_dtype_size(xccl_dtype_t dtype)

@@ -65,6 +65,18 @@ size_t xccl_dtype_size(xccl_dtype_t dtype);
 const char *xccl_dtype_name(xccl_dtype_t dtype);
 const char *xccl_op_name(xccl_op_t op);
 
+/* The kernels exist once per instruction-set variant, best first (x86-64
+ * with GCC: "x86-64-v4", "avx2", "baseline"; elsewhere "baseline" only);
+ * xccl_reduce_kernel hands out those of xccl_reduce_isa_best(), the first
+ * one this CPU runs.  All variants give the same bits (the ranks of a job
+ * may run different ones).  The others are for tests: a kernel of a
+ * variant that is not usable here may fault. */
+int xccl_reduce_isa_count(void);
+const char *xccl_reduce_isa_name(int isa);      /* NULL when out of range */
+int xccl_reduce_isa_usable(int isa);            /* this CPU runs it */
+int xccl_reduce_isa_best(void);
+xccl_reduce_fn_t xccl_reduce_kernel_isa(int isa, xccl_dtype_t dtype, xccl_op_t op);
+
 /* ------------------------------------------------------------------------ */
 /* Schedules                                                                */
 /* ------------------------------------------------------------------------ */

@@ -69,6 +69,7 @@ typedef struct {
     int output;                      /* opal_output stream */
     int world_rank;                  /* for the log; -1 until known */
     bool ucx_ok;                     /* this process's UCP worker is up */
+    bool progress_registered;        /* xccl's progress callback, from init to close */
     bool world_active;               /* xccl enabled on MPI_COMM_WORLD (MPI_T, read-only) */
     char ucx_error[256];
     char *topo_file, *topo_dump;
@@ -79,11 +80,24 @@ typedef struct {
 
 XCCL_COMPONENT_DECLSPEC extern mca_coll_xccl_component_t mca_coll_xccl_component;
 
+/* Set-up of a communicator, on first use (coll_xccl_setup.c). */
+enum {
+    XCCL_SETUP_NONE,                 /* enabled: fallbacks saved, nothing else */
+    XCCL_SETUP_PENDING,              /* agreement started by a nonblocking call */
+    XCCL_SETUP_DONE                  /* layout ordered, transport chosen */
+};
+
 typedef struct {
     mca_coll_base_module_t super;
 
     ompi_communicator_t *comm;
     int rank, size, world_rank;
+    volatile int setup;              /* XCCL_SETUP_*; DONE is written last */
+    opal_mutex_t setup_lock;         /* one finisher of a pending agreement */
+    struct ompi_request_t *agree_req;
+    int agree_msg[2];                /* this rank's {flags, placement key} */
+    int *agree_all;                  /* every rank's, while the agreement runs */
+    bool ucx;                        /* transport: UCX, else Open MPI's PML */
     xccl_layout_t layout;            /* nodes of the ranks (host names or node_layout) */
     uint32_t cid;
     uint32_t seq;                    /* collective calls on this communicator */
@@ -140,6 +154,24 @@ const char *mca_coll_xccl_algo_name(xccl_coll_t c, int i);
 
 /* module */
 mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+/* Set-up on first use (coll_xccl_setup.c).  A call that runs one of xccl's
+ * schedules calls mca_coll_xccl_setup first: blocking (wait 1) it returns
+ * with the set-up done; nonblocking (wait 0) it only starts the agreement
+ * and never waits for another rank.  MPI error codes.  setup_test: 1 when
+ * done (finishing a pending agreement that has arrived), never waits; safe
+ * from Open MPI's progress engine. */
+int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait);
+int mca_coll_xccl_setup_test(mca_coll_xccl_module_t *m);
+/* What set-up holds (endpoints, layout, agreement buffers), at destruction. */
+void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m);
+
+/* Open MPI's convertor between a datatype's layout and packed bytes
+ * (coll_xccl_pack.c): 0 or an MPI error code. */
+int mca_coll_xccl_pack(void *dst, size_t bytes, const void *buf, size_t count,
+                       struct ompi_datatype_t *dt);
+int mca_coll_xccl_unpack(void *buf, size_t count, struct ompi_datatype_t *dt, const void *src,
+                         size_t bytes);
 
 /* entry points */
 int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

@@ -394,17 +394,14 @@ static int xccl_open(void)
     return OMPI_SUCCESS;
 }
 
-static int progress_ucx(void)
+/* xccl's nonblocking calls progress with Open MPI's, whatever the
+ * transport (UCX, or the PML where some rank has no UCX). */
+static int progress(void)
 {
-    return (int) xccl_ucx_progress() + mca_coll_xccl_progress_requests();
+    int n = mca_coll_xccl_component.ucx_ok ? (int) xccl_ucx_progress() : 0;
+    return n + mca_coll_xccl_progress_requests();
 }
 
-/*
- * Runs once per process in MPI_Init, before the modex.  It never fails:
- * whether xccl runs on a communicator must be the same decision on every
- * rank, so a process whose UCX set-up failed still takes part and the
- * communicator's members agree in module_enable (see coll_xccl_module.c).
- */
 /* The node's topology: loaded from coll_xccl_topo_file, else detected;
  * written to coll_xccl_topo_dump by the node's first local rank.  A failure
  * leaves an empty topology (SHM, TCP) and says why: never fatal. */
@@ -439,6 +436,15 @@ static void load_topology(mca_coll_xccl_component_t *c)
     }
 }
 
+/*
+ * Runs once per process in MPI_Init, before the modex.  It never fails:
+ * whether xccl runs a call must be the same decision on every rank, so a
+ * process whose UCX set-up failed still takes part.  It publishes a
+ * one-byte marker instead of its address, so that its peers learn it at
+ * once (a missing key would stall every communicator's set-up in the
+ * modex), and the communicators it belongs to run xccl's schedules over
+ * Open MPI's PML (coll_xccl_setup.c).
+ */
 static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
@@ -471,13 +477,19 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
             snprintf(c->ucx_error, sizeof(c->ucx_error), "modex send failed (%d)", rc);
         } else {
             c->ucx_ok = true;
-            opal_progress_register(progress_ucx);
         }
     }
     if (!c->ucx_ok) {
-        mca_coll_xccl_log(1, "UCX set-up failed (%s): this process's communicators will use "
-                          "the fallback modules", c->ucx_error);
+        static const char marker[1] = { 0 };
+        OPAL_MODEX_SEND(rc, XCCL_MODEX_SCOPE, &c->super.collm_version, marker, sizeof(marker));
+        if (OPAL_SUCCESS == rc) {
+            rc = xccl_compat_modex_commit();
+        }
+        mca_coll_xccl_log(1, "UCX set-up failed (%s): xccl runs its schedules over Open MPI's "
+                          "PML on every communicator of this process%s", c->ucx_error,
+                          OPAL_SUCCESS == rc ? "" : " (and could not tell its peers)");
     }
+    c->progress_registered = OPAL_SUCCESS == opal_progress_register(progress);
     load_topology(c);
     mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s; device buffers %s",
                       c->ucx_ok ? "ok" : "failed",
@@ -518,10 +530,11 @@ static int xccl_close(void)
     if (c->verbose > 0 && c->output >= 0) {
         print_summary();
     }
-    if (c->ucx_ok) {
-        opal_progress_unregister(progress_ucx);
-        c->ucx_ok = false;
+    if (c->progress_registered) {
+        opal_progress_unregister(progress);
+        c->progress_registered = false;
     }
+    c->ucx_ok = false;
     /* Endpoints of communicators never freed are closed here, before the
      * worker and the context. */
     xccl_ucx_fini();

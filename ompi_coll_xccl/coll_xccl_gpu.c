@@ -451,7 +451,8 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (NULL == st->set || st->filled || st->pipe || st->direct) {
         return MPI_SUCCESS;
     }
-    if (mca_coll_xccl_gpu_direct_wanted()) {
+    /* Only UCX moves device memory; the PML transport runs on the copies. */
+    if (m->ucx && mca_coll_xccl_gpu_direct_wanted()) {
         int rc = direct_gate(m, coll, st, s, gpu_dt, gpu_op, hooks);
         if (MPI_SUCCESS != rc || NULL != st->direct) {
             return rc;

@@ -212,6 +212,7 @@ static int choose(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_
 typedef struct {
     xccl_reduce_fn_t kernel;         /* predefined op on a predefined type */
     int xdt, xop;                    /* its xccl_dtype_t and xccl_op_t (-1: a user op) */
+    int gaps;                        /* a user op on a datatype with gaps (layout_copy) */
     struct ompi_op_t *op;            /* otherwise a commutative user op */
     struct ompi_datatype_t *dtype;
 } reduce_ctx_t;
@@ -306,12 +307,13 @@ static void log_call(mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb, size_t
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
     xccl_coll_stats_t *st = &c->stats[coll];
-    st->calls++;
-    st->bytes += bytes;
+    /* Calls on several threads at once (MPI_THREAD_MULTIPLE) */
+    __atomic_fetch_add(&st->calls, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&st->bytes, bytes, __ATOMIC_RELAXED);
     if (fallback) {
-        st->fallbacks++;
+        __atomic_fetch_add(&st->fallbacks, 1, __ATOMIC_RELAXED);
     } else if (algo_index >= 0 && algo_index < XCCL_MAX_ALGOS) {
-        st->algo_calls[algo_index]++;
+        __atomic_fetch_add(&st->algo_calls[algo_index], 1, __ATOMIC_RELAXED);
     }
     if (c->verbose >= 1 && fallback) {
         mca_coll_xccl_log(1, "%s%s comm=%u rank=%d bytes=%zu fallback=%s size=%d", nb ? "i" : "",
@@ -339,7 +341,7 @@ int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, co
     } else if (err < 0) {
         snprintf(code, sizeof(code), "%s", opal_strerror(err));
     }
-    mca_coll_xccl_component.stats[coll].errors++;
+    __atomic_fetch_add(&mca_coll_xccl_component.stats[coll].errors, 1, __ATOMIC_RELAXED);
     mca_coll_xccl_log(1, "error %s comm=%u rank=%d: %s; returns %s", mca_coll_xccl_coll_name(coll),
                       m->cid, m->world_rank, what, code);
     return err;
@@ -585,8 +587,11 @@ static int exec_failed(mca_coll_xccl_module_t *m, xccl_coll_t coll)
 {
     char what[300];
     const char *ucx = xccl_ucx_error();
-    if (ucx[0]) {
+    if (!m->ucx) {
+        snprintf(what, sizeof(what), "a step failed (a transfer over the PML, or logged above)");
+    } else if (ucx[0]) {
         snprintf(what, sizeof(what), "transfer failed: %s", ucx);
+        xccl_ucx_clear_error();
     } else {
         snprintf(what, sizeof(what), "a step of the schedule failed (logged above)");
     }
@@ -596,12 +601,13 @@ static int exec_failed(mca_coll_xccl_module_t *m, xccl_coll_t coll)
 /* Sets up e to run s as hooks say, with the host's reductions (rctx)
  * where the hooks have none. */
 static int exec_setup(xccl_exec_t *e, mca_coll_xccl_module_t *m, const xccl_sched_t *s,
-                      const mca_coll_xccl_exec_hooks_t *h, reduce_ctx_t *rctx, void *scratch)
+                      const mca_coll_xccl_exec_hooks_t *h, reduce_ctx_t *rctx, void *scratch,
+                      uint32_t seq)
 {
     void *bufs[XCCL_NBUF] = { h->bufs[XCCL_BUF_SEND], h->bufs[XCCL_BUF_RECV],
                               h->bufs[XCCL_BUF_SCRATCH] ? h->bufs[XCCL_BUF_SCRATCH] : scratch };
     if (0 != xccl_exec_init(e, s, &m->transport, bufs, h->reduce ? h->reduce : reduce_cb,
-                            h->reduce ? h->reduce_ctx : rctx, m->seq++)) {
+                            h->reduce ? h->reduce_ctx : rctx, seq)) {
         return -1;
     }
     xccl_exec_set_gate(e, h->gate);
@@ -617,7 +623,7 @@ static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s,
     if (NULL == hooks->bufs[XCCL_BUF_SCRATCH] && 0 != ensure_scratch(m, s->scratch_bytes)) {
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for scratch");
     }
-    if (0 != exec_setup(&e, m, s, hooks, rctx, m->scratch)) {
+    if (0 != exec_setup(&e, m, s, hooks, rctx, m->scratch, m->seq++)) {
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for requests");
     }
     while (0 == (rc = xccl_exec_progress(&e))) {
@@ -627,18 +633,112 @@ static int run(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s,
     return 1 == rc ? MPI_SUCCESS : exec_failed(m, coll);
 }
 
+/* ------------------------------------------------------------ packed datatypes */
+
+/* A rank's side of a call whose datatype has gaps: the schedule runs on
+ * contiguous copies, packed before it starts and unpacked after it ends
+ * (coll_xccl_pack.c).  A datatype is retained while a nonblocking call
+ * holds it (the application may free it at once). */
+typedef struct {
+    void *s, *r;                     /* the packed copies, or NULL */
+    void *rbuf;                      /* where r unpacks to, or NULL */
+    size_t rcount, rbytes;
+    struct ompi_datatype_t *rdt;
+    int layout;                      /* r is in rdt's layout (layout_copy), not packed */
+} packed_t;
+
+/* Packs count elements of dt at buf into a new copy *copy of bytes bytes.
+ * buf may be the host copy of device data (m->stage): then the schedule
+ * runs on the packed copies, not on what staging copies while it runs, so
+ * the device data is copied in whole first. */
+static int pack_copy(mca_coll_xccl_module_t *m, xccl_coll_t coll, void **copy, size_t bytes,
+                     const void *buf, size_t count, struct ompi_datatype_t *dt)
+{
+    if (NULL != m->stage) {
+        int rc = mca_coll_xccl_gpu_stage_fill(m, coll, m->stage);
+        if (MPI_SUCCESS != rc) {
+            *copy = NULL;
+            return rc;
+        }
+    }
+    *copy = malloc(bytes ? bytes : 1);
+    if (NULL == *copy) {
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory packing a datatype");
+    }
+    int rc = NULL != buf ? mca_coll_xccl_pack(*copy, bytes, buf, count, dt) : MPI_SUCCESS;
+    return MPI_SUCCESS == rc ? rc : log_error(m, coll, rc, "packing a datatype failed");
+}
+
+/* The receive side: a copy of bytes bytes that unpacks into count elements
+ * of dt at buf; in: it starts with buf's packed contents (in place). */
+static int pack_recv(mca_coll_xccl_module_t *m, xccl_coll_t coll, packed_t *pk, void *buf,
+                     size_t count, struct ompi_datatype_t *dt, size_t bytes, int in)
+{
+    pk->rbuf = buf;
+    pk->rcount = count;
+    pk->rbytes = bytes;
+    pk->rdt = dt;
+    return pack_copy(m, coll, &pk->r, bytes, in ? buf : NULL, count, dt);
+}
+
+static void packed_keep(packed_t *pk)
+{
+    if (NULL != pk->rbuf) {
+        OBJ_RETAIN(pk->rdt);
+    }
+}
+
+/* Unpacks what arrived (ok: the schedule succeeded), frees the copies;
+ * kept: the datatype was retained. */
+static int packed_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, packed_t *pk, int ok,
+                      int kept)
+{
+    int rc = MPI_SUCCESS;
+    if (NULL != pk->rbuf && ok && pk->layout) {
+        ptrdiff_t gap = 0;
+        (void) opal_datatype_span(&pk->rdt->super, pk->rcount, &gap);
+        rc = ompi_datatype_copy_content_same_ddt(pk->rdt, pk->rcount, pk->rbuf,
+                                                 (char *) pk->r - gap);
+        if (0 != rc) {
+            rc = log_error(m, coll, MPI_ERR_INTERN, "copying the result into its datatype failed");
+        }
+    } else if (NULL != pk->rbuf && ok) {
+        rc = mca_coll_xccl_unpack(pk->rbuf, pk->rcount, pk->rdt, pk->r, pk->rbytes);
+        if (MPI_SUCCESS != rc) {
+            rc = log_error(m, coll, rc, "unpacking a datatype failed");
+        }
+    }
+    if (NULL != pk->rbuf && kept) {
+        OBJ_RELEASE(pk->rdt);
+    }
+    free(pk->s);
+    free(pk->r);
+    memset(pk, 0, sizeof(*pk));
+    return rc;
+}
+
 /* ------------------------------------------------------------ nonblocking */
 
 /* A nonblocking collective in flight: an Open MPI request that owns its
- * schedule, executor and scratch, progressed by xccl's progress callback. */
+ * schedule, executor and scratch, progressed by xccl's progress callback.
+ * One started before the communicator's set-up agreement is in waits for
+ * it with its arguments, then builds its schedule (its sequence number is
+ * taken when it starts, like every call's, so it is the same on all ranks). */
 typedef struct xccl_request {
     ompi_request_t super;
     struct xccl_request *next;       /* in the list of active requests */
     mca_coll_xccl_module_t *module;  /* retained while active */
     xccl_coll_t coll;
+    uint32_t seq;
+    int waiting;                     /* for the set-up: not built yet */
+    build_args_t args;               /* while waiting */
+    size_t *counts;                  /* args.counts, owned */
+    size_t bytes, es;
+    mca_coll_xccl_exec_hooks_t hooks;
     xccl_sched_t sched;
     xccl_exec_t exec;
     reduce_ctx_t rctx;
+    packed_t pk;
     void *scratch;
 } xccl_request_t;
 
@@ -658,20 +758,70 @@ static int request_free(ompi_request_t **rptr)
     return OMPI_SUCCESS;
 }
 
-static void request_finish(xccl_request_t *req, int rc)
+/* Everything a request holds besides its module. */
+static void request_release(xccl_request_t *req)
 {
     xccl_exec_fini(&req->exec);
     xccl_sched_fini(&req->sched);
     free(req->scratch);
+    free(req->counts);
     if (req->rctx.op) {
         OBJ_RELEASE(req->rctx.op);
         OBJ_RELEASE(req->rctx.dtype);
     }
-    if (1 != rc) {
-        req->super.req_status.MPI_ERROR = exec_failed(req->module, req->coll);
+}
+
+/* rc: 1 done, else the execution's error, or an MPI error code already
+ * logged (err). */
+static void request_finish(xccl_request_t *req, int rc, int err)
+{
+    mca_coll_xccl_module_t *m = req->module;
+    request_release(req);
+    if (MPI_SUCCESS != err) {
+        req->super.req_status.MPI_ERROR = err;
+    } else if (1 != rc) {
+        req->super.req_status.MPI_ERROR = exec_failed(m, req->coll);
     }
-    OBJ_RELEASE(req->module);
+    err = packed_end(m, req->coll, &req->pk, 1 == rc && MPI_SUCCESS == err, 1);
+    if (MPI_SUCCESS == req->super.req_status.MPI_ERROR) {
+        req->super.req_status.MPI_ERROR = err;
+    }
+    OBJ_RELEASE(m);
     ompi_request_complete(&req->super, true);
+}
+
+/* Scratch and executor of a request whose schedule is built: 0 or -1. */
+static int request_launch(xccl_request_t *req)
+{
+    const int host_scratch = req->sched.scratch_bytes && NULL == req->hooks.bufs[XCCL_BUF_SCRATCH];
+    req->scratch = host_scratch ? malloc(req->sched.scratch_bytes) : NULL;
+    if (host_scratch && NULL == req->scratch) {
+        return -1;
+    }
+    return exec_setup(&req->exec, req->module, &req->sched, &req->hooks, &req->rctx,
+                      req->scratch, req->seq);
+}
+
+static int build_sched(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_t *a,
+                       size_t bytes, size_t es, xccl_sched_t *s, int *algo, double *predicted_us);
+
+/* A waiting request whose communicator is set up now: build and launch.
+ * MPI_SUCCESS, or an error code (logged). */
+static int request_build(xccl_request_t *req)
+{
+    mca_coll_xccl_module_t *m = req->module;
+    double predicted_us;
+    int algo;
+    int rc = build_sched(m, req->coll, &req->args, req->bytes, req->es, &req->sched, &algo,
+                         &predicted_us);
+    if (MPI_SUCCESS != rc) {
+        return rc;
+    }
+    log_call(m, req->coll, 1, req->bytes, algo, predicted_us, NULL);
+    req->waiting = 0;
+    return 0 == request_launch(req)
+               ? MPI_SUCCESS
+               : log_error(m, req->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
 }
 
 /* Called from Open MPI's progress loop (and from xccl's own waits). */
@@ -690,13 +840,20 @@ int mca_coll_xccl_progress_requests(void)
     progressing = 1;
     for (xccl_request_t **pp = &active_requests; *pp;) {
         xccl_request_t *req = *pp;
-        int rc = xccl_exec_progress(&req->exec);
-        if (0 == rc) {
+        int rc = 0, err = MPI_SUCCESS;
+        if (req->waiting && mca_coll_xccl_setup_test(req->module)) {
+            err = request_build(req);
+        }
+        if (MPI_SUCCESS == err && !req->waiting) {
+            rc = xccl_exec_progress(&req->exec);
+        }
+        if (0 == rc && MPI_SUCCESS == err) {
             pp = &req->next;
             continue;
         }
         *pp = req->next;               /* unlink; complete outside the lock */
         req->exec.status = rc;
+        req->super.req_status.MPI_ERROR = err;
         req->next = done;
         done = req;
         events++;
@@ -706,24 +863,24 @@ int mca_coll_xccl_progress_requests(void)
     while (done) {
         xccl_request_t *req = done;
         done = req->next;
-        request_finish(req, req->exec.status);
+        request_finish(req, req->exec.status, req->super.req_status.MPI_ERROR);
     }
     return events;
 }
 
-/* Takes over *s (the caller must not free it). */
-static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s,
-                 const mca_coll_xccl_exec_hooks_t *hooks, const reduce_ctx_t *rctx,
-                 ompi_request_t **request)
+/* A request for a call of m that runs as hooks say, with rctx's reduction
+ * and pk's packed copies (both taken over). */
+static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                   const mca_coll_xccl_exec_hooks_t *hooks,
+                                   const reduce_ctx_t *rctx, packed_t *pk)
 {
     xccl_request_t *req = OBJ_NEW(xccl_request_t);
     if (NULL == req) {
-        xccl_sched_fini(s);
-        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+        return NULL;
     }
     init_request(&req->super, sizeof(*req), request_free);
     req->coll = coll;
-    req->sched = *s;
+    req->hooks = *hooks;
     if (rctx) {
         req->rctx = *rctx;
         if (NULL == req->rctx.kernel) {
@@ -734,32 +891,89 @@ static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s,
             req->rctx.op = NULL;
         }
     }
-    const int host_scratch = req->sched.scratch_bytes && NULL == hooks->bufs[XCCL_BUF_SCRATCH];
-    req->scratch = host_scratch ? malloc(req->sched.scratch_bytes) : NULL;
-    if ((host_scratch && NULL == req->scratch) ||
-        0 != exec_setup(&req->exec, m, &req->sched, hooks, &req->rctx, req->scratch)) {
-        xccl_sched_fini(&req->sched);
-        free(req->scratch);
-        if (req->rctx.op) {
-            OBJ_RELEASE(req->rctx.op);
-            OBJ_RELEASE(req->rctx.dtype);
-        }
-        OBJ_RELEASE(req);
-        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    if (pk) {
+        req->pk = *pk;
+        packed_keep(&req->pk);
+        memset(pk, 0, sizeof(*pk));
     }
     OBJ_RETAIN(m);
     req->module = m;
+    req->seq = m->seq++;
+    return req;
+}
+
+static void request_enqueue(xccl_request_t *req, ompi_request_t **request)
+{
     *request = &req->super;
     OPAL_THREAD_LOCK(&active_lock);
     req->next = active_requests;
     active_requests = req;
     OPAL_THREAD_UNLOCK(&active_lock);
     mca_coll_xccl_progress_requests();   /* post the first step now */
+}
+
+/* Undoes request_new for a request that never started. */
+static int request_drop(xccl_request_t *req, int err)
+{
+    mca_coll_xccl_module_t *m = req->module;
+    const xccl_coll_t coll = req->coll;
+    request_release(req);
+    packed_end(m, coll, &req->pk, 0, 1);
+    OBJ_RELEASE(req);
+    err = log_error(m, coll, err, "out of memory for a request");
+    OBJ_RELEASE(m);
+    return err;
+}
+
+/* Starts s in the background (takes it over). */
+static int start(mca_coll_xccl_module_t *m, xccl_coll_t coll, xccl_sched_t *s,
+                 const mca_coll_xccl_exec_hooks_t *hooks, const reduce_ctx_t *rctx, packed_t *pk,
+                 ompi_request_t **request)
+{
+    xccl_request_t *req = request_new(m, coll, hooks, rctx, pk);
+    if (NULL == req) {
+        xccl_sched_fini(s);
+        packed_end(m, coll, pk, 0, 0);
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    }
+    req->sched = *s;
+    if (0 != request_launch(req)) {
+        return request_drop(req, OMPI_ERR_OUT_OF_RESOURCE);
+    }
+    request_enqueue(req, request);
     return MPI_SUCCESS;
 }
 
-/* Chooses the algorithm, builds its schedule, logs the call and runs it:
- * to completion, or, with a request, in the background (nonblocking). */
+/* Queues a call whose schedule can only be built once the communicator's
+ * set-up agreement is in (a copy of the arguments). */
+static int start_waiting(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_t *a,
+                         size_t bytes, size_t es, const mca_coll_xccl_exec_hooks_t *hooks,
+                         const reduce_ctx_t *rctx, packed_t *pk, ompi_request_t **request)
+{
+    xccl_request_t *req = request_new(m, coll, hooks, rctx, pk);
+    if (NULL == req) {
+        packed_end(m, coll, pk, 0, 0);
+        return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    }
+    req->args = *a;
+    req->bytes = bytes;
+    req->es = es;
+    req->waiting = 1;
+    if (NULL != a->counts) {
+        const size_t n = (size_t) m->size * sizeof(size_t);
+        if (NULL == (req->counts = malloc(n))) {
+            return request_drop(req, OMPI_ERR_OUT_OF_RESOURCE);
+        }
+        memcpy(req->counts, a->counts, n);
+        req->args.counts = req->counts;
+    }
+    mca_coll_xccl_log(2, "i%s comm=%u rank=%d: waits for the communicator's set-up",
+                      mca_coll_xccl_coll_name(coll), m->cid, m->world_rank);
+    request_enqueue(req, request);
+    return MPI_SUCCESS;
+}
+
+/* Chooses the algorithm and builds its schedule. */
 static int build_sched(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_t *a,
                        size_t bytes, size_t es, xccl_sched_t *s, int *algo, double *predicted_us)
 {
@@ -783,19 +997,42 @@ static int build_sched(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_
     return MPI_SUCCESS;
 }
 
+/* Runs a call xccl has taken: sets the communicator up on first use,
+ * chooses the algorithm, builds its schedule, logs the call and runs it:
+ * to completion, or, with a request, in the background (nonblocking).
+ * sbuf and rbuf are what the schedule works on (host copies of device
+ * buffers, packed copies of datatypes with gaps); pk (may be NULL) is
+ * unpacked and freed at the end. */
 static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const build_args_t *a,
                          size_t bytes, size_t es, void *sbuf, void *rbuf, reduce_ctx_t *rctx,
-                         ompi_request_t **request)
+                         packed_t *pk, ompi_request_t **request)
 {
     double predicted_us;
     int algo;
     xccl_sched_t s;
-    int rc = build_sched(m, coll, a, bytes, es, &s, &algo, &predicted_us);
+    mca_coll_xccl_exec_hooks_t hooks = { .bufs = { sbuf, rbuf, NULL } };
+    packed_t none = { 0 };
+    pk = pk ? pk : &none;
+    int rc = mca_coll_xccl_setup(m, NULL == request);
     if (MPI_SUCCESS != rc) {
+        packed_end(m, coll, pk, 0, 0);
+        return log_error(m, coll, rc, "setting the communicator up failed");
+    }
+    if (!mca_coll_xccl_setup_test(m)) {
+        /* Nonblocking, before the agreement is in: device data is copied
+         * in now, and the schedule is built later. */
+        if (m->stage && MPI_SUCCESS != (rc = mca_coll_xccl_gpu_stage_fill(m, coll, m->stage))) {
+            packed_end(m, coll, pk, 0, 0);
+            return rc;
+        }
+        return start_waiting(m, coll, a, bytes, es, &hooks, rctx, pk, request);
+    }
+    rc = build_sched(m, coll, a, bytes, es, &s, &algo, &predicted_us);
+    if (MPI_SUCCESS != rc) {
+        packed_end(m, coll, pk, 0, 0);
         return rc;
     }
     log_call(m, coll, NULL != request, bytes, algo, predicted_us, NULL);
-    mca_coll_xccl_exec_hooks_t hooks = { .bufs = { sbuf, rbuf, NULL } };
     /* Device data: sbuf and rbuf are host copies; the schedule runs on the
      * device buffers, or on the copies while they arrive and leave. */
     if (m->stage) {
@@ -803,15 +1040,17 @@ static int build_and_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const buil
                                           rctx ? rctx->xop : -1, &hooks);
         if (MPI_SUCCESS != rc) {
             xccl_sched_fini(&s);
+            packed_end(m, coll, pk, 0, 0);
             return rc;
         }
     }
     if (request) {
-        return start(m, coll, &s, &hooks, rctx, request);   /* takes the schedule */
+        return start(m, coll, &s, &hooks, rctx, pk, request);   /* takes the schedule */
     }
     rc = run(m, coll, &s, &hooks, rctx);
     xccl_sched_fini(&s);
-    return rc;
+    int rc2 = packed_end(m, coll, pk, MPI_SUCCESS == rc, 0);
+    return MPI_SUCCESS != rc ? rc : rc2;
 }
 
 /* ------------------------------------------------------------ reductions: shared part */
@@ -825,6 +1064,7 @@ static const char *plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *
     xccl_op_t xop;
     rctx->kernel = NULL;
     rctx->xdt = rctx->xop = -1;
+    rctx->gaps = 0;
     rctx->op = op;
     rctx->dtype = dt;
     if (ompi_op_is_intrinsic(op)) {
@@ -842,14 +1082,70 @@ static const char *plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *
     if (!ompi_op_is_commute(op)) {
         return "noncommutative_op";
     }
-    if (!is_contiguous(dt, count ? count : 1)) {
-        return "noncontiguous_datatype";
+    /* A user op reads the datatype's own layout: one with gaps runs on
+     * copies of that layout (layout_copy), element i at i * extent. */
+    ptrdiff_t lb, extent, tlb, textent;
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    ompi_datatype_get_true_extent(dt, &tlb, &textent);
+    if (extent <= 0) {
+        return "empty_datatype";
     }
-    *elem_size = dtype_extent(dt);
-    return 0 == *elem_size ? "empty_datatype" : NULL;
+    if (textent > extent) {
+        return "overlapping_datatype";   /* elements overlap: no slices */
+    }
+    *elem_size = (size_t) extent;
+    rctx->gaps = !is_contiguous(dt, count ? count : 1);
+    return NULL;
+}
+
+/* A reduction on a datatype with gaps: the schedule runs on copies of the
+ * layout (gaps included) of nin elements from in (the send buffer, or the
+ * receive buffer in place), and the nout elements of the result are copied
+ * back into out's layout without touching its gaps. */
+static int layout_copy(mca_coll_xccl_module_t *m, xccl_coll_t coll, packed_t *pk, const void *in,
+                       size_t nin, int in_place, void *out, size_t nout,
+                       struct ompi_datatype_t *dt, char **s, char **r)
+{
+    const size_t extent = dtype_extent(dt);
+    ptrdiff_t gap = 0;
+    const size_t span = (size_t) opal_datatype_span(&dt->super, nin, &gap);
+    int err = pack_copy(m, coll, in_place ? &pk->r : &pk->s, nin * extent, NULL, 0, dt);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    char *copy = in_place ? pk->r : pk->s;
+    memcpy(copy, (const char *) in + gap, span);
+    if (!in_place && MPI_SUCCESS != (err = pack_copy(m, coll, &pk->r, nout * extent, NULL, 0, dt))) {
+        return err;
+    }
+    pk->rbuf = out;
+    pk->rcount = nout;
+    pk->rdt = dt;
+    pk->layout = 1;
+    *s = copy;
+    *r = pk->r;
+    return MPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------ CUDA IPC reductions */
+
+/* CUDA IPC is tried, by every rank alike, for blocking calls of at least
+ * coll_xccl_gpu_ipc_bytes where the communicator can (m->gpu_ipc), which
+ * is known once it is set up: such a call sets it up first.  Calls that
+ * go to the fallback whatever their buffers (the collective disabled or
+ * forced to the fallback) do not. */
+static int ipc_setup(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
+                     ompi_request_t **request)
+{
+    const mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    if (NULL != request || NULL != m->stage || 0 == c->gpu_ipc_bytes ||
+        bytes < c->gpu_ipc_bytes || m->size < 2 || !c->enable[coll] ||
+        XCCL_ALGO_FALLBACK == c->forced[coll] || mca_coll_xccl_setup_test(m)) {
+        return MPI_SUCCESS;
+    }
+    int rc = mca_coll_xccl_setup(m, 1);
+    return MPI_SUCCESS == rc ? rc : log_error(m, coll, rc, "setting the communicator up failed");
+}
 
 /* A reduction through CUDA IPC (*done) or nothing.  Whether every rank
  * tries depends only on inputs all ranks share (the communicator, the
@@ -914,9 +1210,15 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     if (MPI_SUCCESS != (err = check_op(op, dtype, "MPI_Allreduce"))) {
         return log_error(m, coll, err, "invalid op for this datatype");
     }
+    if (MPI_IN_PLACE == rbuf) {
+        return log_error(m, coll, MPI_ERR_BUFFER, "MPI_IN_PLACE as the receive buffer");
+    }
     if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) count, dtype)) ||
         (!in_place && MPI_SUCCESS != (err = check_buf(sbuf, (size_t) count, dtype)))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
+    }
+    if (MPI_SUCCESS != (err = ipc_setup(m, coll, (size_t) count * dtype_size(dtype), request))) {
+        return err;
     }
 
     int done;
@@ -959,9 +1261,16 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     ptrdiff_t lb = true_lb_of(dtype);
     char *r = (char *) rbuf + lb;
     char *s = in_place ? r : (char *) sbuf + lb;
+    packed_t pk = { 0 };
+    if (rctx.gaps && MPI_SUCCESS != (err = layout_copy(m, coll, &pk, in_place ? rbuf : sbuf,
+                                                       (size_t) count, in_place, rbuf,
+                                                       (size_t) count, dtype, &s, &r))) {
+        packed_end(m, coll, &pk, 0, 0);
+        return err;
+    }
     build_args_t a = { .count = (size_t) count, .in_place = in_place, .layout = &m->layout,
                        .segment = mca_coll_xccl_component.segment_bytes };
-    return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, request);
+    return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, &pk, request);
 }
 
 /* ------------------------------------------------------------ reduce_scatter (_block) */
@@ -990,8 +1299,17 @@ static int reduce_scatter_common(mca_coll_xccl_module_t *m, xccl_coll_t coll, co
     ptrdiff_t lb = true_lb_of(dtype);
     char *r = (char *) rbuf + lb;
     char *s = in_place ? r : (char *) sbuf + lb;
+    packed_t pk = { 0 };
+    int err;
+    /* in place, the result is the start of the receive buffer */
+    if (rctx.gaps && MPI_SUCCESS != (err = layout_copy(m, coll, &pk, in_place ? rbuf : sbuf, total,
+                                                       in_place, rbuf, counts[m->rank], dtype,
+                                                       &s, &r))) {
+        packed_end(m, coll, &pk, 0, 0);
+        return err;
+    }
     build_args_t a = { .counts = counts, .in_place = in_place, .layout = &m->layout };
-    return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, request);
+    return build_and_run(m, coll, &a, bytes, es, s, r, &rctx, &pk, request);
 }
 
 static int check_reduction_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
@@ -1005,6 +1323,9 @@ static int check_reduction_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, con
     }
     if (MPI_SUCCESS != (err = check_op(op, dtype, fn))) {
         return log_error(m, coll, err, "invalid op for this datatype");
+    }
+    if (MPI_IN_PLACE == rbuf) {
+        return log_error(m, coll, MPI_ERR_BUFFER, "MPI_IN_PLACE as the receive buffer");
     }
     if (MPI_IN_PLACE == sbuf) {
         err = check_buf(rbuf, total, dtype);
@@ -1046,6 +1367,9 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
     }
     err = check_reduction_args(m, coll, sbuf, rbuf, counts[m->rank], total, dtype, op,
                                "MPI_Reduce_scatter");
+    if (MPI_SUCCESS == err) {
+        err = ipc_setup(m, coll, total * dtype_size(dtype), request);
+    }
     int done = 0;
     if (MPI_SUCCESS == err) {
         err = ipc_reduction(m, comm, request, coll, sbuf, rbuf, 0, counts, dtype, op, &done);
@@ -1105,6 +1429,10 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     }
     const size_t total = (size_t) rcount * (size_t) m->size;
     int done;
+    if (MPI_SUCCESS != (err = ipc_setup(m, coll, total * dtype_size(dtype), request))) {
+        free(counts);
+        return err;
+    }
     err = ipc_reduction(m, comm, request, coll, sbuf, rbuf, 0, counts, dtype, op, &done);
     if (done) {
         free(counts);
@@ -1139,8 +1467,7 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
 
 /* ------------------------------------------------------------ allgather, alltoall */
 
-/* Shared checks of the (send, recv) argument pairs; *block is the bytes one
- * rank contributes, or a fallback reason is returned. */
+/* Shared checks of the (send, recv) argument pairs. */
 static int check_pair_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
                            int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
                            struct ompi_datatype_t *rdtype, size_t send_blocks)
@@ -1154,115 +1481,62 @@ static int check_pair_args(mca_coll_xccl_module_t *m, xccl_coll_t coll, const vo
         (!in_place && MPI_SUCCESS != (err = check_dtype(sdtype)))) {
         return log_error(m, coll, err, "invalid datatype");
     }
-    if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount, rdtype)) ||
+    if (MPI_IN_PLACE == rbuf) {
+        return log_error(m, coll, MPI_ERR_BUFFER, "MPI_IN_PLACE as the receive buffer");
+    }
+    if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount * (size_t) m->size, rdtype)) ||
         (!in_place &&
          MPI_SUCCESS != (err = check_buf(sbuf, (size_t) scount * send_blocks, sdtype)))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
-    return MPI_SUCCESS;
-}
-
-static const char *plan_movement(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                 const void *sbuf, int scount,
-                                 struct ompi_datatype_t *sdtype, int rcount,
-                                 struct ompi_datatype_t *rdtype, size_t nblocks, size_t *block)
-{
-    const int in_place = MPI_IN_PLACE == sbuf;
-    *block = (size_t) rcount * dtype_size(rdtype);
-    const char *why = common_fallback(m, coll, *block * nblocks);
-    if (why) {
-        return why;
-    }
-    if (!is_contiguous(rdtype, (size_t) rcount * nblocks)) {
-        return "noncontiguous_datatype";
-    }
-    if (!in_place) {
-        size_t sblock = (size_t) scount * dtype_size(sdtype);
-        size_t snblocks = XCCL_COLL_ALLTOALL == coll ? nblocks : 1;
-        if (!is_contiguous(sdtype, (size_t) scount * snblocks)) {
-            return "noncontiguous_datatype";
-        }
-        if (sblock != *block) {
-            return "send_recv_size_mismatch";
-        }
-    }
-    return NULL;
-}
-
-/* Everything an allgather or alltoall does before its algorithm: argument
- * checks (an error code), the fallback decision (*why), the byte size of a
- * block and the buffers the schedule works on. */
-static int movement_prepare(mca_coll_xccl_module_t *m, xccl_coll_t coll, const void *sbuf,
-                            int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            struct ompi_datatype_t *rdtype, const char **why, size_t *block,
-                            char **s, char **r, ompi_request_t **request)
-{
-    const int in_place = MPI_IN_PLACE == sbuf;
-    const size_t send_blocks = XCCL_COLL_ALLTOALL == coll ? (size_t) m->size : 1;
-    int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, send_blocks);
-    if (MPI_SUCCESS != err) {
-        return err;
-    }
-    if (MPI_SUCCESS != (err = check_buf(rbuf, (size_t) rcount * (size_t) m->size, rdtype))) {
-        return log_error(m, coll, err, "NULL buffer with a nonzero count");
-    }
-    *why = plan_movement(m, coll, sbuf, scount, sdtype, rcount, rdtype, (size_t) m->size,
-                         block);
-    if (*why) {
-        return fall_back(m, coll, NULL != request, *block * (size_t) m->size, *why);
-    }
-    *r = (char *) rbuf + true_lb_of(rdtype);
-    if (!in_place) {
-        *s = (char *) sbuf + true_lb_of(sdtype);
-    } else {
-        /* allgather: the own block already sits in place; alltoall: SEND is RECV */
-        *s = XCCL_COLL_ALLGATHER == coll ? *r + (size_t) m->rank * *block : *r;
+    /* A correct program sends what every rank receives from it, in bytes
+     * at least (type signatures match); anything else would leave some
+     * ranks waiting, so it is this rank's error. */
+    if (!in_place && (size_t) scount * dtype_size(sdtype) != (size_t) rcount * dtype_size(rdtype)) {
+        return log_error(m, coll, MPI_ERR_TRUNCATE,
+                         "the send and receive blocks differ in size (type signatures differ)");
     }
     return MPI_SUCCESS;
 }
 
-/* Allgather and alltoall share everything but the fallback functions. */
+/* Allgather and alltoall share everything but the fallback functions.  The
+ * decision (xccl or the fallback) rests on the bytes alone, which type
+ * signatures make equal on every rank; a datatype with gaps is packed. */
 static int movement(xccl_coll_t coll, const void *sbuf, int scount,
                     struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
                     struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                     mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    const char *why = NULL;
-    size_t block = 0;
-    char *s = NULL, *r = NULL;
     const int in_place = MPI_IN_PLACE == sbuf;
     const size_t P = (size_t) m->size;
-    const size_t bytes = rcount < 0 ? 0 : (size_t) rcount * dtype_size(rdtype) * P;
+    const size_t send_blocks = XCCL_COLL_ALLTOALL == coll ? P : 1;
+    int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, send_blocks);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    const size_t block = (size_t) rcount * dtype_size(rdtype), bytes = block * P;
+    const size_t sn = (size_t) scount * send_blocks, rn = (size_t) rcount * P;
+    if (MPI_SUCCESS != (err = ipc_setup(m, coll, bytes, request))) {
+        return err;
+    }
     /* Inputs every rank shares decide whether all try CUDA IPC. */
     if (m->gpu_ipc && NULL == m->stage && NULL == request &&
         mca_coll_xccl_component.gpu_ipc_bytes > 0 &&
         bytes >= mca_coll_xccl_component.gpu_ipc_bytes &&
-        !(XCCL_COLL_ALLTOALL == coll && in_place) &&
-        MPI_SUCCESS == check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                       XCCL_COLL_ALLTOALL == coll ? P : 1)) {
-        const size_t sn = (size_t) scount * (XCCL_COLL_ALLTOALL == coll ? P : 1);
-        block = bytes / P;
-        r = (char *) rbuf + true_lb_of(rdtype);
+        !(XCCL_COLL_ALLTOALL == coll && in_place)) {
+        char *r = (char *) rbuf + true_lb_of(rdtype);
         const char *exp = in_place ? r + (size_t) m->rank * block
                                    : (const char *) sbuf + true_lb_of(sdtype);
-        int done, contig = is_contiguous(rdtype, (size_t) rcount * P) &&
-                           (in_place || (is_contiguous(sdtype, sn) &&
-                                         (size_t) scount * dtype_size(sdtype) == block));
-        int err = mca_coll_xccl_gpu_ipc(m, comm, coll, exp, r, block, -1, contig, &done);
+        int done, contig = is_contiguous(rdtype, rn) && (in_place || is_contiguous(sdtype, sn));
+        err = mca_coll_xccl_gpu_ipc(m, comm, coll, exp, r, block, -1, contig, &done);
         if (done) {
             return err;
         }
     }
     const where_t w = where(in_place ? NULL : sbuf, rbuf);
     if (w.device) {
-        const size_t sn = (size_t) scount * (XCCL_COLL_ALLTOALL == coll ? P : 1);
         staged_t st;
-        int err = check_pair_args(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                  XCCL_COLL_ALLTOALL == coll ? P : 1);
-        if (MPI_SUCCESS == err) {
-            err = staged_begin(m, coll, &st, sbuf, sn, sdtype, rbuf, (size_t) rcount * P, rdtype,
-                               0, 1, &w);
-        }
+        err = staged_begin(m, coll, &st, sbuf, sn, sdtype, rbuf, rn, rdtype, 0, 1, &w);
         if (MPI_SUCCESS != err) {
             return err;
         }
@@ -1273,25 +1547,47 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
         m->stage = NULL;
         return staged_finish(m, coll, &st, err, inner, request);
     }
-    int err = movement_prepare(m, coll, sbuf, scount, sdtype, rbuf, rcount, rdtype, &why, &block,
-                               &s, &r, request);
-    if (MPI_SUCCESS != err) {
-        return err;
-    }
-    if (why && XCCL_COLL_ALLGATHER == coll) {
-        return request ? m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                            request, m->prev_iallgather_module)
-                       : m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                           m->prev_allgather_module);
-    }
+    const char *why = common_fallback(m, coll, bytes);
     if (why) {
+        if (MPI_SUCCESS != (err = fall_back(m, coll, NULL != request, bytes, why))) {
+            return err;
+        }
+        if (XCCL_COLL_ALLGATHER == coll) {
+            return request ? m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                                request, m->prev_iallgather_module)
+                           : m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                               m->prev_allgather_module);
+        }
         return request ? m->prev_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                            request, m->prev_ialltoall_module)
                        : m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                           m->prev_alltoall_module);
     }
-    build_args_t a = { .block = block, .in_place = MPI_IN_PLACE == sbuf, .layout = &m->layout };
-    return build_and_run(m, coll, &a, block * (size_t) m->size, 1, s, r, NULL, request);
+    packed_t pk = { 0 };
+    char *s = NULL, *r = (char *) rbuf + true_lb_of(rdtype);
+    if (!is_contiguous(rdtype, rn)) {
+        /* in place: the input is in the receive buffer too */
+        if (MPI_SUCCESS != (err = pack_recv(m, coll, &pk, rbuf, rn, rdtype, bytes, in_place))) {
+            packed_end(m, coll, &pk, 0, 0);
+            return err;
+        }
+        r = pk.r;
+    }
+    if (in_place) {
+        /* allgather: the own block already sits in place; alltoall: SEND is RECV */
+        s = XCCL_COLL_ALLGATHER == coll ? r + (size_t) m->rank * block : r;
+    } else if (!is_contiguous(sdtype, sn)) {
+        if (MPI_SUCCESS != (err = pack_copy(m, coll, &pk.s, block * send_blocks, sbuf, sn,
+                                            sdtype))) {
+            packed_end(m, coll, &pk, 0, 0);
+            return err;
+        }
+        s = pk.s;
+    } else {
+        s = (char *) sbuf + true_lb_of(sdtype);
+    }
+    build_args_t a = { .block = block, .in_place = in_place, .layout = &m->layout };
+    return build_and_run(m, coll, &a, bytes, 1, s, r, NULL, &pk, request);
 }
 
 /* ------------------------------------------------------------ bcast */
@@ -1311,16 +1607,22 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
     if (root < 0 || root >= m->size) {
         return log_error(m, coll, MPI_ERR_ROOT, "root out of range");
     }
+    if (MPI_IN_PLACE == buf) {
+        return log_error(m, coll, MPI_ERR_BUFFER, "MPI_IN_PLACE as the buffer");
+    }
     if (MPI_SUCCESS != (err = check_buf(buf, (size_t) count, dtype))) {
         return log_error(m, coll, err, "NULL buffer with a nonzero count");
     }
+    const size_t bytes = (size_t) count * dtype_size(dtype);
+    if (MPI_SUCCESS != (err = ipc_setup(m, coll, bytes, request))) {
+        return err;
+    }
     if (m->gpu_ipc && NULL == m->stage && NULL == request &&
         mca_coll_xccl_component.gpu_ipc_bytes > 0 &&
-        (size_t) count * dtype_size(dtype) >= mca_coll_xccl_component.gpu_ipc_bytes) {
+        bytes >= mca_coll_xccl_component.gpu_ipc_bytes) {
         char *b = (char *) buf + true_lb_of(dtype);
         int done;
-        err = mca_coll_xccl_gpu_ipc(m, comm, coll, m->rank == root ? b : NULL, b,
-                                    (size_t) count * dtype_size(dtype), root,
+        err = mca_coll_xccl_gpu_ipc(m, comm, coll, m->rank == root ? b : NULL, b, bytes, root,
                                     is_contiguous(dtype, (size_t) count), &done);
         if (done) {
             return err;
@@ -1340,11 +1642,7 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
         m->stage = NULL;
         return staged_finish(m, coll, &st, err, inner, request);
     }
-    const size_t bytes = (size_t) count * dtype_size(dtype);
     const char *why = common_fallback(m, coll, bytes);
-    if (NULL == why && !is_contiguous(dtype, (size_t) count)) {
-        why = "noncontiguous_datatype";
-    }
     if (why) {
         if (MPI_SUCCESS != (err = fall_back(m, coll, NULL != request, bytes, why))) {
             return err;
@@ -1353,9 +1651,20 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                                         m->prev_ibcast_module)
                        : m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
     }
+    packed_t pk = { 0 };
     char *b = (char *) buf + true_lb_of(dtype);
+    if (!is_contiguous(dtype, (size_t) count)) {
+        /* The root packs and keeps its data; the others unpack what came. */
+        err = m->rank == root ? pack_copy(m, coll, &pk.r, bytes, buf, (size_t) count, dtype)
+                              : pack_recv(m, coll, &pk, buf, (size_t) count, dtype, bytes, 0);
+        if (MPI_SUCCESS != err) {
+            packed_end(m, coll, &pk, 0, 0);
+            return err;
+        }
+        b = pk.r;
+    }
     build_args_t a = { .bytes = bytes, .root = root, .layout = &m->layout };
-    return build_and_run(m, coll, &a, bytes, 1, NULL, b, NULL, request);
+    return build_and_run(m, coll, &a, bytes, 1, NULL, b, NULL, &pk, request);
 }
 
 /* ------------------------------------------------------------ entry points */

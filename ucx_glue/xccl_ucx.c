@@ -28,20 +28,27 @@ static struct {
     size_t neps_cap, neps;
     pthread_mutex_t lock;      /* guards the endpoint cache */
     char tls[256];
-    char error[256];
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Per thread: calls on several threads fail (and say why) on their own. */
+static __thread char error[256];
 
 static void set_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g.error, sizeof(g.error), fmt, ap);
+    vsnprintf(error, sizeof(error), fmt, ap);
     va_end(ap);
 }
 
 const char *xccl_ucx_error(void)
 {
-    return g.error;
+    return error;
+}
+
+void xccl_ucx_clear_error(void)
+{
+    error[0] = '\0';
 }
 
 const char *xccl_ucx_tls(void)

@@ -32,7 +32,9 @@ int xccl_ucx_init(const char *tls, const char *rndv_scheme, const char *rndv_thr
 /* Close what is left of the endpoints, destroy the worker and the context. */
 void xccl_ucx_fini(void);
 int xccl_ucx_ready(void);
+/* Why the last call that failed on this thread failed; "" after clear. */
 const char *xccl_ucx_error(void);
+void xccl_ucx_clear_error(void);
 /* 1 when the context can move CUDA device memory itself (a UCX built with
  * CUDA), else 0 (Debian's: xccl stages device buffers through host
  * memory; it stages them also when UCX could move them, for now). */

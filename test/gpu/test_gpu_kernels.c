@@ -4,9 +4,11 @@
  * host kernels (xccl_reduce_kernel), no MPI.
  *
  * 1. Host, always: the kernels' element operations (gpu/xccl_reduce_ops.h,
- *    compiled here for the host) against xccl_reduce_kernel for every pair
- *    the GPU supports; sizes and layouts of the element types; which pairs
- *    are supported (all of xccl_reduce_kernel's but long double).
+ *    compiled here for the host) against every instruction-set variant of
+ *    the host kernels this CPU runs (xccl_reduce_kernel_isa; the others are
+ *    skipped with a line saying so) for every pair the GPU supports; sizes
+ *    and layouts of the element types; which pairs are supported (all of
+ *    xccl_reduce_kernel's but long double).
  * 2. Device, where libcuda.so.1 loads and there is a device (else "SKIP:
  *    <reason>", exit 77): for every supported pair, counts 0, 1, 31, 1000,
  *    (1 << 20) + 7 and nsrc 1, 2, 3, 8 (and 17 up to count 1000: chained
@@ -356,18 +358,29 @@ static void host_checks(void)
     for (int k = 0; k < nsrc; k++) {
         srcs[k] = malloc(count * 16);
     }
-    int before = failures;
-    for (size_t p = 0; p < NPAIRS; p++) {
-        rng_state = 0x9e3779b97f4a7c15ull ^ (p * 0x100000001b3ull);
-        for (int k = 0; k < nsrc; k++) {
-            fill(&pairs[p], srcs[k], count);
+    /* Every variant: ranks on different CPUs run different ones, and the
+     * GPU's results must equal each. */
+    for (int isa = 0; isa < xccl_reduce_isa_count(); isa++) {
+        if (!xccl_reduce_isa_usable(isa)) {
+            printf("host: SKIP kernel variant %s: this CPU cannot run it (not compared)\n",
+                   xccl_reduce_isa_name(isa));
+            continue;
         }
-        fold(xccl_reduce_kernel(pairs[p].dt, pairs[p].op), pairs[p].size, want, srcs, nsrc, count);
-        fold(pairs[p].emu, pairs[p].size, got, srcs, nsrc, count);
-        compare(&pairs[p], "host emulation", nsrc, count, got, want, srcs);
+        char where[64];
+        snprintf(where, sizeof(where), "host emulation vs %s", xccl_reduce_isa_name(isa));
+        int before = failures;
+        for (size_t p = 0; p < NPAIRS; p++) {
+            rng_state = 0x9e3779b97f4a7c15ull ^ (p * 0x100000001b3ull);
+            for (int k = 0; k < nsrc; k++) {
+                fill(&pairs[p], srcs[k], count);
+            }
+            fold(xccl_reduce_kernel_isa(isa, pairs[p].dt, pairs[p].op), pairs[p].size, want, srcs, nsrc, count);
+            fold(pairs[p].emu, pairs[p].size, got, srcs, nsrc, count);
+            compare(&pairs[p], where, nsrc, count, got, want, srcs);
+        }
+        printf("host: %zu GPU kernels; their element ops %s the %s variant of xccl_reduce_kernel\n", NPAIRS,
+               failures == before ? "match" : "DO NOT match", xccl_reduce_isa_name(isa));
     }
-    printf("host: %zu GPU kernels; their element ops %s xccl_reduce_kernel\n", NPAIRS,
-           failures == before ? "match" : "DO NOT match");
     for (int k = 0; k < nsrc; k++) {
         free(srcs[k]);
     }

@@ -33,7 +33,8 @@
 #   merge-stderr-to-stdout,dir= a rank's file holds other ranks' lines.  So
 #   there every rank writes its own files: test/lib/rank_output.sh <dir> is
 #   put in front of the program (the first argument that is a path to an
-#   executable file; none, e.g. hostname: no per-rank files).
+#   executable file, and the first after each MPMD ':'; none, e.g.
+#   hostname: no per-rank files).
 #
 # xccl_rankfile_dir <dir>
 #   Sets ompi_rankfile_dir: where to write a rankfile: <dir>, except for
@@ -92,6 +93,7 @@ xccl_output_args() {
             placed=1
         fi
         output_args+=("$a")
+        [[ $a != : ]] || placed=0    # MPMD: the next application's program
     done
     # (a program on PATH, e.g. hostname: no per-rank files)
     return 0

@@ -32,6 +32,30 @@
 # xccl_mpi_errors runs at np 2 and 3 with mpi_param_check 1 and 0 and must
 # exit 0 and print "RESULT: <n> passed, 0 failed".
 #
+#
+# Issue 14 (each run under a 60 s limit; a timeout is a failure):
+# xccl_mpi_threads.<level>.np{2,4}: every MPI thread level (single, funneled,
+#   serialized, multiple), communicators created and used, a nonblocking
+#   first call, nonblocking initiation that must be local, 4 threads on
+#   their own communicators at multiple; also multiple at the default
+#   small-message size (.default_small).  Exit 0 and "RESULT: ... 0 failed".
+# xccl_mpi_mixed.np{2,3,4} (and .default_small.np{2,3,4}): ranks describing
+#   one message with different datatypes (MPI_INT on some ranks, a derived
+#   type with gaps on others); results, and no "fallback=noncontiguous_datatype"
+#   line for (i)bcast, (i)allgather, (i)alltoall: xccl packs those itself.
+# xccl_comm_churn.rss.np2: resident memory grows by less than 2 MiB over
+#   20 000 used and 20 000 unused communicators (after 200 to warm up).
+# xccl_comm_churn.ucx_one_rank.np2: rank 1's UCX cannot start
+#   (coll_xccl_ucx_tls names no transport, on rank 1 only): 50 communicators
+#   created, used, freed in under 10 s with right results, and rank 1 says
+#   so in exactly one "xccl: " line mentioning UCX.
+# fallback_reasons: over every run's per-rank output, each verbose line with
+#   "fallback=" gives a reason (fallback=<non-empty>).
+#
+# XCCL_MPI_ONLY=<extended regex>: only the runs whose name matches (e.g.
+# XCCL_MPI_ONLY='threads|mixed|churn|errors' for the issue 14 runs);
+# fallback_reasons always runs, over the runs that ran.
+#
 # Each rank's output is also written to its own file (mpirun
 # --output-filename): the merged stream of several ranks can split lines, the
 # per-rank files cannot.  The verbose lines are counted from those files.
@@ -49,7 +73,8 @@ usage() {
 [[ $# -eq 2 ]] || usage
 bindir=$1
 compdir=$2
-[[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors && -x $bindir/xccl_mpi_nb ]] ||
+[[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors && -x $bindir/xccl_mpi_nb &&
+   -x $bindir/xccl_mpi_threads && -x $bindir/xccl_mpi_mixed && -x $bindir/xccl_comm_churn ]] ||
     { echo "$0: no test binaries in $bindir" >&2; exit 2; }
 [[ -d $compdir ]] || { echo "$0: no directory $compdir" >&2; exit 2; }
 
@@ -70,24 +95,33 @@ common_args=("${common_base[@]}"
 
 passed=0
 failed=0
+only=${XCCL_MPI_ONLY:-}
+ran=()   # names of the runs that ran
+
+# selected <name>: whether XCCL_MPI_ONLY lets this run run.
+selected() {
+    [[ -z $only || $1 =~ $only ]]
+}
 
 # run_mpi <name> <np> [mpirun args...] -- <program> [args...]
-# Runs one mpirun under a timeout.  Leaves the merged output in
-# $logdir/<name>.log, per-rank output under $logdir/<name>.out/, and the exit
-# status in $run_rc.
+# Runs one mpirun under a timeout ($run_timeout seconds, default 300).
+# Leaves the merged output in $logdir/<name>.log, per-rank output under
+# $logdir/<name>.out/, and the exit status in $run_rc.
 run_rc=0
+run_timeout=300
 run_mpi() {
     local name=$1 np=$2
     shift 2
     local log=$logdir/$name.log out=$logdir/$name.out
     rm -rf "$out"
     echo "== $name"
+    ran+=("$name")
     run_rc=0
     xccl_output_args "$out" "$@"
-    timeout -k 10 300 "${mpirun[@]}" "${common_args[@]}" "${extra_args[@]}" \
+    timeout -k 10 "$run_timeout" "${mpirun[@]}" "${common_args[@]}" "${extra_args[@]}" \
         -np "$np" "${output_args[@]}" >"$log" 2>&1 || run_rc=$?
     if [[ $run_rc -eq 124 ]]; then
-        echo "TIMEOUT after 300 s" >>"$log"
+        echo "TIMEOUT after $run_timeout s" >>"$log"
     fi
 }
 
@@ -106,6 +140,10 @@ per_rank_output() {
 # Checks (a): exit status 0 and "RESULT: ... 0 failed".  Prints the problem.
 check_result() {
     local name=$1
+    if [[ $run_rc -eq 124 ]]; then
+        echo "$name: timed out after $run_timeout s"
+        return 1
+    fi
     if [[ $run_rc -ne 0 ]]; then
         echo "$name: exit status $run_rc"
         return 1
@@ -232,6 +270,7 @@ indent() {
 
 for np in 1 2 3 4 7; do
     name=xccl_mpi_check.np$np
+    selected "$name" || continue
     run_mpi "$name" "$np" "$bindir/xccl_mpi_check"
     ok=0
     problems=$({ check_result "$name" && check_counts "$name" "$np"; } 2>&1) || ok=1
@@ -245,16 +284,20 @@ done
 name=xccl_mpi_check.default_small.np2
 saved_args=("${common_args[@]}")
 common_args=("${common_base[@]}")
-run_mpi "$name" 2 "$bindir/xccl_mpi_check" -q
-ok=0
-problems=$(check_result "$name" 2>&1) || ok=1
-indent "$problems"
-finish "$name" "$ok"
+if selected "$name"; then
+    run_mpi "$name" 2 "$bindir/xccl_mpi_check" -q
+    ok=0
+    problems=$(check_result "$name" 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
 
 # Ranks bound in the reverse of their rank order (rankfile): inside the
 # node xccl orders them by placement, and the results stay right.
 name=xccl_mpi_check.placement.np2
-if [[ $(nproc) -ge 2 ]]; then
+if ! selected "$name"; then
+    :
+elif [[ $(nproc) -ge 2 ]]; then
     xccl_rankfile_dir "$logdir"
     rankfile=$ompi_rankfile_dir/rankfile.reverse
     printf 'rank 0=%s slot=1\nrank 1=%s slot=0\n' "$(hostname)" "$(hostname)" >"$rankfile"
@@ -275,6 +318,7 @@ fi
 # and the dump is what xccl_info writes for the same file.
 name=xccl_mpi_check.topo_file.np2
 topo_fixture=$(cd "$(dirname "$0")/../fixtures/topo" && pwd)/dgx-h100-nvswitch-ib.topo
+if selected "$name"; then
 run_mpi "$name" 2 --mca coll_xccl_verbose 2 --mca coll_xccl_topo_file "$topo_fixture" \
     --mca coll_xccl_topo_dump "$logdir/topo_dump.topo" "$bindir/xccl_mpi_check" -q
 ok=0
@@ -293,12 +337,15 @@ problems=$({ check_result "$name" &&
 } 2>&1) || ok=1
 indent "$problems"
 finish "$name" "$ok"
+fi
 
 # More ranks than processors: xccl's UCX context takes the 256k rendezvous
 # threshold (coll_xccl_ucx_rndv_thresh auto); bounded to small machines.
 ncpu=$(nproc)
 name=xccl_mpi_check.oversubscribed.np$((ncpu + 1))
-if ((ncpu <= 4)); then
+if ! selected "$name"; then
+    :
+elif ((ncpu <= 4)); then
     run_mpi "$name" $((ncpu + 1)) --mca coll_xccl_verbose 2 "$bindir/xccl_mpi_check" -q
     ok=0
     problems=$({ check_result "$name" &&
@@ -336,6 +383,7 @@ for set in "${algo_sets[@]}"; do
     done
     for np in 3 4; do
         name=xccl_mpi_check.forced_$tag.np$np
+        selected "$name" || continue
         run_mpi "$name" "$np" "${force[@]}" "$bindir/xccl_mpi_check" -q
         ok=0
         problems=$({ check_result "$name" && check_counts "$name" "$np" &&
@@ -364,6 +412,7 @@ check_nb_lines() {
 }
 for np in 2 3 4; do
     name=xccl_mpi_nb.np$np
+    selected "$name" || continue
     run_mpi "$name" "$np" "$bindir/xccl_mpi_nb"
     ok=0
     problems=$({ check_result "$name" && check_nb_lines "$name" "$np"; } 2>&1) || ok=1
@@ -374,6 +423,7 @@ done
 for check in 1 0; do
     for np in 2 3; do
         name=xccl_mpi_errors.param_check$check.np$np
+        selected "$name" || continue
         run_mpi "$name" "$np" --mca mpi_param_check "$check" "$bindir/xccl_mpi_errors"
         ok=0
         problems=$(check_result "$name" 2>&1) || ok=1
@@ -381,6 +431,117 @@ for check in 1 0; do
         finish "$name" "$ok"
     done
 done
+
+# ------------------------------------------------------------ issue 14
+# Hangs are what these runs catch: a shorter limit, a timeout fails.
+run_timeout=60
+
+# Every thread level; with the default small-message size as well, where
+# the small calls go to the fallback.
+for level in single funneled serialized multiple; do
+    for np in 2 4; do
+        name=xccl_mpi_threads.$level.np$np
+        selected "$name" || continue
+        run_mpi "$name" "$np" "$bindir/xccl_mpi_threads" "$level"
+        ok=0
+        problems=$(check_result "$name" 2>&1) || ok=1
+        indent "$problems"
+        finish "$name" "$ok"
+    done
+done
+name=xccl_mpi_threads.multiple.default_small.np2
+if selected "$name"; then
+    saved_args=("${common_args[@]}")
+    common_args=("${common_base[@]}" --mca coll_xccl_verbose 1)
+    run_mpi "$name" 2 "$bindir/xccl_mpi_threads" multiple
+    common_args=("${saved_args[@]}")
+    ok=0
+    problems=$(check_result "$name" 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
+
+# Mixed datatypes of one signature: results, and xccl runs the movement
+# collectives itself (packing), never "fallback=noncontiguous_datatype".
+check_no_noncontig_fallback() {
+    local name=$1 np=$2 r n bad=0
+    for ((r = 0; r < np; r++)); do
+        n=$(per_rank_output "$name" "$r" |
+            grep -cE '^xccl: i?(bcast|allgather|alltoall) .*fallback=noncontiguous_datatype' || true)
+        if ((n > 0)); then
+            echo "$name: rank $r: $n movement calls with fallback=noncontiguous_datatype"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+for small in 0 default; do
+    for np in 2 3 4; do
+        name=xccl_mpi_mixed.np$np
+        [[ $small == 0 ]] || name=xccl_mpi_mixed.default_small.np$np
+        selected "$name" || continue
+        saved_args=("${common_args[@]}")
+        [[ $small == 0 ]] || common_args=("${common_base[@]}" --mca coll_xccl_verbose 1)
+        run_mpi "$name" "$np" "$bindir/xccl_mpi_mixed"
+        common_args=("${saved_args[@]}")
+        ok=0
+        problems=$({ check_result "$name" && check_no_noncontig_fallback "$name" "$np"; } 2>&1) || ok=1
+        indent "$problems"
+        finish "$name" "$ok"
+    done
+done
+
+# Resident memory flat over 20 000 used and 20 000 unused communicators.
+name=xccl_comm_churn.rss.np2
+if selected "$name"; then
+    run_mpi "$name" 2 "$bindir/xccl_comm_churn" -n 0 -R 20000
+    ok=0
+    problems=$({ check_result "$name" && {
+        line=$(grep -E '^rss cycles=' "$logdir/$name.log" | tail -n 1) &&
+        growth=${line##*growth_kib=} && [[ $growth =~ ^-?[0-9]+$ ]] ||
+            { echo "$name: no rss line"; false; }; } && {
+        ((growth < 2048)) || { echo "$name: resident memory grew by $growth KiB (limit 2048): $line"; false; }; }
+    } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
+
+# UCX fails to start on rank 1 only (a transport list naming nothing there):
+# every communicator falls back, costs what stock's costs (50 in < 10 s,
+# where a stall in the modex for rank 1's missing address took ~1-2 s each),
+# and rank 1 says it has no UCX once, not once per communicator.
+name=xccl_comm_churn.ucx_one_rank.np2
+if selected "$name"; then
+    churn=("$bindir/xccl_comm_churn" -m used -n 50 -r 1 -T 10)
+    run_mpi "$name" 1 "${churn[@]}" : -np 1 -x OMPI_MCA_coll_xccl_ucx_tls=no_such_transport "${churn[@]}"
+    ok=0
+    problems=$({ check_result "$name" && {
+        n=$(per_rank_output "$name" 1 | grep -cE '^xccl: .*UCX' || true)
+        ((n == 1)) || { echo "$name: rank 1 printed $n 'xccl: ... UCX' lines, want exactly 1"; false; }; }
+    } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
+run_timeout=300
+
+# Every fallback= line of every run that ran names its reason.
+name=fallback_reasons
+echo "== $name"
+ok=0
+problems=$(
+    for r in "${ran[@]}"; do
+        for f in "$logdir/$r.out"/*/rank.*/stdout "$logdir/$r.out"/*/rank.*/stderr; do
+            [[ -f $f ]] || continue
+            { grep -H 'fallback=' "$f" | grep -vE 'fallback=[^ ]+' || true; } |
+                head -n 3 | sed 's/^/empty reason: /'
+        done
+    done | head -n 20 || true)
+if [[ -n $problems ]]; then
+    ok=1
+    echo "$problems" >"$logdir/$name.log"
+fi
+indent "$problems"
+finish "$name" "$ok"
 
 echo "logs: $logdir"
 echo "mpi-tests: $passed passed, $failed failed"

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_CASES 64
+#define MAX_CASES 128
 #define N 4
 
 static int world_rank, world_size;
@@ -46,6 +46,38 @@ static void record(const char *name, const char *comm_name, bool ok, const char 
 }
 
 /* A bad call must return an error code (the handler is MPI_ERRORS_RETURN). */
+static void expect_error(const char *name, const char *comm_name, int rc);
+
+/* MPI_IN_PLACE where the standard does not allow it (the receive buffer,
+ * the bcast buffer): MPI_ERR_BUFFER or MPI_ERR_ARG, the classes Open MPI
+ * 4.1's own checks return (mpi_param_check 1: MPI_ERR_BUFFER for
+ * (i)allreduce, MPI_ERR_ARG for the others).  With mpi_param_check 0 only
+ * the coll component can catch it; xccl dereferenced it (a segfault in
+ * every one of these forms).  A nonblocking call that wrongly succeeds is
+ * waited for. */
+static void expect_buffer_error(const char *name, const char *comm_name, int rc, MPI_Request *req)
+{
+    int cls = MPI_ERR_UNKNOWN;
+    if (MPI_SUCCESS == rc) {
+        if (NULL != req && MPI_REQUEST_NULL != *req) {
+            MPI_Wait(req, MPI_STATUS_IGNORE);
+        }
+        expect_error(name, comm_name, rc);
+        return;
+    }
+    MPI_Error_class(rc, &cls);
+    if (MPI_ERR_BUFFER != cls && MPI_ERR_ARG != cls) {
+        char detail[MPI_MAX_ERROR_STRING + 64], s[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(cls, s, &len);
+        snprintf(detail, sizeof detail, "error class %d (%s), want MPI_ERR_BUFFER or MPI_ERR_ARG",
+                 cls, s);
+        record(name, comm_name, false, detail);
+        return;
+    }
+    expect_error(name, comm_name, rc);
+}
+
 static void expect_error(const char *name, const char *comm_name, int rc)
 {
     char detail[MPI_MAX_ERROR_STRING + 64];
@@ -96,6 +128,47 @@ static void bad_calls(MPI_Comm comm, const char *cn)
     if (!skip_stock_bugs)
         expect_error("allreduce sendbuf=NULL recvbuf=NULL count=4", cn,
                      MPI_Allreduce(NULL, NULL, N, MPI_INT, MPI_SUM, comm));
+
+    /* MPI_IN_PLACE as the receive buffer (as the buffer of bcast): the 6
+     * blocking and the 6 nonblocking forms xccl intercepts */
+    MPI_Request req;
+    for (int i = 0; i < size; i++)
+        rcounts[i] = 1;
+    expect_buffer_error("allreduce recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Allreduce(sb, MPI_IN_PLACE, N, MPI_INT, MPI_SUM, comm), NULL);
+    expect_buffer_error("allgather recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Allgather(sb, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, comm), NULL);
+    expect_buffer_error("reduce_scatter recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Reduce_scatter(sb, MPI_IN_PLACE, rcounts, MPI_INT, MPI_SUM, comm),
+                        NULL);
+    expect_buffer_error("reduce_scatter_block recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Reduce_scatter_block(sb, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, comm),
+                        NULL);
+    expect_buffer_error("alltoall recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Alltoall(sb, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, comm), NULL);
+    expect_buffer_error("bcast buffer=MPI_IN_PLACE", cn,
+                        MPI_Bcast(MPI_IN_PLACE, N, MPI_INT, 0, comm), NULL);
+    req = MPI_REQUEST_NULL;
+    expect_buffer_error("iallreduce recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Iallreduce(sb, MPI_IN_PLACE, N, MPI_INT, MPI_SUM, comm, &req), &req);
+    req = MPI_REQUEST_NULL;
+    expect_buffer_error("iallgather recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Iallgather(sb, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, comm, &req),
+                        &req);
+    req = MPI_REQUEST_NULL;
+    expect_buffer_error("ireduce_scatter recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Ireduce_scatter(sb, MPI_IN_PLACE, rcounts, MPI_INT, MPI_SUM, comm,
+                                            &req), &req);
+    req = MPI_REQUEST_NULL;
+    expect_buffer_error("ireduce_scatter_block recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Ireduce_scatter_block(sb, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, comm,
+                                                  &req), &req);
+    req = MPI_REQUEST_NULL;
+    expect_buffer_error("ialltoall recvbuf=MPI_IN_PLACE", cn,
+                        MPI_Ialltoall(sb, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, comm, &req), &req);
+    req = MPI_REQUEST_NULL;
+    expect_buffer_error("ibcast buffer=MPI_IN_PLACE", cn,
+                        MPI_Ibcast(MPI_IN_PLACE, N, MPI_INT, 0, comm, &req), &req);
     free(rcounts);
 }
 

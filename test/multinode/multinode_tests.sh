@@ -22,9 +22,9 @@
 #                                test/mpi/run_mpi_tests.sh judges it: exit 0,
 #                                "RESULT: <n> passed, 0 failed", and per world
 #                                rank and collective the algo=/fallback= lines
-#                                match the EXPECT/CALLS lines (so a comm that
-#                                xccl disabled, e.g. for lack of UCX
-#                                connectivity between hosts, fails), and bytes
+#                                match the EXPECT/CALLS lines, no communicator
+#                                runs on the PML transport (for lack of UCX
+#                                connectivity between hosts), and bytes
 #                                crossed the simulated link.
 #   xccl.gpu_staged.map_by_node  xccl_mpi_gpu -n 1 MiB against the fake
 #                                libcuda.so.1, staged copies in 64 KiB
@@ -157,6 +157,8 @@ check_counts() {
                 if ($6 ~ /^algo=/) algo[$2]++; else fallback[$2]++
             }
             /^xccl: comm .* disabled/ { print name ": rank " rank ": " $0 }
+            # UCX between the hosts is what this test is about
+            /^xccl: comm .* transport=pml/ { print name ": rank " rank ": " $0; bad = 1 }
             END {
                 if (expect == "" || calls == "") exit 1
                 for (i = 1; i <= ncoll; i++) {

@@ -1,11 +1,19 @@
 /*
  * Unit test of the reduction kernels (algos/reduce_kernels.c).
  *
- * Every valid (dtype, op) pair is checked against a scalar reference written
- * here, element by element, over many lengths, element- and byte-misaligned
- * buffers and the aliasing cases out == a, out == b, out == a == b.  Guard
- * bytes around the output catch overruns; inputs are checked to be unchanged.
- * A few deliberately wrong kernels check that the harness does catch errors.
+ * Every valid (dtype, op) pair of every instruction-set variant of the
+ * kernels (xccl_reduce_kernel_isa: x86-64-v4, avx2, baseline on x86-64) is
+ * checked against a scalar reference written here, bit for bit, element by
+ * element, over many lengths, element- and byte-misaligned buffers and the
+ * aliasing cases out == a, out == b, out == a == b.  The ranks of one job may
+ * run different variants and must get identical bits, so no tolerance, not
+ * even for complex products; this file is built with -ffp-contract=off so
+ * that the reference rounds every operation on its own.  A variant this CPU
+ * cannot run is skipped, with a line saying so, and not counted as passed.
+ * Guard bytes around the output catch overruns; inputs are checked to be
+ * unchanged.  A few deliberately wrong kernels (among them a complex product
+ * with fused multiply-adds, one bit off) check that the harness does catch
+ * errors.
  */
 #include <check.h>
 #include "check_main.h"
@@ -227,6 +235,16 @@ static void ref_real(xccl_dtype_t dt, xccl_op_t op, void *r, const void *pa, con
         REF_REAL(long double);
 }
 
+/* A random sign and 64 random significant bits, magnitude 2^-20 .. 2^20:
+ * rounded to the element type, every bit of its mantissa is random, so
+ * products and sums round (and a fused multiply-add shows). */
+static long double rnd_mant(uint64_t *s)
+{
+    uint64_t r = rnd(s), m = rnd(s) | 1ull << 63;
+    long double v = ldexpl((long double)m, (int)(r % 41) - 20 - 63);
+    return (r >> 8) & 1 ? -v : v;
+}
+
 /* A mix of ordinary values and specials (signed zeros, infinities, one NaN
  * bit pattern only, denormals, huge values that overflow). */
 #define GEN_REAL(T, MAXV, MINV)                                               \
@@ -241,6 +259,7 @@ static void ref_real(xccl_dtype_t dt, xccl_op_t op, void *r, const void *pa, con
         case 4: v_ = (T)NAN; break;                                           \
         case 5: v_ = (MINV) / 4; break;                                       \
         case 6: v_ = ((r_ >> 8) & 1) ? (MAXV) / 2 : -(MAXV) / 2; break;       \
+        case 7: case 8: v_ = (T)rnd_mant(s); break;                           \
         default:                                                              \
             v_ = (T)((int64_t)((r_ >> 8) % 2000001) - 1000000) / (T)7;        \
             break;                                                            \
@@ -263,22 +282,12 @@ static int real_eq(xccl_dtype_t dt, const void *g, const void *e)
     return memcmp(g, e, dt == XCCL_DT_LONG_DOUBLE ? LD_BYTES : tsize(dt)) == 0;
 }
 
-/* Complex numbers as two reals (C11 6.2.5p13).  The test works on them in
- * long double. */
+/* Complex numbers as two reals (C11 6.2.5p13); generated in long double and
+ * rounded to the part type. */
 static size_t cpart(xccl_dtype_t dt)
 {
     return dt == XCCL_DT_FLOAT_COMPLEX ? sizeof(float)
          : dt == XCCL_DT_DOUBLE_COMPLEX ? sizeof(double) : sizeof(long double);
-}
-
-static long double cget(xccl_dtype_t dt, const void *p, int k)
-{
-    const char *q = (const char *)p + k * cpart(dt);
-    if (dt == XCCL_DT_FLOAT_COMPLEX) { float f; memcpy(&f, q, sizeof f); return f; }
-    if (dt == XCCL_DT_DOUBLE_COMPLEX) { double d; memcpy(&d, q, sizeof d); return d; }
-    long double l;
-    memcpy(&l, q, sizeof l);
-    return l;
 }
 
 static void cset(xccl_dtype_t dt, void *p, int k, long double v)
@@ -289,64 +298,72 @@ static void cset(xccl_dtype_t dt, void *p, int k, long double v)
     else memcpy(q, &v, sizeof v);
 }
 
-/* SUM: each part is one addition in the element's precision, so the result
- * must match exactly.  PROD: textbook formula in long double; compared with
- * a tolerance in real_cmp below. */
+/* SUM: one addition per part.  PROD: as C99 Annex G and GCC define x * y:
+ * re = ac - bd, im = ad + bc, every operation rounded on its own, and only
+ * when both parts come out NaN the recovery of infinities, which is libgcc's
+ * __mulsc3/__muldc3/__mulxc3 (reached here through the compiler's own
+ * complex multiplication; this file is built for the baseline ISA). */
+#define REF_CPLX(T)                                                           \
+    do {                                                                      \
+        T x[2], y[2], v[2];                                                   \
+        memcpy(x, pa, sizeof x);                                              \
+        memcpy(y, pb, sizeof y);                                              \
+        if (op == XCCL_OP_SUM) {                                              \
+            v[0] = x[0] + y[0];                                               \
+            v[1] = x[1] + y[1];                                               \
+        } else {                                                              \
+            T ac = x[0] * y[0], bd = x[1] * y[1];                             \
+            T ad = x[0] * y[1], bc = x[1] * y[0];                             \
+            v[0] = ac - bd;                                                   \
+            v[1] = ad + bc;                                                   \
+            if (isnan(v[0]) && isnan(v[1])) {                                 \
+                T _Complex cx, cy, cv;                                        \
+                memcpy(&cx, pa, sizeof cx);                                   \
+                memcpy(&cy, pb, sizeof cy);                                   \
+                cv = cx * cy;                                                 \
+                memcpy(v, &cv, sizeof v);                                     \
+            }                                                                 \
+        }                                                                     \
+        memcpy(r, v, sizeof v);                                               \
+    } while (0)
+
 static void ref_complex(xccl_dtype_t dt, xccl_op_t op, void *r, const void *pa, const void *pb)
 {
-    if (op == XCCL_OP_SUM) {
-        if (dt == XCCL_DT_FLOAT_COMPLEX) {
-            float x[2], y[2], v[2];
-            memcpy(x, pa, sizeof x); memcpy(y, pb, sizeof y);
-            v[0] = x[0] + y[0]; v[1] = x[1] + y[1];
-            memcpy(r, v, sizeof v);
-        } else if (dt == XCCL_DT_DOUBLE_COMPLEX) {
-            double x[2], y[2], v[2];
-            memcpy(x, pa, sizeof x); memcpy(y, pb, sizeof y);
-            v[0] = x[0] + y[0]; v[1] = x[1] + y[1];
-            memcpy(r, v, sizeof v);
-        } else {
-            long double x[2], y[2], v[2];
-            memcpy(x, pa, sizeof x); memcpy(y, pb, sizeof y);
-            v[0] = x[0] + y[0]; v[1] = x[1] + y[1];
-            memcpy(r, v, sizeof v);
-        }
-        return;
-    }
-    long double x0 = cget(dt, pa, 0), x1 = cget(dt, pa, 1);
-    long double y0 = cget(dt, pb, 0), y1 = cget(dt, pb, 1);
-    cset(dt, r, 0, x0 * y0 - x1 * y1);
-    cset(dt, r, 1, x0 * y1 + x1 * y0);
+    if (dt == XCCL_DT_FLOAT_COMPLEX)
+        REF_CPLX(float);
+    else if (dt == XCCL_DT_DOUBLE_COMPLEX)
+        REF_CPLX(double);
+    else
+        REF_CPLX(long double);
 }
 
+/* Parts: mostly random mantissas (rounding everywhere), some ordinary
+ * thirds, some zeros, infinities and NaNs (the Annex G recovery). */
 static void gen_complex(xccl_dtype_t dt, void *p, uint64_t *s)
 {
     for (int k = 0; k < 2; k++) {
         uint64_t r = rnd(s);
-        long double v = (r % 8 == 0) ? 0.0L
-                      : (long double)((int64_t)((r >> 8) % 2000001) - 1000000) / 3.0L;
+        long double v;
+        switch (r % 32) {
+        case 0: v = 0.0L; break;
+        case 1: v = -0.0L; break;
+        case 2: v = INFINITY; break;
+        case 3: v = -INFINITY; break;
+        case 4: v = NAN; break;
+        case 5: case 6: case 7: case 8:
+            v = (long double)((int64_t)((r >> 8) % 2000001) - 1000000) / 3.0L;
+            break;
+        default: v = rnd_mant(s); break;
+        }
         cset(dt, p, k, v);
     }
 }
 
-static int complex_eq(xccl_dtype_t dt, xccl_op_t op, const void *g, const void *e,
-                      const void *pa, const void *pb)
+static int complex_eq(xccl_dtype_t dt, const void *g, const void *e)
 {
     size_t part = cpart(dt);
     size_t sig = dt == XCCL_DT_LONG_DOUBLE_COMPLEX ? LD_BYTES : part;
-    if (op == XCCL_OP_SUM)
-        return memcmp(g, e, sig) == 0 && memcmp((const char *)g + part, (const char *)e + part, sig) == 0;
-    long double eps = dt == XCCL_DT_FLOAT_COMPLEX ? FLT_EPSILON
-                    : dt == XCCL_DT_DOUBLE_COMPLEX ? DBL_EPSILON : LDBL_EPSILON;
-    long double x0 = cget(dt, pa, 0), x1 = cget(dt, pa, 1);
-    long double y0 = cget(dt, pb, 0), y1 = cget(dt, pb, 1);
-    long double scale[2] = { fabsl(x0 * y0) + fabsl(x1 * y1), fabsl(x0 * y1) + fabsl(x1 * y0) };
-    for (int k = 0; k < 2; k++) {
-        long double gv = cget(dt, g, k), ev = cget(dt, e, k);
-        if (!(fabsl(gv - ev) <= 4 * eps * scale[k]))
-            return 0;
-    }
-    return 1;
+    return memcmp(g, e, sig) == 0 && memcmp((const char *)g + part, (const char *)e + part, sig) == 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -480,12 +497,11 @@ static void gen_elem(xccl_dtype_t dt, void *p, uint64_t *s)
     }
 }
 
-static int elem_eq(xccl_dtype_t dt, xccl_op_t op, const void *g, const void *e,
-                   const void *a, const void *b)
+static int elem_eq(xccl_dtype_t dt, const void *g, const void *e)
 {
     switch (kind_of(dt)) {
     case K_FLOAT: return real_eq(dt, g, e);
-    case K_COMPLEX: return complex_eq(dt, op, g, e, a, b);
+    case K_COMPLEX: return complex_eq(dt, g, e);
     case K_PAIR: return pair_eq(dt, g, e);
     default: return memcmp(g, e, tsize(dt)) == 0;
     }
@@ -608,7 +624,7 @@ static int check_kernel(xccl_dtype_t dt, xccl_op_t op, xccl_reduce_fn_t fn, resu
 
             memcpy(G, po, n * sz);
             for (size_t i = 0; i < n; i++) {
-                if (!elem_eq(dt, op, G + i * sz, E + i * sz, ea + i * sz, eb + i * sz)) {
+                if (!elem_eq(dt, G + i * sz, E + i * sz)) {
                     char h[5][80];
                     hex(h[0], sizeof h[0], ea + i * sz, sz);
                     hex(h[1], sizeof h[1], eb + i * sz, sz);
@@ -648,16 +664,61 @@ static int check_kernel(xccl_dtype_t dt, xccl_op_t op, xccl_reduce_fn_t fn, resu
 
 static int valid_pairs[XCCL_DT_COUNT * XCCL_OP_COUNT][2];
 static int n_valid;
+/* The variants this CPU runs (the others are skipped, see main). */
+static int usable_isas[16];
+static int n_usable;
 
+/* Test _i: pair _i % n_valid of variant usable_isas[_i / n_valid]. */
 START_TEST(test_kernel_matches_reference)
 {
-    xccl_dtype_t dt = (xccl_dtype_t)valid_pairs[_i][0];
-    xccl_op_t op = (xccl_op_t)valid_pairs[_i][1];
-    xccl_reduce_fn_t fn = xccl_reduce_kernel(dt, op);
+    const int isa = usable_isas[_i / n_valid];
+    xccl_dtype_t dt = (xccl_dtype_t)valid_pairs[_i % n_valid][0];
+    xccl_op_t op = (xccl_op_t)valid_pairs[_i % n_valid][1];
+    xccl_reduce_fn_t fn = xccl_reduce_kernel_isa(isa, dt, op);
     result_t res;
-    ck_assert_msg(fn != NULL, "no kernel for %s %s", xccl_dtype_name(dt), xccl_op_name(op));
+    ck_assert_msg(fn != NULL, "%s: no kernel for %s %s", xccl_reduce_isa_name(isa),
+                  xccl_dtype_name(dt), xccl_op_name(op));
     int f = check_kernel(dt, op, fn, &res);
-    ck_assert_msg(f == 0, "%d mismatches; first: %s", f, res.msg);
+    ck_assert_msg(f == 0, "variant %s: %d mismatches; first: %s", xccl_reduce_isa_name(isa), f,
+                  res.msg);
+}
+END_TEST
+
+/* Every variant has the same set of kernels; xccl_reduce_kernel hands out
+ * those of the best usable variant.  Only pointers are looked at here, so
+ * variants this CPU cannot run are checked too. */
+START_TEST(test_isa_tables)
+{
+    const int n = xccl_reduce_isa_count(), best = xccl_reduce_isa_best();
+    ck_assert_int_ge(n, 1);
+    ck_assert_int_lt(n, (int)(sizeof usable_isas / sizeof usable_isas[0]));
+    ck_assert_msg(xccl_reduce_isa_usable(n - 1), "the last variant (%s) must run anywhere",
+                  xccl_reduce_isa_name(n - 1));
+    ck_assert(best >= 0 && best < n && xccl_reduce_isa_usable(best));
+    for (int isa = 0; isa < best; isa++)
+        ck_assert(!xccl_reduce_isa_usable(isa));
+    for (int isa = 0; isa < n; isa++) {
+        ck_assert_ptr_nonnull(xccl_reduce_isa_name(isa));
+        for (int other = 0; other < isa; other++)
+            ck_assert_str_ne(xccl_reduce_isa_name(isa), xccl_reduce_isa_name(other));
+        for (int d = 0; d < XCCL_DT_COUNT; d++)
+            for (int o = 0; o < XCCL_OP_COUNT; o++) {
+                xccl_reduce_fn_t fn = xccl_reduce_kernel_isa(isa, (xccl_dtype_t)d, (xccl_op_t)o);
+                ck_assert_msg((fn != NULL) == expect_valid((xccl_dtype_t)d, (xccl_op_t)o),
+                              "%s: %s %s: kernel %s", xccl_reduce_isa_name(isa),
+                              xccl_dtype_name((xccl_dtype_t)d), xccl_op_name((xccl_op_t)o),
+                              fn ? "present" : "missing");
+                if (isa == best)
+                    ck_assert(fn == xccl_reduce_kernel((xccl_dtype_t)d, (xccl_op_t)o));
+            }
+    }
+    ck_assert_ptr_null(xccl_reduce_isa_name(n));
+    ck_assert_ptr_null(xccl_reduce_isa_name(-1));
+    ck_assert(!xccl_reduce_isa_usable(n));
+    ck_assert(xccl_reduce_kernel_isa(n, XCCL_DT_INT32, XCCL_OP_SUM) == NULL);
+    ck_assert(xccl_reduce_kernel_isa(-1, XCCL_DT_INT32, XCCL_OP_SUM) == NULL);
+    ck_assert(xccl_reduce_kernel_isa(best, XCCL_DT_COUNT, XCCL_OP_SUM) == NULL);
+    ck_assert(xccl_reduce_kernel_isa(best, XCCL_DT_INT32, XCCL_OP_COUNT) == NULL);
 }
 END_TEST
 
@@ -802,6 +863,33 @@ static void bad_alias_b(void *o, const void *a, const void *b, size_t n)
     }
 }
 
+/* Complex products as an FMA machine may fuse them (vfmaddsub: a*c - bd
+ * and a*d + bc each rounded once): the bug the variants once had, one bit
+ * off in many elements. */
+static void bad_double_complex_prod_fma(void *o, const void *a, const void *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double x[2], y[2], v[2];
+        memcpy(x, (const char *)a + sizeof x * i, sizeof x);
+        memcpy(y, (const char *)b + sizeof y * i, sizeof y);
+        v[0] = fma(x[0], y[0], -(x[1] * y[1]));
+        v[1] = fma(x[0], y[1], x[1] * y[0]);
+        memcpy((char *)o + sizeof v * i, v, sizeof v);
+    }
+}
+
+static void bad_float_complex_prod_fma(void *o, const void *a, const void *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x[2], y[2], v[2];
+        memcpy(x, (const char *)a + sizeof x * i, sizeof x);
+        memcpy(y, (const char *)b + sizeof y * i, sizeof y);
+        v[0] = fmaf(x[0], y[0], -(x[1] * y[1]));
+        v[1] = fmaf(x[0], y[1], x[1] * y[0]);
+        memcpy((char *)o + sizeof v * i, v, sizeof v);
+    }
+}
+
 START_TEST(test_harness_catches_bugs)
 {
     result_t res;
@@ -813,6 +901,8 @@ START_TEST(test_harness_catches_bugs)
     ck_assert_int_gt(check_kernel(XCCL_DT_UINT16, XCCL_OP_BXOR, bad_overrun, &res), 0);
     ck_assert_int_gt(check_kernel(XCCL_DT_INT64, XCCL_OP_BXOR, bad_alias_b, &res), 0);
     ck_assert_msg(strstr(res.msg, "out == b") != NULL, "alias bug caught elsewhere: %s", res.msg);
+    ck_assert_int_gt(check_kernel(XCCL_DT_DOUBLE_COMPLEX, XCCL_OP_PROD, bad_double_complex_prod_fma, &res), 0);
+    ck_assert_int_gt(check_kernel(XCCL_DT_FLOAT_COMPLEX, XCCL_OP_PROD, bad_float_complex_prod_fma, &res), 0);
     /* A kernel for one op does not pass as another. */
     ck_assert_int_gt(check_kernel(XCCL_DT_UINT32, XCCL_OP_BOR,
                                   xccl_reduce_kernel(XCCL_DT_UINT32, XCCL_OP_BXOR), &res), 0);
@@ -831,11 +921,12 @@ static Suite *kernels_suite(void)
     tcase_add_test(tc, test_invalid_pairs);
     tcase_add_test(tc, test_sizes);
     tcase_add_test(tc, test_names);
+    tcase_add_test(tc, test_isa_tables);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("kernels");
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_kernel_matches_reference, 0, n_valid);
+    tcase_add_loop_test(tc, test_kernel_matches_reference, 0, n_valid * n_usable);
     tcase_add_test(tc, test_harness_catches_bugs);
     suite_add_tcase(s, tc);
     return s;
@@ -850,5 +941,18 @@ int main(void)
                 valid_pairs[n_valid][1] = o;
                 n_valid++;
             }
+    /* A variant this CPU cannot run would fault: say so, never pass it. */
+    for (int isa = 0; isa < xccl_reduce_isa_count(); isa++) {
+        if (xccl_reduce_isa_usable(isa) && n_usable < (int)(sizeof usable_isas / sizeof usable_isas[0]))
+            usable_isas[n_usable++] = isa;
+        else
+            printf("SKIP kernel variant %s: this CPU cannot run it (not tested here)\n",
+                   xccl_reduce_isa_name(isa));
+    }
+    printf("kernel variants tested:");
+    for (int k = 0; k < n_usable; k++)
+        printf(" %s", xccl_reduce_isa_name(usable_isas[k]));
+    printf(" (xccl_reduce_kernel uses %s)\n", xccl_reduce_isa_name(xccl_reduce_isa_best()));
+    fflush(stdout);
     return xccl_check_run(kernels_suite());
 }

@@ -1,0 +1,595 @@
+/*
+ * Set-up of a communicator on first use.
+ *
+ * module_enable runs inside Open MPI's communicator activation, which may
+ * be progressed from opal_progress (nonblocking communicator creation, at
+ * any thread level): nothing there may wait for another rank.  So enable
+ * only saves the fallbacks, and what needs the other ranks happens in the
+ * first call that xccl runs itself on the communicator.  That call is the
+ * same call on every member (xccl's decision to run a call depends only on
+ * arguments and parameters all members share, and collectives are called
+ * in the same order everywhere), so every member starts the same agreement
+ * at the same point of its sequence of collectives:
+ *
+ *  - local part: the node of every rank (host names, or
+ *    coll_xccl_node_layout), this process's placement key, and UCX
+ *    endpoints to the peers (addresses from the modex; a process whose UCX
+ *    did not start published a one-byte marker instead, so nobody waits
+ *    for a missing key);
+ *  - agreement: one allgather of {flags, key} through the saved fallback
+ *    (its allgather for a blocking call, its iallgather for a nonblocking
+ *    one, which never waits);
+ *  - finish: every member sees the same flags and keys, so all order the
+ *    ranks inside the nodes alike and choose the same transport: UCX when
+ *    every member connected to every peer, else Open MPI's PML.
+ *
+ * Whether a call runs xccl's schedule or the fallback's never depends on
+ * the agreement: a nonblocking call cannot wait for it, and a decision made
+ * before it is known locally would differ between ranks.  Only the
+ * transport and the order inside the nodes do, and a nonblocking call that
+ * comes before the agreement is in builds its schedule afterwards.
+ */
+#include "ompi_config.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/op/op.h"
+#include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
+
+#include "coll_xccl.h"
+#include "gpu/xccl_gpu.h"
+#include "topo/xccl_topo.h"
+
+/* Placement keys travel with the agreement up to this many ranks (the
+ * answers grow as size^2 over all ranks); larger communicators agree on
+ * the flags alone and keep communicator order inside the nodes. */
+#define XCCL_AGREE_MAX_KEYS 4096
+
+/* The agreement's flags: what this rank could set up. */
+#define XCCL_OK_UCX 1                /* an endpoint to every peer */
+#define XCCL_OK_NODES 2              /* the node of every rank */
+
+/* ------------------------------------------------------------ transports */
+
+static int ucx_isend(void *ctx, int peer, const void *buf, size_t len, uint32_t seq,
+                     uint32_t idx, void **req)
+{
+    mca_coll_xccl_module_t *m = ctx;
+    return xccl_ucx_isend(m->eps[peer], buf, len,
+                          xccl_ucx_tag(m->cid, (uint32_t) m->rank, seq, idx), req);
+}
+
+static int ucx_irecv(void *ctx, int peer, void *buf, size_t len, uint32_t seq, uint32_t idx,
+                     void **req)
+{
+    mca_coll_xccl_module_t *m = ctx;
+    return xccl_ucx_irecv(buf, len, xccl_ucx_tag(m->cid, (uint32_t) peer, seq, idx), req);
+}
+
+static int ucx_test(void *ctx, void *req)
+{
+    (void) ctx;
+    return xccl_ucx_test(req);
+}
+
+static void ucx_progress(void *ctx)
+{
+    (void) ctx;
+    xccl_ucx_progress();
+}
+
+static void ucx_cancel(void *ctx, void *req)
+{
+    (void) ctx;
+    xccl_ucx_cancel(req);
+}
+
+/* Open MPI's PML, for communicators where some rank has no UCX path to
+ * some peer.  Tags come from the range Open MPI reserves for hcoll, which
+ * no stock component uses: (sequence, message index) as in the UCX tag;
+ * the PML adds the communicator and the source.  It keeps the order of
+ * messages with the same tag between a pair, so the wrap of the index
+ * cannot mismatch. */
+static int pml_tag(uint32_t seq, uint32_t idx)
+{
+    return MCA_COLL_BASE_TAG_HCOLL_BASE - 1 - (int) (((seq & 0xffffu) << 12) | (idx & 0xfffu));
+}
+
+static int pml_isend(void *ctx, int peer, const void *buf, size_t len, uint32_t seq,
+                     uint32_t idx, void **req)
+{
+    mca_coll_xccl_module_t *m = ctx;
+    ompi_request_t *r = MPI_REQUEST_NULL;
+    if (len > INT_MAX) {
+        return -1;                   /* both ends of this message fail alike */
+    }
+    int rc = MCA_PML_CALL(isend((void *) buf, (int) len, MPI_BYTE, peer, pml_tag(seq, idx),
+                                MCA_PML_BASE_SEND_STANDARD, m->comm, &r));
+    *req = r;
+    return OMPI_SUCCESS == rc ? 0 : -1;
+}
+
+static int pml_irecv(void *ctx, int peer, void *buf, size_t len, uint32_t seq, uint32_t idx,
+                     void **req)
+{
+    mca_coll_xccl_module_t *m = ctx;
+    ompi_request_t *r = MPI_REQUEST_NULL;
+    if (len > INT_MAX) {
+        return -1;
+    }
+    int rc = MCA_PML_CALL(irecv(buf, (int) len, MPI_BYTE, peer, pml_tag(seq, idx), m->comm, &r));
+    *req = r;
+    return OMPI_SUCCESS == rc ? 0 : -1;
+}
+
+/* Never progresses: the caller may be Open MPI's progress engine already,
+ * and opal_progress, which xccl's waits call, progresses the PML. */
+static int pml_test(void *ctx, void *req)
+{
+    ompi_request_t *r = req;
+    (void) ctx;
+    if (!REQUEST_COMPLETE(r)) {
+        return 0;
+    }
+    const int ok = MPI_SUCCESS == r->req_status.MPI_ERROR;
+    ompi_request_free(&r);
+    return ok ? 1 : -1;
+}
+
+static void pml_progress(void *ctx)
+{
+    (void) ctx;
+}
+
+static void pml_cancel(void *ctx, void *req)
+{
+    ompi_request_t *r = req;
+    (void) ctx;
+    ompi_request_cancel(r);
+    ompi_request_free(&r);           /* released by the PML once it ends */
+}
+
+static void use_ucx(mca_coll_xccl_module_t *m, bool ucx)
+{
+    m->ucx = ucx;
+    m->transport.ctx = m;
+    m->transport.isend = ucx ? ucx_isend : pml_isend;
+    m->transport.irecv = ucx ? ucx_irecv : pml_irecv;
+    m->transport.test = ucx ? ucx_test : pml_test;
+    m->transport.progress = ucx ? ucx_progress : pml_progress;
+    m->transport.cancel = ucx ? ucx_cancel : pml_cancel;
+}
+
+/* ------------------------------------------------------------ endpoints */
+
+static void release_endpoints(mca_coll_xccl_module_t *m)
+{
+    if (NULL != m->eps) {
+        for (int i = 0; i < m->size; i++) {
+            if (NULL != m->eps[i]) {
+                xccl_ucx_ep_put(m->ep_keys[i]);
+            }
+        }
+    }
+    free(m->eps);
+    free(m->ep_keys);
+    m->eps = NULL;
+    m->ep_keys = NULL;
+}
+
+/* UCX endpoints to every peer; NULL, or why not (then none are kept). */
+static const char *connect_peers(mca_coll_xccl_module_t *m)
+{
+    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    const char *why = NULL;
+    if (!c->ucx_ok) {
+        return "UCX did not start on this process";
+    }
+    m->eps = calloc((size_t) m->size, sizeof(*m->eps));
+    m->ep_keys = calloc((size_t) m->size, sizeof(*m->ep_keys));
+    if (NULL == m->eps || NULL == m->ep_keys) {
+        why = "out of memory";
+    }
+    for (int i = 0; NULL == why && i < m->size; i++) {
+        if (i == m->rank) {
+            continue;
+        }
+        ompi_proc_t *proc = ompi_comm_peer_lookup(m->comm, i);
+        opal_process_name_t name = proc->super.proc_name;
+        uint64_t key = ((uint64_t) name.jobid << 32) | name.vpid;
+        void *addr = NULL;
+        size_t len = 0;
+        int rc;
+        OPAL_MODEX_RECV(rc, &c->super.collm_version, &name, &addr, &len);
+        if (OPAL_SUCCESS != rc || NULL == addr || len <= 1) {
+            why = len == 1 ? "a peer has no UCX" : "a peer published no xccl address";
+        } else if (0 != xccl_ucx_ep_get(key, addr, len, &m->eps[i])) {
+            why = "endpoint creation failed";
+        } else {
+            m->ep_keys[i] = key;
+        }
+        free(addr);
+    }
+    if (NULL != why) {
+        release_endpoints(m);
+    }
+    return why;
+}
+
+/* ------------------------------------------------------------ placement */
+
+/* Where this process runs inside its node, for the ring order inside the
+ * node.  With a current CUDA context on a device the node's topology knows:
+ * XCCL_KEY_GPU + the device's position on the ring that follows the GPU
+ * wiring (xccl_topo_ring_order: NVLink, then PCIe switch and socket), so
+ * ranks on linked devices are neighbours and ranks sharing a device are
+ * adjacent.  Else package * 65536 + lowest CPU of its binding, from sysfs,
+ * or XCCL_KEY_UNBOUND when it is not bound to a strict subset of the CPUs
+ * (no order to follow), plus XCCL_KEY_CUDA when it has a CUDA context on
+ * a device the topology does not know.  Every rank computes its own key
+ * from its own node's view; all ranks then sort the keys they exchanged
+ * the same way. */
+#define XCCL_KEY_GPU (1 << 30)
+#define XCCL_KEY_CUDA (1 << 29)
+#define XCCL_KEY_UNBOUND (XCCL_KEY_CUDA - 1)
+#define KEY_CPU(k) ((k) & XCCL_KEY_UNBOUND)
+
+/* With a CUDA context: its ring position key, else XCCL_KEY_CUDA.  Else -1. */
+static int gpu_placement_key(void)
+{
+    const xccl_topo_t *topo = mca_coll_xccl_component.topo;
+    char pci[32];
+    int order[XCCL_TOPO_MAX_DEVS];
+    if (0 != xccl_gpu_current_pci(pci, sizeof(pci))) {
+        return -1;
+    }
+    if (NULL == topo) {
+        return XCCL_KEY_CUDA;
+    }
+    int n = xccl_topo_ring_order(topo, order);
+    for (int k = 0; k < n; k++) {
+        if (0 == strcasecmp(topo->devs[order[k]].loc.pci, pci)) {
+            return XCCL_KEY_GPU + k;
+        }
+    }
+    return XCCL_KEY_CUDA;
+}
+
+static int placement_key(void)
+{
+    int gpu = gpu_placement_key();
+    if (gpu >= XCCL_KEY_GPU) {
+        return gpu;
+    }
+    const int cuda = gpu >= 0 ? XCCL_KEY_CUDA : 0;
+    cpu_set_t set;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (0 != sched_getaffinity(0, sizeof(set), &set) || ncpu <= 0 || CPU_COUNT(&set) >= ncpu) {
+        return cuda | XCCL_KEY_UNBOUND;
+    }
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set)) {
+        cpu++;
+    }
+    if (cpu >= CPU_SETSIZE || cpu >= 65536) {
+        return cuda | XCCL_KEY_UNBOUND;
+    }
+    char path[96];
+    int package = 0;
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+    FILE *f = fopen(path, "r");
+    if (NULL != f) {
+        /* below XCCL_KEY_UNBOUND */
+        if (1 != fscanf(f, "%d", &package) || package < 0 ||
+            package >= XCCL_KEY_UNBOUND / 65536) {
+            package = 0;
+        }
+        fclose(f);
+    }
+    return cuda | (package * 65536 + cpu);
+}
+
+typedef struct {
+    int key, rank;
+} key_rank_t;
+
+static int cmp_key_rank(const void *a, const void *b)
+{
+    const key_rank_t *x = a, *y = b;
+    return x->key != y->key ? (x->key < y->key ? -1 : 1) : x->rank - y->rank;
+}
+
+/* Orders the ranks of each node by where they run (GPU ring position, or
+ * package then CPU), so that rings inside a node follow the wiring instead
+ * of hopping across sockets in communicator order.  Nodes where a rank is
+ * unbound, or some ranks have a GPU key and others not, keep the
+ * communicator order.  keys are the same on every rank: so is the order. */
+static void order_nodes(mca_coll_xccl_module_t *m, const int *keys)
+{
+    key_rank_t *kr = malloc((size_t) m->layout.max_ppn * sizeof(*kr));
+    int *order = malloc((size_t) m->layout.max_ppn * sizeof(int));
+    for (int n = 0; NULL != kr && NULL != order && n < m->layout.nnodes; n++) {
+        const int ln = xccl_layout_node_size(&m->layout, n);
+        const int *members = xccl_layout_node_members(&m->layout, n);
+        int bound = 1, changed = 0, gpus = 0;
+        for (int i = 0; i < ln; i++) {
+            kr[i].key = keys[members[i]];
+            kr[i].rank = members[i];
+            gpus += kr[i].key >= XCCL_KEY_GPU;
+        }
+        for (int i = 0; i < ln && 0 == gpus; i++) {
+            kr[i].key = kr[i].key < 0 ? XCCL_KEY_UNBOUND : KEY_CPU(kr[i].key);
+            bound = bound && XCCL_KEY_UNBOUND != kr[i].key;
+        }
+        bound = bound && (0 == gpus || ln == gpus);
+        if (!bound || ln < 2) {
+            continue;
+        }
+        qsort(kr, (size_t) ln, sizeof(*kr), cmp_key_rank);
+        for (int i = 0; i < ln; i++) {
+            order[i] = kr[i].rank;
+            changed = changed || order[i] != members[i];
+        }
+        if (changed && 0 == xccl_layout_set_order(&m->layout, n, order)) {
+            char line[256];
+            int len = 0;
+            for (int i = 0; i < ln && len < (int) sizeof(line) - 12; i++) {
+                len += snprintf(line + len, sizeof(line) - (size_t) len, " %d", order[i]);
+            }
+            mca_coll_xccl_log(2, "comm comm=%u node %d: ranks in placement order (%s):%s%s",
+                              m->cid, n, gpus ? "gpu ring" : "cpu", line,
+                              len >= (int) sizeof(line) - 12 ? " ..." : "");
+        }
+    }
+    free(kr);
+    free(order);
+}
+
+/* ------------------------------------------------------------ nodes */
+
+typedef struct {
+    const char *host;
+    int rank;
+} host_rank_t;
+
+static int cmp_host_rank(const void *a, const void *b)
+{
+    const host_rank_t *x = a, *y = b;
+    int c = strcmp(x->host, y->host);
+    return c ? c : x->rank - y->rank;
+}
+
+/* Node of every rank, from the host names Open MPI's runtime knows for each
+ * process (no messages, no rank arithmetic), or from coll_xccl_node_layout.
+ * Every member computes the same layout.  Returns NULL, or why it could
+ * not. */
+static const char *map_nodes(mca_coll_xccl_module_t *m)
+{
+    const int p = m->size;
+    const char *spec = mca_coll_xccl_component.node_layout;
+    if (NULL != spec && spec[0]) {
+        char err[128];
+        if (0 == xccl_layout_parse(&m->layout, spec, p, err, sizeof(err))) {
+            return NULL;
+        }
+        /* Same on every rank (same string, same size): all fall back alike. */
+        mca_coll_xccl_log(1, "comm comm=%u: coll_xccl_node_layout \"%s\" ignored (%s); using "
+                          "the host names", m->cid, spec, err);
+    }
+    host_rank_t *hr = malloc((size_t) p * sizeof(*hr));
+    int *id = malloc((size_t) p * sizeof(int));
+    const char *why = NULL;
+    if (NULL == hr || NULL == id) {
+        why = "out of memory mapping ranks to nodes";
+        goto out;
+    }
+    for (int r = 0; r < p; r++) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(m->comm, r);
+        hr[r].host = NULL != proc ? opal_get_proc_hostname(&proc->super) : NULL;
+        hr[r].rank = r;
+        if (NULL == hr[r].host || 0 == strcmp(hr[r].host, "unknown")) {
+            why = "the host of a rank is unknown";
+            goto out;
+        }
+    }
+    /* Sort by host name; equal names, equal ids. */
+    qsort(hr, (size_t) p, sizeof(*hr), cmp_host_rank);
+    for (int i = 0, n = -1; i < p; i++) {
+        if (0 == i || 0 != strcmp(hr[i].host, hr[i - 1].host)) {
+            n++;
+        }
+        id[hr[i].rank] = n;
+    }
+    if (0 != xccl_layout_init(&m->layout, p, id)) {
+        why = "out of memory mapping ranks to nodes";
+    }
+out:
+    free(hr);
+    free(id);
+    return why;
+}
+
+/* All ranks on one node: the layout of last resort (flat algorithms). */
+static int one_node(mca_coll_xccl_module_t *m)
+{
+    int *id = calloc((size_t) m->size, sizeof(int));
+    int rc = NULL != id ? xccl_layout_init(&m->layout, m->size, id) : -1;
+    free(id);
+    return rc;
+}
+
+/* ------------------------------------------------------------ agreement */
+
+static bool with_keys(const mca_coll_xccl_module_t *m)
+{
+    return m->size <= XCCL_AGREE_MAX_KEYS;
+}
+
+/* The local part: this rank's flags and key in m->agree_msg, and the
+ * buffer for everyone's.  Logs why something failed. */
+static int setup_local(mca_coll_xccl_module_t *m)
+{
+    const char *nodes = map_nodes(m);
+    const char *ucx = connect_peers(m);
+    m->agree_msg[0] = (NULL == nodes ? XCCL_OK_NODES : 0) | (NULL == ucx ? XCCL_OK_UCX : 0);
+    m->agree_msg[1] = placement_key();
+    if (nodes) {
+        mca_coll_xccl_log(1, "comm comm=%u rank=%d: %s", m->cid, m->world_rank, nodes);
+    }
+    if (ucx) {
+        mca_coll_xccl_log(2, "comm comm=%u rank=%d: no UCX path: %s", m->cid, m->world_rank, ucx);
+    }
+    m->agree_all = malloc((size_t) (with_keys(m) ? 2 * m->size : 1) * sizeof(int));
+    return NULL == m->agree_all ? OMPI_ERR_OUT_OF_RESOURCE : MPI_SUCCESS;
+}
+
+/* Starts (or, blocking, runs) the exchange of {flags, key}: an allgather
+ * of both, or in large communicators an allreduce (bitwise and) of the
+ * flags, through the fallback modules. */
+static int agree(mca_coll_xccl_module_t *m, int wait)
+{
+    struct ompi_communicator_t *comm = m->comm;
+    struct ompi_datatype_t *t = &ompi_mpi_int.dt;
+    if (with_keys(m)) {
+        return wait ? m->prev_allgather(m->agree_msg, 2, t, m->agree_all, 2, t, comm,
+                                        m->prev_allgather_module)
+                    : m->prev_iallgather(m->agree_msg, 2, t, m->agree_all, 2, t, comm,
+                                         &m->agree_req, m->prev_iallgather_module);
+    }
+    struct ompi_op_t *band = &ompi_mpi_op_band.op;
+    return wait ? m->prev_allreduce(m->agree_msg, m->agree_all, 1, t, band, comm,
+                                    m->prev_allreduce_module)
+                : m->prev_iallreduce(m->agree_msg, m->agree_all, 1, t, band, comm,
+                                     &m->agree_req, m->prev_iallreduce_module);
+}
+
+/* Everyone's flags and keys are in (rc: how the exchange ended). */
+static void setup_finish(mca_coll_xccl_module_t *m, int rc)
+{
+    int flags = XCCL_OK_UCX | XCCL_OK_NODES;
+    int *keys = NULL;
+    if (MPI_SUCCESS != rc) {
+        flags = 0;
+        mca_coll_xccl_log(1, "comm comm=%u rank=%d: the set-up agreement failed (%d)", m->cid,
+                          m->world_rank, rc);
+    } else if (with_keys(m)) {
+        keys = malloc((size_t) m->size * sizeof(int));
+        for (int i = 0; i < m->size; i++) {
+            flags &= m->agree_all[2 * i];
+            if (keys) {
+                keys[i] = m->agree_all[2 * i + 1];
+            }
+        }
+    } else {
+        flags &= m->agree_all[0];
+    }
+    free(m->agree_all);
+    m->agree_all = NULL;
+    if (!(flags & XCCL_OK_NODES)) {
+        xccl_layout_fini(&m->layout);
+        if (0 != one_node(m)) {
+            flags = 0;
+        }
+    }
+    if (!(flags & XCCL_OK_UCX)) {
+        release_endpoints(m);
+    }
+    use_ucx(m, flags & XCCL_OK_UCX);
+    m->gpu_ipc = m->size > 1 && 1 == m->layout.nnodes && NULL != keys;
+    if (NULL != keys) {
+        order_nodes(m, keys);
+        for (int i = 0; i < m->size; i++) {
+            m->gpu_ipc = m->gpu_ipc && keys[i] >= 0 && (keys[i] & (XCCL_KEY_GPU | XCCL_KEY_CUDA));
+        }
+    }
+    free(keys);
+    if (m->comm == &ompi_mpi_comm_world.comm) {
+        mca_coll_xccl_component.world_active = true;
+    }
+    /* The PML transport is worth saying at verbose 1: xccl is slower there. */
+    mca_coll_xccl_log(m->ucx ? 2 : 1, "comm comm=%u rank=%d size=%d set up (name %s) nodes=%d "
+                      "ppn=%d..%d transport=%s%s", m->cid, m->world_rank, m->size, m->comm->c_name,
+                      m->layout.nnodes, m->layout.min_ppn, m->layout.max_ppn,
+                      m->ucx ? "ucx" : "pml (a rank has no UCX path to a peer)",
+                      m->gpu_ipc ? " cuda_ipc" : "");
+    opal_atomic_wmb();
+    m->setup = XCCL_SETUP_DONE;
+}
+
+int mca_coll_xccl_setup_test(mca_coll_xccl_module_t *m)
+{
+    if (XCCL_SETUP_DONE == m->setup) {
+        opal_atomic_rmb();
+        return 1;
+    }
+    int done = 0;
+    OPAL_THREAD_LOCK(&m->setup_lock);
+    if (XCCL_SETUP_PENDING == m->setup && REQUEST_COMPLETE(m->agree_req)) {
+        int rc = m->agree_req->req_status.MPI_ERROR;
+        ompi_request_free(&m->agree_req);
+        setup_finish(m, rc);
+    }
+    done = XCCL_SETUP_DONE == m->setup;
+    OPAL_THREAD_UNLOCK(&m->setup_lock);
+    return done;
+}
+
+int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait)
+{
+    if (mca_coll_xccl_setup_test(m)) {
+        return MPI_SUCCESS;
+    }
+    if (XCCL_SETUP_NONE == m->setup) {
+        /* Only the thread making a collective call on this communicator
+         * gets here (MPI lets one at a time), and nothing else reads the
+         * state before it is PENDING. */
+        int rc = setup_local(m);
+        if (MPI_SUCCESS != rc) {
+            return rc;
+        }
+        if (m->size == 1) {
+            m->agree_all[0] = m->agree_msg[0];
+            m->agree_all[1] = m->agree_msg[1];
+            setup_finish(m, MPI_SUCCESS);
+            return MPI_SUCCESS;
+        }
+        rc = agree(m, wait);
+        if (wait || MPI_SUCCESS != rc) {
+            setup_finish(m, rc);
+            return MPI_SUCCESS;
+        }
+        opal_atomic_wmb();
+        m->setup = XCCL_SETUP_PENDING;
+        return MPI_SUCCESS;
+    }
+    while (wait && !mca_coll_xccl_setup_test(m)) {
+        opal_progress();
+    }
+    return MPI_SUCCESS;
+}
+
+void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m)
+{
+    /* A pending agreement holds a request of the call that started it,
+     * which holds this module: the module goes only after it is done. */
+    if (XCCL_SETUP_PENDING == m->setup && !REQUEST_COMPLETE(m->agree_req)) {
+        mca_coll_xccl_log(1, "comm comm=%u rank=%d: freed during its set-up agreement; its "
+                          "buffers are left to it", m->cid, m->world_rank);
+        m->agree_all = NULL;
+    } else if (XCCL_SETUP_PENDING == m->setup) {
+        ompi_request_free(&m->agree_req);
+    }
+    release_endpoints(m);
+    free(m->agree_all);
+    m->agree_all = NULL;
+    xccl_layout_fini(&m->layout);
+}
