@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/op/op.h"
 #include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"
@@ -412,7 +413,13 @@ static const char *reduction_fallback(const mca_coll_xccl_module_t *m, xccl_coll
 /* ------------------------------------------------------------ requests */
 
 /* An active collective request of xccl's: the ompi_request_t at the start
- * of an object of `whole` bytes (OBJ_NEW constructed only that part). */
+ * of an object of `whole` bytes.  It must be an ompi_coll_base_nbc_request_t
+ * first: for a derived datatype or a user op, Open MPI's MPI layer keeps
+ * them alive through the request it got back (ompi_coll_base_retain_op,
+ * _datatypes), writing into that struct's fields, which overwrote xccl's
+ * own and crashed the progress of MPI_Iallreduce / MPI_Ibcast with derived
+ * datatypes.  Zeroed past the ompi_request_t, as that constructor leaves
+ * the rest. */
 static void init_request(ompi_request_t *r, size_t whole, ompi_request_free_fn_t free_fn)
 {
     memset((char *) r + sizeof(*r), 0, whole - sizeof(*r));
@@ -499,14 +506,14 @@ static int staged_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *st,
  * runs on the host copies; when it completes, its completion callback
  * completes the copies back and this request. */
 typedef struct {
-    ompi_request_t super;
+    ompi_coll_base_nbc_request_t super;   /* see init_request */
     ompi_request_t *inner;
     mca_coll_xccl_module_t *module;  /* retained while active */
     xccl_coll_t coll;
     staged_t st;
 } staged_request_t;
 
-static OBJ_CLASS_INSTANCE(staged_request_t, ompi_request_t, NULL, NULL);
+static OBJ_CLASS_INSTANCE(staged_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
 static int staged_request_free(ompi_request_t **rptr)
 {
@@ -514,7 +521,7 @@ static int staged_request_free(ompi_request_t **rptr)
     if (req->inner) {
         ompi_request_free(&req->inner);
     }
-    OMPI_REQUEST_FINI(&req->super);
+    OMPI_REQUEST_FINI(&req->super.super);
     OBJ_RELEASE(req);
     *rptr = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
@@ -524,9 +531,9 @@ static int staged_request_done(ompi_request_t *inner)
 {
     staged_request_t *req = inner->req_complete_cb_data;
     int rc = staged_end(req->module, req->coll, &req->st, inner->req_status.MPI_ERROR);
-    req->super.req_status.MPI_ERROR = rc;
+    req->super.super.req_status.MPI_ERROR = rc;
     OBJ_RELEASE(req->module);
-    ompi_request_complete(&req->super, true);
+    ompi_request_complete(&req->super.super, true);
     return 0;
 }
 
@@ -544,13 +551,13 @@ static int staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll, staged_t *
         staged_end(m, coll, st, MPI_SUCCESS);
         return log_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
     }
-    init_request(&req->super, sizeof(*req), staged_request_free);
+    init_request(&req->super.super, sizeof(*req), staged_request_free);
     req->inner = inner;
     req->coll = coll;
     req->st = *st;
     OBJ_RETAIN(m);
     req->module = m;
-    *request = &req->super;
+    *request = &req->super.super;
     ompi_request_set_callback(inner, staged_request_done, req);
     return MPI_SUCCESS;
 }
@@ -725,7 +732,7 @@ static int packed_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, packed_t *pk,
  * it with its arguments, then builds its schedule (its sequence number is
  * taken when it starts, like every call's, so it is the same on all ranks). */
 typedef struct xccl_request {
-    ompi_request_t super;
+    ompi_coll_base_nbc_request_t super;   /* see init_request */
     struct xccl_request *next;       /* in the list of active requests */
     mca_coll_xccl_module_t *module;  /* retained while active */
     xccl_coll_t coll;
@@ -742,7 +749,7 @@ typedef struct xccl_request {
     void *scratch;
 } xccl_request_t;
 
-static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_request_t, NULL, NULL);
+static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
 static xccl_request_t *active_requests;
 static opal_mutex_t active_lock = OPAL_MUTEX_STATIC_INIT;
@@ -752,7 +759,7 @@ static int request_free(ompi_request_t **rptr)
 {
     /* MPI forbids freeing an active collective request: it is complete. */
     xccl_request_t *req = (xccl_request_t *) *rptr;
-    OMPI_REQUEST_FINI(&req->super);
+    OMPI_REQUEST_FINI(&req->super.super);
     OBJ_RELEASE(req);
     *rptr = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
@@ -778,16 +785,16 @@ static void request_finish(xccl_request_t *req, int rc, int err)
     mca_coll_xccl_module_t *m = req->module;
     request_release(req);
     if (MPI_SUCCESS != err) {
-        req->super.req_status.MPI_ERROR = err;
+        req->super.super.req_status.MPI_ERROR = err;
     } else if (1 != rc) {
-        req->super.req_status.MPI_ERROR = exec_failed(m, req->coll);
+        req->super.super.req_status.MPI_ERROR = exec_failed(m, req->coll);
     }
     err = packed_end(m, req->coll, &req->pk, 1 == rc && MPI_SUCCESS == err, 1);
-    if (MPI_SUCCESS == req->super.req_status.MPI_ERROR) {
-        req->super.req_status.MPI_ERROR = err;
+    if (MPI_SUCCESS == req->super.super.req_status.MPI_ERROR) {
+        req->super.super.req_status.MPI_ERROR = err;
     }
     OBJ_RELEASE(m);
-    ompi_request_complete(&req->super, true);
+    ompi_request_complete(&req->super.super, true);
 }
 
 /* Scratch and executor of a request whose schedule is built: 0 or -1. */
@@ -853,7 +860,7 @@ int mca_coll_xccl_progress_requests(void)
         }
         *pp = req->next;               /* unlink; complete outside the lock */
         req->exec.status = rc;
-        req->super.req_status.MPI_ERROR = err;
+        req->super.super.req_status.MPI_ERROR = err;
         req->next = done;
         done = req;
         events++;
@@ -863,7 +870,7 @@ int mca_coll_xccl_progress_requests(void)
     while (done) {
         xccl_request_t *req = done;
         done = req->next;
-        request_finish(req, req->exec.status, req->super.req_status.MPI_ERROR);
+        request_finish(req, req->exec.status, req->super.super.req_status.MPI_ERROR);
     }
     return events;
 }
@@ -878,7 +885,7 @@ static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (NULL == req) {
         return NULL;
     }
-    init_request(&req->super, sizeof(*req), request_free);
+    init_request(&req->super.super, sizeof(*req), request_free);
     req->coll = coll;
     req->hooks = *hooks;
     if (rctx) {
@@ -904,7 +911,7 @@ static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 
 static void request_enqueue(xccl_request_t *req, ompi_request_t **request)
 {
-    *request = &req->super;
+    *request = &req->super.super;
     OPAL_THREAD_LOCK(&active_lock);
     req->next = active_requests;
     active_requests = req;

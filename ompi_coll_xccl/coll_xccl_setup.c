@@ -515,8 +515,9 @@ static void setup_finish(mca_coll_xccl_module_t *m, int rc)
     if (m->comm == &ompi_mpi_comm_world.comm) {
         mca_coll_xccl_component.world_active = true;
     }
-    /* The PML transport is worth saying at verbose 1: xccl is slower there. */
-    mca_coll_xccl_log(m->ucx ? 2 : 1, "comm comm=%u rank=%d size=%d set up (name %s) nodes=%d "
+    /* The PML transport is worth saying at verbose 1 (xccl is slower
+     * there), except on a process without UCX: it said so once already. */
+    mca_coll_xccl_log(m->ucx || !mca_coll_xccl_component.ucx_ok ? 2 : 1, "comm comm=%u rank=%d size=%d set up (name %s) nodes=%d "
                       "ppn=%d..%d transport=%s%s", m->cid, m->world_rank, m->size, m->comm->c_name,
                       m->layout.nnodes, m->layout.min_ppn, m->layout.max_ppn,
                       m->ucx ? "ucx" : "pml (a rank has no UCX path to a peer)",
