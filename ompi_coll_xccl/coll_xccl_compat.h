@@ -27,6 +27,8 @@
  *  - the modex: opal/mca/pmix/pmix.h and opal_pmix.commit() in 4.1,
  *    opal/mca/pmix/pmix-internal.h and PMIx_Commit() in 5.0 (PMIx's own
  *    scope constants);
+ *  - opal_get_proc_hostname: a cached string in 4.1, a new one the caller
+ *    frees in 5.0;
  *  - the same in both: how a component saves the previous module (base
  *    selection enables modules in increasing priority and then copies each
  *    module's non-NULL pointers into comm->c_coll, so module_enable reads
@@ -43,9 +45,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "opal/util/proc.h"
 
 #if !defined(XCCL_COLL_API)
 #error "XCCL_COLL_API is not defined: configure passes it (XCCL_OMPI_DEFS)"
@@ -81,6 +85,19 @@ static inline int xccl_compat_modex_commit(void)
     return PMIX_SUCCESS == PMIx_Commit() ? OPAL_SUCCESS : OPAL_ERROR;
 }
 
+/* The host name of a process.  5.0's opal_get_proc_hostname returns a new
+ * string (a copy of PMIx's value, or strdup) that the caller frees, as its
+ * own btl/tcp does; kept, it leaked ~800 bytes per communicator set-up. */
+static inline const char *xccl_compat_proc_hostname(opal_proc_t *proc)
+{
+    return opal_get_proc_hostname(proc);
+}
+
+static inline void xccl_compat_proc_hostname_release(const char *host)
+{
+    free((char *) host);
+}
+
 #else
 /* ---------------------------------------------------------- Open MPI 4.1 */
 #include "opal/mca/pmix/pmix.h"
@@ -104,6 +121,17 @@ static inline bool xccl_compat_comm_cid_is_global(const struct ompi_communicator
 static inline int xccl_compat_modex_commit(void)
 {
     return opal_pmix.commit();
+}
+
+/* 4.1: the string cached in the proc (never to be freed). */
+static inline const char *xccl_compat_proc_hostname(opal_proc_t *proc)
+{
+    return opal_get_proc_hostname(proc);
+}
+
+static inline void xccl_compat_proc_hostname_release(const char *host)
+{
+    (void) host;
 }
 
 #endif

@@ -493,6 +493,11 @@ done
 
 # Resident memory flat over 20 000 used and 20 000 unused communicators.
 name=xccl_comm_churn.rss.np2
+# Open MPI 5.0.7: its PMIx leaks ~100 bytes per PMIx_Get, and the node map
+# of each new communicator asks for every peer's host name (~2.1 MiB over
+# these 20000 communicators, measured; xccl's own allocations do not grow)
+rss_limit=2048
+((ompi_major < 5)) || rss_limit=4096
 if selected "$name"; then
     run_mpi "$name" 2 "$bindir/xccl_comm_churn" -n 0 -R 20000
     ok=0
@@ -500,7 +505,7 @@ if selected "$name"; then
         line=$(grep -E '^rss cycles=' "$logdir/$name.log" | tail -n 1) &&
         growth=${line##*growth_kib=} && [[ $growth =~ ^-?[0-9]+$ ]] ||
             { echo "$name: no rss line"; false; }; } && {
-        ((growth < 2048)) || { echo "$name: resident memory grew by $growth KiB (limit 2048): $line"; false; }; }
+        ((growth < rss_limit)) || { echo "$name: resident memory grew by $growth KiB (limit $rss_limit): $line"; false; }; }
     } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
@@ -513,7 +518,13 @@ fi
 name=xccl_comm_churn.ucx_one_rank.np2
 if selected "$name"; then
     churn=("$bindir/xccl_comm_churn" -m used -n 50 -r 1 -T 10)
-    run_mpi "$name" 1 "${churn[@]}" : -np 1 -x OMPI_MCA_coll_xccl_ucx_tls=no_such_transport "${churn[@]}"
+    if ((ompi_major < 5)); then
+        run_mpi "$name" 1 "${churn[@]}" : -np 1 -x OMPI_MCA_coll_xccl_ucx_tls=no_such_transport "${churn[@]}"
+    else
+        # Open MPI 5.0.7's mpirun crashes on any MPMD command line
+        run_mpi "$name" 2 "$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)/rank_env.sh" 1 \
+            OMPI_MCA_coll_xccl_ucx_tls=no_such_transport -- "${churn[@]}"
+    fi
     ok=0
     problems=$({ check_result "$name" && {
         n=$(per_rank_output "$name" 1 | grep -cE '^xccl: .*UCX' || true)
