@@ -71,6 +71,12 @@ cleanup() {
         umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
             echo "trixie: could not unmount $m" >&2
     done
+    # and whatever the tests mounted inside (ip netns add binds /run/netns),
+    # deepest first
+    while read -r m; do
+        umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
+            echo "trixie: could not unmount $m" >&2
+    done < <(awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r)
     # anything left mounted below the root (never delete through a mount)
     if grep -q " $root/" /proc/mounts; then
         echo "trixie: mounts left under $root:" >&2
@@ -231,16 +237,18 @@ params5=$(grep -oE 'parameter "coll_xccl_[a-z0-9_]+"' "$logs/ompi_info.log" | so
 n5=$(grep -c . <<<"$params5")
 echo "trixie: ompi_info --param coll xccl --level 9: component listed (API v2.4.0), $n5 parameters"
 if [[ -e $top/build/component/mca_coll_xccl.so ]] && command -v ompi_info >/dev/null; then
+    # this machine's Open MPI (4.1) with the component the suite built
     ompi_dir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
-    params4=$(ompi_info --mca mca_base_component_path "$ompi_dir:$top/build/component" \
-        --param coll xccl --level 9 2>/dev/null | grep -oE 'parameter "coll_xccl_[a-z0-9_]+"' | sort -u)
-    if [[ -n $params4 ]]; then
-        if [[ $params4 != "$params5" ]]; then
-            diff <(echo "$params4") <(echo "$params5") | sed 's/^/   | /'
-            fail "the parameters differ from the Open MPI 4.1 build's (< 4.1, > 5.0)"
-        fi
-        echo "trixie: the same $n5 parameters as the Open MPI $(ompi_info --parsable --version ompi 2>/dev/null | sed -n 's/^ompi:version:full://p') build"
+    v4=$(ompi_info --parsable | sed -n 's/^ompi:version:full://p')
+    params4=$(OMPI_MCA_mca_base_component_path="$ompi_dir:$top/build/component" \
+        ompi_info --param coll xccl --level 9 2>/dev/null |
+        { grep -oE 'parameter "coll_xccl_[a-z0-9_]+"' || true; } | sort -u)
+    [[ -n $params4 ]] || fail "ompi_info $v4 lists no xccl parameter for $top/build/component"
+    if [[ $params4 != "$params5" ]]; then
+        diff <(echo "$params4") <(echo "$params5") | sed 's/^/   | /'
+        fail "the parameters differ from the Open MPI $v4 build's (< $v4, > 5.0)"
     fi
+    echo "trixie: the same $n5 parameters as with Open MPI $v4"
 fi
 
 stage=xccl_bench
