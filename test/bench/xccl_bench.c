@@ -737,6 +737,20 @@ static bool xccl_world_active(void)
     MPI_Datatype dt;
     char name[256];
     int bind;
+    /* xccl sets a communicator up at the first call it runs itself: one
+     * small allreduce with coll_xccl_small_msg_bytes 0 for the moment
+     * (MPI_T), so that MPI_COMM_WORLD's set-up has happened (or failed). */
+    int sidx = cvar_find("coll_xccl_small_msg_bytes");
+    if (sidx >= 0) {
+        cvar_t sm = { .is_bool = false };
+        if (MPI_T_cvar_handle_alloc(sidx, NULL, &sm.handle, &count) != MPI_SUCCESS)
+            die(3, "MPI_T_cvar_handle_alloc(coll_xccl_small_msg_bytes) failed");
+        int initial = cvar_read(&sm, "coll_xccl_small_msg_bytes"), one = 1, sum = 0;
+        cvar_write(&sm, "coll_xccl_small_msg_bytes", 0);
+        MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        cvar_write(&sm, "coll_xccl_small_msg_bytes", initial);
+        MPI_T_cvar_handle_free(&sm.handle);
+    }
     if (!cvar_info(idx, name, sizeof name, &dt, &bind))
         die(3, "MPI_T_cvar_get_info(coll_xccl_world_active) failed");
     cv.is_bool = dt == MPI_C_BOOL;

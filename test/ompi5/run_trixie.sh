@@ -254,10 +254,18 @@ fi
 stage=xccl_bench
 t0=$(date +%s)
 for np in 2 4; do
-    # the installed component, found by Open MPI itself; -x: sizes 8 B..1 MiB
+    # The installed component, in Open MPI's own directory.  Named
+    # explicitly: Debian 13's mpirun (PRRTE) sets
+    # OMPI_MCA_mca_base_component_path to PMIx's component directory in
+    # every rank, so without it no rank looks in Open MPI's (ompi_info,
+    # not started by mpirun, does).  Sizes 8 B..1 MiB.
     in_root "bench-np$np" "cd /tmp && timeout -k 10 300 mpirun --allow-run-as-root --oversubscribe \
-        --mca mpi_yield_when_idle 1 -np $np /xccl/build/xccl_bench -b 8 -e 1M -f 8 -r 5" ||
+        --mca mpi_yield_when_idle 1 \
+        --mca mca_base_component_path \$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p') \
+        -np $np /xccl/build/xccl_bench -b 8 -e 1M -f 8 -r 5" ||
         fail "xccl_bench at np $np (log: $logs/bench-np$np.log)"
+    ! grep -q 'xccl not loaded' "$logs/bench-np$np.log" ||
+        fail "xccl_bench at np $np: the installed component was not loaded"
     # exit status 1: xccl computed a wrong result; 4: xccl was not active
     grep -q '^# result: ' "$logs/bench-np$np.log" || fail "xccl_bench at np $np printed no result line"
     ! grep -q '^# result: FAIL' "$logs/bench-np$np.log" ||
