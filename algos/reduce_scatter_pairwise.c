@@ -33,12 +33,16 @@ int xccl_build_reduce_scatter_pairwise(xccl_sched_t *s, const size_t *counts, in
     if (NULL == first) {
         return -1;
     }
+    /* own_off, not first[r]: GCC 14 cannot see that the loop runs (p >= 1)
+     * and warns that first[r] may be uninitialized. */
+    size_t own_off = 0;
     for (int c = 0; c < p; c++) {
         first[c] = off;
+        own_off = c == r ? off : own_off;
         off += counts[c];
     }
     const size_t mine = counts[r] * es;
-    const xccl_ref_t own = xccl_ref(XCCL_BUF_SEND, first[r] * es), out = xccl_ref(XCCL_BUF_RECV, 0);
+    const xccl_ref_t own = xccl_ref(XCCL_BUF_SEND, own_off * es), out = xccl_ref(XCCL_BUF_RECV, 0);
     if (1 == p) {
         xccl_sched_copy(s, out, own, mine);
         free(first);

@@ -16,7 +16,8 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
-#include "opal/threads/mutex.h"
+
+#include "coll_xccl_compat.h"
 
 #include "algos/xccl_algos.h"
 #include "ucx_glue/xccl_ucx.h"
@@ -37,7 +38,7 @@ typedef struct {
 } xccl_coll_stats_t;
 
 typedef struct {
-    mca_coll_base_component_2_0_0_t super;
+    mca_coll_base_component_t super;
 
     /* MCA parameters */
     int priority;
@@ -77,7 +78,7 @@ typedef struct {
     xccl_coll_stats_t stats[XCCL_NCOLL];
 } mca_coll_xccl_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_xccl_component_t mca_coll_xccl_component;
+XCCL_COMPONENT_DECLSPEC extern mca_coll_xccl_component_t mca_coll_xccl_component;
 
 /* Set-up of a communicator, on first use (coll_xccl_setup.c). */
 enum {

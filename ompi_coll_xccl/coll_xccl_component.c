@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
@@ -27,7 +26,7 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
 mca_coll_xccl_component_t mca_coll_xccl_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            XCCL_COLL_BASE_VERSION,
             .mca_component_name = "xccl",
             MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
             .mca_open_component = xccl_open,
@@ -477,9 +476,9 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     } else if (0 != xccl_ucx_address(&addr, &len)) {
         snprintf(c->ucx_error, sizeof(c->ucx_error), "no worker address");
     } else {
-        OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.collm_version, addr, len);
+        OPAL_MODEX_SEND(rc, XCCL_MODEX_SCOPE, &c->super.collm_version, addr, len);
         if (OPAL_SUCCESS == rc) {
-            rc = opal_pmix.commit();
+            rc = xccl_compat_modex_commit();
         }
         if (OPAL_SUCCESS != rc) {
             snprintf(c->ucx_error, sizeof(c->ucx_error), "modex send failed (%d)", rc);
@@ -489,9 +488,9 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     }
     if (!c->ucx_ok) {
         static const char marker[1] = { 0 };
-        OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.collm_version, marker, sizeof(marker));
+        OPAL_MODEX_SEND(rc, XCCL_MODEX_SCOPE, &c->super.collm_version, marker, sizeof(marker));
         if (OPAL_SUCCESS == rc) {
-            rc = opal_pmix.commit();
+            rc = xccl_compat_modex_commit();
         }
         mca_coll_xccl_log(1, "UCX set-up failed (%s): xccl runs its schedules over Open MPI's "
                           "PML on every communicator of this process%s", c->ucx_error,

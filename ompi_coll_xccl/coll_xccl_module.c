@@ -80,13 +80,15 @@ mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *com
         why = "priority < 0";
     } else if (OMPI_COMM_IS_INTER(comm)) {
         why = "intercommunicator (not supported)";
-    } else if (comm->c_contextid > XCCL_UCX_MAX_CID) {
+    } else if (!xccl_compat_comm_cid_is_global(comm)) {
+        why = "context id not the same on every member (MPI_Comm_create_from_group)";
+    } else if (xccl_compat_comm_cid(comm) > XCCL_UCX_MAX_CID) {
         why = "context id beyond xccl's 16-bit tag field";
     } else if ((unsigned) ompi_comm_size(comm) > XCCL_UCX_MAX_RANKS) {
         why = "more ranks than xccl's 20-bit tag field";
     }
     if (why) {
-        mca_coll_xccl_log(1, "comm comm=%u rank=%d declined: %s", comm->c_contextid,
+        mca_coll_xccl_log(1, "comm comm=%u rank=%d declined: %s", xccl_compat_comm_cid(comm),
                           c->world_rank, why);
         return NULL;
     }
@@ -150,7 +152,7 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
     m->rank = ompi_comm_rank(comm);
     m->size = ompi_comm_size(comm);
     m->world_rank = mca_coll_xccl_component.world_rank;
-    m->cid = comm->c_contextid;
+    m->cid = xccl_compat_comm_cid(comm);
     m->setup = XCCL_SETUP_NONE;
 
     SAVE_PREV(m, comm, allreduce);

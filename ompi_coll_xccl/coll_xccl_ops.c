@@ -18,7 +18,6 @@
 #include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/error.h"
-#include "opal/threads/mutex.h"
 
 #include "coll_xccl.h"
 #include "gpu/xccl_gpu.h"
@@ -379,17 +378,19 @@ static const char *common_fallback(const mca_coll_xccl_module_t *m, xccl_coll_t 
     return NULL;
 }
 
-/* Reductions that stock Open MPI 4.1 gets wrong: MAX/MIN on
- * MPI_UNSIGNED_LONG compare as signed (ompi#10525); op/avx saturates 8- and
- * 16-bit integer sums instead of wrapping (ompi#8045).  xccl runs these
- * itself even where it would hand a small message to the fallback. */
+/* Reductions that the stock Open MPI built against gets wrong (measured per
+ * version, coll_xccl_compat.h): MAX/MIN on MPI_UNSIGNED_LONG compare as
+ * signed (ompi#10525); op/avx saturates 8- and 16-bit integer sums instead
+ * of wrapping (ompi#8045).  xccl runs these itself even where it would
+ * hand a small message to the fallback. */
 static int stock_gets_wrong(struct ompi_datatype_t *dt, struct ompi_op_t *op)
 {
-    if ((&ompi_mpi_op_max.op == op || &ompi_mpi_op_min.op == op) &&
+    if (XCCL_STOCK_UL_MAXMIN_SIGNED &&
+        (&ompi_mpi_op_max.op == op || &ompi_mpi_op_min.op == op) &&
         &ompi_mpi_unsigned_long.dt == dt) {
         return 1;
     }
-    return &ompi_mpi_op_sum.op == op &&
+    return XCCL_STOCK_SUM_SATURATES && &ompi_mpi_op_sum.op == op &&
            (&ompi_mpi_char.dt == dt || &ompi_mpi_signed_char.dt == dt ||
             &ompi_mpi_unsigned_char.dt == dt || &ompi_mpi_int8_t.dt == dt ||
             &ompi_mpi_uint8_t.dt == dt || &ompi_mpi_short.dt == dt ||

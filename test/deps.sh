@@ -1,8 +1,10 @@
 #!/bin/bash
-# Debian 12 packages that xccl needs to build, test and run (run as root).
+# Debian 12 packages that xccl needs to build, test and run (run as root);
+# debootstrap for the Open MPI 5 stage (test/ompi5/run_trixie.sh).
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
-      libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check iproute2)
+      libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check iproute2
+      debootstrap)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

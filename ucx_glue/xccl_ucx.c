@@ -319,6 +319,22 @@ out:
     return rc;
 }
 
+int xccl_ucx_ep_ref(uint64_t key, ucp_ep_h *ep)
+{
+    int rc = -1;
+    pthread_mutex_lock(&g.lock);
+    if (g.neps_cap > 0) {
+        ep_slot_t *slot = find_slot(g.eps, g.neps_cap, key);
+        if (slot->refs > 0) {
+            slot->refs++;
+            *ep = slot->ep;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&g.lock);
+    return rc;
+}
+
 void xccl_ucx_ep_put(uint64_t key)
 {
     pthread_mutex_lock(&g.lock);

@@ -51,6 +51,9 @@ unsigned xccl_ucx_progress(void);
 /* Endpoints are cached by peer key and reference counted: get creates or
  * takes a reference, put drops one and closes the endpoint at zero. */
 int xccl_ucx_ep_get(uint64_t key, const void *addr, size_t len, ucp_ep_h *ep);
+/* A reference to the cached endpoint of key: 0, or -1 when none is cached
+ * (then get it with the peer's address). */
+int xccl_ucx_ep_ref(uint64_t key, ucp_ep_h *ep);
 void xccl_ucx_ep_put(uint64_t key);
 
 /* Tagged transfers.  *req is NULL when the transfer completed at once.

@@ -52,13 +52,15 @@ stack_args() {
     esac
 }
 
+# Open MPI's own component directory (Debian 12: .../openmpi3, 13: .../openmpi40)
+ompi_dir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 raws=()
 for ((i = 1; i <= outer; i++)); do
     for st in "${stack_list[@]}"; do
         f=$out/raw/np$np.$st.$i.txt
         # shellcheck disable=SC2046,SC2086
         mpirun --allow-run-as-root --oversubscribe -np "$np" \
-            --mca mca_base_component_path "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:$bdir/component" \
+            --mca mca_base_component_path "$ompi_dir:$bdir/component" \
             --mca mpi_yield_when_idle 1 $(stack_args "$st") ${MPIRUN_EXTRA:-} \
             "$bdir/xccl_bench" "$@" > "$f"
         echo "compare_stacks: np $np stack $st round $i done" >&2

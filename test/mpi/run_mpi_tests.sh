@@ -117,8 +117,9 @@ run_mpi() {
     echo "== $name"
     ran+=("$name")
     run_rc=0
+    xccl_output_args "$out" "$@"
     timeout -k 10 "$run_timeout" "${mpirun[@]}" "${common_args[@]}" "${extra_args[@]}" \
-        -np "$np" --output-filename "$out" "$@" >"$log" 2>&1 || run_rc=$?
+        -np "$np" "${output_args[@]}" >"$log" 2>&1 || run_rc=$?
     if [[ $run_rc -eq 124 ]]; then
         echo "TIMEOUT after $run_timeout s" >>"$log"
     fi
@@ -297,9 +298,10 @@ name=xccl_mpi_check.placement.np2
 if ! selected "$name"; then
     :
 elif [[ $(nproc) -ge 2 ]]; then
-    rankfile=$logdir/rankfile.reverse
+    xccl_rankfile_dir "$logdir"
+    rankfile=$ompi_rankfile_dir/rankfile.reverse
     printf 'rank 0=%s slot=1\nrank 1=%s slot=0\n' "$(hostname)" "$(hostname)" >"$rankfile"
-    run_mpi "$name" 2 --rankfile "$rankfile" --mca coll_xccl_verbose 2 \
+    run_mpi "$name" 2 "${ompi_bind_args[@]}" --rankfile "$rankfile" --mca coll_xccl_verbose 2 \
         --mca coll_xccl_small_msg_bytes 0 "$bindir/xccl_mpi_check" -q
     ok=0
     problems=$({ check_result "$name" &&
@@ -307,6 +309,7 @@ elif [[ $(nproc) -ge 2 ]]; then
           { echo "$name: no 'ranks in placement order (cpu): 1 0' line"; false; }; }; } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
+    [[ $ompi_rankfile_dir == "$logdir" ]] || rm -rf "$ompi_rankfile_dir"
 else
     echo "== $name: skipped (needs 2 processors to bind 2 ranks apart)"
 fi
@@ -490,6 +493,11 @@ done
 
 # Resident memory flat over 20 000 used and 20 000 unused communicators.
 name=xccl_comm_churn.rss.np2
+# Open MPI 5.0.7: its PMIx leaks ~100 bytes per PMIx_Get, and the node map
+# of each new communicator asks for every peer's host name (~2.1 MiB over
+# these 20000 communicators, measured; xccl's own allocations do not grow)
+rss_limit=2048
+((ompi_major < 5)) || rss_limit=4096
 if selected "$name"; then
     run_mpi "$name" 2 "$bindir/xccl_comm_churn" -n 0 -R 20000
     ok=0
@@ -497,7 +505,7 @@ if selected "$name"; then
         line=$(grep -E '^rss cycles=' "$logdir/$name.log" | tail -n 1) &&
         growth=${line##*growth_kib=} && [[ $growth =~ ^-?[0-9]+$ ]] ||
             { echo "$name: no rss line"; false; }; } && {
-        ((growth < 2048)) || { echo "$name: resident memory grew by $growth KiB (limit 2048): $line"; false; }; }
+        ((growth < rss_limit)) || { echo "$name: resident memory grew by $growth KiB (limit $rss_limit): $line"; false; }; }
     } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
@@ -510,7 +518,13 @@ fi
 name=xccl_comm_churn.ucx_one_rank.np2
 if selected "$name"; then
     churn=("$bindir/xccl_comm_churn" -m used -n 50 -r 1 -T 10)
-    run_mpi "$name" 1 "${churn[@]}" : -np 1 -x OMPI_MCA_coll_xccl_ucx_tls=no_such_transport "${churn[@]}"
+    if ((ompi_major < 5)); then
+        run_mpi "$name" 1 "${churn[@]}" : -np 1 -x OMPI_MCA_coll_xccl_ucx_tls=no_such_transport "${churn[@]}"
+    else
+        # Open MPI 5.0.7's mpirun crashes on any MPMD command line
+        run_mpi "$name" 2 "$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)/rank_env.sh" 1 \
+            OMPI_MCA_coll_xccl_ucx_tls=no_such_transport -- "${churn[@]}"
+    fi
     ok=0
     problems=$({ check_result "$name" && {
         n=$(per_rank_output "$name" 1 | grep -cE '^xccl: .*UCX' || true)

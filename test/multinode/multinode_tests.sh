@@ -86,8 +86,9 @@ run_job() {
     run_rc=0
     # Waited for in the background: a TERM to this script then cleans up at
     # once (bash defers traps while a foreground child runs).
+    xccl_output_args "$out" "$@"
     mn_exec h0 timeout -k 10 150 "${mpirun[@]}" "${mn_args[@]}" -np "$np" \
-        --output-filename "$out" "$@" >"$log" 2>&1 &
+        "${output_args[@]}" >"$log" 2>&1 &
     wait $! || run_rc=$?
     [[ $run_rc -ne 124 ]] || echo "TIMEOUT after 150 s" >>"$log"
     run_bytes=$(($(mn_tx_bytes) - before))
