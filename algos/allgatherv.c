@@ -105,7 +105,7 @@ int xccl_build_allgatherv_bruck(xccl_sched_t *s, const size_t *bytes, const size
     }
     /* The rotation, after the last transfers; in place the own block is
      * already where it belongs. */
-    hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+    hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
     size_t off = 0;
     for (int i = 0; i < p; i++) {
         const int q = mod(r + i, p);

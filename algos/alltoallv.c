@@ -114,7 +114,7 @@ int xccl_build_alltoallv_bruck(xccl_sched_t *s, const size_t *sbytes, const size
         /* Outgoing: slots with bit d, in slot order; one run or packed. */
         size_t out = 0;
         int run = 1;
-        xccl_ref_t first = { 0, 0 };
+        xccl_ref_t first = { 0, 0, 0 };
         for (int i = d; i < p; i++) {
             if ((i & d) && slot[i].len > 0) {
                 if (0 == out) {
@@ -126,7 +126,7 @@ int xccl_build_alltoallv_bruck(xccl_sched_t *s, const size_t *sbytes, const size
             }
         }
         if (!run) {
-            hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+            hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
             size_t o = 0;
             for (int i = d; i < p; i++) {
                 if (i & d) {
@@ -156,7 +156,7 @@ int xccl_build_alltoallv_bruck(xccl_sched_t *s, const size_t *sbytes, const size
         s->scratch_bytes = at;
     }
     /* Slot i: the block from r - i, after the last step's transfers. */
-    hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+    hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
     for (int i = 0; i < p; i++) {
         const int q = mod(r - i, p);
         if (slot[i].len != rbytes[q]) {

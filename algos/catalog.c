@@ -123,6 +123,36 @@ static int bc_hier_sag(xccl_sched_t *s, const xccl_coll_args_t *a)
                                       xccl_build_allgatherv_ring);
 }
 
+/* Peer access ("mesh"): ranks read each other's buffers.  Only where the
+ * caller says every rank reaches the others' memory (CUDA IPC, a shared
+ * segment) and all ranks are on one node; otherwise not applicable, so
+ * that the cost model never predicts them and a forced "mesh" falls back
+ * like a two-level algorithm on a flat layout. */
+static int mesh_ok(const xccl_coll_args_t *a)
+{
+    return a->peer_access && (NULL == a->layout || a->layout->nnodes <= 1);
+}
+static int ar_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return mesh_ok(a) ? xccl_build_allreduce_mesh(s, a->count, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int rs_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return mesh_ok(a) ? xccl_build_reduce_scatter_mesh(s, a->counts, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int ag_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return mesh_ok(a) ? xccl_build_allgather_mesh(s, a->block) : XCCL_NOT_APPLICABLE;
+}
+static int a2a_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return mesh_ok(a) ? xccl_build_alltoall_mesh(s, a->block, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int bc_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return mesh_ok(a) ? xccl_build_bcast_mesh(s, a->bytes, a->root) : XCCL_NOT_APPLICABLE;
+}
+
 /* The first algorithm of each collective is its measured default (auto
  * keeps it unless another is predicted clearly faster). */
 static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
@@ -132,18 +162,22 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
      * hier 41.9 ms, swing 49.1 ms, docs/bench/multinode-rails.txt). */
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
         { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
-        { "swing", ar_swing } },
+        { "swing", ar_swing }, { "mesh", ar_mesh } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
-        { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck } },
+        { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
+        { "mesh", ag_mesh } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
-        { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd } },
+        { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
+        { "mesh", rs_mesh } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
-        { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd } },
+        { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
+        { "mesh", rs_mesh } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
-        { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck } },
+        { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck },
+        { "mesh", a2a_mesh } },
     [XCCL_COLL_BCAST] = { { "binomial", bc_binomial }, { "scatter_allgather", bc_sag },
         { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails },
-        { "hier_sag", bc_hier_sag } },
+        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh } },
 };
 
 static const char *const coll_names[XCCL_NCOLL] = {

@@ -15,6 +15,10 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m)
             case XCCL_ACT_SEND: sends++; sent += a->len; break;
             case XCCL_ACT_RECV: recvs++; received += a->len; break;
             case XCCL_ACT_REDUCE: reduced += a->len; break;
+            /* A flag wait costs a latency, like a message received; a
+             * peer's buffer is read at memory speed, like a local copy. */
+            case XCCL_ACT_WAIT: recvs++; break;
+            case XCCL_ACT_POST: break;
             default: copied += a->len; break;
             }
         }
@@ -52,6 +56,8 @@ double xccl_sched_cost_hier(const xccl_sched_t *s, const xccl_layout_t *l,
             case XCCL_ACT_SEND: sends[cls]++; sent[cls] += a->len; break;
             case XCCL_ACT_RECV: recvs[cls]++; received[cls] += a->len; break;
             case XCCL_ACT_REDUCE: reduced += a->len; break;
+            case XCCL_ACT_WAIT: recvs[0]++; break;     /* peers of one node */
+            case XCCL_ACT_POST: break;
             default: copied += a->len; break;
             }
         }

@@ -4,9 +4,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The address of r, or NULL: a peer's buffer the peer access cannot give.
+ * Own buffers (also named as a peer ref to this rank) never fail. */
 static inline char *ref_ptr(const xccl_exec_t *e, xccl_ref_t r)
 {
-    return (char *) e->bufs[r.buf] + r.off;
+    const int q = xccl_ref_owner(r);
+    if (q < 0 || q == e->s->rank) {
+        return (char *) e->bufs[r.buf] + r.off;
+    }
+    char *base = e->peer->buf(e->peer->ctx, q, (xccl_buf_id_t) r.buf);
+    return base ? base + r.off : NULL;
+}
+
+/* A schedule that names peers' buffers or flags runs only with all of
+ * xccl_peer_t: refused (error) before it touches anything, never run wrong. */
+static int peer_ready(const xccl_exec_t *e)
+{
+    return !e->s->peer_access ||
+           (e->peer && e->peer->buf && e->peer->post && e->peer->test);
 }
 
 int xccl_exec_init(xccl_exec_t *e, const xccl_sched_t *s, const xccl_transport_t *tr,
@@ -56,12 +71,14 @@ static int post_transfers(xccl_exec_t *e, size_t begin, size_t end)
             if (a->kind != want) {
                 continue;
             }
+            char *buf = ref_ptr(e, XCCL_ACT_RECV == a->kind ? a->dst : a->a);
+            if (NULL == buf) {
+                return -1;
+            }
             if (XCCL_ACT_RECV == a->kind) {
-                rc = e->tr->irecv(e->tr->ctx, a->peer, ref_ptr(e, a->dst), a->len,
-                                  e->seq, a->idx, &req);
+                rc = e->tr->irecv(e->tr->ctx, a->peer, buf, a->len, e->seq, a->idx, &req);
             } else {
-                rc = e->tr->isend(e->tr->ctx, a->peer, ref_ptr(e, a->a), a->len,
-                                  e->seq, a->idx, &req);
+                rc = e->tr->isend(e->tr->ctx, a->peer, buf, a->len, e->seq, a->idx, &req);
             }
             if (rc < 0) {
                 return rc;
@@ -78,8 +95,16 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
 {
     for (size_t i = begin; i < end; i++) {
         const xccl_action_t *a = &e->s->acts[i];
-        if (XCCL_ACT_COPY == a->kind) {
+        if (XCCL_ACT_POST == a->kind) {
+            int rc = e->peer->post(e->peer->ctx, e->seq, a->idx);
+            if (rc < 0) {
+                return rc;
+            }
+        } else if (XCCL_ACT_COPY == a->kind) {
             char *dst = ref_ptr(e, a->dst), *src = ref_ptr(e, a->a);
+            if (NULL == dst || NULL == src) {
+                return -1;
+            }
             if (dst != src) {
                 if (e->copy) {
                     int rc = e->copy(e->copy_ctx, dst, src, a->len);
@@ -91,8 +116,11 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
                 }
             }
         } else if (XCCL_ACT_REDUCE == a->kind) {
-            int rc = e->reduce(e->reduce_ctx, ref_ptr(e, a->dst), ref_ptr(e, a->a),
-                               ref_ptr(e, a->b), a->len / e->s->elem_size);
+            char *dst = ref_ptr(e, a->dst), *x = ref_ptr(e, a->a), *y = ref_ptr(e, a->b);
+            if (NULL == dst || NULL == x || NULL == y) {
+                return -1;
+            }
+            int rc = e->reduce(e->reduce_ctx, dst, x, y, a->len / e->s->elem_size);
             if (rc < 0) {
                 return rc;
             }
@@ -101,10 +129,29 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
     return 0;
 }
 
+/* The step's flag waits, from the first one not yet seen met (a flag only
+ * rises: a met wait stays met): 1 all met, 0 not yet, <0 error. */
+static int waits_met(xccl_exec_t *e, size_t end)
+{
+    for (; e->wait_at < end; e->wait_at++) {
+        const xccl_action_t *a = &e->s->acts[e->wait_at];
+        if (XCCL_ACT_WAIT == a->kind) {
+            int rc = e->peer->test(e->peer->ctx, a->peer, e->seq, a->idx);
+            if (rc <= 0) {
+                return rc;
+            }
+        }
+    }
+    return 1;
+}
+
 int xccl_exec_progress(xccl_exec_t *e)
 {
     const xccl_sched_t *s = e->s;
 
+    if (0 == e->status && !peer_ready(e)) {
+        e->status = -1;
+    }
     while (0 == e->status) {
         if (e->step >= s->nsteps) {
             int rc = e->gate && e->gate->drain ? e->gate->drain(e->gate->ctx) : 1;
@@ -129,6 +176,7 @@ int xccl_exec_progress(xccl_exec_t *e)
             }
             rc = post_transfers(e, begin, end);
             e->posted = 1;
+            e->wait_at = begin;
             if (rc < 0) {
                 e->status = rc;
                 break;
@@ -148,6 +196,15 @@ int xccl_exec_progress(xccl_exec_t *e)
             }
             e->nreqs = keep;
             if (e->status < 0 || keep > 0) {
+                break;
+            }
+        }
+        if (s->peer_access) {
+            rc = waits_met(e, end);
+            if (rc < 0) {
+                e->status = rc;
+            }
+            if (rc <= 0) {
                 break;
             }
         }

@@ -105,7 +105,7 @@ int xccl_build_hier_allgather_any(xccl_sched_t *s, const xccl_layout_t *l, size_
 
     /* 3. Staging order to communicator order. */
     if (!identity) {
-        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
         for (int d = 0; d < p; d++) {
             hier_copy_add(&cp, xccl_ref(XCCL_BUF_RECV, (size_t) d * block), AT(pos[d]), block);
         }

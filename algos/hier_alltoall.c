@@ -65,7 +65,7 @@ int xccl_build_hier_alltoall(xccl_sched_t *s, const xccl_layout_t *l, size_t blo
     /* Pack: A[(j' N + n') block] = input block for rank (n', j'). */
     xccl_ref_t packed = in;
     if (!rail_major) {
-        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
         for (int jj = 0; jj < L; jj++) {
             for (int n = 0; n < N; n++) {
                 int d = xccl_layout_rank_at(l, n, jj);
@@ -88,7 +88,7 @@ int xccl_build_hier_alltoall(xccl_sched_t *s, const xccl_layout_t *l, size_t blo
 
     /* 2. T[(n' L + i) block] = B[(i N + n') block]. */
     if (transpose) {
-        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
         for (int n = 0; n < N; n++) {
             for (int i = 0; i < L; i++) {
                 hier_copy_add(&cp, xccl_ref(XCCL_BUF_SCRATCH, off_t + ((size_t) n * L + (size_t) i) * block),
@@ -111,7 +111,7 @@ int xccl_build_hier_alltoall(xccl_sched_t *s, const xccl_layout_t *l, size_t blo
 
     /* 4. Node order to communicator order. */
     if (!node_major) {
-        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
         for (int d = 0; d < p; d++) {
             size_t from = ((size_t) l->node_of[d] * L + (size_t) l->local_rank[d]) * block;
             hier_copy_add(&cp, xccl_ref(XCCL_BUF_RECV, (size_t) d * block),
@@ -226,7 +226,7 @@ int xccl_build_hier_alltoall_any(xccl_sched_t *s, const xccl_layout_t *l, size_t
 
     /* Pack the input by group, node, local rank. */
     if (!identity) {
-        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
         for (int d = 0; d < p; d++) {
             hier_copy_add(&cp, xccl_ref(XCCL_BUF_SCRATCH, off_a + pos[d] * block),
                           xccl_ref((xccl_buf_id_t) in.buf, (size_t) d * block), block);
@@ -250,7 +250,7 @@ int xccl_build_hier_alltoall_any(xccl_sched_t *s, const xccl_layout_t *l, size_t
     }
     if (carrier) {
         /* 2. T[n'][i][t] = B[i][start(g, n') - start(g, 0) + t]. */
-        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
         for (int n = 0; n < N; n++) {
             const size_t dn = DSIZE(g, n), noff = start[g * N + n] - start[g * N];
             for (int i = 0; i < ln; i++) {
@@ -275,7 +275,7 @@ int xccl_build_hier_alltoall_any(xccl_sched_t *s, const xccl_layout_t *l, size_t
         }
 
         /* 4. C[(node_first(n') + i') |D| + t] is from (n', i') to D[t]. */
-        hier_copier_t cq = { s, { 0, 0 }, { 0, 0 }, 0 };
+        hier_copier_t cq = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
         for (size_t t = 0; t < mine; t++) {
             for (int src = 0; src < p; src++) {
                 size_t from = ((size_t) l->node_first[l->node_of[src]] + (size_t) l->local_rank[src]) * mine + t;

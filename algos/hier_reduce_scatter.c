@@ -82,7 +82,7 @@ int xccl_build_hier_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, cons
 
     /* Pack the input by group, node, local rank. */
     if (!identity) {
-        hier_copier_t cp = { s, { 0, 0 }, { 0, 0 }, 0 };
+        hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
         size_t at = 0;
         for (k = 0; k < p; k++) {
             int d = order[k];

@@ -63,7 +63,8 @@ typedef struct {
 
 static inline void hier_copy_flush(hier_copier_t *c)
 {
-    if (c->len > 0 && (c->dst.buf != c->src.buf || c->dst.off != c->src.off)) {
+    if (c->len > 0 && (c->dst.buf != c->src.buf || c->dst.off != c->src.off ||
+                       c->dst.peer_plus1 != c->src.peer_plus1)) {
         xccl_sched_copy(c->s, c->dst, c->src, c->len);
     }
     c->len = 0;
@@ -75,7 +76,8 @@ static inline void hier_copy_add(hier_copier_t *c, xccl_ref_t dst, xccl_ref_t sr
         return;
     }
     if (c->len > 0 && c->dst.buf == dst.buf && c->src.buf == src.buf && c->dst.off + c->len == dst.off &&
-        c->src.off + c->len == src.off) {
+        c->src.off + c->len == src.off && c->dst.peer_plus1 == dst.peer_plus1 &&
+        c->src.peer_plus1 == src.peer_plus1) {
         c->len += len;
         return;
     }

@@ -26,7 +26,8 @@ int xccl_build_reduce_scatter_pairwise(xccl_sched_t *s, const size_t *counts, in
 {
     const int p = s->size, r = s->rank;
     const size_t es = s->elem_size;
-    size_t *first = malloc((size_t) p * sizeof(size_t)), off = 0;
+    /* calloc: GCC 12 cannot see that p > r >= 0 sets first[r] */
+    size_t *first = calloc((size_t) p, sizeof(size_t)), off = 0;
 
     s->algo = "pairwise";
     if (NULL == first) {

@@ -48,9 +48,19 @@ static void new_step(xccl_sched_t *s)
     s->step_start[s->nsteps++] = s->nacts;
 }
 
+/* A reference to another rank's buffer needs peer access. */
+static void note_ref(xccl_sched_t *s, xccl_ref_t r)
+{
+    const int q = xccl_ref_owner(r);
+    if (q >= 0 && q != s->rank) {
+        s->peer_access = 1;
+    }
+}
+
 static xccl_action_t *sched_append(xccl_sched_t *s, xccl_act_kind_t kind, size_t len)
 {
-    if (s->error || 0 == len) {
+    const int flag = XCCL_ACT_POST == kind || XCCL_ACT_WAIT == kind;
+    if (s->error || (0 == len && !flag)) {
         return NULL;
     }
     if (0 == s->nsteps) {
@@ -83,6 +93,7 @@ void xccl_sched_send(xccl_sched_t *s, int peer, xccl_ref_t src, size_t len)
     if (a) {
         a->peer = peer;
         a->a = src;
+        note_ref(s, src);
     }
 }
 
@@ -92,6 +103,7 @@ void xccl_sched_recv(xccl_sched_t *s, int peer, xccl_ref_t dst, size_t len)
     if (a) {
         a->peer = peer;
         a->dst = dst;
+        note_ref(s, dst);
     }
 }
 
@@ -101,6 +113,8 @@ void xccl_sched_copy(xccl_sched_t *s, xccl_ref_t dst, xccl_ref_t src, size_t len
     if (a) {
         a->a = src;
         a->dst = dst;
+        note_ref(s, src);
+        note_ref(s, dst);
     }
 }
 
@@ -111,6 +125,33 @@ void xccl_sched_reduce(xccl_sched_t *s, xccl_ref_t dst, xccl_ref_t a, xccl_ref_t
         r->a = a;
         r->b = b;
         r->dst = dst;
+        note_ref(s, a);
+        note_ref(s, b);
+        note_ref(s, dst);
+    }
+}
+
+void xccl_sched_post(xccl_sched_t *s, uint32_t val)
+{
+    xccl_action_t *a = sched_append(s, XCCL_ACT_POST, 0);
+    if (a) {
+        /* A flag only rises: a smaller value would be a wait already met. */
+        if (val < s->flag_top) {
+            s->error = 1;
+        }
+        a->idx = val;
+        s->flag_top = val;
+        s->peer_access = 1;
+    }
+}
+
+void xccl_sched_wait(xccl_sched_t *s, int peer, uint32_t val)
+{
+    xccl_action_t *a = sched_append(s, XCCL_ACT_WAIT, 0);
+    if (a) {
+        a->peer = peer;
+        a->idx = val;
+        s->peer_access = 1;
     }
 }
 
@@ -159,9 +200,19 @@ int xccl_sched_finalize(xccl_sched_t *s)
 /* Composition: a child schedule on a sub-group, appended to its parent.    */
 /* ------------------------------------------------------------------------ */
 
-static xccl_ref_t map_ref(const xccl_buf_map_t *map, xccl_ref_t r)
+/* A peer's buffer is placed by the same map as this rank's: the ranks of a
+ * child build it alike, so a region means the same on all of them. */
+static xccl_ref_t map_ref(const xccl_buf_map_t *map, const int *group, xccl_ref_t r)
 {
-    return xccl_ref((xccl_buf_id_t) map->base[r.buf].buf, map->base[r.buf].off + r.off);
+    const xccl_buf_id_t b = (xccl_buf_id_t) map->base[r.buf].buf;
+    const size_t off = map->base[r.buf].off + r.off;
+    const int q = xccl_ref_owner(r);
+    return q < 0 ? xccl_ref(b, off) : xccl_ref_peer(group[q], b, off);
+}
+
+static int bad_peer(const xccl_sched_t *parent, const xccl_sched_t *child, const int *group, int q)
+{
+    return q < 0 || q >= child->size || group[q] < 0 || group[q] >= parent->size;
 }
 
 int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int *group,
@@ -179,9 +230,8 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
     size_t extent[XCCL_NBUF] = { 0, 0, child->scratch_bytes };
     for (size_t i = 0; i < child->nacts; i++) {
         const xccl_action_t *a = &child->acts[i];
-        if (XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind) {
-            if (a->peer < 0 || a->peer >= child->size || group[a->peer] < 0 ||
-                group[a->peer] >= parent->size) {
+        if (XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind || XCCL_ACT_WAIT == a->kind) {
+            if (bad_peer(parent, child, group, a->peer)) {
                 parent->error = 1;
                 return -1;
             }
@@ -194,6 +244,14 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
         int used[3] = { XCCL_ACT_RECV != a->kind, XCCL_ACT_REDUCE == a->kind,
                         XCCL_ACT_SEND != a->kind };
         for (int k = 0; k < 3; k++) {
+            if (used[k] && xccl_ref_owner(*refs[k]) >= 0 &&
+                bad_peer(parent, child, group, xccl_ref_owner(*refs[k]))) {
+                parent->error = 1;
+                return -1;
+            }
+            if (XCCL_ACT_POST == a->kind || XCCL_ACT_WAIT == a->kind) {
+                continue;
+            }
             if (used[k] && refs[k]->buf < XCCL_NBUF && refs[k]->off + a->len > extent[refs[k]->buf]) {
                 extent[refs[k]->buf] = refs[k]->off + a->len;
             }
@@ -205,6 +263,10 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
             parent->scratch_bytes = map->base[b].off + extent[b];
         }
     }
+    /* The child's flag values continue the parent's.  Ranks that wait for
+     * each other inside the child must have posted the same highest value
+     * before it: true when the earlier phases are the same on all of them. */
+    const uint32_t flag_base = parent->flag_top;
     /* Every child step starts a new parent step: the parent's pending local
      * actions run before the child's first transfers. */
     for (size_t st = 0; st < child->nsteps; st++) {
@@ -214,17 +276,23 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
             const xccl_action_t *a = &child->acts[i];
             switch (a->kind) {
             case XCCL_ACT_SEND:
-                xccl_sched_send(parent, group[a->peer], map_ref(map, a->a), a->len);
+                xccl_sched_send(parent, group[a->peer], map_ref(map, group, a->a), a->len);
                 break;
             case XCCL_ACT_RECV:
-                xccl_sched_recv(parent, group[a->peer], map_ref(map, a->dst), a->len);
+                xccl_sched_recv(parent, group[a->peer], map_ref(map, group, a->dst), a->len);
                 break;
             case XCCL_ACT_COPY:
-                xccl_sched_copy(parent, map_ref(map, a->dst), map_ref(map, a->a), a->len);
+                xccl_sched_copy(parent, map_ref(map, group, a->dst), map_ref(map, group, a->a), a->len);
+                break;
+            case XCCL_ACT_POST:
+                xccl_sched_post(parent, flag_base + a->idx);
+                break;
+            case XCCL_ACT_WAIT:
+                xccl_sched_wait(parent, group[a->peer], flag_base + a->idx);
                 break;
             default:
-                xccl_sched_reduce(parent, map_ref(map, a->dst), map_ref(map, a->a),
-                                  map_ref(map, a->b), a->len);
+                xccl_sched_reduce(parent, map_ref(map, group, a->dst), map_ref(map, group, a->a),
+                                  map_ref(map, group, a->b), a->len);
                 break;
             }
         }

@@ -34,10 +34,24 @@ typedef struct {
     int rank;
 } sim_rank_t;
 
+/* A rank's flag: the last (seq, val) it posted. */
+typedef struct {
+    int posted;
+    uint32_t seq, val;
+} sim_flag_t;
+
 struct xccl_sim {
     int n;
     sim_rank_t *ranks;
     xccl_transport_t *tr;
+    xccl_peer_t *peer;         /* [n] peer access of each rank */
+    sim_flag_t *flags;         /* [n] */
+    /* During xccl_sim_run: the executors, and which ranks have entered the
+     * call (progressed once): a rank's buffers are valid between its entry
+     * and its end. */
+    xccl_exec_t *execs;
+    int nexecs;
+    char *entered;
     sim_req_t **buckets;       /* nbuckets, a power of two */
     size_t nbuckets, nunmatched;
     sim_req_t *newest;         /* list of unmatched requests */
@@ -147,6 +161,54 @@ static void sim_cancel(void *ctx, void *reqp)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Peer access: the other virtual ranks' buffers, flags in memory           */
+/* ------------------------------------------------------------------------ */
+
+static void *sim_peer_buf(void *ctx, int peer, xccl_buf_id_t id)
+{
+    sim_rank_t *r = ctx;
+    xccl_sim_t *sim = r->sim;
+    const char *why = NULL;
+    if (NULL == sim->execs || peer < 0 || peer >= sim->nexecs || (int) id < 0 || id >= XCCL_NBUF) {
+        why = "not a rank of the run";
+    } else if (!sim->entered[peer]) {
+        why = "before it entered the call";
+    } else if (sim->execs[peer].status > 0) {
+        why = "after it finished the call";
+    }
+    if (why) {
+        snprintf(sim->error, sizeof(sim->error), "rank %d touched buffer %d of rank %d %s",
+                 r->rank, (int) id, peer, why);
+        return NULL;
+    }
+    return sim->execs[peer].bufs[id];
+}
+
+static int sim_post_flag(void *ctx, uint32_t seq, uint32_t val)
+{
+    sim_rank_t *r = ctx;
+    sim_flag_t *f = &r->sim->flags[r->rank];
+    f->posted = 1;
+    f->seq = seq;
+    f->val = val;
+    return 0;
+}
+
+static int sim_test_flag(void *ctx, int peer, uint32_t seq, uint32_t val)
+{
+    sim_rank_t *r = ctx;
+    xccl_sim_t *sim = r->sim;
+    if (peer < 0 || peer >= sim->n) {
+        snprintf(sim->error, sizeof(sim->error), "rank %d: waits for flag of rank %d, out of range",
+                 r->rank, peer);
+        return -1;
+    }
+    const sim_flag_t *f = &sim->flags[peer];
+    /* Serial number arithmetic: a later call's flag has passed this one. */
+    return f->posted && (f->seq == seq ? f->val >= val : (int32_t) (f->seq - seq) > 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Public functions                                                         */
 /* ------------------------------------------------------------------------ */
 
@@ -159,9 +221,12 @@ xccl_sim_t *xccl_sim_create(int nranks)
     sim->n = nranks;
     sim->ranks = calloc((size_t) nranks, sizeof(*sim->ranks));
     sim->tr = calloc((size_t) nranks, sizeof(*sim->tr));
+    sim->peer = calloc((size_t) nranks, sizeof(*sim->peer));
+    sim->flags = calloc((size_t) nranks, sizeof(*sim->flags));
     sim->nbuckets = SIM_MIN_BUCKETS;
     sim->buckets = calloc(sim->nbuckets, sizeof(*sim->buckets));
-    if (NULL == sim->ranks || NULL == sim->tr || NULL == sim->buckets) {
+    if (NULL == sim->ranks || NULL == sim->tr || NULL == sim->peer || NULL == sim->flags ||
+        NULL == sim->buckets) {
         xccl_sim_destroy(sim);
         return NULL;
     }
@@ -174,6 +239,10 @@ xccl_sim_t *xccl_sim_create(int nranks)
         sim->tr[i].test = sim_test;
         sim->tr[i].progress = sim_progress;
         sim->tr[i].cancel = sim_cancel;
+        sim->peer[i].ctx = &sim->ranks[i];
+        sim->peer[i].buf = sim_peer_buf;
+        sim->peer[i].post = sim_post_flag;
+        sim->peer[i].test = sim_test_flag;
     }
     return sim;
 }
@@ -191,7 +260,14 @@ void xccl_sim_destroy(xccl_sim_t *sim)
     free(sim->buckets);
     free(sim->ranks);
     free(sim->tr);
+    free(sim->peer);
+    free(sim->flags);
     free(sim);
+}
+
+const xccl_peer_t *xccl_sim_peer(xccl_sim_t *sim, int rank)
+{
+    return &sim->peer[rank];
 }
 
 const xccl_transport_t *xccl_sim_transport(xccl_sim_t *sim, int rank)
@@ -208,9 +284,15 @@ int xccl_sim_run(xccl_sim_t *sim, xccl_exec_t *execs, int n, unsigned seed)
 {
     int *order = malloc((size_t) n * sizeof(int));
     int rc = 0;
-    if (NULL == order) {
+    sim->entered = calloc((size_t) n, 1);
+    if (NULL == order || NULL == sim->entered) {
+        free(order);
+        free(sim->entered);
+        sim->entered = NULL;
         return -1;
     }
+    sim->execs = execs;
+    sim->nexecs = n;
     for (int i = 0; i < n; i++) {
         order[i] = i;
     }
@@ -229,6 +311,7 @@ int xccl_sim_run(xccl_sim_t *sim, xccl_exec_t *execs, int n, unsigned seed)
         int running = 0;
         for (int i = 0; i < n; i++) {
             xccl_exec_t *e = &execs[order[i]];
+            sim->entered[order[i]] = 1;
             steps_before += e->step + (size_t) e->posted;
             int st = xccl_exec_progress(e);
             steps_after += e->step + (size_t) e->posted;
@@ -265,6 +348,10 @@ int xccl_sim_run(xccl_sim_t *sim, xccl_exec_t *execs, int n, unsigned seed)
     }
 out:
     free(order);
+    free(sim->entered);
+    sim->entered = NULL;
+    sim->execs = NULL;
+    sim->nexecs = 0;
     return rc;
 }
 

@@ -40,6 +40,9 @@ typedef struct {
 static void touch(walk_t *w, uintptr_t lo, size_t len, int write, size_t step)
 {
     const uintptr_t hi = lo + len;
+    if (0 == lo) {
+        return;                /* a peer's buffer (ref_addr), or an absent one */
+    }
     for (int r = 0; r < w->nregions; r++) {
         const xccl_stage_region_t *g = &w->regions[r];
         const uintptr_t glo = (uintptr_t) g->base, ghi = glo + g->len;
@@ -105,6 +108,17 @@ static size_t pieces(const walk_t *w, int in, const size_t *step, item_t *items,
     return merge(items, n, out, per_step);
 }
 
+/* Where r lies in this rank's memory; 0 for a peer's buffer (peer access),
+ * which no region of this rank's holds: the peers' copies are theirs. */
+static uintptr_t ref_addr(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], xccl_ref_t r)
+{
+    const int q = xccl_ref_owner(r);
+    if (q >= 0 && q != s->rank) {
+        return 0;
+    }
+    return (uintptr_t) bufs[r.buf] + r.off;
+}
+
 int xccl_stage_plan(xccl_stage_plan_t *p, const xccl_sched_t *s, void *const bufs[XCCL_NBUF],
                     const xccl_stage_region_t *regions, int nregions, size_t piece,
                     size_t max_pieces)
@@ -147,10 +161,10 @@ int xccl_stage_plan(xccl_stage_plan_t *p, const xccl_sched_t *s, void *const buf
         size_t end = step + 1 < s->nsteps ? s->step_start[step + 1] : s->nacts;
         for (size_t i = s->step_start[step]; i < end; i++) {
             const xccl_action_t *a = &s->acts[i];
-            /* integers: a buffer may be absent (NULL) */
-            const uintptr_t pa = (uintptr_t) bufs[a->a.buf] + a->a.off;
-            const uintptr_t pb = (uintptr_t) bufs[a->b.buf] + a->b.off;
-            const uintptr_t pd = (uintptr_t) bufs[a->dst.buf] + a->dst.off;
+            /* integers: a buffer may be absent (NULL); a peer's buffer is
+             * in no region of this rank's (0: outside every region) */
+            const uintptr_t pa = ref_addr(s, bufs, a->a), pb = ref_addr(s, bufs, a->b);
+            const uintptr_t pd = ref_addr(s, bufs, a->dst);
             switch (a->kind) {
             case XCCL_ACT_SEND:
                 touch(&w, pa, a->len, 0, step);

@@ -83,18 +83,32 @@ xccl_reduce_fn_t xccl_reduce_kernel_isa(int isa, xccl_dtype_t dtype, xccl_op_t o
 
 typedef enum { XCCL_BUF_SEND = 0, XCCL_BUF_RECV = 1, XCCL_BUF_SCRATCH = 2, XCCL_NBUF } xccl_buf_id_t;
 
-typedef enum { XCCL_ACT_SEND, XCCL_ACT_RECV, XCCL_ACT_COPY, XCCL_ACT_REDUCE } xccl_act_kind_t;
+/* POST and WAIT are flags (peer access, see xccl_peer_t): each rank has one
+ * flag, a counter only it raises.  POST runs in order with the step's local
+ * actions (so after the copies before it); a step's WAITs, like its
+ * receives, must all be satisfied before its local actions run. */
+typedef enum {
+    XCCL_ACT_SEND, XCCL_ACT_RECV, XCCL_ACT_COPY, XCCL_ACT_REDUCE,
+    XCCL_ACT_POST,             /* raise this rank's flag to idx */
+    XCCL_ACT_WAIT              /* wait until peer's flag has reached idx */
+} xccl_act_kind_t;
 
+/* A region: this rank's buffer, or (peer access) a buffer of group rank q:
+ * a CUDA IPC mapping, a slot of the node's shared segment...  peer_plus1
+ * is 0 for this rank's own buffer, so that every zero-initialised or
+ * two-field { buf, off } reference keeps meaning what it always meant. */
 typedef struct {
     uint8_t buf;               /* xccl_buf_id_t */
     size_t off;                /* bytes */
+    int32_t peer_plus1;        /* 0: own buffer; q + 1: group rank q's buffer */
 } xccl_ref_t;
 
 typedef struct {
     uint8_t kind;              /* xccl_act_kind_t */
-    int32_t peer;              /* SEND/RECV: rank in the group */
-    uint32_t idx;              /* SEND/RECV: index of this message between the pair, in order */
-    size_t len;                /* bytes */
+    int32_t peer;              /* SEND/RECV/WAIT: rank in the group */
+    uint32_t idx;              /* SEND/RECV: index of this message between the pair, in order;
+                                * POST/WAIT: the flag value */
+    size_t len;                /* bytes (0 for POST/WAIT) */
     xccl_ref_t a;              /* SEND source, COPY source, REDUCE left operand */
     xccl_ref_t b;              /* REDUCE right operand */
     xccl_ref_t dst;            /* RECV target, COPY target, REDUCE result */
@@ -112,6 +126,8 @@ typedef struct {
     int rank, size;
     const char *algo;          /* name, as accepted by the force parameters */
     int error;                 /* sticky: allocation failure while building */
+    int peer_access;           /* names another rank's buffer or a flag: needs xccl_peer_t */
+    uint32_t flag_top;         /* highest flag value posted */
 } xccl_sched_t;
 
 void xccl_sched_init(xccl_sched_t *s, int rank, int size, size_t elem_size);
@@ -124,14 +140,36 @@ void xccl_sched_send(xccl_sched_t *s, int peer, xccl_ref_t src, size_t len);
 void xccl_sched_recv(xccl_sched_t *s, int peer, xccl_ref_t dst, size_t len);
 void xccl_sched_copy(xccl_sched_t *s, xccl_ref_t dst, xccl_ref_t src, size_t len);
 void xccl_sched_reduce(xccl_sched_t *s, xccl_ref_t dst, xccl_ref_t a, xccl_ref_t b, size_t len);
+/* Flags (peer access).  post: this rank's flag becomes val once the local
+ * actions before it in the step have run; values a rank posts never
+ * decrease (finalize fails otherwise).  wait: the current step's local
+ * actions run only once peer's flag is at least val.  A wait names a flag
+ * value, not an event: flags are per call (the executor's seq), so a value
+ * of an earlier call never satisfies a wait. */
+void xccl_sched_post(xccl_sched_t *s, uint32_t val);
+void xccl_sched_wait(xccl_sched_t *s, int peer, uint32_t val);
 /* Number the messages of each peer pair and compute max_xfers.
  * Returns 0, or -1 if building failed. */
 int xccl_sched_finalize(xccl_sched_t *s);
 
 static inline xccl_ref_t xccl_ref(xccl_buf_id_t buf, size_t off)
 {
-    xccl_ref_t r = { (uint8_t) buf, off };
+    xccl_ref_t r = { (uint8_t) buf, off, 0 };
     return r;
+}
+
+/* Buffer buf of group rank peer (peer access).  A schedule may name its
+ * own rank this way: it is then its own buffer and needs no peer access. */
+static inline xccl_ref_t xccl_ref_peer(int peer, xccl_buf_id_t buf, size_t off)
+{
+    xccl_ref_t r = { (uint8_t) buf, off, peer + 1 };
+    return r;
+}
+
+/* The group rank whose buffer r names, or -1 for the schedule's own. */
+static inline int xccl_ref_owner(xccl_ref_t r)
+{
+    return r.peer_plus1 - 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -182,6 +220,30 @@ int xccl_build_alltoall_linear(xccl_sched_t *s, size_t block, int in_place, int 
  * pipelined chain root -> root+1 -> ... in segments of seg bytes. */
 int xccl_build_bcast_scatter_allgather(xccl_sched_t *s, size_t bytes, int root);
 int xccl_build_bcast_chain(xccl_sched_t *s, size_t bytes, int root, size_t seg);
+
+/* Peer-access ("mesh") algorithms: every rank reads (and reduces) straight
+ * from the others' buffers, as the CUDA IPC collectives do; only for ranks
+ * of one node with peer access (xccl_peer_t).  Flag barriers separate the
+ * phases: on entry (the peers' inputs are there to read), between phases
+ * (what a rank reads next has been written) and on exit (nobody leaves, and
+ * lets its buffers be reused, while another still reads them).  Same buffer
+ * conventions as above; s->algo is "mesh". */
+/* Every rank copies each peer's block from the peer's SEND (in place that
+ * is the peer's RECV + q * block, as for every allgather builder). */
+int xccl_build_allgather_mesh(xccl_sched_t *s, size_t block);
+/* Every rank reads its block from every peer's SEND; in place through
+ * scratch (size * block), written back once every peer has read. */
+int xccl_build_alltoall_mesh(xccl_sched_t *s, size_t block, int in_place);
+/* Every rank copies the root's RECV. */
+int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root);
+/* Rank j reduces slice j (chunk j of count over size) over every rank's
+ * input in rank order 0..P-1, ((x0 op x1) op x2) ..., into its RECV; the
+ * others then copy it from there.  Every rank gets the same bits.  in_place
+ * must be said (SEND and RECV the same memory): the partial sums go
+ * through scratch then. */
+int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place);
+/* Rank j reduces its block over every rank's input, in rank order. */
+int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in_place);
 
 /* ------------------------------------------------------------------------ */
 /* Cost model                                                               */
@@ -310,6 +372,28 @@ typedef struct {
     int (*drain)(void *ctx);
 } xccl_gate_t;
 
+/* Peer access: what a schedule needs to name other ranks' buffers and to
+ * post and wait for flags (DESIGN 3a).  The component hands it CUDA IPC
+ * mappings or the node's shared segment; the simulator, the other virtual
+ * ranks' buffers and in-memory flags.  Flags live with the peers' buffers
+ * rather than in xccl_transport_t: they are words in memory the peers
+ * share (posting one is a store, not a message), which UCX or the PML
+ * transport cannot offer; a schedule that uses them runs only where the
+ * peers' memory is reachable anyway. */
+typedef struct {
+    void *ctx;
+    /* Buffer id of group rank peer (never this rank), as this process
+     * reaches it; NULL: not available (the execution fails). */
+    void *(*buf)(void *ctx, int peer, xccl_buf_id_t id);
+    /* This rank's flag becomes (seq, val): 0 or <0.  Called in order with
+     * the copy callback (xccl_exec_set_copy): a provider whose copies
+     * complete asynchronously orders the post after them. */
+    int (*post)(void *ctx, uint32_t seq, uint32_t val);
+    /* 1: peer's flag has reached (seq, val), i.e. the same call and at
+     * least val, or a later call; 0: not yet; <0 error. */
+    int (*test)(void *ctx, int peer, uint32_t seq, uint32_t val);
+} xccl_peer_t;
+
 typedef struct {
     const xccl_sched_t *s;
     const xccl_transport_t *tr;
@@ -326,6 +410,8 @@ typedef struct {
     const xccl_gate_t *gate;   /* NULL: none */
     xccl_copy_cb_t copy;       /* NULL: memmove */
     void *copy_ctx;
+    const xccl_peer_t *peer;   /* NULL: a schedule with peer access fails */
+    size_t wait_at;            /* first action of the step whose flag wait may not be met */
 } xccl_exec_t;
 
 /* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes.  The schedule and the
@@ -345,6 +431,14 @@ static inline void xccl_exec_set_copy(xccl_exec_t *e, xccl_copy_cb_t copy, void 
 {
     e->copy = copy;
     e->copy_ctx = ctx;
+}
+/* Give the execution peer access (before the first progress call); it
+ * must outlive the execution.  Without it (or without all three of its
+ * functions) a schedule with peer_access fails at its first progress call
+ * before it runs anything. */
+static inline void xccl_exec_set_peer(xccl_exec_t *e, const xccl_peer_t *p)
+{
+    e->peer = p;
 }
 /* Advance as far as possible without blocking: 1 done, 0 pending, <0 error. */
 int xccl_exec_progress(xccl_exec_t *e);
@@ -415,6 +509,17 @@ const xccl_transport_t *xccl_sim_transport(xccl_sim_t *sim, int rank);
  * length) or a message left unmatched; sim_error() says which. */
 int xccl_sim_run(xccl_sim_t *sim, xccl_exec_t *execs, int n, unsigned seed);
 const char *xccl_sim_error(const xccl_sim_t *sim);
+/* Peer access among the virtual ranks (xccl_exec_set_peer): a peer's
+ * buffers are its executor's, flags are in memory.  A rank's buffers may
+ * be touched by others only while it takes part in the call: after
+ * xccl_sim_run first progressed it and before it finished; a touch
+ * outside that window fails the run.  Each round of xccl_sim_run
+ * progresses the ranks in a new random order, each as far as it can go
+ * (past every flag already posted), so a schedule that reads a buffer
+ * before its owner wrote it, or overwrites one a peer still has to read,
+ * gets the wrong data under some seeds (missing synchronisation shows as
+ * a data error; tests run several seeds). */
+const xccl_peer_t *xccl_sim_peer(xccl_sim_t *sim, int rank);
 
 /* ------------------------------------------------------------------------ */
 /* Hierarchy: node layout, composition, two-level algorithms (issue 4)      */
@@ -639,16 +744,19 @@ typedef struct {
     int in_place, root;
     const xccl_layout_t *layout;   /* nodes of the ranks; NULL: no hierarchy */
     size_t segment;                /* ring allreduce pipelining segment, 0: none */
+    int peer_access;               /* every rank reaches the others' buffers and flags
+                                    * (xccl_peer_t); 0: the "mesh" algorithms do not apply */
 } xccl_coll_args_t;
 
 typedef int (*xccl_coll_build_t)(xccl_sched_t *s, const xccl_coll_args_t *a);
 
 typedef struct {
     const char *name;              /* as forced, in tuning files, after algo= */
-    xccl_coll_build_t build;       /* 0, -1, or XCCL_NOT_APPLICABLE (hier on a flat layout) */
+    xccl_coll_build_t build;       /* 0, -1, or XCCL_NOT_APPLICABLE (hier on a flat layout,
+                                    * mesh without peer access or on several nodes) */
 } xccl_algo_t;
 
-#define XCCL_CATALOG_MAX 6
+#define XCCL_CATALOG_MAX 7
 
 /* "allreduce", ..., "bcast"; NULL if c is out of range. */
 const char *xccl_coll_name(xccl_coll_t c);

@@ -220,6 +220,9 @@ int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, in
 int mca_coll_xccl_tuned_algo(xccl_coll_t coll, int ranks, size_t bytes);
 /* Advances the nonblocking collectives in flight; returns the number completed. */
 int mca_coll_xccl_progress_requests(void);
+/* Whether any is in flight (a racy read: a request started on another
+ * thread is seen at the next progress call). */
+int mca_coll_xccl_requests_active(void);
 
 /* Logs an error of a call (verbose >= 1), counts it, returns err. */
 int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what);

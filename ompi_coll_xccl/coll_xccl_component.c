@@ -395,9 +395,16 @@ static int xccl_open(void)
 }
 
 /* xccl's nonblocking calls progress with Open MPI's, whatever the
- * transport (UCX, or the PML where some rank has no UCX). */
+ * transport (UCX, or the PML where some rank has no UCX).  With none in
+ * flight there is nothing to do: a blocking call progresses its own
+ * transfers, and every opal_progress of the application (a communicator
+ * being created, stock collectives) would otherwise pay for a UCX worker
+ * progress too. */
 static int progress(void)
 {
+    if (!mca_coll_xccl_requests_active()) {
+        return 0;
+    }
     int n = mca_coll_xccl_component.ucx_ok ? (int) xccl_ucx_progress() : 0;
     return n + mca_coll_xccl_progress_requests();
 }

@@ -831,6 +831,11 @@ static int request_build(xccl_request_t *req)
                : log_error(m, req->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
 }
 
+int mca_coll_xccl_requests_active(void)
+{
+    return NULL != __atomic_load_n(&active_requests, __ATOMIC_RELAXED);
+}
+
 /* Called from Open MPI's progress loop (and from xccl's own waits). */
 int mca_coll_xccl_progress_requests(void)
 {

@@ -149,7 +149,10 @@ check_result() {
         return 1
     fi
     local result
-    result=$(grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed$' "$logdir/$name.log" | tail -n 1 || true)
+    # The per-rank files too: in the merged stream another rank's output
+    # can split the line (seen at verbose 2).
+    result=$(cat "$logdir/$name.log" "$logdir/$name.out"/*/rank.*/stdout 2>/dev/null |
+        grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed$' | tail -n 1 || true)
     if [[ -z $result ]]; then
         echo "$name: no RESULT line"
         return 1

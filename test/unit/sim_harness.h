@@ -21,6 +21,7 @@
 
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,8 +120,13 @@ static inline int reduce_cb(void *ctx, void *dst, const void *a, const void *b, 
     return 0;
 }
 
-/* Runs the job to completion on the simulator (fn NULL: no reductions). */
-static inline void job_run(job_t *j, xccl_reduce_fn_t fn, const char *what)
+/* Runs the job on the simulator with this seed (fn NULL: no reductions),
+ * every rank with the simulator's peer access (schedules without peer
+ * references or flags never use it).  Returns xccl_sim_run's answer, its
+ * error in err; asserts only what is no part of the answer (set-up, the
+ * aliasing contract). */
+static inline int job_exec(job_t *j, xccl_reduce_fn_t fn, unsigned seed, const char *what, char *err,
+                           size_t errlen)
 {
     xccl_sim_t *sim = xccl_sim_create(j->p);
     red_ctx_t rctx = { fn, j->sched[0].elem_size, 0 };
@@ -131,16 +137,28 @@ static inline void job_run(job_t *j, xccl_reduce_fn_t fn, const char *what)
         void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
         init_failed |= 0 != xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r), bufs,
                                            reduce_cb, &rctx, SIM_EXEC_SEQ);
+        xccl_exec_set_peer(&j->exec[r], xccl_sim_peer(sim, r));
     }
     ck_assert_msg(!init_failed, "%s: exec_init failed", what);
-    int rc = xccl_sim_run(sim, j->exec, j->p, (unsigned) j->p * 2654435761u + SIM_SEED_SALT);
-    ck_assert_msg(0 == rc, "%s: %s", what, xccl_sim_error(sim));
+    int rc = xccl_sim_run(sim, j->exec, j->p, seed);
+    if (err && errlen) {
+        snprintf(err, errlen, "%s", xccl_sim_error(sim));
+    }
     ck_assert_msg(!rctx.bad_alias, "%s: a reduction's ranges overlap partially", what);
     for (int r = 0; r < j->p; r++) {
         xccl_exec_fini(&j->exec[r]);
         free(j->scratch[r]);
     }
     xccl_sim_destroy(sim);
+    return rc;
+}
+
+/* Runs the job to completion on the simulator (fn NULL: no reductions). */
+static inline void job_run(job_t *j, xccl_reduce_fn_t fn, const char *what)
+{
+    char err[256];
+    int rc = job_exec(j, fn, (unsigned) j->p * 2654435761u + SIM_SEED_SALT, what, err, sizeof(err));
+    ck_assert_msg(0 == rc, "%s: %s", what, err);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,0 +1,52 @@
+/*
+ * Allreduce by peer access ("mesh"), as the CUDA IPC allreduce does: rank
+ * j owns slice j (chunk j of count over p) and reduces it over every
+ * rank's SEND in rank order, ((x0 op x1) op x2) ... op x(p-1), into its
+ * RECV; the others copy it from there.  Every element is reduced in one
+ * place in one order: every rank gets the same bits.
+ *   barrier 1 (inputs there) -> reduce own slice -> barrier 2 (every
+ *   slice reduced; and, in place, every owner is done reading this rank's
+ *   SEND, which the copies overwrite) -> copy p-1 slices -> barrier 3
+ *   (nobody leaves while its slice is being read).
+ * In place the own slice of RECV is also this rank's input x_r: partial
+ * results go to SCRATCH (one slice) and only the last reduction writes
+ * RECV (when r = p-1 it reads x_r there: exactly its own operand, allowed).
+ *   cost: 3 barriers, (p-1)/p n reduced and (p-1)/p n copied per rank.
+ */
+#include "mesh_util.h"
+
+int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place)
+{
+    const int p = s->size, r = s->rank;
+    const size_t es = s->elem_size;
+
+    s->algo = "mesh";
+    if (0 == count) {
+        return xccl_sched_finalize(s);
+    }
+    if (1 == p) {
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), count * es);
+        return xccl_sched_finalize(s);
+    }
+    const size_t off = chunk_first(count, p, r) * es, n = chunk_count(count, p, r) * es;
+    const xccl_ref_t out = xccl_ref(XCCL_BUF_RECV, off);
+    const xccl_ref_t acc = in_place && p > 2 ? xccl_ref(XCCL_BUF_SCRATCH, 0) : out;
+    if (in_place && p > 2) {
+        s->scratch_bytes = chunk_count(count, p, 0) * es;    /* the largest slice */
+    }
+
+    mesh_barrier(s, 1);
+    for (int q = 1; q < p; q++) {
+        const xccl_ref_t left = 1 == q ? mesh_ref(s, 0, XCCL_BUF_SEND, off) : acc;
+        xccl_sched_reduce(s, q == p - 1 ? out : acc, left, mesh_ref(s, q, XCCL_BUF_SEND, off), n);
+    }
+    mesh_barrier(s, 2);
+    for (int k = 1; k < p; k++) {
+        const int j = mod(r + k, p);
+        const size_t oj = chunk_first(count, p, j) * es;
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, oj), xccl_ref_peer(j, XCCL_BUF_RECV, oj),
+                        chunk_count(count, p, j) * es);
+    }
+    mesh_barrier(s, 3);
+    return xccl_sched_finalize(s);
+}

@@ -1,0 +1,770 @@
+/*
+ * Peer access ("mesh") algorithms on the simulator: schedules that read
+ * and write the other ranks' buffers and synchronise through flags
+ * (xccl_peer_t), run by the one executor.
+ *
+ *   - every p in 1..64: allgather, alltoall, allreduce, reduce_scatter and
+ *     reduce_scatter_block (regular counts) in place and not, bcast from
+ *     every root; counts 0, 1, around p, and a large one; every element
+ *     kind of the harness, plus float sums whose bits depend on the order
+ *     (the mesh reduces in rank order 0..p-1: compared bit for bit);
+ *   - the same jobs under many simulator seeds (interleavings) at a few p;
+ *   - planted bugs: a schedule with one of its barriers removed fails on
+ *     the simulator (wrong data, or a rank touching a buffer of a rank
+ *     that has not entered the call or has left it), while the intact
+ *     schedule passes under the same seeds;
+ *   - without peer access the executor refuses such a schedule;
+ *   - the catalog: "mesh" applies only with peer access on one node, so
+ *     the cost model never predicts it otherwise.
+ *
+ * Expected values come from scalar references (sim_harness.h), not from
+ * the algorithms; buffers have their exact size (ASan).
+ */
+#include <check.h>
+#include "check_main.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM_EXEC_SEQ 23
+#define SIM_SEED_SALT 29u
+#include "sim_harness.h"
+
+#define SMALL_P 64                     /* every p in 1..SMALL_P */
+#define LARGE 4099                     /* a large count / block, odd */
+
+static unsigned seed_of(int p, unsigned salt)
+{
+    return (unsigned) p * 2654435761u + SIM_SEED_SALT + salt * 40503u;
+}
+
+/* Sizes to try at p: 0, 1, around p, and LARGE.  Returns how many. */
+static size_t sizes_at(int p, size_t *c)
+{
+    size_t n = counts_around(p, c);
+    c[n++] = LARGE;
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Allgather                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Builds, runs with seed, checks; returns 0 or a description in bad. */
+static int run_allgather(int p, size_t b, int in_place, unsigned seed, char *bad, size_t badlen)
+{
+    const size_t total = (size_t) p * b;
+    char what[128];
+    job_t j;
+    int rc = 0;
+    snprintf(what, sizeof(what), "allgather mesh p=%d block=%zu in_place=%d", p, b, in_place);
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        ck_assert_int_eq(xccl_build_allgather_mesh(&j.sched[r], b), 0);
+        ck_assert_str_eq(j.sched[r].algo, "mesh");
+        j.rbuf[r] = xmalloc(total);
+        memset(j.rbuf[r], 0xEE, total);
+        j.sbuf[r] = in_place ? j.rbuf[r] + (size_t) r * b : job_sbuf(&j, r, b);
+        for (size_t i = 0; i < b; i++) {
+            j.sbuf[r][i] = ag_pattern(r, i);
+        }
+    }
+    char err[256];
+    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
+        snprintf(bad, badlen, "%s: %s", what, err);
+        rc = -1;
+    }
+    for (int r = 0; r < p && 0 == rc; r++) {
+        for (size_t i = 0; i < total && 0 == rc; i++) {
+            if (j.rbuf[r][i] != ag_pattern((int) (i / b), i % b)) {
+                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
+                rc = -1;
+            }
+        }
+    }
+    job_fini(&j);
+    return rc;
+}
+
+START_TEST(allgather_mesh)
+{
+    const int p = _i;
+    size_t sz[8], n = sizes_at(p, sz);
+    char bad[512] = "";
+    for (size_t k = 0; k < n; k++) {
+        for (int in_place = 0; in_place < 2; in_place++) {
+            ck_assert_msg(0 == run_allgather(p, sz[k], in_place, seed_of(p, 0), bad, sizeof(bad)), "%s", bad);
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Alltoall                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static int run_alltoall(int p, size_t b, int in_place, unsigned seed, char *bad, size_t badlen)
+{
+    const size_t total = (size_t) p * b;
+    char what[128];
+    job_t j;
+    int rc = 0;
+    snprintf(what, sizeof(what), "alltoall mesh p=%d block=%zu in_place=%d", p, b, in_place);
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        ck_assert_int_eq(xccl_build_alltoall_mesh(&j.sched[r], b, in_place), 0);
+        j.rbuf[r] = xmalloc(total);
+        memset(j.rbuf[r], 0xEE, total);
+        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total);
+        for (int to = 0; to < p; to++) {
+            for (size_t i = 0; i < b; i++) {
+                j.sbuf[r][(size_t) to * b + i] = pattern(r, to, i);
+            }
+        }
+    }
+    char err[256];
+    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
+        snprintf(bad, badlen, "%s: %s", what, err);
+        rc = -1;
+    }
+    for (int r = 0; r < p && 0 == rc; r++) {
+        for (size_t i = 0; i < total && 0 == rc; i++) {
+            if (j.rbuf[r][i] != pattern((int) (i / b), r, i % b)) {
+                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
+                rc = -1;
+            }
+        }
+        /* not in place the input must survive */
+        for (size_t i = 0; i < total && 0 == rc && !in_place; i++) {
+            if (j.sbuf[r][i] != pattern(r, (int) (i / b), i % b)) {
+                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
+                rc = -1;
+            }
+        }
+    }
+    job_fini(&j);
+    return rc;
+}
+
+START_TEST(alltoall_mesh)
+{
+    const int p = _i;
+    size_t sz[8], n = sizes_at(p, sz);
+    char bad[512] = "";
+    for (size_t k = 0; k < n; k++) {
+        /* LARGE blocks: p * p * LARGE bytes; keep the largest p cheaper */
+        const size_t b = LARGE == sz[k] && p > 32 ? 1031 : sz[k];
+        for (int in_place = 0; in_place < 2; in_place++) {
+            ck_assert_msg(0 == run_alltoall(p, b, in_place, seed_of(p, 1), bad, sizeof(bad)), "%s", bad);
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Bcast                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int run_bcast(int p, size_t n, int root, unsigned seed, char *bad, size_t badlen)
+{
+    char what[128];
+    job_t j;
+    int rc = 0;
+    snprintf(what, sizeof(what), "bcast mesh p=%d bytes=%zu root=%d", p, n, root);
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        ck_assert_int_eq(xccl_build_bcast_mesh(&j.sched[r], n, root), 0);
+        j.rbuf[r] = xmalloc(n);
+        for (size_t i = 0; i < n; i++) {
+            j.rbuf[r][i] = r == root ? ag_pattern(root, i) : 0xEE;
+        }
+    }
+    char err[256];
+    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
+        snprintf(bad, badlen, "%s: %s", what, err);
+        rc = -1;
+    }
+    for (int r = 0; r < p && 0 == rc; r++) {
+        for (size_t i = 0; i < n && 0 == rc; i++) {
+            if (j.rbuf[r][i] != ag_pattern(root, i)) {
+                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
+                rc = -1;
+            }
+        }
+    }
+    job_fini(&j);
+    return rc;
+}
+
+START_TEST(bcast_mesh)
+{
+    const int p = _i;
+    size_t sz[8], n = sizes_at(p, sz);
+    int roots[SMALL_P];
+    const int nroots = pick_roots(p, SMALL_P, roots);     /* every root */
+    char bad[512] = "";
+    for (size_t k = 0; k < n; k++) {
+        for (int ri = 0; ri < nroots; ri++) {
+            /* LARGE from every root up to p = 16, else from five roots */
+            if (LARGE == sz[k] && p > 16 && ri % (p / 5 + 1) != 0 && ri != p - 1) {
+                continue;
+            }
+            ck_assert_msg(0 == run_bcast(p, sz[k], roots[ri], seed_of(p, 2 + (unsigned) ri), bad, sizeof(bad)),
+                          "%s", bad);
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Allreduce and reduce_scatter                                             */
+/* ------------------------------------------------------------------------ */
+
+/* The harness's kinds, then one more: float sums of inputs whose sum
+ * depends on the order (float_input), reduced in rank order 0..p-1. */
+#define KIND_FLT_ORDER RED_NKINDS
+#define NKINDS (RED_NKINDS + 1)
+
+static size_t kind_es(int k)
+{
+    return KIND_FLT_ORDER == k ? sizeof(float) : red_kinds[k].es;
+}
+
+static xccl_reduce_fn_t kind_fn(int k)
+{
+    return KIND_FLT_ORDER == k ? xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM)
+                               : xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op);
+}
+
+static void kind_fill(int k, int r, void *buf, size_t n)
+{
+    if (KIND_FLT_ORDER == k) {
+        for (size_t i = 0; i < n; i++) {
+            ((float *) buf)[i] = float_input(r, i);
+        }
+    } else {
+        fill_input((red_kind_t) k, r, buf, n);
+    }
+}
+
+/* The reduction of n elements over ranks 0..p-1, one rank at a time in
+ * rank order: exactly the mesh's order. */
+static void kind_reference(int k, int p, void *out, size_t n)
+{
+    if (KIND_FLT_ORDER != k) {
+        reference((red_kind_t) k, p, out, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        float acc = float_input(0, i);
+        for (int r = 1; r < p; r++) {
+            acc = acc + float_input(r, i);
+        }
+        ((float *) out)[i] = acc;
+    }
+}
+
+/* Allreduce: every rank's RECV equals the reference bit for bit (so the
+ * ranks are identical); not in place the input survives. */
+static int run_allreduce(int p, int k, size_t count, int in_place, unsigned seed, const xccl_sched_t *planted,
+                         char *bad, size_t badlen)
+{
+    const size_t es = kind_es(k), bytes = count * es;
+    char what[160];
+    job_t j;
+    int rc = 0;
+    snprintf(what, sizeof(what), "allreduce mesh p=%d kind=%d count=%zu in_place=%d%s", p, k, count, in_place,
+             planted ? " (planted)" : "");
+    job_init(&j, p, es);
+    for (int r = 0; r < p; r++) {
+        if (planted) {
+            xccl_sched_fini(&j.sched[r]);
+            j.sched[r] = planted[r];
+        } else {
+            ck_assert_int_eq(xccl_build_allreduce_mesh(&j.sched[r], count, in_place), 0);
+        }
+        j.rbuf[r] = xmalloc(bytes);
+        memset(j.rbuf[r], 0xEE, bytes);
+        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, bytes);
+        kind_fill(k, r, j.sbuf[r], count);
+    }
+    unsigned char *want = xmalloc(bytes), *input = xmalloc(bytes);
+    kind_reference(k, p, want, count);
+    char err[256];
+    if (0 != job_exec(&j, kind_fn(k), seed, what, err, sizeof(err))) {
+        snprintf(bad, badlen, "%s: %s", what, err);
+        rc = -1;
+    }
+    for (int r = 0; r < p && 0 == rc; r++) {
+        if (0 != memcmp(j.rbuf[r], want, bytes)) {
+            snprintf(bad, badlen, "%s: rank %d has a wrong result", what, r);
+            rc = -1;
+        } else if (!in_place) {
+            kind_fill(k, r, input, count);
+            if (0 != memcmp(j.sbuf[r], input, bytes)) {
+                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
+                rc = -1;
+            }
+        }
+    }
+    if (planted) {
+        for (int r = 0; r < p; r++) {
+            memset(&j.sched[r], 0, sizeof(j.sched[r]));    /* the caller's */
+        }
+    }
+    free(want);
+    free(input);
+    job_fini(&j);
+    return rc;
+}
+
+START_TEST(allreduce_mesh)
+{
+    const int p = _i;
+    size_t sz[8], n = sizes_at(p, sz);
+    char bad[512] = "";
+    for (int k = 0; k < NKINDS; k++) {
+        for (size_t c = 0; c < n; c++) {
+            for (int in_place = 0; in_place < 2; in_place++) {
+                ck_assert_msg(0 == run_allreduce(p, k, sz[c], in_place, seed_of(p, 3), NULL, bad, sizeof(bad)),
+                              "%s", bad);
+            }
+        }
+    }
+}
+END_TEST
+
+/* Count patterns: every rank base (reduce_scatter_block); irregular (every
+ * third rank 0, the others base .. base+3); all on the last rank. */
+enum { CNT_REGULAR, CNT_IRREGULAR, CNT_LAST_ONLY, NCNT };
+
+static size_t make_counts(int p, int pat, size_t base, size_t *c)
+{
+    size_t total = 0;
+    for (int r = 0; r < p; r++) {
+        switch (pat) {
+        case CNT_REGULAR: c[r] = base; break;
+        case CNT_IRREGULAR: c[r] = r % 3 == 1 ? 0 : base + (size_t) (r % 4); break;
+        default: c[r] = r == p - 1 ? base : 0; break;
+        }
+        total += c[r];
+    }
+    return total;
+}
+
+static int run_reduce_scatter(int p, int k, const size_t *counts, size_t total, int in_place, unsigned seed,
+                              const xccl_sched_t *planted, char *bad, size_t badlen)
+{
+    const size_t es = kind_es(k);
+    char what[160];
+    job_t j;
+    int rc = 0;
+    snprintf(what, sizeof(what), "reduce_scatter mesh p=%d kind=%d total=%zu in_place=%d%s", p, k, total,
+             in_place, planted ? " (planted)" : "");
+    job_init(&j, p, es);
+    for (int r = 0; r < p; r++) {
+        if (planted) {
+            xccl_sched_fini(&j.sched[r]);
+            j.sched[r] = planted[r];
+        } else {
+            ck_assert_int_eq(xccl_build_reduce_scatter_mesh(&j.sched[r], counts, in_place), 0);
+        }
+        j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * es);
+        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total * es);
+        if (!in_place) {
+            memset(j.rbuf[r], 0xEE, counts[r] * es);
+        }
+        kind_fill(k, r, j.sbuf[r], total);
+    }
+    unsigned char *want = xmalloc(total * es), *input = xmalloc(total * es);
+    kind_reference(k, p, want, total);
+    char err[256];
+    if (0 != job_exec(&j, kind_fn(k), seed, what, err, sizeof(err))) {
+        snprintf(bad, badlen, "%s: %s", what, err);
+        rc = -1;
+    }
+    size_t first = 0;
+    for (int r = 0; r < p && 0 == rc; r++) {
+        if (0 != memcmp(j.rbuf[r], want + first * es, counts[r] * es)) {
+            snprintf(bad, badlen, "%s: rank %d has a wrong result", what, r);
+            rc = -1;
+        } else if (!in_place) {
+            kind_fill(k, r, input, total);
+            if (0 != memcmp(j.sbuf[r], input, total * es)) {
+                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
+                rc = -1;
+            }
+        }
+        first += counts[r];
+    }
+    if (planted) {
+        for (int r = 0; r < p; r++) {
+            memset(&j.sched[r], 0, sizeof(j.sched[r]));
+        }
+    }
+    free(want);
+    free(input);
+    job_fini(&j);
+    return rc;
+}
+
+START_TEST(reduce_scatter_mesh)
+{
+    const int p = _i;
+    const size_t bases[] = { 0, 1, 37, 1001 };
+    size_t *counts = xmalloc((size_t) p * sizeof(size_t));
+    char bad[512] = "";
+    for (int pat = 0; pat < NCNT; pat++) {
+        for (size_t bi = 0; bi < sizeof(bases) / sizeof(bases[0]); bi++) {
+            const size_t total = make_counts(p, pat, bases[bi], counts);
+            for (int k = 0; k < NKINDS; k++) {
+                for (int in_place = 0; in_place < 2; in_place++) {
+                    ck_assert_msg(0 == run_reduce_scatter(p, k, counts, total, in_place, seed_of(p, 4), NULL, bad,
+                                                          sizeof(bad)),
+                                  "%s", bad);
+                }
+            }
+        }
+    }
+    free(counts);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Many interleavings                                                       */
+/* ------------------------------------------------------------------------ */
+
+static const int seed_ps[] = { 2, 3, 5, 8, 13, 31 };
+#define NSEEDS 24
+
+START_TEST(many_seeds)
+{
+    const int p = seed_ps[_i];
+    size_t counts[31];
+    char bad[512] = "";
+    for (unsigned sd = 0; sd < NSEEDS; sd++) {
+        const unsigned seed = seed_of(p, 100 + sd);
+        for (int in_place = 0; in_place < 2; in_place++) {
+            ck_assert_msg(0 == run_allgather(p, 7, in_place, seed, bad, sizeof(bad)), "%s", bad);
+            ck_assert_msg(0 == run_alltoall(p, 7, in_place, seed, bad, sizeof(bad)), "%s", bad);
+            ck_assert_msg(0 == run_allreduce(p, KIND_FLT_ORDER, (size_t) p * 3 + 1, in_place, seed, NULL, bad,
+                                             sizeof(bad)),
+                          "%s", bad);
+            const size_t total = make_counts(p, CNT_IRREGULAR, 5, counts);
+            ck_assert_msg(0 == run_reduce_scatter(p, RED_I32_SUM, counts, total, in_place, seed, NULL, bad,
+                                                  sizeof(bad)),
+                          "%s", bad);
+        }
+        ck_assert_msg(0 == run_bcast(p, 33, (int) (sd % (unsigned) p), seed, bad, sizeof(bad)), "%s", bad);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Planted bugs: a barrier removed                                          */
+/* ------------------------------------------------------------------------ */
+
+/* A copy of s without the flag waits for value val (the posts stay, so
+ * later barriers still match). */
+static void strip_waits(const xccl_sched_t *s, uint32_t val, xccl_sched_t *out)
+{
+    xccl_sched_init(out, s->rank, s->size, s->elem_size);
+    out->algo = s->algo;
+    out->scratch_bytes = s->scratch_bytes;
+    for (size_t st = 0; st < s->nsteps; st++) {
+        const size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
+        xccl_sched_step(out);
+        for (size_t i = s->step_start[st]; i < end; i++) {
+            const xccl_action_t *a = &s->acts[i];
+            switch (a->kind) {
+            case XCCL_ACT_COPY: xccl_sched_copy(out, a->dst, a->a, a->len); break;
+            case XCCL_ACT_REDUCE: xccl_sched_reduce(out, a->dst, a->a, a->b, a->len); break;
+            case XCCL_ACT_POST: xccl_sched_post(out, a->idx); break;
+            case XCCL_ACT_WAIT:
+                if (a->idx != val) {
+                    xccl_sched_wait(out, a->peer, a->idx);
+                }
+                break;
+            default: ck_abort_msg("unexpected action %d", a->kind);
+            }
+        }
+    }
+    ck_assert_int_eq(xccl_sched_finalize(out), 0);
+}
+
+/* Runs the allreduce (or reduce_scatter) with barrier `val` removed under
+ * NSEEDS seeds; the intact schedule must pass under all of them.  Returns
+ * how many seeds caught the bug; the first report in first_bad. */
+static int planted_failures(int coll_rs, int p, size_t count, int in_place, uint32_t val, char *first_bad,
+                            size_t len)
+{
+    const int k = RED_I32_SUM;
+    size_t *counts = xmalloc((size_t) p * sizeof(size_t));
+    const size_t total = make_counts(p, CNT_REGULAR, count, counts);
+    xccl_sched_t *cut = xmalloc((size_t) p * sizeof(*cut));
+    int caught = 0;
+    char bad[512];
+    first_bad[0] = '\0';
+    for (int r = 0; r < p; r++) {
+        xccl_sched_t s;
+        xccl_sched_init(&s, r, p, kind_es(k));
+        ck_assert_int_eq(coll_rs ? xccl_build_reduce_scatter_mesh(&s, counts, in_place)
+                                 : xccl_build_allreduce_mesh(&s, count, in_place), 0);
+        strip_waits(&s, val, &cut[r]);
+        ck_assert_uint_lt(cut[r].nacts, s.nacts);          /* something was removed */
+        xccl_sched_fini(&s);
+    }
+    for (unsigned sd = 0; sd < NSEEDS; sd++) {
+        const unsigned seed = seed_of(p, 1000 + sd);
+        int rc = coll_rs ? run_reduce_scatter(p, k, counts, total, in_place, seed, NULL, bad, sizeof(bad))
+                         : run_allreduce(p, k, count, in_place, seed, NULL, bad, sizeof(bad));
+        ck_assert_msg(0 == rc, "intact schedule failed: %s", bad);
+        rc = coll_rs ? run_reduce_scatter(p, k, counts, total, in_place, seed, cut, bad, sizeof(bad))
+                     : run_allreduce(p, k, count, in_place, seed, cut, bad, sizeof(bad));
+        if (0 != rc) {
+            caught++;
+            if ('\0' == first_bad[0]) {
+                snprintf(first_bad, len, "%s", bad);
+            }
+        }
+    }
+    for (int r = 0; r < p; r++) {
+        xccl_sched_fini(&cut[r]);
+    }
+    free(cut);
+    free(counts);
+    return caught;
+}
+
+static const struct {
+    int rs;                    /* 0 allreduce, 1 reduce_scatter */
+    int in_place;
+    uint32_t val;              /* the barrier removed */
+    const char *why;
+} plants[] = {
+    { 0, 0, 1, "entry: reads inputs of ranks that have not entered" },
+    { 0, 0, 2, "middle: copies slices before their owners reduced them" },
+    { 0, 1, 2, "middle, in place: also overwrites inputs an owner still reads" },
+    { 0, 0, 3, "exit: leaves while peers still read its slice" },
+    { 1, 1, 2, "in place: overwrites RECV that peers still read as input" },
+    { 1, 0, 2, "exit: leaves while peers still read its input" },
+};
+#define NPLANTS ((int) (sizeof(plants) / sizeof(plants[0])))
+
+START_TEST(planted_missing_barrier_fails)
+{
+    char first[512];
+    for (int p = 2; p <= 9; p += 7) {
+        const int caught = planted_failures(plants[_i].rs, p, 5, plants[_i].in_place, plants[_i].val, first,
+                                            sizeof(first));
+        fprintf(stderr, "planted %s barrier %u removed (%s), p=%d: %d of %d seeds fail; first: %s\n",
+                plants[_i].rs ? "reduce_scatter" : "allreduce", plants[_i].val, plants[_i].why, p, caught, NSEEDS,
+                first);
+        ck_assert_msg(caught > 0, "barrier %u removed, p=%d: no seed caught it", plants[_i].val, p);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Refused without peer access                                              */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(refused_without_peer_access)
+{
+    const int p = 4;
+    const size_t b = 16;
+    xccl_sched_t s[4];
+    xccl_exec_t e[4];
+    unsigned char sbuf[4][16], rbuf[4][64];
+    xccl_sim_t *sim = xccl_sim_create(p);
+    for (int r = 0; r < p; r++) {
+        xccl_sched_init(&s[r], r, p, 1);
+        ck_assert_int_eq(xccl_build_allgather_mesh(&s[r], b), 0);
+        ck_assert(s[r].peer_access);
+        memset(sbuf[r], r, b);
+        memset(rbuf[r], 0xEE, sizeof(rbuf[r]));
+        void *bufs[XCCL_NBUF] = { sbuf[r], rbuf[r], NULL };
+        ck_assert_int_eq(xccl_exec_init(&e[r], &s[r], xccl_sim_transport(sim, r), bufs, NULL, NULL, 1), 0);
+    }
+    /* No peer access at all, then one without flags: refused at once. */
+    xccl_peer_t no_flags = *xccl_sim_peer(sim, 1);
+    no_flags.test = NULL;
+    xccl_exec_set_peer(&e[1], &no_flags);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_lt(xccl_exec_progress(&e[r]), 0);
+        ck_assert_uint_eq(e[r].step, 0);
+        for (size_t i = 0; i < sizeof(rbuf[r]); i++) {
+            ck_assert_uint_eq(rbuf[r][i], 0xEE);
+        }
+    }
+    /* One rank of p = 1 names only itself: no peer access needed. */
+    xccl_sched_t one;
+    xccl_sched_init(&one, 0, 1, 1);
+    ck_assert_int_eq(xccl_build_allgather_mesh(&one, b), 0);
+    ck_assert(!one.peer_access);
+    xccl_sched_fini(&one);
+    for (int r = 0; r < p; r++) {
+        xccl_exec_fini(&e[r]);
+        xccl_sched_fini(&s[r]);
+    }
+    xccl_sim_destroy(sim);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Catalog and selection                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    const xccl_algo_t *algo;
+    xccl_coll_args_t args;
+} cat_job_t;
+
+static int build_cat(xccl_sched_t *s, void *arg)
+{
+    const cat_job_t *j = arg;
+    return j->algo->build(s, &j->args);
+}
+
+START_TEST(catalog_mesh_needs_peer_access)
+{
+    const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA };
+    const int p = 8;
+    size_t counts[8];
+    for (int r = 0; r < p; r++) {
+        counts[r] = 1000;
+    }
+    xccl_layout_t one, two;
+    ck_assert_int_eq(xccl_layout_parse(&one, "block:8", p, NULL, 0), 0);
+    ck_assert_int_eq(xccl_layout_parse(&two, "block:4", p, NULL, 0), 0);
+    for (int c = 0; c < XCCL_NCOLL; c++) {
+        int n, mesh = -1;
+        const xccl_algo_t *algos = xccl_coll_algos((xccl_coll_t) c, &n);
+        for (int i = 0; i < n; i++) {
+            mesh = 0 == strcmp(algos[i].name, "mesh") ? i : mesh;
+        }
+        ck_assert_msg(mesh >= 0, "%s has no mesh", xccl_coll_name((xccl_coll_t) c));
+        cat_job_t j = { &algos[mesh], { .count = 8000, .counts = counts, .block = 1000, .bytes = 8000,
+                                         .layout = &one } };
+        /* Not applicable: no peer access (the default), or two nodes;
+         * applicable with peer access on one node. */
+        static const struct {
+            int peer_access, two_nodes, rc;
+        } cases[] = { { 0, 0, XCCL_NOT_APPLICABLE }, { 1, 1, XCCL_NOT_APPLICABLE }, { 0, 1, XCCL_NOT_APPLICABLE },
+                      { 1, 0, 0 } };
+        for (size_t v = 0; v < sizeof(cases) / sizeof(cases[0]); v++) {
+            xccl_sched_t s;
+            j.args.peer_access = cases[v].peer_access;
+            j.args.layout = cases[v].two_nodes ? &two : &one;
+            xccl_sched_init(&s, 0, p, 4);
+            ck_assert_int_eq(algos[mesh].build(&s, &j.args), cases[v].rc);
+            if (0 == cases[v].rc) {
+                ck_assert_str_eq(s.algo, "mesh");
+                ck_assert(s.peer_access);
+            } else {
+                ck_assert_uint_eq(s.nacts, 0);
+            }
+            xccl_sched_fini(&s);
+        }
+        /* The model: no prediction without peer access, so auto never
+         * picks it; with it, a prediction. */
+        double t[XCCL_CATALOG_MAX];
+        j.args.layout = &one;
+        for (int pa = 0; pa < 2; pa++) {
+            j.args.peer_access = pa;
+            for (int i = 0; i < n; i++) {
+                cat_job_t ji = j;
+                ji.algo = &algos[i];
+                t[i] = xccl_predict_hier(&one, 4, build_cat, &ji, NULL, 0, &m, &m);
+            }
+            if (0 == pa) {
+                ck_assert(t[mesh] < 0);
+                ck_assert_int_ne(xccl_pick(t, n, XCCL_MODEL_MARGIN), mesh);
+            } else {
+                ck_assert(t[mesh] > 0);
+            }
+        }
+    }
+    xccl_layout_fini(&one);
+    xccl_layout_fini(&two);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Composition: a mesh stage appended on a sub-group                        */
+/* ------------------------------------------------------------------------ */
+
+/* p ranks in two halves (even and odd ranks); each half runs a mesh
+ * allgather of its members' blocks into RECV, after a flag barrier of the
+ * whole group (so that the child's flag values are offset).  Peers and
+ * flags are translated to the parent's ranks. */
+START_TEST(append_mesh_child)
+{
+    const int p = 7;
+    const size_t b = 5;
+    job_t j;
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        xccl_sched_t *s = &j.sched[r];
+        int group[8], g = 0, me = -1;
+        for (int q = r % 2; q < p; q += 2) {
+            me = q == r ? g : me;
+            group[g++] = q;
+        }
+        /* a whole-group barrier first: flag 1 */
+        xccl_sched_post(s, 1);
+        xccl_sched_step(s);
+        for (int q = 0; q < p; q++) {
+            if (q != r) {
+                xccl_sched_wait(s, q, 1);
+            }
+        }
+        xccl_sched_t child;
+        xccl_sched_init(&child, me, g, 1);
+        ck_assert_int_eq(xccl_build_allgather_mesh(&child, b), 0);
+        xccl_buf_map_t map = { { xccl_ref(XCCL_BUF_SEND, 0), xccl_ref(XCCL_BUF_RECV, 0),
+                                 xccl_ref(XCCL_BUF_SCRATCH, 0) } };
+        ck_assert_int_eq(xccl_sched_append(s, &child, group, &map), 0);
+        xccl_sched_fini(&child);
+        ck_assert_int_eq(xccl_sched_finalize(s), 0);
+        ck_assert_uint_eq(s->flag_top, 3);      /* 1, then the child's 1 and 2 */
+        const size_t total = (size_t) g * b;
+        j.rbuf[r] = xmalloc(total);
+        memset(j.rbuf[r], 0xEE, total);
+        j.sbuf[r] = job_sbuf(&j, r, b);
+        for (size_t i = 0; i < b; i++) {
+            j.sbuf[r][i] = ag_pattern(r, i);
+        }
+    }
+    job_run(&j, NULL, "append mesh allgather");
+    for (int r = 0; r < p; r++) {
+        int g = 0;
+        for (int q = r % 2; q < p; q += 2, g++) {
+            for (size_t i = 0; i < b; i++) {
+                ck_assert_uint_eq(j.rbuf[r][(size_t) g * b + i], ag_pattern(q, i));
+            }
+        }
+    }
+    job_fini(&j);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("mesh_algos");
+    TCase *tc = tcase_create("sim");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, refused_without_peer_access);
+    tcase_add_test(tc, catalog_mesh_needs_peer_access);
+    tcase_add_test(tc, append_mesh_child);
+    tcase_add_loop_test(tc, planted_missing_barrier_fails, 0, NPLANTS);
+    tcase_add_loop_test(tc, many_seeds, 0, (int) (sizeof(seed_ps) / sizeof(seed_ps[0])));
+    tcase_add_loop_test(tc, allgather_mesh, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, alltoall_mesh, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, bcast_mesh, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, allreduce_mesh, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, reduce_scatter_mesh, 1, SMALL_P + 1);
+    suite_add_tcase(su, tc);
+    return xccl_check_run(su);
+}
