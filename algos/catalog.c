@@ -180,20 +180,6 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh } },
 };
 
-static const char *const coll_names[XCCL_NCOLL] = {
-    [XCCL_COLL_ALLREDUCE] = "allreduce",
-    [XCCL_COLL_ALLGATHER] = "allgather",
-    [XCCL_COLL_REDUCE_SCATTER] = "reduce_scatter",
-    [XCCL_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
-    [XCCL_COLL_ALLTOALL] = "alltoall",
-    [XCCL_COLL_BCAST] = "bcast",
-};
-
-const char *xccl_coll_name(xccl_coll_t c)
-{
-    return (int) c >= 0 && c < XCCL_NCOLL ? coll_names[c] : NULL;
-}
-
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n)
 {
     int k = 0;

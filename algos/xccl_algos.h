@@ -19,63 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/xccl_base.h"        /* element types, ops, host kernels, collectives */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ------------------------------------------------------------------------ */
-/* Element types and reduction operations                                   */
-/* ------------------------------------------------------------------------ */
-
-typedef enum {
-    XCCL_DT_INT8, XCCL_DT_UINT8, XCCL_DT_INT16, XCCL_DT_UINT16,
-    XCCL_DT_INT32, XCCL_DT_UINT32, XCCL_DT_INT64, XCCL_DT_UINT64,
-    XCCL_DT_FLOAT, XCCL_DT_DOUBLE, XCCL_DT_LONG_DOUBLE,
-    XCCL_DT_FLOAT_COMPLEX, XCCL_DT_DOUBLE_COMPLEX, XCCL_DT_LONG_DOUBLE_COMPLEX,
-    XCCL_DT_BOOL,              /* C _Bool, 1 byte */
-    XCCL_DT_BYTE,              /* opaque byte: bitwise ops only */
-    /* value/index pairs for MINLOC/MAXLOC, laid out as the C structs */
-    XCCL_DT_FLOAT_INT,         /* struct { float v; int i; } */
-    XCCL_DT_DOUBLE_INT,        /* struct { double v; int i; } */
-    XCCL_DT_LONG_INT,          /* struct { long v; int i; } */
-    XCCL_DT_2INT,              /* struct { int v; int i; } */
-    XCCL_DT_SHORT_INT,         /* struct { short v; int i; } */
-    XCCL_DT_LONG_DOUBLE_INT,   /* struct { long double v; int i; } */
-    XCCL_DT_2FLOAT,            /* struct { float v; float i; }   (MPI_2REAL) */
-    XCCL_DT_2DOUBLE,           /* struct { double v; double i; } (MPI_2DOUBLE_PRECISION) */
-    XCCL_DT_COUNT
-} xccl_dtype_t;
-
-typedef enum {
-    XCCL_OP_SUM, XCCL_OP_PROD, XCCL_OP_MAX, XCCL_OP_MIN,
-    XCCL_OP_LAND, XCCL_OP_LOR, XCCL_OP_LXOR,
-    XCCL_OP_BAND, XCCL_OP_BOR, XCCL_OP_BXOR,
-    XCCL_OP_MAXLOC, XCCL_OP_MINLOC,
-    XCCL_OP_COUNT
-} xccl_op_t;
-
-/* out[i] = a[i] op b[i] for i < count.  out may be exactly a or exactly b;
- * otherwise the three ranges do not overlap.  MAXLOC/MINLOC keep the lower
- * index on ties (MPI semantics). */
-typedef void (*xccl_reduce_fn_t)(void *out, const void *a, const void *b, size_t count);
-
-/* The kernel for (dtype, op), or NULL where the pair is not defined. */
-xccl_reduce_fn_t xccl_reduce_kernel(xccl_dtype_t dtype, xccl_op_t op);
-size_t xccl_dtype_size(xccl_dtype_t dtype);
-const char *xccl_dtype_name(xccl_dtype_t dtype);
-const char *xccl_op_name(xccl_op_t op);
-
-/* The kernels exist once per instruction-set variant, best first (x86-64
- * with GCC: "x86-64-v4", "avx2", "baseline"; elsewhere "baseline" only);
- * xccl_reduce_kernel hands out those of xccl_reduce_isa_best(), the first
- * one this CPU runs.  All variants give the same bits (the ranks of a job
- * may run different ones).  The others are for tests: a kernel of a
- * variant that is not usable here may fault. */
-int xccl_reduce_isa_count(void);
-const char *xccl_reduce_isa_name(int isa);      /* NULL when out of range */
-int xccl_reduce_isa_usable(int isa);            /* this CPU runs it */
-int xccl_reduce_isa_best(void);
-xccl_reduce_fn_t xccl_reduce_kernel_isa(int isa, xccl_dtype_t dtype, xccl_op_t op);
 
 /* ------------------------------------------------------------------------ */
 /* Schedules                                                                */
@@ -725,16 +673,6 @@ double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_bui
 /* Catalog: the algorithms of each collective by name                       */
 /* ------------------------------------------------------------------------ */
 
-typedef enum {
-    XCCL_COLL_ALLREDUCE,
-    XCCL_COLL_ALLGATHER,
-    XCCL_COLL_REDUCE_SCATTER,
-    XCCL_COLL_REDUCE_SCATTER_BLOCK,
-    XCCL_COLL_ALLTOALL,
-    XCCL_COLL_BCAST,
-    XCCL_NCOLL
-} xccl_coll_t;
-
 /* What a builder needs; each collective reads its own fields. */
 typedef struct {
     size_t count;                  /* allreduce: elements */
@@ -758,8 +696,6 @@ typedef struct {
 
 #define XCCL_CATALOG_MAX 7
 
-/* "allreduce", ..., "bcast"; NULL if c is out of range. */
-const char *xccl_coll_name(xccl_coll_t c);
 /* The algorithms of c, its measured default first; *n of them. */
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n);
 

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
 #include "xccl_cuda.h"
 #include "xccl_reduce_ops.h"      /* XCCL_GPU_MAX_SRCS */
 

@@ -2,8 +2,8 @@
  * The element operations of xccl's GPU reduction kernels, written once for
  * both compilers: nvcc compiles them into the kernels (gpu/xccl_kernels.cu,
  * as __device__ functions), a C compiler into test_gpu_kernels (as host
- * functions, checked there against algos/reduce_kernels.c without a GPU).
- * Each is the very expression of algos/reduce_kernels.c (integer
+ * functions, checked there against base/reduce_kernels.c without a GPU).
+ * Each is the very expression of base/reduce_kernels.c (integer
  * wrap-around through an unsigned type, MAXLOC/MINLOC keep the lower index
  * on ties, floats: plain IEEE operations, built without contraction), and
  * complex products follow GCC's (C99 Annex G): the plain formula, and
@@ -44,7 +44,7 @@ typedef struct {
     unsigned long long p[XCCL_GPU_MAX_SRCS];
 } xccl_gpu_srcs_t;
 
-/* Element types: the C layouts of algos/reduce_kernels.c (long is 64 bits
+/* Element types: the C layouts of base/reduce_kernels.c (long is 64 bits
  * on every platform xccl builds for; test_gpu_kernels checks the sizes). */
 typedef struct { float re, im; } xccl_gpu_cfloat_t;          /* float _Complex */
 typedef struct { double re, im; } xccl_gpu_cdouble_t;        /* double _Complex */

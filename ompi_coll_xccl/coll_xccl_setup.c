@@ -31,12 +31,9 @@
  */
 #include "ompi_config.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
 
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
@@ -234,85 +231,17 @@ static const char *connect_peers(mca_coll_xccl_module_t *m)
 
 /* ------------------------------------------------------------ placement */
 
-/* Where this process runs inside its node, for the ring order inside the
- * node.  With a current CUDA context on a device the node's topology knows:
- * XCCL_KEY_GPU + the device's position on the ring that follows the GPU
- * wiring (xccl_topo_ring_order: NVLink, then PCIe switch and socket), so
- * ranks on linked devices are neighbours and ranks sharing a device are
- * adjacent.  Else package * 65536 + lowest CPU of its binding, from sysfs,
- * or XCCL_KEY_UNBOUND when it is not bound to a strict subset of the CPUs
- * (no order to follow), plus XCCL_KEY_CUDA when it has a CUDA context on
- * a device the topology does not know.  Every rank computes its own key
- * from its own node's view; all ranks then sort the keys they exchanged
+/* Where this process runs inside its node, for the order of the ranks
+ * inside the node (topo/topo_place.c): its GPU's position on the node's
+ * ring when it has a current CUDA context on a device the topology knows,
+ * else package and CPU of its binding.  Every rank computes its own key
+ * from its own node's view; all ranks then order the keys they exchanged
  * the same way. */
-#define XCCL_KEY_GPU (1 << 30)
-#define XCCL_KEY_CUDA (1 << 29)
-#define XCCL_KEY_UNBOUND (XCCL_KEY_CUDA - 1)
-#define KEY_CPU(k) ((k) & XCCL_KEY_UNBOUND)
-
-/* With a CUDA context: its ring position key, else XCCL_KEY_CUDA.  Else -1. */
-static int gpu_placement_key(void)
-{
-    const xccl_topo_t *topo = mca_coll_xccl_component.topo;
-    char pci[32];
-    int order[XCCL_TOPO_MAX_DEVS];
-    if (0 != xccl_gpu_current_pci(pci, sizeof(pci))) {
-        return -1;
-    }
-    if (NULL == topo) {
-        return XCCL_KEY_CUDA;
-    }
-    int n = xccl_topo_ring_order(topo, order);
-    for (int k = 0; k < n; k++) {
-        if (0 == strcasecmp(topo->devs[order[k]].loc.pci, pci)) {
-            return XCCL_KEY_GPU + k;
-        }
-    }
-    return XCCL_KEY_CUDA;
-}
-
 static int placement_key(void)
 {
-    int gpu = gpu_placement_key();
-    if (gpu >= XCCL_KEY_GPU) {
-        return gpu;
-    }
-    const int cuda = gpu >= 0 ? XCCL_KEY_CUDA : 0;
-    cpu_set_t set;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (0 != sched_getaffinity(0, sizeof(set), &set) || ncpu <= 0 || CPU_COUNT(&set) >= ncpu) {
-        return cuda | XCCL_KEY_UNBOUND;
-    }
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set)) {
-        cpu++;
-    }
-    if (cpu >= CPU_SETSIZE || cpu >= 65536) {
-        return cuda | XCCL_KEY_UNBOUND;
-    }
-    char path[96];
-    int package = 0;
-    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
-    FILE *f = fopen(path, "r");
-    if (NULL != f) {
-        /* below XCCL_KEY_UNBOUND */
-        if (1 != fscanf(f, "%d", &package) || package < 0 ||
-            package >= XCCL_KEY_UNBOUND / 65536) {
-            package = 0;
-        }
-        fclose(f);
-    }
-    return cuda | (package * 65536 + cpu);
-}
-
-typedef struct {
-    int key, rank;
-} key_rank_t;
-
-static int cmp_key_rank(const void *a, const void *b)
-{
-    const key_rank_t *x = a, *y = b;
-    return x->key != y->key ? (x->key < y->key ? -1 : 1) : x->rank - y->rank;
+    char pci[32];
+    const char *cuda = 0 == xccl_gpu_current_pci(pci, sizeof(pci)) ? pci : NULL;
+    return xccl_topo_placement_key(mca_coll_xccl_component.topo, cuda);
 }
 
 /* Orders the ranks of each node by where they run (GPU ring position, or
@@ -322,28 +251,20 @@ static int cmp_key_rank(const void *a, const void *b)
  * communicator order.  keys are the same on every rank: so is the order. */
 static void order_nodes(mca_coll_xccl_module_t *m, const int *keys)
 {
-    key_rank_t *kr = malloc((size_t) m->layout.max_ppn * sizeof(*kr));
+    int *node_keys = malloc((size_t) m->layout.max_ppn * sizeof(int));
     int *order = malloc((size_t) m->layout.max_ppn * sizeof(int));
-    for (int n = 0; NULL != kr && NULL != order && n < m->layout.nnodes; n++) {
+    for (int n = 0; NULL != node_keys && NULL != order && n < m->layout.nnodes; n++) {
         const int ln = xccl_layout_node_size(&m->layout, n);
         const int *members = xccl_layout_node_members(&m->layout, n);
-        int bound = 1, changed = 0, gpus = 0;
+        int changed = 0;
         for (int i = 0; i < ln; i++) {
-            kr[i].key = keys[members[i]];
-            kr[i].rank = members[i];
-            gpus += kr[i].key >= XCCL_KEY_GPU;
+            node_keys[i] = keys[members[i]];
         }
-        for (int i = 0; i < ln && 0 == gpus; i++) {
-            kr[i].key = kr[i].key < 0 ? XCCL_KEY_UNBOUND : KEY_CPU(kr[i].key);
-            bound = bound && XCCL_KEY_UNBOUND != kr[i].key;
-        }
-        bound = bound && (0 == gpus || ln == gpus);
-        if (!bound || ln < 2) {
+        const int how = xccl_topo_placement_order(node_keys, members, ln, order);
+        if (XCCL_TOPO_ORDER_KEEP == how) {
             continue;
         }
-        qsort(kr, (size_t) ln, sizeof(*kr), cmp_key_rank);
         for (int i = 0; i < ln; i++) {
-            order[i] = kr[i].rank;
             changed = changed || order[i] != members[i];
         }
         if (changed && 0 == xccl_layout_set_order(&m->layout, n, order)) {
@@ -353,11 +274,11 @@ static void order_nodes(mca_coll_xccl_module_t *m, const int *keys)
                 len += snprintf(line + len, sizeof(line) - (size_t) len, " %d", order[i]);
             }
             mca_coll_xccl_log(2, "comm comm=%u node %d: ranks in placement order (%s):%s%s",
-                              m->cid, n, gpus ? "gpu ring" : "cpu", line,
+                              m->cid, n, XCCL_TOPO_ORDER_GPU == how ? "gpu ring" : "cpu", line,
                               len >= (int) sizeof(line) - 12 ? " ..." : "");
         }
     }
-    free(kr);
+    free(node_keys);
     free(order);
 }
 
@@ -520,7 +441,7 @@ static void setup_finish(mca_coll_xccl_module_t *m, int rc)
     if (NULL != keys) {
         order_nodes(m, keys);
         for (int i = 0; i < m->size; i++) {
-            m->gpu_ipc = m->gpu_ipc && keys[i] >= 0 && (keys[i] & (XCCL_KEY_GPU | XCCL_KEY_CUDA));
+            m->gpu_ipc = m->gpu_ipc && xccl_topo_key_has_cuda(keys[i]);
         }
     }
     free(keys);

@@ -74,6 +74,36 @@ int xccl_topo_detect(xccl_topo_t *topo, const xccl_topo_detect_opts_t *opts,
     return 0;
 }
 
+/* ------------------------------------------------------------ node summary */
+
+/* Detection plus the model's summary: the detected machine in one line.
+ * Here, not in xccl_topo.c, so that the model never calls detection. */
+int xccl_topo_detect_node(xccl_topo_node_t *node)
+{
+    char err[96];
+    node->packages = node->numa_nodes = node->cores = node->pus = 0;
+    node->intra = XCCL_TOPO_INTRA_SHM;
+    /* Some 20 KiB: kept off the stack of whatever thread calls. */
+    xccl_topo_t *topo = malloc(sizeof(*topo));
+    if (topo == NULL) {
+        snprintf(node->summary, sizeof(node->summary), "out of memory");
+        return -1;
+    }
+    int rc = xccl_topo_detect(topo, NULL, err, sizeof(err));
+    if (rc == 0) {
+        node->packages = topo->packages;
+        node->numa_nodes = topo->numa_nodes;
+        node->cores = topo->cores;
+        node->pus = topo->pus;
+        node->intra = topo->intra;
+        xccl_topo_summary(topo, node->summary, sizeof(node->summary));
+    } else {
+        snprintf(node->summary, sizeof(node->summary), "%s", err);
+    }
+    free(topo);
+    return rc;
+}
+
 /* ------------------------------------------------------------ node */
 
 static int count(hwloc_topology_t hw, hwloc_obj_type_t type)

@@ -1,8 +1,10 @@
 /*
  * The topology model: what is derived from devices, links and NICs (the
  * intra-node class, the fabric, the nearest NIC of each device), paths
- * between endpoints, names, the one-line node summary the component
- * logs, and the ring order of the devices that follows the wiring.  Detection, files and printing live in the other topo/ files.
+ * between endpoints, names, the one-line summary the component logs, and
+ * the ring order of the devices that follows the wiring.  Pure functions
+ * of a filled xccl_topo_t: it calls nothing in the other topo/ files,
+ * which build on it (detection, files, printing, placement).
  */
 #include "xccl_topo.h"
 
@@ -285,34 +287,6 @@ void xccl_topo_summary(const xccl_topo_t *topo, char *buf, size_t len)
              xccl_topo_intra_name(topo->intra), topo->ndevs,
              xccl_topo_fabric_name(topo->fabric), links, topo->packages,
              topo->numa_nodes, topo->cores, topo->pus);
-}
-
-/* ------------------------------------------------------------ node summary */
-
-int xccl_topo_detect_node(xccl_topo_node_t *node)
-{
-    char err[96];
-    node->packages = node->numa_nodes = node->cores = node->pus = 0;
-    node->intra = XCCL_TOPO_INTRA_SHM;
-    /* Some 20 KiB: kept off the stack of whatever thread calls. */
-    xccl_topo_t *topo = malloc(sizeof(*topo));
-    if (topo == NULL) {
-        snprintf(node->summary, sizeof(node->summary), "out of memory");
-        return -1;
-    }
-    int rc = xccl_topo_detect(topo, NULL, err, sizeof(err));
-    if (rc == 0) {
-        node->packages = topo->packages;
-        node->numa_nodes = topo->numa_nodes;
-        node->cores = topo->cores;
-        node->pus = topo->pus;
-        node->intra = topo->intra;
-        xccl_topo_summary(topo, node->summary, sizeof(node->summary));
-    } else {
-        snprintf(node->summary, sizeof(node->summary), "%s", err);
-    }
-    free(topo);
-    return rc;
 }
 
 /* ------------------------------------------------------------ ring order */

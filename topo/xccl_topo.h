@@ -251,6 +251,47 @@ const char *xccl_topo_dev_kind_name(xccl_topo_dev_kind_t k);
 const char *xccl_topo_nic_type_name(xccl_topo_nic_type_t t);
 const char *xccl_topo_link_type_name(xccl_topo_link_type_t t);
 
+/* ------------------------------------------------------------ placement
+ * Where a process runs inside its node, as one int (its placement key), so
+ * that the ranks of a communicator, having exchanged their keys, all order
+ * the ranks of each node alike: rings inside a node then follow the GPU
+ * wiring, or go socket by socket, instead of communicator order.
+ *
+ * xccl_topo_placement_key: with cuda_pci (the PCI bus id of the device of
+ * the calling thread's current CUDA context; NULL: no context) naming a
+ * device of topo: XCCL_TOPO_KEY_GPU + the device's position on
+ * xccl_topo_ring_order's ring, so ranks on linked devices are neighbours
+ * and ranks sharing a device adjacent.  Else package * 65536 + lowest CPU
+ * of the calling thread's binding (package from
+ * /sys/devices/system/cpu/cpu<N>/topology/physical_package_id, 0 if
+ * unreadable), or XCCL_TOPO_KEY_UNBOUND when it is not bound to a strict
+ * subset of the online CPUs (no order to follow); plus XCCL_TOPO_KEY_CUDA
+ * when it has a CUDA context on a device topo does not know (topo may be
+ * NULL).  Never negative.
+ *
+ * xccl_topo_placement_order: the order of the ranks of one node from their
+ * keys.  keys[i] is the key of rank ranks[i] (negative: unknown, as
+ * unbound).  Writes the ranks, sorted by key then rank, to order[0..n) and
+ * returns XCCL_TOPO_ORDER_GPU (every key is a GPU key: ring order) or
+ * XCCL_TOPO_ORDER_CPU (no GPU key, every rank bound: package then CPU);
+ * else XCCL_TOPO_ORDER_KEEP (fewer than two ranks, a rank unbound, GPU
+ * keys on some ranks only, out of memory), order untouched.  The same
+ * keys give the same order on every rank. */
+#define XCCL_TOPO_KEY_GPU (1 << 30)
+#define XCCL_TOPO_KEY_CUDA (1 << 29)
+#define XCCL_TOPO_KEY_UNBOUND (XCCL_TOPO_KEY_CUDA - 1)
+
+enum { XCCL_TOPO_ORDER_KEEP = 0, XCCL_TOPO_ORDER_CPU, XCCL_TOPO_ORDER_GPU };
+
+int xccl_topo_placement_key(const xccl_topo_t *topo, const char *cuda_pci);
+int xccl_topo_placement_order(const int *keys, const int *ranks, int n, int *order);
+
+/* Whether the process that computed key had a CUDA context. */
+static inline int xccl_topo_key_has_cuda(int key)
+{
+    return key >= 0 && 0 != (key & (XCCL_TOPO_KEY_GPU | XCCL_TOPO_KEY_CUDA));
+}
+
 /* ------------------------------------------------------------ node summary
  * What the component logs at start-up: the detected topology in one line. */
 typedef struct {

@@ -29,7 +29,7 @@
  */
 #define _GNU_SOURCE 1
 #include "xccl_build_config.h"
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
 #include "xccl_cuda.h"
 #include "xccl_gpu_kernels.h"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# No fused multiply-add in the host reduction kernels (algos/reduce_kernels.c).
+# No fused multiply-add in the host reduction kernels (base/reduce_kernels.c).
 # test_kernels runs only the instruction-set variants this CPU has; this
 # looks at the machine code of all of them, so that an FMA in, say, the
 # x86-64-v4 variant fails here too on a CPU without AVX-512.  A fused
@@ -8,7 +8,7 @@
 # end with different bits.  Exit 77 (skip) without objdump or off x86-64.
 set -uo pipefail
 b=${XCCL_BUILDDIR:?}
-lib=$b/.libs/libxccl_algos.a
+lib=$b/.libs/libxccl_base.a
 command -v objdump >/dev/null || { echo "SKIP: no objdump"; exit 77; }
 [[ $(uname -m) == x86_64 ]] || { echo "SKIP: not x86-64"; exit 77; }
 [[ -f $lib ]] || { echo "FAIL: no $lib"; exit 1; }

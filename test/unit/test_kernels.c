@@ -1,5 +1,5 @@
 /*
- * Unit test of the reduction kernels (algos/reduce_kernels.c).
+ * Unit test of the reduction kernels (base/reduce_kernels.c).
  *
  * Every valid (dtype, op) pair of every instruction-set variant of the
  * kernels (xccl_reduce_kernel_isa: x86-64-v4, avx2, baseline on x86-64) is
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
 
 /* The test's own copies of the pair layouts documented in xccl_algos.h. */
 typedef struct { float v; int i; } t_float_int;

@@ -2,8 +2,9 @@
  * Topology detection and files.  Detection runs the real hwloc and sysfs
  * parsing on fixtures (hwloc XML files, sysfs trees) with NVLink answers
  * injected through the NVML ops table; topology files are loaded, checked,
- * dumped and re-loaded; malformed files must fail with a line number; and
- * detection on this machine must simply work.
+ * dumped and re-loaded; malformed files must fail with a line number;
+ * detection on this machine must simply work; and the placement keys and
+ * the order of a node's ranks follow the ring and the bindings.
  */
 #include "xccl_topo.h"
 
@@ -795,6 +796,72 @@ START_TEST(rank_ring_keeps_a_device_together)
 }
 END_TEST
 
+/* ------------------------------------------------------------ placement */
+
+/* A rank with a CUDA context on a device of the topology: its key is its
+ * device's position on the ring (bus ids compared without case); on an
+ * unknown device, or without a topology, the CUDA flag on a CPU key;
+ * without a context no flag.  The CPU part depends on this process's
+ * binding: only its range is checked. */
+START_TEST(placement_key_follows_the_ring)
+{
+    int order[XCCL_TOPO_MAX_DEVS];
+    load_fixture("topo/dgx1-v100-cubemesh.topo");
+    int n = ring_of(&topo, order);
+    for (int k = 0; k < n; k++) {
+        char pci[32];
+        snprintf(pci, sizeof(pci), "%s", topo.devs[order[k]].loc.pci);
+        for (char *c = pci; *c; c++) {
+            *c = (char) (*c >= 'a' && *c <= 'f' ? *c - 'a' + 'A' : *c);
+        }
+        int key = xccl_topo_placement_key(&topo, pci);
+        ck_assert_int_eq(key, XCCL_TOPO_KEY_GPU + k);
+        ck_assert(xccl_topo_key_has_cuda(key));
+    }
+    const int unknown = xccl_topo_placement_key(&topo, "0000:ff:00.0");
+    ck_assert(unknown >= XCCL_TOPO_KEY_CUDA && unknown < XCCL_TOPO_KEY_GPU);
+    ck_assert(xccl_topo_key_has_cuda(unknown));
+    const int no_topo = xccl_topo_placement_key(NULL, "0000:06:00.0");
+    ck_assert(no_topo >= XCCL_TOPO_KEY_CUDA && no_topo < XCCL_TOPO_KEY_GPU);
+    const int host = xccl_topo_placement_key(&topo, NULL);
+    ck_assert(host >= 0 && host <= XCCL_TOPO_KEY_UNBOUND);
+    ck_assert(!xccl_topo_key_has_cuda(host));
+    ck_assert(!xccl_topo_key_has_cuda(-1));
+}
+END_TEST
+
+/* The order of a node's ranks from their keys. */
+START_TEST(placement_order_from_keys)
+{
+    const int ranks[4] = { 2, 5, 6, 9 };
+    int order[4] = { -1, -1, -1, -1 };
+    /* package 1 CPU 3, package 0 CPU 1 (with a CUDA context on a device
+     * the topology does not know: ignored), package 0 CPU 0, package 1 CPU 2 */
+    const int cpu[4] = { 65536 + 3, XCCL_TOPO_KEY_CUDA | 1, 0, 65536 + 2 };
+    ck_assert_int_eq(xccl_topo_placement_order(cpu, ranks, 4, order), XCCL_TOPO_ORDER_CPU);
+    ck_assert(order[0] == 6 && order[1] == 5 && order[2] == 9 && order[3] == 2);
+    /* GPU ring positions; ranks sharing a device stay in rank order */
+    const int gpu[4] = { XCCL_TOPO_KEY_GPU + 1, XCCL_TOPO_KEY_GPU + 0, XCCL_TOPO_KEY_GPU + 1,
+                         XCCL_TOPO_KEY_GPU + 0 };
+    ck_assert_int_eq(xccl_topo_placement_order(gpu, ranks, 4, order), XCCL_TOPO_ORDER_GPU);
+    ck_assert(order[0] == 5 && order[1] == 9 && order[2] == 2 && order[3] == 6);
+    /* nothing to follow: the communicator's order stays */
+    const int unbound[4] = { 1, XCCL_TOPO_KEY_UNBOUND, 0, 2 };
+    const int unknown[4] = { 1, -1, 0, 2 };
+    const int mixed[4] = { XCCL_TOPO_KEY_GPU + 1, 0, XCCL_TOPO_KEY_GPU, 1 };
+    const int cuda_unbound[4] = { 1, XCCL_TOPO_KEY_CUDA | XCCL_TOPO_KEY_UNBOUND, 0, 2 };
+    for (int i = 0; i < 4; i++) {
+        order[i] = -1;
+    }
+    ck_assert_int_eq(xccl_topo_placement_order(unbound, ranks, 4, order), XCCL_TOPO_ORDER_KEEP);
+    ck_assert_int_eq(xccl_topo_placement_order(unknown, ranks, 4, order), XCCL_TOPO_ORDER_KEEP);
+    ck_assert_int_eq(xccl_topo_placement_order(mixed, ranks, 4, order), XCCL_TOPO_ORDER_KEEP);
+    ck_assert_int_eq(xccl_topo_placement_order(cuda_unbound, ranks, 4, order), XCCL_TOPO_ORDER_KEEP);
+    ck_assert_int_eq(xccl_topo_placement_order(cpu, ranks, 1, order), XCCL_TOPO_ORDER_KEEP);
+    ck_assert_int_eq(order[0], -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("topo");
@@ -824,6 +891,8 @@ int main(void)
     tcase_add_test(files, ring_pcie_two_sockets);
     tcase_add_test(files, ring_partial_mesh_fewest_unlinked_hops);
     tcase_add_test(files, rank_ring_keeps_a_device_together);
+    tcase_add_test(files, placement_key_follows_the_ring);
+    tcase_add_test(files, placement_order_from_keys);
     suite_add_tcase(su, files);
     return xccl_check_run(su);
 }

@@ -9,7 +9,7 @@
  * extension), so buffers at any byte offset work; x86 vector code uses
  * unaligned loads anyway, at no cost on aligned data.
  */
-#include "xccl_algos.h"
+#include "xccl_base.h"
 
 /* Value/index pairs, laid out as the header documents. */
 typedef struct { float v; int i; } pair_float_int_t;

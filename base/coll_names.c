@@ -1,0 +1,17 @@
+/* The names of the collectives, as the MCA parameters, the tuning file and
+ * the verbose lines spell them. */
+#include "xccl_base.h"
+
+static const char *const coll_names[XCCL_NCOLL] = {
+    [XCCL_COLL_ALLREDUCE] = "allreduce",
+    [XCCL_COLL_ALLGATHER] = "allgather",
+    [XCCL_COLL_REDUCE_SCATTER] = "reduce_scatter",
+    [XCCL_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
+    [XCCL_COLL_ALLTOALL] = "alltoall",
+    [XCCL_COLL_BCAST] = "bcast",
+};
+
+const char *xccl_coll_name(xccl_coll_t c)
+{
+    return (int) c >= 0 && c < XCCL_NCOLL ? coll_names[c] : NULL;
+}
