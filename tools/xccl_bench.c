@@ -47,7 +47,7 @@
  * result on every rank (64-bit hash of the result bytes, min and max over
  * ranks).  Without -g nothing changes.
  *
- * Build:  mpicc -std=gnu11 -O2 -I. test/bench/xccl_bench.c base/reduce_kernels.c
+ * Build:  mpicc -std=gnu11 -O2 -I. tools/xccl_bench.c base/reduce_kernels.c
  * Exit:   0 ok, 1 an xccl result was wrong, 2 bad command line, 3 MPI_T (or,
  *         with -g, CUDA driver) trouble, 4 xccl is loaded but not active on
  *         MPI_COMM_WORLD (its set-up failed: the xccl column then measured the
@@ -69,7 +69,7 @@
 #include <unistd.h>
 
 #include "base/xccl_base.h"
-#include "../gpu/test_cuda.h"
+#include "test/gpu/test_cuda.h"
 
 /* ------------------------------------------------------------------------ */
 /* Types and constants                                                      */

@@ -8,7 +8,7 @@
 #ifndef XCCL_CHOICE_H
 #define XCCL_CHOICE_H
 
-#include "xccl_algos.h"
+#include "algos/xccl_algos.h"
 
 #include <stdio.h>
 

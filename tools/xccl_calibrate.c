@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "xccl_algos.h"
+#include "algos/xccl_algos.h"
 #include "ucx_glue/xccl_ucx.h"
 
 #define REPS 11
