@@ -27,6 +27,10 @@
  * element, and a guard after the result, on every rank.  A wrong result
  * prints a WRONG line and makes the exit status 1.
  *
+ * -T SECONDS starts no new size after SECONDS; -L SECONDS measures no size
+ * of a collective above one whose call took longer than SECONDS (an MPI
+ * that collapses when oversubscribed would otherwise take hours).
+ *
  * -m measures the one-copy limit instead: every rank memcpy's a buffer of
  * -M bytes (default 64 MiB, more than the last-level cache) at the same
  * time; GB/s per rank (bytes copied / time, slowest rank and mean).  Run
@@ -41,7 +45,8 @@
  *   # comments (library version, np, options)
  *   T <coll> <size> <bytes> <rep> <calls> <us per call, max over ranks>
  *   C <coll> <size> ok|WRONG <wrong elements, summed over ranks>
- *   S <coll> <size> deadline          (-T: not measured, out of time)
+ *   S <coll> <size> deadline|slow     (not measured: -T out of time, or
+ *                                     -L a smaller size's call was slower)
  *   M memcpy <bytes> <rep> <GB/s slowest rank> <GB/s mean over ranks>
  *   V <cvar> <value>|absent           (-V: an MPI_T control variable)
  *
@@ -100,6 +105,7 @@ typedef struct {
     size_t payload;            /* bytes per repetition, sets K */
     int kmax;
     double deadline;           /* -T seconds, 0: none */
+    double slow;               /* -L seconds, 0: none */
     bool memcpy_mode;
     size_t memcpy_bytes;
     const char *cvars[8];
@@ -114,6 +120,7 @@ typedef struct {
     int *rcounts;              /* MPI_Reduce_scatter: equal blocks */
     double t_start;
     bool out_of_time;
+    bool too_slow[NCOLL];      /* -L: a call of this collective took longer */
     long wrong_total;
 } bench_t;
 
@@ -191,7 +198,8 @@ static void usage(void)
 {
     fprintf(stderr,
         "usage: peer_bench [-c COLLS] [-s SIZES] [-r REPS] [-p PAYLOAD] [-k KMAX]\n"
-        "                  [-T SECONDS] [-V CVAR]... | -m [-M BYTES] [-r REPS]\n"
+        "                  [-T SECONDS] [-L SECONDS] [-V CVAR]...\n"
+        "       peer_bench -m [-M BYTES] [-r REPS]\n"
         "  -c  collectives, comma-separated (default " DEFAULT_COLLS ";\n"
         "      also reduce_scatter_block)\n"
         "  -s  sizes in bytes, K/M/G suffixes (default " DEFAULT_SIZES ")\n"
@@ -199,6 +207,7 @@ static void usage(void)
         "  -p  bytes per repetition: K = PAYLOAD/size calls (default 32M)\n"
         "  -k  at most this many calls per repetition (default 1000)\n"
         "  -T  start no new size after SECONDS (prints S lines for the rest)\n"
+        "  -L  skip the larger sizes of a collective once a call took SECONDS\n"
         "  -V  print the MPI_T control variable CVAR at the end (or 'absent')\n"
         "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n");
 }
@@ -212,7 +221,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
     for (int i = 1; i < argc && ok; i++) {
         const char *a = argv[i];
         const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        bool takes = a[0] == '-' && a[1] && !a[2] && strchr("csrpkTVM", a[1]);
+        bool takes = a[0] == '-' && a[1] && !a[2] && strchr("csrpkTLVM", a[1]);
         if (takes && !v) {
             ok = false;
             break;
@@ -223,6 +232,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
         else if (!strcmp(a, "-p")) o->payload = parse_bytes(v, &ok);
         else if (!strcmp(a, "-k")) o->kmax = atoi(v);
         else if (!strcmp(a, "-T")) o->deadline = atof(v);
+        else if (!strcmp(a, "-L")) o->slow = atof(v);
         else if (!strcmp(a, "-M")) o->memcpy_bytes = parse_bytes(v, &ok);
         else if (!strcmp(a, "-V")) {
             if (o->ncvars < (int)(sizeof o->cvars / sizeof o->cvars[0]))
@@ -295,9 +305,10 @@ static void print_header(const bench_t *B)
         printf("# memcpy of %zu bytes on every rank at once, %d reps\n",
                B->o->memcpy_bytes, B->o->reps);
     else
-        printf("# reps=%d payload=%zu kmax=%d deadline=%g; reductions MPI_FLOAT MPI_SUM, "
-               "others MPI_BYTE\n# T coll size bytes rep calls us_per_call(max over ranks)\n",
-               B->o->reps, B->o->payload, B->o->kmax, B->o->deadline);
+        printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g; reductions MPI_FLOAT "
+               "MPI_SUM, others MPI_BYTE\n# T coll size bytes rep calls "
+               "us_per_call(max over ranks)\n",
+               B->o->reps, B->o->payload, B->o->kmax, B->o->deadline, B->o->slow);
     fflush(stdout);
 }
 
@@ -349,16 +360,16 @@ static void run_size(bench_t *B, int coll, size_t size)
     const char *name = colls[coll].name;
     if (!B->out_of_time && o->deadline > 0)
         B->out_of_time = agree_double(B, MPI_Wtime() - B->t_start) > o->deadline;
-    if (B->out_of_time) {
+    if (B->out_of_time || B->too_slow[coll]) {
         if (B->rank == 0)
-            printf("S %s %zu deadline\n", name, size);
+            printf("S %s %zu %s\n", name, size, B->out_of_time ? "deadline" : "slow");
         return;
     }
     shape_t s = shape_of(B, coll, size);
     for (int i = 0; i < B->size; i++)
         B->rcounts[i] = (int)s.blk;
 
-    /* Warm-up: batches of 1, 2, 4, ... calls until at least two batches
+    /* Warm-up: batches of 1, 2, 4, ... calls until at least three batches
      * have lasted WARM_S together, or a batch reaches K; the estimate of
      * a call is the fastest batch's (one batch descheduled on a shared
      * machine must not shrink K), slowest rank, the same on every rank. */
@@ -370,9 +381,11 @@ static void run_size(bench_t *B, int coll, size_t size)
         double t = agree_double(B, timed_calls(B, coll, &s, 0, w));
         per_call = (n == 1 || t / (double)w < per_call) ? t / (double)w : per_call;
         spent += t;
-        if ((spent >= WARM_S && n >= 2) || w >= kpay)
+        if ((spent >= WARM_S && n >= 3) || w >= kpay)
             break;
     }
+    if (o->slow > 0 && per_call > o->slow)
+        B->too_slow[coll] = true;
     long k = kpay;
     if (per_call * (double)k > REP_S)
         k = (long)(REP_S / per_call);
