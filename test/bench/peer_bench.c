@@ -4,9 +4,9 @@
  * same machine.  Plain MPI-3 C, no xccl header: test/bench/compare_peers.sh
  * builds it with each implementation's own mpicc.
  *
- * For each collective and size: one untimed call, a warm-up that doubles
- * its calls until they last WARM_S (this also estimates the time of a
- * call), one correctness check, then REPS repetitions of K calls.  K is
+ * For each collective and size: a warm-up that doubles its calls until
+ * they last WARM_S (this also estimates the time of a call), one
+ * correctness check, then REPS repetitions of K calls.  K is
  * the same on every rank: PAYLOAD / bytes calls (at most KMAX), fewer
  * where the warm-up says they would last longer than REP_S, at least one.
  * The time of a repetition is the per-call average of its K calls, maximum
@@ -371,9 +371,9 @@ static void run_size(bench_t *B, int coll, size_t size)
 
     /* Warm-up: batches of 1, 2, 4, ... calls until at least three batches
      * have lasted WARM_S together, or a batch reaches K; the estimate of
-     * a call is the fastest batch's (one batch descheduled on a shared
-     * machine must not shrink K), slowest rank, the same on every rank. */
-    call_coll(B, coll, &s, 0);
+     * a call is the fastest batch's (a first call that sets something up,
+     * or a batch descheduled on a shared machine, must not shrink K),
+     * slowest rank, the same on every rank. */
     long kpay = (long)(o->payload / s.bytes);
     kpay = kpay < 1 ? 1 : kpay > o->kmax ? o->kmax : kpay;
     double per_call = 0.0, spent = 0.0;
