@@ -102,7 +102,7 @@ setup_venv() {   # name, pip arguments
         log "installing $pkgs into $v"
         mkdir -p "$envdir"
         if ! "${PYTHON:-python3}" -m venv "$v" > "$work/$name.pip" 2>&1; then
-            why[$name]="python3 -m venv failed: $(tail -n 1 "$work/$name.pip")"
+            why[$name]="${PYTHON:-python3} -m venv failed (python3-venv missing?): $(tail -n 1 "$work/$name.pip")"
             return
         fi
         # shellcheck disable=SC2086
@@ -161,6 +161,7 @@ for m in impi mpich; do
     if [[ -z ${why[$m]:-} ]] && ! build "$m"; then
         why[$m]="peer_bench does not build with its mpicc: $(grep -m1 -i error "$work/build-$m.log" || tail -n 1 "$work/build-$m.log")"
     fi
+    if [[ -n ${why[$m]:-} ]]; then log "$m unavailable: ${why[$m]}"; fi
     ver=$("$envdir/$m/bin/pip" list 2> /dev/null | awk -v m="$m" '$1 == (m == "impi" ? "impi-rt" : "mpich") { print $2 }' || true)
     case $m in
     impi) desc[impi]="Intel MPI ${ver:-?} (PyPI impi-rt), I_MPI_FABRICS=shm" ;;
@@ -336,9 +337,12 @@ for np in "${np_list[@]}"; do
                     bx = x > 0 ? bytes[order[k]] / x / 1e3 * f : 0
                     bb = best > 0 ? bytes[order[k]] / best / 1e3 * f : 0
                     printf " %8.2f %4.0f%% %8.2f %4.0f%%", bx, 100 * bx / lim, bb, 100 * bb / lim
+                    if (sz == 16777216 && x > 0)
+                        goal = goal sprintf(" %s %.0f%%%s", c, 100 * bx / lim, bx >= 0.8 * lim ? "" : "(no)")
                 }
                 printf "\n"
             }
+            if (goal != "") printf "# xccl at 16 MiB, busbw / one-copy limit (goal >= 80%%):%s\n", goal
             if (nwrong) printf "# ! = a WRONG result in at least one check (%d)\n", nwrong
         }
     ' "$work/samples" >> "$table"
