@@ -1,0 +1,358 @@
+#!/bin/bash
+# xccl against other MPI stacks on this machine, in one interleaved run:
+#
+#   xccl   Open MPI (the system's) + xccl from $XCCL_BUILDDIR/component,
+#          --mca coll xccl,tuned,libnbc,basic,self, xccl's defaults
+#   tuned  the same Open MPI, --mca coll tuned,libnbc,basic,self
+#   sm     the same Open MPI, --mca coll sm,tuned,libnbc,basic,self with
+#          coll_sm_priority 100 (at its default 0, 4.1's sm is placed
+#          first and disqualifies itself: "no underlying reduce"); sm has
+#          allreduce and bcast, the other three are tuned's
+#   impi   Intel MPI from PyPI (impi-rt, impi-devel), I_MPI_FABRICS=shm
+#   mpich  MPICH from PyPI (mpich)
+#
+# The PyPI wheels go into virtual environments, one per MPI (both wheels
+# install bin/mpicc, bin/mpiexec, include/mpi.h and lib/libmpi.so.12 at the
+# same places), only to measure: nothing of theirs is linked into xccl.
+# test/bench/peer_bench.c (plain MPI) is built with each MPI's own mpicc.
+# A configuration that cannot be installed, built or run is reported as
+# unavailable, with the reason, and the others still run.
+#
+# Every round runs, for every np, every configuration once (a full mpirun
+# or mpiexec of peer_bench over all collectives and sizes, REPS timed
+# repetitions each), starting one configuration further each round, so
+# slow drifts of the machine hit all of them alike; each round also
+# measures the one-copy limit: memcpy of 64 MiB by every core at once
+# (peer_bench -m under Open MPI, one rank per core).  A cell is the median
+# over all its samples (ROUNDS x REPS); a sample is the per-call time
+# (average of K calls) of the slowest rank.
+#
+# With more ranks than cores, Open MPI runs with --oversubscribe and
+# mpi_yield_when_idle 1; MPICH busy-polls and collapses there (a call
+# can take seconds), so it runs only in the first MPICH_OVER_ROUNDS rounds
+# (default 1), skips the larger sizes of a collective once a call took
+# more than 0.25 s, and its column is shown but left out of "best".
+#
+# Usage: compare_peers.sh [-n 2,4] [-R ROUNDS] [-r REPS] [-s SIZES] [-c COLLS]
+#                         [-C xccl,tuned,sm,impi,mpich] [-o PREFIX] [-e ENVDIR]
+#                         [-k RAWDIR] [-T SECONDS]
+#   -n  rank counts (default 2,4)          -R  rounds (default 5)
+#   -r  timed repetitions per size and invocation (default 3)
+#   -s  sizes (peer_bench -s; default 8 B .. 64 MiB, powers of 4 from 16 B)
+#   -c  collectives (default allreduce,allgather,reduce_scatter,alltoall,bcast)
+#   -C  configurations (default all five)
+#   -o  also write the table of np N to PREFIX-npN.txt
+#   -e  where the virtual environments live (default $XCCL_BUILDDIR/peers-venv;
+#       kept, so later runs skip the download)
+#   -k  keep the raw peer_bench outputs in RAWDIR
+#   -T  an invocation starts no new size after SECONDS (default 240)
+# Environment: XCCL_BUILDDIR (default ./build), PYTHON (default python3),
+# IMPI_PIP / MPICH_PIP (pip arguments; default "impi-rt impi-devel", "mpich"),
+# MPICH_OVER_ROUNDS (default 1).
+# Default run: about 12-15 minutes on 2 cores.
+set -euo pipefail
+
+nps=2,4 rounds=5 reps=3 sizes="" colls="" configs=xccl,tuned,sm,impi,mpich
+prefix="" rawkeep="" deadline=240
+bdir=${XCCL_BUILDDIR:-$PWD/build}
+envdir=""
+while getopts "n:R:r:s:c:C:o:e:k:T:h" c; do
+    case $c in
+    n) nps=$OPTARG ;;
+    R) rounds=$OPTARG ;;
+    r) reps=$OPTARG ;;
+    s) sizes=$OPTARG ;;
+    c) colls=$OPTARG ;;
+    C) configs=$OPTARG ;;
+    o) prefix=$OPTARG ;;
+    e) envdir=$OPTARG ;;
+    k) rawkeep=$OPTARG ;;
+    T) deadline=$OPTARG ;;
+    *) sed -n '2,52p' "$0"; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[[ $# -eq 0 ]] || { echo "compare_peers: unexpected argument $1" >&2; exit 2; }
+bdir=$(cd "$bdir" 2> /dev/null && pwd) || { echo "compare_peers: no build directory (XCCL_BUILDDIR)" >&2; exit 2; }
+envdir=${envdir:-$bdir/peers-venv}
+src=$(cd "$(dirname "$0")" && pwd)/peer_bench.c
+over_rounds=${MPICH_OVER_ROUNDS:-1}
+ncores=$(nproc)
+cmd=()
+IFS=, read -r -a np_list <<< "$nps"
+IFS=, read -r -a cfg_list <<< "$configs"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/compare_peers.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/raw" "$work/bin"
+log() { echo "compare_peers: $*" >&2; }
+
+# ---------------------------------------------------------------- set-up
+declare -A why      # configuration -> why it is unavailable (unset: available)
+declare -A desc     # configuration -> what it is, for the table
+
+root_flag=""
+[[ $(id -u) -eq 0 ]] && root_flag=--allow-run-as-root
+ompi_dir=$(ompi_info --path pkglibdir --parsable 2> /dev/null | sed -n 's/^path:pkglibdir://p' || true)
+
+# Install a PyPI MPI into its own venv (once); prints nothing, sets why[].
+setup_venv() {   # name, pip arguments
+    local name=$1 pkgs=$2 v=$envdir/$1
+    if [[ ! -x $v/bin/mpicc ]]; then
+        log "installing $pkgs into $v"
+        mkdir -p "$envdir"
+        if ! "${PYTHON:-python3}" -m venv "$v" > "$work/$name.pip" 2>&1; then
+            why[$name]="${PYTHON:-python3} -m venv failed (python3-venv missing?): $(tail -n 1 "$work/$name.pip")"
+            return
+        fi
+        # shellcheck disable=SC2086
+        if ! "$v/bin/pip" install -q $pkgs >> "$work/$name.pip" 2>&1; then
+            why[$name]="pip install $pkgs failed: $(grep -m1 -i error "$work/$name.pip" || tail -n 1 "$work/$name.pip")"
+            return
+        fi
+    fi
+    [[ -x $v/bin/mpicc && -x $v/bin/mpiexec ]] || why[$name]="no mpicc/mpiexec in $v/bin after pip install"
+}
+
+# cmd=(the command that starts NP ranks of peer_bench in configuration CFG).
+launcher() {   # cfg np
+    local cfg=$1 np=$2
+    case $cfg in
+    xccl | tuned | sm)
+        cmd=(mpirun -np "$np" --mca mca_base_component_path "$ompi_dir:$bdir/component")
+        [[ -n $root_flag ]] && cmd+=("$root_flag")
+        ((np > ncores)) && cmd+=(--oversubscribe --mca mpi_yield_when_idle 1)
+        case $cfg in
+        xccl) cmd+=(--mca coll 'xccl,tuned,libnbc,basic,self') ;;
+        tuned) cmd+=(--mca coll 'tuned,libnbc,basic,self') ;;
+        sm) cmd+=(--mca coll 'sm,tuned,libnbc,basic,self' --mca coll_sm_priority 100) ;;
+        esac
+        cmd+=("$work/bin/pb-ompi") ;;
+    impi) cmd=(env "I_MPI_ROOT=$envdir/impi" I_MPI_FABRICS=shm "$envdir/impi/bin/mpiexec" -n "$np" "$work/bin/pb-impi") ;;
+    mpich) cmd=("$envdir/mpich/bin/mpiexec" -n "$np" "$work/bin/pb-mpich") ;;
+    esac
+}
+
+# Build peer_bench with MPI M (ompi, impi, mpich).
+build() {   # m
+    local m=$1 cc
+    case $m in
+    ompi) cc=mpicc ;;
+    *) cc=$envdir/$m/bin/mpicc ;;
+    esac
+    I_MPI_ROOT=$envdir/impi "$cc" -std=gnu11 -O2 -Wall -Wextra -o "$work/bin/pb-$m" "$src" \
+        > "$work/build-$m.log" 2>&1
+}
+
+want() { [[ ,$configs, == *,$1,* ]]; }
+if ! command -v mpirun > /dev/null || [[ -z $ompi_dir ]]; then
+    log "no Open MPI (mpirun, ompi_info) on PATH"
+    exit 2
+fi
+build ompi || { cat "$work/build-ompi.log" >&2; log "peer_bench does not build with Open MPI"; exit 2; }
+ompi_ver=$(ompi_info --parsable 2> /dev/null | sed -n 's/^ompi:version:full://p' | head -n 1)
+desc[xccl]="Open MPI $ompi_ver + xccl ($bdir/component, $(git -C "$(dirname "$src")" log -1 --format=%h 2> /dev/null || echo '?'))"
+desc[tuned]="Open MPI $ompi_ver, coll tuned"
+desc[sm]="Open MPI $ompi_ver, coll sm (allreduce, bcast; the rest tuned), coll_sm_priority 100"
+[[ -f $bdir/component/mca_coll_xccl.so ]] || why[xccl]="no $bdir/component/mca_coll_xccl.so (build xccl first)"
+for m in impi mpich; do
+    want "$m" || continue
+    if [[ $m == impi ]]; then setup_venv impi "${IMPI_PIP:-impi-rt impi-devel}"; else setup_venv mpich "${MPICH_PIP:-mpich}"; fi
+    if [[ -z ${why[$m]:-} ]] && ! build "$m"; then
+        why[$m]="peer_bench does not build with its mpicc: $(grep -m1 -i error "$work/build-$m.log" || tail -n 1 "$work/build-$m.log")"
+    fi
+    if [[ -n ${why[$m]:-} ]]; then log "$m unavailable: ${why[$m]}"; fi
+    ver=$("$envdir/$m/bin/pip" list 2> /dev/null | awk -v m="$m" '$1 == (m == "impi" ? "impi-rt" : "mpich") { print $2 }' || true)
+    case $m in
+    impi) desc[impi]="Intel MPI ${ver:-?} (PyPI impi-rt), I_MPI_FABRICS=shm" ;;
+    mpich) desc[mpich]="MPICH ${ver:-?} (PyPI mpich)" ;;
+    esac
+done
+
+# A short run of each configuration at np 2: anything that does not start,
+# or gives a wrong result, is unavailable from here on.
+for cfg in "${cfg_list[@]}"; do
+    [[ -z ${why[$cfg]:-} ]] || continue
+    [[ -n ${desc[$cfg]:-} ]] || { log "unknown configuration $cfg"; exit 2; }
+    f=$work/smoke-$cfg.txt
+    launcher "$cfg" 2
+    if ! timeout 120 "${cmd[@]}" -s 8,64K -r 1 -V coll_xccl_world_active > "$f" 2> "$f.err"; then
+        why[$cfg]="a short run failed: $(grep -v '^\s*$' "$f.err" | tail -n 1)"
+    elif [[ $cfg == xccl ]] && ! grep -q '^V coll_xccl_world_active 1' "$f"; then
+        why[$cfg]="xccl not active on MPI_COMM_WORLD: $(grep '^V' "$f" || echo 'no cvar')"
+    fi
+    if [[ -n ${why[$cfg]:-} ]]; then log "$cfg unavailable: ${why[$cfg]}"; fi
+done
+
+# ---------------------------------------------------------------- rounds
+loadavg() { cut -d' ' -f1 /proc/loadavg; }
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+t_start=$(date +%s)
+peer_args=(-r "$reps" -T "$deadline" -L 2)
+[[ -n $sizes ]] && peer_args+=(-s "$sizes")
+[[ -n $colls ]] && peer_args+=(-c "$colls")
+ncfg=${#cfg_list[@]}
+for ((round = 1; round <= rounds; round++)); do
+    # The one-copy limit: every core copies at once.
+    mpirun ${root_flag:+"$root_flag"} -np "$ncores" "$work/bin/pb-ompi" -m -r 3 > "$work/raw/memcpy.$round.txt" 2> /dev/null \
+        || log "memcpy measurement failed in round $round"
+    for np in "${np_list[@]}"; do
+        for ((i = 0; i < ncfg; i++)); do
+            cfg=${cfg_list[(i + round - 1) % ncfg]}
+            [[ -z ${why[$cfg]:-} ]] || continue
+            args=("${peer_args[@]}")
+            if [[ $cfg == mpich ]] && ((np > ncores)); then
+                ((round <= over_rounds)) || continue
+                args+=(-L 0.25)
+            fi
+            [[ $cfg == xccl ]] && args+=(-V coll_xccl_world_active)
+            f=$work/raw/np$np.$cfg.$round.txt
+            echo "# load $(loadavg)" > "$f"
+            t0=$(date +%s)
+            launcher "$cfg" "$np"
+            if ! timeout $((deadline + 300)) "${cmd[@]}" "${args[@]}" >> "$f" 2> "$f.err"; then
+                echo "# FAILED exit status, $(grep -v '^\s*$' "$f.err" | tail -n 1)" >> "$f"
+                log "np $np $cfg round $round: failed (kept what it printed)"
+            fi
+            log "round $round/$rounds np $np $cfg: $(($(date +%s) - t0)) s (load $(loadavg))"
+        done
+    done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+elapsed=$(($(date +%s) - t_start))
+[[ -n $rawkeep ]] && mkdir -p "$rawkeep" && cp "$work"/raw/* "$rawkeep"/
+
+# ---------------------------------------------------------------- table
+# All samples as "np cfg coll size bytes us" (T lines), plus checks, skips,
+# failures, loads and memcpy figures.
+for f in "$work"/raw/np*.txt; do
+    b=${f##*/}; b=${b%.txt}
+    np=${b%%.*}; np=${np#np}; rest=${b#*.}; cfg=${rest%%.*}
+    awk -v np="$np" -v cfg="$cfg" '
+        $1 == "T" { print "T", np, cfg, $2, $3, $4, $7 }
+        $1 == "C" && $4 != "ok" { print "W", np, cfg, $2, $3 }
+        $1 == "S" { print "S", np, cfg, $2, $3, $4 }
+        $1 == "V" && $3 != "1" { print "X", np, cfg, $2, $3 }
+        $1 == "#" && $2 == "FAILED" { print "F", np, cfg }
+        $1 == "#" && $2 == "load" { print "L", np, cfg, $3 }
+    ' "$f"
+done > "$work/samples"
+cat "$work"/raw/memcpy.*.txt 2> /dev/null | awk '$1 == "M" { print "M", $5 }' >> "$work/samples"
+
+cpu=$(sed -n 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n 1)
+status=0
+for np in "${np_list[@]}"; do
+    table=$work/table-np$np.txt
+    {
+        echo "# xccl vs other MPI stacks, np=$np on $ncores cores ($cpu)$( ((np > ncores)) && echo ', oversubscribed')"
+        echo "# test/bench/compare_peers.sh: $rounds rounds x $reps reps, interleaved; $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s in all"
+        echo "# load average (1/5/15 min) before: $load_before, after: $load_after"
+        for cfg in "${cfg_list[@]}"; do
+            if [[ -n ${why[$cfg]:-} ]]; then
+                echo "#   $cfg: unavailable: ${why[$cfg]}"
+            else
+                echo "#   $cfg: ${desc[$cfg]}"
+            fi
+        done
+    } > "$table"
+    awk -v np="$np" -v cores="$ncores" -v cfgs="$configs" -v mrounds="$over_rounds" '
+        function median(list,   n, a, i, j, t) {
+            n = split(list, a, " ")
+            if (n == 0) return -1
+            for (i = 2; i <= n; i++) {
+                t = a[i] + 0
+                for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]
+                a[j + 1] = t
+            }
+            return n % 2 ? a[(n + 1) / 2] + 0 : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        function human(b) {
+            if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
+            if (b >= 1024 && b % 1024 == 0) return (b / 1024) "K"
+            return b
+        }
+        function factor(c) {
+            if (c == "allreduce") return 2 * (np - 1) / np
+            if (c == "bcast") return 1
+            return (np - 1) / np
+        }
+        BEGIN { ncf = split(cfgs, cf, ",") }
+        $1 == "M" { mc = mc " " $2; next }
+        $2 != np { next }
+        $1 == "T" {
+            key = $4 SUBSEP $5
+            if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
+            t[key, $3] = t[key, $3] " " $7
+            n[key, $3]++
+            bytes[key] = $6
+            have[$3] = 1
+        }
+        $1 == "W" { wrong[$4 SUBSEP $5, $3] = 1; nwrong++ }
+        $1 == "S" { skip[$3] = skip[$3] " " $4 "@" human($5) "(" $6 ")" }
+        $1 == "X" { inactive[$3] = $4 "=" $5 }
+        $1 == "F" { fail[$3]++ }
+        $1 == "L" { ld = ld " " $4; if ($4 + 0 > ldmax) ldmax = $4 + 0 }
+        END {
+            lim = median(mc)
+            excl = (np > cores) ? "mpich" : ""
+            printf "# load average at the start of each invocation: median %.2f, max %.2f\n", median(ld), ldmax
+            printf "# one-copy limit: memcpy 64 MiB, all %d cores copying at once: %.2f GB/s per core (median of %d)\n", cores, lim, split(mc, dummy, " ")
+            printf "# cells: median per-call time (us) over rounds x reps, each the slowest rank%s\n", ""
+            printf "# reductions: MPI_FLOAT MPI_SUM; allgather, alltoall, bcast: MPI_BYTE; size: allreduce, bcast per rank,\n"
+            printf "#   allgather received, reduce_scatter and alltoall sent per rank (nccl-tests); * = blocks rounded up to one element\n"
+            printf "# best = fastest of the others; ratio = xccl / best (< 1: xccl faster)\n"
+            printf "# busbw (GB/s, nccl-tests factors: allreduce 2(n-1)/n, allgather, reduce_scatter, alltoall (n-1)/n, bcast 1)\n"
+            printf "#   and %%lim = busbw / one-copy limit, from 16 MiB\n"
+            if (excl != "")
+                printf "# mpich at np %d: %d ranks on %d cores, it busy-polls: shown in (), left out of best; first %d round(s) only\n", np, np, cores, mrounds
+            for (c in fail) printf "# %s: %d invocation(s) failed or timed out (their printed samples are kept)\n", c, fail[c]
+            for (c in inactive) printf "# %s: %s: these are NOT xccl figures\n", c, inactive[c]
+            for (c in skip) printf "# %s not measured:%s\n", c, skip[c]
+            printf "%-15s %6s", "coll", "size"
+            for (i = 1; i <= ncf; i++) if (cf[i] in have) printf " %10s", cf[i]
+            printf " %6s %6s %8s %5s %8s %5s\n", "best", "ratio", "bw_xccl", "%lim", "bw_best", "%lim"
+            prev = ""
+            for (k = 1; k <= nk; k++) {
+                split(order[k], kk, SUBSEP); c = kk[1]; sz = kk[2]
+                if (c != prev && prev != "") print ""
+                prev = c
+                printf "%-15s %6s", c, human(sz) (bytes[order[k]] != sz ? "*" : "")
+                best = -1; bn = "-"; x = -1
+                for (i = 1; i <= ncf; i++) {
+                    cc = cf[i]
+                    if (!(cc in have)) continue
+                    m = median(t[order[k], cc])
+                    cell = m < 0 ? "-" : sprintf(m < 100 ? "%.2f" : m < 10000 ? "%.1f" : "%.0f", m)
+                    if ((order[k], cc) in wrong) cell = cell "!"
+                    if (cc == excl && m >= 0) cell = "(" cell ")"
+                    printf " %10s", cell
+                    if (cc == "xccl") { x = m; continue }
+                    if (cc == excl || m < 0 || ((order[k], cc) in wrong)) continue
+                    if (best < 0 || m < best) { best = m; bn = cc }
+                }
+                r = (x > 0 && best > 0) ? sprintf("%.2f", x / best) : "-"
+                printf " %6s %6s", bn, r
+                if (sz >= 16777216 && lim > 0) {
+                    f = factor(c)
+                    bx = x > 0 ? bytes[order[k]] / x / 1e3 * f : 0
+                    bb = best > 0 ? bytes[order[k]] / best / 1e3 * f : 0
+                    printf " %8.2f %4.0f%% %8.2f %4.0f%%", bx, 100 * bx / lim, bb, 100 * bb / lim
+                    if (sz == 16777216 && x > 0)
+                        goal = goal sprintf(" %s %.0f%%%s", c, 100 * bx / lim, bx >= 0.8 * lim ? "" : "(no)")
+                }
+                printf "\n"
+            }
+            if (goal != "") printf "# xccl at 16 MiB, busbw / one-copy limit (goal >= 80%%):%s\n", goal
+            if (nwrong) printf "# ! = a WRONG result in at least one check (%d)\n", nwrong
+        }
+    ' "$work/samples" >> "$table"
+    cat "$table"
+    echo
+    if [[ -n $prefix ]]; then
+        mkdir -p "$(dirname "$prefix")"
+        cp "$table" "$prefix-np$np.txt"
+    fi
+    grep -q '^# ! = a WRONG' "$table" && status=1
+done
+log "done in $elapsed s"
+exit $status

@@ -1,0 +1,676 @@
+/*
+ * peer_bench: a portable timing of five collectives, for comparing MPI
+ * implementations (Open MPI with or without xccl, Intel MPI, MPICH) on the
+ * same machine.  Plain MPI-3 C, no xccl header: test/bench/compare_peers.sh
+ * builds it with each implementation's own mpicc.
+ *
+ * For each collective and size: a warm-up that doubles its calls until
+ * they last WARM_S (this also estimates the time of a call), one
+ * correctness check, then REPS repetitions of K calls.  K is
+ * the same on every rank: PAYLOAD / bytes calls (at most KMAX), fewer
+ * where the warm-up says they would last longer than REP_S, at least one.
+ * The time of a repetition is the per-call average of its K calls, maximum
+ * over ranks (MPI_Reduce MAX of each rank's MPI_Wtime difference).
+ *
+ * What "size" means (nccl-tests' convention, as in xccl_bench):
+ *   allreduce, bcast      the buffer of each rank
+ *   allgather             total received per rank (each sends size/p)
+ *   reduce_scatter(_block) total sent per rank (each receives size/p)
+ *   alltoall              total sent per rank (size/p to each rank)
+ * Reductions are MPI_SUM on MPI_FLOAT; the other three move MPI_BYTE.
+ * A block (size/p) is at least one element, so at 8 B and np 4
+ * reduce_scatter moves 16 B: the lines print the bytes really moved.
+ * MPI_Reduce_scatter runs with equal counts.  Bcast's root is rep % p.
+ *
+ * The check runs the collective once on rank- and index-dependent data
+ * (small integers for floats, so every sum is exact) and compares every
+ * element, and a guard after the result, on every rank.  A wrong result
+ * prints a WRONG line and makes the exit status 1.
+ *
+ * -T SECONDS starts no new size after SECONDS; -L SECONDS measures no size
+ * of a collective above one whose call took longer than SECONDS (an MPI
+ * that collapses when oversubscribed would otherwise take hours).
+ *
+ * -m measures the one-copy limit instead: every rank memcpy's a buffer of
+ * -M bytes (default 64 MiB, more than the last-level cache) at the same
+ * time; GB/s per rank (bytes copied / time, slowest rank and mean).  Run
+ * it with one rank per core to get "memcpy per core with all cores
+ * copying".
+ *
+ * The control plane (agreements, timings, verdicts) uses MPI_Reduce,
+ * MPI_Barrier and point-to-point messages, none of which the measured
+ * collectives are, so a broken collective cannot distort the report.
+ *
+ * Output, rank 0, one line per record (compare_peers.sh parses it):
+ *   # comments (library version, np, options)
+ *   T <coll> <size> <bytes> <rep> <calls> <us per call, max over ranks>
+ *   C <coll> <size> ok|WRONG <wrong elements, summed over ranks>
+ *   S <coll> <size> deadline|slow     (not measured: -T out of time, or
+ *                                     -L a smaller size's call was slower)
+ *   M memcpy <bytes> <rep> <GB/s slowest rank> <GB/s mean over ranks>
+ *   V <cvar> <value>|absent           (-V: an MPI_T control variable, read
+ *                                     after one 1 MiB allreduce)
+ *
+ * Build:  mpicc -std=gnu11 -O2 -o peer_bench test/bench/peer_bench.c
+ * Exit:   0 ok, 1 a wrong result, 2 bad command line or out of memory.
+ */
+#include <mpi.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Types and constants                                                      */
+/* ------------------------------------------------------------------------ */
+
+enum coll_id {
+    C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK,
+    C_ALLTOALL, C_BCAST, NCOLL
+};
+
+typedef struct {
+    const char *name;
+    bool reduces;              /* MPI_FLOAT SUM, else MPI_BYTE */
+    bool blocked;              /* size is p blocks of size/p */
+} coll_info_t;
+
+static const coll_info_t colls[NCOLL] = {
+    [C_ALLREDUCE] = { "allreduce", true, false },
+    [C_ALLGATHER] = { "allgather", false, true },
+    [C_REDUCE_SCATTER] = { "reduce_scatter", true, true },
+    [C_REDUCE_SCATTER_BLOCK] = { "reduce_scatter_block", true, true },
+    [C_ALLTOALL] = { "alltoall", false, true },
+    [C_BCAST] = { "bcast", false, false },
+};
+
+#define DEFAULT_COLLS "allreduce,allgather,reduce_scatter,alltoall,bcast"
+/* Powers of 4 from 16 B hold 64 KiB, 1 MiB, 16 MiB and 64 MiB; 8 B is the
+ * smallest message. */
+#define DEFAULT_SIZES "8,64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M"
+#define MAX_SIZES     64
+#define GUARD         64       /* bytes after each result that must stay */
+#define GUARD_BYTE    0xA5
+#define WARM_S        0.005    /* warm-up lasts at least this long ... */
+#define REP_S         0.05     /* ... and a repetition about this long */
+
+typedef struct {
+    int colls[NCOLL];
+    int ncolls;
+    size_t sizes[MAX_SIZES];
+    int nsizes;
+    int reps;
+    size_t payload;            /* bytes per repetition, sets K */
+    int kmax;
+    double deadline;           /* -T seconds, 0: none */
+    double slow;               /* -L seconds, 0: none */
+    bool memcpy_mode;
+    size_t memcpy_bytes;
+    const char *cvars[8];
+    int ncvars;
+} opts_t;
+
+typedef struct {
+    int rank, size;
+    const opts_t *o;
+    unsigned char *sbuf, *rbuf;
+    size_t cap;                /* bytes of each, guard included */
+    int *rcounts;              /* MPI_Reduce_scatter: equal blocks */
+    double t_start;
+    bool out_of_time;
+    bool too_slow[NCOLL];      /* -L: a call of this collective took longer */
+    long wrong_total;
+} bench_t;
+
+/* One call's shape: elements per block and bytes the size stands for. */
+typedef struct {
+    size_t count;              /* elements of the call (allreduce, bcast: all) */
+    size_t blk;                /* elements per rank block (blocked collectives) */
+    size_t esize;
+    size_t bytes;              /* what the lines report */
+} shape_t;
+
+/* ------------------------------------------------------------------------ */
+/* Prototypes (helpers follow main, top-down)                               */
+/* ------------------------------------------------------------------------ */
+
+static void parse_args(int argc, char **argv, opts_t *o, int rank);
+static void print_header(const bench_t *B);
+static void run_memcpy(bench_t *B);
+static void run_size(bench_t *B, int coll, size_t size);
+static shape_t shape_of(const bench_t *B, int coll, size_t size);
+static void call_coll(bench_t *B, int coll, const shape_t *s, int root);
+static long check_coll(bench_t *B, int coll, const shape_t *s);
+static double timed_calls(bench_t *B, int coll, const shape_t *s, int root, long k);
+static double agree_double(const bench_t *B, double v);
+static void print_cvar(const bench_t *B, const char *name);
+static size_t parse_bytes(const char *s, bool *ok);
+static void *xalloc(size_t bytes);
+static int cmp_size(const void *a, const void *b);
+
+/* ------------------------------------------------------------------------ */
+/* Main                                                                     */
+/* ------------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    opts_t o;
+    bench_t B = { .o = &o };
+    MPI_Comm_rank(MPI_COMM_WORLD, &B.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &B.size);
+    parse_args(argc, argv, &o, B.rank);
+    print_header(&B);
+    B.t_start = MPI_Wtime();
+
+    if (o.memcpy_mode) {
+        run_memcpy(&B);
+    } else {
+        size_t maxsize = o.sizes[o.nsizes - 1];
+        /* The largest block rounding up (one element per rank) stays below this. */
+        B.cap = maxsize + (size_t)B.size * sizeof(float) + GUARD;
+        B.sbuf = xalloc(B.cap);
+        B.rbuf = xalloc(B.cap);
+        memset(B.sbuf, 0, B.cap);       /* touch every page before timing */
+        memset(B.rbuf, 0, B.cap);
+        B.rcounts = xalloc((size_t)B.size * sizeof(int));
+        for (int c = 0; c < o.ncolls; c++)
+            for (int i = 0; i < o.nsizes; i++)
+                run_size(&B, o.colls[c], o.sizes[i]);
+        free(B.sbuf);
+        free(B.rbuf);
+        free(B.rcounts);
+    }
+    if (o.ncvars > 0) {
+        /* Components that set a communicator up on its first large call
+         * (xccl) have done so before their variables are read. */
+        size_t n = (size_t)1 << 18;
+        float *a = xalloc(n * sizeof(float)), *b = xalloc(n * sizeof(float));
+        memset(a, 0, n * sizeof(float));
+        MPI_Allreduce(a, b, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        free(a);
+        free(b);
+    }
+    for (int i = 0; i < o.ncvars; i++)
+        print_cvar(&B, o.cvars[i]);
+    if (B.rank == 0) {
+        printf("# done in %.1f s%s\n", MPI_Wtime() - B.t_start,
+               B.wrong_total ? ", WRONG results" : "");
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    return B.wrong_total ? 1 : 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+        "usage: peer_bench [-c COLLS] [-s SIZES] [-r REPS] [-p PAYLOAD] [-k KMAX]\n"
+        "                  [-T SECONDS] [-L SECONDS] [-V CVAR]...\n"
+        "       peer_bench -m [-M BYTES] [-r REPS]\n"
+        "  -c  collectives, comma-separated (default " DEFAULT_COLLS ";\n"
+        "      also reduce_scatter_block)\n"
+        "  -s  sizes in bytes, K/M/G suffixes (default " DEFAULT_SIZES ")\n"
+        "  -r  timed repetitions per size (default 5)\n"
+        "  -p  bytes per repetition: K = PAYLOAD/size calls (default 32M)\n"
+        "  -k  at most this many calls per repetition (default 1000)\n"
+        "  -T  start no new size after SECONDS (prints S lines for the rest)\n"
+        "  -L  skip the larger sizes of a collective once a call took SECONDS\n"
+        "  -V  print the MPI_T control variable CVAR at the end (or 'absent')\n"
+        "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n");
+}
+
+static void parse_args(int argc, char **argv, opts_t *o, int rank)
+{
+    *o = (opts_t){ .reps = 5, .payload = (size_t)32 << 20, .kmax = 1000,
+                   .memcpy_bytes = (size_t)64 << 20 };
+    const char *clist = DEFAULT_COLLS, *slist = DEFAULT_SIZES;
+    bool ok = true;
+    for (int i = 1; i < argc && ok; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+        bool takes = a[0] == '-' && a[1] && !a[2] && strchr("csrpkTLVM", a[1]);
+        if (takes && !v) {
+            ok = false;
+            break;
+        }
+        if (!strcmp(a, "-c")) clist = v;
+        else if (!strcmp(a, "-s")) slist = v;
+        else if (!strcmp(a, "-r")) o->reps = atoi(v);
+        else if (!strcmp(a, "-p")) o->payload = parse_bytes(v, &ok);
+        else if (!strcmp(a, "-k")) o->kmax = atoi(v);
+        else if (!strcmp(a, "-T")) o->deadline = atof(v);
+        else if (!strcmp(a, "-L")) o->slow = atof(v);
+        else if (!strcmp(a, "-M")) o->memcpy_bytes = parse_bytes(v, &ok);
+        else if (!strcmp(a, "-V")) {
+            if (o->ncvars < (int)(sizeof o->cvars / sizeof o->cvars[0]))
+                o->cvars[o->ncvars++] = v;
+        } else if (!strcmp(a, "-m")) {
+            o->memcpy_mode = true;
+            continue;
+        } else {
+            ok = false;
+            break;
+        }
+        i++;
+    }
+    ok = ok && o->reps > 0 && o->kmax > 0 && o->payload > 0 && o->memcpy_bytes > 0;
+
+    /* Collectives */
+    char *dup = strdup(clist);
+    for (char *save = NULL, *t = strtok_r(dup, ",", &save); t && ok;
+         t = strtok_r(NULL, ",", &save)) {
+        int c = 0;
+        while (c < NCOLL && strcmp(colls[c].name, t))
+            c++;
+        if (c == NCOLL || o->ncolls == NCOLL)
+            ok = false;
+        else
+            o->colls[o->ncolls++] = c;
+    }
+    free(dup);
+    /* Sizes, sorted, no repeats */
+    dup = strdup(slist);
+    for (char *save = NULL, *t = strtok_r(dup, ",", &save); t && ok;
+         t = strtok_r(NULL, ",", &save)) {
+        size_t b = parse_bytes(t, &ok);
+        if (b == 0 || o->nsizes == MAX_SIZES)
+            ok = false;
+        else
+            o->sizes[o->nsizes++] = b;
+    }
+    free(dup);
+    if (ok && o->nsizes > 0) {
+        qsort(o->sizes, (size_t)o->nsizes, sizeof o->sizes[0], cmp_size);
+        int n = 1;
+        for (int i = 1; i < o->nsizes; i++)
+            if (o->sizes[i] != o->sizes[n - 1])
+                o->sizes[n++] = o->sizes[i];
+        o->nsizes = n;
+    }
+    ok = ok && (o->memcpy_mode || (o->ncolls > 0 && o->nsizes > 0));
+    if (!ok) {
+        if (rank == 0)
+            usage();
+        MPI_Finalize();
+        exit(2);
+    }
+}
+
+static void print_header(const bench_t *B)
+{
+    if (B->rank != 0)
+        return;
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(ver, &len);
+    /* MPICH's string has several lines: keep the first. */
+    ver[strcspn(ver, "\r\n")] = '\0';
+    int major = 0, minor = 0;
+    MPI_Get_version(&major, &minor);
+    printf("# peer_bench np=%d mpi=%d.%d lib=%s\n", B->size, major, minor, ver);
+    if (B->o->memcpy_mode)
+        printf("# memcpy of %zu bytes on every rank at once, %d reps\n",
+               B->o->memcpy_bytes, B->o->reps);
+    else
+        printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g; reductions MPI_FLOAT "
+               "MPI_SUM, others MPI_BYTE\n# T coll size bytes rep calls "
+               "us_per_call(max over ranks)\n",
+               B->o->reps, B->o->payload, B->o->kmax, B->o->deadline, B->o->slow);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The one-copy limit                                                       */
+/* ------------------------------------------------------------------------ */
+
+static void run_memcpy(bench_t *B)
+{
+    const size_t n = B->o->memcpy_bytes;
+    unsigned char *src = xalloc(n), *dst = xalloc(n);
+    memset(src, B->rank + 1, n);
+    memset(dst, 0, n);
+    /* Enough copies per repetition for ~0.25 GB, at least 2. */
+    int k = (int)(((size_t)256 << 20) / n);
+    k = k < 2 ? 2 : k;
+    memcpy(dst, src, n);               /* warm-up */
+    unsigned sink = 0;
+    for (int r = 0; r < B->o->reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < k; i++) {
+            memcpy(dst, src, n);
+            sink += dst[(size_t)i * 4099 % n];   /* the copy is used */
+        }
+        double t = MPI_Wtime() - t0, tmax = 0.0, tsum = 0.0;
+        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&t, &tsum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (B->rank == 0) {
+            double bytes = (double)n * k;
+            printf("M memcpy %zu %d %.3f %.3f\n", n, r, bytes / tmax / 1e9,
+                   bytes / (tsum / B->size) / 1e9);
+            fflush(stdout);
+        }
+    }
+    if (sink == 1u)   /* never true in practice; keeps sink alive */
+        fprintf(stderr, "#\n");
+    free(src);
+    free(dst);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One collective at one size                                               */
+/* ------------------------------------------------------------------------ */
+
+static void run_size(bench_t *B, int coll, size_t size)
+{
+    const opts_t *o = B->o;
+    const char *name = colls[coll].name;
+    if (!B->out_of_time && o->deadline > 0)
+        B->out_of_time = agree_double(B, MPI_Wtime() - B->t_start) > o->deadline;
+    if (B->out_of_time || B->too_slow[coll]) {
+        if (B->rank == 0)
+            printf("S %s %zu %s\n", name, size, B->out_of_time ? "deadline" : "slow");
+        return;
+    }
+    shape_t s = shape_of(B, coll, size);
+    for (int i = 0; i < B->size; i++)
+        B->rcounts[i] = (int)s.blk;
+
+    /* Warm-up: batches of 1, 2, 4, ... calls until at least three batches
+     * have lasted WARM_S together, or a batch reaches K; the estimate of
+     * a call is the fastest batch's (a first call that sets something up,
+     * or a batch descheduled on a shared machine, must not shrink K),
+     * slowest rank, the same on every rank. */
+    long kpay = (long)(o->payload / s.bytes);
+    kpay = kpay < 1 ? 1 : kpay > o->kmax ? o->kmax : kpay;
+    double per_call = 0.0, spent = 0.0;
+    for (long w = 1, n = 1;; w *= 2, n++) {
+        double t = agree_double(B, timed_calls(B, coll, &s, 0, w));
+        per_call = (n == 1 || t / (double)w < per_call) ? t / (double)w : per_call;
+        spent += t;
+        if ((spent >= WARM_S && n >= 3) || w >= kpay)
+            break;
+    }
+    if (o->slow > 0 && per_call > o->slow)
+        B->too_slow[coll] = true;
+    long k = kpay;
+    if (per_call * (double)k > REP_S)
+        k = (long)(REP_S / per_call);
+    k = k < 1 ? 1 : k;
+
+    long wrong = check_coll(B, coll, &s), wrong_sum = 0;
+    MPI_Reduce(&wrong, &wrong_sum, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (B->rank == 0) {
+        printf("C %s %zu %s %ld\n", name, size, wrong_sum ? "WRONG" : "ok", wrong_sum);
+        B->wrong_total += wrong_sum;
+    }
+
+    for (int r = 0; r < o->reps; r++) {
+        double t = timed_calls(B, coll, &s, r % B->size, k) / (double)k, tmax = 0.0;
+        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (B->rank == 0)
+            printf("T %s %zu %zu %d %ld %.3f\n", name, size, s.bytes, r, k, tmax * 1e6);
+    }
+    if (B->rank == 0)
+        fflush(stdout);
+}
+
+static shape_t shape_of(const bench_t *B, int coll, size_t size)
+{
+    const size_t p = (size_t)B->size;
+    shape_t s = { .esize = colls[coll].reduces ? sizeof(float) : 1 };
+    size_t elems = size / s.esize;
+    if (elems == 0)
+        elems = 1;
+    if (colls[coll].blocked) {
+        s.blk = elems / p ? elems / p : 1;
+        s.count = s.blk * p;
+    } else {
+        s.count = elems;
+        s.blk = elems / p;
+    }
+    s.bytes = s.count * s.esize;
+    return s;
+}
+
+/* Barrier, K calls, this rank's elapsed time. */
+static double timed_calls(bench_t *B, int coll, const shape_t *s, int root, long k)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < k; i++)
+        call_coll(B, coll, s, root);
+    return MPI_Wtime() - t0;
+}
+
+static void call_coll(bench_t *B, int coll, const shape_t *s, int root)
+{
+    MPI_Comm w = MPI_COMM_WORLD;
+    const int n = (int)s->count, blk = (int)s->blk;
+    switch (coll) {
+    case C_ALLREDUCE:
+        MPI_Allreduce(B->sbuf, B->rbuf, n, MPI_FLOAT, MPI_SUM, w);
+        break;
+    case C_ALLGATHER:
+        MPI_Allgather(B->sbuf, blk, MPI_BYTE, B->rbuf, blk, MPI_BYTE, w);
+        break;
+    case C_REDUCE_SCATTER:
+        MPI_Reduce_scatter(B->sbuf, B->rbuf, B->rcounts, MPI_FLOAT, MPI_SUM, w);
+        break;
+    case C_REDUCE_SCATTER_BLOCK:
+        MPI_Reduce_scatter_block(B->sbuf, B->rbuf, blk, MPI_FLOAT, MPI_SUM, w);
+        break;
+    case C_ALLTOALL:
+        MPI_Alltoall(B->sbuf, blk, MPI_BYTE, B->rbuf, blk, MPI_BYTE, w);
+        break;
+    case C_BCAST:
+        MPI_Bcast(B->rbuf, n, MPI_BYTE, root, w);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Correctness                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Byte i of rank r's input: differs between neighbouring bytes, ranks
+ * (17 is odd: r * 17 mod 256 differs for r < 256) and 256-byte pages. */
+static unsigned char byte_of(int r, size_t i)
+{
+    return (unsigned char)(i * 131u + (size_t)r * 17u + (i >> 8) * 7u);
+}
+
+/* Float i of rank r: a small integer, so any order of summation is exact. */
+static float float_of(int r, size_t i)
+{
+    return (float)((i * 5u + (size_t)r * 11u) % 997u + 1u);
+}
+
+static float float_sum(int p, size_t i)
+{
+    float v = 0.0f;
+    for (int r = 0; r < p; r++)
+        v += float_of(r, i);
+    return v;
+}
+
+/* Fill the input, poison the output and its guard, call once, compare on
+ * this rank.  Returns the number of wrong bytes or elements here. */
+static long check_coll(bench_t *B, int coll, const shape_t *s)
+{
+    const int me = B->rank, p = B->size, root = p - 1;
+    const size_t out_elems = (coll == C_REDUCE_SCATTER || coll == C_REDUCE_SCATTER_BLOCK)
+                                 ? s->blk : s->count;
+    const size_t out_bytes = out_elems * s->esize;
+    float *sf = (float *)B->sbuf, *rf = (float *)B->rbuf;
+
+    memset(B->rbuf, GUARD_BYTE, out_bytes + GUARD);
+    switch (coll) {
+    case C_ALLREDUCE:
+    case C_REDUCE_SCATTER:
+    case C_REDUCE_SCATTER_BLOCK:
+        for (size_t i = 0; i < s->count; i++)
+            sf[i] = float_of(me, i);
+        break;
+    case C_ALLGATHER:
+        for (size_t i = 0; i < s->blk; i++)
+            B->sbuf[i] = byte_of(me, i);
+        break;
+    case C_ALLTOALL:                   /* byte i goes to rank i / blk */
+        for (size_t i = 0; i < s->count; i++)
+            B->sbuf[i] = byte_of(me, i);
+        break;
+    case C_BCAST:
+        if (me == root)
+            for (size_t i = 0; i < s->count; i++)
+                B->rbuf[i] = byte_of(root, i);
+        break;
+    default:
+        break;
+    }
+    call_coll(B, coll, s, root);
+
+    long wrong = 0;
+    switch (coll) {
+    case C_ALLREDUCE:
+        for (size_t i = 0; i < s->count; i++)
+            wrong += rf[i] != float_sum(p, i);
+        break;
+    case C_REDUCE_SCATTER:
+    case C_REDUCE_SCATTER_BLOCK:
+        for (size_t i = 0; i < s->blk; i++)
+            wrong += rf[i] != float_sum(p, (size_t)me * s->blk + i);
+        break;
+    case C_ALLGATHER:
+        for (size_t i = 0; i < s->count; i++)
+            wrong += B->rbuf[i] != byte_of((int)(i / s->blk), i % s->blk);
+        break;
+    case C_ALLTOALL:                   /* block j came from rank j's block me */
+        for (size_t i = 0; i < s->count; i++)
+            wrong += B->rbuf[i] != byte_of((int)(i / s->blk), (size_t)me * s->blk + i % s->blk);
+        break;
+    case C_BCAST:
+        for (size_t i = 0; i < s->count; i++)
+            wrong += B->rbuf[i] != byte_of(root, i);
+        break;
+    default:
+        break;
+    }
+    for (size_t i = 0; i < GUARD; i++)
+        wrong += B->rbuf[out_bytes + i] != GUARD_BYTE;
+    return wrong;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The maximum of V over ranks, known to every rank (MPI_Reduce, then rank 0
+ * sends it to each: neither is a collective under test). */
+static double agree_double(const bench_t *B, double v)
+{
+    double m = 0.0;
+    MPI_Reduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (B->rank == 0)
+        for (int r = 1; r < B->size; r++)
+            MPI_Send(&m, 1, MPI_DOUBLE, r, 77, MPI_COMM_WORLD);
+    else
+        MPI_Recv(&m, 1, MPI_DOUBLE, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return m;
+}
+
+/* The value of an MPI_T control variable (int, unsigned, bool, double
+ * scalars), or "absent".  Read on rank 0 only. */
+static void print_cvar(const bench_t *B, const char *name)
+{
+    if (B->rank != 0)
+        return;
+    int provided, n = 0, idx = -1;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+        printf("V %s absent\n", name);
+        return;
+    }
+    MPI_T_cvar_get_num(&n);
+    for (int i = 0; i < n && idx < 0; i++) {
+        char nm[256], desc[16];
+        int nlen = sizeof nm, dlen = sizeof desc, verb, bind, scope;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        if (MPI_T_cvar_get_info(i, nm, &nlen, &verb, &dt, &en, desc, &dlen, &bind, &scope)
+                == MPI_SUCCESS && !strcmp(nm, name) && bind == MPI_T_BIND_NO_OBJECT)
+            idx = i;
+    }
+    if (idx < 0) {
+        printf("V %s absent\n", name);
+    } else {
+        char nm[256], desc[16];
+        int nlen = sizeof nm, dlen = sizeof desc, verb, bind, scope, count = 0;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        MPI_T_cvar_handle h;
+        union { int i; unsigned u; double d; bool b; long long ll; unsigned char raw[64]; } v;
+        memset(&v, 0, sizeof v);
+        MPI_T_cvar_get_info(idx, nm, &nlen, &verb, &dt, &en, desc, &dlen, &bind, &scope);
+        if (MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) != MPI_SUCCESS || count != 1
+                || MPI_T_cvar_read(h, &v) != MPI_SUCCESS)
+            printf("V %s unreadable\n", name);
+        else if (dt == MPI_C_BOOL)
+            printf("V %s %d\n", name, v.b ? 1 : 0);
+        else if (dt == MPI_INT)
+            printf("V %s %d\n", name, v.i);
+        else if (dt == MPI_UNSIGNED)
+            printf("V %s %u\n", name, v.u);
+        else if (dt == MPI_DOUBLE)
+            printf("V %s %g\n", name, v.d);
+        else
+            printf("V %s unreadable\n", name);
+        if (count == 1)
+            MPI_T_cvar_handle_free(&h);
+    }
+    MPI_T_finalize();
+    fflush(stdout);
+}
+
+/* "64", "16K", "1M", "2G" (powers of 1024). */
+static size_t parse_bytes(const char *s, bool *ok)
+{
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) {
+        *ok = false;
+        return 0;
+    }
+    switch (*end) {
+    case 'K': case 'k': v <<= 10; end++; break;
+    case 'M': case 'm': v <<= 20; end++; break;
+    case 'G': case 'g': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0')
+        *ok = false;
+    return (size_t)v;
+}
+
+static void *xalloc(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) {
+        fprintf(stderr, "peer_bench: out of memory (%zu bytes)\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
