@@ -1,0 +1,101 @@
+/*
+ * Device buffers in the call path (coll_xccl_gpu.c: where a call's
+ * buffers live, host copies and their staging; coll_xccl_gpu_ipc.c: CUDA
+ * IPC peer access inside a node).
+ */
+#ifndef MCA_COLL_XCCL_GPU_H
+#define MCA_COLL_XCCL_GPU_H
+
+#include "coll_xccl_call.h"
+#include "gpu/xccl_cuda.h"
+
+BEGIN_C_DECLS
+
+/* Where a call's buffers live.  Device buffers never change which path a
+ * call takes (xccl or the fallback): that decision must be the same on
+ * every rank, and another rank may use host buffers.  xccl stages device
+ * data through host memory on either path. */
+typedef struct {
+    int device;                      /* a buffer is device (or managed) memory */
+    int all;                         /* every buffer given is, of one context */
+    void *ctx;                       /* its CUDA context */
+} mca_coll_xccl_where_t;
+
+/* Classifies c's buffers; asks nothing (w->device 0) while the process has
+ * not loaded the CUDA driver: without it there is no device memory. */
+void mca_coll_xccl_gpu_where(const mca_coll_xccl_call_t *c, mca_coll_xccl_where_t *w);
+
+/* Host copies of a call's buffers in pinned memory of a staging set of
+ * CUDA context ctx.  The host call either runs a schedule, or it does
+ * anything else (the fallback): stage_fill copies everything in first.  A
+ * schedule goes through stage_gate, which either
+ *  - runs it on the device buffers themselves (direct: UCX moves device
+ *    memory, or coll_xccl_gpu_direct says to act as if it did), with the
+ *    copies and reductions queued on the set's stream; or
+ *  - plans the copies (the sspan bytes, and the rspan bytes when copy_r)
+ *    so that each step waits only for the pieces it touches and each
+ *    piece goes back to the device after its last write (when copy_out),
+ *    overlapping the transfers.
+ * stage_out completes the copies back (all of RECV when it was filled) or
+ * the queued work, and gives the memory back.  MPI error codes, logged. */
+struct mca_coll_xccl_gpu_pipe;
+struct mca_coll_xccl_gpu_direct;
+typedef struct mca_coll_xccl_gpu_stage {
+    void *ctx;
+    struct xccl_gpu_set *set;
+    const char *sdev;
+    char *rdev, *hs, *hr;
+    size_t sspan, rspan;
+    int copy_r, copy_out;
+    int all_device;                  /* every buffer of the call is device memory of ctx */
+    int filled;                      /* copied in (stage_fill) */
+    struct mca_coll_xccl_gpu_pipe *pipe;       /* or pipelined (stage_gate) */
+    struct mca_coll_xccl_gpu_direct *direct;   /* or run on the device buffers */
+} mca_coll_xccl_gpu_stage_t;
+
+/* A call on device buffers runs as the same call on host copies of the
+ * buffers' spans (gaps of a derived datatype included): s and r are the
+ * copies, shifted like the user's pointers (MPI_IN_PLACE stays). */
+typedef struct mca_coll_xccl_staged {
+    const void *s;
+    void *r;
+    mca_coll_xccl_gpu_stage_t gpu;
+} mca_coll_xccl_staged_t;
+
+/* Takes the host memory of c's staging (nothing is copied yet). */
+int mca_coll_xccl_gpu_stage_call(const mca_coll_xccl_call_t *c, const mca_coll_xccl_where_t *w,
+                                 mca_coll_xccl_staged_t *st);
+int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                 mca_coll_xccl_gpu_stage_t *st);
+/* How to run s, whose hooks->bufs are the host copies: straight on the
+ * device buffers, or through a staging gate; or plain, when the copies are
+ * already done (or planning them failed: then they are done now).  gpu_dt,
+ * gpu_op: the xccl_dtype_t and xccl_op_t of a predefined reduction, -1
+ * otherwise (then only a schedule without reductions runs direct). */
+int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                 mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s, int gpu_dt,
+                                 int gpu_op, mca_coll_xccl_exec_hooks_t *hooks);
+/* ok: the host call succeeded (else nothing more is copied back). */
+int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                mca_coll_xccl_gpu_stage_t *st, int ok);
+
+/* Driver helpers shared with the CUDA IPC path: an asynchronous copy on
+ * stream (UNIFIED addressing: device, managed or host memory on either
+ * side) and a stream synchronisation; NULL or the driver's error text. */
+const char *mca_coll_xccl_gpu_copy(const xccl_cu_api_t *cu, void *dst, const void *src,
+                                   size_t bytes, xccl_custream_t stream);
+const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_custream_t stream);
+
+/* CUDA IPC inside a node (coll_xccl_gpu_ipc.c).  Whether every rank tries
+ * depends only on what all ranks share (the communicator, the call's form
+ * and size, MCA parameters): mca_coll_xccl_gpu_ipc_wanted.  Whether it
+ * happens, also on each rank's own buffers, which the ranks agree on
+ * through the node's shared memory: *done = 1 on every rank, the call
+ * ran as the collective's "mesh" schedule on the peers' mapped buffers;
+ * *done = 0 on every rank, nothing has moved. */
+int mca_coll_xccl_gpu_ipc_wanted(const mca_coll_xccl_call_t *c);
+int mca_coll_xccl_gpu_ipc_run(mca_coll_xccl_call_t *c, int *done);
+
+END_C_DECLS
+
+#endif
