@@ -5,9 +5,10 @@
  *  1. decide: the fallback or xccl, from what every rank shares only
  *     (parameters, communicator size, sizes), before any data moves, so
  *     that all ranks take the same path whatever their buffers;
- *  2. device buffers (only where the process has loaded the CUDA driver):
- *     CUDA IPC peer access inside a node, else host copies of the buffers
- *     for whichever path the call takes;
+ *  2. peer access (CUDA IPC inside a node): where every rank can, the
+ *     collective's mesh schedule on the peers' mapped buffers; else device
+ *     buffers (only where the process has loaded the CUDA driver) become
+ *     host copies for whichever path the call takes;
  *  3. the fallback: the saved module's function, on the host copies if any;
  *  4. or xccl: the buffers (packed copies where a datatype has gaps), the
  *     schedule (from the communicator's cache), executed to completion or
@@ -126,6 +127,58 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
     return MPI_SUCCESS != rc ? rc : rc2;
 }
 
+/* Providers of peer access, tried in order. */
+static const mca_coll_xccl_peer_provider_t *const providers[] = {
+    &mca_coll_xccl_gpu_ipc_provider,
+};
+
+/* A call xccl runs, through a provider of peer access where every rank
+ * can: *done alike on every rank. */
+static int run_peer_access(mca_coll_xccl_call_t *c, int *done)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    *done = 0;
+    for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
+        const mca_coll_xccl_peer_provider_t *pv = providers[i];
+        mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
+        void *state = NULL;
+        double predicted_us;
+        int rc, used, go = 0;
+        if (!pv->wanted(c)) {
+            continue;
+        }
+        /* Whether the communicator can is known once it is set up: such a
+         * call (blocking, on every rank) sets it up first. */
+        if (!mca_coll_xccl_setup_test(m) && MPI_SUCCESS != (rc = mca_coll_xccl_setup(m, 1))) {
+            return mca_coll_xccl_error(m, c->coll, rc, "setting the communicator up failed");
+        }
+        if (!pv->usable(m)) {
+            continue;
+        }
+        const int mesh = xccl_select_index(c->coll, "mesh");
+        c->args.layout = &m->layout;
+        c->args.peer_access = 1;
+        const xccl_sched_t *s = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
+                                                              c->es, mesh, &used, &predicted_us);
+        c->args.peer_access = 0;
+        if (NULL == s) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        rc = used == mesh ? pv->open(c, s, &hooks, &state, &go) : MPI_SUCCESS;
+        if (go) {
+            mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, mesh, -1.0, NULL, pv->name);
+            rc = mca_coll_xccl_exec_run(m, c->coll, s, &hooks, NULL);
+            rc = pv->close(c, state, rc);
+            *done = 1;
+        }
+        xccl_select_put(s);
+        if (go || MPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
 /* Steps 2 to 4 (see the top) once the decision is made: why, the fallback
  * reason, or NULL. */
 static int run_decided(mca_coll_xccl_call_t *c, const char *why)
@@ -134,19 +187,14 @@ static int run_decided(mca_coll_xccl_call_t *c, const char *why)
     mca_coll_xccl_where_t w;
     int rc;
 
-    mca_coll_xccl_gpu_where(c, &w);
-    if (NULL == why && mca_coll_xccl_gpu_ipc_wanted(c)) {
-        /* Whether the communicator can is known once it is set up: such a
-         * call (blocking, on every rank) sets it up first. */
-        if (!mca_coll_xccl_setup_test(m) && MPI_SUCCESS != (rc = mca_coll_xccl_setup(m, 1))) {
-            return mca_coll_xccl_error(m, c->coll, rc, "setting the communicator up failed");
-        }
-        int done = 0;
-        rc = m->gpu_ipc ? mca_coll_xccl_gpu_ipc_run(c, &done) : MPI_SUCCESS;
+    if (NULL == why) {
+        int done;
+        rc = run_peer_access(c, &done);
         if (done || MPI_SUCCESS != rc) {
             return rc;
         }
     }
+    mca_coll_xccl_gpu_where(c, &w);
     if (!w.device) {
         if (NULL != why) {
             mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, -1, -1.0, why, NULL);

@@ -86,15 +86,8 @@ const char *mca_coll_xccl_gpu_copy(const xccl_cu_api_t *cu, void *dst, const voi
                                    size_t bytes, xccl_custream_t stream);
 const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_custream_t stream);
 
-/* CUDA IPC inside a node (coll_xccl_gpu_ipc.c).  Whether every rank tries
- * depends only on what all ranks share (the communicator, the call's form
- * and size, MCA parameters): mca_coll_xccl_gpu_ipc_wanted.  Whether it
- * happens, also on each rank's own buffers, which the ranks agree on
- * through the node's shared memory: *done = 1 on every rank, the call
- * ran as the collective's "mesh" schedule on the peers' mapped buffers;
- * *done = 0 on every rank, nothing has moved. */
-int mca_coll_xccl_gpu_ipc_wanted(const mca_coll_xccl_call_t *c);
-int mca_coll_xccl_gpu_ipc_run(mca_coll_xccl_call_t *c, int *done);
+/* CUDA IPC peer access inside a node (coll_xccl_gpu_ipc.c). */
+extern const mca_coll_xccl_peer_provider_t mca_coll_xccl_gpu_ipc_provider;
 
 END_C_DECLS
 
