@@ -105,27 +105,9 @@ int xccl_select_tuned(const xccl_select_policy_t *p, xccl_coll_t c, int ranks, s
     return i < 0 ? XCCL_SEL_AUTO : i;  /* names were checked when the file was read */
 }
 
-const char *xccl_select_fallback(const xccl_select_policy_t *p, xccl_coll_t c, int ranks,
-                                 size_t bytes, int keep_small)
-{
-    const int forced = p->forced[c];
-    if (XCCL_SEL_FALLBACK == forced) {
-        return "forced";
-    }
-    if (XCCL_SEL_AUTO != forced) {
-        return NULL;
-    }
-    const int tuned = xccl_select_tuned(p, c, ranks, bytes);
-    if (XCCL_SEL_FALLBACK == tuned) {
-        return "tuning_file";
-    }
-    /* The cost model does not model the fallback: below this size (its
-     * default measured with xccl_bench) the fallback's latency is lower. */
-    if (XCCL_SEL_AUTO == tuned && bytes < (size_t) p->small_bytes && !keep_small) {
-        return "small_message";
-    }
-    return NULL;
-}
+const char xccl_select_why_forced[] = "forced";
+const char xccl_select_why_tuning[] = "tuning_file";
+const char xccl_select_why_small[] = "small_message";
 
 /* ------------------------------------------------------------ cost model */
 

@@ -800,12 +800,34 @@ int xccl_select_check_tuning(const xccl_tuning_t *t, char *err, size_t errlen);
 /* The index the first matching rule gives, XCCL_SEL_AUTO when none. */
 int xccl_select_tuned(const xccl_select_policy_t *p, xccl_coll_t c, int ranks, size_t bytes);
 
+/* The reasons xccl_select_fallback gives: the verbose line's fallback=
+ * values; callers may compare the pointers. */
+extern const char xccl_select_why_forced[], xccl_select_why_tuning[], xccl_select_why_small[];
+
 /* Whether a call goes to the fallback, from what every rank shares: the
  * reason ("forced", "tuning_file", "small_message"), or NULL.  keep_small:
  * the fallback would compute this call wrongly, so a small message stays.
- * Cheap: no schedule, no cost model. */
-const char *xccl_select_fallback(const xccl_select_policy_t *p, xccl_coll_t c, int ranks,
-                                 size_t bytes, int keep_small);
+ * Every call asks it, most go to the fallback: inline, no schedule, no
+ * cost model, the rules read only when there are some. */
+static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xccl_coll_t c,
+                                               int ranks, size_t bytes, int keep_small)
+{
+    const int forced = p->forced[c];
+    if (XCCL_SEL_FALLBACK == forced) {
+        return xccl_select_why_forced;
+    }
+    if (XCCL_SEL_AUTO != forced) {
+        return NULL;
+    }
+    const int tuned = p->tuning.n ? xccl_select_tuned(p, c, ranks, bytes) : XCCL_SEL_AUTO;
+    if (XCCL_SEL_FALLBACK == tuned) {
+        return xccl_select_why_tuning;
+    }
+    /* The cost model does not model the fallback: below this size (its
+     * default measured with xccl_bench) the fallback's latency is lower. */
+    return XCCL_SEL_AUTO == tuned && bytes < (size_t) p->small_bytes && !keep_small
+               ? xccl_select_why_small : NULL;
+}
 
 /* The cost model: t[i] the predicted seconds of algorithm XCCL_SEL_FIRST+i
  * for a (negative: it does not apply), *n of them; returns auto's pick

@@ -213,6 +213,8 @@ int mca_coll_xccl_requests_active(void);
 
 /* coll_xccl_gpu_direct and what UCX reports: device buffers straight to UCX. */
 int mca_coll_xccl_gpu_direct_wanted(void);
+/* What the device-buffer checks need once, at init (coll_xccl_gpu.c). */
+void mca_coll_xccl_gpu_init(void);
 /* The CUDA IPC state of a module, at destruction (coll_xccl_gpu_ipc.c). */
 void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m);
 

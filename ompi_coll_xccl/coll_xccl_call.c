@@ -26,7 +26,7 @@
 /* The saved module's function for c, on buffers s and r (host copies of
  * device buffers, or the user's); request: where a nonblocking call's
  * request goes.  The one place that calls the fallback for a call. */
-static int call_previous(const mca_coll_xccl_call_t *c, const void *s, void *r,
+static __opal_attribute_noinline__ int call_previous(const mca_coll_xccl_call_t *c, const void *s, void *r,
                          ompi_request_t **request)
 {
     const mca_coll_xccl_prev_t *p = &c->m->prev;
@@ -194,7 +194,12 @@ static int run_decided(mca_coll_xccl_call_t *c, const char *why)
             return rc;
         }
     }
-    mca_coll_xccl_gpu_where(c, &w);
+    /* Device memory only outside the heap, and only where the process has
+     * loaded the driver. */
+    w.device = 0;
+    if (!mca_coll_xccl_gpu_surely_host(c) && NULL != xccl_cu()) {
+        mca_coll_xccl_gpu_where(c, &w);
+    }
     if (!w.device) {
         if (NULL != why) {
             mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, -1, -1.0, why, NULL);
@@ -222,9 +227,26 @@ static int run_decided(mca_coll_xccl_call_t *c, const char *why)
     return mca_coll_xccl_staged_finish(m, c->coll, &st, rc, inner, c->request);
 }
 
-int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
+/* Whether c goes to the fallback, from what every rank shares (enable,
+ * forced, tuning rules, size): the reason, or NULL. */
+static inline const char *decide(const mca_coll_xccl_call_t *c)
 {
-    const char *why = mca_coll_xccl_select_fallback(c);
+    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
+    if (!k->enable[c->coll]) {
+        return "disabled";
+    }
+    const char *why = xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
+    /* The fallback would compute these wrongly: xccl keeps them. */
+    if (xccl_select_why_small == why && c->reduction &&
+        mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) {
+        return NULL;
+    }
+    return why;
+}
+
+/* Everything but the common case of mca_coll_xccl_call_run. */
+static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const char *why)
+{
     /* A reduction xccl would run needs a kernel (or a commutative op). */
     if (NULL == why && c->reduction) {
         why = mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &c->red, &c->es);
@@ -233,4 +255,16 @@ int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
     free(c->counts);
     c->counts = NULL;
     return rc;
+}
+
+int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
+{
+    const char *why = decide(c);
+    /* The common case, with the fewest steps: a call for the fallback
+     * (below coll_xccl_small_msg_bytes) on buffers in the heap. */
+    if (NULL != why && NULL == c->counts && mca_coll_xccl_gpu_surely_host(c)) {
+        mca_coll_xccl_log_call(c->m, c->coll, NULL != c->request, c->bytes, -1, -1.0, why, NULL);
+        return call_previous(c, c->sbuf, c->rbuf, c->request);
+    }
+    return run_call(c, why);
 }

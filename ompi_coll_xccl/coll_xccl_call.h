@@ -45,7 +45,6 @@ typedef struct mca_coll_xccl_call {
     /* what the entry point derived */
     int in_place;
     int reduction;                   /* allreduce, reduce_scatter(_block) */
-    int keep_small;                  /* the fallback computes this op wrongly */
     size_t bytes;                    /* as in the verbose line */
     size_t sn, rn;                   /* elements of sdtype at sbuf (0: none), of rdtype at rbuf */
     size_t rout;                     /* elements of the result at rbuf (reductions) */
@@ -54,8 +53,35 @@ typedef struct mca_coll_xccl_call {
     size_t es;                       /* bytes per element of the schedule */
     xccl_coll_args_t args;           /* the builders' (layout set when it runs) */
     size_t *counts;                  /* args.counts, owned (reduce_scatter) */
-    mca_coll_xccl_reduce_t red;      /* reductions, once planned */
+    mca_coll_xccl_reduce_t red;      /* reductions, once planned (set by the run) */
 } mca_coll_xccl_call_t;
+
+/* What every entry point starts from; it sets the rest.  Field by field:
+ * zeroing the whole descriptor (rep stos) was the largest single cost of
+ * a call that goes to the fallback. */
+static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xccl_module_t *m,
+                                           xccl_coll_t coll, ompi_request_t **request,
+                                           const void *sbuf, void *rbuf)
+{
+    c->m = m;
+    c->coll = coll;
+    c->request = request;
+    c->sbuf = sbuf;
+    c->rbuf = rbuf;
+    c->scount = c->rcount = 0;
+    c->rcounts = NULL;
+    c->sdtype = c->rdtype = NULL;
+    c->op = NULL;
+    c->root = 0;
+    c->in_place = MPI_IN_PLACE == sbuf;
+    c->reduction = 0;
+    c->bytes = c->sn = c->rn = c->rout = c->total = 0;
+    c->copy_r = 0;
+    c->copy_out = 1;
+    c->es = 1;
+    c->args = (xccl_coll_args_t) { .in_place = c->in_place };
+    c->counts = NULL;
+}
 
 /* Runs the call an entry point described (coll_xccl_call.c): MPI_SUCCESS
  * or an MPI error code (logged).  Frees c->counts. */
@@ -176,9 +202,6 @@ typedef struct {
 
 /* ------------------------------------------------------------ selection (coll_xccl_select.c) */
 
-/* Whether c goes to the fallback, from what every rank shares (enable,
- * forced, tuning rules, size): the reason, or NULL. */
-const char *mca_coll_xccl_select_fallback(const mca_coll_xccl_call_t *c);
 /* The algorithm and schedule for a call of coll with args a (layout set):
  * algo an index to run (the mesh of peer access), or -1 for the policy's
  * choice.  *used: the algorithm built; *predicted_us the model's (or
@@ -214,10 +237,18 @@ int mca_coll_xccl_staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 /* ------------------------------------------------------------ log (coll_xccl_log.c) */
 
 /* The line of a call: algo (an index) or fallback (a reason); counts it
- * for the summary when verbose.  via: peer access, or NULL. */
-void mca_coll_xccl_log_call(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb,
-                            size_t bytes, int algo, double predicted_us, const char *fallback,
-                            const char *via);
+ * for the summary.  via: peer access, or NULL.  Nothing at verbose 0. */
+void mca_coll_xccl_log_call_line(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb,
+                                 size_t bytes, int algo, double predicted_us,
+                                 const char *fallback, const char *via);
+static inline void mca_coll_xccl_log_call(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                          int nb, size_t bytes, int algo, double predicted_us,
+                                          const char *fallback, const char *via)
+{
+    if (mca_coll_xccl_component.verbose >= 1) {
+        mca_coll_xccl_log_call_line(m, coll, nb, bytes, algo, predicted_us, fallback, via);
+    }
+}
 
 END_C_DECLS
 

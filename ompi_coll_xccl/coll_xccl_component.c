@@ -152,9 +152,10 @@ static int xccl_register(void)
     c->gpu_ipc_bytes = 65536;
     (void) mca_base_component_var_register(v, "gpu_ipc_bytes",
         "Device buffers, every rank of the communicator on one node with a CUDA context: "
-        "allgather, alltoall (not in place) and bcast moving at least this many bytes copy "
-        "straight between the ranks' device buffers through CUDA IPC (0: never); costs two "
-        "small host collectives and a barrier per call",
+        "blocking calls moving at least this many bytes (alltoall and reduce_scatter not in "
+        "place) run the collective's mesh schedule straight on the ranks' device buffers "
+        "through CUDA IPC (0: never); costs two rounds of flags in host shared memory per "
+        "call to agree",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->gpu_ipc_bytes);
 
@@ -437,6 +438,7 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
                           OPAL_SUCCESS == rc ? "" : " (and could not tell its peers)");
     }
     c->progress_registered = OPAL_SUCCESS == opal_progress_register(progress);
+    mca_coll_xccl_gpu_init();
     load_topology(c);
     mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s; device buffers %s",
                       c->ucx_ok ? "ok" : "failed",

@@ -185,6 +185,11 @@ int mca_coll_xccl_is_contiguous(struct ompi_datatype_t *dt, size_t count)
  * hand a small message to the fallback. */
 int mca_coll_xccl_stock_gets_wrong(struct ompi_datatype_t *dt, struct ompi_op_t *op)
 {
+    /* Every small reduction asks: the common answer first. */
+    if (&ompi_mpi_op_sum.op == op ? dt->super.size > 2
+                                  : &ompi_mpi_op_max.op != op && &ompi_mpi_op_min.op != op) {
+        return 0;
+    }
     if (XCCL_STOCK_UL_MAXMIN_SIGNED &&
         (&ompi_mpi_op_max.op == op || &ompi_mpi_op_min.op == op) &&
         &ompi_mpi_unsigned_long.dt == dt) {

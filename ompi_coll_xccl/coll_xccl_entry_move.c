@@ -52,10 +52,12 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
                     struct ompi_datatype_t *rdtype, mca_coll_xccl_module_t *m,
                     ompi_request_t **request)
 {
-    mca_coll_xccl_call_t c = { .m = m, .coll = coll, .request = request, .sbuf = sbuf,
-                               .rbuf = rbuf, .scount = scount, .rcount = rcount,
-                               .sdtype = sdtype, .rdtype = rdtype,
-                               .in_place = MPI_IN_PLACE == sbuf, .copy_out = 1, .es = 1 };
+    mca_coll_xccl_call_t c;
+    mca_coll_xccl_call_init(&c, m, coll, request, sbuf, rbuf);
+    c.scount = scount;
+    c.rcount = rcount;
+    c.sdtype = sdtype;
+    c.rdtype = rdtype;
     const size_t P = (size_t) m->size;
     const size_t send_blocks = XCCL_COLL_ALLTOALL == coll ? P : 1;
     int err = check_pair(&c, send_blocks);
@@ -63,7 +65,6 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
         return err;
     }
     c.args.block = (size_t) rcount * mca_coll_xccl_dtype_size(rdtype);
-    c.args.in_place = c.in_place;
     c.bytes = c.args.block * P;
     c.sn = c.in_place ? 0 : (size_t) scount * send_blocks;
     c.rn = (size_t) rcount * P;
@@ -75,9 +76,11 @@ static int movement(xccl_coll_t coll, const void *sbuf, int scount,
 static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                  mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    mca_coll_xccl_call_t c = { .m = m, .coll = XCCL_COLL_BCAST, .request = request, .rbuf = buf,
-                               .rcount = count, .sdtype = dtype, .rdtype = dtype, .root = root,
-                               .es = 1 };
+    mca_coll_xccl_call_t c;
+    mca_coll_xccl_call_init(&c, m, XCCL_COLL_BCAST, request, NULL, buf);
+    c.rcount = count;
+    c.sdtype = c.rdtype = dtype;
+    c.root = root;
     int err;
     if (count < 0) {
         return mca_coll_xccl_call_error(&c, MPI_ERR_COUNT, "negative count");

@@ -45,16 +45,10 @@ static void describe(mca_coll_xccl_call_t *c, mca_coll_xccl_module_t *m, xccl_co
                      const void *sbuf, void *rbuf, struct ompi_datatype_t *dtype,
                      struct ompi_op_t *op, ompi_request_t **request)
 {
-    c->m = m;
-    c->coll = coll;
-    c->request = request;
-    c->sbuf = sbuf;
-    c->rbuf = rbuf;
+    mca_coll_xccl_call_init(c, m, coll, request, sbuf, rbuf);
     c->sdtype = c->rdtype = dtype;
     c->op = op;
-    c->in_place = MPI_IN_PLACE == sbuf;
     c->reduction = 1;
-    c->copy_out = 1;
 }
 
 /* ------------------------------------------------------------ allreduce */
@@ -62,8 +56,9 @@ static void describe(mca_coll_xccl_call_t *c, mca_coll_xccl_module_t *m, xccl_co
 static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                      struct ompi_op_t *op, mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    mca_coll_xccl_call_t c = { .rcount = count };
+    mca_coll_xccl_call_t c;
     describe(&c, m, XCCL_COLL_ALLREDUCE, sbuf, rbuf, dtype, op, request);
+    c.rcount = count;
     if (count < 0) {
         return mca_coll_xccl_call_error(&c, MPI_ERR_COUNT, "negative count");
     }
@@ -75,7 +70,6 @@ static int allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     c.sn = (size_t) count;
     c.bytes = (size_t) count * mca_coll_xccl_dtype_size(dtype);
     c.args.count = (size_t) count;
-    c.args.in_place = c.in_place;
     c.args.segment = mca_coll_xccl_component.segment_bytes;
     return mca_coll_xccl_call_run(&c);
 }
@@ -104,7 +98,6 @@ static int reduce_scatter_run(mca_coll_xccl_call_t *c, const size_t *counts, con
     c->rn = c->in_place ? total : counts[me];
     c->bytes = total * mca_coll_xccl_dtype_size(c->rdtype);
     c->args.counts = counts;
-    c->args.in_place = c->in_place;
     return mca_coll_xccl_call_run(c);
 }
 
@@ -121,9 +114,10 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                           mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    mca_coll_xccl_call_t c = { .rcounts = rcounts };
+    mca_coll_xccl_call_t c;
     size_t stack[STACK_COUNTS];
     describe(&c, m, XCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, dtype, op, request);
+    c.rcounts = rcounts;
     if (NULL == rcounts) {
         return mca_coll_xccl_call_error(&c, MPI_ERR_ARG, "recvcounts is NULL");
     }
@@ -145,9 +139,10 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                 mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
-    mca_coll_xccl_call_t c = { .rcount = rcount };
+    mca_coll_xccl_call_t c;
     size_t stack[STACK_COUNTS];
     describe(&c, m, XCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, dtype, op, request);
+    c.rcount = rcount;
     if (rcount < 0) {
         return mca_coll_xccl_call_error(&c, MPI_ERR_COUNT, "negative recvcount");
     }

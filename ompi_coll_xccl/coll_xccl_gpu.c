@@ -17,6 +17,7 @@
 #include "ompi_config.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ompi/datatype/ompi_datatype.h"
@@ -55,7 +56,7 @@ static const char *copy(const xccl_cu_api_t *cu, void *dst, const void *src, siz
     return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuMemcpy2DAsync", rc);
 }
 
-static const char *sync_stream(const xccl_cu_api_t *cu, xccl_custream_t stream)
+const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_custream_t stream)
 {
     xccl_curesult_t rc = cu->StreamSynchronize(stream);
     return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuStreamSynchronize", rc);
@@ -67,23 +68,40 @@ const char *mca_coll_xccl_gpu_copy(const xccl_cu_api_t *cu, void *dst, const voi
     return copy(cu, dst, src, bytes, DEVICE_TO_DEVICE, stream);
 }
 
-const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_custream_t stream)
-{
-    return sync_stream(cu, stream);
-}
-
 /* ------------------------------------------------------------ where, host copies */
+
+uintptr_t mca_coll_xccl_heap_lo = UINTPTR_MAX;     /* nothing is sure before init */
+
+void mca_coll_xccl_gpu_init(void)
+{
+    /* start_brk is field 47 of /proc/self/stat (Linux >= 3.5), counted
+     * after the command name, which may hold spaces: from its last ')'. */
+    char buf[1024];
+    unsigned long long lo = 0;
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 47; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    if (NULL == &__curbrk) {
+        return;                        /* not glibc: nothing is sure */
+    }
+    if (p && 1 == sscanf(p + 1, "%llu", &lo) && lo > 0 && lo <= (uintptr_t) __curbrk) {
+        mca_coll_xccl_heap_lo = (uintptr_t) lo;
+    } else {
+        mca_coll_xccl_heap_lo = (uintptr_t) __curbrk;  /* what grows from now on */
+    }
+}
 
 void mca_coll_xccl_gpu_where(const mca_coll_xccl_call_t *c, mca_coll_xccl_where_t *w)
 {
-    /* Only a process that has loaded the driver can hold device memory:
-     * without it, one check and no query per buffer. */
     const void *a = c->in_place ? NULL : c->sbuf, *b = c->rbuf;
     xccl_mem_info_t ia, ib;
-    memset(w, 0, sizeof(*w));
-    if (NULL == xccl_cu()) {
-        return;
-    }
     xccl_gpu_classify(a, &ia);
     xccl_gpu_classify(b, &ib);
     const int da = XCCL_MEM_DEVICE == ia.type, db = XCCL_MEM_DEVICE == ib.type;
@@ -161,7 +179,7 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         error = copy(cu, st->hr, st->rdev, st->rspan, TO_HOST, st->set->in);
     }
     if (NULL == error) {
-        error = sync_stream(cu, st->set->in);
+        error = mca_coll_xccl_gpu_sync(cu, st->set->in);
     }
     cu->CtxPopCurrent(&popped);
     st->filled = NULL == error;
@@ -571,7 +589,7 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     struct mca_coll_xccl_gpu_direct *d = st->direct;
     if (d) {
         /* The queued work must finish before the call returns. */
-        const char *e1 = sync_stream(cu, st->set->in);
+        const char *e1 = mca_coll_xccl_gpu_sync(cu, st->set->in);
         error = d->h.error[0] ? d->h.error : e1;
         mca_coll_xccl_log(3, "%s comm=%u rank=%d: on the gpu: %zu copies, %zu reductions",
                           xccl_coll_name(coll), m->cid, m->world_rank, d->copies,
@@ -579,15 +597,15 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     } else if (p) {
         /* What was queued must finish before the host memory is reused,
          * also after an error. */
-        const char *e1 = sync_stream(cu, st->set->in);
-        const char *e2 = sync_stream(cu, st->set->out);
+        const char *e1 = mca_coll_xccl_gpu_sync(cu, st->set->in);
+        const char *e2 = mca_coll_xccl_gpu_sync(cu, st->set->out);
         error = p->h.error[0] ? p->h.error : e1 ? e1 : e2;
     } else if (ok && st->filled && st->copy_out && st->rspan) {
         /* Filled for the fallback: all of RECV goes back.  (Never filled:
          * the host call touched no data, nothing to copy.) */
         error = copy(cu, st->rdev, st->hr, st->rspan, FROM_HOST, st->set->out);
         if (NULL == error) {
-            error = sync_stream(cu, st->set->out);
+            error = mca_coll_xccl_gpu_sync(cu, st->set->out);
         }
     }                          /* (stage_fill waited for its copies) */
     if (error) {

@@ -6,6 +6,8 @@
 #ifndef MCA_COLL_XCCL_GPU_H
 #define MCA_COLL_XCCL_GPU_H
 
+#include <stdint.h>
+
 #include "coll_xccl_call.h"
 #include "gpu/xccl_cuda.h"
 
@@ -21,8 +23,30 @@ typedef struct {
     void *ctx;                       /* its CUDA context */
 } mca_coll_xccl_where_t;
 
-/* Classifies c's buffers; asks nothing (w->device 0) while the process has
- * not loaded the CUDA driver: without it there is no device memory. */
+/* Memory that is host memory whatever the driver says: the process's brk
+ * heap, [mca_coll_xccl_heap_lo, current break), one mapping that neither
+ * the driver nor anything else can place device memory in.  Small buffers
+ * mostly live there (malloc of the main thread), so most calls that go to
+ * the fallback skip the driver (and its probe) altogether.  The break is
+ * glibc's own record of it, __curbrk (exported since glibc 2.2.5; where it
+ * is missing, nothing is sure): sbrk(0) is no cheaper way, UCX's memory
+ * hooks turn it into a system call.  glibc's malloc moves the break, and
+ * keeps __curbrk, itself; a break moved behind its back makes __curbrk
+ * lower than the heap's top at worst (heaps shrink only through malloc),
+ * and then less is sure. */
+extern uintptr_t mca_coll_xccl_heap_lo;    /* set by mca_coll_xccl_gpu_init */
+extern void *__curbrk __attribute__((weak));
+static inline int mca_coll_xccl_gpu_surely_host(const mca_coll_xccl_call_t *c)
+{
+    const uintptr_t s = (uintptr_t) c->sbuf, r = (uintptr_t) c->rbuf;
+    const uintptr_t lo = mca_coll_xccl_heap_lo, hi = NULL != &__curbrk ? (uintptr_t) __curbrk : 0;
+    return (NULL == c->sbuf || MPI_IN_PLACE == c->sbuf || (s >= lo && s < hi)) &&
+           (NULL == c->rbuf || (r >= lo && r < hi));
+}
+
+/* Classifies c's buffers (one driver query each).  Only a process that
+ * has loaded the driver (xccl_cu()) can hold device memory: callers ask
+ * nothing without it. */
 void mca_coll_xccl_gpu_where(const mca_coll_xccl_call_t *c, mca_coll_xccl_where_t *w);
 
 /* Host copies of a call's buffers in pinned memory of a staging set of

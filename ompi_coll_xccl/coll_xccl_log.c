@@ -27,14 +27,11 @@ void mca_coll_xccl_log(int level, const char *fmt, ...)
     opal_output(mca_coll_xccl_component.output, "xccl: %s", line);
 }
 
-void mca_coll_xccl_log_call(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb,
-                            size_t bytes, int algo, double predicted_us, const char *fallback,
-                            const char *via)
+void mca_coll_xccl_log_call_line(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb,
+                                 size_t bytes, int algo, double predicted_us,
+                                 const char *fallback, const char *via)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
-    if (c->verbose < 1) {
-        return;
-    }
     xccl_coll_stats_t *st = &c->stats[coll];
     /* Calls on several threads at once (MPI_THREAD_MULTIPLE) */
     __atomic_fetch_add(&st->calls, 1, __ATOMIC_RELAXED);

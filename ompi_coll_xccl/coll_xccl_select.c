@@ -1,29 +1,13 @@
 /*
- * The component's side of selection (algos/select.c decides): whether a
- * call goes to the fallback, and the algorithm and schedule of one that
- * xccl runs, from the communicator's cache.
+ * The component's side of selection (algos/select.c decides): the
+ * algorithm and schedule of a call that xccl runs, from the communicator's
+ * cache (whether it runs it: xccl_select_fallback, in coll_xccl_call.c).
  */
 #include "ompi_config.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "coll_xccl_call.h"
-
-const char *mca_coll_xccl_select_fallback(const mca_coll_xccl_call_t *c)
-{
-    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
-    if (!k->enable[c->coll]) {
-        return "disabled";
-    }
-    const char *why = xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
-    /* The fallback would compute these wrongly: xccl keeps them. */
-    if (NULL != why && c->reduction && 0 == strcmp(why, "small_message") &&
-        mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) {
-        return NULL;
-    }
-    return why;
-}
 
 /* At verbose 2, what the model predicted when it decided. */
 static void log_model(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
