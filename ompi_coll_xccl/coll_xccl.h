@@ -13,7 +13,8 @@
  *   coll_xccl_request.c     nonblocking calls in flight
  *   coll_xccl_select.c      fallback or algorithm, cached schedules
  *   coll_xccl_exec.c        a schedule on the communicator's transport
- *   coll_xccl_gpu*.c        device buffers: staging, CUDA IPC peer access
+ *   coll_xccl_gpu*.c        device buffers: host copies and their staging,
+ *                           device pointers to UCX, CUDA IPC peer access
  *   coll_xccl_dtype.c, coll_xccl_pack.c   datatypes, ops, packed copies
  *   coll_xccl_setup.c       the communicator's set-up on first use
  *   coll_xccl_log.c         log lines, per-collective counts

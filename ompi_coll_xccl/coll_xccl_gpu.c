@@ -3,7 +3,7 @@
  * UCX has no CUDA support): host copies of the buffers' spans, in pinned
  * memory of a staging set of the buffer's CUDA context.  Where UCX moves
  * CUDA memory: the device pointers themselves, with the schedule's copies
- * and reductions on the GPU.
+ * and reductions on the GPU (coll_xccl_gpu_direct.c).
  *
  * The call on the host copies is exactly the call a rank with host buffers
  * makes (same path, same algorithm, same schedule), so ranks may mix device
@@ -24,49 +24,6 @@
 
 #include "coll_xccl_gpu.h"
 #include "gpu/xccl_gpu.h"
-#include "gpu/xccl_gpu_kernels.h"
-
-enum { TO_HOST, FROM_HOST, DEVICE_TO_DEVICE };
-
-static const char *copy(const xccl_cu_api_t *cu, void *dst, const void *src, size_t bytes,
-                        int dir, xccl_custream_t stream)
-{
-    xccl_cu_memcpy2d_t d;
-    memset(&d, 0, sizeof(d));
-    /* UNIFIED: the driver tells device, managed and host memory apart, so a
-     * host buffer mixed with a device one works too. */
-    if (DEVICE_TO_DEVICE == dir) {
-        d.srcMemoryType = d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
-        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
-    } else if (TO_HOST == dir) {
-        d.srcMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
-        d.dstMemoryType = XCCL_CU_MEMORYTYPE_HOST;
-        d.dstHost = dst;
-    } else {
-        d.srcMemoryType = XCCL_CU_MEMORYTYPE_HOST;
-        d.srcHost = src;
-        d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
-    }
-    d.srcPitch = d.dstPitch = d.WidthInBytes = bytes;
-    d.Height = 1;
-    xccl_curesult_t rc = cu->Memcpy2DAsync(&d, stream);
-    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuMemcpy2DAsync", rc);
-}
-
-const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_custream_t stream)
-{
-    xccl_curesult_t rc = cu->StreamSynchronize(stream);
-    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuStreamSynchronize", rc);
-}
-
-const char *mca_coll_xccl_gpu_copy(const xccl_cu_api_t *cu, void *dst, const void *src,
-                                   size_t bytes, xccl_custream_t stream)
-{
-    return copy(cu, dst, src, bytes, DEVICE_TO_DEVICE, stream);
-}
 
 /* ------------------------------------------------------------ where, host copies */
 
@@ -173,10 +130,10 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
      * default stream.  Work on its own non-blocking streams must be
      * complete before the call, as with any CUDA-aware MPI. */
     if (st->sspan) {
-        error = copy(cu, st->hs, st->sdev, st->sspan, TO_HOST, st->set->in);
+        error = mca_coll_xccl_gpu_copy(cu, st->hs, st->sdev, st->sspan, MCA_COLL_XCCL_TO_HOST, st->set->in);
     }
     if (NULL == error && st->copy_r && st->rspan) {
-        error = copy(cu, st->hr, st->rdev, st->rspan, TO_HOST, st->set->in);
+        error = mca_coll_xccl_gpu_copy(cu, st->hr, st->rdev, st->rspan, MCA_COLL_XCCL_TO_HOST, st->set->in);
     }
     if (NULL == error) {
         error = mca_coll_xccl_gpu_sync(cu, st->set->in);
@@ -184,50 +141,6 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     cu->CtxPopCurrent(&popped);
     st->filled = NULL == error;
     return error ? mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error) : MPI_SUCCESS;
-}
-
-/* ------------------------------------------------------------ a call's executor hooks */
-
-/* What the executor's hooks of one call share (pipelined staging, and a
- * schedule run on the device buffers): the stage's context and set (the
- * stage itself may be copied: a nonblocking call keeps it in its
- * request), the gate, and the first driver error.  The hooks push the
- * context around their driver calls: they run from whatever progresses
- * the call (another thread, for a nonblocking one), so the error text is
- * copied. */
-typedef struct {
-    void *ctx;
-    xccl_gpu_set_t *set;
-    const char *what;                /* names the hooks in the log */
-    xccl_gate_t gate;
-    char error[200];                 /* the first driver error ("": none) */
-} call_hooks_t;
-
-static int hooks_fail(call_hooks_t *h, const char *error)
-{
-    if ('\0' == h->error[0]) {
-        snprintf(h->error, sizeof(h->error), "%s", error);
-        mca_coll_xccl_log(1, "%s: %s", h->what, error);
-    }
-    return -1;
-}
-
-/* 1 once ev has completed (ev NULL: all work queued on stream), 0 not
- * yet, -1 error (kept). */
-static int hooks_done(call_hooks_t *h, xccl_cuevent_t ev, xccl_custream_t stream)
-{
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) h->ctx)) {
-        return hooks_fail(h, "cuCtxPushCurrent failed");
-    }
-    xccl_curesult_t rc = ev ? cu->EventQuery(ev) : cu->StreamQuery(stream);
-    cu->CtxPopCurrent(&popped);
-    if (XCCL_CUDA_SUCCESS == rc) {
-        return 1;
-    }
-    return XCCL_CUDA_ERROR_NOT_READY == rc
-               ? 0 : hooks_fail(h, xccl_cu_error(ev ? "cuEventQuery" : "cuStreamQuery", rc));
 }
 
 /* ------------------------------------------------------------ pipelined staging */
@@ -240,7 +153,7 @@ static int hooks_done(call_hooks_t *h, xccl_cuevent_t ev, xccl_custream_t stream
 enum { REG_SEND, REG_RECV };
 
 struct mca_coll_xccl_gpu_pipe {
-    call_hooks_t h;
+    mca_coll_xccl_gpu_hooks_t h;
     xccl_stage_plan_t plan;
     xccl_stage_region_t reg[2];
     const char *dev[2];              /* device address of each region */
@@ -254,7 +167,7 @@ static int pipe_ready(void *ctx, size_t step)
     if (p->arrived >= need) {
         return 1;
     }
-    int rc = hooks_done(&p->h, p->h.set->ev[need - 1], NULL);
+    int rc = mca_coll_xccl_gpu_hooks_done(&p->h, p->h.set->ev[need - 1], NULL);
     if (1 == rc) {
         p->arrived = need;             /* one stream: everything before it too */
     }
@@ -272,236 +185,26 @@ static int pipe_done(void *ctx, size_t step)
     const char *error = NULL;
     xccl_cucontext_t popped;
     if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->h.ctx)) {
-        return hooks_fail(&p->h, "cuCtxPushCurrent failed");
+        return mca_coll_xccl_gpu_hooks_fail(&p->h, "cuCtxPushCurrent failed");
     }
     for (size_t i = first; i < last && NULL == error; i++) {
         const xccl_stage_piece_t *pc = &p->plan.out[i];
-        error = copy(cu, (char *) p->dev[pc->region] + pc->off,
-                     (const char *) p->reg[pc->region].base + pc->off, pc->len, FROM_HOST,
+        error = mca_coll_xccl_gpu_copy(cu, (char *) p->dev[pc->region] + pc->off,
+                     (const char *) p->reg[pc->region].base + pc->off, pc->len, MCA_COLL_XCCL_FROM_HOST,
                      p->h.set->out);
     }
     cu->CtxPopCurrent(&popped);
-    return error ? hooks_fail(&p->h, error) : 0;
+    return error ? mca_coll_xccl_gpu_hooks_fail(&p->h, error) : 0;
 }
 
 static int pipe_drain(void *ctx)
 {
     struct mca_coll_xccl_gpu_pipe *p = ctx;
-    return hooks_done(&p->h, NULL, p->h.set->out);
+    return mca_coll_xccl_gpu_hooks_done(&p->h, NULL, p->h.set->out);
 }
 
 /* Max pieces per region: bounds the events and copies of one call. */
 #define XCCL_STAGE_MAX_PIECES 256
-
-/* ------------------------------------------------------------ device pointers to UCX */
-
-/* A schedule run on the device buffers themselves: UCX moves them, the
- * local copies and reductions are queued on the set's "in" stream, and an
- * event after each step's queued work holds the next step back until it
- * has run (the next step's sends read it, its receives may overwrite what
- * it reads).  A first event, recorded before anything, orders the call
- * after the application's work on the legacy default stream, as staging
- * does. */
-struct mca_coll_xccl_gpu_direct {
-    call_hooks_t h;
-    int dt, op;                      /* the reduction's GPU kernel */
-    int queued;                      /* work queued since the last event */
-    int pending;                     /* the event may not have completed */
-    size_t copies, reductions;
-};
-
-int mca_coll_xccl_gpu_direct_wanted(void)
-{
-    const int d = mca_coll_xccl_component.gpu_direct;
-    return 1 == d || (d < 0 && xccl_ucx_cuda_memory());
-}
-
-static int direct_copy(void *ctx, void *dst, const void *src, size_t len)
-{
-    struct mca_coll_xccl_gpu_direct *d = ctx;
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
-        return hooks_fail(&d->h, "cuCtxPushCurrent failed");
-    }
-    const char *error = copy(cu, dst, src, len, DEVICE_TO_DEVICE, d->h.set->in);
-    cu->CtxPopCurrent(&popped);
-    d->queued = 1;
-    d->copies++;
-    return error ? hooks_fail(&d->h, error) : 0;
-}
-
-static int direct_reduce(void *ctx, void *dst, const void *a, const void *b, size_t count)
-{
-    struct mca_coll_xccl_gpu_direct *d = ctx;
-    const xccl_cu_api_t *cu = xccl_cu();
-    const void *srcs[2] = { a, b };
-    const char *error = NULL;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
-        return hooks_fail(&d->h, "cuCtxPushCurrent failed");
-    }
-    int rc = xccl_gpu_reduce((xccl_dtype_t) d->dt, (xccl_op_t) d->op, dst, srcs, 2, count,
-                             d->h.set->in, &error);
-    cu->CtxPopCurrent(&popped);
-    d->queued = 1;
-    d->reductions++;
-    return 0 == rc ? 0 : hooks_fail(&d->h, error ? error : "xccl_gpu_reduce failed");
-}
-
-/* 1 once the last event has completed, 0 not yet, -1 error.  Before each
- * step, and at the drain. */
-static int direct_wait(void *ctx, size_t step)
-{
-    struct mca_coll_xccl_gpu_direct *d = ctx;
-    (void) step;
-    int rc = d->pending ? hooks_done(&d->h, d->h.set->ev[0], NULL) : 1;
-    if (1 == rc) {
-        d->pending = 0;
-    }
-    return rc;
-}
-
-static int direct_drain(void *ctx)
-{
-    return direct_wait(ctx, 0);
-}
-
-/* Records the event after what is queued. */
-static int direct_record(struct mca_coll_xccl_gpu_direct *d)
-{
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
-        return hooks_fail(&d->h, "cuCtxPushCurrent failed");
-    }
-    xccl_curesult_t rc = cu->EventRecord(d->h.set->ev[0], d->h.set->in);
-    cu->CtxPopCurrent(&popped);
-    if (XCCL_CUDA_SUCCESS != rc) {
-        return hooks_fail(&d->h, xccl_cu_error("cuEventRecord", rc));
-    }
-    d->queued = 0;
-    d->pending = 1;
-    return 0;
-}
-
-static int direct_done(void *ctx, size_t step)
-{
-    struct mca_coll_xccl_gpu_direct *d = ctx;
-    (void) step;
-    return d->queued ? direct_record(d) : 0;
-}
-
-/* Where host copy c lies in the span of host bytes at host, the same
- * place at dev; NULL if it is outside (or there is no such buffer). */
-static void *span_to_device(const char *c, const char *host, size_t span, const char *dev)
-{
-    return NULL != dev && c >= host && c <= host + span ? (char *) dev + (c - host) : NULL;
-}
-
-/* The device address of host copy p, looked up first in the SEND copy
- * (is_send) or the RECV copy (a zero-length span may end where the other
- * begins); 0, or -1 if p is in neither.  NULL stays NULL. */
-static int to_device(const mca_coll_xccl_gpu_stage_t *st, const void *p, int is_send, void **out)
-{
-    if (NULL == p) {
-        *out = NULL;
-        return 0;
-    }
-    void *s = span_to_device(p, st->hs, st->sspan, st->sdev);
-    void *r = span_to_device(p, st->hr, st->rspan, st->rdev);
-    *out = is_send ? (s ? s : r) : (r ? r : s);
-    return NULL != *out ? 0 : -1;
-}
-
-/* Loads the GPU kernels into ctx: NULL, or why not. */
-static const char *load_kernels(void *ctx)
-{
-    const xccl_cu_api_t *cu = xccl_cu();
-    const char *why = NULL;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
-        return "cuCtxPushCurrent failed";
-    }
-    if (0 != xccl_gpu_kernels_load(&why) && NULL == why) {
-        why = "the kernels did not load";
-    }
-    cu->CtxPopCurrent(&popped);
-    return why;
-}
-
-/* Runs s on the device buffers (st->direct set), or leaves st alone with
- * the reason logged (the caller stages instead). */
-static int direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                       mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s, int gpu_dt,
-                       int gpu_op, mca_coll_xccl_exec_hooks_t *hooks)
-{
-    const xccl_cu_api_t *cu = xccl_cu();
-    const char *why = NULL, *error = NULL;
-    void *dev[2] = { NULL, NULL };
-    int reduces = 0;
-    for (size_t i = 0; i < s->nacts && !reduces; i++) {
-        reduces = XCCL_ACT_REDUCE == s->acts[i].kind;
-    }
-    if (!st->all_device) {
-        why = "a buffer of the call is host memory";
-    } else if (0 != to_device(st, hooks->bufs[XCCL_BUF_SEND], 1, &dev[0]) ||
-               0 != to_device(st, hooks->bufs[XCCL_BUF_RECV], 0, &dev[1])) {
-        why = "a buffer outside the staged spans";
-    } else if (reduces && (gpu_dt < 0 || gpu_op < 0 ||
-                           !xccl_gpu_reduce_supported((xccl_dtype_t) gpu_dt, (xccl_op_t) gpu_op))) {
-        why = "no GPU kernel for this type and op";
-    } else if (reduces && (((uintptr_t) dev[0] | (uintptr_t) dev[1]) &
-                           (xccl_gpu_reduce_align((xccl_dtype_t) gpu_dt) - 1))) {
-        why = "a buffer not aligned to its element type";
-    } else if (reduces) {
-        why = load_kernels(st->ctx);
-    }
-    if (why) {
-        mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers staged, not straight to ucx: %s",
-                          xccl_coll_name(coll), m->cid, m->world_rank, why);
-        return MPI_SUCCESS;
-    }
-
-    struct mca_coll_xccl_gpu_direct *d = calloc(1, sizeof(*d));
-    xccl_cucontext_t popped;
-    if (NULL == d) {
-        return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
-    }
-    d->h.ctx = st->ctx;
-    d->h.set = st->set;
-    d->h.what = "device buffers straight to ucx";
-    d->dt = gpu_dt;
-    d->op = gpu_op;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
-        free(d);
-        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
-    }
-    if (0 == xccl_gpu_set_events(st->set, 1, &error) &&
-        0 == xccl_gpu_set_scratch(st->set, s->scratch_bytes, &error)) {
-        error = 0 == direct_record(d) ? NULL : d->h.error;
-    }
-    cu->CtxPopCurrent(&popped);
-    /* From here on stage_out owns d (it waits for what was queued). */
-    st->direct = d;
-    if (error) {
-        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error);
-    }
-    d->h.gate = (xccl_gate_t) { d, direct_wait, direct_done, direct_drain };
-    hooks->bufs[XCCL_BUF_SEND] = dev[0];
-    hooks->bufs[XCCL_BUF_RECV] = dev[1];
-    hooks->bufs[XCCL_BUF_SCRATCH] = s->scratch_bytes ? st->set->dev : NULL;
-    hooks->gate = &d->h.gate;
-    hooks->copy = direct_copy;
-    hooks->copy_ctx = d;
-    hooks->reduce = direct_reduce;
-    hooks->reduce_ctx = d;
-    mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers straight to ucx, copies and "
-                      "reductions on the gpu, %zu steps, %zu bytes of device scratch",
-                      xccl_coll_name(coll), m->cid, m->world_rank, s->nsteps,
-                      s->scratch_bytes);
-    return MPI_SUCCESS;
-}
 
 int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                  mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s, int gpu_dt,
@@ -513,7 +216,7 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     }
     /* Only UCX moves device memory; the PML transport runs on the copies. */
     if (m->ucx && mca_coll_xccl_gpu_direct_wanted()) {
-        int rc = direct_gate(m, coll, st, s, gpu_dt, gpu_op, hooks);
+        int rc = mca_coll_xccl_gpu_direct_gate(m, coll, st, s, gpu_dt, gpu_op, hooks);
         if (MPI_SUCCESS != rc || NULL != st->direct) {
             return rc;
         }
@@ -549,8 +252,8 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (0 == xccl_gpu_set_events(st->set, p->plan.nin, &error)) {
         for (size_t i = 0; i < p->plan.nin && NULL == error; i++) {
             const xccl_stage_piece_t *pc = &p->plan.in[i];
-            error = copy(cu, (char *) p->reg[pc->region].base + pc->off,
-                         p->dev[pc->region] + pc->off, pc->len, TO_HOST, st->set->in);
+            error = mca_coll_xccl_gpu_copy(cu, (char *) p->reg[pc->region].base + pc->off,
+                         p->dev[pc->region] + pc->off, pc->len, MCA_COLL_XCCL_TO_HOST, st->set->in);
             xccl_curesult_t rc;
             if (NULL == error &&
                 XCCL_CUDA_SUCCESS != (rc = cu->EventRecord(st->set->ev[i], st->set->in))) {
@@ -586,14 +289,8 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
     }
     struct mca_coll_xccl_gpu_pipe *p = st->pipe;
-    struct mca_coll_xccl_gpu_direct *d = st->direct;
-    if (d) {
-        /* The queued work must finish before the call returns. */
-        const char *e1 = mca_coll_xccl_gpu_sync(cu, st->set->in);
-        error = d->h.error[0] ? d->h.error : e1;
-        mca_coll_xccl_log(3, "%s comm=%u rank=%d: on the gpu: %zu copies, %zu reductions",
-                          xccl_coll_name(coll), m->cid, m->world_rank, d->copies,
-                          d->reductions);
+    if (st->direct) {
+        error = mca_coll_xccl_gpu_direct_end(m, coll, st);
     } else if (p) {
         /* What was queued must finish before the host memory is reused,
          * also after an error. */
@@ -603,7 +300,7 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     } else if (ok && st->filled && st->copy_out && st->rspan) {
         /* Filled for the fallback: all of RECV goes back.  (Never filled:
          * the host call touched no data, nothing to copy.) */
-        error = copy(cu, st->rdev, st->hr, st->rspan, FROM_HOST, st->set->out);
+        error = mca_coll_xccl_gpu_copy(cu, st->rdev, st->hr, st->rspan, MCA_COLL_XCCL_FROM_HOST, st->set->out);
         if (NULL == error) {
             error = mca_coll_xccl_gpu_sync(cu, st->set->out);
         }
@@ -616,8 +313,6 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         free(p);
         st->pipe = NULL;
     }
-    free(d);
-    st->direct = NULL;
     xccl_gpu_set_put(st->set, NULL != error);
     st->set = NULL;
     cu->CtxPopCurrent(&popped);

@@ -270,7 +270,7 @@ static int call_copy(void *ctx, void *dst, const void *src, size_t len)
         call_fail(c, "cuCtxPushCurrent failed");
         return 0;
     }
-    const char *error = mca_coll_xccl_gpu_copy(c->cu, dst, src, len, c->set->in);
+    const char *error = mca_coll_xccl_gpu_copy(c->cu, dst, src, len, MCA_COLL_XCCL_DEVICE_TO_DEVICE, c->set->in);
     c->cu->CtxPopCurrent(&popped);
     if (error) {
         call_fail(c, error);

@@ -57,6 +57,8 @@ const xccl_sched_t *mca_coll_xccl_select_schedule(mca_coll_xccl_module_t *m, xcc
 void mca_coll_xccl_select_fini(mca_coll_xccl_module_t *m)
 {
     if (NULL != m->cache) {
+        mca_coll_xccl_log(2, "comm comm=%u rank=%d: schedules built %llu, reused %llu", m->cid,
+                          m->world_rank, m->cache->builds, m->cache->hits);
         xccl_select_cache_fini(m->cache);
         free(m->cache);
         m->cache = NULL;
