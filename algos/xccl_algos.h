@@ -699,6 +699,125 @@ typedef struct {
 /* The algorithms of c, its measured default first; *n of them. */
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n);
 
+/* ------------------------------------------------------------------------ */
+/* Selection (algos/select.c): forced -> tuning rule -> cost model           */
+/* ------------------------------------------------------------------------ */
+
+/* Algorithm indices as the force parameters, the tuning file and the
+ * verbose line count them: 0 "auto" (let xccl choose), 1 "fallback" (the
+ * next module), then the catalog's algorithms of the collective in order. */
+#define XCCL_SEL_AUTO 0
+#define XCCL_SEL_FALLBACK 1
+#define XCCL_SEL_FIRST 2
+#define XCCL_SEL_MAX (XCCL_SEL_FIRST + XCCL_CATALOG_MAX)
+
+/* Name of index i of collective c ("auto", "fallback", an algorithm), NULL
+ * past the last; the index of a name, -1 if c has no such algorithm. */
+const char *xccl_select_name(xccl_coll_t c, int i);
+int xccl_select_index(xccl_coll_t c, const char *name);
+
+/* Everything a choice depends on; the same on every rank of a job (the
+ * component's parameters are registered for all ranks alike), so every
+ * rank chooses alike. */
+typedef struct {
+    int forced[XCCL_NCOLL];            /* XCCL_SEL_AUTO, _FALLBACK or an algorithm */
+    xccl_tuning_t tuning;              /* rules before the cost model */
+    int small_bytes;                   /* auto: the fallback below this many bytes */
+    xccl_cost_model_t intra, inter;    /* inside a node, between nodes */
+    double margin;                     /* see xccl_pick */
+} xccl_select_policy_t;
+
+/* The component's defaults: auto everywhere, no rules, XCCL_COST_*. */
+void xccl_select_policy_defaults(xccl_select_policy_t *p);
+
+/* 0 if every rule of t names a collective and one of its algorithms (or
+ * auto, fallback); else -1 and err says which line. */
+int xccl_select_check_tuning(const xccl_tuning_t *t, char *err, size_t errlen);
+/* The index the first matching rule gives, XCCL_SEL_AUTO when none. */
+int xccl_select_tuned(const xccl_select_policy_t *p, xccl_coll_t c, int ranks, size_t bytes);
+
+/* The reasons xccl_select_fallback gives: the verbose line's fallback=
+ * values; callers may compare the pointers. */
+extern const char xccl_select_why_forced[], xccl_select_why_tuning[], xccl_select_why_small[];
+
+/* Whether a call goes to the fallback, from what every rank shares: the
+ * reason ("forced", "tuning_file", "small_message"), or NULL.  keep_small:
+ * the fallback would compute this call wrongly, so a small message stays.
+ * Every call asks it, most go to the fallback: inline, no schedule, no
+ * cost model, the rules read only when there are some. */
+static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xccl_coll_t c,
+                                               int ranks, size_t bytes, int keep_small)
+{
+    const int forced = p->forced[c];
+    if (XCCL_SEL_FALLBACK == forced) {
+        return xccl_select_why_forced;
+    }
+    if (XCCL_SEL_AUTO != forced) {
+        return NULL;
+    }
+    const int tuned = p->tuning.n ? xccl_select_tuned(p, c, ranks, bytes) : XCCL_SEL_AUTO;
+    if (XCCL_SEL_FALLBACK == tuned) {
+        return xccl_select_why_tuning;
+    }
+    /* The cost model does not model the fallback: below this size (its
+     * default measured with xccl_bench) the fallback's latency is lower. */
+    return XCCL_SEL_AUTO == tuned && bytes < (size_t) p->small_bytes && !keep_small
+               ? xccl_select_why_small : NULL;
+}
+
+/* The cost model: t[i] the predicted seconds of algorithm XCCL_SEL_FIRST+i
+ * for a (negative: it does not apply), *n of them; returns auto's pick
+ * (xccl_pick with the policy's margin) as an index >= XCCL_SEL_FIRST, or
+ * -1 if none applies.  a->layout must be set.  es: bytes per element.
+ * The component, xccl_simulate and xccl_info all choose with this. */
+int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_coll_args_t *a,
+                      size_t es, double t[XCCL_CATALOG_MAX], int *n);
+
+/* Per communicator: the choices made so far, by (collective, size class,
+ * layout of the call), and the schedules built for the latest argument
+ * sets.  Zeroed memory is an empty cache. */
+#define XCCL_SEL_VARIANTS 4            /* in place, root 0 or not */
+#define XCCL_SEL_SCHEDS 8
+struct xccl_sched_entry;
+typedef struct {
+    int8_t algo[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];
+    float predicted_us[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];
+    struct xccl_sched_entry *sched[XCCL_SEL_SCHEDS];   /* most recently used first */
+    unsigned long long hits, builds;   /* schedules reused, built */
+} xccl_select_cache_t;
+
+/* How a choice was made. */
+typedef enum { XCCL_BY_FORCE, XCCL_BY_TUNING, XCCL_BY_MODEL } xccl_select_by_t;
+
+typedef struct {
+    int algo;                          /* index >= XCCL_SEL_FIRST */
+    xccl_select_by_t by;
+    float predicted_us;                /* the model's, negative otherwise */
+    int fresh;                         /* the model decided now (not from the cache) */
+} xccl_selection_t;
+
+/* The algorithm for a call xccl runs: forced, else the tuning rule's, else
+ * the cost model's (decided once per size class and layout, kept in c).
+ * ranks: the communicator size; bytes as in xccl_select_fallback. */
+xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cache_t *c,
+                               xccl_coll_t coll, const xccl_coll_args_t *a, int ranks,
+                               size_t bytes, size_t es);
+
+/* The schedule of algorithm algo of coll for a, for rank of size: built
+ * now, or the one built for the same arguments before (training loops
+ * repeat their calls).  An algorithm that does not apply here (two-level
+ * on one node, mesh without peer access) is replaced by the collective's
+ * first; *used says which ran.  NULL: out of memory.  The schedule stays
+ * valid until xccl_select_put, whatever the cache does meanwhile.  c may
+ * be NULL: built, never kept. */
+const xccl_sched_t *xccl_select_schedule(xccl_select_cache_t *c, xccl_coll_t coll, int algo,
+                                         const xccl_coll_args_t *a, int rank, int size,
+                                         size_t es, int *used);
+/* Gives back a schedule of xccl_select_schedule (any thread). */
+void xccl_select_put(const xccl_sched_t *s);
+/* Drops the cached schedules (those in use stay until their put). */
+void xccl_select_cache_fini(xccl_select_cache_t *c);
+
 #ifdef __cplusplus
 }
 #endif

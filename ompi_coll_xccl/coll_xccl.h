@@ -2,7 +2,22 @@
  * xccl: Open MPI coll component.  This directory is Open MPI glue only:
  * component (MCA parameters, open/close, init and comm queries), module
  * (enable, saved fallbacks, endpoints) and the entry points of the
- * intercepted collectives.  Algorithms live in algos/, transport in ucx_glue/.
+ * intercepted collectives.  Algorithms and their selection live in
+ * algos/, transport in ucx_glue/.
+ *
+ * Files, each one concern; calls go down this list, never up:
+ *   coll_xccl_component.c   parameters, init, close
+ *   coll_xccl_module.c      query, enable (saving the fallbacks), teardown
+ *   coll_xccl_entry_*.c     entry points per family: check, describe the call
+ *   coll_xccl_call.c        the one function every call goes through
+ *   coll_xccl_request.c     nonblocking calls in flight
+ *   coll_xccl_select.c      fallback or algorithm, cached schedules
+ *   coll_xccl_exec.c        a schedule on the communicator's transport
+ *   coll_xccl_gpu*.c        device buffers: host copies and their staging,
+ *                           device pointers to UCX, CUDA IPC peer access
+ *   coll_xccl_dtype.c, coll_xccl_pack.c   datatypes, ops, packed copies
+ *   coll_xccl_setup.c       the communicator's set-up on first use
+ *   coll_xccl_log.c         log lines, per-collective counts
  */
 #ifndef MCA_COLL_XCCL_H
 #define MCA_COLL_XCCL_H
@@ -24,17 +39,36 @@
 
 BEGIN_C_DECLS
 
-/* The intercepted collectives: xccl_coll_t (algos/xccl_algos.h). */
+/* The intercepted entry points, one line each: Open MPI's name (its
+ * coll_<name> and mca_coll_base_module_<name>_fn_t), the collective,
+ * nonblocking.  Installing, saving, releasing and declining them are
+ * generated from this list; nothing else spells them out. */
+#define MCA_COLL_XCCL_ENTRIES(X)                                  \
+    X(allreduce, XCCL_COLL_ALLREDUCE, 0)                          \
+    X(allgather, XCCL_COLL_ALLGATHER, 0)                          \
+    X(reduce_scatter, XCCL_COLL_REDUCE_SCATTER, 0)                \
+    X(reduce_scatter_block, XCCL_COLL_REDUCE_SCATTER_BLOCK, 0)    \
+    X(alltoall, XCCL_COLL_ALLTOALL, 0)                            \
+    X(bcast, XCCL_COLL_BCAST, 0)                                  \
+    X(iallreduce, XCCL_COLL_ALLREDUCE, 1)                         \
+    X(iallgather, XCCL_COLL_ALLGATHER, 1)                         \
+    X(ireduce_scatter, XCCL_COLL_REDUCE_SCATTER, 1)               \
+    X(ireduce_scatter_block, XCCL_COLL_REDUCE_SCATTER_BLOCK, 1)   \
+    X(ialltoall, XCCL_COLL_ALLTOALL, 1)                           \
+    X(ibcast, XCCL_COLL_BCAST, 1)
 
-/* Algorithms a collective may be forced to; index 0 is "auto" (let xccl
- * choose), index 1 "fallback" (always hand the call to the next module). */
-#define XCCL_ALGO_AUTO 0
-#define XCCL_ALGO_FALLBACK 1
-#define XCCL_MAX_ALGOS 8
+/* What Open MPI would have used: each entry's function and module. */
+typedef struct {
+#define MCA_COLL_XCCL_PREV_FIELD(name, coll, nb) \
+    mca_coll_base_module_##name##_fn_t name;     \
+    mca_coll_base_module_t *name##_module;
+    MCA_COLL_XCCL_ENTRIES(MCA_COLL_XCCL_PREV_FIELD)
+#undef MCA_COLL_XCCL_PREV_FIELD
+} mca_coll_xccl_prev_t;
 
 typedef struct {
     uint64_t calls, bytes, fallbacks, errors;
-    uint64_t algo_calls[XCCL_MAX_ALGOS];
+    uint64_t algo_calls[XCCL_SEL_MAX];
 } xccl_coll_stats_t;
 
 typedef struct {
@@ -44,23 +78,18 @@ typedef struct {
     int priority;
     int verbose;
     bool enable[XCCL_NCOLL];
-    char *algorithm[XCCL_NCOLL];     /* as given */
-    int forced[XCCL_NCOLL];          /* parsed: XCCL_ALGO_* or an algorithm index */
-    int small_bytes;                 /* auto: fall back below this size */
+    char *algorithm[XCCL_NCOLL];     /* as given; parsed into policy.forced */
+    xccl_select_policy_t policy;     /* forced, tuning rules, small_msg_bytes, cost model */
     size_t segment_bytes;            /* ring allreduce pipelining segment, 0: none */
     size_t gpu_pool_bytes;           /* device buffers: most pinned host memory per call */
     size_t gpu_ipc_bytes;            /* CUDA IPC from this many bytes per call (0: off) */
     size_t gpu_chunk_bytes;          /* staged copies overlap the schedule in pieces (0: off) */
     int gpu_direct;                  /* device pointers to UCX: -1 auto, 0 never, 1 always */
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
-    double model_margin;             /* other algorithms must win by this fraction */
-    char *cost_file;
-    xccl_cost_model_t cost;          /* what auto selection uses (inside a node) */
     double cost_inter_alpha, cost_inter_beta;
-    xccl_cost_model_t cost_inter;    /* between nodes */
+    char *cost_file;
     char *node_layout;               /* synthetic layout, or NULL: host names */
     char *tuning_file;
-    xccl_tuning_t tuning;            /* rules checked before the cost model */
     char *ucx_tls;
     char *ucx_rndv_scheme;
     char *ucx_rndv_thresh;
@@ -75,7 +104,7 @@ typedef struct {
     char *topo_file, *topo_dump;
     struct xccl_topo_s *topo;        /* this node's, never NULL after init */
     char topo_summary[160];
-    xccl_coll_stats_t stats[XCCL_NCOLL];
+    xccl_coll_stats_t stats[XCCL_NCOLL];   /* counted at verbose >= 1 (the summary) */
 } mca_coll_xccl_component_t;
 
 XCCL_COMPONENT_DECLSPEC extern mca_coll_xccl_component_t mca_coll_xccl_component;
@@ -105,52 +134,21 @@ typedef struct {
     uint64_t *ep_keys;
     xccl_transport_t transport;
     void *scratch;                   /* grows to the largest need seen */
-    /* auto selection, cached per collective and power-of-two size class */
-    int8_t choice[XCCL_NCOLL][65];
-    float predicted_us[XCCL_NCOLL][65];
     size_t scratch_size;
+    /* choices and schedules (algos/select.c), created by the first call
+     * that runs a schedule; the lock: progress builds too */
+    xccl_select_cache_t *cache;
+    opal_mutex_t cache_lock;
     /* CUDA IPC inside a node: set when every rank had a CUDA context on a
      * known device when the communicator was created and all are on one
-     * node; the peers' buffers mapped so far. */
+     * node; the state of the peer access (coll_xccl_gpu_ipc.c) */
     bool gpu_ipc;
-    /* inside the host-copy call of a device call: its host copies */
-    struct mca_coll_xccl_gpu_stage *stage;
     struct mca_coll_xccl_ipc *ipc;
 
-    /* what Open MPI would have used */
-    mca_coll_base_module_allreduce_fn_t prev_allreduce;
-    mca_coll_base_module_t *prev_allreduce_module;
-    mca_coll_base_module_allgather_fn_t prev_allgather;
-    mca_coll_base_module_t *prev_allgather_module;
-    mca_coll_base_module_reduce_scatter_fn_t prev_reduce_scatter;
-    mca_coll_base_module_t *prev_reduce_scatter_module;
-    mca_coll_base_module_reduce_scatter_block_fn_t prev_reduce_scatter_block;
-    mca_coll_base_module_t *prev_reduce_scatter_block_module;
-    mca_coll_base_module_alltoall_fn_t prev_alltoall;
-    mca_coll_base_module_t *prev_alltoall_module;
-    mca_coll_base_module_bcast_fn_t prev_bcast;
-    mca_coll_base_module_t *prev_bcast_module;
-    mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
-    mca_coll_base_module_t *prev_iallreduce_module;
-    mca_coll_base_module_iallgather_fn_t prev_iallgather;
-    mca_coll_base_module_t *prev_iallgather_module;
-    mca_coll_base_module_ireduce_scatter_fn_t prev_ireduce_scatter;
-    mca_coll_base_module_t *prev_ireduce_scatter_module;
-    mca_coll_base_module_ireduce_scatter_block_fn_t prev_ireduce_scatter_block;
-    mca_coll_base_module_t *prev_ireduce_scatter_block_module;
-    mca_coll_base_module_ialltoall_fn_t prev_ialltoall;
-    mca_coll_base_module_t *prev_ialltoall_module;
-    mca_coll_base_module_ibcast_fn_t prev_ibcast;
-    mca_coll_base_module_t *prev_ibcast_module;
+    mca_coll_xccl_prev_t prev;
 } mca_coll_xccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_xccl_module_t);
-
-/* component */
-const char *mca_coll_xccl_coll_name(xccl_coll_t c);
-/* Name of algorithm i of a collective (0 "auto", 1 "fallback", then the
- * algorithms), NULL past the last. */
-const char *mca_coll_xccl_algo_name(xccl_coll_t c, int i);
 
 /* module */
 mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *comm, int *priority);
@@ -166,14 +164,7 @@ int mca_coll_xccl_setup_test(mca_coll_xccl_module_t *m);
 /* What set-up holds (endpoints, layout, agreement buffers), at destruction. */
 void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m);
 
-/* Open MPI's convertor between a datatype's layout and packed bytes
- * (coll_xccl_pack.c): 0 or an MPI error code. */
-int mca_coll_xccl_pack(void *dst, size_t bytes, const void *buf, size_t count,
-                       struct ompi_datatype_t *dt);
-int mca_coll_xccl_unpack(void *buf, size_t count, struct ompi_datatype_t *dt, const void *src,
-                         size_t bytes);
-
-/* entry points */
+/* entry points (coll_xccl_entry_reduce.c, coll_xccl_entry_move.c) */
 int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
                             mca_coll_base_module_t *module);
@@ -192,7 +183,6 @@ int mca_coll_xccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t 
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_xccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-
 int mca_coll_xccl_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                              struct ompi_op_t *op, struct ompi_communicator_t *comm,
                              ompi_request_t **request, mca_coll_base_module_t *module);
@@ -215,104 +205,27 @@ int mca_coll_xccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t
 int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                          struct ompi_communicator_t *comm, ompi_request_t **request,
                          mca_coll_base_module_t *module);
-/* The algorithm index of a tuning rule for this call: XCCL_ALGO_AUTO when no
- * rule applies (or it says auto), XCCL_ALGO_FALLBACK, or an algorithm. */
-int mca_coll_xccl_tuned_algo(xccl_coll_t coll, int ranks, size_t bytes);
-/* Advances the nonblocking collectives in flight; returns the number completed. */
+
+/* Nonblocking collectives in flight (coll_xccl_request.c): advances them,
+ * returns how many completed; whether any is in flight (a racy read: one
+ * started on another thread is seen at the next progress call). */
 int mca_coll_xccl_progress_requests(void);
-/* Whether any is in flight (a racy read: a request started on another
- * thread is seen at the next progress call). */
 int mca_coll_xccl_requests_active(void);
-
-/* Logs an error of a call (verbose >= 1), counts it, returns err. */
-int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what);
-
-/* Device buffers (coll_xccl_gpu.c): host copies of a call's buffers in
- * pinned memory of a staging set of CUDA context ctx.  stage_in takes the
- * host memory (*hs for sspan bytes at sdev when not NULL, *hr for rspan
- * bytes at rdev) and copies nothing yet.  Then the host call either runs a
- * schedule, or it does anything else (the fallback): stage_fill copies
- * everything in first.  A schedule goes through stage_gate, which either
- *  - runs it on the device buffers themselves (direct: UCX moves device
- *    memory, or coll_xccl_gpu_direct says to act as if it did), with the
- *    copies and reductions queued on the set's stream; or
- *  - plans the copies (the sspan bytes, and the rspan bytes when copy_r)
- *    so that each step waits only for the pieces it touches and each
- *    piece goes back to the device after its last write (when copy_out),
- *    overlapping the transfers.
- * stage_out completes the copies back (all of RECV when it was filled) or
- * the queued work, and gives the memory back.  MPI error codes, logged. */
-struct mca_coll_xccl_gpu_pipe;
-struct mca_coll_xccl_gpu_direct;
-typedef struct mca_coll_xccl_gpu_stage {
-    void *ctx;
-    struct xccl_gpu_set *set;
-    const char *sdev;
-    char *rdev, *hs, *hr;
-    size_t sspan, rspan;
-    int copy_r, copy_out;
-    int all_device;                  /* every buffer of the call is device memory of ctx */
-    int filled;                      /* copied in (stage_fill) */
-    struct mca_coll_xccl_gpu_pipe *pipe;   /* or pipelined (stage_gate) */
-    struct mca_coll_xccl_gpu_direct *direct;   /* or run on the device buffers */
-} mca_coll_xccl_gpu_stage_t;
-
-/* How the executor runs a schedule: where (bufs: SEND, RECV, SCRATCH;
- * SCRATCH NULL: the caller's host scratch), a gate, and the local copies
- * and reductions (NULL: on the host). */
-typedef struct {
-    void *bufs[XCCL_NBUF];
-    const xccl_gate_t *gate;
-    xccl_copy_cb_t copy;
-    void *copy_ctx;
-    xccl_reduce_cb_t reduce;
-    void *reduce_ctx;
-} mca_coll_xccl_exec_hooks_t;
 
 /* coll_xccl_gpu_direct and what UCX reports: device buffers straight to UCX. */
 int mca_coll_xccl_gpu_direct_wanted(void);
-int mca_coll_xccl_gpu_stage_in(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                               mca_coll_xccl_gpu_stage_t *st, void *ctx, const void *sdev,
-                               size_t sspan, void **hs, void *rdev, size_t rspan, int copy_r,
-                               int copy_out, void **hr);
-int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                 mca_coll_xccl_gpu_stage_t *st);
-/* How to run s, whose hooks->bufs are the host copies: straight on the
- * device buffers, or through a staging gate; or plain, when the copies are
- * already done (or planning them failed: then they are done now).  gpu_dt,
- * gpu_op: the xccl_dtype_t and xccl_op_t of a predefined reduction, -1
- * otherwise (then only a schedule without reductions runs direct). */
-int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                 mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s, int gpu_dt,
-                                 int gpu_op, mca_coll_xccl_exec_hooks_t *hooks);
-/* CUDA IPC inside a node for allgather, alltoall and bcast (blocking, with
- * m->gpu_ipc): every rank calls it with the same coll, block (bytes per
- * rank; bcast: all bytes) and root.  exp is what this rank's peers read
- * (allgather: its block; alltoall: its send buffer; bcast: the root's
- * buffer, NULL elsewhere), dst where it writes, contig whether its
- * datatypes are contiguous.  The ranks exchange IPC handles and agree; if
- * any rank cannot take part (host or non-contiguous buffers, a handle that
- * does not open), *done = 0 on every rank and nothing has moved. */
-int mca_coll_xccl_gpu_ipc(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
-                          xccl_coll_t coll, const void *exp, void *dst, size_t block, int root,
-                          int contig, int *done);
-/* The same for allreduce (counts: the slice of each rank, in elements of
- * es bytes, summing to the count) and reduce_scatter(_block) (counts: the
- * blocks; not in place): rank j reduces slice j from every rank's src in
- * rank order with a GPU kernel (gpu_dt, gpu_op: xccl_dtype_t, xccl_op_t)
- * into dst, then (allreduce) every rank copies the other slices from their
- * owners' dst.  ok: this rank's own conditions (device buffers, a mapped
- * type and op). */
-int mca_coll_xccl_gpu_ipc_reduce(mca_coll_xccl_module_t *m, struct ompi_communicator_t *comm,
-                                 xccl_coll_t coll, const void *src, void *dst, const size_t *counts,
-                                 size_t es, int gpu_dt, int gpu_op, int ok, int *done);
+/* What the device-buffer checks need once, at init (coll_xccl_gpu.c). */
+void mca_coll_xccl_gpu_init(void);
+/* The CUDA IPC state of a module, at destruction (coll_xccl_gpu_ipc.c). */
 void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m);
-/* ok: the host call succeeded (else nothing more is copied back). */
-int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                mca_coll_xccl_gpu_stage_t *st, int ok);
 
-/* One log line at verbosity >= level, prefixed "xccl: ". */
+/* Log (coll_xccl_log.c).  One line at verbosity >= level, prefixed
+ * "xccl: "; nothing is formatted below the level. */
 void mca_coll_xccl_log(int level, const char *fmt, ...) __opal_attribute_format__(__printf__, 2, 3);
+/* Logs an error of a call (verbose >= 1), counts it, returns err. */
+int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what);
+/* The per-collective summary of the verbose log, at close. */
+void mca_coll_xccl_log_summary(void);
 
 END_C_DECLS
 

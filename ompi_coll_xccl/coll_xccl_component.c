@@ -4,7 +4,6 @@
  */
 #include "ompi_config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,24 +52,6 @@ mca_coll_xccl_component_t mca_coll_xccl_component = {
 #define XCCL_DEFAULT_RNDV_SCHEME "put_zcopy"
 #define XCCL_OVERSUB_RNDV_THRESH "256k"
 
-const char *mca_coll_xccl_coll_name(xccl_coll_t c)
-{
-    return xccl_coll_name(c);
-}
-
-void mca_coll_xccl_log(int level, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    if (mca_coll_xccl_component.verbose < level) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    opal_output(mca_coll_xccl_component.output, "xccl: %s", line);
-}
-
 /* A parameter fixed at start-up that must be equal on all ranks. */
 static void reg_all_eq(const char *name, const char *help, mca_base_var_type_t type,
                        mca_base_var_info_lvl_t level, void *storage)
@@ -112,9 +93,9 @@ static int xccl_register(void)
         c->algorithm[i] = "auto";
         snprintf(name, sizeof(name), "%s_algorithm", xccl_coll_name((xccl_coll_t) i));
         int n = snprintf(help, sizeof(help), "Algorithm for MPI_%s: ", xccl_coll_name((xccl_coll_t) i));
-        for (int a = 0; mca_coll_xccl_algo_name((xccl_coll_t) i, a); a++) {
+        for (int a = 0; xccl_select_name((xccl_coll_t) i, a); a++) {
             n += snprintf(help + n, sizeof(help) - (size_t) n, "%s%s", a ? ", " : "",
-                          mca_coll_xccl_algo_name((xccl_coll_t) i, a));
+                          xccl_select_name((xccl_coll_t) i, a));
         }
         snprintf(help + n, sizeof(help) - (size_t) n,
                  " (auto: the cost model chooses; fallback: always the next module)");
@@ -122,13 +103,14 @@ static int xccl_register(void)
             OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->algorithm[i]);
     }
 
-    c->small_bytes = 4096;
+    xccl_select_policy_defaults(&c->policy);
+    c->policy.small_bytes = 4096;
     (void) mca_base_component_var_register(v, "small_msg_bytes",
         "With algorithm auto, calls moving fewer bytes than this go to the fallback module, "
         "whose latency is lower there (measured with xccl_bench at np 2 and 4 on the "
         "development machine); 0: xccl runs every size",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
-        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->small_bytes);
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.small_bytes);
 
     c->segment_bytes = XCCL_RING_SEGMENT;
     (void) mca_base_component_var_register(v, "segment_bytes",
@@ -170,9 +152,10 @@ static int xccl_register(void)
     c->gpu_ipc_bytes = 65536;
     (void) mca_base_component_var_register(v, "gpu_ipc_bytes",
         "Device buffers, every rank of the communicator on one node with a CUDA context: "
-        "allgather, alltoall (not in place) and bcast moving at least this many bytes copy "
-        "straight between the ranks' device buffers through CUDA IPC (0: never); costs two "
-        "small host collectives and a barrier per call",
+        "blocking calls moving at least this many bytes (alltoall and reduce_scatter not in "
+        "place) run the collective's mesh schedule straight on the ranks' device buffers "
+        "through CUDA IPC (0: never); costs two rounds of flags in host shared memory per "
+        "call to agree",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->gpu_ipc_bytes);
 
@@ -182,7 +165,6 @@ static int xccl_register(void)
     c->cost_beta = XCCL_COST_BETA;
     c->cost_gamma = XCCL_COST_GAMMA;
     c->cost_delta = XCCL_COST_DELTA;
-    c->model_margin = XCCL_MODEL_MARGIN;
     c->cost_file = NULL;
     /* Between nodes: TCP over a 10 Gb/s Ethernet-class link (~1.1 GB/s,
      * tens of us per message); set them for the fabric at hand. */
@@ -204,7 +186,7 @@ static int xccl_register(void)
                "auto keeps each collective's first algorithm (ring, pairwise, binomial) unless "
                "another is predicted faster by at least this fraction (0..1): the model "
                "ignores oversubscription and cache effects",
-               MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->model_margin);
+               MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->policy.margin);
     reg_all_eq("cost_inter_alpha", "Cost model between nodes: seconds per message",
                MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_inter_alpha);
     reg_all_eq("cost_inter_beta", "Cost model between nodes: seconds per byte on the wire",
@@ -259,15 +241,7 @@ static int xccl_register(void)
 
 static int parse_algorithm(xccl_coll_t coll, const char *s)
 {
-    if (NULL == s || '\0' == s[0]) {
-        return XCCL_ALGO_AUTO;
-    }
-    for (int a = 0; mca_coll_xccl_algo_name(coll, a); a++) {
-        if (0 == strcmp(s, mca_coll_xccl_algo_name(coll, a))) {
-            return a;
-        }
-    }
-    return -1;
+    return NULL == s || '\0' == s[0] ? XCCL_SEL_AUTO : xccl_select_index(coll, s);
 }
 
 /* A bad file is reported and the parameters stay as they were. */
@@ -290,16 +264,6 @@ static void read_cost_file(const char *path, xccl_cost_model_t *cost)
                     "built-in cost model", path);
     }
     fclose(f);
-}
-
-static int coll_index(const char *name)
-{
-    for (int i = 0; i < XCCL_NCOLL; i++) {
-        if (0 == strcmp(name, xccl_coll_name((xccl_coll_t) i))) {
-            return i;
-        }
-    }
-    return -1;
 }
 
 /* Reads and checks the whole file; on any error it is reported and ignored,
@@ -330,34 +294,10 @@ static void read_tuning_file(const char *path, xccl_tuning_t *tuning)
         return;
     }
     free(text);
-    for (size_t i = 0; i < tuning->n; i++) {
-        const xccl_tuning_rule_t *r = &tuning->rules[i];
-        int coll = coll_index(r->coll), ok = 0;
-        for (int a = 0; coll >= 0 && mca_coll_xccl_algo_name((xccl_coll_t) coll, a); a++) {
-            ok = ok || 0 == strcmp(r->algo, mca_coll_xccl_algo_name((xccl_coll_t) coll, a));
-        }
-        if (!ok) {
-            opal_output(0, "xccl: %s: line %d: unknown collective or algorithm \"%s %s\"; "
-                        "no tuning rules", path, r->line, r->coll, r->algo);
-            xccl_tuning_free(tuning);
-            return;
-        }
+    if (0 != xccl_select_check_tuning(tuning, err, sizeof(err))) {
+        opal_output(0, "xccl: %s: %s; no tuning rules", path, err);
+        xccl_tuning_free(tuning);
     }
-}
-
-int mca_coll_xccl_tuned_algo(xccl_coll_t coll, int ranks, size_t bytes)
-{
-    const xccl_tuning_rule_t *r =
-        xccl_tuning_lookup(&mca_coll_xccl_component.tuning, xccl_coll_name(coll), ranks, bytes);
-    if (NULL == r) {
-        return XCCL_ALGO_AUTO;
-    }
-    for (int a = 0; mca_coll_xccl_algo_name(coll, a); a++) {
-        if (0 == strcmp(r->algo, mca_coll_xccl_algo_name(coll, a))) {
-            return a;
-        }
-    }
-    return XCCL_ALGO_AUTO;     /* checked when the file was read */
 }
 
 static int xccl_open(void)
@@ -370,26 +310,27 @@ static int xccl_open(void)
     c->output = opal_output_open(&lds);
     OBJ_DESTRUCT(&lds);
     for (int i = 0; i < XCCL_NCOLL; i++) {
-        c->forced[i] = parse_algorithm((xccl_coll_t) i, c->algorithm[i]);
-        if (c->forced[i] < 0) {
+        c->policy.forced[i] = parse_algorithm((xccl_coll_t) i, c->algorithm[i]);
+        if (c->policy.forced[i] < 0) {
             opal_output(0, "xccl: unknown algorithm \"%s\" in coll_xccl_%s_algorithm; using auto",
                         c->algorithm[i], xccl_coll_name((xccl_coll_t) i));
-            c->forced[i] = XCCL_ALGO_AUTO;
+            c->policy.forced[i] = XCCL_SEL_AUTO;
         }
     }
     memset(c->stats, 0, sizeof(c->stats));
-    c->cost.alpha = c->cost_alpha;
-    c->cost.beta = c->cost_beta;
-    c->cost.gamma = c->cost_gamma;
-    c->cost.delta = c->cost_delta;
-    c->cost_inter = c->cost;
-    c->cost_inter.alpha = c->cost_inter_alpha;
-    c->cost_inter.beta = c->cost_inter_beta;
+    xccl_cost_model_t *intra = &c->policy.intra, *inter = &c->policy.inter;
+    intra->alpha = c->cost_alpha;
+    intra->beta = c->cost_beta;
+    intra->gamma = c->cost_gamma;
+    intra->delta = c->cost_delta;
+    *inter = *intra;
+    inter->alpha = c->cost_inter_alpha;
+    inter->beta = c->cost_inter_beta;
     if (c->cost_file && c->cost_file[0]) {
-        read_cost_file(c->cost_file, &c->cost);
+        read_cost_file(c->cost_file, intra);
     }
     if (c->tuning_file && c->tuning_file[0]) {
-        read_tuning_file(c->tuning_file, &c->tuning);
+        read_tuning_file(c->tuning_file, &c->policy.tuning);
     }
     return OMPI_SUCCESS;
 }
@@ -497,6 +438,7 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
                           OPAL_SUCCESS == rc ? "" : " (and could not tell its peers)");
     }
     c->progress_registered = OPAL_SUCCESS == opal_progress_register(progress);
+    mca_coll_xccl_gpu_init();
     load_topology(c);
     mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s; device buffers %s",
                       c->ucx_ok ? "ok" : "failed",
@@ -508,34 +450,11 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     return OMPI_SUCCESS;
 }
 
-static void print_summary(void)
-{
-    mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
-    int world_rank = c->world_rank;
-    for (int i = 0; i < XCCL_NCOLL; i++) {
-        const xccl_coll_stats_t *s = &c->stats[i];
-        char algos[256] = "";
-        int n = 0;
-        if (0 == s->calls) {
-            continue;
-        }
-        for (int a = 2; a < XCCL_MAX_ALGOS && mca_coll_xccl_algo_name((xccl_coll_t) i, a); a++) {
-            n += snprintf(algos + n, sizeof(algos) - (size_t) n, " %s=%llu",
-                          mca_coll_xccl_algo_name((xccl_coll_t) i, a),
-                          (unsigned long long) s->algo_calls[a]);
-        }
-        mca_coll_xccl_log(1, "summary %s rank=%d calls=%llu bytes=%llu%s fallback=%llu errors=%llu",
-                          xccl_coll_name((xccl_coll_t) i), world_rank, (unsigned long long) s->calls,
-                          (unsigned long long) s->bytes, algos,
-                          (unsigned long long) s->fallbacks, (unsigned long long) s->errors);
-    }
-}
-
 static int xccl_close(void)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
     if (c->verbose > 0 && c->output >= 0) {
-        print_summary();
+        mca_coll_xccl_log_summary();
     }
     if (c->progress_registered) {
         opal_progress_unregister(progress);
@@ -547,7 +466,7 @@ static int xccl_close(void)
     xccl_ucx_fini();
     xccl_gpu_kernels_fini();
     xccl_gpu_fini();
-    xccl_tuning_free(&c->tuning);
+    xccl_tuning_free(&c->policy.tuning);
     free(c->topo);
     c->topo = NULL;
     if (c->output >= 0) {

@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-#include "coll_xccl.h"
+#include "coll_xccl_call.h"
 
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
 
@@ -28,15 +28,8 @@ static void module_construct(mca_coll_xccl_module_t *m)
 {
     memset((char *) m + sizeof(m->super), 0, sizeof(*m) - sizeof(m->super));
     OBJ_CONSTRUCT(&m->setup_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&m->cache_lock, opal_mutex_t);
 }
-
-#define RELEASE_PREV(m, name)                          \
-    do {                                               \
-        if (NULL != (m)->prev_##name##_module) {       \
-            OBJ_RELEASE((m)->prev_##name##_module);    \
-            (m)->prev_##name##_module = NULL;          \
-        }                                              \
-    } while (0)
 
 /* Runs when the communicator is freed (COMM_WORLD's in MPI_Finalize, before
  * the component closes) and the last request of xccl's on it is done:
@@ -45,21 +38,18 @@ static void module_construct(mca_coll_xccl_module_t *m)
 static void module_destruct(mca_coll_xccl_module_t *m)
 {
     mca_coll_xccl_gpu_ipc_fini(m);
+    mca_coll_xccl_select_fini(m);
     mca_coll_xccl_setup_fini(m);
     OBJ_DESTRUCT(&m->setup_lock);
+    OBJ_DESTRUCT(&m->cache_lock);
     free(m->scratch);
-    RELEASE_PREV(m, allreduce);
-    RELEASE_PREV(m, allgather);
-    RELEASE_PREV(m, reduce_scatter);
-    RELEASE_PREV(m, reduce_scatter_block);
-    RELEASE_PREV(m, alltoall);
-    RELEASE_PREV(m, bcast);
-    RELEASE_PREV(m, iallreduce);
-    RELEASE_PREV(m, iallgather);
-    RELEASE_PREV(m, ireduce_scatter);
-    RELEASE_PREV(m, ireduce_scatter_block);
-    RELEASE_PREV(m, ialltoall);
-    RELEASE_PREV(m, ibcast);
+#define RELEASE_PREV(name, coll, nb)                     \
+    if (NULL != m->prev.name##_module) {                 \
+        OBJ_RELEASE(m->prev.name##_module);              \
+        m->prev.name##_module = NULL;                    \
+    }
+    MCA_COLL_XCCL_ENTRIES(RELEASE_PREV)
+#undef RELEASE_PREV
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_xccl_module_t, mca_coll_base_module_t, module_construct,
@@ -99,48 +89,20 @@ mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *com
     }
     *priority = c->priority;
     m->super.coll_module_enable = xccl_module_enable;
-    m->super.coll_allreduce = mca_coll_xccl_allreduce;
-    m->super.coll_allgather = mca_coll_xccl_allgather;
-    m->super.coll_reduce_scatter = mca_coll_xccl_reduce_scatter;
-    m->super.coll_reduce_scatter_block = mca_coll_xccl_reduce_scatter_block;
-    m->super.coll_alltoall = mca_coll_xccl_alltoall;
-    m->super.coll_bcast = mca_coll_xccl_bcast;
-    m->super.coll_iallreduce = mca_coll_xccl_iallreduce;
-    m->super.coll_iallgather = mca_coll_xccl_iallgather;
-    m->super.coll_ireduce_scatter = mca_coll_xccl_ireduce_scatter;
-    m->super.coll_ireduce_scatter_block = mca_coll_xccl_ireduce_scatter_block;
-    m->super.coll_ialltoall = mca_coll_xccl_ialltoall;
-    m->super.coll_ibcast = mca_coll_xccl_ibcast;
+#define INSTALL(name, coll, nb) m->super.coll_##name = mca_coll_xccl_##name;
+    MCA_COLL_XCCL_ENTRIES(INSTALL)
+#undef INSTALL
     return &m->super;
 }
 
 /* ------------------------------------------------------------ enable */
 
-#define SAVE_PREV(m, comm, name)                                          \
-    do {                                                                  \
-        (m)->prev_##name = (comm)->c_coll->coll_##name;                   \
-        (m)->prev_##name##_module = (comm)->c_coll->coll_##name##_module; \
-        if (NULL == (m)->prev_##name || NULL == (m)->prev_##name##_module) { \
-            why = "no fallback module for " #name;                        \
-        } else {                                                          \
-            OBJ_RETAIN((m)->prev_##name##_module);                        \
-        }                                                                 \
-    } while (0)
-
+/* Every member selected the same modules: all decline alike. */
 static void decline(mca_coll_xccl_module_t *m)
 {
-    m->super.coll_allreduce = NULL;
-    m->super.coll_allgather = NULL;
-    m->super.coll_reduce_scatter = NULL;
-    m->super.coll_reduce_scatter_block = NULL;
-    m->super.coll_alltoall = NULL;
-    m->super.coll_bcast = NULL;
-    m->super.coll_iallreduce = NULL;
-    m->super.coll_iallgather = NULL;
-    m->super.coll_ireduce_scatter = NULL;
-    m->super.coll_ireduce_scatter_block = NULL;
-    m->super.coll_ialltoall = NULL;
-    m->super.coll_ibcast = NULL;
+#define DECLINE(name, coll, nb) m->super.coll_##name = NULL;
+    MCA_COLL_XCCL_ENTRIES(DECLINE)
+#undef DECLINE
 }
 
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
@@ -155,18 +117,16 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
     m->cid = xccl_compat_comm_cid(comm);
     m->setup = XCCL_SETUP_NONE;
 
-    SAVE_PREV(m, comm, allreduce);
-    SAVE_PREV(m, comm, allgather);
-    SAVE_PREV(m, comm, reduce_scatter);
-    SAVE_PREV(m, comm, reduce_scatter_block);
-    SAVE_PREV(m, comm, alltoall);
-    SAVE_PREV(m, comm, bcast);
-    SAVE_PREV(m, comm, iallreduce);
-    SAVE_PREV(m, comm, iallgather);
-    SAVE_PREV(m, comm, ireduce_scatter);
-    SAVE_PREV(m, comm, ireduce_scatter_block);
-    SAVE_PREV(m, comm, ialltoall);
-    SAVE_PREV(m, comm, ibcast);
+#define SAVE_PREV(name, coll, nb)                                         \
+    m->prev.name = comm->c_coll->coll_##name;                             \
+    m->prev.name##_module = comm->c_coll->coll_##name##_module;           \
+    if (NULL == m->prev.name || NULL == m->prev.name##_module) {          \
+        why = "no fallback module for " #name;                            \
+    } else {                                                              \
+        OBJ_RETAIN(m->prev.name##_module);                                \
+    }
+    MCA_COLL_XCCL_ENTRIES(SAVE_PREV)
+#undef SAVE_PREV
     if (NULL != why) {
         /* The same modules are selected on every member: all decline. */
         mca_coll_xccl_log(1, "comm comm=%u rank=%d size=%d disabled: %s", m->cid, m->world_rank,

@@ -393,16 +393,16 @@ static int agree(mca_coll_xccl_module_t *m, int wait)
     struct ompi_communicator_t *comm = m->comm;
     struct ompi_datatype_t *t = &ompi_mpi_int.dt;
     if (with_keys(m)) {
-        return wait ? m->prev_allgather(m->agree_msg, 2, t, m->agree_all, 2, t, comm,
-                                        m->prev_allgather_module)
-                    : m->prev_iallgather(m->agree_msg, 2, t, m->agree_all, 2, t, comm,
-                                         &m->agree_req, m->prev_iallgather_module);
+        return wait ? m->prev.allgather(m->agree_msg, 2, t, m->agree_all, 2, t, comm,
+                                        m->prev.allgather_module)
+                    : m->prev.iallgather(m->agree_msg, 2, t, m->agree_all, 2, t, comm,
+                                         &m->agree_req, m->prev.iallgather_module);
     }
     struct ompi_op_t *band = &ompi_mpi_op_band.op;
-    return wait ? m->prev_allreduce(m->agree_msg, m->agree_all, 1, t, band, comm,
-                                    m->prev_allreduce_module)
-                : m->prev_iallreduce(m->agree_msg, m->agree_all, 1, t, band, comm,
-                                     &m->agree_req, m->prev_iallreduce_module);
+    return wait ? m->prev.allreduce(m->agree_msg, m->agree_all, 1, t, band, comm,
+                                    m->prev.allreduce_module)
+                : m->prev.iallreduce(m->agree_msg, m->agree_all, 1, t, band, comm,
+                                     &m->agree_req, m->prev.iallreduce_module);
 }
 
 /* Everyone's flags and keys are in (rc: how the exchange ended). */

@@ -4,17 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    const xccl_algo_t *algo;
-    xccl_coll_args_t args;
-} job_t;
-
-static int build_one(xccl_sched_t *s, void *arg)
-{
-    const job_t *j = arg;
-    return j->algo->build(s, &j->args);
-}
-
 static int is_reduction(xccl_coll_t c)
 {
     return XCCL_COLL_ALLREDUCE == c || XCCL_COLL_REDUCE_SCATTER == c ||
@@ -28,6 +17,11 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     int n;
     const xccl_algo_t *algos = xccl_coll_algos(c->coll, &n);
     size_t *counts = malloc((size_t) p * sizeof(size_t));
+    xccl_select_policy_t policy;
+    xccl_select_policy_defaults(&policy);
+    policy.intra = c->intra;
+    policy.inter = c->inter;
+    policy.margin = c->margin;
     if (NULL == counts) {
         return -1;
     }
@@ -38,20 +32,20 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     fprintf(out, "  %-18s %s\n", "best", "auto");
     for (int k = 0; k < nsizes; k++) {
         const size_t bytes = sizes[k];
-        job_t j = { .args = { .layout = c->layout, .segment = c->segment } };
-        j.args.count = bytes / 4;
+        xccl_coll_args_t args = { .layout = c->layout, .segment = c->segment };
+        args.count = bytes / 4;
         for (int r = 0; r < p; r++) {
             counts[r] = bytes / 4 / (size_t) p;
         }
-        j.args.counts = counts;
-        j.args.block = bytes / (size_t) p;
-        j.args.bytes = bytes;
+        args.counts = counts;
+        args.block = bytes / (size_t) p;
+        args.bytes = bytes;
         double t[XCCL_CATALOG_MAX];
         int best_i = -1;
+        /* The component's cost-model stage (algos/select.c). */
+        const int chosen = xccl_select_model(&policy, c->coll, &args, es, t, &n);
         fprintf(out, "  %-12zu", bytes);
         for (int i = 0; i < n; i++) {
-            j.algo = &algos[i];
-            t[i] = xccl_predict_hier(c->layout, es, build_one, &j, NULL, 0, &c->intra, &c->inter);
             if (t[i] < 0) {
                 fprintf(out, " %13s", "n/a");
                 continue;
@@ -61,10 +55,8 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
                 best_i = i;
             }
         }
-        /* The component's rule. */
-        int chosen = xccl_pick(t, n, c->margin);
         fprintf(out, "  %-18s %s\n", best_i >= 0 ? algos[best_i].name : "-",
-                chosen >= 0 ? algos[chosen].name : "-");
+                chosen >= 0 ? xccl_select_name(c->coll, chosen) : "-");
     }
     free(counts);
     return 0;

@@ -8,8 +8,9 @@
 #       device; otherwise prints "SKIP real GPU: <reason>" (not a pass).
 # Plus one fake run with FAKE_CUDA_DEVICES=0, which must exit 77 with a
 # "SKIP:" line, one at np 3 that stages every call in small pieces, one
-# at np 3 that passes device pointers straight to UCX, and two at np 2 in
-# which one driver call fails (an MPI error, no hang).
+# at np 3 that passes device pointers straight to UCX, one at np 3 whose
+# large calls must go through CUDA IPC, and three at np 2 in which one
+# driver call fails (an MPI error, no hang).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -232,6 +233,29 @@ problems=$({
         sed 's/.*cuLaunchKernel=//' | awk '{ k += $1 } END { print k + 0 }') &&
     { [[ ${k:-0} -gt 0 ]] || { echo "$name: no kernel launched"; false; }; } &&
     echo "$name: $n calls straight to ucx, $k kernels launched"
+} 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
+# CUDA IPC inside the node: calls of at least coll_xccl_gpu_ipc_bytes run
+# their collective's mesh schedule on the peers' mapped buffers (verbose
+# line "algo=mesh ... via=cuda_ipc"), every collective at least once per
+# rank, on two fake devices at np 3; results and leaks as in (1).
+name=fake.ipc.np3
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_verbose 1)
+run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=2 --
+extra_args=("${saved_extra[@]}")
+ok=0
+problems=$({
+    check_result "$name" && check_leaks "$name" 3 &&
+    for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall bcast; do
+        for r in 0 1 2; do
+            n=$(grep -cE "^xccl: $coll comm=[0-9]+ rank=$r bytes=[0-9]+ algo=mesh .* via=cuda_ipc" \
+                "$logdir/$name.log" || true)
+            [[ $n -gt 0 ]] || { echo "$name: rank $r: no $coll call through cuda ipc"; exit 1; }
+        done
+    done &&
+    echo "$name: $(grep -c 'via=cuda_ipc' "$logdir/$name.log") calls through cuda ipc"
 } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 

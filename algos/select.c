@@ -1,0 +1,299 @@
+/*
+ * Selection: which algorithm runs a call, and its schedule.  Order of
+ * precedence (DESIGN 5): a forced algorithm -> a tuning rule -> the cost
+ * model.  Everything a choice reads is the same on every rank (parameters,
+ * communicator size, sizes, layout), so all ranks choose alike.  The
+ * component, xccl_simulate and xccl_info choose through these functions.
+ *
+ * Per communicator a cache keeps each choice of the cost model (once per
+ * size class and layout of the call: predicting builds a schedule per
+ * sampled rank and algorithm) and the schedules of the latest argument
+ * sets: a training loop calls the same allreduce every step, and building
+ * the schedule again each time is work thrown away.
+ */
+#include "xccl_algos.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A cached schedule; handed out as &e->s. */
+struct xccl_sched_entry {
+    xccl_sched_t s;
+    int refs;                          /* the cache's, and each user's */
+    xccl_coll_t coll;
+    int algo, used;                    /* asked for, built */
+    int rank, size;
+    size_t es;
+    xccl_coll_args_t args;             /* args.counts points to counts */
+    size_t *counts;
+};
+
+/* ------------------------------------------------------------ names */
+
+const char *xccl_select_name(xccl_coll_t c, int i)
+{
+    int n;
+    const xccl_algo_t *list = xccl_coll_algos(c, &n);
+    if (NULL == list) {
+        return NULL;
+    }
+    if (XCCL_SEL_AUTO == i) {
+        return "auto";
+    }
+    if (XCCL_SEL_FALLBACK == i) {
+        return "fallback";
+    }
+    return i >= XCCL_SEL_FIRST && i - XCCL_SEL_FIRST < n ? list[i - XCCL_SEL_FIRST].name : NULL;
+}
+
+int xccl_select_index(xccl_coll_t c, const char *name)
+{
+    for (int i = 0; NULL != name && xccl_select_name(c, i); i++) {
+        if (0 == strcmp(name, xccl_select_name(c, i))) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int coll_index(const char *name)
+{
+    for (int i = 0; i < XCCL_NCOLL; i++) {
+        if (0 == strcmp(name, xccl_coll_name((xccl_coll_t) i))) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ policy, rules */
+
+void xccl_select_policy_defaults(xccl_select_policy_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->small_bytes = 0;
+    p->intra = (xccl_cost_model_t) { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA,
+                                     XCCL_COST_DELTA };
+    p->inter = p->intra;
+    p->inter.alpha = XCCL_COST_INTER_ALPHA;
+    p->inter.beta = XCCL_COST_INTER_BETA;
+    p->margin = XCCL_MODEL_MARGIN;
+}
+
+int xccl_select_check_tuning(const xccl_tuning_t *t, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        const xccl_tuning_rule_t *r = &t->rules[i];
+        int c = coll_index(r->coll);
+        if (c < 0 || xccl_select_index((xccl_coll_t) c, r->algo) < 0) {
+            snprintf(err, errlen, "line %d: unknown collective or algorithm \"%s %s\"", r->line,
+                     r->coll, r->algo);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int xccl_select_tuned(const xccl_select_policy_t *p, xccl_coll_t c, int ranks, size_t bytes)
+{
+    if (0 == p->tuning.n) {
+        return XCCL_SEL_AUTO;          /* the common case: no file */
+    }
+    const xccl_tuning_rule_t *r = xccl_tuning_lookup(&p->tuning, xccl_coll_name(c), ranks, bytes);
+    int i = NULL != r ? xccl_select_index(c, r->algo) : -1;
+    return i < 0 ? XCCL_SEL_AUTO : i;  /* names were checked when the file was read */
+}
+
+const char xccl_select_why_forced[] = "forced";
+const char xccl_select_why_tuning[] = "tuning_file";
+const char xccl_select_why_small[] = "small_message";
+
+/* ------------------------------------------------------------ cost model */
+
+typedef struct {
+    const xccl_algo_t *algo;
+    const xccl_coll_args_t *args;
+} predict_job_t;
+
+static int predict_build(xccl_sched_t *s, void *arg)
+{
+    const predict_job_t *j = arg;
+    return j->algo->build(s, j->args);
+}
+
+int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_coll_args_t *a,
+                      size_t es, double t[XCCL_CATALOG_MAX], int *n)
+{
+    const xccl_algo_t *list = xccl_coll_algos(c, n);
+    for (int i = 0; i < *n; i++) {
+        predict_job_t j = { &list[i], a };
+        t[i] = xccl_predict_hier(a->layout, es, predict_build, &j, NULL, 0, &p->intra, &p->inter);
+    }
+    int best = xccl_pick(t, *n, p->margin);
+    return best < 0 ? -1 : XCCL_SEL_FIRST + best;
+}
+
+/* log2 size class: 0 for 0 bytes, k for [2^(k-1), 2^k). */
+static int size_class(size_t bytes)
+{
+    return bytes ? 64 - __builtin_clzll((unsigned long long) bytes) : 0;
+}
+
+xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cache_t *c,
+                                  xccl_coll_t coll, const xccl_coll_args_t *a, int ranks,
+                                  size_t bytes, size_t es)
+{
+    xccl_selection_t sel = { p->forced[coll], XCCL_BY_FORCE, -1.0f, 0 };
+    if (sel.algo >= XCCL_SEL_FIRST) {
+        return sel;
+    }
+    sel.algo = xccl_select_tuned(p, coll, ranks, bytes);
+    sel.by = XCCL_BY_TUNING;
+    if (sel.algo >= XCCL_SEL_FIRST) {
+        return sel;
+    }
+    const int cls = size_class(bytes), v = (a->in_place ? 1 : 0) | (a->root ? 2 : 0);
+    sel.by = XCCL_BY_MODEL;
+    if (0 == c->algo[coll][cls][v]) {
+        double t[XCCL_CATALOG_MAX];
+        int n, best = xccl_select_model(p, coll, a, es, t, &n);
+        if (best < 0) {
+            best = XCCL_SEL_FIRST;     /* nothing predicted: the first algorithm */
+        }
+        c->predicted_us[coll][cls][v] = (float) (t[best - XCCL_SEL_FIRST] * 1e6);
+        c->algo[coll][cls][v] = (int8_t) best;
+        sel.fresh = 1;
+    }
+    sel.algo = c->algo[coll][cls][v];
+    sel.predicted_us = c->predicted_us[coll][cls][v];
+    return sel;
+}
+
+/* ------------------------------------------------------------ schedules */
+
+static int build(xccl_coll_t coll, int algo, xccl_sched_t *s, const xccl_coll_args_t *a, int rank,
+                 int size, size_t es, int *used)
+{
+    int n;
+    const xccl_algo_t *list = xccl_coll_algos(coll, &n);
+    xccl_sched_init(s, rank, size, es);
+    *used = algo;
+    int rc = list[algo - XCCL_SEL_FIRST].build(s, a);
+    if (XCCL_NOT_APPLICABLE == rc) {
+        /* Forced (or named by a rule) where the layout or the peer access
+         * does not allow it: the collective's first algorithm does it.  The
+         * layout is the same on all ranks, so they all switch. */
+        xccl_sched_fini(s);
+        xccl_sched_init(s, rank, size, es);
+        *used = XCCL_SEL_FIRST;
+        rc = list[0].build(s, a);
+    }
+    if (0 != rc) {
+        xccl_sched_fini(s);
+        return -1;
+    }
+    return 0;
+}
+
+static void entry_put(struct xccl_sched_entry *e)
+{
+    if (NULL != e && 0 == __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL)) {
+        xccl_sched_fini(&e->s);
+        free(e->counts);
+        free(e);
+    }
+}
+
+/* Every input of the builders is equal. */
+static int same_call(const struct xccl_sched_entry *e, xccl_coll_t coll, int algo,
+                     const xccl_coll_args_t *a, int rank, int size, size_t es)
+{
+    const xccl_coll_args_t *b = &e->args;
+    if (e->coll != coll || e->algo != algo || e->rank != rank || e->size != size || e->es != es ||
+        a->count != b->count || a->block != b->block || a->bytes != b->bytes ||
+        a->in_place != b->in_place || a->root != b->root || a->layout != b->layout ||
+        a->segment != b->segment || a->peer_access != b->peer_access ||
+        (NULL == a->counts) != (NULL == b->counts)) {
+        return 0;
+    }
+    return NULL == a->counts || 0 == memcmp(a->counts, b->counts, (size_t) size * sizeof(size_t));
+}
+
+static struct xccl_sched_entry *entry_new(xccl_coll_t coll, int algo, const xccl_coll_args_t *a,
+                                          int rank, int size, size_t es)
+{
+    struct xccl_sched_entry *e = calloc(1, sizeof(*e));
+    if (NULL == e) {
+        return NULL;
+    }
+    e->args = *a;
+    if (NULL != a->counts) {
+        e->counts = malloc((size_t) size * sizeof(size_t));
+        if (NULL == e->counts) {
+            free(e);
+            return NULL;
+        }
+        memcpy(e->counts, a->counts, (size_t) size * sizeof(size_t));
+        e->args.counts = e->counts;
+    }
+    if (0 != build(coll, algo, &e->s, &e->args, rank, size, es, &e->used)) {
+        free(e->counts);
+        free(e);
+        return NULL;
+    }
+    e->refs = 1;
+    e->coll = coll;
+    e->algo = algo;
+    e->rank = rank;
+    e->size = size;
+    e->es = es;
+    return e;
+}
+
+const xccl_sched_t *xccl_select_schedule(xccl_select_cache_t *c, xccl_coll_t coll, int algo,
+                                         const xccl_coll_args_t *a, int rank, int size,
+                                         size_t es, int *used)
+{
+    struct xccl_sched_entry *e = NULL;
+    int k = 0;
+    while (NULL != c && k < XCCL_SEL_SCHEDS && NULL != c->sched[k] &&
+           !same_call(c->sched[k], coll, algo, a, rank, size, es)) {
+        k++;
+    }
+    if (NULL != c && k < XCCL_SEL_SCHEDS && NULL != c->sched[k]) {
+        e = c->sched[k];
+        c->hits++;
+    } else {
+        if (NULL == (e = entry_new(coll, algo, a, rank, size, es))) {
+            return NULL;
+        }
+        if (NULL == c) {
+            *used = e->used;
+            return &e->s;              /* the caller's only */
+        }
+        c->builds++;
+        k = XCCL_SEL_SCHEDS - 1;       /* the least recently used goes */
+        entry_put(c->sched[k]);
+        c->sched[k] = e;
+    }
+    /* Most recently used first. */
+    memmove(&c->sched[1], &c->sched[0], (size_t) k * sizeof(c->sched[0]));
+    c->sched[0] = e;
+    __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+    *used = e->used;
+    return &e->s;
+}
+
+void xccl_select_put(const xccl_sched_t *s)
+{
+    entry_put((struct xccl_sched_entry *) s);
+}
+
+void xccl_select_cache_fini(xccl_select_cache_t *c)
+{
+    for (int k = 0; k < XCCL_SEL_SCHEDS; k++) {
+        entry_put(c->sched[k]);
+        c->sched[k] = NULL;
+    }
+}

@@ -1,0 +1,255 @@
+/*
+ * One intercepted call, described once, and what the glue files offer
+ * each other to run it.  An entry point checks its arguments and fills a
+ * call descriptor (coll_xccl_entry_*.c); mca_coll_xccl_call_run then takes
+ * every call the same way:
+ *
+ *   decide (fallback or xccl: only from what every rank shares)
+ *   -> device buffers (CUDA IPC peer access, else host copies)
+ *   -> the fallback, or: buffers (packed copies) -> schedule (cached)
+ *      -> execute (to completion, or as a request)
+ */
+#ifndef MCA_COLL_XCCL_CALL_H
+#define MCA_COLL_XCCL_CALL_H
+
+#include "coll_xccl.h"
+
+BEGIN_C_DECLS
+
+/* ------------------------------------------------------------ reductions */
+
+/* How a reduction runs on the host (coll_xccl_dtype.c). */
+typedef struct {
+    xccl_reduce_fn_t kernel;         /* predefined op on a predefined type */
+    int xdt, xop;                    /* its xccl_dtype_t and xccl_op_t (-1: a user op) */
+    int gaps;                        /* a user op on a datatype with gaps (layout copies) */
+    struct ompi_op_t *op;            /* otherwise a commutative user op */
+    struct ompi_datatype_t *dtype;
+} mca_coll_xccl_reduce_t;
+
+/* ------------------------------------------------------------ the call */
+
+typedef struct mca_coll_xccl_call {
+    mca_coll_xccl_module_t *m;
+    xccl_coll_t coll;
+    ompi_request_t **request;        /* nonblocking: where its request goes; NULL blocking */
+    /* the user's arguments, as the fallback takes them (reductions and
+     * bcast: one datatype, rdtype; count in rcount) */
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount;
+    const int *rcounts;              /* reduce_scatter */
+    struct ompi_datatype_t *sdtype, *rdtype;
+    struct ompi_op_t *op;
+    int root;
+    /* what the entry point derived */
+    int in_place;
+    int reduction;                   /* allreduce, reduce_scatter(_block) */
+    size_t bytes;                    /* as in the verbose line */
+    size_t sn, rn;                   /* elements of sdtype at sbuf (0: none), of rdtype at rbuf */
+    size_t rout;                     /* elements of the result at rbuf (reductions) */
+    int copy_r, copy_out;            /* device staging: RECV is read, RECV goes back */
+    size_t total;                    /* reductions: elements reduced */
+    size_t es;                       /* bytes per element of the schedule */
+    xccl_coll_args_t args;           /* the builders' (layout set when it runs) */
+    size_t *counts;                  /* args.counts, owned (reduce_scatter) */
+    mca_coll_xccl_reduce_t red;      /* reductions, once planned (set by the run) */
+} mca_coll_xccl_call_t;
+
+/* What every entry point starts from; it sets the rest.  Field by field:
+ * zeroing the whole descriptor (rep stos) was the largest single cost of
+ * a call that goes to the fallback. */
+static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xccl_module_t *m,
+                                           xccl_coll_t coll, ompi_request_t **request,
+                                           const void *sbuf, void *rbuf)
+{
+    c->m = m;
+    c->coll = coll;
+    c->request = request;
+    c->sbuf = sbuf;
+    c->rbuf = rbuf;
+    c->scount = c->rcount = 0;
+    c->rcounts = NULL;
+    c->sdtype = c->rdtype = NULL;
+    c->op = NULL;
+    c->root = 0;
+    c->in_place = MPI_IN_PLACE == sbuf;
+    c->reduction = 0;
+    c->bytes = c->sn = c->rn = c->rout = c->total = 0;
+    c->copy_r = 0;
+    c->copy_out = 1;
+    c->es = 1;
+    c->args = (xccl_coll_args_t) { .in_place = c->in_place };
+    c->counts = NULL;
+}
+
+/* Runs the call an entry point described (coll_xccl_call.c): MPI_SUCCESS
+ * or an MPI error code (logged).  Frees c->counts. */
+int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c);
+/* An argument error of the call: logged, counted, returned. */
+static inline int mca_coll_xccl_call_error(const mca_coll_xccl_call_t *c, int err, const char *what)
+{
+    return mca_coll_xccl_error(c->m, c->coll, err, what);
+}
+
+/* ------------------------------------------------------------ datatypes (coll_xccl_dtype.c) */
+
+int mca_coll_xccl_check_dtype(struct ompi_datatype_t *dt);
+/* NULL is an error where it would be dereferenced (count > 0, no MPI_BOTTOM). */
+int mca_coll_xccl_check_buf(const void *buf, size_t count, struct ompi_datatype_t *dt);
+int mca_coll_xccl_check_op(struct ompi_op_t *op, struct ompi_datatype_t *dt, const char *fn);
+size_t mca_coll_xccl_dtype_size(struct ompi_datatype_t *dt);
+size_t mca_coll_xccl_dtype_extent(struct ompi_datatype_t *dt);
+ptrdiff_t mca_coll_xccl_true_lb(struct ompi_datatype_t *dt);
+/* count elements laid out without gaps. */
+int mca_coll_xccl_is_contiguous(struct ompi_datatype_t *dt, size_t count);
+/* Predefined type and op as xccl's: 0, or -1 (not one xccl knows). */
+int mca_coll_xccl_map_dtype(struct ompi_datatype_t *dt, xccl_dtype_t *out);
+int mca_coll_xccl_map_op(struct ompi_op_t *op, xccl_op_t *out);
+/* Reductions the stock Open MPI built against gets wrong (coll_xccl_compat.h). */
+int mca_coll_xccl_stock_gets_wrong(struct ompi_datatype_t *dt, struct ompi_op_t *op);
+/* How a reduction of count elements runs: fills r and *es, or returns the
+ * fallback reason. */
+const char *mca_coll_xccl_plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                                         size_t count, mca_coll_xccl_reduce_t *r, size_t *es);
+/* The executor's reduction callback on the host (ctx: mca_coll_xccl_reduce_t). */
+int mca_coll_xccl_reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count);
+
+/* ------------------------------------------------------------ packed copies (coll_xccl_pack.c) */
+
+/* A rank's side of a call whose datatype has gaps: the schedule runs on
+ * contiguous copies, packed before it starts and unpacked after it ends;
+ * or, for a user op, on copies of the datatype's layout (layout). */
+typedef struct {
+    void *s, *r;                     /* the copies, or NULL */
+    void *rbuf;                      /* where r goes back to, or NULL */
+    size_t rcount, rbytes;
+    struct ompi_datatype_t *rdt;
+    int layout;                      /* r is in rdt's layout, not packed */
+} mca_coll_xccl_packed_t;
+
+struct mca_coll_xccl_gpu_stage;
+/* The buffers the schedule of c runs on, from s and r (the user's, or host
+ * copies of device buffers: stage, whose data is then copied in first
+ * wherever packing reads it): *ws and *wr, copies in pk where the
+ * datatypes have gaps.  MPI error codes (logged); pk is released then. */
+int mca_coll_xccl_work_buffers(mca_coll_xccl_call_t *c, const void *s, void *r,
+                               struct mca_coll_xccl_gpu_stage *stage, mca_coll_xccl_packed_t *pk,
+                               char **ws, char **wr);
+/* A nonblocking call keeps pk (its datatype retained). */
+void mca_coll_xccl_packed_keep(mca_coll_xccl_packed_t *pk);
+/* Unpacks what arrived (ok: the schedule succeeded), frees the copies;
+ * kept: mca_coll_xccl_packed_keep was called. */
+int mca_coll_xccl_packed_end(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                             mca_coll_xccl_packed_t *pk, int ok, int kept);
+/* Open MPI's convertor between a datatype's layout and packed bytes: 0 or
+ * an MPI error code. */
+int mca_coll_xccl_pack(void *dst, size_t bytes, const void *buf, size_t count,
+                       struct ompi_datatype_t *dt);
+int mca_coll_xccl_unpack(void *buf, size_t count, struct ompi_datatype_t *dt, const void *src,
+                         size_t bytes);
+
+/* ------------------------------------------------------------ execution (coll_xccl_exec.c) */
+
+/* How the executor runs a schedule: where (bufs: SEND, RECV, SCRATCH;
+ * SCRATCH NULL: the module's host scratch), a gate, the local copies and
+ * reductions (NULL: on the host), peer access (NULL: none). */
+typedef struct {
+    void *bufs[XCCL_NBUF];
+    const xccl_gate_t *gate;
+    xccl_copy_cb_t copy;
+    void *copy_ctx;
+    xccl_reduce_cb_t reduce;
+    void *reduce_ctx;
+    const xccl_peer_t *peer;
+} mca_coll_xccl_exec_hooks_t;
+
+/* Sets e up to run s as h says, with red's host reductions where h has
+ * none, on the module's transport: 0 or -1. */
+int mca_coll_xccl_exec_init(xccl_exec_t *e, mca_coll_xccl_module_t *m, const xccl_sched_t *s,
+                            const mca_coll_xccl_exec_hooks_t *h, mca_coll_xccl_reduce_t *red,
+                            void *scratch, uint32_t seq);
+/* Runs s to completion: MPI_SUCCESS or an error code (logged). */
+int mca_coll_xccl_exec_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const xccl_sched_t *s,
+                           const mca_coll_xccl_exec_hooks_t *h, mca_coll_xccl_reduce_t *red);
+/* An execution that ended in an error: logged, MPI_ERR_INTERN. */
+int mca_coll_xccl_exec_failed(mca_coll_xccl_module_t *m, xccl_coll_t coll);
+
+/* ------------------------------------------------------------ peer access */
+
+/* A way for the ranks of a node to reach each other's buffers and flags
+ * (DESIGN 3a): CUDA IPC mappings of device buffers (coll_xccl_gpu_ipc.c);
+ * the node's shared memory for host buffers plugs in the same way.  A call
+ * a provider takes runs its collective's "mesh" schedule through the one
+ * executor, with the provider's xccl_peer_t, copies and reductions.
+ *  wanted  whether every rank tries: from what all ranks share only (the
+ *          call's form and size, parameters), before the set-up;
+ *  usable  once the communicator is set up: whether it can (alike on
+ *          every rank);
+ *  open    this rank's conditions (its buffers), then the ranks' agreement:
+ *          *go alike on every rank.  With go, hooks hold the schedule's
+ *          buffers, copies, reductions and peer access, and *state what
+ *          close releases; without, nothing has moved;
+ *  close   after the execution (rc): releases, returns the call's code. */
+typedef struct {
+    const char *name;                /* the verbose line's via= */
+    int (*wanted)(const mca_coll_xccl_call_t *c);
+    int (*usable)(const mca_coll_xccl_module_t *m);
+    int (*open)(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
+                mca_coll_xccl_exec_hooks_t *hooks, void **state, int *go);
+    int (*close)(mca_coll_xccl_call_t *c, void *state, int rc);
+} mca_coll_xccl_peer_provider_t;
+
+/* ------------------------------------------------------------ selection (coll_xccl_select.c) */
+
+/* The algorithm and schedule for a call of coll with args a (layout set):
+ * algo an index to run (the mesh of peer access), or -1 for the policy's
+ * choice.  *used: the algorithm built; *predicted_us the model's (or
+ * negative).  Put back with xccl_select_put.  NULL: out of memory (logged). */
+const xccl_sched_t *mca_coll_xccl_select_schedule(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                                  const xccl_coll_args_t *a, size_t bytes,
+                                                  size_t es, int algo, int *used,
+                                                  double *predicted_us);
+void mca_coll_xccl_select_fini(mca_coll_xccl_module_t *m);
+
+/* ------------------------------------------------------------ requests (coll_xccl_request.c) */
+
+/* Starts s in the background (takes the schedule reference and pk). */
+int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                const xccl_sched_t *s, const mca_coll_xccl_exec_hooks_t *hooks,
+                                const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk,
+                                ompi_request_t **request);
+/* Queues a call whose schedule is built once the communicator's set-up
+ * agreement is in (copies the arguments; takes pk). */
+int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
+                                        const mca_coll_xccl_exec_hooks_t *hooks,
+                                        mca_coll_xccl_packed_t *pk);
+
+/* A call on device buffers runs on host copies (coll_xccl_gpu.c); a
+ * nonblocking one completes the copies back when the host call's request
+ * (inner) completes.  Ends a staged call: blocking (request NULL) or
+ * started (inner). */
+struct mca_coll_xccl_staged;
+int mca_coll_xccl_staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                struct mca_coll_xccl_staged *st, int rc, ompi_request_t *inner,
+                                ompi_request_t **request);
+
+/* ------------------------------------------------------------ log (coll_xccl_log.c) */
+
+/* The line of a call: algo (an index) or fallback (a reason); counts it
+ * for the summary.  via: peer access, or NULL.  Nothing at verbose 0. */
+void mca_coll_xccl_log_call_line(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int nb,
+                                 size_t bytes, int algo, double predicted_us,
+                                 const char *fallback, const char *via);
+static inline void mca_coll_xccl_log_call(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                          int nb, size_t bytes, int algo, double predicted_us,
+                                          const char *fallback, const char *via)
+{
+    if (mca_coll_xccl_component.verbose >= 1) {
+        mca_coll_xccl_log_call_line(m, coll, nb, bytes, algo, predicted_us, fallback, via);
+    }
+}
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,544 @@
+/*
+ * CUDA IPC peer access inside a node (DESIGN 3a): a provider of
+ * xccl_peer_t whose peer buffers are CUDA IPC mappings of the other ranks'
+ * device buffers and whose flags are words in host shared memory.  A call
+ * it takes runs its collective's "mesh" schedule (algos/..._mesh.c) through
+ * the one executor, with the copies and reductions queued on a stream of
+ * the buffers' CUDA context: the same schedules the simulator tests and
+ * the cost model prices.
+ *
+ * Each rank owns one slot of shared memory (a POSIX segment that its peers
+ * map once per communicator, at the first call that tries): its flag, and
+ * what it tells its peers at the start of a call.  A call then agrees in
+ * two rounds through the slots, no message and no collective:
+ *   1. each rank writes whether it can take part (device buffers of one
+ *      context, contiguous, a GPU kernel for a reduction) and the IPC
+ *      handles of the buffers its peers read, and waits for all;
+ *   2. if every rank can, each maps what its schedule reads of the others;
+ *      each writes whether that worked and waits for all.
+ * Every rank reads the same slots, so all decide alike: the mesh schedule
+ * on every rank, or nothing moved and the call goes on as any other (host
+ * copies).  Round 2 is also what keeps a slot stable until every peer has
+ * read it: nobody starts its next call's round 1 before all finished this
+ * call's reading.
+ */
+#include "ompi_config.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "opal/runtime/opal_progress.h"
+
+#include "coll_xccl_gpu.h"
+#include "gpu/xccl_gpu.h"
+#include "gpu/xccl_gpu_kernels.h"
+#include "gpu/xccl_ipc_cache.h"
+
+/* Peers' buffers kept mapped between calls (at least). */
+#define XCCL_IPC_MAPS 32
+#define XCCL_IPC_NAME 48
+
+/* One exported buffer. */
+typedef struct {
+    xccl_cuipc_handle_t handle;
+    uint64_t buffer_id, offset;
+    int32_t valid, pad;
+} ipc_buf_t;
+
+/* A rank's slot, written by that rank only. */
+typedef struct {
+    uint64_t flag;                   /* the schedule's flag: seq << 32 | value */
+    char pad0[56];
+    uint64_t agree;                  /* the agreement: 2 * epoch + round */
+    int32_t ok;                      /* round 1: this rank can take part */
+    int32_t mapped;                  /* round 2: it mapped what it reads */
+    ipc_buf_t buf[2];                /* round 1: its SEND and RECV, as its peers read them */
+} ipc_slot_t;
+
+/* The call in progress (blocking: one at a time per communicator). */
+typedef struct {
+    mca_coll_xccl_module_t *m;
+    struct mca_coll_xccl_ipc *ipc;
+    const xccl_cu_api_t *cu;
+    void *ctx;                       /* the context of this rank's buffers */
+    xccl_gpu_set_t *set;             /* its stream and device scratch */
+    xccl_dtype_t dt;
+    xccl_op_t op;
+    char error[200];                 /* the first driver error ("": none) */
+    xccl_peer_t peer;
+} ipc_call_t;
+
+struct mca_coll_xccl_ipc {
+    xccl_ipc_cache_t maps;
+    xccl_ipc_exports_t exports;
+    int up;                          /* 1 slots mapped, -1 never (all ranks alike), 0 not tried */
+    ipc_slot_t **slot;               /* [size] every rank's, this rank's too */
+    size_t slot_bytes;
+    uint64_t epoch;                  /* agreements so far, the same on every rank */
+    char **mapped;                   /* [2 * size] the call's peer buffers (SEND, RECV) */
+    ipc_call_t call;
+};
+
+/* ------------------------------------------------------------ mappings */
+
+static char *map_open(void *cbctx, const xccl_cuipc_handle_t *handle, void *ctx)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cudeviceptr_t p = 0;
+    (void) cbctx, (void) ctx;  /* ctx is current (the caller pushed it) */
+    if (XCCL_CUDA_SUCCESS != cu->IpcOpenMemHandle(&p, *handle,
+                                                   XCCL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) {
+        return NULL;
+    }
+    return (char *) (uintptr_t) p;
+}
+
+static void map_close(void *cbctx, char *ptr, void *ctx)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    (void) cbctx;
+    if (NULL != cu && XCCL_CUDA_SUCCESS == cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+        cu->IpcCloseMemHandle((xccl_cudeviceptr_t) (uintptr_t) ptr);
+        cu->CtxPopCurrent(&popped);
+    }
+}
+
+static void unmap_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
+{
+    for (int j = 0; NULL != ipc->slot && j < m->size; j++) {
+        if (NULL != ipc->slot[j]) {
+            munmap(ipc->slot[j], ipc->slot_bytes);
+        }
+    }
+    free(ipc->slot);
+    ipc->slot = NULL;
+}
+
+void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m)
+{
+    struct mca_coll_xccl_ipc *ipc = m->ipc;
+    if (NULL != ipc) {
+        xccl_ipc_cache_fini(&ipc->maps);
+        unmap_slots(m, ipc);
+        free(ipc->mapped);
+        free(ipc);
+    }
+    m->ipc = NULL;
+}
+
+/* ------------------------------------------------------------ slots */
+
+static void *map_segment(const char *name, int create, size_t bytes)
+{
+    int fd = shm_open(name, O_RDWR | (create ? O_CREAT | O_EXCL : 0), 0600);
+    void *p = MAP_FAILED;
+    if (fd < 0) {
+        return NULL;
+    }
+    if (!create || 0 == ftruncate(fd, (off_t) bytes)) {
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    return MAP_FAILED == p ? NULL : p;
+}
+
+/* Once per communicator, at the first call that tries, on every rank (the
+ * attempt depends only on what all ranks share): each rank creates its
+ * slot, the names go round through the fallback's allgather, each maps its
+ * peers', and an allreduce says whether all could (then each unlinks its
+ * name: everybody has mapped it, or given up).  All ranks end with the
+ * same ipc->up. */
+static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
+{
+    static int segments;
+    const int P = m->size, me = m->rank;
+    char mine[XCCL_IPC_NAME];
+    char *names = calloc((size_t) P, XCCL_IPC_NAME);
+    int ok, rc;
+    ipc->slot_bytes = ((sizeof(ipc_slot_t) + 4095) / 4096) * 4096;
+    ipc->slot = calloc((size_t) P, sizeof(*ipc->slot));
+    ipc->mapped = calloc(2 * (size_t) P, sizeof(char *));
+    snprintf(mine, sizeof(mine), "/xccl-ipc-%d-%d", (int) getpid(),
+             __atomic_fetch_add(&segments, 1, __ATOMIC_RELAXED));
+    ok = NULL != names && NULL != ipc->slot && NULL != ipc->mapped &&
+         NULL != (ipc->slot[me] = map_segment(mine, 1, ipc->slot_bytes));
+    if (!ok) {
+        mine[0] = '\0';                /* the peers see this rank cannot */
+    }
+    rc = NULL == names ? OMPI_ERR_OUT_OF_RESOURCE
+                       : m->prev.allgather(mine, XCCL_IPC_NAME, MPI_BYTE, names, XCCL_IPC_NAME,
+                                           MPI_BYTE, m->comm, m->prev.allgather_module);
+    for (int j = 0; MPI_SUCCESS == rc && ok && j < P; j++) {
+        const char *name = names + (size_t) j * XCCL_IPC_NAME;
+        ok = j == me || ('\0' != name[0] && NULL != (ipc->slot[j] = map_segment(name, 0,
+                                                                                 ipc->slot_bytes)));
+    }
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, m->comm,
+                               m->prev.allreduce_module);
+    }
+    if ('\0' != mine[0]) {
+        shm_unlink(mine);
+    }
+    free(names);
+    ipc->up = MPI_SUCCESS == rc && ok ? 1 : -1;
+    if (ipc->up < 0) {
+        unmap_slots(m, ipc);
+        mca_coll_xccl_log(2, "comm comm=%u rank=%d: no cuda ipc: the ranks' shared slots did not "
+                          "map", m->cid, m->world_rank);
+    }
+    return MPI_SUCCESS == rc ? rc : mca_coll_xccl_error(m, XCCL_COLL_ALLREDUCE, rc,
+                                                        "cuda ipc set-up");
+}
+
+/* Round 1 or 2 of this call's agreement: publishes it, waits until every
+ * rank has (they all make this call). */
+static void agree_round(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, int round)
+{
+    const uint64_t want = 2 * ipc->epoch + (uint64_t) round;
+    __atomic_store_n(&ipc->slot[m->rank]->agree, want, __ATOMIC_RELEASE);
+    for (int j = 0; j < m->size; j++) {
+        while (__atomic_load_n(&ipc->slot[j]->agree, __ATOMIC_ACQUIRE) < want) {
+            opal_progress();
+        }
+    }
+}
+
+/* ------------------------------------------------------------ xccl_peer_t */
+
+static void *peer_buf(void *ctx, int peer, xccl_buf_id_t id)
+{
+    ipc_call_t *c = ctx;
+    return id <= XCCL_BUF_RECV ? c->ipc->mapped[2 * peer + id] : NULL;
+}
+
+static void call_fail(ipc_call_t *c, const char *error)
+{
+    if ('\0' == c->error[0]) {
+        snprintf(c->error, sizeof(c->error), "%s", error);
+        mca_coll_xccl_log(1, "cuda ipc: %s", error);
+    }
+}
+
+/* What this rank queued must be done before a peer may read it (or, past
+ * the last flag, reuse its buffers). */
+static void call_sync(ipc_call_t *c)
+{
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
+        call_fail(c, "cuCtxPushCurrent failed");
+        return;
+    }
+    const char *error = mca_coll_xccl_gpu_sync(c->cu, c->set->in);
+    c->cu->CtxPopCurrent(&popped);
+    if (error) {
+        call_fail(c, error);
+    }
+}
+
+/* A failed step still posts its flags: no peer waits forever; the error
+ * is this rank's call's. */
+static int peer_post(void *ctx, uint32_t seq, uint32_t val)
+{
+    ipc_call_t *c = ctx;
+    call_sync(c);
+    __atomic_store_n(&c->ipc->slot[c->m->rank]->flag, ((uint64_t) seq << 32) | val,
+                     __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
+{
+    ipc_call_t *c = ctx;
+    const uint64_t f = __atomic_load_n(&c->ipc->slot[peer]->flag, __ATOMIC_ACQUIRE);
+    const uint32_t fseq = (uint32_t) (f >> 32), fval = (uint32_t) f;
+    return (int32_t) (fseq - seq) > 0 || (fseq == seq && fval >= val);
+}
+
+/* The schedule's copies and reductions, queued on the call's stream. */
+static int call_copy(void *ctx, void *dst, const void *src, size_t len)
+{
+    ipc_call_t *c = ctx;
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
+        call_fail(c, "cuCtxPushCurrent failed");
+        return 0;
+    }
+    const char *error = mca_coll_xccl_gpu_copy(c->cu, dst, src, len, MCA_COLL_XCCL_DEVICE_TO_DEVICE, c->set->in);
+    c->cu->CtxPopCurrent(&popped);
+    if (error) {
+        call_fail(c, error);
+    }
+    return 0;
+}
+
+static int call_reduce(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    ipc_call_t *c = ctx;
+    const void *srcs[2] = { a, b };
+    const char *error = NULL;
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
+        call_fail(c, "cuCtxPushCurrent failed");
+        return 0;
+    }
+    if (0 != xccl_gpu_reduce(c->dt, c->op, dst, srcs, 2, count, c->set->in, &error)) {
+        call_fail(c, error ? error : "xccl_gpu_reduce failed");
+    }
+    c->cu->CtxPopCurrent(&popped);
+    return 0;
+}
+
+/* ------------------------------------------------------------ this rank's part */
+
+/* Exports device buffer p (its handle, once per allocation) as what the
+ * peers read for buffer k; 0 if p is not device memory of c->ctx. */
+static int export_buf(ipc_call_t *c, ipc_slot_t *mine, const void *p, int k)
+{
+    xccl_mem_info_t info;
+    xccl_cucontext_t popped;
+    ipc_buf_t *b = &mine->buf[k];
+    xccl_gpu_classify(p, &info);
+    if (XCCL_MEM_DEVICE != info.type || info.ctx != c->ctx) {
+        return 0;
+    }
+    const xccl_cuipc_handle_t *known = xccl_ipc_exports_find(&c->ipc->exports, info.base,
+                                                             info.buffer_id);
+    if (known) {
+        b->handle = *known;
+    } else if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent(info.ctx)) {
+        return 0;
+    } else {
+        int got = XCCL_CUDA_SUCCESS ==
+                  c->cu->IpcGetMemHandle(&b->handle, (xccl_cudeviceptr_t) (uintptr_t) info.base);
+        c->cu->CtxPopCurrent(&popped);
+        if (!got) {
+            return 0;
+        }
+        xccl_ipc_exports_add(&c->ipc->exports, info.base, info.buffer_id, &b->handle);
+    }
+    b->buffer_id = info.buffer_id;
+    b->offset = (uint64_t) ((const char *) p - (const char *) info.base);
+    b->valid = 1;
+    return 1;
+}
+
+/* The buffers of the mesh schedule (SEND, RECV; see xccl_algos.h) at
+ * dev[], in the device memory of one context, and whether this rank can
+ * take part: every buffer of one context, contiguous, a GPU kernel for a
+ * reduction (loaded, buffers aligned).  Exports what its peers read. */
+static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t *mine,
+                    char *dev[2])
+{
+    xccl_mem_info_t info;
+    const int me = c->m->rank;
+    char *r = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
+    dev[XCCL_BUF_RECV] = r;
+    if (XCCL_COLL_BCAST == c->coll) {
+        dev[XCCL_BUF_SEND] = r;
+    } else if (c->in_place) {
+        dev[XCCL_BUF_SEND] = XCCL_COLL_ALLGATHER == c->coll ? r + (size_t) me * c->args.block : r;
+    } else {
+        dev[XCCL_BUF_SEND] = (char *) c->sbuf + mca_coll_xccl_true_lb(c->sdtype);
+    }
+    memset(mine->buf, 0, sizeof(mine->buf));
+    if (NULL == call->cu) {
+        return 0;
+    }
+    if (c->reduction) {
+        if (NULL == c->red.kernel || !xccl_gpu_reduce_supported((xccl_dtype_t) c->red.xdt,
+                                                                (xccl_op_t) c->red.xop)) {
+            return 0;
+        }
+        call->dt = (xccl_dtype_t) c->red.xdt;
+        call->op = (xccl_op_t) c->red.xop;
+        if (((uintptr_t) dev[0] | (uintptr_t) dev[1]) & (xccl_gpu_reduce_align(call->dt) - 1)) {
+            return 0;
+        }
+    } else if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn) ||
+               (XCCL_COLL_BCAST != c->coll && !c->in_place &&
+                !mca_coll_xccl_is_contiguous(c->sdtype, c->sn))) {
+        return 0;
+    }
+    xccl_gpu_classify(r, &info);
+    if (XCCL_MEM_DEVICE != info.type) {
+        return 0;
+    }
+    call->ctx = info.ctx;
+    /* What the peers read: the inputs, and allreduce's reduced slices;
+     * bcast, the root's buffer. */
+    int ok = 1;
+    if (XCCL_COLL_BCAST != c->coll) {
+        ok = export_buf(call, mine, dev[XCCL_BUF_SEND], XCCL_BUF_SEND);
+    }
+    if (ok && (XCCL_COLL_ALLREDUCE == c->coll || (XCCL_COLL_BCAST == c->coll && me == c->root))) {
+        ok = export_buf(call, mine, r, XCCL_BUF_RECV);
+    }
+    if (ok && c->reduction) {
+        /* The kernels load into this context (once), or this rank is out. */
+        xccl_cucontext_t popped;
+        const char *why = NULL;
+        ok = XCCL_CUDA_SUCCESS == call->cu->CtxPushCurrent((xccl_cucontext_t) call->ctx);
+        if (ok) {
+            ok = 0 == xccl_gpu_kernels_load(&why);
+            call->cu->CtxPopCurrent(&popped);
+        }
+        if (!ok) {
+            mca_coll_xccl_log(2, "%s comm=%u rank=%d: no cuda ipc reduction: %s",
+                              xccl_coll_name(c->coll), c->m->cid, c->m->world_rank,
+                              why ? why : "cuCtxPushCurrent failed");
+        }
+    }
+    return ok;
+}
+
+/* Round 2's part: maps every peer buffer the schedule names, and takes the
+ * stream (and device scratch) of the call. */
+static int map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call, const xccl_sched_t *s)
+{
+    struct mca_coll_xccl_ipc *ipc = call->ipc;
+    xccl_cucontext_t popped;
+    int ok = 1;
+    memset(ipc->mapped, 0, 2 * (size_t) m->size * sizeof(char *));
+    if (XCCL_CUDA_SUCCESS != call->cu->CtxPushCurrent((xccl_cucontext_t) call->ctx)) {
+        return 0;
+    }
+    xccl_ipc_cache_begin(&ipc->maps);    /* this call's mappings stay */
+    for (size_t i = 0; ok && i < s->nacts; i++) {
+        const xccl_ref_t refs[3] = { s->acts[i].a, s->acts[i].b, s->acts[i].dst };
+        for (int k = 0; ok && k < 3; k++) {
+            const int q = xccl_ref_owner(refs[k]);
+            if (q < 0 || q == m->rank || refs[k].buf > XCCL_BUF_RECV ||
+                NULL != ipc->mapped[2 * q + refs[k].buf]) {
+                continue;
+            }
+            const ipc_buf_t *b = &ipc->slot[q]->buf[refs[k].buf];
+            char *base = b->valid ? xccl_ipc_cache_get(&ipc->maps, q, b->buffer_id, &b->handle,
+                                                       call->ctx)
+                                  : NULL;
+            ok = NULL != base;
+            ipc->mapped[2 * q + refs[k].buf] = ok ? base + b->offset : NULL;
+        }
+    }
+    const char *error = NULL;
+    if (ok) {
+        call->set = xccl_gpu_set_get((xccl_cucontext_t) call->ctx, 0,
+                                     mca_coll_xccl_component.gpu_pool_bytes, &error);
+        ok = NULL != call->set &&
+             (0 == s->scratch_bytes || 0 == xccl_gpu_set_scratch(call->set, s->scratch_bytes, &error));
+    }
+    call->cu->CtxPopCurrent(&popped);
+    return ok;
+}
+
+static void release_set(ipc_call_t *call, int bad)
+{
+    xccl_cucontext_t popped;
+    if (NULL == call->set) {
+        return;
+    }
+    int pushed = XCCL_CUDA_SUCCESS == call->cu->CtxPushCurrent((xccl_cucontext_t) call->ctx);
+    xccl_gpu_set_put(call->set, bad);
+    if (pushed) {
+        call->cu->CtxPopCurrent(&popped);
+    }
+    call->set = NULL;
+}
+
+/* ------------------------------------------------------------ the provider */
+
+static int ipc_wanted(const mca_coll_xccl_call_t *c)
+{
+    const size_t min = mca_coll_xccl_component.gpu_ipc_bytes;
+    /* As the hand-written CUDA IPC collectives did: blocking calls, not in
+     * place for alltoall and reduce_scatter. */
+    return NULL == c->request && min > 0 && c->bytes >= min && c->m->size >= 2 &&
+           !(c->in_place && XCCL_COLL_ALLREDUCE != c->coll && XCCL_COLL_ALLGATHER != c->coll);
+}
+
+static int ipc_usable(const mca_coll_xccl_module_t *m)
+{
+    return m->gpu_ipc && (NULL == m->ipc || m->ipc->up >= 0);
+}
+
+static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
+                    mca_coll_xccl_exec_hooks_t *hooks, void **state, int *go)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    struct mca_coll_xccl_ipc *ipc = m->ipc;
+    char *dev[2];
+    int rc;
+    *go = 0;
+    if (NULL == ipc) {
+        if (NULL == (ipc = m->ipc = calloc(1, sizeof(*ipc)))) {
+            return mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
+        }
+        xccl_ipc_cache_init(&ipc->maps, XCCL_IPC_MAPS, map_open, map_close, NULL);
+    }
+    if (0 == ipc->up && MPI_SUCCESS != (rc = setup_slots(m, ipc))) {
+        return rc;
+    }
+    if (ipc->up < 0) {
+        return MPI_SUCCESS;            /* on every rank */
+    }
+    ipc_call_t *call = &ipc->call;
+    ipc_slot_t *mine = ipc->slot[m->rank];
+    memset(call, 0, sizeof(*call));
+    call->m = m;
+    call->ipc = ipc;
+    call->cu = xccl_cu();
+    mine->ok = own_part(c, call, mine, dev);
+    agree_round(m, ipc, 1);
+    int all = 1;
+    for (int j = 0; j < m->size; j++) {
+        all = all && ipc->slot[j]->ok;
+    }
+    mine->mapped = all && map_peers(m, call, s);
+    agree_round(m, ipc, 2);
+    ipc->epoch++;
+    for (int j = 0; j < m->size; j++) {
+        all = all && ipc->slot[j]->mapped;
+    }
+    if (!all) {
+        release_set(call, 0);
+        return MPI_SUCCESS;
+    }
+    /* Every rank runs the mesh schedule now. */
+    *go = 1;
+    call->peer = (xccl_peer_t) { call, peer_buf, peer_post, peer_test };
+    hooks->bufs[XCCL_BUF_SEND] = dev[XCCL_BUF_SEND];
+    hooks->bufs[XCCL_BUF_RECV] = dev[XCCL_BUF_RECV];
+    hooks->bufs[XCCL_BUF_SCRATCH] = s->scratch_bytes ? call->set->dev : NULL;
+    hooks->copy = call_copy;
+    hooks->copy_ctx = call;
+    hooks->reduce = call_reduce;
+    hooks->reduce_ctx = call;
+    hooks->peer = &call->peer;
+    *state = call;
+    return MPI_SUCCESS;
+}
+
+static int ipc_close_call(mca_coll_xccl_call_t *c, void *state, int rc)
+{
+    ipc_call_t *call = state;
+    call_sync(call);                   /* nothing queued outlives the call */
+    release_set(call, '\0' != call->error[0]);
+    if ('\0' != call->error[0]) {
+        return mca_coll_xccl_error(c->m, c->coll, MPI_ERR_INTERN, call->error);
+    }
+    return rc;
+}
+
+const mca_coll_xccl_peer_provider_t mca_coll_xccl_gpu_ipc_provider = {
+    .name = "cuda_ipc",
+    .wanted = ipc_wanted,
+    .usable = ipc_usable,
+    .open = ipc_open,
+    .close = ipc_close_call,
+};

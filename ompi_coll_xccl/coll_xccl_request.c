@@ -1,0 +1,367 @@
+/*
+ * Nonblocking calls in flight.  A request of xccl's owns its schedule (a
+ * reference from the communicator's cache), executor and scratch, and is
+ * progressed by xccl's progress callback.  One started before the
+ * communicator's set-up agreement is in waits for it with its arguments,
+ * then takes its schedule (its sequence number is taken when it starts,
+ * like every call's, so it is the same on all ranks).  A call on device
+ * buffers wraps the host call's request (staged).
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/mca/coll/base/coll_base_util.h"
+#include "ompi/request/request.h"
+
+#include "coll_xccl_call.h"
+#include "coll_xccl_gpu.h"
+
+/* An active collective request of xccl's: the ompi_request_t at the start
+ * of an object of `whole` bytes.  It must be an ompi_coll_base_nbc_request_t
+ * first: for a derived datatype or a user op, Open MPI's MPI layer keeps
+ * them alive through the request it got back (ompi_coll_base_retain_op,
+ * _datatypes), writing into that struct's fields, which overwrote xccl's
+ * own and crashed the progress of MPI_Iallreduce / MPI_Ibcast with derived
+ * datatypes.  Zeroed past the ompi_request_t, as that constructor leaves
+ * the rest. */
+static void init_request(ompi_request_t *r, size_t whole, ompi_request_free_fn_t free_fn)
+{
+    memset((char *) r + sizeof(*r), 0, whole - sizeof(*r));
+    OMPI_REQUEST_INIT(r, false);
+    r->req_type = OMPI_REQUEST_COLL;
+    r->req_state = OMPI_REQUEST_ACTIVE;
+    r->req_free = free_fn;
+    r->req_status.MPI_ERROR = MPI_SUCCESS;
+    r->req_status._cancelled = 0;
+}
+
+/* ------------------------------------------------------------ staged */
+
+/* A nonblocking call on device buffers: the host call's request (inner)
+ * runs on the host copies; when it completes, its completion callback
+ * completes the copies back and this request. */
+typedef struct {
+    ompi_coll_base_nbc_request_t super;   /* see init_request */
+    ompi_request_t *inner;
+    mca_coll_xccl_module_t *module;  /* retained while active */
+    xccl_coll_t coll;
+    mca_coll_xccl_staged_t st;
+} staged_request_t;
+
+static OBJ_CLASS_INSTANCE(staged_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+
+static int staged_request_free(ompi_request_t **rptr)
+{
+    staged_request_t *req = (staged_request_t *) *rptr;
+    if (req->inner) {
+        ompi_request_free(&req->inner);
+    }
+    OMPI_REQUEST_FINI(&req->super.super);
+    OBJ_RELEASE(req);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+/* Completes the copies back when the call succeeded. */
+static int staged_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, mca_coll_xccl_staged_t *st,
+                      int rc)
+{
+    int rc2 = mca_coll_xccl_gpu_stage_out(m, coll, &st->gpu, MPI_SUCCESS == rc);
+    return MPI_SUCCESS != rc ? rc : rc2;
+}
+
+static int staged_request_done(ompi_request_t *inner)
+{
+    staged_request_t *req = inner->req_complete_cb_data;
+    int rc = staged_end(req->module, req->coll, &req->st, inner->req_status.MPI_ERROR);
+    req->super.super.req_status.MPI_ERROR = rc;
+    OBJ_RELEASE(req->module);
+    ompi_request_complete(&req->super.super, true);
+    return 0;
+}
+
+int mca_coll_xccl_staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                mca_coll_xccl_staged_t *st, int rc, ompi_request_t *inner,
+                                ompi_request_t **request)
+{
+    if (NULL == request || MPI_SUCCESS != rc) {
+        return staged_end(m, coll, st, rc);
+    }
+    staged_request_t *req = OBJ_NEW(staged_request_t);
+    if (NULL == req) {
+        /* The host call runs already: finish it here rather than leak it. */
+        ompi_request_wait(&inner, MPI_STATUS_IGNORE);
+        staged_end(m, coll, st, MPI_SUCCESS);
+        return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    }
+    init_request(&req->super.super, sizeof(*req), staged_request_free);
+    req->inner = inner;
+    req->coll = coll;
+    req->st = *st;
+    OBJ_RETAIN(m);
+    req->module = m;
+    *request = &req->super.super;
+    ompi_request_set_callback(inner, staged_request_done, req);
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ schedules */
+
+typedef struct xccl_request {
+    ompi_coll_base_nbc_request_t super;   /* see init_request */
+    struct xccl_request *next;       /* in the list of active requests */
+    mca_coll_xccl_module_t *module;  /* retained while active */
+    xccl_coll_t coll;
+    uint32_t seq;
+    int waiting;                     /* for the set-up: no schedule yet */
+    xccl_coll_args_t args;           /* while waiting */
+    size_t *counts;                  /* args.counts, owned */
+    size_t bytes, es;
+    mca_coll_xccl_exec_hooks_t hooks;
+    const xccl_sched_t *sched;       /* a reference (xccl_select_put) */
+    xccl_exec_t exec;
+    mca_coll_xccl_reduce_t red;
+    mca_coll_xccl_packed_t pk;
+    void *scratch;
+} xccl_request_t;
+
+static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+
+static xccl_request_t *active_requests;
+static opal_mutex_t active_lock = OPAL_MUTEX_STATIC_INIT;
+static int progressing;
+
+static int request_free(ompi_request_t **rptr)
+{
+    /* MPI forbids freeing an active collective request: it is complete. */
+    xccl_request_t *req = (xccl_request_t *) *rptr;
+    OMPI_REQUEST_FINI(&req->super.super);
+    OBJ_RELEASE(req);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+/* Everything a request holds besides its module and packed copies. */
+static void request_release(xccl_request_t *req)
+{
+    if (NULL != req->sched) {
+        xccl_exec_fini(&req->exec);
+        xccl_select_put(req->sched);
+        req->sched = NULL;
+    }
+    free(req->scratch);
+    free(req->counts);
+    req->scratch = NULL;
+    req->counts = NULL;
+    if (req->red.op) {
+        OBJ_RELEASE(req->red.op);
+        OBJ_RELEASE(req->red.dtype);
+        req->red.op = NULL;
+    }
+}
+
+/* rc: 1 done, else the execution's error, or an MPI error code already
+ * logged (err). */
+static void request_finish(xccl_request_t *req, int rc, int err)
+{
+    mca_coll_xccl_module_t *m = req->module;
+    request_release(req);
+    if (MPI_SUCCESS != err) {
+        req->super.super.req_status.MPI_ERROR = err;
+    } else if (1 != rc) {
+        req->super.super.req_status.MPI_ERROR = mca_coll_xccl_exec_failed(m, req->coll);
+    }
+    err = mca_coll_xccl_packed_end(m, req->coll, &req->pk, 1 == rc && MPI_SUCCESS == err, 1);
+    if (MPI_SUCCESS == req->super.super.req_status.MPI_ERROR) {
+        req->super.super.req_status.MPI_ERROR = err;
+    }
+    OBJ_RELEASE(m);
+    ompi_request_complete(&req->super.super, true);
+}
+
+/* Scratch and executor of a request that has its schedule: 0 or -1. */
+static int request_launch(xccl_request_t *req)
+{
+    const size_t need = req->sched->scratch_bytes;
+    const int host_scratch = need && NULL == req->hooks.bufs[XCCL_BUF_SCRATCH];
+    req->scratch = host_scratch ? malloc(need) : NULL;
+    if (host_scratch && NULL == req->scratch) {
+        return -1;
+    }
+    return mca_coll_xccl_exec_init(&req->exec, req->module, req->sched, &req->hooks, &req->red,
+                                   req->scratch, req->seq);
+}
+
+/* A waiting request whose communicator is set up now: its schedule, then
+ * launch.  MPI_SUCCESS, or an error code (logged). */
+static int request_build(xccl_request_t *req)
+{
+    mca_coll_xccl_module_t *m = req->module;
+    double predicted_us;
+    int algo;
+    req->args.layout = &m->layout;
+    req->sched = mca_coll_xccl_select_schedule(m, req->coll, &req->args, req->bytes, req->es, -1,
+                                               &algo, &predicted_us);
+    if (NULL == req->sched) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, predicted_us, NULL, NULL);
+    req->waiting = 0;
+    return 0 == request_launch(req)
+               ? MPI_SUCCESS
+               : mca_coll_xccl_error(m, req->coll, OMPI_ERR_OUT_OF_RESOURCE,
+                                     "out of memory for a request");
+}
+
+int mca_coll_xccl_requests_active(void)
+{
+    return NULL != __atomic_load_n(&active_requests, __ATOMIC_RELAXED);
+}
+
+/* Called from Open MPI's progress loop (and from xccl's own waits). */
+int mca_coll_xccl_progress_requests(void)
+{
+    xccl_request_t *done = NULL;
+    int events = 0;
+    if (NULL == active_requests) {
+        return 0;
+    }
+    OPAL_THREAD_LOCK(&active_lock);
+    if (progressing) {                 /* a reduction callback re-entered progress */
+        OPAL_THREAD_UNLOCK(&active_lock);
+        return 0;
+    }
+    progressing = 1;
+    for (xccl_request_t **pp = &active_requests; *pp;) {
+        xccl_request_t *req = *pp;
+        int rc = 0, err = MPI_SUCCESS;
+        if (req->waiting && mca_coll_xccl_setup_test(req->module)) {
+            err = request_build(req);
+        }
+        if (MPI_SUCCESS == err && !req->waiting) {
+            rc = xccl_exec_progress(&req->exec);
+        }
+        if (0 == rc && MPI_SUCCESS == err) {
+            pp = &req->next;
+            continue;
+        }
+        *pp = req->next;               /* unlink; complete outside the lock */
+        req->exec.status = rc;
+        req->super.super.req_status.MPI_ERROR = err;
+        req->next = done;
+        done = req;
+        events++;
+    }
+    progressing = 0;
+    OPAL_THREAD_UNLOCK(&active_lock);
+    while (done) {
+        xccl_request_t *req = done;
+        done = req->next;
+        request_finish(req, req->exec.status, req->super.super.req_status.MPI_ERROR);
+    }
+    return events;
+}
+
+/* A request for a call of m that runs as hooks say, with red's reduction
+ * and pk's packed copies (both taken over). */
+static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                   const mca_coll_xccl_exec_hooks_t *hooks,
+                                   const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk)
+{
+    xccl_request_t *req = OBJ_NEW(xccl_request_t);
+    if (NULL == req) {
+        return NULL;
+    }
+    init_request(&req->super.super, sizeof(*req), request_free);
+    req->coll = coll;
+    req->hooks = *hooks;
+    if (red) {
+        req->red = *red;
+        if (NULL == req->red.kernel) {
+            /* A user op and its datatype may be freed before completion. */
+            OBJ_RETAIN(req->red.op);
+            OBJ_RETAIN(req->red.dtype);
+        } else {
+            req->red.op = NULL;
+        }
+    }
+    req->pk = *pk;
+    mca_coll_xccl_packed_keep(&req->pk);
+    memset(pk, 0, sizeof(*pk));
+    OBJ_RETAIN(m);
+    req->module = m;
+    req->seq = m->seq++;
+    return req;
+}
+
+static void request_enqueue(xccl_request_t *req, ompi_request_t **request)
+{
+    *request = &req->super.super;
+    OPAL_THREAD_LOCK(&active_lock);
+    req->next = active_requests;
+    active_requests = req;
+    OPAL_THREAD_UNLOCK(&active_lock);
+    mca_coll_xccl_progress_requests();   /* post the first step now */
+}
+
+/* Undoes request_new for a request that never started. */
+static int request_drop(xccl_request_t *req, int err)
+{
+    mca_coll_xccl_module_t *m = req->module;
+    const xccl_coll_t coll = req->coll;
+    request_release(req);
+    mca_coll_xccl_packed_end(m, coll, &req->pk, 0, 1);
+    OBJ_RELEASE(req);
+    err = mca_coll_xccl_error(m, coll, err, "out of memory for a request");
+    OBJ_RELEASE(m);
+    return err;
+}
+
+int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                const xccl_sched_t *s, const mca_coll_xccl_exec_hooks_t *hooks,
+                                const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk,
+                                ompi_request_t **request)
+{
+    xccl_request_t *req = request_new(m, coll, hooks, red, pk);
+    if (NULL == req) {
+        xccl_select_put(s);
+        mca_coll_xccl_packed_end(m, coll, pk, 0, 0);
+        return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    }
+    req->sched = s;
+    if (0 != request_launch(req)) {
+        return request_drop(req, OMPI_ERR_OUT_OF_RESOURCE);
+    }
+    request_enqueue(req, request);
+    return MPI_SUCCESS;
+}
+
+int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
+                                        const mca_coll_xccl_exec_hooks_t *hooks,
+                                        mca_coll_xccl_packed_t *pk)
+{
+    xccl_request_t *req = request_new(m, c->coll, hooks, c->reduction ? &c->red : NULL, pk);
+    if (NULL == req) {
+        mca_coll_xccl_packed_end(m, c->coll, pk, 0, 0);
+        return mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE,
+                                   "out of memory for a request");
+    }
+    req->args = c->args;
+    req->bytes = c->bytes;
+    req->es = c->es;
+    req->waiting = 1;
+    if (NULL != c->args.counts) {
+        const size_t n = (size_t) m->size * sizeof(size_t);
+        if (NULL == (req->counts = malloc(n))) {
+            return request_drop(req, OMPI_ERR_OUT_OF_RESOURCE);
+        }
+        memcpy(req->counts, c->args.counts, n);
+        req->args.counts = req->counts;
+    }
+    mca_coll_xccl_log(2, "i%s comm=%u rank=%d: waits for the communicator's set-up",
+                      xccl_coll_name(c->coll), m->cid, m->world_rank);
+    request_enqueue(req, c->request);
+    return MPI_SUCCESS;
+}

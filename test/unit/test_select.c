@@ -1,0 +1,281 @@
+/* Selection (algos/select.c): names, the fallback decision, forced ->
+ * tuning rule -> cost model, and the per-communicator cache of choices and
+ * schedules. */
+#include "xccl_algos.h"
+
+#include <check.h>
+#include "check_main.h"
+#include <stdlib.h>
+#include <string.h>
+
+static xccl_layout_t one_node(int p)
+{
+    xccl_layout_t l;
+    int *id = calloc((size_t) p, sizeof(int));
+    ck_assert_ptr_nonnull(id);
+    ck_assert_int_eq(xccl_layout_init(&l, p, id), 0);
+    free(id);
+    return l;
+}
+
+START_TEST(names_and_indices)
+{
+    ck_assert_str_eq(xccl_select_name(XCCL_COLL_ALLREDUCE, XCCL_SEL_AUTO), "auto");
+    ck_assert_str_eq(xccl_select_name(XCCL_COLL_BCAST, XCCL_SEL_FALLBACK), "fallback");
+    ck_assert_str_eq(xccl_select_name(XCCL_COLL_ALLREDUCE, XCCL_SEL_FIRST), "ring");
+    ck_assert_str_eq(xccl_select_name(XCCL_COLL_ALLTOALL, XCCL_SEL_FIRST), "pairwise");
+    for (int c = 0; c < XCCL_NCOLL; c++) {
+        int n;
+        const xccl_algo_t *list = xccl_coll_algos((xccl_coll_t) c, &n);
+        /* every catalog entry has an index, the last ones ("mesh") too */
+        for (int i = 0; i < n; i++) {
+            ck_assert_int_eq(xccl_select_index((xccl_coll_t) c, list[i].name), XCCL_SEL_FIRST + i);
+        }
+        ck_assert_ptr_null(xccl_select_name((xccl_coll_t) c, XCCL_SEL_FIRST + n));
+        ck_assert_int_lt(XCCL_SEL_FIRST + n, XCCL_SEL_MAX + 1);
+    }
+    ck_assert_int_eq(xccl_select_index(XCCL_COLL_ALLREDUCE, "mesh"), XCCL_SEL_FIRST + 6);
+    ck_assert_int_eq(xccl_select_index(XCCL_COLL_ALLREDUCE, "bruck"), -1);
+    ck_assert_int_eq(xccl_select_index(XCCL_COLL_ALLREDUCE, NULL), -1);
+}
+END_TEST
+
+START_TEST(fallback_decision)
+{
+    xccl_select_policy_t p;
+    char err[128];
+    xccl_select_policy_defaults(&p);
+    p.small_bytes = 4096;
+    ck_assert_str_eq(xccl_select_fallback(&p, XCCL_COLL_ALLREDUCE, 4, 8, 0), "small_message");
+    ck_assert_ptr_null(xccl_select_fallback(&p, XCCL_COLL_ALLREDUCE, 4, 8, 1));
+    ck_assert_ptr_null(xccl_select_fallback(&p, XCCL_COLL_ALLREDUCE, 4, 4096, 0));
+    /* a forced algorithm runs at every size, a forced fallback never */
+    p.forced[XCCL_COLL_ALLREDUCE] = XCCL_SEL_FIRST + 1;
+    ck_assert_ptr_null(xccl_select_fallback(&p, XCCL_COLL_ALLREDUCE, 4, 8, 0));
+    p.forced[XCCL_COLL_ALLREDUCE] = XCCL_SEL_FALLBACK;
+    ck_assert_str_eq(xccl_select_fallback(&p, XCCL_COLL_ALLREDUCE, 4, 1 << 20, 1), "forced");
+    p.forced[XCCL_COLL_ALLREDUCE] = XCCL_SEL_AUTO;
+    /* a rule naming an algorithm keeps small messages; one saying fallback
+     * sends large ones away */
+    ck_assert_int_eq(xccl_tuning_parse("allreduce ranks=* bytes=0-1K algo=recursive_doubling\n"
+                                       "allreduce ranks=* bytes=1M-* algo=fallback\n",
+                                       &p.tuning, err, sizeof(err)), 0);
+    ck_assert_int_eq(xccl_select_check_tuning(&p.tuning, err, sizeof(err)), 0);
+    ck_assert_ptr_null(xccl_select_fallback(&p, XCCL_COLL_ALLREDUCE, 4, 8, 0));
+    ck_assert_str_eq(xccl_select_fallback(&p, XCCL_COLL_ALLREDUCE, 4, 2 << 20, 0), "tuning_file");
+    ck_assert_str_eq(xccl_select_fallback(&p, XCCL_COLL_ALLREDUCE, 4, 2048, 0), "small_message");
+    ck_assert_int_eq(xccl_select_tuned(&p, XCCL_COLL_ALLREDUCE, 4, 100), XCCL_SEL_FIRST + 1);
+    ck_assert_int_eq(xccl_select_tuned(&p, XCCL_COLL_BCAST, 4, 100), XCCL_SEL_AUTO);
+    xccl_tuning_free(&p.tuning);
+    /* rules are checked against the catalog */
+    ck_assert_int_eq(xccl_tuning_parse("bcast ranks=* bytes=* algo=ring\n", &p.tuning, err,
+                                       sizeof(err)), 0);
+    ck_assert_int_eq(xccl_select_check_tuning(&p.tuning, err, sizeof(err)), -1);
+    ck_assert_ptr_nonnull(strstr(err, "line 1"));
+    xccl_tuning_free(&p.tuning);
+}
+END_TEST
+
+START_TEST(forced_then_rule_then_model)
+{
+    xccl_select_policy_t p;
+    xccl_select_cache_t *c = calloc(1, sizeof(*c));
+    char err[128];
+    xccl_layout_t l = one_node(4);
+    xccl_coll_args_t a = { .count = 1 << 20, .layout = &l, .segment = XCCL_RING_SEGMENT };
+    ck_assert_ptr_nonnull(c);
+    xccl_select_policy_defaults(&p);
+
+    /* the model: what xccl_select_model picks, decided once per size class */
+    double t[XCCL_CATALOG_MAX];
+    int n, best = xccl_select_model(&p, XCCL_COLL_ALLREDUCE, &a, 4, t, &n);
+    ck_assert_int_ge(best, XCCL_SEL_FIRST);
+    ck_assert_int_eq(best - XCCL_SEL_FIRST, xccl_pick(t, n, p.margin));
+    /* mesh does not apply without peer access */
+    ck_assert(t[xccl_select_index(XCCL_COLL_ALLREDUCE, "mesh") - XCCL_SEL_FIRST] < 0);
+    xccl_selection_t s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 4 << 20, 4);
+    ck_assert_int_eq(s.algo, best);
+    ck_assert_int_eq(s.by, XCCL_BY_MODEL);
+    ck_assert_int_eq(s.fresh, 1);
+    ck_assert(s.predicted_us > 0);
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 4 << 20, 4);
+    ck_assert_int_eq(s.fresh, 0);
+    ck_assert_int_eq(s.algo, best);
+    /* the cache decides per size class: plant another choice, it is used */
+    c->algo[XCCL_COLL_ALLREDUCE][23][0] = XCCL_SEL_FIRST + 2;
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, (4 << 20) + 8, 4);
+    ck_assert_int_eq(s.algo, XCCL_SEL_FIRST + 2);
+    /* ... and per layout of the call: in place is its own entry */
+    a.in_place = 1;
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, (4 << 20) + 8, 4);
+    ck_assert_int_eq(s.fresh, 1);
+    a.in_place = 0;
+
+    /* a rule wins over the model, a forced algorithm over both */
+    ck_assert_int_eq(xccl_tuning_parse("allreduce ranks=* bytes=* algo=swing\n", &p.tuning, err,
+                                       sizeof(err)), 0);
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 4 << 20, 4);
+    ck_assert_int_eq(s.algo, xccl_select_index(XCCL_COLL_ALLREDUCE, "swing"));
+    ck_assert_int_eq(s.by, XCCL_BY_TUNING);
+    ck_assert(s.predicted_us < 0);
+    p.forced[XCCL_COLL_ALLREDUCE] = xccl_select_index(XCCL_COLL_ALLREDUCE, "rabenseifner");
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 4 << 20, 4);
+    ck_assert_int_eq(s.algo, p.forced[XCCL_COLL_ALLREDUCE]);
+    ck_assert_int_eq(s.by, XCCL_BY_FORCE);
+    xccl_tuning_free(&p.tuning);
+    xccl_select_cache_fini(c);
+    free(c);
+    xccl_layout_fini(&l);
+}
+END_TEST
+
+static int same_ref(xccl_ref_t x, xccl_ref_t y)
+{
+    return x.buf == y.buf && x.off == y.off && x.peer_plus1 == y.peer_plus1;
+}
+
+static int same_action(const xccl_action_t *x, const xccl_action_t *y)
+{
+    return x->kind == y->kind && x->peer == y->peer && x->idx == y->idx && x->len == y->len &&
+           same_ref(x->a, y->a) && same_ref(x->b, y->b) && same_ref(x->dst, y->dst);
+}
+
+START_TEST(schedules_are_kept_while_arguments_repeat)
+{
+    xccl_select_cache_t *c = calloc(1, sizeof(*c));
+    xccl_layout_t l = one_node(4);
+    size_t counts[4] = { 3, 0, 5, 7 };
+    xccl_coll_args_t a = { .counts = counts, .layout = &l };
+    const int rs = XCCL_SEL_FIRST;     /* reduce_scatter ring */
+    int used;
+    ck_assert_ptr_nonnull(c);
+
+    const xccl_sched_t *s1 = xccl_select_schedule(c, XCCL_COLL_REDUCE_SCATTER, rs, &a, 1, 4, 4, &used);
+    ck_assert_ptr_nonnull(s1);
+    ck_assert_int_eq(used, rs);
+    const xccl_sched_t *s2 = xccl_select_schedule(c, XCCL_COLL_REDUCE_SCATTER, rs, &a, 1, 4, 4, &used);
+    ck_assert_ptr_eq(s1, s2);
+    ck_assert_uint_eq(c->hits, 1);
+    ck_assert_uint_eq(c->builds, 1);
+    /* other counts (the same array, changed): another schedule */
+    counts[1] = 1;
+    const xccl_sched_t *s3 = xccl_select_schedule(c, XCCL_COLL_REDUCE_SCATTER, rs, &a, 1, 4, 4, &used);
+    ck_assert_ptr_ne(s3, s1);
+    ck_assert_uint_eq(c->builds, 2);
+    /* a two-level algorithm on one node: the first one is built instead */
+    const int hier = xccl_select_index(XCCL_COLL_REDUCE_SCATTER, "hier");
+    const xccl_sched_t *s4 = xccl_select_schedule(c, XCCL_COLL_REDUCE_SCATTER, hier, &a, 1, 4, 4, &used);
+    ck_assert_int_eq(used, rs);
+    ck_assert_str_eq(s4->algo, "ring");
+
+    /* Enough other calls push s1 out of the cache; its user still holds it. */
+    xccl_sched_t fresh;
+    counts[1] = 0;
+    xccl_sched_init(&fresh, 1, 4, 4);
+    ck_assert_int_eq(xccl_build_reduce_scatter_ring(&fresh, counts, 0), 0);
+    for (int k = 0; k < XCCL_SEL_SCHEDS + 2; k++) {
+        xccl_coll_args_t b = { .count = 100 + (size_t) k, .layout = &l };
+        const xccl_sched_t *t = xccl_select_schedule(c, XCCL_COLL_ALLREDUCE, XCCL_SEL_FIRST, &b, 1,
+                                                     4, 4, &used);
+        ck_assert_ptr_nonnull(t);
+        xccl_select_put(t);
+    }
+    ck_assert_uint_eq(s1->nacts, fresh.nacts);
+    ck_assert_uint_eq(s1->nsteps, fresh.nsteps);
+    for (size_t i = 0; i < fresh.nacts; i++) {
+        ck_assert_msg(same_action(&s1->acts[i], &fresh.acts[i]), "action %zu differs", i);
+    }
+    xccl_sched_fini(&fresh);
+    /* the same arguments again: built anew, s1 is gone from the cache */
+    const xccl_sched_t *s5 = xccl_select_schedule(c, XCCL_COLL_REDUCE_SCATTER, rs, &a, 1, 4, 4, &used);
+    ck_assert_ptr_ne(s5, s1);
+    xccl_select_put(s1);
+    xccl_select_put(s2);
+    xccl_select_put(s3);
+    xccl_select_put(s4);
+    xccl_select_put(s5);
+    /* without a cache: built, handed out, freed at the put */
+    const xccl_sched_t *s6 = xccl_select_schedule(NULL, XCCL_COLL_BCAST, XCCL_SEL_FIRST,
+                                                  &(xccl_coll_args_t) { .bytes = 64, .root = 2 },
+                                                  0, 4, 1, &used);
+    ck_assert_ptr_nonnull(s6);
+    xccl_select_put(s6);
+    xccl_select_cache_fini(c);
+    free(c);
+    xccl_layout_fini(&l);
+}
+END_TEST
+
+/* A cached schedule runs as often as the call repeats: four ranks each
+ * with its own cache (as each process has), the same allreduce three
+ * times on the simulator, right every time. */
+static int sum_cb(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    (void) ctx;
+    xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM)(dst, a, b, count);
+    return 0;
+}
+
+START_TEST(cached_schedule_runs_again)
+{
+    enum { P = 4, N = 1001 };
+    xccl_layout_t l = one_node(P);
+    xccl_coll_args_t a = { .count = N, .layout = &l };
+    xccl_select_cache_t *cache = calloc(P, sizeof(*cache));
+    int32_t *in = malloc(P * N * sizeof(int32_t)), *out = malloc(P * N * sizeof(int32_t));
+    void *scratch[P] = { NULL };
+    ck_assert(cache && in && out);
+    for (int round = 0; round < 3; round++) {
+        xccl_sim_t *sim = xccl_sim_create(P);
+        xccl_exec_t e[P];
+        const xccl_sched_t *s[P];
+        for (int r = 0; r < P; r++) {
+            int used;
+            s[r] = xccl_select_schedule(&cache[r], XCCL_COLL_ALLREDUCE, XCCL_SEL_FIRST + 2, &a, r,
+                                        P, sizeof(int32_t), &used);
+            ck_assert_ptr_nonnull(s[r]);
+            for (int i = 0; i < N; i++) {
+                in[r * N + i] = (r + 1) * (i + round);
+            }
+            free(scratch[r]);
+            scratch[r] = malloc(s[r]->scratch_bytes + 1);
+            void *bufs[XCCL_NBUF] = { &in[r * N], &out[r * N], scratch[r] };
+            ck_assert_int_eq(xccl_exec_init(&e[r], s[r], xccl_sim_transport(sim, r), bufs, sum_cb,
+                                            NULL, (uint32_t) round), 0);
+        }
+        ck_assert_msg(0 == xccl_sim_run(sim, e, P, 7u + (unsigned) round), "%s",
+                      xccl_sim_error(sim));
+        for (int r = 0; r < P; r++) {
+            for (int i = 0; i < N; i++) {
+                ck_assert_int_eq(out[r * N + i], 10 * (i + round));
+            }
+            xccl_exec_fini(&e[r]);
+            xccl_select_put(s[r]);
+        }
+        xccl_sim_destroy(sim);
+    }
+    for (int r = 0; r < P; r++) {
+        ck_assert_uint_eq(cache[r].builds, 1);
+        ck_assert_uint_eq(cache[r].hits, 2);
+        xccl_select_cache_fini(&cache[r]);
+        free(scratch[r]);
+    }
+    free(cache);
+    free(in);
+    free(out);
+    xccl_layout_fini(&l);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("select");
+    TCase *tc = tcase_create("select");
+    tcase_add_test(tc, names_and_indices);
+    tcase_add_test(tc, fallback_decision);
+    tcase_add_test(tc, forced_then_rule_then_model);
+    tcase_add_test(tc, schedules_are_kept_while_arguments_repeat);
+    tcase_add_test(tc, cached_schedule_runs_again);
+    suite_add_tcase(su, tc);
+    return xccl_check_run(su);
+}
