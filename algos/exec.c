@@ -20,6 +20,9 @@ static inline char *ref_ptr(const xccl_exec_t *e, xccl_ref_t r)
  * xccl_peer_t: refused (error) before it touches anything, never run wrong. */
 static int peer_ready(const xccl_exec_t *e)
 {
+    if (e->s->slot_bytes > 0 && NULL == e->bufs[XCCL_BUF_SLOT]) {
+        return 0;              /* a shared-memory schedule without its slot */
+    }
     return !e->s->peer_access ||
            (e->peer && e->peer->buf && e->peer->post && e->peer->test);
 }

@@ -204,8 +204,11 @@ int xccl_sched_finalize(xccl_sched_t *s)
  * child build it alike, so a region means the same on all of them. */
 static xccl_ref_t map_ref(const xccl_buf_map_t *map, const int *group, xccl_ref_t r)
 {
-    const xccl_buf_id_t b = (xccl_buf_id_t) map->base[r.buf].buf;
-    const size_t off = map->base[r.buf].off + r.off;
+    /* The slot is the rank's one slot of the node segment, the same for
+     * the child as for the parent: never moved by the map. */
+    const int slot = XCCL_BUF_SLOT == r.buf;
+    const xccl_buf_id_t b = slot ? XCCL_BUF_SLOT : (xccl_buf_id_t) map->base[r.buf].buf;
+    const size_t off = (slot ? 0 : map->base[r.buf].off) + r.off;
     const int q = xccl_ref_owner(r);
     return q < 0 ? xccl_ref(b, off) : xccl_ref_peer(group[q], b, off);
 }
@@ -227,7 +230,7 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
         return -1;
     }
     /* Peers must exist in the parent; reductions must mean the same. */
-    size_t extent[XCCL_NBUF] = { 0, 0, child->scratch_bytes };
+    size_t extent[XCCL_NBUF] = { 0, 0, child->scratch_bytes, 0 };
     for (size_t i = 0; i < child->nacts; i++) {
         const xccl_action_t *a = &child->acts[i];
         if (XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind || XCCL_ACT_WAIT == a->kind) {
@@ -257,8 +260,11 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
             }
         }
     }
+    if (child->slot_bytes > parent->slot_bytes) {
+        parent->slot_bytes = child->slot_bytes;
+    }
     for (int b = 0; b < XCCL_NBUF; b++) {
-        if (XCCL_BUF_SCRATCH == map->base[b].buf && extent[b] > 0 &&
+        if (XCCL_BUF_SLOT != b && XCCL_BUF_SCRATCH == map->base[b].buf && extent[b] > 0 &&
             map->base[b].off + extent[b] > parent->scratch_bytes) {
             parent->scratch_bytes = map->base[b].off + extent[b];
         }

@@ -81,7 +81,13 @@ xccl_reduce_fn_t xccl_reduce_kernel_isa(int isa, xccl_dtype_t dtype, xccl_op_t o
 /* Schedules                                                                */
 /* ------------------------------------------------------------------------ */
 
-typedef enum { XCCL_BUF_SEND = 0, XCCL_BUF_RECV = 1, XCCL_BUF_SCRATCH = 2, XCCL_NBUF } xccl_buf_id_t;
+/* SLOT: this rank's slot of the node's shared segment (DESIGN 3a), the
+ * buffer its peers on the node read (xccl_ref_peer(q, XCCL_BUF_SLOT, off):
+ * rank q's slot).  Only the shared-memory builders (algos/shm_*.c) use it;
+ * a schedule's slot_bytes says how much of it. */
+typedef enum {
+    XCCL_BUF_SEND = 0, XCCL_BUF_RECV = 1, XCCL_BUF_SCRATCH = 2, XCCL_BUF_SLOT = 3, XCCL_NBUF
+} xccl_buf_id_t;
 
 /* POST and WAIT are flags (peer access, see xccl_peer_t): each rank has one
  * flag, a counter only it raises.  POST runs in order with the step's local
@@ -128,6 +134,13 @@ typedef struct {
     int error;                 /* sticky: allocation failure while building */
     int peer_access;           /* names another rank's buffer or a flag: needs xccl_peer_t */
     uint32_t flag_top;         /* highest flag value posted */
+    /* Shared-memory level: slot_cap is an input, set by the caller before
+     * building (0 after xccl_sched_init: no segment): the bytes of this
+     * rank's slot a builder may use; the shm builders pipeline through it.
+     * slot_bytes is what the schedule uses (<= slot_cap): bufs[XCCL_BUF_SLOT]
+     * must hold that much, and so must every peer's slot. */
+    size_t slot_cap;
+    size_t slot_bytes;
 } xccl_sched_t;
 
 void xccl_sched_init(xccl_sched_t *s, int rank, int size, size_t elem_size);
@@ -244,6 +257,37 @@ int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root);
 int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place);
 /* Rank j reduces its block over every rank's input, in rank order. */
 int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in_place);
+
+/* Shared-memory ("shm") algorithms: the mesh algorithms for ranks of one
+ * node that reach each other only through the node's shared segment
+ * (DESIGN 3a): every rank copies what its peers need into its own slot
+ * (XCCL_BUF_SLOT) and reads theirs, so SEND and RECV are the caller's
+ * own buffers and nothing is copied around the schedule.  The caller sets
+ * s->slot_cap (the slot's size) before building; a message larger than
+ * the slot goes through it in chunks, pipelined (a slot of 2 or 3 buffers,
+ * one flag barrier per chunk; algos/shm_util.h).  No sends or receives.
+ * Same buffer conventions as above; -1 also when the slot is too small:
+ * allreduce 3 elements ("shm") or 2 ("shm_small"), reduce_scatter 2 p
+ * elements, alltoall 2 p bytes, allgather and bcast 2 bytes.  Reductions
+ * run in rank order on every element, as the mesh's: every rank gets the
+ * same bits. */
+/* "shm": per chunk copy in -> rank j reduces slice j over every slot ->
+ * every rank copies the slices out of their owners' slots (large
+ * messages: n/p reduced per rank).  In place needs no flag (SEND is read
+ * only by the copy in). */
+int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count);
+/* "shm_small": per chunk copy in -> every rank reduces the whole chunk
+ * over every slot into RECV (latency: two barriers for one chunk). */
+int xccl_build_allreduce_shm_small(xccl_sched_t *s, size_t count);
+/* "shm": rank j reduces piece after piece of its block over every slot. */
+int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_place);
+/* "shm": each rank's block through its slot to every other rank. */
+int xccl_build_allgather_shm(xccl_sched_t *s, size_t block);
+int xccl_build_allgatherv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+/* "shm": the blocks for every peer through the sender's slot. */
+int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place);
+/* "shm": the root's data through its slot; only the root waits for all. */
+int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root);
 
 /* ------------------------------------------------------------------------ */
 /* Cost model                                                               */
@@ -414,8 +458,11 @@ typedef struct {
     size_t wait_at;            /* first action of the step whose flag wait may not be met */
 } xccl_exec_t;
 
-/* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes.  The schedule and the
- * buffers must outlive the execution.  Returns 0 or -1. */
+/* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes and bufs[XCCL_BUF_SLOT]
+ * (this rank's slot, NULL when s->slot_bytes is 0) s->slot_bytes; a
+ * schedule that uses a slot without one fails at its first progress call,
+ * before it runs anything.  The schedule and the buffers must outlive the
+ * execution.  Returns 0 or -1. */
 int xccl_exec_init(xccl_exec_t *e, const xccl_sched_t *s, const xccl_transport_t *tr,
                    void *const bufs[XCCL_NBUF], xccl_reduce_cb_t reduce, void *reduce_ctx,
                    uint32_t seq);
@@ -591,7 +638,10 @@ static inline int xccl_layout_is_regular(const xccl_layout_t *l)
  * ranks and each child buffer is placed in a parent buffer: child buffer b at
  * offset o is parent buffer map->base[b].buf at offset map->base[b].off + o.
  * Parent scratch grows to hold what the child uses in the regions mapped to
- * scratch.  Actions added to the parent after an append go to the child's
+ * scratch.  The slot is not placed: a child's slot is the parent's (the
+ * rank's one slot of the node segment, map->base[XCCL_BUF_SLOT] unused) and
+ * the parent's slot_bytes grows to the child's.  Actions added to the
+ * parent after an append go to the child's
  * last step and so run after its transfers.  Messages are numbered per peer
  * pair by xccl_sched_finalize in schedule order: phases appended in the same
  * order on every rank match one to one.  0, or -1 (child failed or does not
