@@ -742,7 +742,8 @@ static int make_calls(int p, int mesh, call_t *out)
             size_t size = sz[si];
             if (mesh) {
                 /* mirror mode: everything in the slot */
-                size = red ? (si >= 5 ? 300 : size) : (si >= 4 ? 400 : size);
+                const size_t most = red ? 300 : 400;
+                size = size > most ? most : size;
             } else if (C_A2A == coll && si >= 4) {
                 size = SLOT / 2 + 77;                  /* p blocks: several chunks */
             }

@@ -276,8 +276,9 @@ START_TEST(allreduce_shm_barriers)
                 const size_t nchunks = (count + ce - 1) / ce;
                 ck_assert_uint_eq(s.flag_top, nchunks + (size_t) depth - 1);
                 ck_assert_uint_le(s.slot_bytes, (size_t) depth * ce * es);
-                if (nchunks >= (size_t) depth) {
-                    ck_assert_uint_eq(s.slot_bytes, (size_t) depth * ce * es);    /* every buffer used */
+                if (nchunks > (size_t) depth) {
+                    /* every buffer used, chunk depth - 1 (full) in the last */
+                    ck_assert_uint_eq(s.slot_bytes, (size_t) depth * ce * es);
                 }
                 xccl_sched_fini(&s);
             }
@@ -383,6 +384,10 @@ START_TEST(reduce_scatter_shm)
                 size_t caps[3];
                 const int ncaps = slots_for(total * es, 2 * (size_t) p * es, caps);
                 for (int ci = 0; ci < ncaps; ci++) {
+                    /* the smallest slot: one element per block and chunk */
+                    if (0 == ci && bases[bi] > 40) {
+                        continue;
+                    }
                     for (int in_place = 0; in_place < 2; in_place++) {
                         ck_assert_msg(0 == run_reduce_scatter(p, k, counts, total, in_place, caps[ci], seed_of(p, 4),
                                                               PLANT_NONE, 0, bad, sizeof(bad)),
@@ -702,7 +707,7 @@ static int run_planted(int c, int p, unsigned seed, plant_t how, uint32_t val, c
         return run_reduce_scatter(p, RED_I32_SUM, counts, total, 0, 2 * (size_t) p * 64, seed, how, val, bad, len);
     }
     case C_AG: return run_allgather(p, 300, NULL, 0, 128, seed, how, val, bad, len);
-    case C_A2A: return run_alltoall(p, 150, 0, 2 * (size_t) p * 64, seed, how, val, bad, len);
+    case C_A2A: return run_alltoall(p, 300, 0, 2 * (size_t) p * 64, seed, how, val, bad, len);
     default: return run_bcast(p, 300, p - 1, 128, seed, how, val, bad, len);
     }
 }
@@ -805,7 +810,8 @@ START_TEST(hier_with_shm_stages)
                     ck_assert_int_eq(xccl_build_hier_allreduce(&j.sched[r], &l, count, 0, xccl_build_reduce_scatter_shm,
                                                                xccl_build_allreduce_ring, xccl_build_allgatherv_shm),
                                      0);
-                    ck_assert(j.sched[r].slot_bytes > 0 && j.sched[r].slot_bytes <= cap);
+                    /* (a node of one rank needs no slot) */
+                    ck_assert(j.sched[r].slot_bytes <= cap);
                     j.rbuf[r] = xmalloc(bytes);
                     j.sbuf[r] = job_sbuf(&j, r, bytes);
                     kind_fill(k, r, j.sbuf[r], count);
@@ -836,13 +842,17 @@ END_TEST
 int main(void)
 {
     Suite *su = suite_create("shm_algos");
-    TCase *tc = tcase_create("sim");
+    /* CK_RUN_CASE=basics ./test_shm_algos: all but the p = 1..64 sweeps */
+    TCase *tc = tcase_create("basics");
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, refused_without_slot);
     tcase_add_test(tc, allreduce_shm_barriers);
     tcase_add_test(tc, hier_with_shm_stages);
     tcase_add_loop_test(tc, planted_bugs_fail, 0, NCOLLS);
     tcase_add_loop_test(tc, many_seeds, 0, (int) (sizeof(seed_ps) / sizeof(seed_ps[0])));
+    suite_add_tcase(su, tc);
+    tc = tcase_create("sizes");
+    tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, allreduce_shm, 1, SMALL_P + 1);
     tcase_add_loop_test(tc, reduce_scatter_shm, 1, SMALL_P + 1);
     tcase_add_loop_test(tc, allgather_shm, 1, SMALL_P + 1);
