@@ -299,6 +299,14 @@ typedef struct {
     double beta;               /* seconds per byte on the wire */
     double gamma;              /* seconds per byte reduced */
     double delta;              /* seconds per byte copied locally */
+    /* Peer access (the node's shared segment, DESIGN 3a).  0 keeps the
+     * first reading, which suits CUDA IPC: a flag wait costs alpha like a
+     * message received, a peer's buffer is read like a local one.  Set,
+     * a flag wait costs flag (a peer's cache line, polled; not a message)
+     * and every byte a copy or reduction reads from a peer's buffer costs
+     * peer on top of delta or gamma (another core's cache or memory). */
+    double flag;
+    double peer;
 } xccl_cost_model_t;
 
 /* Predicted time of one rank's schedule: each step costs
@@ -311,7 +319,10 @@ typedef struct {
  * rounds whose transfers were empty (zero-length chunks of a small message:
  * the data still waits for the ranks before it, e.g. around a ring).  For
  * symmetric algorithms a rank's cost is the collective's; callers take the
- * max over a few ranks otherwise (e.g. the root and a leaf of a tree). */
+ * max over a few ranks otherwise (e.g. the root and a leaf of a tree).
+ * With m->flag or m->peer set (peer access), a step also costs
+ *   flag * flag waits + peer * bytes read from peers' buffers
+ * and flag waits are no receives. */
 double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
 
 /* Defaults (coll_xccl_cost_*, xccl_simulate, xccl_info): measured on the
@@ -321,6 +332,12 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
 #define XCCL_COST_BETA 2.5e-10
 #define XCCL_COST_GAMMA 2.0e-10
 #define XCCL_COST_DELTA 1.3e-10            /* memcpy, one core, 64 MiB: ~7.7 GB/s */
+/* The shared-memory level (flag, peer of the intra-node model): a flag
+ * seen by a peer core of one socket plus the executor's poll; bytes from
+ * another core's cache.  Estimates to be measured on the target (README,
+ * "shared-memory level": xccl_shm_bench, xccl_calibrate). */
+#define XCCL_COST_SHM_FLAG 2.0e-7
+#define XCCL_COST_SHM_PEER 5.0e-11
 #define XCCL_COST_INTER_ALPHA 2.0e-5
 #define XCCL_COST_INTER_BETA 9.0e-10
 #define XCCL_MODEL_MARGIN 0.3
@@ -796,6 +813,11 @@ typedef struct {
     size_t segment;                /* ring allreduce pipelining segment, 0: none */
     int peer_access;               /* every rank reaches the others' buffers and flags
                                     * (xccl_peer_t); 0: the "mesh" algorithms do not apply */
+    size_t shm_slot;               /* bytes of each rank's slot of its node's shared segment
+                                    * (s->slot_cap); 0: none: the "shm" algorithms do not
+                                    * apply and the two-level ones keep their intra-node
+                                    * stages on the transport; else their intra-node
+                                    * stages are the shm builders */
 } xccl_coll_args_t;
 
 typedef int (*xccl_coll_build_t)(xccl_sched_t *s, const xccl_coll_args_t *a);
@@ -806,7 +828,7 @@ typedef struct {
                                     * mesh without peer access or on several nodes) */
 } xccl_algo_t;
 
-#define XCCL_CATALOG_MAX 7
+#define XCCL_CATALOG_MAX 9
 
 /* "allreduce", ..., "bcast"; NULL if c is out of range. */
 const char *xccl_coll_name(xccl_coll_t c);

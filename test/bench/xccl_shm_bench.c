@@ -6,12 +6,14 @@
  * process (the bound: any copy-in scheme moves at least that).  Also the
  * flag latency: one post seen by the peer (half a ping-pong).
  *
- *   xccl_shm_bench [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [sizes...]
+ *   xccl_shm_bench [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [-y] [-u] [sizes...]
  *
  * Sizes default to 8 1M 16M (K, M suffixes).  Each cell: the median over
  * reps of the mean time of a batch of calls (at least min_seconds / reps
- * of work per batch).  Ranks spin on flags (sched_yield now and then):
- * on a loaded or oversubscribed machine times include other processes.
+ * of work per batch).  Ranks spin on flags as MPI's progress loop does
+ * (-y: sched_yield every 256 spins, for oversubscribed runs), rank r
+ * bound to CPU r mod CPUs as mpirun binds by default (-u: unbound); on a loaded
+ * machine the times include other processes' turns.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -108,9 +110,13 @@ static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t 
     return 0;
 }
 
+/* Spin as MPI's progress loop does (no yield unless -y: then every 256
+ * spins, for oversubscribed runs). */
+static int yield_every;
+
 static inline void relax(unsigned *spins)
 {
-    if (++*spins % 256 == 0) {
+    if (yield_every && ++*spins % (unsigned) yield_every == 0) {
         sched_yield();
     }
 #if defined(__x86_64__) || defined(__i386__)
@@ -135,7 +141,7 @@ static int run(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], const xccl_pe
 }
 
 typedef struct {
-    int np, reps;
+    int np, reps, bind;
     size_t slot;
     double min_s;
     size_t sizes[MAXSIZES];
@@ -146,6 +152,13 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
 {
     xccl_shm_t *seg;
     int rc;
+    if (o->bind) {
+        /* as mpirun binds ranks to cores by default */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(r % (int) sysconf(_SC_NPROCESSORS_ONLN), &set);
+        sched_setaffinity(0, sizeof(set), &set);
+    }
     if (0 == r) {
         rc = xccl_shm_create(XCCL_SHM_AUTO, o->np, 0, o->slot, &seg, &c->desc);
         atomic_store(&c->ready, rc < 0 ? -1 : 1);
@@ -310,16 +323,18 @@ static void human(char *out, size_t len, size_t bytes)
 
 int main(int argc, char **argv)
 {
-    opts_t o = { 2, 15, 1 << 20, 2.0, { 0 }, 0 };
+    opts_t o = { 2, 15, 1, 1 << 20, 2.0, { 0 }, 0 };
     int opt;
-    while ((opt = getopt(argc, argv, "n:s:r:m:h")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:r:m:yuh")) != -1) {
         switch (opt) {
         case 'n': o.np = atoi(optarg); break;
         case 's': o.slot = parse_size(optarg); break;
         case 'r': o.reps = atoi(optarg); break;
         case 'm': o.min_s = atof(optarg); break;
+        case 'y': yield_every = 256; break;
+        case 'u': o.bind = 0; break;
         default:
-            fprintf(stderr, "usage: %s [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [sizes...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [-y] [-u] [sizes...]\n", argv[0]);
             return 'h' == opt ? 0 : 2;
         }
     }
@@ -361,8 +376,8 @@ int main(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     double load[3] = { 0, 0, 0 };
     getloadavg(load, 3);
-    printf("# xccl_shm_bench: np %d, slot %zu bytes, %d reps, medians; %ld CPUs online, load %.2f\n", o.np, o.slot,
-           o.reps, ncpu, load[0]);
+    printf("# xccl_shm_bench: np %d, slot %zu bytes, %d reps, medians; %ld CPUs online, load %.2f, %s, %s\n", o.np,
+           o.slot, o.reps, ncpu, load[0], o.bind ? "bound" : "unbound", yield_every ? "yielding" : "spinning");
     if (o.np >= 2) {
         printf("# flag latency (post seen by the peer): %.0f ns\n", 1e9 * median(c->flag_lat, o.reps));
     }

@@ -839,6 +839,264 @@ START_TEST(hier_with_shm_stages)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* The cost model's shared-memory terms                                     */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(cost_of_shm_schedules)
+{
+    const xccl_cost_model_t old = { 1e-6, 1e-10, 2e-10, 1e-10, 0, 0 };
+    const xccl_cost_model_t shm = { 1e-6, 1e-10, 2e-10, 1e-10, 3e-7, 5e-11 };
+    for (int p = 2; p <= 9; p++) {
+        const size_t count = 1000, n = count * 4;
+        xccl_sched_t s;
+        xccl_sched_init(&s, 1, p, 4);
+        s.slot_cap = 1 << 20;
+        ck_assert_int_eq(xccl_build_allreduce_shm_small(&s, count), 0);
+        /* copy in n; barrier; p-1 reductions of n, reading p-1 peers' slots
+         * (the first reads two slots, one the own); barrier */
+        const double want = 1e-10 * (double) n + 2.0 * (p - 1) * 3e-7 + 2e-10 * (double) (p - 1) * (double) n +
+                            5e-11 * (double) (p - 1) * (double) n;
+        ck_assert_double_eq_tol(xccl_sched_cost(&s, &shm), want, 1e-12);
+        /* the first reading: a wait is a message received (alpha), no peer term */
+        const double want_old = 1e-10 * (double) n + 2.0 * (p - 1) * 1e-6 + 2e-10 * (double) (p - 1) * (double) n;
+        ck_assert_double_eq_tol(xccl_sched_cost(&s, &old), want_old, 1e-12);
+        /* one node: the hier cost is the same */
+        xccl_layout_t l;
+        ck_assert_int_eq(xccl_layout_parse(&l, "block:64", p, NULL, 0), 0);
+        ck_assert_double_eq_tol(xccl_sched_cost_hier(&s, &l, &shm, &old), want, 1e-12);
+        xccl_layout_fini(&l);
+        xccl_sched_fini(&s);
+    }
+    /* Sliced beats small where reductions dominate (large n, many ranks),
+     * small wins for tiny messages (one barrier fewer). */
+    const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA,
+                                  XCCL_COST_SHM_FLAG, XCCL_COST_SHM_PEER };
+    double t[2][2];
+    for (int big = 0; big < 2; big++) {
+        for (int small = 0; small < 2; small++) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, 0, 8, 4);
+            s.slot_cap = 1 << 20;
+            ck_assert_int_eq((small ? xccl_build_allreduce_shm_small : xccl_build_allreduce_shm)(&s, big ? 1 << 20 : 2), 0);
+            t[big][small] = xccl_sched_cost(&s, &m);
+            xccl_sched_fini(&s);
+        }
+    }
+    ck_assert(t[0][1] < t[0][0]);
+    ck_assert(t[1][0] < t[1][1]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The catalog: "shm" with a segment on one node; the two-level algorithms  */
+/* with shm intra-node stages                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Runs catalog algorithm algo of collective c for every rank of layout l
+ * on the simulator (int32 sums, byte patterns), checks the results; with
+ * shm, also that every send crosses nodes.  Returns 0 or 1 with bad. */
+static int run_catalog(xccl_coll_t c, const xccl_algo_t *algo, const xccl_layout_t *l, size_t n, size_t shm_slot,
+                       char *bad, size_t badlen)
+{
+    const int p = l->size;
+    const int red = XCCL_COLL_ALLREDUCE == c || XCCL_COLL_REDUCE_SCATTER == c || XCCL_COLL_REDUCE_SCATTER_BLOCK == c;
+    const size_t es = red ? 4 : 1;
+    size_t *counts = xmalloc((size_t) p * sizeof(size_t));
+    size_t total = 0;
+    for (int r = 0; r < p; r++) {
+        counts[r] = XCCL_COLL_REDUCE_SCATTER == c ? n + (size_t) (r % 3) : n;
+        total += counts[r];
+    }
+    const int root = p / 2;
+    xccl_coll_args_t args = { .count = n, .counts = counts, .block = n, .bytes = n, .root = root, .layout = l,
+                              .shm_slot = shm_slot };
+    char what[160];
+    snprintf(what, sizeof(what), "%s %s p=%d n=%zu shm_slot=%zu", xccl_coll_name(c), algo->name, p, n, shm_slot);
+    job_t j;
+    int rc = 0;
+    job_init(&j, p, es);
+    size_t sb = 0, rb = 0;
+    for (int r = 0; r < p; r++) {
+        int b = algo->build(&j.sched[r], &args);
+        if (XCCL_NOT_APPLICABLE == b) {
+            job_fini(&j);
+            free(counts);
+            return 0;
+        }
+        ck_assert_msg(0 == b, "%s: build failed", what);
+        /* Moves not (yet) through the segment: the root's scatter inside
+         * its node (bcast hier_rails, hier_sag) and, on uneven layouts, the
+         * hand-offs to and from the ranks beyond the smallest node (and the
+         * alltoallv intra stage). */
+        const int transport_inside = (XCCL_COLL_BCAST == c && 0 != strcmp(algo->name, "hier")) ||
+                                     !xccl_layout_is_regular(l);
+        if (shm_slot && !transport_inside) {
+            ck_assert_msg(j.sched[r].slot_bytes <= shm_slot, "%s: slot", what);
+            const xccl_sched_t *s = &j.sched[r];
+            for (size_t i = 0; i < s->nacts; i++) {
+                const xccl_action_t *a = &s->acts[i];
+                if ((XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind) && l->node_of[a->peer] == l->node_of[r]) {
+                    snprintf(bad, badlen, "%s: rank %d sends or receives inside its node", what, r);
+                    rc = 1;
+                }
+            }
+        }
+        switch (c) {
+        case XCCL_COLL_ALLREDUCE: sb = rb = n * es; break;
+        case XCCL_COLL_REDUCE_SCATTER: case XCCL_COLL_REDUCE_SCATTER_BLOCK: sb = total * es; rb = counts[r] * es; break;
+        case XCCL_COLL_ALLGATHER: sb = n; rb = (size_t) p * n; break;
+        case XCCL_COLL_ALLTOALL: sb = rb = (size_t) p * n; break;
+        default: sb = 0; rb = n; break;
+        }
+        j.rbuf[r] = xmalloc(rb);
+        memset(j.rbuf[r], 0xEE, rb);
+        j.sbuf[r] = job_sbuf(&j, r, sb);
+        if (red) {
+            fill_input(RED_I32_SUM, r, j.sbuf[r], sb / es);
+        } else if (XCCL_COLL_ALLGATHER == c) {
+            for (size_t i = 0; i < n; i++) {
+                j.sbuf[r][i] = ag_pattern(r, i);
+            }
+        } else if (XCCL_COLL_ALLTOALL == c) {
+            for (size_t i = 0; i < sb; i++) {
+                j.sbuf[r][i] = pattern(r, (int) (i / n), i % n);
+            }
+        } else {
+            for (size_t i = 0; i < n && r == root; i++) {
+                j.rbuf[r][i] = ag_pattern(root, i);
+            }
+        }
+    }
+    char err[256];
+    if (0 == rc && 0 != job_exec(&j, red ? xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM) : NULL, seed_of(p, 9), what,
+                                 err, sizeof(err))) {
+        snprintf(bad, badlen, "%s: %s", what, err);
+        rc = 1;
+    }
+    int32_t *want = red ? xmalloc(total * es) : NULL;
+    if (red) {
+        reference(RED_I32_SUM, p, want, XCCL_COLL_ALLREDUCE == c ? n : total);
+    }
+    size_t first = 0;
+    for (int r = 0; r < p && 0 == rc; r++) {
+        int wrong = 0;
+        switch (c) {
+        case XCCL_COLL_ALLREDUCE: wrong = 0 != memcmp(j.rbuf[r], want, n * es); break;
+        case XCCL_COLL_REDUCE_SCATTER: case XCCL_COLL_REDUCE_SCATTER_BLOCK:
+            wrong = 0 != memcmp(j.rbuf[r], want + first, counts[r] * es);
+            first += counts[r];
+            break;
+        case XCCL_COLL_ALLGATHER:
+            for (size_t i = 0; i < (size_t) p * n; i++) {
+                wrong |= j.rbuf[r][i] != ag_pattern((int) (i / n), i % n);
+            }
+            break;
+        case XCCL_COLL_ALLTOALL:
+            for (size_t i = 0; i < (size_t) p * n; i++) {
+                wrong |= j.rbuf[r][i] != pattern((int) (i / n), r, i % n);
+            }
+            break;
+        default:
+            for (size_t i = 0; i < n; i++) {
+                wrong |= j.rbuf[r][i] != ag_pattern(root, i);
+            }
+            break;
+        }
+        if (wrong) {
+            snprintf(bad, badlen, "%s: rank %d wrong", what, r);
+            rc = 1;
+        }
+    }
+    free(want);
+    job_fini(&j);
+    free(counts);
+    return rc;
+}
+
+START_TEST(catalog_shm)
+{
+    const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA,
+                                  XCCL_COST_SHM_FLAG, XCCL_COST_SHM_PEER };
+    const int p = 8;
+    size_t counts[8];
+    for (int r = 0; r < p; r++) {
+        counts[r] = 1000;
+    }
+    xccl_layout_t one, two;
+    ck_assert_int_eq(xccl_layout_parse(&one, "block:8", p, NULL, 0), 0);
+    ck_assert_int_eq(xccl_layout_parse(&two, "block:4", p, NULL, 0), 0);
+    for (int c = 0; c < XCCL_NCOLL; c++) {
+        int n, nshm = 0;
+        const xccl_algo_t *algos = xccl_coll_algos((xccl_coll_t) c, &n);
+        for (int i = 0; i < n; i++) {
+            if (0 != strncmp(algos[i].name, "shm", 3)) {
+                continue;
+            }
+            nshm++;
+            /* not applicable without a segment or on two nodes (s untouched) */
+            static const struct {
+                size_t slot;
+                int two_nodes, rc;
+            } cases[] = { { 0, 0, XCCL_NOT_APPLICABLE }, { 65536, 1, XCCL_NOT_APPLICABLE },
+                          { 0, 1, XCCL_NOT_APPLICABLE }, { 65536, 0, 0 } };
+            for (size_t v = 0; v < sizeof(cases) / sizeof(cases[0]); v++) {
+                xccl_coll_args_t a = { .count = 8000, .counts = counts, .block = 1000, .bytes = 8000,
+                                       .layout = cases[v].two_nodes ? &two : &one, .shm_slot = cases[v].slot };
+                xccl_sched_t s;
+                xccl_sched_init(&s, 3, p, 4);
+                ck_assert_int_eq(algos[i].build(&s, &a), cases[v].rc);
+                if (0 == cases[v].rc) {
+                    ck_assert_str_eq(s.algo, algos[i].name);
+                    ck_assert(s.slot_bytes <= 65536 && 0 == s.max_xfers);
+                    ck_assert(s.slot_bytes > 0 || XCCL_COLL_BCAST == c);     /* a bcast leaf copies out only */
+                    /* and a prediction */
+                    ck_assert(xccl_sched_cost_hier(&s, &one, &m, &m) > 0);
+                } else {
+                    ck_assert_uint_eq(s.nacts, 0);
+                    ck_assert_uint_eq(s.slot_cap, 0);
+                }
+                xccl_sched_fini(&s);
+            }
+        }
+        ck_assert_int_eq(nshm, XCCL_COLL_ALLREDUCE == c ? 2 : 1);
+    }
+    xccl_layout_fini(&one);
+    xccl_layout_fini(&two);
+}
+END_TEST
+
+/* Every two-level algorithm with a segment: intra-node stages through it,
+ * sends only between nodes, right results; and every flat shm one. */
+START_TEST(catalog_shm_runs)
+{
+    static const char *const layouts[] = { "block:4", "block:3", "cyclic:2", "0,0,1,1,1,2", "block:8" };
+    static const int sizes[] = { 8, 7, 6, 0, 8 };
+    char bad[512] = "";
+    for (size_t li = 0; li < sizeof(layouts) / sizeof(layouts[0]); li++) {
+        xccl_layout_t l;
+        ck_assert_int_eq(xccl_layout_parse(&l, layouts[li], sizes[li], NULL, 0), 0);
+        for (int c = 0; c < XCCL_NCOLL; c++) {
+            int n;
+            const xccl_algo_t *algos = xccl_coll_algos((xccl_coll_t) c, &n);
+            for (int i = 0; i < n; i++) {
+                if (0 != strncmp(algos[i].name, "hier", 4) && 0 != strncmp(algos[i].name, "shm", 3)) {
+                    continue;
+                }
+                const size_t ns[] = { 1, 37, 1000 };
+                for (size_t k = 0; k < 3; k++) {
+                    for (size_t slot = 512; slot <= 65536; slot *= 128) {
+                        ck_assert_msg(0 == run_catalog((xccl_coll_t) c, &algos[i], &l, ns[k], slot, bad, sizeof(bad)),
+                                      "%s", bad);
+                    }
+                }
+            }
+        }
+        xccl_layout_fini(&l);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("shm_algos");
@@ -848,6 +1106,9 @@ int main(void)
     tcase_add_test(tc, refused_without_slot);
     tcase_add_test(tc, allreduce_shm_barriers);
     tcase_add_test(tc, hier_with_shm_stages);
+    tcase_add_test(tc, cost_of_shm_schedules);
+    tcase_add_test(tc, catalog_shm);
+    tcase_add_test(tc, catalog_shm_runs);
     tcase_add_loop_test(tc, planted_bugs_fail, 0, NCOLLS);
     tcase_add_loop_test(tc, many_seeds, 0, (int) (sizeof(seed_ps) / sizeof(seed_ps[0])));
     suite_add_tcase(su, tc);
