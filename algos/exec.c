@@ -105,6 +105,15 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
             }
         } else if (XCCL_ACT_COPY == a->kind) {
             char *dst = ref_ptr(e, a->dst), *src = ref_ptr(e, a->a);
+            if (NULL != dst && NULL == src && e->peer->read) {
+                /* a peer's buffer the provider reads but cannot map */
+                int rc = e->peer->read(e->peer->ctx, xccl_ref_owner(a->a), (xccl_buf_id_t) a->a.buf, a->a.off,
+                                       dst, a->len);
+                if (rc < 0) {
+                    return rc;
+                }
+                continue;
+            }
             if (NULL == dst || NULL == src) {
                 return -1;
             }

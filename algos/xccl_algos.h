@@ -453,6 +453,12 @@ typedef struct {
     /* 1: peer's flag has reached (seq, val), i.e. the same call and at
      * least val, or a later call; 0: not yet; <0 error. */
     int (*test)(void *ctx, int peer, uint32_t seq, uint32_t val);
+    /* Optional (NULL: none): copy len bytes at offset off of buffer id of
+     * group rank peer into dst, this rank's memory, for a peer buffer
+     * that buf() cannot map: cross-memory attach (process_vm_readv), a
+     * single copy.  Used by COPY actions only (a reduction needs its
+     * operands mapped).  0 or <0. */
+    int (*read)(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst, size_t len);
 } xccl_peer_t;
 
 typedef struct {

@@ -51,6 +51,21 @@ static int shm_test(void *ctx, int peer, uint32_t seq, uint32_t val)
     return 0;
 }
 
+static int shm_read(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst, size_t len)
+{
+    xccl_shm_peer_t *p = ctx;
+    const int l = local(p, peer);
+    uint64_t base;
+    if (!p->cma || l < 0 || id >= XCCL_BUF_SLOT) {
+        return -EINVAL;
+    }
+    int rc = xccl_shm_published(p->seg, l, p->seq, (int) id, &base);
+    if (rc < 0) {
+        return rc;
+    }
+    return xccl_shm_cma_read(xccl_shm_pid(p->seg, l), dst, (const void *) (uintptr_t) (base + off), len);
+}
+
 void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_shm_t *seg, const int *local_of, int group_size)
 {
     memset(p, 0, sizeof(*p));
@@ -64,6 +79,23 @@ void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_shm_t *seg, const int *local_of
     p->peer.buf = shm_buf;
     p->peer.post = shm_post;
     p->peer.test = shm_test;
+    p->peer.read = NULL;
+}
+
+void xccl_shm_peer_cma(xccl_shm_peer_t *p, int on)
+{
+    p->cma = on;
+    p->peer.read = on ? shm_read : NULL;
+}
+
+int xccl_shm_peer_publish(xccl_shm_peer_t *p, uint32_t seq, void *const bufs[XCCL_NBUF])
+{
+    const void *addrs[XCCL_BUF_SLOT];
+    for (int b = 0; b < XCCL_BUF_SLOT; b++) {
+        addrs[b] = bufs[b];
+    }
+    p->seq = seq;
+    return xccl_shm_publish(p->seg, seq, XCCL_BUF_SLOT, addrs);
 }
 
 int xccl_shm_peer_map(xccl_shm_peer_t *p, xccl_buf_id_t id, size_t off, size_t len)

@@ -49,7 +49,12 @@ typedef struct {
     _Atomic uint32_t attached;   /* 1 once the rank's process mapped the segment */
     int32_t pid;
     uint64_t probe_addr;         /* address, in pid, of a word holding probe_value(key, rank) */
-    uint8_t pad[48];
+    /* xccl_shm_publish: the rank's buffers for call pub_seq (CMA reads);
+     * ordered by the flags (written before the call's first post) */
+    _Atomic uint32_t pub_seq;
+    uint32_t pub_n;
+    uint64_t pub_addr[XCCL_SHM_PUBLISH_MAX];
+    uint8_t pad[8];
 } shm_info_t;
 
 typedef struct {
@@ -529,6 +534,33 @@ int xccl_shm_cma_write(pid_t pid, void *remote, const void *src, size_t len)
         r += (uintptr_t) n;
         len -= (size_t) n;
     }
+    return 0;
+}
+
+int xccl_shm_publish(xccl_shm_t *seg, uint32_t seq, int n, const void *const *addrs)
+{
+    shm_info_t *me = info(seg, seg->rank);
+    if (n < 0 || n > XCCL_SHM_PUBLISH_MAX) {
+        return -EINVAL;
+    }
+    for (int i = 0; i < n; i++) {
+        me->pub_addr[i] = (uint64_t) (uintptr_t) addrs[i];
+    }
+    me->pub_n = (uint32_t) n;
+    atomic_store_explicit(&me->pub_seq, seq, memory_order_release);
+    return 0;
+}
+
+int xccl_shm_published(const xccl_shm_t *seg, int peer, uint32_t seq, int i, uint64_t *addr)
+{
+    if (peer < 0 || peer >= seg->nranks || i < 0 || i >= XCCL_SHM_PUBLISH_MAX) {
+        return -EINVAL;
+    }
+    const shm_info_t *in = info(seg, peer);
+    if (atomic_load_explicit(&in->pub_seq, memory_order_acquire) != seq || (uint32_t) i >= in->pub_n) {
+        return -ESTALE;
+    }
+    *addr = in->pub_addr[i];
     return 0;
 }
 

@@ -124,6 +124,15 @@ int xccl_shm_ptrace_scope(void);
  * of a word the peer published in the segment), 0: refused (ptrace scope,
  * capabilities, seccomp, another namespace), <0: bad argument. */
 int xccl_shm_cma_probe(const xccl_shm_t *seg, int peer);
+/* Addresses a rank publishes per call for its peers' CMA reads (its
+ * buffers: send, receive, scratch...). */
+#define XCCL_SHM_PUBLISH_MAX 4
+/* This rank's n addresses for call seq.  Publish before the call's first
+ * flag post: a peer that has seen the post sees them. */
+int xccl_shm_publish(xccl_shm_t *seg, uint32_t seq, int n, const void *const *addrs);
+/* Address i that rank peer published for call seq: 0, or -ESTALE (it has
+ * published another call's, or fewer). */
+int xccl_shm_published(const xccl_shm_t *seg, int peer, uint32_t seq, int i, uint64_t *addr);
 /* Copies len bytes at remote in process pid to local dst (process_vm_readv,
  * partial transfers continued): 0 or -errno. */
 int xccl_shm_cma_read(pid_t pid, void *dst, const void *remote, size_t len);

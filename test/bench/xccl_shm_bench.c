@@ -3,7 +3,9 @@
  * MPI.  Forks np processes (default 2) on one node segment and times
  * allreduce (float sum) through it with the shm builders, the schedules
  * the component will run, against a plain memcpy of the same bytes in one
- * process (the bound: any copy-in scheme moves at least that).  Also the
+ * process (the bound: any copy-in scheme moves at least that); allgather
+ * through the slot and by direct reads of the peers' buffers (the mesh
+ * builder over cross-memory attach, where the kernel allows it).  Also the
  * flag latency: one post seen by the peer (half a ping-pong).
  *
  *   xccl_shm_bench [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [-y] [-u] [sizes...]
@@ -37,10 +39,16 @@
 #define MAXSIZES 16
 #define MAXREPS 101
 
+/* What is timed: allreduce through the slot (two builders); allgather
+ * through the slot, and the mesh allgather reading the peers' own buffers
+ * with cross-memory attach (single copy; where the kernel allows it). */
+enum { V_AR_SMALL, V_AR_SHM, V_AG_SHM, V_AG_CMA, NVAR };
+
 typedef struct {
     _Atomic int ready;
     xccl_shm_desc_t desc;
-    double t[2][MAXSIZES][MAXREPS];    /* rank 0's batch means: [algo][size][rep] */
+    double t[NVAR][MAXSIZES][MAXREPS]; /* rank 0's batch means: [variant][size][rep] */
+    _Atomic int cma_bad;               /* some rank cannot read some peer with CMA */
     double flag_lat[MAXREPS];
     _Atomic int failed;
     char msg[256];
@@ -125,19 +133,34 @@ static inline void relax(unsigned *spins)
 }
 
 /* One call of schedule s; returns 0 or <0. */
-static int run(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], const xccl_peer_t *peer, uint32_t seq,
+static int run(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], xccl_shm_peer_t *sp, uint32_t seq,
                xccl_reduce_fn_t fn)
 {
     xccl_exec_t e;
     int rc;
     unsigned spins = 0;
+    if (sp->cma) {
+        xccl_shm_peer_publish(sp, seq, bufs);
+    }
     xccl_exec_init(&e, s, &null_tr, bufs, reduce_cb, (void *) fn, seq);
-    xccl_exec_set_peer(&e, peer);
+    xccl_exec_set_peer(&e, &sp->peer);
     while (0 == (rc = xccl_exec_progress(&e))) {
         relax(&spins);
     }
     xccl_exec_fini(&e);
     return rc < 0 ? rc : 0;
+}
+
+/* All ranks meet: flag 1 of call seq. */
+static void barrier(xccl_shm_t *seg, int np, uint32_t seq)
+{
+    xccl_shm_flag_post(seg, seq, 1);
+    for (int q = 0; q < np; q++) {
+        unsigned spins = 0;
+        while (!xccl_shm_flag_test(seg, q, seq, 1)) {
+            relax(&spins);
+        }
+    }
 }
 
 typedef struct {
@@ -204,24 +227,46 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
         }
     }
 
+    /* (ranks 2.. took no part in the latency test) */
+    seq = 1u + (uint32_t) o->reps;
+    barrier(seg, o->np, seq++);            /* every rank attached */
+    /* CMA: every rank probes every peer; all must say yes */
+    for (int q = 0; q < o->np; q++) {
+        if (1 != xccl_shm_cma_probe(seg, q)) {
+            atomic_store(&c->cma_bad, 1);
+        }
+    }
+    barrier(seg, o->np, seq++);
+    const int cma = !atomic_load(&c->cma_bad);
+
     for (int si = 0; si < o->nsizes; si++) {
         const size_t count = o->sizes[si] / sizeof(float), bytes = count * sizeof(float);
-        float *sbuf = malloc(bytes + 64), *rbuf = malloc(bytes + 64);
+        float *sbuf = malloc(bytes + 64), *rbuf = malloc((size_t) o->np * bytes + 64);
         for (size_t i = 0; i < count; i++) {
             sbuf[i] = (float) (r + 1) + (float) (i % 100);
         }
-        memset(rbuf, 0, bytes);
-        for (int algo = 0; algo < 2; algo++) {
+        memset(rbuf, 0, (size_t) o->np * bytes);
+        for (int v = 0; v < NVAR; v++) {
             xccl_sched_t s;
-            xccl_sched_init(&s, r, o->np, sizeof(float));
+            const int ag = V_AG_SHM == v || V_AG_CMA == v;
+            if (V_AG_CMA == v && !cma) {
+                continue;
+            }
+            xccl_sched_init(&s, r, o->np, ag ? 1 : sizeof(float));
             s.slot_cap = o->slot;
-            rc = algo ? xccl_build_allreduce_shm(&s, count) : xccl_build_allreduce_shm_small(&s, count);
+            switch (v) {
+            case V_AR_SMALL: rc = xccl_build_allreduce_shm_small(&s, count); break;
+            case V_AR_SHM: rc = xccl_build_allreduce_shm(&s, count); break;
+            case V_AG_SHM: rc = xccl_build_allgather_shm(&s, bytes); break;
+            default: rc = xccl_build_allgather_mesh(&s, bytes); break;
+            }
+            xccl_shm_peer_cma(&sp, V_AG_CMA == v);
             void *scratch = malloc(s.scratch_bytes + 1);
             void *bufs[XCCL_NBUF] = { sbuf, rbuf, scratch, xccl_shm_slot(seg, r) };
             /* calls per batch: about min_s / reps of work, from a trial */
             double t0 = now();
             for (int i = 0; i < 3 && 0 == rc; i++) {
-                rc = run(&s, bufs, &sp.peer, seq++, fn);
+                rc = run(&s, bufs, &sp, seq++, fn);
             }
             double one = (now() - t0) / 3;
             long batch = (long) (o->min_s / o->reps / (one > 1e-7 ? one : 1e-7));
@@ -231,33 +276,20 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
             if (0 == r) {
                 memcpy(xccl_shm_slot(seg, 0), &batch, sizeof(batch));
             }
-            xccl_shm_flag_post(seg, seq, 1);
-            for (int q = 0; q < o->np; q++) {
-                unsigned spins = 0;
-                while (!xccl_shm_flag_test(seg, q, seq, 1)) {
-                    relax(&spins);
-                }
-            }
+            barrier(seg, o->np, seq++);
             memcpy(&batch, xccl_shm_slot(seg, 0), sizeof(batch));
-            xccl_shm_flag_post(seg, seq, 2);
-            for (int q = 0; q < o->np; q++) {
-                unsigned spins = 0;
-                while (!xccl_shm_flag_test(seg, q, seq, 2)) {
-                    relax(&spins);
-                }
-            }
-            seq++;
+            barrier(seg, o->np, seq++);
             for (int rep = 0; rep < o->reps && 0 == rc; rep++) {
                 t0 = now();
                 for (long i = 0; i < batch && 0 == rc; i++) {
-                    rc = run(&s, bufs, &sp.peer, seq++, fn);
+                    rc = run(&s, bufs, &sp, seq++, fn);
                 }
                 if (0 == r) {
-                    c->t[algo][si][rep] = (now() - t0) / (double) batch;
+                    c->t[v][si][rep] = (now() - t0) / (double) batch;
                 }
             }
             /* the result, once */
-            for (size_t i = 0; i < count && 0 == rc; i++) {
+            for (size_t i = 0; i < count && 0 == rc && !ag; i++) {
                 float want = 0;
                 for (int q = 0; q < o->np; q++) {
                     want = want + ((float) (q + 1) + (float) (i % 100));
@@ -266,11 +298,20 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
                     rc = -EINVAL;
                 }
             }
+            for (int q = 0; q < o->np && 0 == rc && ag; q++) {
+                for (size_t i = 0; i < count; i++) {
+                    if (rbuf[(size_t) q * count + i] != (float) (q + 1) + (float) (i % 100)) {
+                        rc = -EINVAL;
+                        break;
+                    }
+                }
+            }
             free(scratch);
             xccl_sched_fini(&s);
             if (rc < 0) {
-                snprintf(c->msg, sizeof(c->msg), "rank %d: %s %zu bytes failed (%d)", r, algo ? "shm" : "shm_small",
-                         bytes, rc);
+                static const char *const names[NVAR] = { "allreduce shm_small", "allreduce shm", "allgather shm",
+                                                         "allgather mesh+cma" };
+                snprintf(c->msg, sizeof(c->msg), "rank %d: %s %zu bytes failed (%d)", r, names[v], bytes, rc);
                 atomic_store(&c->failed, 1);
                 _exit(1);
             }
@@ -381,15 +422,30 @@ int main(int argc, char **argv)
     if (o.np >= 2) {
         printf("# flag latency (post seen by the peer): %.0f ns\n", 1e9 * median(c->flag_lat, o.reps));
     }
+    printf("# allreduce, float sum, bytes per rank; bound: memcpy of those bytes in one process\n");
     printf("# %-8s %12s %12s %12s %10s %10s %12s\n", "bytes", "shm_small", "shm", "memcpy", "small/mcp",
            "shm/mcp", "shm GB/s");
     for (int si = 0; si < o.nsizes; si++) {
         char h[32];
         human(h, sizeof(h), o.sizes[si]);
-        const double ts = median(c->t[0][si], o.reps), tl = median(c->t[1][si], o.reps);
+        const double ts = median(c->t[V_AR_SMALL][si], o.reps), tl = median(c->t[V_AR_SHM][si], o.reps);
         const double tm = memcpy_time(o.sizes[si], o.reps, o.min_s / 4);
         printf("  %-8s %10.2fus %10.2fus %10.2fus %10.2f %10.2f %12.2f\n", h, 1e6 * ts, 1e6 * tl, 1e6 * tm, ts / tm,
                tl / tm, (double) o.sizes[si] / tl / 1e9);
+    }
+    printf("# allgather, bytes per rank's block; bound: memcpy of the (np-1) blocks a rank receives\n");
+    printf("# %-8s %12s %12s %12s %10s %10s\n", "bytes", "shm", "mesh+cma", "memcpy", "shm/mcp", "cma/mcp");
+    for (int si = 0; si < o.nsizes && o.np > 1; si++) {
+        char h[32];
+        human(h, sizeof(h), o.sizes[si]);
+        const double ta = median(c->t[V_AG_SHM][si], o.reps);
+        const double tc = atomic_load(&c->cma_bad) ? 0.0 : median(c->t[V_AG_CMA][si], o.reps);
+        const double tm = memcpy_time((size_t) (o.np - 1) * o.sizes[si], o.reps, o.min_s / 4);
+        printf("  %-8s %10.2fus %10.2fus %10.2fus %10.2f %10.2f\n", h, 1e6 * ta, 1e6 * tc, 1e6 * tm, ta / tm,
+               tc / tm);
+    }
+    if (atomic_load(&c->cma_bad)) {
+        printf("# mesh+cma: not measured, process_vm_readv refused (ptrace_scope %d)\n", xccl_shm_ptrace_scope());
     }
     return 0;
 }

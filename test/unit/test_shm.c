@@ -376,9 +376,11 @@ typedef enum { C_AR, C_AR_SMALL, C_RS, C_AG, C_A2A, C_BC, NC } coll_t;
 static const char *const coll_names[NC] = { "allreduce", "allreduce_small", "reduce_scatter", "allgather",
                                             "alltoall", "bcast" };
 
+enum { USE_SHM, USE_MESH_MIRROR, USE_MESH_CMA };
+
 typedef struct {
     coll_t coll;
-    int mesh;                  /* the mesh builder in mirror mode, else the shm builder */
+    int mesh;                  /* USE_*: the shm builder, or the mesh builder in mirror mode or over CMA */
     size_t n;                  /* elements (reductions), bytes per block (allgather, alltoall), bytes (bcast) */
     int in_place, root, ek;
     unsigned call;             /* the call's number: its inputs and its seq */
@@ -534,8 +536,9 @@ static int verify(ctl_t *c, const call_t *k, int r, int p, const unsigned char *
 static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bug_t bug, int slow)
 {
     char what[160];
+    static const char *const use[] = { "shm", "mesh(mirror)", "mesh(cma)" };
     snprintf(what, sizeof(what), "%s %s p=%d n=%zu in_place=%d root=%d ek=%d call=%u", coll_names[k->coll],
-             k->mesh ? "mesh(mirror)" : "shm", p, k->n, k->in_place, k->root, k->ek, k->call);
+             use[k->mesh], p, k->n, k->in_place, k->root, k->ek, k->call);
     size_t sb, rb;
     call_bytes(k, p, &sb, &rb);
     unsigned char *sbuf = malloc(sb + 1), *rbuf = malloc(rb + 1);
@@ -555,13 +558,15 @@ static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bu
     fill(k, r, p, sbuf, rbuf, rb);
     if (k->in_place && (C_AR == k->coll || C_AR_SMALL == k->coll || C_RS == k->coll || C_A2A == k->coll)) {
         memcpy(rbuf, sbuf, sb);
+    } else if (k->in_place && C_AG == k->coll) {
+        memcpy(rbuf + (size_t) r * k->n, sbuf, sb);
     }
 
     xccl_shm_peer_t sp;
     xccl_shm_peer_init(&sp, seg, NULL, p);
     void *bufs[XCCL_NBUF] = { k->in_place ? (void *) rbuf : sbuf, rbuf, NULL, xccl_shm_slot(seg, r) };
     void *scratch = NULL;
-    if (k->mesh) {
+    if (USE_MESH_MIRROR == k->mesh) {
         /* mirror: SEND, RECV, SCRATCH at fixed offsets of every slot */
         const size_t ab = (sb + 63) / 64 * 64, rbb = (rb + 63) / 64 * 64;
         const size_t roff = k->in_place ? 0 : ab, xoff = roff + rbb;
@@ -582,19 +587,27 @@ static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bu
     }
     /* mirror mode: copy in before the call (the exit barrier of the call
      * before guarantees nobody still reads this slot) */
-    if (k->mesh) {
+    if (USE_MESH_MIRROR == k->mesh) {
         memcpy(bufs[XCCL_BUF_SEND], k->in_place ? rbuf : sbuf, k->in_place ? rb : sb);
         if (C_BC == k->coll && r == k->root) {
             memcpy(bufs[XCCL_BUF_RECV], rbuf, rb);
         }
     }
-    seqless_t wrap = { { NULL, seqless_buf, seqless_post, seqless_test }, &sp };
+    seqless_t wrap = { { NULL, seqless_buf, seqless_post, seqless_test, NULL }, &sp };
     wrap.peer.ctx = &wrap;
     copy_ctx_t cc = { xccl_shm_slot(seg, r), slot, slow && BUG_POST_BEFORE_COPY == bug };
     const xccl_peer_t *peer = BUG_SEQLESS == bug ? &wrap.peer : &sp.peer;
     const int before = xfers;
+    if (USE_MESH_CMA == k->mesh) {
+        /* the peers read this rank's own buffers: publish them first */
+        if (C_AG == k->coll && k->in_place) {
+            bufs[XCCL_BUF_SEND] = rbuf + (size_t) r * k->n;
+        }
+        xccl_shm_peer_cma(&sp, 1);
+        xccl_shm_peer_publish(&sp, 1000u + k->call, bufs);
+    }
     int rc = exec_sched(&s, bufs, peer, 1000u + k->call, ek_fn(k->ek), BUG_POST_BEFORE_COPY == bug ? &cc : NULL);
-    if (k->mesh && 0 == rc) {
+    if (USE_MESH_MIRROR == k->mesh && 0 == rc) {
         memcpy(rbuf, bufs[XCCL_BUF_RECV], rb);    /* copy out */
     }
     int bad = 0;
@@ -732,7 +745,8 @@ static int make_calls(int p, int mesh, call_t *out)
     int n = 0;
     unsigned call = 1;
     for (int coll = 0; coll < NC; coll++) {
-        if (mesh && C_AR_SMALL == coll) {
+        if ((mesh && C_AR_SMALL == coll) ||
+            (USE_MESH_CMA == mesh && (C_AR == coll || C_RS == coll))) {    /* CMA: copies only */
             continue;
         }
         const int red = C_AR == coll || C_AR_SMALL == coll || C_RS == coll;
@@ -740,7 +754,7 @@ static int make_calls(int p, int mesh, call_t *out)
         const int nsz = red ? 6 : 5;
         for (int si = 0; si < nsz; si++) {
             size_t size = sz[si];
-            if (mesh) {
+            if (USE_MESH_MIRROR == mesh) {
                 /* mirror mode: everything in the slot */
                 const size_t most = red ? 300 : 400;
                 size = size > most ? most : size;
@@ -748,7 +762,9 @@ static int make_calls(int p, int mesh, call_t *out)
                 size = SLOT / 2 + 77;                  /* p blocks: several chunks */
             }
             for (int in_place = 0; in_place < 2; in_place++) {
-                if (in_place && (C_BC == coll || C_AG == coll)) {
+                /* (mirror mode places every rank's SEND alike: not the
+                 * in-place allgather's RECV + r * block) */
+                if (in_place && (C_BC == coll || (C_AG == coll && USE_MESH_CMA != mesh))) {
                     continue;
                 }
                 for (int ek = EK_I32; ek <= (red ? EK_FLT : EK_I32); ek++) {
@@ -801,9 +817,42 @@ START_TEST(mesh_builders_mirror_mode)
 {
     const int p = _i;
     char why[400];
-    const calls_arg_t arg = { 1, 0 };
+    const calls_arg_t arg = { USE_MESH_MIRROR, 0 };
     const int failed = run_ranks(p, XCCL_SHM_AUTO, SLOT, calls_body, &arg, 300, why, sizeof(why));
     ck_assert_msg(0 == failed, "p=%d: %d ranks failed; %s", p, failed, why);
+}
+END_TEST
+
+/* The mesh allgather, alltoall and bcast with cross-memory attach: the
+ * peers' own buffers read with process_vm_readv, single copies, messages
+ * much larger than the slot. */
+START_TEST(mesh_builders_cma)
+{
+    const int p = _i;
+    char why[400];
+    const calls_arg_t arg = { USE_MESH_CMA, 1 };
+    const int failed = run_ranks(p, XCCL_SHM_AUTO, SLOT, calls_body, &arg, 300, why, sizeof(why));
+    ck_assert_msg(0 == failed, "p=%d: %d ranks failed; %s", p, failed, why);
+}
+END_TEST
+
+/* A reduction cannot read a peer through CMA: the execution fails (it is
+ * never run wrong). */
+static int cma_reduce_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg)
+{
+    (void) arg;
+    call_t k = { C_AR, USE_MESH_CMA, 100, 0, 0, EK_I32, 1 };
+    if (0 == run_call(c, seg, r, p, &k, BUG_NONE, 0) || NULL == strstr(c->msg[r], "execution failed")) {
+        return failf(c, r, "allreduce mesh over CMA did not fail: %s", c->msg[r]);
+    }
+    c->msg[r][0] = '\0';
+    return 0;
+}
+
+START_TEST(cma_refuses_reductions)
+{
+    char why[400];
+    ck_assert_msg(0 == run_ranks(2, XCCL_SHM_AUTO, SLOT, cma_reduce_body, NULL, 30, why, sizeof(why)), "%s", why);
 }
 END_TEST
 
@@ -1179,6 +1228,8 @@ int main(void)
     tc = tcase(su, "cma");
     tcase_add_test(tc, cma_probe_read_write);
     tcase_add_test(tc, not_dumpable_refuses);
+    tcase_add_test(tc, cma_refuses_reductions);
+    tcase_add_loop_test(tc, mesh_builders_cma, 1, MAXR + 1);
     tc = tcase(su, "kill");
     tcase_add_test(tc, kill9_mid_call);
     tcase_add_test(tc, kill9_during_setup);
