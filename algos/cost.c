@@ -42,7 +42,11 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m)
             /* A flag wait costs a latency, like a message received (or
              * the model's flag); a peer's buffer is read at memory speed,
              * like a local copy (plus the model's peer). */
-            case XCCL_ACT_WAIT: *(flag_priced(m) ? &waits : &recvs) += 1; break;
+            case XCCL_ACT_WAIT:     /* (a previous call's flag: met already, as a rule) */
+                if (0 == a->len) {
+                    *(flag_priced(m) ? &waits : &recvs) += 1;
+                }
+                break;
             case XCCL_ACT_POST: break;
             default: copied += a->len; break;
             }
@@ -85,7 +89,11 @@ double xccl_sched_cost_hier(const xccl_sched_t *s, const xccl_layout_t *l,
             case XCCL_ACT_SEND: sends[cls]++; sent[cls] += a->len; break;
             case XCCL_ACT_RECV: recvs[cls]++; received[cls] += a->len; break;
             case XCCL_ACT_REDUCE: reduced += a->len; break;
-            case XCCL_ACT_WAIT: *(flag_priced(intra) ? &waits : &recvs[0]) += 1; break;   /* peers of one node */
+            case XCCL_ACT_WAIT:     /* peers of one node; a previous call's flag: met already */
+                if (0 == a->len) {
+                    *(flag_priced(intra) ? &waits : &recvs[0]) += 1;
+                }
+                break;
             case XCCL_ACT_POST: break;
             default: copied += a->len; break;
             }

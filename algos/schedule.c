@@ -155,6 +155,14 @@ void xccl_sched_wait(xccl_sched_t *s, int peer, uint32_t val)
     }
 }
 
+void xccl_sched_wait_before(xccl_sched_t *s, int peer)
+{
+    xccl_sched_wait(s, peer, 0);
+    if (!s->error && s->nacts > 0) {
+        s->acts[s->nacts - 1].len = 1;         /* one call back */
+    }
+}
+
 int xccl_sched_finalize(xccl_sched_t *s)
 {
     if (s->error) {
@@ -225,7 +233,7 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
         return -1;
     }
     if (child->error || child->rank < 0 || child->rank >= child->size ||
-        group[child->rank] != parent->rank) {
+        group[child->rank] != parent->rank || child->slot_flip > 0) {
         parent->error = 1;
         return -1;
     }
@@ -294,7 +302,14 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
                 xccl_sched_post(parent, flag_base + a->idx);
                 break;
             case XCCL_ACT_WAIT:
-                xccl_sched_wait(parent, group[a->peer], flag_base + a->idx);
+                if (a->len > 0 && flag_base > 0) {
+                    /* "done with what came before": the earlier phases */
+                    xccl_sched_wait(parent, group[a->peer], flag_base);
+                } else if (a->len > 0) {
+                    xccl_sched_wait_before(parent, group[a->peer]);
+                } else {
+                    xccl_sched_wait(parent, group[a->peer], flag_base + a->idx);
+                }
                 break;
             default:
                 xccl_sched_reduce(parent, map_ref(map, group, a->dst), map_ref(map, group, a->a),

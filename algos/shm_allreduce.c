@@ -18,7 +18,8 @@
  * "shm_small" (latency): per chunk two stages, two buffers: copy in ->
  *   every rank reduces the whole chunk over all slots into its RECV.
  *   cost per rank: n copied in, n reduced (p-1 reductions); chunks + 1
- *   barriers (one chunk: 2).
+ *   barriers (one chunk: 2).  Up to SHM_FAST_BYTES in a slot that has the
+ *   latency regions: one barrier and no exit barrier (latency_path).
  */
 #include "shm_util.h"
 
@@ -95,6 +96,36 @@ int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count)
     return xccl_sched_finalize(s);
 }
 
+/* shm_small up to SHM_FAST_BYTES (shm_util.h): one barrier, no exit
+ * barrier.  Step 0 posts 0 (entered the call: done with the calls before),
+ * step 1 waits until every peer is done with the call before the previous
+ * one (the last user of this call's region), copies in and posts 1, step 2
+ * waits for every peer's 1 and reduces. */
+static int latency_path(xccl_sched_t *s, size_t count)
+{
+    const int p = s->size, r = s->rank;
+    const size_t n = count * s->elem_size, at = shm_cap(s);
+    s->slot_flip = SHM_FAST_BYTES;
+    shm_use(s, at + SHM_FAST_BYTES + n);
+    xccl_sched_post(s, 0);
+    xccl_sched_step(s);
+    for (int k = 1; k < p; k++) {
+        xccl_sched_wait_before(s, mod(r + k, p));
+    }
+    xccl_sched_copy(s, xccl_ref(XCCL_BUF_SLOT, at), xccl_ref(XCCL_BUF_SEND, 0), n);
+    xccl_sched_post(s, 1);
+    xccl_sched_step(s);
+    for (int k = 1; k < p; k++) {
+        xccl_sched_wait(s, mod(r + k, p), 1);
+    }
+    const xccl_ref_t acc = xccl_ref(XCCL_BUF_RECV, 0);
+    for (int q = 1; q < p; q++) {
+        const xccl_ref_t left = 1 == q ? mesh_ref(s, 0, XCCL_BUF_SLOT, at) : acc;
+        xccl_sched_reduce(s, acc, left, mesh_ref(s, q, XCCL_BUF_SLOT, at), n);
+    }
+    return xccl_sched_finalize(s);
+}
+
 int xccl_build_allreduce_shm_small(xccl_sched_t *s, size_t count)
 {
     const int p = s->size, depth = 2;
@@ -106,6 +137,9 @@ int xccl_build_allreduce_shm_small(xccl_sched_t *s, size_t count)
     }
     if (1 == p) {
         return single_rank(s, count);
+    }
+    if (shm_has_fast(s) && count * es <= SHM_FAST_BYTES) {
+        return latency_path(s, count);
     }
     const size_t buf = shm_buffer(s, depth, 1, es), ce = buf / es;
     if (0 == ce) {

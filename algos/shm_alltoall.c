@@ -24,7 +24,7 @@ int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place)
     if (0 == block || 1 == p) {
         return xccl_sched_finalize(s);
     }
-    const size_t whole = shm_floor(s->slot_cap / (size_t) depth, 1);
+    const size_t whole = shm_floor(shm_cap(s) / (size_t) depth, 1);
     const size_t pc = (size_t) p * block <= whole ? block : shm_buffer(s, depth, p, 1) / (size_t) p;
     if (0 == pc) {
         return shm_fail(s);

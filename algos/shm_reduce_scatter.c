@@ -38,7 +38,7 @@ int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_
         xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), counts[0] * es);
         return xccl_sched_finalize(s);
     }
-    const size_t whole = shm_floor(s->slot_cap / (size_t) depth, es);
+    const size_t whole = shm_floor(shm_cap(s) / (size_t) depth, es);
     /* one piece: block j at its SEND offset; else p pieces of pc bytes */
     const int one = total * es <= whole;
     const size_t pc = one ? longest * es : shm_buffer(s, depth, p, es) / (size_t) p;

@@ -33,11 +33,33 @@ static inline size_t shm_round_up(size_t n, size_t u)
     return (n + u - 1) / u * u;
 }
 
+/* The latency path (allreduce "shm_small" of at most SHM_FAST_BYTES): the
+ * last 2 SHM_FAST_BYTES of a slot of at least SHM_FAST_MIN_SLOT, two
+ * regions used on alternate calls (slot_flip), so that it needs no exit
+ * barrier: call k writes the region that call k - 2 used, once every peer
+ * has posted a flag of call k - 1 or later (xccl_sched_wait_before), i.e.
+ * finished call k - 2.  The pipelines of the other builders stay below
+ * (shm_cap), and they keep their exit barriers. */
+#define SHM_FAST_BYTES ((size_t) 256)
+#define SHM_FAST_MIN_SLOT ((size_t) 4096)
+
+static inline int shm_has_fast(const xccl_sched_t *s)
+{
+    return s->slot_cap >= SHM_FAST_MIN_SLOT;
+}
+
+/* The part of the slot the pipelines use: [0, shm_cap); the latency path's
+ * two regions start there. */
+static inline size_t shm_cap(const xccl_sched_t *s)
+{
+    return shm_has_fast(s) ? (s->slot_cap - 2 * SHM_FAST_BYTES) / SHM_ALIGN * SHM_ALIGN : s->slot_cap;
+}
+
 /* Bytes of each of the depth buffers of the slot, a multiple of es; 0 if
  * the slot cannot hold depth buffers of parts pieces of one element. */
 static inline size_t shm_buffer(const xccl_sched_t *s, int depth, int parts, size_t es)
 {
-    const size_t piece = shm_floor(s->slot_cap / (size_t) depth / (size_t) parts, es);
+    const size_t piece = shm_floor(shm_cap(s) / (size_t) depth / (size_t) parts, es);
     return piece * (size_t) parts;
 }
 

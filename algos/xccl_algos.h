@@ -114,7 +114,8 @@ typedef struct {
     int32_t peer;              /* SEND/RECV/WAIT: rank in the group */
     uint32_t idx;              /* SEND/RECV: index of this message between the pair, in order;
                                 * POST/WAIT: the flag value */
-    size_t len;                /* bytes (0 for POST/WAIT) */
+    size_t len;                /* bytes (POST: 0; WAIT: how many calls back its value is
+                                * of: 0 this call, 1 the previous, xccl_sched_wait_before) */
     xccl_ref_t a;              /* SEND source, COPY source, REDUCE left operand */
     xccl_ref_t b;              /* REDUCE right operand */
     xccl_ref_t dst;            /* RECV target, COPY target, REDUCE result */
@@ -141,6 +142,11 @@ typedef struct {
      * must hold that much, and so must every peer's slot. */
     size_t slot_cap;
     size_t slot_bytes;
+    /* 0, or the schedule alternates between two regions of its slot from
+     * call to call: on odd calls (executor seq) every slot offset is
+     * slot_flip bytes further (algos/shm_util.h: the latency path, which
+     * needs no exit barrier).  A schedule with slot_flip is not appended. */
+    size_t slot_flip;
 } xccl_sched_t;
 
 void xccl_sched_init(xccl_sched_t *s, int rank, int size, size_t elem_size);
@@ -161,6 +167,14 @@ void xccl_sched_reduce(xccl_sched_t *s, xccl_ref_t dst, xccl_ref_t a, xccl_ref_t
  * of an earlier call never satisfies a wait. */
 void xccl_sched_post(xccl_sched_t *s, uint32_t val);
 void xccl_sched_wait(xccl_sched_t *s, int peer, uint32_t val);
+/* Wait until peer is done with everything before this schedule: with the
+ * peer's flag of the previous call or a later one (val 0, one call back),
+ * i.e. the peer has finished the call before the previous one.  Appended
+ * after phases that posted flags (xccl_sched_append), it becomes a wait
+ * for the peer's last flag of those phases in this call.  A schedule that
+ * waits so posts (value 0) in an earlier step first, so that a peer whose
+ * previous call posted nothing still lets the wait be met. */
+void xccl_sched_wait_before(xccl_sched_t *s, int peer);
 /* Number the messages of each peer pair and compute max_xfers.
  * Returns 0, or -1 if building failed. */
 int xccl_sched_finalize(xccl_sched_t *s);
@@ -277,7 +291,9 @@ int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in
  * only by the copy in). */
 int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count);
 /* "shm_small": per chunk copy in -> every rank reduces the whole chunk
- * over every slot into RECV (latency: two barriers for one chunk). */
+ * over every slot into RECV (latency: two barriers for one chunk; up to
+ * 256 bytes in a slot of 4 KiB or more one barrier: two regions of the
+ * slot used on alternate calls, slot_flip, instead of an exit barrier). */
 int xccl_build_allreduce_shm_small(xccl_sched_t *s, size_t count);
 /* "shm": rank j reduces piece after piece of its block over every slot. */
 int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_place);

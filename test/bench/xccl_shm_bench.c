@@ -8,7 +8,7 @@
  * builder over cross-memory attach, where the kernel allows it).  Also the
  * flag latency: one post seen by the peer (half a ping-pong).
  *
- *   xccl_shm_bench [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [-y] [-u] [sizes...]
+ *   xccl_shm_bench [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [-y] [-u] [-p] [sizes...]
  *
  * Sizes default to 8 1M 16M (K, M suffixes).  Each cell: the median over
  * reps of the mean time of a batch of calls (at least min_seconds / reps
@@ -121,6 +121,9 @@ static int reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t 
 /* Spin as MPI's progress loop does (no yield unless -y: then every 256
  * spins, for oversubscribed runs). */
 static int yield_every;
+/* pause in the spin loop (-p); off by default: in a VM, pause loops may
+ * exit to the hypervisor (PLE), which costs microseconds. */
+static int use_pause;
 
 static inline void relax(unsigned *spins)
 {
@@ -128,7 +131,9 @@ static inline void relax(unsigned *spins)
         sched_yield();
     }
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+    if (use_pause) {
+        __builtin_ia32_pause();
+    }
 #endif
 }
 
@@ -366,7 +371,7 @@ int main(int argc, char **argv)
 {
     opts_t o = { 2, 15, 1, 1 << 20, 2.0, { 0 }, 0 };
     int opt;
-    while ((opt = getopt(argc, argv, "n:s:r:m:yuh")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:r:m:yuph")) != -1) {
         switch (opt) {
         case 'n': o.np = atoi(optarg); break;
         case 's': o.slot = parse_size(optarg); break;
@@ -374,8 +379,9 @@ int main(int argc, char **argv)
         case 'm': o.min_s = atof(optarg); break;
         case 'y': yield_every = 256; break;
         case 'u': o.bind = 0; break;
+        case 'p': use_pause = 1; break;
         default:
-            fprintf(stderr, "usage: %s [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [-y] [-u] [sizes...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-n np] [-s slot_bytes] [-r reps] [-m min_seconds] [-y] [-u] [-p] [sizes...]\n", argv[0]);
             return 'h' == opt ? 0 : 2;
         }
     }
@@ -417,8 +423,9 @@ int main(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     double load[3] = { 0, 0, 0 };
     getloadavg(load, 3);
-    printf("# xccl_shm_bench: np %d, slot %zu bytes, %d reps, medians; %ld CPUs online, load %.2f, %s, %s\n", o.np,
-           o.slot, o.reps, ncpu, load[0], o.bind ? "bound" : "unbound", yield_every ? "yielding" : "spinning");
+    printf("# xccl_shm_bench: np %d, slot %zu bytes, %d reps, medians; %ld CPUs online, load %.2f, %s, %s%s\n",
+           o.np, o.slot, o.reps, ncpu, load[0], o.bind ? "bound" : "unbound", yield_every ? "yielding" : "spinning",
+           use_pause ? " with pause" : "");
     if (o.np >= 2) {
         printf("# flag latency (post seen by the peer): %.0f ns\n", 1e9 * median(c->flag_lat, o.reps));
     }
