@@ -15,6 +15,27 @@ static int flat_layout(const xccl_layout_t *l)
     return NULL == l || l->nnodes <= 1 || l->nnodes == l->size;
 }
 
+/* The node's shared segment (a->shm_slot): the intra-node stages of the
+ * two-level algorithms run through it, and the flat "shm" algorithms apply
+ * on one node.  The slot's size goes to the schedule (children inherit it). */
+static int shm_on(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    s->slot_cap = a->shm_slot;
+    return a->shm_slot > 0;
+}
+static xccl_reduce_scatter_build_fn intra_rs(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_on(s, a) ? xccl_build_reduce_scatter_shm : xccl_build_reduce_scatter_ring;
+}
+static xccl_allgatherv_build_fn intra_agv(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_on(s, a) ? xccl_build_allgatherv_shm : xccl_build_allgatherv_ring;
+}
+static int shm_flat(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return (NULL == a->layout || a->layout->nnodes <= 1) && shm_on(s, a);
+}
+
 static int ar_ring(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return xccl_build_allreduce_ring_segmented(s, a->count, a->segment);
@@ -25,14 +46,14 @@ static int ar_swing(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_bu
 static int ar_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, xccl_build_reduce_scatter_ring,
-                                    xccl_build_allreduce_ring, xccl_build_allgatherv_ring);
+        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, intra_rs(s, a), xccl_build_allreduce_ring,
+                                    intra_agv(s, a));
 }
 static int ar_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, xccl_build_reduce_scatter_ring,
-                                    xccl_build_allreduce_rabenseifner, xccl_build_allgatherv_ring);
+        : xccl_build_hier_allreduce(s, a->layout, a->count, a->in_place, intra_rs(s, a),
+                                    xccl_build_allreduce_rabenseifner, intra_agv(s, a));
 }
 
 static int rs_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
@@ -41,15 +62,14 @@ static int rs_rh(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build
 static int rs_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_reduce_scatter(s, a->layout, a->counts, a->in_place,
-                                         xccl_build_reduce_scatter_ring, xccl_build_reduce_scatter_ring);
+        : xccl_build_hier_reduce_scatter(s, a->layout, a->counts, a->in_place, intra_rs(s, a),
+                                         xccl_build_reduce_scatter_ring);
 }
 
 static int rs_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_reduce_scatter(s, a->layout, a->counts, a->in_place,
-                                         xccl_build_reduce_scatter_ring,
+        : xccl_build_hier_reduce_scatter(s, a->layout, a->counts, a->in_place, intra_rs(s, a),
                                          xccl_build_reduce_scatter_recursive_halving);
 }
 
@@ -59,15 +79,13 @@ static int ag_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build
 static int ag_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_ring,
-                                        xccl_build_allgatherv_ring);
+        : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_ring, intra_agv(s, a));
 }
 /* Bruck on the rails: ceil(lg N) rounds between nodes instead of N-1. */
 static int ag_hier_bruck(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_bruck,
-                                        xccl_build_allgatherv_ring);
+        : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_bruck, intra_agv(s, a));
 }
 
 static int a2a_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
@@ -84,7 +102,8 @@ static int a2a_two_level(xccl_sched_t *s, const xccl_coll_args_t *a, xccl_alltoa
         return XCCL_NOT_APPLICABLE;
     }
     if (xccl_layout_is_regular(a->layout)) {
-        return xccl_build_hier_alltoall(s, a->layout, a->block, a->in_place, xccl_build_alltoall_pairwise, inter);
+        return xccl_build_hier_alltoall(s, a->layout, a->block, a->in_place,
+                                        shm_on(s, a) ? xccl_build_alltoall_shm : xccl_build_alltoall_pairwise, inter);
     }
     return xccl_build_hier_alltoall_any(s, a->layout, a->block, a->in_place, xccl_build_alltoallv_pairwise,
                                         inter_v);
@@ -106,13 +125,12 @@ static int bc_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
         : xccl_build_hier_bcast(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
-                                xccl_build_bcast_binomial);
+                                shm_on(s, a) ? xccl_build_bcast_shm : xccl_build_bcast_binomial);
 }
 static int bc_hier_rails(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
-        : xccl_build_hier_bcast_rails(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial,
-                                      xccl_build_allgatherv_ring);
+        : xccl_build_hier_bcast_rails(s, a->layout, a->bytes, a->root, xccl_build_bcast_binomial, intra_agv(s, a));
 }
 /* The rails' pieces broadcast by scatter + allgather: large messages on
  * many nodes (2 n/L bytes per rail instead of lg N n/L). */
@@ -120,7 +138,7 @@ static int bc_hier_sag(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
         : xccl_build_hier_bcast_rails(s, a->layout, a->bytes, a->root, xccl_build_bcast_scatter_allgather,
-                                      xccl_build_allgatherv_ring);
+                                      intra_agv(s, a));
 }
 
 /* Peer access ("mesh"): ranks read each other's buffers.  Only where the
@@ -153,6 +171,33 @@ static int bc_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
     return mesh_ok(a) ? xccl_build_bcast_mesh(s, a->bytes, a->root) : XCCL_NOT_APPLICABLE;
 }
 
+/* Shared memory ("shm"): every rank reads the others' slots of the node
+ * segment; one node with a segment only. */
+static int ar_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_allreduce_shm(s, a->count) : XCCL_NOT_APPLICABLE;
+}
+static int ar_shm_small(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_allreduce_shm_small(s, a->count) : XCCL_NOT_APPLICABLE;
+}
+static int rs_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_reduce_scatter_shm(s, a->counts, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int ag_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_allgather_shm(s, a->block) : XCCL_NOT_APPLICABLE;
+}
+static int a2a_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_alltoall_shm(s, a->block, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int bc_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_bcast_shm(s, a->bytes, a->root) : XCCL_NOT_APPLICABLE;
+}
+
 /* The first algorithm of each collective is its measured default (auto
  * keeps it unless another is predicted clearly faster). */
 static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
@@ -162,22 +207,22 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
      * hier 41.9 ms, swing 49.1 ms, docs/bench/multinode-rails.txt). */
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
         { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
-        { "swing", ar_swing }, { "mesh", ar_mesh } },
+        { "swing", ar_swing }, { "mesh", ar_mesh }, { "shm", ar_shm }, { "shm_small", ar_shm_small } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
-        { "mesh", ag_mesh } },
+        { "mesh", ag_mesh }, { "shm", ag_shm } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh } },
+        { "mesh", rs_mesh }, { "shm", rs_shm } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh } },
+        { "mesh", rs_mesh }, { "shm", rs_shm } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
         { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck },
-        { "mesh", a2a_mesh } },
+        { "mesh", a2a_mesh }, { "shm", a2a_shm } },
     [XCCL_COLL_BCAST] = { { "binomial", bc_binomial }, { "scatter_allgather", bc_sag },
         { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails },
-        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh } },
+        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm } },
 };
 
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n)

@@ -1,36 +1,68 @@
 /* The alpha-beta-gamma cost of a schedule, read off the schedule itself. */
 #include "xccl_algos.h"
 
+/* Bytes of a local action read from peers' buffers. */
+static size_t peer_bytes(const xccl_sched_t *s, const xccl_action_t *a)
+{
+    const int me = s->rank;
+    size_t n = 0;
+    if (XCCL_ACT_COPY == a->kind || XCCL_ACT_REDUCE == a->kind) {
+        const int qa = xccl_ref_owner(a->a);
+        n += qa >= 0 && qa != me ? a->len : 0;
+    }
+    if (XCCL_ACT_REDUCE == a->kind) {
+        const int qb = xccl_ref_owner(a->b);
+        n += qb >= 0 && qb != me ? a->len : 0;
+    }
+    return n;
+}
+
+/* A flag wait: counted as a receive (alpha) unless the model prices flags. */
+static int flag_priced(const xccl_cost_model_t *m)
+{
+    return m->flag > 0.0 || m->peer > 0.0;
+}
+
 double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m)
 {
     double t = 0.0;
-    size_t transfer_steps = 0;
+    size_t transfer_steps = 0, flag_steps = 0;
     for (size_t st = 0; st < s->nsteps; st++) {
         size_t begin = s->step_start[st];
         size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
         size_t sends = 0, recvs = 0, sent = 0, received = 0, reduced = 0, copied = 0;
+        size_t waits = 0, from_peers = 0;
         for (size_t i = begin; i < end; i++) {
             const xccl_action_t *a = &s->acts[i];
+            from_peers += peer_bytes(s, a);
             switch (a->kind) {
             case XCCL_ACT_SEND: sends++; sent += a->len; break;
             case XCCL_ACT_RECV: recvs++; received += a->len; break;
             case XCCL_ACT_REDUCE: reduced += a->len; break;
-            /* A flag wait costs a latency, like a message received; a
-             * peer's buffer is read at memory speed, like a local copy. */
-            case XCCL_ACT_WAIT: recvs++; break;
+            /* A flag wait costs a latency, like a message received (or
+             * the model's flag); a peer's buffer is read at memory speed,
+             * like a local copy (plus the model's peer). */
+            case XCCL_ACT_WAIT:     /* (a previous call's flag: met already, as a rule) */
+                if (0 == a->len) {
+                    *(flag_priced(m) ? &waits : &recvs) += 1;
+                }
+                break;
             case XCCL_ACT_POST: break;
             default: copied += a->len; break;
             }
         }
         transfer_steps += (sends + recvs) > 0;
+        flag_steps += 0 == sends + recvs && waits > 0;
         t += m->alpha * (double) (sends > recvs ? sends : recvs) +
              m->beta * (double) (sent > received ? sent : received) +
-             m->gamma * (double) reduced + m->delta * (double) copied;
+             m->gamma * (double) reduced + m->delta * (double) copied +
+             m->flag * (double) waits + m->peer * (double) from_peers;
     }
     /* Rounds left empty by zero-length chunks still cost a latency each,
      * unless the whole call moves nothing. */
-    if (transfer_steps > 0 && s->rounds > transfer_steps) {
-        t += m->alpha * (double) (s->rounds - transfer_steps);
+    /* (a round of flag waits priced as such is no empty round) */
+    if (transfer_steps > 0 && s->rounds > transfer_steps + flag_steps) {
+        t += m->alpha * (double) (s->rounds - transfer_steps - flag_steps);
     }
     return t;
 }
@@ -41,22 +73,27 @@ double xccl_sched_cost_hier(const xccl_sched_t *s, const xccl_layout_t *l,
                             const xccl_cost_model_t *intra, const xccl_cost_model_t *inter)
 {
     double t = 0.0, alpha_sum = 0.0;
-    size_t transfer_steps = 0;
+    size_t transfer_steps = 0, flag_steps = 0;
     const int me = l->node_of[s->rank];
     for (size_t st = 0; st < s->nsteps; st++) {
         size_t begin = s->step_start[st];
         size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
         /* [0] intra, [1] inter */
         size_t sends[2] = { 0, 0 }, recvs[2] = { 0, 0 }, sent[2] = { 0, 0 }, received[2] = { 0, 0 };
-        size_t reduced = 0, copied = 0;
+        size_t reduced = 0, copied = 0, waits = 0, from_peers = 0;
         for (size_t i = begin; i < end; i++) {
             const xccl_action_t *a = &s->acts[i];
             int cls = (XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind) && l->node_of[a->peer] != me;
+            from_peers += peer_bytes(s, a);
             switch (a->kind) {
             case XCCL_ACT_SEND: sends[cls]++; sent[cls] += a->len; break;
             case XCCL_ACT_RECV: recvs[cls]++; received[cls] += a->len; break;
             case XCCL_ACT_REDUCE: reduced += a->len; break;
-            case XCCL_ACT_WAIT: recvs[0]++; break;     /* peers of one node */
+            case XCCL_ACT_WAIT:     /* peers of one node; a previous call's flag: met already */
+                if (0 == a->len) {
+                    *(flag_priced(intra) ? &waits : &recvs[0]) += 1;
+                }
+                break;
             case XCCL_ACT_POST: break;
             default: copied += a->len; break;
             }
@@ -67,15 +104,16 @@ double xccl_sched_cost_hier(const xccl_sched_t *s, const xccl_layout_t *l,
             link[c] = m->alpha * (double) (sends[c] > recvs[c] ? sends[c] : recvs[c]) +
                       m->beta * (double) (sent[c] > received[c] ? sent[c] : received[c]);
         }
+        flag_steps += 0 == sends[0] + recvs[0] + sends[1] + recvs[1] && waits > 0;
         if (sends[0] + recvs[0] + sends[1] + recvs[1] > 0) {
             transfer_steps++;
             alpha_sum += sends[1] + recvs[1] > 0 ? inter->alpha : intra->alpha;
         }
         t += (link[0] > link[1] ? link[0] : link[1]) + intra->gamma * (double) reduced +
-             intra->delta * (double) copied;
+             intra->delta * (double) copied + intra->flag * (double) waits + intra->peer * (double) from_peers;
     }
-    if (transfer_steps > 0 && s->rounds > transfer_steps) {
-        t += alpha_sum / (double) transfer_steps * (double) (s->rounds - transfer_steps);
+    if (transfer_steps > 0 && s->rounds > transfer_steps + flag_steps) {
+        t += alpha_sum / (double) transfer_steps * (double) (s->rounds - transfer_steps - flag_steps);
     }
     return t;
 }

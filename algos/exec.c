@@ -9,17 +9,22 @@
 static inline char *ref_ptr(const xccl_exec_t *e, xccl_ref_t r)
 {
     const int q = xccl_ref_owner(r);
+    /* a schedule that alternates slot regions: odd calls use the other */
+    const size_t off = r.off + (XCCL_BUF_SLOT == r.buf && (e->seq & 1u) ? e->s->slot_flip : 0);
     if (q < 0 || q == e->s->rank) {
-        return (char *) e->bufs[r.buf] + r.off;
+        return (char *) e->bufs[r.buf] + off;
     }
     char *base = e->peer->buf(e->peer->ctx, q, (xccl_buf_id_t) r.buf);
-    return base ? base + r.off : NULL;
+    return base ? base + off : NULL;
 }
 
 /* A schedule that names peers' buffers or flags runs only with all of
  * xccl_peer_t: refused (error) before it touches anything, never run wrong. */
 static int peer_ready(const xccl_exec_t *e)
 {
+    if (e->s->slot_bytes > 0 && NULL == e->bufs[XCCL_BUF_SLOT]) {
+        return 0;              /* a shared-memory schedule without its slot */
+    }
     return !e->s->peer_access ||
            (e->peer && e->peer->buf && e->peer->post && e->peer->test);
 }
@@ -102,6 +107,15 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
             }
         } else if (XCCL_ACT_COPY == a->kind) {
             char *dst = ref_ptr(e, a->dst), *src = ref_ptr(e, a->a);
+            if (NULL != dst && NULL == src && e->peer->read) {
+                /* a peer's buffer the provider reads but cannot map */
+                int rc = e->peer->read(e->peer->ctx, xccl_ref_owner(a->a), (xccl_buf_id_t) a->a.buf, a->a.off,
+                                       dst, a->len);
+                if (rc < 0) {
+                    return rc;
+                }
+                continue;
+            }
             if (NULL == dst || NULL == src) {
                 return -1;
             }
@@ -136,7 +150,7 @@ static int waits_met(xccl_exec_t *e, size_t end)
     for (; e->wait_at < end; e->wait_at++) {
         const xccl_action_t *a = &e->s->acts[e->wait_at];
         if (XCCL_ACT_WAIT == a->kind) {
-            int rc = e->peer->test(e->peer->ctx, a->peer, e->seq, a->idx);
+            int rc = e->peer->test(e->peer->ctx, a->peer, e->seq - (uint32_t) a->len, a->idx);
             if (rc <= 0) {
                 return rc;
             }

@@ -22,6 +22,7 @@ static inline xccl_buf_map_t hier_map(xccl_ref_t send, xccl_ref_t recv, xccl_ref
     m.base[XCCL_BUF_SEND] = send;
     m.base[XCCL_BUF_RECV] = recv;
     m.base[XCCL_BUF_SCRATCH] = scratch;
+    m.base[XCCL_BUF_SLOT] = xccl_ref(XCCL_BUF_SLOT, 0);    /* not moved (xccl_sched_append) */
     return m;
 }
 
@@ -32,6 +33,7 @@ static inline int hier_child_init(const xccl_sched_t *s, xccl_sched_t *c, const 
     for (int i = 0; i < g; i++) {
         if (group[i] == s->rank) {
             xccl_sched_init(c, i, g, s->elem_size);
+            c->slot_cap = s->slot_cap;     /* a shm stage pipelines through the parent's slot */
             return 0;
         }
     }

@@ -155,6 +155,14 @@ void xccl_sched_wait(xccl_sched_t *s, int peer, uint32_t val)
     }
 }
 
+void xccl_sched_wait_before(xccl_sched_t *s, int peer)
+{
+    xccl_sched_wait(s, peer, 0);
+    if (!s->error && s->nacts > 0) {
+        s->acts[s->nacts - 1].len = 1;         /* one call back */
+    }
+}
+
 int xccl_sched_finalize(xccl_sched_t *s)
 {
     if (s->error) {
@@ -204,8 +212,11 @@ int xccl_sched_finalize(xccl_sched_t *s)
  * child build it alike, so a region means the same on all of them. */
 static xccl_ref_t map_ref(const xccl_buf_map_t *map, const int *group, xccl_ref_t r)
 {
-    const xccl_buf_id_t b = (xccl_buf_id_t) map->base[r.buf].buf;
-    const size_t off = map->base[r.buf].off + r.off;
+    /* The slot is the rank's one slot of the node segment, the same for
+     * the child as for the parent: never moved by the map. */
+    const int slot = XCCL_BUF_SLOT == r.buf;
+    const xccl_buf_id_t b = slot ? XCCL_BUF_SLOT : (xccl_buf_id_t) map->base[r.buf].buf;
+    const size_t off = (slot ? 0 : map->base[r.buf].off) + r.off;
     const int q = xccl_ref_owner(r);
     return q < 0 ? xccl_ref(b, off) : xccl_ref_peer(group[q], b, off);
 }
@@ -222,12 +233,12 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
         return -1;
     }
     if (child->error || child->rank < 0 || child->rank >= child->size ||
-        group[child->rank] != parent->rank) {
+        group[child->rank] != parent->rank || child->slot_flip > 0) {
         parent->error = 1;
         return -1;
     }
     /* Peers must exist in the parent; reductions must mean the same. */
-    size_t extent[XCCL_NBUF] = { 0, 0, child->scratch_bytes };
+    size_t extent[XCCL_NBUF] = { 0, 0, child->scratch_bytes, 0 };
     for (size_t i = 0; i < child->nacts; i++) {
         const xccl_action_t *a = &child->acts[i];
         if (XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind || XCCL_ACT_WAIT == a->kind) {
@@ -257,8 +268,11 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
             }
         }
     }
+    if (child->slot_bytes > parent->slot_bytes) {
+        parent->slot_bytes = child->slot_bytes;
+    }
     for (int b = 0; b < XCCL_NBUF; b++) {
-        if (XCCL_BUF_SCRATCH == map->base[b].buf && extent[b] > 0 &&
+        if (XCCL_BUF_SLOT != b && XCCL_BUF_SCRATCH == map->base[b].buf && extent[b] > 0 &&
             map->base[b].off + extent[b] > parent->scratch_bytes) {
             parent->scratch_bytes = map->base[b].off + extent[b];
         }
@@ -288,7 +302,14 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
                 xccl_sched_post(parent, flag_base + a->idx);
                 break;
             case XCCL_ACT_WAIT:
-                xccl_sched_wait(parent, group[a->peer], flag_base + a->idx);
+                if (a->len > 0 && flag_base > 0) {
+                    /* "done with what came before": the earlier phases */
+                    xccl_sched_wait(parent, group[a->peer], flag_base);
+                } else if (a->len > 0) {
+                    xccl_sched_wait_before(parent, group[a->peer]);
+                } else {
+                    xccl_sched_wait(parent, group[a->peer], flag_base + a->idx);
+                }
                 break;
             default:
                 xccl_sched_reduce(parent, map_ref(map, group, a->dst), map_ref(map, group, a->a),

@@ -29,7 +29,13 @@ extern "C" {
 /* Schedules                                                                */
 /* ------------------------------------------------------------------------ */
 
-typedef enum { XCCL_BUF_SEND = 0, XCCL_BUF_RECV = 1, XCCL_BUF_SCRATCH = 2, XCCL_NBUF } xccl_buf_id_t;
+/* SLOT: this rank's slot of the node's shared segment (DESIGN 3a), the
+ * buffer its peers on the node read (xccl_ref_peer(q, XCCL_BUF_SLOT, off):
+ * rank q's slot).  Only the shared-memory builders (algos/shm_*.c) use it;
+ * a schedule's slot_bytes says how much of it. */
+typedef enum {
+    XCCL_BUF_SEND = 0, XCCL_BUF_RECV = 1, XCCL_BUF_SCRATCH = 2, XCCL_BUF_SLOT = 3, XCCL_NBUF
+} xccl_buf_id_t;
 
 /* POST and WAIT are flags (peer access, see xccl_peer_t): each rank has one
  * flag, a counter only it raises.  POST runs in order with the step's local
@@ -56,7 +62,8 @@ typedef struct {
     int32_t peer;              /* SEND/RECV/WAIT: rank in the group */
     uint32_t idx;              /* SEND/RECV: index of this message between the pair, in order;
                                 * POST/WAIT: the flag value */
-    size_t len;                /* bytes (0 for POST/WAIT) */
+    size_t len;                /* bytes (POST: 0; WAIT: how many calls back its value is
+                                * of: 0 this call, 1 the previous, xccl_sched_wait_before) */
     xccl_ref_t a;              /* SEND source, COPY source, REDUCE left operand */
     xccl_ref_t b;              /* REDUCE right operand */
     xccl_ref_t dst;            /* RECV target, COPY target, REDUCE result */
@@ -76,6 +83,18 @@ typedef struct {
     int error;                 /* sticky: allocation failure while building */
     int peer_access;           /* names another rank's buffer or a flag: needs xccl_peer_t */
     uint32_t flag_top;         /* highest flag value posted */
+    /* Shared-memory level: slot_cap is an input, set by the caller before
+     * building (0 after xccl_sched_init: no segment): the bytes of this
+     * rank's slot a builder may use; the shm builders pipeline through it.
+     * slot_bytes is what the schedule uses (<= slot_cap): bufs[XCCL_BUF_SLOT]
+     * must hold that much, and so must every peer's slot. */
+    size_t slot_cap;
+    size_t slot_bytes;
+    /* 0, or the schedule alternates between two regions of its slot from
+     * call to call: on odd calls (executor seq) every slot offset is
+     * slot_flip bytes further (algos/shm_util.h: the latency path, which
+     * needs no exit barrier).  A schedule with slot_flip is not appended. */
+    size_t slot_flip;
 } xccl_sched_t;
 
 void xccl_sched_init(xccl_sched_t *s, int rank, int size, size_t elem_size);
@@ -96,6 +115,14 @@ void xccl_sched_reduce(xccl_sched_t *s, xccl_ref_t dst, xccl_ref_t a, xccl_ref_t
  * of an earlier call never satisfies a wait. */
 void xccl_sched_post(xccl_sched_t *s, uint32_t val);
 void xccl_sched_wait(xccl_sched_t *s, int peer, uint32_t val);
+/* Wait until peer is done with everything before this schedule: with the
+ * peer's flag of the previous call or a later one (val 0, one call back),
+ * i.e. the peer has finished the call before the previous one.  Appended
+ * after phases that posted flags (xccl_sched_append), it becomes a wait
+ * for the peer's last flag of those phases in this call.  A schedule that
+ * waits so posts (value 0) in an earlier step first, so that a peer whose
+ * previous call posted nothing still lets the wait be met. */
+void xccl_sched_wait_before(xccl_sched_t *s, int peer);
 /* Number the messages of each peer pair and compute max_xfers.
  * Returns 0, or -1 if building failed. */
 int xccl_sched_finalize(xccl_sched_t *s);
@@ -193,6 +220,39 @@ int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place);
 /* Rank j reduces its block over every rank's input, in rank order. */
 int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in_place);
 
+/* Shared-memory ("shm") algorithms: the mesh algorithms for ranks of one
+ * node that reach each other only through the node's shared segment
+ * (DESIGN 3a): every rank copies what its peers need into its own slot
+ * (XCCL_BUF_SLOT) and reads theirs, so SEND and RECV are the caller's
+ * own buffers and nothing is copied around the schedule.  The caller sets
+ * s->slot_cap (the slot's size) before building; a message larger than
+ * the slot goes through it in chunks, pipelined (a slot of 2 or 3 buffers,
+ * one flag barrier per chunk; algos/shm_util.h).  No sends or receives.
+ * Same buffer conventions as above; -1 also when the slot is too small:
+ * allreduce 3 elements ("shm") or 2 ("shm_small"), reduce_scatter 2 p
+ * elements, alltoall 2 p bytes, allgather and bcast 2 bytes.  Reductions
+ * run in rank order on every element, as the mesh's: every rank gets the
+ * same bits. */
+/* "shm": per chunk copy in -> rank j reduces slice j over every slot ->
+ * every rank copies the slices out of their owners' slots (large
+ * messages: n/p reduced per rank).  In place needs no flag (SEND is read
+ * only by the copy in). */
+int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count);
+/* "shm_small": per chunk copy in -> every rank reduces the whole chunk
+ * over every slot into RECV (latency: two barriers for one chunk; up to
+ * 256 bytes in a slot of 4 KiB or more one barrier: two regions of the
+ * slot used on alternate calls, slot_flip, instead of an exit barrier). */
+int xccl_build_allreduce_shm_small(xccl_sched_t *s, size_t count);
+/* "shm": rank j reduces piece after piece of its block over every slot. */
+int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_place);
+/* "shm": each rank's block through its slot to every other rank. */
+int xccl_build_allgather_shm(xccl_sched_t *s, size_t block);
+int xccl_build_allgatherv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+/* "shm": the blocks for every peer through the sender's slot. */
+int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place);
+/* "shm": the root's data through its slot; only the root waits for all. */
+int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root);
+
 /* ------------------------------------------------------------------------ */
 /* Cost model                                                               */
 /* ------------------------------------------------------------------------ */
@@ -203,6 +263,14 @@ typedef struct {
     double beta;               /* seconds per byte on the wire */
     double gamma;              /* seconds per byte reduced */
     double delta;              /* seconds per byte copied locally */
+    /* Peer access (the node's shared segment, DESIGN 3a).  0 keeps the
+     * first reading, which suits CUDA IPC: a flag wait costs alpha like a
+     * message received, a peer's buffer is read like a local one.  Set,
+     * a flag wait costs flag (a peer's cache line, polled; not a message)
+     * and every byte a copy or reduction reads from a peer's buffer costs
+     * peer on top of delta or gamma (another core's cache or memory). */
+    double flag;
+    double peer;
 } xccl_cost_model_t;
 
 /* Predicted time of one rank's schedule: each step costs
@@ -215,7 +283,10 @@ typedef struct {
  * rounds whose transfers were empty (zero-length chunks of a small message:
  * the data still waits for the ranks before it, e.g. around a ring).  For
  * symmetric algorithms a rank's cost is the collective's; callers take the
- * max over a few ranks otherwise (e.g. the root and a leaf of a tree). */
+ * max over a few ranks otherwise (e.g. the root and a leaf of a tree).
+ * With m->flag or m->peer set (peer access), a step also costs
+ *   flag * flag waits + peer * bytes read from peers' buffers
+ * and flag waits are no receives. */
 double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
 
 /* Defaults (coll_xccl_cost_*, xccl_simulate, xccl_info): measured on the
@@ -225,6 +296,12 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
 #define XCCL_COST_BETA 2.5e-10
 #define XCCL_COST_GAMMA 2.0e-10
 #define XCCL_COST_DELTA 1.3e-10            /* memcpy, one core, 64 MiB: ~7.7 GB/s */
+/* The shared-memory level (flag, peer of the intra-node model): a flag
+ * seen by a peer core of one socket plus the executor's poll; bytes from
+ * another core's cache.  Estimates to be measured on the target (README,
+ * "shared-memory level": xccl_shm_bench, xccl_calibrate). */
+#define XCCL_COST_SHM_FLAG 2.0e-7
+#define XCCL_COST_SHM_PEER 5.0e-11
 #define XCCL_COST_INTER_ALPHA 2.0e-5
 #define XCCL_COST_INTER_BETA 9.0e-10
 #define XCCL_MODEL_MARGIN 0.3
@@ -340,6 +417,12 @@ typedef struct {
     /* 1: peer's flag has reached (seq, val), i.e. the same call and at
      * least val, or a later call; 0: not yet; <0 error. */
     int (*test)(void *ctx, int peer, uint32_t seq, uint32_t val);
+    /* Optional (NULL: none): copy len bytes at offset off of buffer id of
+     * group rank peer into dst, this rank's memory, for a peer buffer
+     * that buf() cannot map: cross-memory attach (process_vm_readv), a
+     * single copy.  Used by COPY actions only (a reduction needs its
+     * operands mapped).  0 or <0. */
+    int (*read)(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst, size_t len);
 } xccl_peer_t;
 
 typedef struct {
@@ -362,8 +445,11 @@ typedef struct {
     size_t wait_at;            /* first action of the step whose flag wait may not be met */
 } xccl_exec_t;
 
-/* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes.  The schedule and the
- * buffers must outlive the execution.  Returns 0 or -1. */
+/* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes and bufs[XCCL_BUF_SLOT]
+ * (this rank's slot, NULL when s->slot_bytes is 0) s->slot_bytes; a
+ * schedule that uses a slot without one fails at its first progress call,
+ * before it runs anything.  The schedule and the buffers must outlive the
+ * execution.  Returns 0 or -1. */
 int xccl_exec_init(xccl_exec_t *e, const xccl_sched_t *s, const xccl_transport_t *tr,
                    void *const bufs[XCCL_NBUF], xccl_reduce_cb_t reduce, void *reduce_ctx,
                    uint32_t seq);
@@ -539,7 +625,10 @@ static inline int xccl_layout_is_regular(const xccl_layout_t *l)
  * ranks and each child buffer is placed in a parent buffer: child buffer b at
  * offset o is parent buffer map->base[b].buf at offset map->base[b].off + o.
  * Parent scratch grows to hold what the child uses in the regions mapped to
- * scratch.  Actions added to the parent after an append go to the child's
+ * scratch.  The slot is not placed: a child's slot is the parent's (the
+ * rank's one slot of the node segment, map->base[XCCL_BUF_SLOT] unused) and
+ * the parent's slot_bytes grows to the child's.  Actions added to the
+ * parent after an append go to the child's
  * last step and so run after its transfers.  Messages are numbered per peer
  * pair by xccl_sched_finalize in schedule order: phases appended in the same
  * order on every rank match one to one.  0, or -1 (child failed or does not
@@ -684,6 +773,11 @@ typedef struct {
     size_t segment;                /* ring allreduce pipelining segment, 0: none */
     int peer_access;               /* every rank reaches the others' buffers and flags
                                     * (xccl_peer_t); 0: the "mesh" algorithms do not apply */
+    size_t shm_slot;               /* bytes of each rank's slot of its node's shared segment
+                                    * (s->slot_cap); 0: none: the "shm" algorithms do not
+                                    * apply and the two-level ones keep their intra-node
+                                    * stages on the transport; else their intra-node
+                                    * stages are the shm builders */
 } xccl_coll_args_t;
 
 typedef int (*xccl_coll_build_t)(xccl_sched_t *s, const xccl_coll_args_t *a);
@@ -694,7 +788,7 @@ typedef struct {
                                     * mesh without peer access or on several nodes) */
 } xccl_algo_t;
 
-#define XCCL_CATALOG_MAX 7
+#define XCCL_CATALOG_MAX 9
 
 /* The algorithms of c, its measured default first; *n of them. */
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n);

@@ -1,9 +1,9 @@
 #!/bin/bash
 # xccl_simulate and xccl_info: the choice table the component's auto
 # selection would make, on layouts that need not exist.
-#   - one node: the two-level algorithms do not apply (n/a), nor does mesh
-#     (no peer access: xccl_simulate never offers it), auto keeps a flat
-#     algorithm;
+#   - one node: the two-level algorithms do not apply (n/a), nor do mesh
+#     and shm (no peer access, no segment: xccl_simulate never offers
+#     them), auto keeps a flat algorithm;
 #   - 8 nodes x 8 ranks: at 16 MiB the model prefers a two-level allreduce,
 #     at 8 B recursive doubling (latency), as the textbook costs say;
 #   - xccl_info on the DGX-like fixture prints a row for every collective.
@@ -19,7 +19,7 @@ check() {    # check <what> <command output> <awk condition on the rows>
     fi
 }
 out=$("$b/xccl_simulate" -c allreduce -n 16 -s 16M) || fail=1
-check "one node: hier and mesh are n/a, auto flat" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 3 && $NF !~ /^(hier|mesh)/'
+check "one node: hier, mesh and shm are n/a, auto flat" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 5 && $NF !~ /^(hier|mesh|shm)/'
 out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 8,16M) || fail=1
 check "8x8, 16 MiB: auto two-level" "$out" '$1 == 16777216 && $NF ~ /^hier/'
 check "8x8, 8 B: auto recursive_doubling" "$out" '$1 == 8 && $NF == "recursive_doubling"'

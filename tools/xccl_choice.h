@@ -26,9 +26,10 @@ typedef struct {
  * layout still to set. */
 static inline xccl_choice_t xccl_choice_defaults(void)
 {
-    xccl_choice_t c = { .intra = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA },
+    xccl_choice_t c = { .intra = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA,
+                                   XCCL_COST_SHM_FLAG, XCCL_COST_SHM_PEER },
                         .inter = { XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA, XCCL_COST_GAMMA,
-                                   XCCL_COST_DELTA },
+                                   XCCL_COST_DELTA, 0, 0 },
                         .margin = XCCL_MODEL_MARGIN, .segment = XCCL_RING_SEGMENT };
     return c;
 }

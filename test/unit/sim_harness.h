@@ -39,6 +39,7 @@ typedef struct {
     unsigned char **sbuf, **rbuf;
     int *sbuf_owned;           /* sbuf is its own allocation (not RECV or inside it) */
     void **scratch;
+    void **slot;               /* the simulated node segment: rank r's slot (s->slot_bytes) */
     xccl_exec_t *exec;
 } job_t;
 
@@ -58,6 +59,7 @@ static inline void job_init(job_t *j, int p, size_t es)
     j->rbuf = xmalloc((size_t) p * sizeof(*j->rbuf));
     j->sbuf_owned = xmalloc((size_t) p * sizeof(int));
     j->scratch = xmalloc((size_t) p * sizeof(*j->scratch));
+    j->slot = xmalloc((size_t) p * sizeof(*j->slot));
     j->exec = xmalloc((size_t) p * sizeof(*j->exec));
     for (int r = 0; r < p; r++) {
         xccl_sched_init(&j->sched[r], r, p, es);
@@ -87,6 +89,7 @@ static inline void job_fini(job_t *j)
     free(j->rbuf);
     free(j->sbuf_owned);
     free(j->scratch);
+    free(j->slot);
     free(j->exec);
 }
 
@@ -134,7 +137,12 @@ static inline int job_exec(job_t *j, xccl_reduce_fn_t fn, unsigned seed, const c
     ck_assert_ptr_nonnull(sim);
     for (int r = 0; r < j->p; r++) {
         j->scratch[r] = xmalloc(j->sched[r].scratch_bytes);
-        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r] };
+        /* A slot holds stale bytes, as a real one does from earlier calls. */
+        j->slot[r] = j->sched[r].slot_bytes ? xmalloc(j->sched[r].slot_bytes) : NULL;
+        if (j->slot[r]) {
+            memset(j->slot[r], 0xA5, j->sched[r].slot_bytes);
+        }
+        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r], j->slot[r] };
         init_failed |= 0 != xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r), bufs,
                                            reduce_cb, &rctx, SIM_EXEC_SEQ);
         xccl_exec_set_peer(&j->exec[r], xccl_sim_peer(sim, r));
@@ -148,6 +156,7 @@ static inline int job_exec(job_t *j, xccl_reduce_fn_t fn, unsigned seed, const c
     for (int r = 0; r < j->p; r++) {
         xccl_exec_fini(&j->exec[r]);
         free(j->scratch[r]);
+        free(j->slot[r]);
     }
     xccl_sim_destroy(sim);
     return rc;

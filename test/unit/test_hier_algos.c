@@ -1471,8 +1471,8 @@ END_TEST
 /* Cost with intra- and inter-node links                                    */
 /* ------------------------------------------------------------------------ */
 
-static const xccl_cost_model_t intra_m = { 1e-6, 1e-11, 3e-11, 1e-11 };
-static const xccl_cost_model_t inter_m = { 5e-6, 1e-10, 3e-11, 1e-11 };
+static const xccl_cost_model_t intra_m = { 1e-6, 1e-11, 3e-11, 1e-11, 0, 0 };
+static const xccl_cost_model_t inter_m = { 5e-6, 1e-10, 3e-11, 1e-11, 0, 0 };
 
 START_TEST(cost_hier)
 {
@@ -1615,9 +1615,9 @@ static int catalog_index(xccl_coll_t c, const char *name)
  * constants, into t[0..*n) (negative: not applicable). */
 static void predict_catalog(xccl_coll_t c, int p, size_t bytes, double *t, int *n)
 {
-    const xccl_cost_model_t intra = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA };
+    const xccl_cost_model_t intra = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA, 0, 0 };
     const xccl_cost_model_t inter = { XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA, XCCL_COST_GAMMA,
-                                      XCCL_COST_DELTA };
+                                      XCCL_COST_DELTA, 0, 0 };
     xccl_layout_t l;
     ck_assert_int_eq(xccl_layout_parse(&l, "block:8", p, NULL, 0), 0);
     const xccl_algo_t *algos = xccl_coll_algos(c, n);

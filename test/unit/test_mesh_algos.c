@@ -629,7 +629,7 @@ static int build_cat(xccl_sched_t *s, void *arg)
 
 START_TEST(catalog_mesh_needs_peer_access)
 {
-    const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA };
+    const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA, 0, 0 };
     const int p = 8;
     size_t counts[8];
     for (int r = 0; r < p; r++) {

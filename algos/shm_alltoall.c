@@ -1,0 +1,61 @@
+/*
+ * Alltoall through the node's shared segment (algos/shm_util.h): each rank
+ * copies what it sends into its slot, every rank reads its blocks from the
+ * others' slots.  Two stages per chunk, two buffers in the slot:
+ *   copy piece t of every block for a peer into the own slot (block q at
+ *   q * pc: the whole SEND in one copy, less the own block, when it fits)
+ *   -> copy piece t of the block for this rank from every peer's slot.
+ * In place (SEND is RECV): piece t - 1 of block q of RECV is written in
+ * step t, after it was copied in (step t - 1); step t copies in piece t
+ * first.  The own block stays (in place) or goes straight to RECV.
+ *   cost per rank: (p-1)/p n copied in and out; chunks + 1 barriers.
+ */
+#include "shm_util.h"
+
+int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place)
+{
+    const int p = s->size, r = s->rank, depth = 2;
+
+    s->algo = "shm";
+    if (!in_place) {
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) r * block), xccl_ref(XCCL_BUF_SEND, (size_t) r * block),
+                        block);
+    }
+    if (0 == block || 1 == p) {
+        return xccl_sched_finalize(s);
+    }
+    const size_t whole = shm_floor(shm_cap(s) / (size_t) depth, 1);
+    const size_t pc = (size_t) p * block <= whole ? block : shm_buffer(s, depth, p, 1) / (size_t) p;
+    if (0 == pc) {
+        return shm_fail(s);
+    }
+    const size_t buf = pc * (size_t) p, nchunks = (block + pc - 1) / pc;
+    for (size_t t = 0; t < nchunks + 1; t++) {
+        if (t < nchunks) {
+            const size_t at = shm_buf_off(buf, t, depth);
+            hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
+            for (int q = 0; q < p; q++) {
+                size_t lo;
+                const size_t len = q == r ? 0 : shm_piece(block, pc, t, &lo);
+                hier_copy_add(&cp, xccl_ref(XCCL_BUF_SLOT, at + (size_t) q * pc),
+                              xccl_ref(XCCL_BUF_SEND, (size_t) q * block + lo), len);
+                if (len) {
+                    shm_use(s, at + (size_t) q * pc + len);
+                }
+            }
+            hier_copy_flush(&cp);
+        }
+        if (t >= 1) {
+            const size_t at = shm_buf_off(buf, t - 1, depth) + (size_t) r * pc;
+            for (int k = 1; k < p; k++) {
+                const int q = mod(r + k, p);
+                size_t lo;
+                const size_t len = shm_piece(block, pc, t - 1, &lo);
+                xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) q * block + lo),
+                                xccl_ref_peer(q, XCCL_BUF_SLOT, at), len);
+            }
+        }
+        mesh_barrier(s, (uint32_t) (t + 1));
+    }
+    return xccl_sched_finalize(s);
+}

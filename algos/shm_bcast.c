@@ -1,0 +1,56 @@
+/*
+ * Bcast through the node's shared segment (algos/shm_util.h): the root
+ * copies its RECV into its slot, piece by piece (two buffers), the others
+ * copy each piece out.  Only the root is waited for, and waits:
+ *   root, step t: (t >= 2: every rank posted t, i.e. finished reading
+ *     piece t - 2 from the buffer piece t reuses) copy piece t in, flag
+ *     t + 1; at the end it waits for every rank's last flag (nobody reads
+ *     its slot any more) before it leaves;
+ *   others, step t >= 1: wait for the root's flag t, copy piece t - 1 out,
+ *     flag t + 1.
+ *   cost: the root copies n in; the others n out; pieces + 1 flag waits.
+ */
+#include "shm_util.h"
+
+int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root)
+{
+    const int p = s->size, r = s->rank, depth = 2;
+
+    s->algo = "shm";
+    if (0 == bytes || 1 == p) {
+        return xccl_sched_finalize(s);
+    }
+    const size_t pc = shm_buffer(s, depth, 1, 1);
+    if (0 == pc) {
+        return shm_fail(s);
+    }
+    const size_t nchunks = (bytes + pc - 1) / pc;
+    for (size_t t = 0; t < nchunks + 1; t++) {
+        size_t lo;
+        if (r == root && t < nchunks) {
+            if (t >= 2) {
+                for (int k = 1; k < p; k++) {
+                    xccl_sched_wait(s, mod(r + k, p), (uint32_t) t);
+                }
+            }
+            const size_t len = shm_piece(bytes, pc, t, &lo), at = shm_buf_off(pc, t, depth);
+            xccl_sched_copy(s, xccl_ref(XCCL_BUF_SLOT, at), xccl_ref(XCCL_BUF_RECV, lo), len);
+            shm_use(s, at + len);
+            xccl_sched_post(s, (uint32_t) (t + 1));
+            xccl_sched_step(s);
+        } else if (r != root && t >= 1) {
+            xccl_sched_wait(s, root, (uint32_t) t);
+            const size_t len = shm_piece(bytes, pc, t - 1, &lo);
+            xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, lo), xccl_ref_peer(root, XCCL_BUF_SLOT,
+                                                                         shm_buf_off(pc, t - 1, depth)), len);
+            xccl_sched_post(s, (uint32_t) (t + 1));
+            xccl_sched_step(s);
+        }
+    }
+    if (r == root) {
+        for (int k = 1; k < p; k++) {
+            xccl_sched_wait(s, mod(r + k, p), (uint32_t) (nchunks + 1));
+        }
+    }
+    return xccl_sched_finalize(s);
+}

@@ -1,0 +1,95 @@
+/*
+ * Shared by the shared-memory builders (algos/shm_*.c): the node segment
+ * gives every rank one slot its peers read (XCCL_BUF_SLOT, s->slot_cap
+ * bytes).  A message larger than what fits goes through the slot in
+ * chunks, software-pipelined: the slot holds `depth` buffers, chunk c uses
+ * buffer c % depth and passes through `depth` stages (copy in, then reads
+ * of the peers' slots), one stage per step; step t runs stage k of chunk
+ * t - k for every k, then posts flag t + 1, and step t + 1 starts once
+ * every peer posted t + 1 (mesh_barrier).  A buffer is written again
+ * (chunk c + depth, step c + depth) only after every rank finished step
+ * c + depth - 1, its last stage: the peers are done reading it.  The last
+ * barrier is the exit: nobody leaves (and overwrites its slot in the next
+ * call) while a peer still reads it.  Not part of the public API.
+ */
+#ifndef XCCL_SHM_UTIL_H
+#define XCCL_SHM_UTIL_H
+
+#include "mesh_util.h"
+
+/* Chunks and slot buffers start on this boundary where the element allows. */
+#define SHM_ALIGN ((size_t) 64)
+
+/* The largest multiple of es not above n; a multiple of SHM_ALIGN when n
+ * is at least that and es divides it (every element of xccl_dtype_t). */
+static inline size_t shm_floor(size_t n, size_t es)
+{
+    const size_t u = n >= SHM_ALIGN && 0 == SHM_ALIGN % es ? SHM_ALIGN : es;
+    return n / u * u;
+}
+
+static inline size_t shm_round_up(size_t n, size_t u)
+{
+    return (n + u - 1) / u * u;
+}
+
+/* The latency path (allreduce "shm_small" of at most SHM_FAST_BYTES): the
+ * last 2 SHM_FAST_BYTES of a slot of at least SHM_FAST_MIN_SLOT, two
+ * regions used on alternate calls (slot_flip), so that it needs no exit
+ * barrier: call k writes the region that call k - 2 used, once every peer
+ * has posted a flag of call k - 1 or later (xccl_sched_wait_before), i.e.
+ * finished call k - 2.  The pipelines of the other builders stay below
+ * (shm_cap), and they keep their exit barriers. */
+#define SHM_FAST_BYTES ((size_t) 256)
+#define SHM_FAST_MIN_SLOT ((size_t) 4096)
+
+static inline int shm_has_fast(const xccl_sched_t *s)
+{
+    return s->slot_cap >= SHM_FAST_MIN_SLOT;
+}
+
+/* The part of the slot the pipelines use: [0, shm_cap); the latency path's
+ * two regions start there. */
+static inline size_t shm_cap(const xccl_sched_t *s)
+{
+    return shm_has_fast(s) ? (s->slot_cap - 2 * SHM_FAST_BYTES) / SHM_ALIGN * SHM_ALIGN : s->slot_cap;
+}
+
+/* Bytes of each of the depth buffers of the slot, a multiple of es; 0 if
+ * the slot cannot hold depth buffers of parts pieces of one element. */
+static inline size_t shm_buffer(const xccl_sched_t *s, int depth, int parts, size_t es)
+{
+    const size_t piece = shm_floor(shm_cap(s) / (size_t) depth / (size_t) parts, es);
+    return piece * (size_t) parts;
+}
+
+/* Where buffer b of the slot starts. */
+static inline size_t shm_buf_off(size_t buf_bytes, size_t chunk, int depth)
+{
+    return (chunk % (size_t) depth) * buf_bytes;
+}
+
+/* The slot is too small for this builder, or out of memory: the schedule
+ * is marked failed. */
+static inline int shm_fail(xccl_sched_t *s)
+{
+    s->error = 1;
+    return -1;
+}
+
+/* s uses [0, end) of its slot. */
+static inline void shm_use(xccl_sched_t *s, size_t end)
+{
+    if (end > s->slot_bytes) {
+        s->slot_bytes = end;
+    }
+}
+
+/* Byte range [lo, hi) of piece t of a run of n bytes cut into pieces of pc. */
+static inline size_t shm_piece(size_t n, size_t pc, size_t t, size_t *lo)
+{
+    *lo = t * pc;
+    return *lo >= n ? 0 : (n - *lo < pc ? n - *lo : pc);
+}
+
+#endif

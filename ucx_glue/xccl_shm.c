@@ -1,0 +1,589 @@
+/* The node's shared segment: creation, attachment, flags, CMA (xccl_shm.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE            /* memfd_create, process_vm_readv */
+#endif
+#include "xccl_shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Flags are words in memory shared between processes: the atomics must be
+ * lock-free (address-free), not emulated with a process-local lock. */
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
+
+#define SHM_MAGIC 0x78636331736d6831ull     /* "xccl1smh" */
+#define SHM_VERSION 1u
+#define DESC_MAGIC 0x7863736du              /* "xcsm" */
+#define PAGE ((size_t) XCCL_SHM_SLOT_ALIGN)
+
+/* ------------------------------------------------------------------------ */
+/* Layout                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* [0, info_end): header + info[nranks]; [flags_off, ...): flag[nranks];
+ * [slots_off, ...): slot[nranks], each slot_stride apart. */
+typedef struct {
+    uint64_t magic;
+    uint32_t version, nranks;
+    uint64_t slot_bytes, slot_stride;
+    uint64_t flags_off, slots_off;
+    uint8_t key[16];
+    /* second cache line: written as ranks attach */
+    _Alignas(64) _Atomic uint32_t nattached;
+} shm_header_t;
+
+typedef struct {
+    _Atomic uint32_t attached;   /* 1 once the rank's process mapped the segment */
+    int32_t pid;
+    uint64_t probe_addr;         /* address, in pid, of a word holding probe_value(key, rank) */
+    /* xccl_shm_publish: the rank's buffers for call pub_seq (CMA reads);
+     * ordered by the flags (written before the call's first post) */
+    _Atomic uint32_t pub_seq;
+    uint32_t pub_n;
+    uint64_t pub_addr[XCCL_SHM_PUBLISH_MAX];
+    uint8_t pad[8];
+} shm_info_t;
+
+typedef struct {
+    /* high 32 bits: seq; low 32 bits: val + 1 (0: never posted) */
+    _Atomic uint64_t word;
+    uint8_t pad[XCCL_SHM_FLAG_STRIDE - sizeof(uint64_t)];
+} shm_flag_t;
+
+_Static_assert(sizeof(shm_info_t) == 64, "info is one cache line");
+_Static_assert(sizeof(shm_flag_t) == XCCL_SHM_FLAG_STRIDE, "flag stride");
+
+/* The descriptor's bytes. */
+typedef struct {
+    uint32_t magic;
+    uint16_t version, kind;
+    int32_t pid, fd, shmid;
+    uint32_t nranks;
+    uint64_t slot_bytes, total;
+    uint8_t key[16];
+} shm_wire_t;
+_Static_assert(sizeof(shm_wire_t) <= XCCL_SHM_DESC_BYTES, "descriptor fits its blob");
+
+struct xccl_shm {
+    xccl_shm_kind_t kind;
+    int rank, nranks, creator;
+    int fd;                    /* creator's memfd until released, else -1 */
+    char *base;
+    size_t total, slot_bytes, slot_stride, flags_off, slots_off;
+    uint8_t key[16];
+    /* CMA probe: peers read this word of ours with process_vm_readv. */
+    volatile uint64_t probe_word;
+};
+
+static size_t round_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+static shm_header_t *header(const xccl_shm_t *s)
+{
+    return (shm_header_t *) s->base;
+}
+
+static shm_info_t *info(const xccl_shm_t *s, int r)
+{
+    return (shm_info_t *) (s->base + sizeof(shm_header_t)) + r;
+}
+
+static shm_flag_t *flag(const xccl_shm_t *s, int r)
+{
+    return (shm_flag_t *) (s->base + s->flags_off) + r;
+}
+
+static uint64_t probe_value(const uint8_t key[16], int r)
+{
+    uint64_t k;
+    memcpy(&k, key, sizeof(k));
+    return k ^ (0x9E3779B97F4A7C15ull * (uint64_t) (r + 1));
+}
+
+/* Sizes of the layout for nranks slots of slot_bytes; 0 on overflow. */
+static size_t layout(xccl_shm_t *s, int nranks, size_t slot_bytes)
+{
+    s->nranks = nranks;
+    s->slot_bytes = slot_bytes;
+    s->slot_stride = round_up(slot_bytes, PAGE);
+    s->flags_off = round_up(sizeof(shm_header_t) + (size_t) nranks * sizeof(shm_info_t), PAGE);
+    s->slots_off = s->flags_off + round_up((size_t) nranks * sizeof(shm_flag_t), PAGE);
+    if (s->slot_stride < slot_bytes || (SIZE_MAX - s->slots_off) / (size_t) nranks < s->slot_stride) {
+        return 0;
+    }
+    s->total = s->slots_off + (size_t) nranks * s->slot_stride;
+    return s->total;
+}
+
+static void random_key(uint8_t key[16])
+{
+    if (getrandom(key, 16, GRND_NONBLOCK) == 16) {
+        return;
+    }
+    /* No entropy yet (early boot): unique enough to tell segments apart. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t a = (uint64_t) ts.tv_nsec ^ ((uint64_t) ts.tv_sec << 30) ^ ((uint64_t) getpid() << 16);
+    uint64_t b = (uint64_t) (uintptr_t) key * 0x9E3779B97F4A7C15ull ^ a;
+    memcpy(key, &a, 8);
+    memcpy(key + 8, &b, 8);
+}
+
+/* This process is rank r of the mapped segment: publish pid and probe. */
+static int join(xccl_shm_t *s)
+{
+    shm_info_t *me = info(s, s->rank);
+    s->probe_word = probe_value(s->key, s->rank);
+    uint32_t expected = 0;
+    me->pid = (int32_t) getpid();
+    me->probe_addr = (uint64_t) (uintptr_t) &s->probe_word;
+    if (!atomic_compare_exchange_strong(&me->attached, &expected, 1u)) {
+        return -EBUSY;
+    }
+    atomic_fetch_add_explicit(&header(s)->nattached, 1u, memory_order_release);
+    return 0;
+}
+
+static void unmap(xccl_shm_t *s)
+{
+    if (NULL == s->base) {
+        return;
+    }
+    if (XCCL_SHM_SYSV == s->kind) {
+        shmdt(s->base);
+    } else {
+        munmap(s->base, s->total);
+    }
+    s->base = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Creation and attachment                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int create_memfd(xccl_shm_t *s)
+{
+    s->fd = memfd_create("xccl_shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (s->fd < 0) {
+        return -errno;
+    }
+    if (ftruncate(s->fd, (off_t) s->total) != 0) {
+        return -errno;
+    }
+    /* No peer can shrink it under the others (SIGBUS) or grow it. */
+    (void) fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    void *p = mmap(NULL, s->total, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+    if (MAP_FAILED == p) {
+        return -errno;
+    }
+    s->base = p;
+    return 0;
+}
+
+static int create_sysv(xccl_shm_t *s)
+{
+    int id = shmget(IPC_PRIVATE, s->total, IPC_CREAT | IPC_EXCL | 0600);
+    if (id < 0) {
+        return -errno;
+    }
+    void *p = shmat(id, NULL, 0);
+    int err = (void *) -1 == p ? errno : 0;
+    /* Marked for removal at once: it goes away with its last attachment
+     * (peers may still attach it: Linux allows that). */
+    shmctl(id, IPC_RMID, NULL);
+    if (err) {
+        return -err;
+    }
+    s->base = p;
+    s->fd = -1;
+    return id;
+}
+
+int xccl_shm_create(xccl_shm_kind_t kind, int nranks, int rank, size_t slot_bytes, xccl_shm_t **seg,
+                    xccl_shm_desc_t *desc)
+{
+    *seg = NULL;
+    if (nranks < 1 || rank < 0 || rank >= nranks || 0 == slot_bytes || NULL == desc ||
+        (kind != XCCL_SHM_AUTO && kind != XCCL_SHM_MEMFD && kind != XCCL_SHM_SYSV)) {
+        return -EINVAL;
+    }
+    xccl_shm_t *s = calloc(1, sizeof(*s));
+    if (NULL == s) {
+        return -ENOMEM;
+    }
+    s->fd = -1;
+    s->rank = rank;
+    s->creator = 1;
+    if (0 == layout(s, nranks, slot_bytes)) {
+        free(s);
+        return -EOVERFLOW;
+    }
+    random_key(s->key);
+
+    int rc = -ENOSYS, shmid = -1;
+    if (XCCL_SHM_SYSV != kind) {
+        rc = create_memfd(s);
+        s->kind = XCCL_SHM_MEMFD;
+        if (rc < 0) {
+            if (s->fd >= 0) {
+                close(s->fd);
+                s->fd = -1;
+            }
+            unmap(s);
+        }
+    }
+    if ((XCCL_SHM_SYSV == kind) || (XCCL_SHM_AUTO == kind && -ENOSYS == rc)) {
+        s->kind = XCCL_SHM_SYSV;
+        rc = shmid = create_sysv(s);
+    }
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+
+    shm_header_t *h = header(s);
+    h->magic = SHM_MAGIC;
+    h->version = SHM_VERSION;
+    h->nranks = (uint32_t) nranks;
+    h->slot_bytes = slot_bytes;
+    h->slot_stride = s->slot_stride;
+    h->flags_off = s->flags_off;
+    h->slots_off = s->slots_off;
+    memcpy(h->key, s->key, sizeof(h->key));
+    (void) join(s);
+
+    shm_wire_t w;
+    memset(&w, 0, sizeof(w));
+    w.magic = DESC_MAGIC;
+    w.version = (uint16_t) SHM_VERSION;
+    w.kind = (uint16_t) s->kind;
+    w.pid = (int32_t) getpid();
+    w.fd = s->fd;
+    w.shmid = shmid;
+    w.nranks = (uint32_t) nranks;
+    w.slot_bytes = slot_bytes;
+    w.total = s->total;
+    memcpy(w.key, s->key, sizeof(w.key));
+    memset(desc, 0, sizeof(*desc));
+    memcpy(desc->bytes, &w, sizeof(w));
+    *seg = s;
+    return 0;
+}
+
+static int attach_memfd(xccl_shm_t *s, const shm_wire_t *w)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) w->pid, (int) w->fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        /* ENOENT: no such process or fd (gone, or another PID namespace) */
+        return ENOENT == errno ? -ESTALE : -errno;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t) st.st_size != w->total) {
+        close(fd);
+        return -ESTALE;
+    }
+    void *p = mmap(NULL, s->total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = MAP_FAILED == p ? errno : 0;
+    close(fd);                 /* the mapping keeps the memory */
+    if (err) {
+        return -err;
+    }
+    s->base = p;
+    return 0;
+}
+
+static int attach_sysv(xccl_shm_t *s, const shm_wire_t *w)
+{
+    struct shmid_ds ds;
+    if (shmctl(w->shmid, IPC_STAT, &ds) != 0) {
+        return EINVAL == errno || EIDRM == errno ? -ESTALE : -errno;
+    }
+    if ((uint64_t) ds.shm_segsz != w->total) {
+        return -ESTALE;
+    }
+    void *p = shmat(w->shmid, NULL, 0);
+    if ((void *) -1 == p) {
+        return EINVAL == errno || EIDRM == errno ? -ESTALE : -errno;
+    }
+    s->base = p;
+    return 0;
+}
+
+int xccl_shm_attach(const xccl_shm_desc_t *desc, int rank, xccl_shm_t **seg)
+{
+    shm_wire_t w;
+    *seg = NULL;
+    if (NULL == desc) {
+        return -EINVAL;
+    }
+    memcpy(&w, desc->bytes, sizeof(w));
+    if (DESC_MAGIC != w.magic || SHM_VERSION != w.version || rank < 0 || (uint32_t) rank >= w.nranks ||
+        (XCCL_SHM_MEMFD != w.kind && XCCL_SHM_SYSV != w.kind)) {
+        return -EINVAL;
+    }
+    xccl_shm_t *s = calloc(1, sizeof(*s));
+    if (NULL == s) {
+        return -ENOMEM;
+    }
+    s->fd = -1;
+    s->rank = rank;
+    s->kind = (xccl_shm_kind_t) w.kind;
+    if (0 == layout(s, (int) w.nranks, (size_t) w.slot_bytes) || s->total != w.total) {
+        free(s);
+        return -EINVAL;
+    }
+    memcpy(s->key, w.key, sizeof(s->key));
+    int rc = XCCL_SHM_MEMFD == s->kind ? attach_memfd(s, &w) : attach_sysv(s, &w);
+    if (0 == rc) {
+        /* The key tells this segment from any other the numbers may name
+         * (a reused pid or id). */
+        const shm_header_t *h = header(s);
+        if (SHM_MAGIC != h->magic || h->nranks != w.nranks || h->slot_bytes != w.slot_bytes ||
+            0 != memcmp(h->key, w.key, sizeof(w.key))) {
+            rc = -ESTALE;
+        }
+    }
+    if (0 == rc) {
+        rc = join(s);
+    }
+    if (rc < 0) {
+        unmap(s);
+        free(s);
+        return rc;
+    }
+    *seg = s;
+    return 0;
+}
+
+void xccl_shm_detach(xccl_shm_t *seg)
+{
+    if (NULL == seg) {
+        return;
+    }
+    xccl_shm_release_fd(seg);
+    unmap(seg);
+    free(seg);
+}
+
+int xccl_shm_all_attached(const xccl_shm_t *seg)
+{
+    return atomic_load_explicit(&header(seg)->nattached, memory_order_acquire) == (uint32_t) seg->nranks;
+}
+
+void xccl_shm_release_fd(xccl_shm_t *seg)
+{
+    if (seg->fd >= 0) {
+        close(seg->fd);
+        seg->fd = -1;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Accessors and flags                                                      */
+/* ------------------------------------------------------------------------ */
+
+xccl_shm_kind_t xccl_shm_kind(const xccl_shm_t *seg)
+{
+    return seg->kind;
+}
+
+xccl_shm_kind_t xccl_shm_desc_kind(const xccl_shm_desc_t *desc)
+{
+    shm_wire_t w;
+    memcpy(&w, desc->bytes, sizeof(w));
+    return (xccl_shm_kind_t) w.kind;
+}
+
+int xccl_shm_nranks(const xccl_shm_t *seg)
+{
+    return seg->nranks;
+}
+
+int xccl_shm_rank(const xccl_shm_t *seg)
+{
+    return seg->rank;
+}
+
+size_t xccl_shm_slot_bytes(const xccl_shm_t *seg)
+{
+    return seg->slot_bytes;
+}
+
+void *xccl_shm_slot(const xccl_shm_t *seg, int r)
+{
+    if (r < 0 || r >= seg->nranks) {
+        return NULL;
+    }
+    return seg->base + seg->slots_off + (size_t) r * seg->slot_stride;
+}
+
+pid_t xccl_shm_pid(const xccl_shm_t *seg, int r)
+{
+    if (r < 0 || r >= seg->nranks ||
+        !atomic_load_explicit(&info(seg, r)->attached, memory_order_acquire)) {
+        return 0;
+    }
+    return (pid_t) info(seg, r)->pid;
+}
+
+int xccl_shm_flag_post(xccl_shm_t *seg, uint32_t seq, uint32_t val)
+{
+    if (UINT32_MAX == val) {
+        return -EINVAL;
+    }
+    const uint64_t w = ((uint64_t) seq << 32) | (uint64_t) (val + 1u);
+    atomic_store_explicit(&flag(seg, seg->rank)->word, w, memory_order_release);
+    return 0;
+}
+
+int xccl_shm_flag_test(const xccl_shm_t *seg, int peer, uint32_t seq, uint32_t val)
+{
+    const uint64_t w = atomic_load_explicit(&flag(seg, peer)->word, memory_order_acquire);
+    const uint32_t fv = (uint32_t) w, fs = (uint32_t) (w >> 32);
+    if (0 == fv) {
+        return 0;              /* never posted */
+    }
+    return fs == seq ? fv - 1u >= val : (int32_t) (fs - seq) > 0;
+}
+
+int xccl_shm_peer_alive(const xccl_shm_t *seg, int peer)
+{
+    const pid_t pid = xccl_shm_pid(seg, peer);
+    if (0 == pid || XCCL_SHM_MEMFD != seg->kind) {
+        return -1;
+    }
+    /* EPERM: it exists (another user's process would not share the fd). */
+    return 0 == kill(pid, 0) || EPERM == errno ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cross-memory attach                                                      */
+/* ------------------------------------------------------------------------ */
+
+int xccl_shm_ptrace_scope(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int v = -1;
+    if (NULL == f) {
+        return -1;
+    }
+    if (1 != fscanf(f, "%d", &v)) {
+        v = -1;
+    }
+    fclose(f);
+    return v;
+}
+
+int xccl_shm_cma_read(pid_t pid, void *dst, const void *remote, size_t len)
+{
+    char *d = dst;
+    uintptr_t r = (uintptr_t) remote;
+    while (len > 0) {
+        struct iovec l = { d, len }, rv = { (void *) r, len };
+        ssize_t n = process_vm_readv(pid, &l, 1, &rv, 1, 0);
+        if (n < 0) {
+            if (EINTR == errno) {
+                continue;
+            }
+            return -errno;
+        }
+        if (0 == n) {
+            return -EFAULT;
+        }
+        d += n;
+        r += (uintptr_t) n;
+        len -= (size_t) n;
+    }
+    return 0;
+}
+
+int xccl_shm_cma_write(pid_t pid, void *remote, const void *src, size_t len)
+{
+    const char *s = src;
+    uintptr_t r = (uintptr_t) remote;
+    while (len > 0) {
+        struct iovec l = { (void *) s, len }, rv = { (void *) r, len };
+        ssize_t n = process_vm_writev(pid, &l, 1, &rv, 1, 0);
+        if (n < 0) {
+            if (EINTR == errno) {
+                continue;
+            }
+            return -errno;
+        }
+        if (0 == n) {
+            return -EFAULT;
+        }
+        s += n;
+        r += (uintptr_t) n;
+        len -= (size_t) n;
+    }
+    return 0;
+}
+
+int xccl_shm_publish(xccl_shm_t *seg, uint32_t seq, int n, const void *const *addrs)
+{
+    shm_info_t *me = info(seg, seg->rank);
+    if (n < 0 || n > XCCL_SHM_PUBLISH_MAX) {
+        return -EINVAL;
+    }
+    for (int i = 0; i < n; i++) {
+        me->pub_addr[i] = (uint64_t) (uintptr_t) addrs[i];
+    }
+    me->pub_n = (uint32_t) n;
+    atomic_store_explicit(&me->pub_seq, seq, memory_order_release);
+    return 0;
+}
+
+int xccl_shm_published(const xccl_shm_t *seg, int peer, uint32_t seq, int i, uint64_t *addr)
+{
+    if (peer < 0 || peer >= seg->nranks || i < 0 || i >= XCCL_SHM_PUBLISH_MAX) {
+        return -EINVAL;
+    }
+    const shm_info_t *in = info(seg, peer);
+    if (atomic_load_explicit(&in->pub_seq, memory_order_acquire) != seq || (uint32_t) i >= in->pub_n) {
+        return -ESTALE;
+    }
+    *addr = in->pub_addr[i];
+    return 0;
+}
+
+int xccl_shm_cma_probe(const xccl_shm_t *seg, int peer)
+{
+    if (peer < 0 || peer >= seg->nranks) {
+        return -EINVAL;
+    }
+    if (peer == seg->rank) {
+        return 1;
+    }
+    /* Scope 3: no process may attach to another, whatever its rights. */
+    if (3 == xccl_shm_ptrace_scope()) {
+        return 0;
+    }
+    const pid_t pid = xccl_shm_pid(seg, peer);
+    if (0 == pid) {
+        return -EAGAIN;        /* not attached yet */
+    }
+    uint64_t v = 0;
+    const shm_info_t *in = info(seg, peer);
+    if (0 != xccl_shm_cma_read(pid, &v, (const void *) (uintptr_t) in->probe_addr, sizeof(v))) {
+        return 0;
+    }
+    return v == probe_value(seg->key, peer);
+}

@@ -1,0 +1,146 @@
+/*
+ * xccl_shm: the node's shared segment, the transport of the intra-node
+ * shared-memory level (DESIGN 3a).  Transport glue: no MPI, no algorithms.
+ *
+ * One segment per communicator and node: a header, one flag per rank (its
+ * own cache lines), and one slot of slot_bytes per rank.  One rank creates
+ * it and gets a descriptor (a small blob); the caller hands the blob to the
+ * other ranks of the node (the component: through the agreement it already
+ * runs) and each attaches with it.  Blob in, blob out: this file never
+ * talks to another process except through the segment.
+ *
+ * The segment never has a name (nothing ever appears in /dev/shm, so a
+ * kill -9 at any moment leaves nothing behind):
+ *   XCCL_SHM_MEMFD  memfd_create; peers open /proc/<pid>/fd/<fd> of the
+ *                   creator.  That open needs only PTRACE_MODE_READ on the
+ *                   creator (same user, creator dumpable), which Yama's
+ *                   ptrace_scope 1-3 do not restrict.  The memory lives as
+ *                   long as one mapping or fd does.
+ *   XCCL_SHM_SYSV   shmget(IPC_PRIVATE) + shmat + shmctl(IPC_RMID) at once;
+ *                   peers shmat the id of a segment already marked for
+ *                   removal (Linux allows it).  Needs no ptrace permission,
+ *                   but a kill -9 between shmget and IPC_RMID (two system
+ *                   calls) leaves a segment in ipcs (never in /dev/shm).
+ * XCCL_SHM_AUTO is memfd, or SysV where memfd_create does not exist.  When
+ * a peer cannot open the memfd (-EACCES: creator not dumpable, /proc
+ * mounted hidepid, another PID namespace), the caller agrees on the failure
+ * and creates a SysV segment instead.  A named segment (shm_open, later
+ * unlinked) is deliberately not offered: between its creation and the
+ * moment the last peer attached, a killed job would leave it in /dev/shm.
+ *
+ * Flags: rank r's flag is a 64-bit word only r writes: (seq, val) of its
+ * last post.  post is a release store and test an acquire load, so what a
+ * rank wrote before posting is visible to a peer once it saw the flag, and
+ * what a peer read before posting is read before anyone who saw the flag
+ * overwrites it.  seq is the call (the executor's sequence number): a flag
+ * of an earlier call never satisfies a test of a later one, so successive
+ * calls never confuse each other's flags.
+ *
+ * Cross-memory attach (CMA): process_vm_readv/writev between the ranks,
+ * single-copy for large messages where the kernel allows it (it needs
+ * PTRACE_MODE_ATTACH: Yama ptrace_scope 0, or CAP_SYS_PTRACE; scope 1 only
+ * for descendants).  xccl_shm_cma_probe tries a real read of a peer.
+ *
+ * Functions return 0 (or a count) or a negative errno.
+ */
+#ifndef XCCL_SHM_H
+#define XCCL_SHM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct xccl_shm xccl_shm_t;
+
+typedef enum {
+    XCCL_SHM_AUTO = 0,         /* memfd, else SysV */
+    XCCL_SHM_MEMFD = 1,
+    XCCL_SHM_SYSV = 2
+} xccl_shm_kind_t;
+
+/* What the creator hands to the other ranks of the node (same machine,
+ * same ABI: plain bytes). */
+#define XCCL_SHM_DESC_BYTES 64
+typedef struct {
+    unsigned char bytes[XCCL_SHM_DESC_BYTES];
+} xccl_shm_desc_t;
+
+/* Every rank's flag sits alone in this many bytes (two cache lines: the
+ * adjacent-line prefetcher fetches pairs). */
+#define XCCL_SHM_FLAG_STRIDE 128
+/* Slots start on page boundaries (each rank touches its own first: on a
+ * NUMA machine its pages come from its own node). */
+#define XCCL_SHM_SLOT_ALIGN 4096
+
+/* Creates a segment of nranks slots of slot_bytes (> 0) for this process,
+ * rank `rank` of the segment, and fills *desc.  The creator keeps its
+ * memfd open until xccl_shm_release_fd or detach: peers attach through it. */
+int xccl_shm_create(xccl_shm_kind_t kind, int nranks, int rank, size_t slot_bytes, xccl_shm_t **seg,
+                    xccl_shm_desc_t *desc);
+/* Attaches the segment of desc as rank `rank` (not the creator's).
+ * -EACCES / -EPERM: the creator's memfd cannot be opened from here (use
+ * SysV); -ESTALE: the blob names no live segment (creator gone, another
+ * PID namespace); -EBUSY: that rank is attached already. */
+int xccl_shm_attach(const xccl_shm_desc_t *desc, int rank, xccl_shm_t **seg);
+/* Unmaps (and closes the creator's fd).  The memory goes away with the
+ * last process that maps it: there is nothing to remove. */
+void xccl_shm_detach(xccl_shm_t *seg);
+/* 1 once every rank has attached (then the creator's fd is no longer
+ * needed), else 0. */
+int xccl_shm_all_attached(const xccl_shm_t *seg);
+/* The creator closes its memfd (after every rank attached); no-op else. */
+void xccl_shm_release_fd(xccl_shm_t *seg);
+
+xccl_shm_kind_t xccl_shm_kind(const xccl_shm_t *seg);     /* MEMFD or SYSV */
+xccl_shm_kind_t xccl_shm_desc_kind(const xccl_shm_desc_t *desc);
+int xccl_shm_nranks(const xccl_shm_t *seg);
+int xccl_shm_rank(const xccl_shm_t *seg);
+size_t xccl_shm_slot_bytes(const xccl_shm_t *seg);
+/* Slot of rank r, XCCL_SHM_SLOT_ALIGN-aligned, slot_bytes long (NULL if
+ * r is out of range). */
+void *xccl_shm_slot(const xccl_shm_t *seg, int r);
+/* The process of rank r as it attached (0 if not yet). */
+pid_t xccl_shm_pid(const xccl_shm_t *seg, int r);
+
+/* This rank's flag becomes (seq, val), val < UINT32_MAX (release).  Values
+ * a rank posts in one call never decrease (the schedules guarantee it). */
+int xccl_shm_flag_post(xccl_shm_t *seg, uint32_t seq, uint32_t val);
+/* 1: rank peer's flag has reached (seq, val): the same call and at least
+ * val, or a later call (serial number arithmetic); 0: not yet (acquire). */
+int xccl_shm_flag_test(const xccl_shm_t *seg, int peer, uint32_t seq, uint32_t val);
+/* 1: rank peer's process exists, 0: it is gone, -1: cannot tell (not
+ * attached yet, or a SysV segment: the pid may be of another namespace). */
+int xccl_shm_peer_alive(const xccl_shm_t *seg, int peer);
+
+/* ---- cross-memory attach */
+
+/* /proc/sys/kernel/yama/ptrace_scope, or -1 where there is no Yama. */
+int xccl_shm_ptrace_scope(void);
+/* 1: process_vm_readv of rank peer's memory works from here (a real read
+ * of a word the peer published in the segment), 0: refused (ptrace scope,
+ * capabilities, seccomp, another namespace), <0: bad argument. */
+int xccl_shm_cma_probe(const xccl_shm_t *seg, int peer);
+/* Addresses a rank publishes per call for its peers' CMA reads (its
+ * buffers: send, receive, scratch...). */
+#define XCCL_SHM_PUBLISH_MAX 4
+/* This rank's n addresses for call seq.  Publish before the call's first
+ * flag post: a peer that has seen the post sees them. */
+int xccl_shm_publish(xccl_shm_t *seg, uint32_t seq, int n, const void *const *addrs);
+/* Address i that rank peer published for call seq: 0, or -ESTALE (it has
+ * published another call's, or fewer). */
+int xccl_shm_published(const xccl_shm_t *seg, int peer, uint32_t seq, int i, uint64_t *addr);
+/* Copies len bytes at remote in process pid to local dst (process_vm_readv,
+ * partial transfers continued): 0 or -errno. */
+int xccl_shm_cma_read(pid_t pid, void *dst, const void *remote, size_t len);
+/* Copies len bytes from local src to remote in process pid: 0 or -errno. */
+int xccl_shm_cma_write(pid_t pid, void *remote, const void *src, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
