@@ -73,8 +73,8 @@ void xccl_select_policy_defaults(xccl_select_policy_t *p)
 {
     memset(p, 0, sizeof(*p));
     p->small_bytes = 0;
-    p->intra = (xccl_cost_model_t) { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA,
-                                     XCCL_COST_DELTA };
+    p->intra = (xccl_cost_model_t) { .alpha = XCCL_COST_ALPHA, .beta = XCCL_COST_BETA,
+                                     .gamma = XCCL_COST_GAMMA, .delta = XCCL_COST_DELTA };
     p->inter = p->intra;
     p->inter.alpha = XCCL_COST_INTER_ALPHA;
     p->inter.beta = XCCL_COST_INTER_BETA;

@@ -511,7 +511,7 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
     }
     /* Every rank runs the mesh schedule now. */
     *go = 1;
-    call->peer = (xccl_peer_t) { call, peer_buf, peer_post, peer_test };
+    call->peer = (xccl_peer_t) { .ctx = call, .buf = peer_buf, .post = peer_post, .test = peer_test };
     hooks->bufs[XCCL_BUF_SEND] = dev[XCCL_BUF_SEND];
     hooks->bufs[XCCL_BUF_RECV] = dev[XCCL_BUF_RECV];
     hooks->bufs[XCCL_BUF_SCRATCH] = s->scratch_bytes ? call->set->dev : NULL;
