@@ -73,11 +73,15 @@ void xccl_select_policy_defaults(xccl_select_policy_t *p)
 {
     memset(p, 0, sizeof(*p));
     p->small_bytes = 0;
+    /* inside a node the shared-memory level's flag and peer terms (they
+     * price only schedules with flags or peer reads: shm, mesh) */
     p->intra = (xccl_cost_model_t) { .alpha = XCCL_COST_ALPHA, .beta = XCCL_COST_BETA,
-                                     .gamma = XCCL_COST_GAMMA, .delta = XCCL_COST_DELTA };
+                                     .gamma = XCCL_COST_GAMMA, .delta = XCCL_COST_DELTA,
+                                     .flag = XCCL_COST_SHM_FLAG, .peer = XCCL_COST_SHM_PEER };
     p->inter = p->intra;
     p->inter.alpha = XCCL_COST_INTER_ALPHA;
     p->inter.beta = XCCL_COST_INTER_BETA;
+    p->inter.flag = p->inter.peer = 0.0;
     p->margin = XCCL_MODEL_MARGIN;
 }
 
@@ -213,7 +217,7 @@ static int same_call(const struct xccl_sched_entry *e, xccl_coll_t coll, int alg
     if (e->coll != coll || e->algo != algo || e->rank != rank || e->size != size || e->es != es ||
         a->count != b->count || a->block != b->block || a->bytes != b->bytes ||
         a->in_place != b->in_place || a->root != b->root || a->layout != b->layout ||
-        a->segment != b->segment || a->peer_access != b->peer_access ||
+        a->segment != b->segment || a->peer_access != b->peer_access || a->shm_slot != b->shm_slot ||
         (NULL == a->counts) != (NULL == b->counts)) {
         return 0;
     }

@@ -206,6 +206,50 @@ START_TEST(schedules_are_kept_while_arguments_repeat)
 }
 END_TEST
 
+/* The node segment (args.shm_slot): a schedule built without it is not
+ * handed out for a call with it (the two-level algorithms take shm intra
+ * stages then), and the model, with the default policy, prefers the
+ * latency path for small allreduces on one node. */
+START_TEST(shm_slot_in_cache_key_and_model)
+{
+    xccl_select_cache_t *c = calloc(1, sizeof(*c));
+    xccl_layout_t two;
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(xccl_layout_parse(&two, "block:4", 8, NULL, 0), 0);
+    xccl_coll_args_t a = { .count = 1000, .layout = &two };
+    const int hier = xccl_select_index(XCCL_COLL_ALLREDUCE, "hier");
+    int used;
+    const xccl_sched_t *s0 = xccl_select_schedule(c, XCCL_COLL_ALLREDUCE, hier, &a, 1, 8, 4, &used);
+    a.shm_slot = 65536;
+    const xccl_sched_t *s1 = xccl_select_schedule(c, XCCL_COLL_ALLREDUCE, hier, &a, 1, 8, 4, &used);
+    ck_assert_ptr_nonnull(s0);
+    ck_assert_ptr_nonnull(s1);
+    ck_assert_ptr_ne(s0, s1);
+    ck_assert_uint_eq(s0->slot_bytes, 0);
+    ck_assert(s1->slot_bytes > 0 && s1->slot_bytes <= 65536);
+    xccl_select_put(s0);
+    xccl_select_put(s1);
+
+    xccl_select_policy_t p;
+    xccl_select_policy_defaults(&p);
+    ck_assert(p.intra.flag > 0 && p.intra.peer > 0 && 0 == p.inter.flag);
+    for (int n = 2; n <= 8; n *= 2) {
+        xccl_layout_t one = one_node(n);
+        xccl_coll_args_t b = { .count = 2, .layout = &one, .shm_slot = 1 << 20 };
+        double t[XCCL_CATALOG_MAX];
+        int k, best = xccl_select_model(&p, XCCL_COLL_ALLREDUCE, &b, 4, t, &k);
+        ck_assert_str_eq(xccl_select_name(XCCL_COLL_ALLREDUCE, best), "shm_small");
+        b.shm_slot = 0;                /* no segment: never shm */
+        best = xccl_select_model(&p, XCCL_COLL_ALLREDUCE, &b, 4, t, &k);
+        ck_assert_int_ne(strncmp(xccl_select_name(XCCL_COLL_ALLREDUCE, best), "shm", 3), 0);
+        xccl_layout_fini(&one);
+    }
+    xccl_select_cache_fini(c);
+    free(c);
+    xccl_layout_fini(&two);
+}
+END_TEST
+
 /* A cached schedule runs as often as the call repeats: four ranks each
  * with its own cache (as each process has), the same allreduce three
  * times on the simulator, right every time. */
@@ -276,6 +320,7 @@ int main(void)
     tcase_add_test(tc, forced_then_rule_then_model);
     tcase_add_test(tc, schedules_are_kept_while_arguments_repeat);
     tcase_add_test(tc, cached_schedule_runs_again);
+    tcase_add_test(tc, shm_slot_in_cache_key_and_model);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }
