@@ -186,6 +186,9 @@ done
 
 # ---------------------------------------------------------------- rounds
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
+# CPU time (s) all processes have used so far: user, nice, system, irq, softirq.
+busy_s() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat; }
+TIMEFORMAT='%3R %3U %3S'
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
 peer_args=(-r "$reps" -T "$deadline" -L 2)
@@ -208,13 +211,17 @@ for ((round = 1; round <= rounds; round++)); do
             [[ $cfg == xccl ]] && args+=(-V coll_xccl_world_active)
             f=$work/raw/np$np.$cfg.$round.txt
             echo "# load $(loadavg)" > "$f"
-            t0=$(date +%s)
             launcher "$cfg" "$np"
-            if ! timeout $((deadline + 300)) "${cmd[@]}" "${args[@]}" >> "$f" 2> "$f.err"; then
+            b0=$(busy_s)
+            # time: wall, user and system seconds of the launcher and all
+            # its ranks; the rest of the machine's busy time is others'.
+            if ! { time timeout $((deadline + 300)) "${cmd[@]}" "${args[@]}" >> "$f" 2> "$f.err"; } 2> "$f.time"; then
                 echo "# FAILED exit status, $(grep -v '^\s*$' "$f.err" | tail -n 1)" >> "$f"
                 log "np $np $cfg round $round: failed (kept what it printed)"
             fi
-            log "round $round/$rounds np $np $cfg: $(($(date +%s) - t0)) s (load $(loadavg))"
+            others=$(awk -v b0="$b0" -v b1="$(busy_s)" 'NF == 3 { o = (b1 - b0 - $2 - $3) / $1; printf "%.2f %.0f", o < 0 ? 0 : o, $1 }' "$f.time")
+            echo "# others ${others% *}" >> "$f"
+            log "round $round/$rounds np $np $cfg: ${others#* } s, other processes used ${others% *} cores"
         done
     done
 done
@@ -235,6 +242,7 @@ for f in "$work"/raw/np*.txt; do
         $1 == "V" && $3 != "1" { print "X", np, cfg, $2, $3 }
         $1 == "#" && $2 == "FAILED" { print "F", np, cfg }
         $1 == "#" && $2 == "load" { print "L", np, cfg, $3 }
+        $1 == "#" && $2 == "others" { print "O", np, cfg, $3 }
     ' "$f"
 done > "$work/samples"
 cat "$work"/raw/memcpy.*.txt 2> /dev/null | awk '$1 == "M" { print "M", $5 }' >> "$work/samples"
@@ -292,10 +300,12 @@ for np in "${np_list[@]}"; do
         $1 == "X" { inactive[$3] = $4 "=" $5 }
         $1 == "F" { fail[$3]++ }
         $1 == "L" { ld = ld " " $4; if ($4 + 0 > ldmax) ldmax = $4 + 0 }
+        $1 == "O" { ot = ot " " $4; if ($4 + 0 > otmax) otmax = $4 + 0 }
         END {
             lim = median(mc)
             excl = (np > cores) ? "mpich" : ""
-            printf "# load average at the start of each invocation: median %.2f, max %.2f\n", median(ld), ldmax
+            printf "# load average at the start of each invocation (counts the previous ones ranks): median %.2f, max %.2f\n", median(ld), ldmax
+            printf "# CPU used by other processes during each invocation: median %.2f, max %.2f of %d cores\n", median(ot), otmax, cores
             printf "# one-copy limit: memcpy 64 MiB, all %d cores copying at once: %.2f GB/s per core (median of %d)\n", cores, lim, split(mc, dummy, " ")
             printf "# cells: median per-call time (us) over rounds x reps, each the slowest rank%s\n", ""
             printf "# reductions: MPI_FLOAT MPI_SUM; allgather, alltoall, bcast: MPI_BYTE; size: allreduce, bcast per rank,\n"
