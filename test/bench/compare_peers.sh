@@ -18,10 +18,12 @@
 # A configuration that cannot be installed, built or run is reported as
 # unavailable, with the reason, and the others still run.
 #
-# Every round runs, for every np, every configuration once (a full mpirun
-# or mpiexec of peer_bench over all collectives and sizes, REPS timed
-# repetitions each), starting one configuration further each round, so
-# slow drifts of the machine hit all of them alike; each round also
+# Every round runs, for every np and collective, every configuration once
+# (an mpirun or mpiexec of peer_bench over all sizes of that collective,
+# REPS timed repetitions each), starting one configuration further each
+# round and collective, so the configurations of a collective are measured
+# within seconds of each other and slow drifts of a shared machine hit
+# all of them alike; each round also
 # measures the one-copy limit: memcpy of 64 MiB by every core at once
 # (peer_bench -m under Open MPI, one rank per core).  A cell is the median
 # over all its samples (ROUNDS x REPS); a sample is the per-call time
@@ -30,8 +32,9 @@
 # With more ranks than cores, Open MPI runs with --oversubscribe and
 # mpi_yield_when_idle 1; MPICH busy-polls and collapses there (a call
 # can take seconds), so it runs only in the first MPICH_OVER_ROUNDS rounds
-# (default 1), skips the larger sizes of a collective once a call took
-# more than 0.25 s, and its column is shown but left out of "best".
+# (default 1), skips the sizes whose call is predicted to take more than
+# 0.25 s (peer_bench -L; everyone else: 4 s), and its column is shown but
+# left out of "best".
 #
 # Usage: compare_peers.sh [-n 2,4] [-R ROUNDS] [-r REPS] [-s SIZES] [-c COLLS]
 #                         [-C xccl,tuned,sm,impi,mpich] [-o PREFIX] [-e ENVDIR]
@@ -49,7 +52,7 @@
 # Environment: XCCL_BUILDDIR (default ./build), PYTHON (default python3),
 # IMPI_PIP / MPICH_PIP (pip arguments; default "impi-rt impi-devel", "mpich"),
 # MPICH_OVER_ROUNDS (default 1).
-# Default run: about 12-15 minutes on 2 cores.
+# Default run: about 15 minutes on 2 cores (shared with others: up to 25).
 set -euo pipefail
 
 nps=2,4 rounds=5 reps=3 sizes="" colls="" configs=xccl,tuned,sm,impi,mpich
@@ -186,36 +189,49 @@ done
 
 # ---------------------------------------------------------------- rounds
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
+# CPU time (s) all processes have used so far: user, nice, system, irq, softirq.
+busy_s() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat; }
+TIMEFORMAT='%3R %3U %3S'
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
-peer_args=(-r "$reps" -T "$deadline" -L 2)
+peer_args=(-r "$reps" -T "$deadline" -L 4)
 [[ -n $sizes ]] && peer_args+=(-s "$sizes")
-[[ -n $colls ]] && peer_args+=(-c "$colls")
+colls=${colls:-allreduce,allgather,reduce_scatter,alltoall,bcast}
+IFS=, read -r -a coll_list <<< "$colls"
 ncfg=${#cfg_list[@]}
 for ((round = 1; round <= rounds; round++)); do
     # The one-copy limit: every core copies at once.
     mpirun ${root_flag:+"$root_flag"} -np "$ncores" "$work/bin/pb-ompi" -m -r 3 > "$work/raw/memcpy.$round.txt" 2> /dev/null \
         || log "memcpy measurement failed in round $round"
+    # One invocation per collective: the configurations of one collective
+    # are measured within seconds of each other, whatever the machine does.
     for np in "${np_list[@]}"; do
+      for ((ci = 0; ci < ${#coll_list[@]}; ci++)); do
+        coll=${coll_list[ci]}
         for ((i = 0; i < ncfg; i++)); do
-            cfg=${cfg_list[(i + round - 1) % ncfg]}
+            cfg=${cfg_list[(i + round - 1 + ci) % ncfg]}
             [[ -z ${why[$cfg]:-} ]] || continue
-            args=("${peer_args[@]}")
+            args=("${peer_args[@]}" -c "$coll")
             if [[ $cfg == mpich ]] && ((np > ncores)); then
                 ((round <= over_rounds)) || continue
                 args+=(-L 0.25)
             fi
             [[ $cfg == xccl ]] && args+=(-V coll_xccl_world_active)
-            f=$work/raw/np$np.$cfg.$round.txt
+            f=$work/raw/np$np.$cfg.$round.$coll.txt
             echo "# load $(loadavg)" > "$f"
-            t0=$(date +%s)
             launcher "$cfg" "$np"
-            if ! timeout $((deadline + 300)) "${cmd[@]}" "${args[@]}" >> "$f" 2> "$f.err"; then
+            b0=$(busy_s)
+            # time: wall, user and system seconds of the launcher and all
+            # its ranks; the rest of the machine's busy time is others'.
+            if ! { time timeout $((deadline + 300)) "${cmd[@]}" "${args[@]}" >> "$f" 2> "$f.err"; } 2> "$f.time"; then
                 echo "# FAILED exit status, $(grep -v '^\s*$' "$f.err" | tail -n 1)" >> "$f"
                 log "np $np $cfg round $round: failed (kept what it printed)"
             fi
-            log "round $round/$rounds np $np $cfg: $(($(date +%s) - t0)) s (load $(loadavg))"
+            others=$(awk -v b0="$b0" -v b1="$(busy_s)" 'NF == 3 { o = (b1 - b0 - $2 - $3) / $1; printf "%.2f %.0f", o < 0 ? 0 : o, $1 }' "$f.time")
+            echo "# others ${others% *}" >> "$f"
+            log "round $round/$rounds np $np $coll $cfg: ${others#* } s, other processes used ${others% *} cores"
         done
+      done
     done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -235,6 +251,7 @@ for f in "$work"/raw/np*.txt; do
         $1 == "V" && $3 != "1" { print "X", np, cfg, $2, $3 }
         $1 == "#" && $2 == "FAILED" { print "F", np, cfg }
         $1 == "#" && $2 == "load" { print "L", np, cfg, $3 }
+        $1 == "#" && $2 == "others" { print "O", np, cfg, $3 }
     ' "$f"
 done > "$work/samples"
 cat "$work"/raw/memcpy.*.txt 2> /dev/null | awk '$1 == "M" { print "M", $5 }' >> "$work/samples"
@@ -255,7 +272,7 @@ for np in "${np_list[@]}"; do
             fi
         done
     } > "$table"
-    awk -v np="$np" -v cores="$ncores" -v cfgs="$configs" -v mrounds="$over_rounds" '
+    awk -v np="$np" -v cores="$ncores" -v cfgs="$configs" -v colls="$colls" -v mrounds="$over_rounds" '
         function median(list,   n, a, i, j, t) {
             n = split(list, a, " ")
             if (n == 0) return -1
@@ -276,12 +293,12 @@ for np in "${np_list[@]}"; do
             if (c == "bcast") return 1
             return (np - 1) / np
         }
-        BEGIN { ncf = split(cfgs, cf, ",") }
+        BEGIN { ncf = split(cfgs, cf, ","); ncl = split(colls, cl, ",") }
         $1 == "M" { mc = mc " " $2; next }
         $2 != np { next }
         $1 == "T" {
             key = $4 SUBSEP $5
-            if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
+            if (!(key in seen)) { seen[key] = 1; nsz[$4]++; szs[$4, nsz[$4]] = $5 + 0 }
             t[key, $3] = t[key, $3] " " $7
             n[key, $3]++
             bytes[key] = $6
@@ -292,10 +309,12 @@ for np in "${np_list[@]}"; do
         $1 == "X" { inactive[$3] = $4 "=" $5 }
         $1 == "F" { fail[$3]++ }
         $1 == "L" { ld = ld " " $4; if ($4 + 0 > ldmax) ldmax = $4 + 0 }
+        $1 == "O" { ot = ot " " $4; if ($4 + 0 > otmax) otmax = $4 + 0 }
         END {
             lim = median(mc)
             excl = (np > cores) ? "mpich" : ""
-            printf "# load average at the start of each invocation: median %.2f, max %.2f\n", median(ld), ldmax
+            printf "# load average at the start of each invocation (counts the previous ones ranks): median %.2f, max %.2f\n", median(ld), ldmax
+            printf "# CPU used by other processes during each invocation: median %.2f, max %.2f of %d cores\n", median(ot), otmax, cores
             printf "# one-copy limit: memcpy 64 MiB, all %d cores copying at once: %.2f GB/s per core (median of %d)\n", cores, lim, split(mc, dummy, " ")
             printf "# cells: median per-call time (us) over rounds x reps, each the slowest rank%s\n", ""
             printf "# reductions: MPI_FLOAT MPI_SUM; allgather, alltoall, bcast: MPI_BYTE; size: allreduce, bcast per rank,\n"
@@ -311,6 +330,16 @@ for np in "${np_list[@]}"; do
             printf "%-15s %6s", "coll", "size"
             for (i = 1; i <= ncf; i++) if (cf[i] in have) printf " %10s", cf[i]
             printf " %6s %6s %8s %5s %8s %5s\n", "best", "ratio", "bw_xccl", "%lim", "bw_best", "%lim"
+            # Collectives in the order asked for, sizes ascending.
+            for (ci = 1; ci <= ncl; ci++) {
+                c = cl[ci]
+                for (i = 2; i <= nsz[c]; i++) {
+                    v = szs[c, i]
+                    for (j = i - 1; j >= 1 && szs[c, j] > v; j--) szs[c, j + 1] = szs[c, j]
+                    szs[c, j + 1] = v
+                }
+                for (i = 1; i <= nsz[c]; i++) order[++nk] = c SUBSEP szs[c, i]
+            }
             prev = ""
             for (k = 1; k <= nk; k++) {
                 split(order[k], kk, SUBSEP); c = kk[1]; sz = kk[2]

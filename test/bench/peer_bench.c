@@ -28,8 +28,10 @@
  * prints a WRONG line and makes the exit status 1.
  *
  * -T SECONDS starts no new size after SECONDS; -L SECONDS measures no size
- * of a collective above one whose call took longer than SECONDS (an MPI
- * that collapses when oversubscribed would otherwise take hours).
+ * of a collective whose call is predicted to take longer than SECONDS (the
+ * last size's time per call, scaled by the ratio of the sizes from 64 KiB,
+ * where bandwidth rules): an MPI that collapses when oversubscribed would
+ * otherwise take hours.
  *
  * -m measures the one-copy limit instead: every rank memcpy's a buffer of
  * -M bytes (default 64 MiB, more than the last-level cache) at the same
@@ -46,7 +48,7 @@
  *   T <coll> <size> <bytes> <rep> <calls> <us per call, max over ranks>
  *   C <coll> <size> ok|WRONG <wrong elements, summed over ranks>
  *   S <coll> <size> deadline|slow     (not measured: -T out of time, or
- *                                     -L a smaller size's call was slower)
+ *                                     -L predicted slower)
  *   M memcpy <bytes> <rep> <GB/s slowest rank> <GB/s mean over ranks>
  *   V <cvar> <value>|absent           (-V: an MPI_T control variable, read
  *                                     after one 1 MiB allreduce)
@@ -121,7 +123,8 @@ typedef struct {
     int *rcounts;              /* MPI_Reduce_scatter: equal blocks */
     double t_start;
     bool out_of_time;
-    bool too_slow[NCOLL];      /* -L: a call of this collective took longer */
+    double last_call[NCOLL];   /* -L: seconds per call at the last size measured */
+    size_t last_size[NCOLL];
     long wrong_total;
 } bench_t;
 
@@ -218,7 +221,7 @@ static void usage(void)
         "  -p  bytes per repetition: K = PAYLOAD/size calls (default 32M)\n"
         "  -k  at most this many calls per repetition (default 1000)\n"
         "  -T  start no new size after SECONDS (prints S lines for the rest)\n"
-        "  -L  skip the larger sizes of a collective once a call took SECONDS\n"
+        "  -L  skip a size whose call is predicted to take more than SECONDS\n"
         "  -V  print the MPI_T control variable CVAR at the end (or 'absent')\n"
         "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n");
 }
@@ -371,7 +374,12 @@ static void run_size(bench_t *B, int coll, size_t size)
     const char *name = colls[coll].name;
     if (!B->out_of_time && o->deadline > 0)
         B->out_of_time = agree_double(B, MPI_Wtime() - B->t_start) > o->deadline;
-    if (B->out_of_time || B->too_slow[coll]) {
+    const size_t last = B->last_size[coll];
+    double predicted = B->last_call[coll];
+    if (last >= ((size_t)64 << 10))
+        predicted *= (double)size / (double)last;
+    bool too_slow = o->slow > 0 && last > 0 && predicted > o->slow;
+    if (B->out_of_time || too_slow) {
         if (B->rank == 0)
             printf("S %s %zu %s\n", name, size, B->out_of_time ? "deadline" : "slow");
         return;
@@ -395,8 +403,8 @@ static void run_size(bench_t *B, int coll, size_t size)
         if ((spent >= WARM_S && n >= 3) || w >= kpay)
             break;
     }
-    if (o->slow > 0 && per_call > o->slow)
-        B->too_slow[coll] = true;
+    B->last_call[coll] = per_call;
+    B->last_size[coll] = size;
     long k = kpay;
     if (per_call * (double)k > REP_S)
         k = (long)(REP_S / per_call);
