@@ -44,7 +44,7 @@ mca_coll_xccl_component_t mca_coll_xccl_component = {
 };
 
 /* Measured with xccl_bench on the development machine (2 cores, UCX 1.13,
- * np 2, allgather/allreduce 256 KiB..16 MiB, see README): shared memory
+ * np 2, allgather/allreduce 256 KiB..16 MiB, see docs/parameters.md): shared memory
  * (posix) for eager messages, cma for rendezvous; put_zcopy rendezvous was
  * 1.5-2x faster than UCX's default choice at 256 KiB..2 MiB.  tcp stays in
  * the list for peers on other nodes. */
@@ -204,7 +204,7 @@ static int xccl_register(void)
     c->tuning_file = NULL;
     reg_all_eq("tuning_file",
                "Rules \"<collective> ranks=<lo>-<hi> bytes=<lo>-<hi> algo=<name>\" (first match "
-               "wins; see README) applied before the cost model; a forced algorithm still "
+               "wins; see docs/parameters.md) applied before the cost model; a forced algorithm still "
                "wins.  Must be the same on all ranks",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->tuning_file);
     c->world_active = false;
@@ -214,7 +214,7 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_9,
         MCA_BASE_VAR_SCOPE_CONSTANT, &c->world_active);
     reg_all_eq("topo_file",
-               "Topology file to use instead of detecting the node (format: README, "
+               "Topology file to use instead of detecting the node (format: docs/tools.md, "
                "xccl_info --dump writes one)",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->topo_file);
     reg_all_eq("topo_dump",
