@@ -71,7 +71,7 @@ while getopts "n:R:r:s:c:C:o:e:k:T:h" c; do
     e) envdir=$OPTARG ;;
     k) rawkeep=$OPTARG ;;
     T) deadline=$OPTARG ;;
-    *) sed -n '2,52p' "$0"; exit 2 ;;
+    *) sed -n '2,55p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
