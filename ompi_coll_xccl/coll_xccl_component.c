@@ -247,14 +247,13 @@ static int parse_algorithm(xccl_coll_t coll, const char *s)
 /* A bad file is reported and the parameters stay as they were. */
 static void read_cost_file(const char *path, xccl_cost_model_t *cost)
 {
-    xccl_cost_model_t m;
+    xccl_cost_model_t m = *cost;       /* fields the file does not give keep their values */
     FILE *f = fopen(path, "r");
     if (NULL == f) {
         opal_output(0, "xccl: cannot open coll_xccl_cost_file %s; using the built-in cost model",
                     path);
         return;
     }
-    m.delta = cost->delta;             /* optional in the file */
     int n = fscanf(f, " alpha=%lf beta=%lf gamma=%lf delta=%lf", &m.alpha, &m.beta, &m.gamma,
                    &m.delta);
     if (n >= 3 && m.alpha >= 0 && m.beta >= 0 && m.gamma >= 0 && m.delta >= 0) {
