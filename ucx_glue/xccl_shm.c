@@ -491,13 +491,16 @@ int xccl_shm_ptrace_scope(void)
     return v;
 }
 
-int xccl_shm_cma_read(pid_t pid, void *dst, const void *remote, size_t len)
+/* process_vm_readv and process_vm_writev take the same arguments: one loop
+ * moves len bytes between local and remote either way, past short counts. */
+typedef ssize_t (*cma_fn_t)(pid_t, const struct iovec *, unsigned long, const struct iovec *,
+                            unsigned long, unsigned long);
+
+static int cma_move(cma_fn_t fn, pid_t pid, char *local, uintptr_t remote, size_t len)
 {
-    char *d = dst;
-    uintptr_t r = (uintptr_t) remote;
     while (len > 0) {
-        struct iovec l = { d, len }, rv = { (void *) r, len };
-        ssize_t n = process_vm_readv(pid, &l, 1, &rv, 1, 0);
+        struct iovec l = { local, len }, rv = { (void *) remote, len };
+        ssize_t n = fn(pid, &l, 1, &rv, 1, 0);
         if (n < 0) {
             if (EINTR == errno) {
                 continue;
@@ -507,34 +510,21 @@ int xccl_shm_cma_read(pid_t pid, void *dst, const void *remote, size_t len)
         if (0 == n) {
             return -EFAULT;
         }
-        d += n;
-        r += (uintptr_t) n;
+        local += n;
+        remote += (uintptr_t) n;
         len -= (size_t) n;
     }
     return 0;
 }
 
+int xccl_shm_cma_read(pid_t pid, void *dst, const void *remote, size_t len)
+{
+    return cma_move(process_vm_readv, pid, dst, (uintptr_t) remote, len);
+}
+
 int xccl_shm_cma_write(pid_t pid, void *remote, const void *src, size_t len)
 {
-    const char *s = src;
-    uintptr_t r = (uintptr_t) remote;
-    while (len > 0) {
-        struct iovec l = { (void *) s, len }, rv = { (void *) r, len };
-        ssize_t n = process_vm_writev(pid, &l, 1, &rv, 1, 0);
-        if (n < 0) {
-            if (EINTR == errno) {
-                continue;
-            }
-            return -errno;
-        }
-        if (0 == n) {
-            return -EFAULT;
-        }
-        s += n;
-        r += (uintptr_t) n;
-        len -= (size_t) n;
-    }
-    return 0;
+    return cma_move(process_vm_writev, pid, (char *) src, (uintptr_t) remote, len);
 }
 
 int xccl_shm_publish(xccl_shm_t *seg, uint32_t seq, int n, const void *const *addrs)
