@@ -376,6 +376,11 @@ typedef int (*xccl_reduce_cb_t)(void *cbctx, void *dst, const void *a, const voi
 /* dst = src over len bytes (dst != src; the ranges may overlap); 0 or a
  * negative error. */
 typedef int (*xccl_copy_cb_t)(void *cbctx, void *dst, const void *src, size_t len);
+/* The executor's host copy (memmove semantics): memmove, except where the
+ * destination is 1..63 bytes past the source modulo 4 KiB, in which case
+ * glibc's `rep movsb` runs several times slower and the copy is made in
+ * pieces instead (exec.c).  For copy callbacks that copy on the host. */
+void xccl_memmove(void *dst, const void *src, size_t len);
 
 #define XCCL_EXEC_INLINE_REQS 16
 

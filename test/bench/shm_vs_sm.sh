@@ -16,7 +16,7 @@ for ((i = 0; i < rounds; i++)); do
     echo "# round $i, load $(cut -d' ' -f1 /proc/loadavg)"
     # shellcheck disable=SC2086
     "$b/xccl_shm_bench" -n "$np" -r 11 -m 1 $sizes |
-        awk '/^# allreduce/ { on = 1; next } /^# allgather/ { on = 0 }
+        awk '/^# allreduce, float/ { on = 1; next } /^# / { on = 0 }
              on && /^  / { printf "shm       %10s  shm_small %10s  shm %10s  memcpy %10s\n", $1, $2, $3, $4 }'
     for s in $sizes; do
         bytes=$(to_bytes "$s")

@@ -138,7 +138,7 @@ static int copy_cb(void *ctx, void *dst, const void *src, size_t len)
 {
     (void) ctx;
     const double t0 = now();
-    memmove(dst, src, len);
+    xccl_memmove(dst, src, len);
     busy += now() - t0;
     return 0;
 }

@@ -842,6 +842,47 @@ START_TEST(hier_with_shm_stages)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* The executor's host copy                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* xccl_memmove is memmove: disjoint buffers whose distance modulo 4 KiB is
+ * every value around the pieces' trigger (1..63), and overlapping ranges
+ * both ways (memmove's case), at lengths around the piece size. */
+START_TEST(memmove_is_memmove)
+{
+    static const size_t lens[] = { 0, 1, 63, 2047, 2048, 2049, 4097, 70001 };
+    const size_t span = 2 * 70001 + 3 * 4096;
+    unsigned char *a = xmalloc(span), *b = xmalloc(span), *want = xmalloc(span);
+    for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+        const size_t n = lens[li];
+        for (int d = -70; d <= 70; d++) {
+            for (int overlap = 0; overlap < 2; overlap++) {
+                for (size_t i = 0; i < span; i++) {
+                    a[i] = (unsigned char) (i * 7 + 1);
+                    b[i] = (unsigned char) (i * 13 + 5);
+                }
+                /* overlap: both in a; else src in a, dst in b at distance d mod 4096 */
+                unsigned char *src = a + 4096 + 70, *base = overlap ? a : b;
+                uintptr_t at = (uintptr_t) src + (uintptr_t) (intptr_t) d;
+                if (!overlap) {
+                    at = ((uintptr_t) b + 4096 + 4095) / 4096 * 4096 + (((uintptr_t) src + (uintptr_t) (intptr_t) d) & 4095);
+                }
+                unsigned char *dst = (unsigned char *) at;
+                ck_assert(dst >= base && dst + n <= base + span);
+                memcpy(want, base, span);
+                memmove(want + (dst - base), overlap ? want + (src - a) : src, n);
+                xccl_memmove(dst, src, n);
+                ck_assert_msg(0 == memcmp(base, want, span), "len %zu distance %d overlap %d", n, d, overlap);
+            }
+        }
+    }
+    free(a);
+    free(b);
+    free(want);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Successive calls, interleaved: the slot outlives the call                */
 /* ------------------------------------------------------------------------ */
 
@@ -1358,6 +1399,7 @@ int main(void)
     tcase_add_test(tc, hier_with_shm_stages);
     tcase_add_test(tc, cost_of_shm_schedules);
     tcase_add_test(tc, successive_calls_interleaved);
+    tcase_add_test(tc, memmove_is_memmove);
     tcase_add_test(tc, catalog_shm);
     tcase_add_test(tc, catalog_shm_runs);
     tcase_add_loop_test(tc, planted_bugs_fail, 0, NCOLLS);
