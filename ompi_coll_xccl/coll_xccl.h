@@ -17,6 +17,7 @@
  *                           device pointers to UCX, CUDA IPC peer access
  *   coll_xccl_dtype.c, coll_xccl_pack.c   datatypes, ops, packed copies
  *   coll_xccl_setup.c       the communicator's set-up on first use
+ *   coll_xccl_shm.c         the intra-node shared-memory level
  *   coll_xccl_log.c         log lines, per-collective counts
  */
 #ifndef MCA_COLL_XCCL_H
@@ -93,6 +94,9 @@ typedef struct {
     char *ucx_tls;
     char *ucx_rndv_scheme;
     char *ucx_rndv_thresh;
+    size_t shm_bytes;                /* shared-memory level: each rank's slot (0: off) */
+    int shm_kind;                    /* xccl_shm_kind_t: auto, memfd, sysv */
+    bool shm_small;                  /* small messages on one node run the level, not the fallback */
 
     /* state */
     int output;                      /* opal_output stream */
@@ -116,6 +120,24 @@ enum {
     XCCL_SETUP_DONE                  /* layout ordered, transport chosen */
 };
 
+/* Placement keys and shared-memory descriptors travel with the set-up
+ * agreement up to this many ranks (the answers grow as size^2 over all
+ * ranks); larger communicators agree on the flags alone, keep communicator
+ * order inside the nodes and have no shared-memory level. */
+#define XCCL_AGREE_MAX_KEYS 4096
+/* The agreement record of a rank: flags, placement key, the descriptor of
+ * its node's shared segment (node leaders; zeros elsewhere). */
+#define XCCL_AGREE_INTS (2 + 64 / (int) sizeof(int))
+
+/* The shared-memory level of a communicator (coll_xccl_shm.c).  The state
+ * changes only inside a blocking call xccl runs, the same call on every
+ * rank: decisions may depend on it. */
+enum {
+    XCCL_SHM_OFF,                    /* off for good (parameter, size, a rank could not) */
+    XCCL_SHM_UNDECIDED,              /* the first blocking call xccl runs votes */
+    XCCL_SHM_ON
+};
+
 typedef struct {
     mca_coll_base_module_t super;
 
@@ -124,7 +146,7 @@ typedef struct {
     volatile int setup;              /* XCCL_SETUP_*; DONE is written last */
     opal_mutex_t setup_lock;         /* one finisher of a pending agreement */
     struct ompi_request_t *agree_req;
-    int agree_msg[2];                /* this rank's {flags, placement key} */
+    int agree_msg[XCCL_AGREE_INTS];  /* this rank's {flags, placement key, segment} */
     int *agree_all;                  /* every rank's, while the agreement runs */
     bool ucx;                        /* transport: UCX, else Open MPI's PML */
     xccl_layout_t layout;            /* nodes of the ranks (host names or node_layout) */
@@ -144,6 +166,12 @@ typedef struct {
      * node; the state of the peer access (coll_xccl_gpu_ipc.c) */
     bool gpu_ipc;
     struct mca_coll_xccl_ipc *ipc;
+    /* The node's shared segment (coll_xccl_shm.c): XCCL_SHM_*; whether a
+     * small blocking call runs xccl (the level is, or may be, on and the
+     * communicator is one node) instead of the fallback. */
+    int shm_state;
+    int shm_small;
+    struct mca_coll_xccl_shm *shm;
 
     mca_coll_xccl_prev_t prev;
 } mca_coll_xccl_module_t;
@@ -163,6 +191,17 @@ int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait);
 int mca_coll_xccl_setup_test(mca_coll_xccl_module_t *m);
 /* What set-up holds (endpoints, layout, agreement buffers), at destruction. */
 void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m);
+
+/* Shared-memory level (coll_xccl_shm.c): state at enable; the local part
+ * of set-up (node leaders create the segment, desc: XCCL_SHM_DESC_BYTES of
+ * the agreement record); finish (the others attach with their leader's
+ * record in all, stride ints per rank); the vote, in a blocking call, once
+ * set up; the end. */
+void mca_coll_xccl_shm_init(mca_coll_xccl_module_t *m);
+void mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc);
+void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int *all, int stride);
+int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m);
+void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m);
 
 /* entry points (coll_xccl_entry_reduce.c, coll_xccl_entry_move.c) */
 int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

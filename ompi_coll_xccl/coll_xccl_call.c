@@ -98,12 +98,24 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         waiting.request = request;
         return mca_coll_xccl_request_start_waiting(m, &waiting, &hooks, &pk);
     }
+    /* The shared-memory level: blocking calls (one slot per rank) on host
+     * buffers (device data keeps its staging and its own peer access). */
+    if (NULL == request && XCCL_SHM_UNDECIDED == m->shm_state &&
+        MPI_SUCCESS != (rc = mca_coll_xccl_shm_vote(m))) {
+        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
+        return mca_coll_xccl_error(m, c->coll, rc, "the shared-memory vote failed");
+    }
+    c->args.shm_slot = NULL == request && NULL == stage && XCCL_SHM_ON == m->shm_state
+                           ? mca_coll_xccl_component.shm_bytes : 0;
     c->args.layout = &m->layout;
     const xccl_sched_t *sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
                                                               c->es, -1, &algo, &predicted_us);
     if (NULL == sched) {
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (sched->slot_bytes > 0 || sched->peer_access) {
+        mca_coll_xccl_shm_hooks(m, &hooks);
     }
     mca_coll_xccl_log_call(m, c->coll, NULL != request, c->bytes, algo, predicted_us, NULL, NULL);
     /* Device data: ws and wr are host copies; the schedule runs on the
@@ -236,9 +248,12 @@ static inline const char *decide(const mca_coll_xccl_call_t *c)
         return "disabled";
     }
     const char *why = xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
-    /* The fallback would compute these wrongly: xccl keeps them. */
-    if (xccl_select_why_small == why && c->reduction &&
-        mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) {
+    /* Small messages: xccl's shared-memory level where it is (or may be)
+     * on, blocking calls; the fallback would compute some reductions
+     * wrongly: xccl keeps them. */
+    if (xccl_select_why_small == why &&
+        ((c->m->shm_small && NULL == c->request) ||
+         (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)))) {
         return NULL;
     }
     return why;

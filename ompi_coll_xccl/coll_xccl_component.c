@@ -112,6 +112,30 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.small_bytes);
 
+    c->shm_bytes = 1 << 20;
+    (void) mca_base_component_var_register(v, "shm_bytes",
+        "Shared-memory level inside a node: each rank's slot of its node's segment, per "
+        "communicator (pages are touched only as calls use them); blocking calls run "
+        "algorithms that copy through the slots and synchronise with flags, messages larger "
+        "than a slot go through it in pipelined chunks (0: off, every call inside a node "
+        "goes over the transport)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_bytes);
+    c->shm_kind = 0;
+    (void) mca_base_component_var_register(v, "shm_kind",
+        "Shared-memory segments: 0 auto (memfd, else System V), 1 memfd (peers open "
+        "/proc/<pid>/fd of the creator: same user, dumpable), 2 System V (IPC_PRIVATE, "
+        "removed at once).  Neither ever has a name: a killed job leaves nothing in /dev/shm",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_6,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_kind);
+    c->shm_small = true;
+    (void) mca_base_component_var_register(v, "shm_small",
+        "Blocking calls below small_msg_bytes on a communicator whose ranks share one node "
+        "run xccl's shared-memory algorithms instead of the fallback (faster there: see "
+        "docs/bench); false: they go to the fallback",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_small);
+
     c->segment_bytes = XCCL_RING_SEGMENT;
     (void) mca_base_component_var_register(v, "segment_bytes",
         "Pipelining: the reduce-scatter phase of ring allreduce moves and reduces its chunks "

@@ -48,7 +48,8 @@ int mca_coll_xccl_exec_init(xccl_exec_t *e, mca_coll_xccl_module_t *m, const xcc
                             void *scratch, uint32_t seq)
 {
     void *bufs[XCCL_NBUF] = { h->bufs[XCCL_BUF_SEND], h->bufs[XCCL_BUF_RECV],
-                              h->bufs[XCCL_BUF_SCRATCH] ? h->bufs[XCCL_BUF_SCRATCH] : scratch };
+                              h->bufs[XCCL_BUF_SCRATCH] ? h->bufs[XCCL_BUF_SCRATCH] : scratch,
+                              h->bufs[XCCL_BUF_SLOT] };
     if (0 != xccl_exec_init(e, s, &m->transport, bufs,
                             h->reduce ? h->reduce : mca_coll_xccl_reduce_cb,
                             h->reduce ? h->reduce_ctx : red, seq)) {

@@ -46,11 +46,6 @@
 #include "gpu/xccl_gpu.h"
 #include "topo/xccl_topo.h"
 
-/* Placement keys travel with the agreement up to this many ranks (the
- * answers grow as size^2 over all ranks); larger communicators agree on
- * the flags alone and keep communicator order inside the nodes. */
-#define XCCL_AGREE_MAX_KEYS 4096
-
 /* The agreement's flags: what this rank could set up. */
 #define XCCL_OK_UCX 1                /* an endpoint to every peer */
 #define XCCL_OK_NODES 2              /* the node of every rank */
@@ -375,13 +370,14 @@ static int setup_local(mca_coll_xccl_module_t *m)
     const char *ucx = connect_peers(m);
     m->agree_msg[0] = (NULL == nodes ? XCCL_OK_NODES : 0) | (NULL == ucx ? XCCL_OK_UCX : 0);
     m->agree_msg[1] = placement_key();
+    mca_coll_xccl_shm_local(m, NULL == nodes, &m->agree_msg[2]);
     if (nodes) {
         mca_coll_xccl_log(1, "comm comm=%u rank=%d: %s", m->cid, m->world_rank, nodes);
     }
     if (ucx) {
         mca_coll_xccl_log(2, "comm comm=%u rank=%d: no UCX path: %s", m->cid, m->world_rank, ucx);
     }
-    m->agree_all = malloc((size_t) (with_keys(m) ? 2 * m->size : 1) * sizeof(int));
+    m->agree_all = malloc((size_t) (with_keys(m) ? XCCL_AGREE_INTS * m->size : 1) * sizeof(int));
     return NULL == m->agree_all ? OMPI_ERR_OUT_OF_RESOURCE : MPI_SUCCESS;
 }
 
@@ -393,9 +389,10 @@ static int agree(mca_coll_xccl_module_t *m, int wait)
     struct ompi_communicator_t *comm = m->comm;
     struct ompi_datatype_t *t = &ompi_mpi_int.dt;
     if (with_keys(m)) {
-        return wait ? m->prev.allgather(m->agree_msg, 2, t, m->agree_all, 2, t, comm,
+        const int n = XCCL_AGREE_INTS;
+        return wait ? m->prev.allgather(m->agree_msg, n, t, m->agree_all, n, t, comm,
                                         m->prev.allgather_module)
-                    : m->prev.iallgather(m->agree_msg, 2, t, m->agree_all, 2, t, comm,
+                    : m->prev.iallgather(m->agree_msg, n, t, m->agree_all, n, t, comm,
                                          &m->agree_req, m->prev.iallgather_module);
     }
     struct ompi_op_t *band = &ompi_mpi_op_band.op;
@@ -417,11 +414,12 @@ static void setup_finish(mca_coll_xccl_module_t *m, int rc)
     } else if (with_keys(m)) {
         keys = malloc((size_t) m->size * sizeof(int));
         for (int i = 0; i < m->size; i++) {
-            flags &= m->agree_all[2 * i];
+            flags &= m->agree_all[XCCL_AGREE_INTS * i];
             if (keys) {
-                keys[i] = m->agree_all[2 * i + 1];
+                keys[i] = m->agree_all[XCCL_AGREE_INTS * i + 1];
             }
         }
+        mca_coll_xccl_shm_finish(m, flags & XCCL_OK_NODES, m->agree_all + 2, XCCL_AGREE_INTS);
     } else {
         flags &= m->agree_all[0];
     }
@@ -491,8 +489,7 @@ int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait)
             return rc;
         }
         if (m->size == 1) {
-            m->agree_all[0] = m->agree_msg[0];
-            m->agree_all[1] = m->agree_msg[1];
+            memcpy(m->agree_all, m->agree_msg, sizeof(m->agree_msg));
             setup_finish(m, MPI_SUCCESS);
             return MPI_SUCCESS;
         }
@@ -525,5 +522,6 @@ void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m)
     release_endpoints(m);
     free(m->agree_all);
     m->agree_all = NULL;
+    mca_coll_xccl_shm_fini(m);
     xccl_layout_fini(&m->layout);
 }
