@@ -244,9 +244,11 @@ check_forced() {
     local name=$1 np=$2 set=$3 r kv bad=0 wrong alt nforced
     for ((r = 0; r < np; r++)); do
         for kv in $set; do
-            [[ ${kv%%=*} == layout ]] && continue
+            [[ ${kv%%=*} == layout || ${kv%%=*} == slot ]] && continue
             alt=algo=${kv#*=}
             [[ ${kv#*=} == hier* ]] && alt="algo=${first_algo[${kv%%=*}]}"
+            # shm: nonblocking calls (no slot) and MPI_COMM_SELF run the first
+            [[ ${kv#*=} == shm* ]] && alt="algo=${first_algo[${kv%%=*}]}"
             wrong=$(per_rank_output "$name" "$r" |
                 awk -v c="${kv%%=*}" -v a="algo=${kv#*=}" -v b="$alt" \
                     '$1 == "xccl:" && $2 == c && $6 ~ /^algo=/ && $6 != a && $6 != b' | head -n 1)
@@ -256,7 +258,7 @@ check_forced() {
             fi
             nforced=$(per_rank_output "$name" "$r" |
                 awk -v c="${kv%%=*}" -v a="algo=${kv#*=}" '$1 == "xccl:" && $2 == c && $6 == a' | wc -l)
-            if ((nforced == 0)); then
+            if ((nforced == 0 && np > 1)); then
                 echo "$name: rank $r: forced ${kv}, but no call ran it"
                 bad=1
             fi
@@ -277,6 +279,20 @@ for np in 1 2 3 4 7; do
     run_mpi "$name" "$np" "$bindir/xccl_mpi_check"
     ok=0
     problems=$({ check_result "$name" && check_counts "$name" "$np"; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
+
+# The shared-memory level off (coll_xccl_shm_bytes 0): every call inside
+# the node over the transport, as before the level existed.
+for np in 1 2 3 4 7; do
+    name=xccl_mpi_check.shm_off.np$np
+    selected "$name" || continue
+    run_mpi "$name" "$np" --mca coll_xccl_shm_bytes 0 "$bindir/xccl_mpi_check" -q
+    ok=0
+    problems=$({ check_result "$name" && check_counts "$name" "$np" &&
+        { ! grep -qE 'algo=(shm|shm_small) ' "$logdir/$name.log" ||
+          { echo "$name: a shm algorithm ran with the level off"; false; }; }; } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
 done
@@ -372,6 +388,11 @@ algo_sets=(
     "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"
     "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier_hd reduce_scatter_block=hier_hd alltoall=hier bcast=hier_rails"
     "layout=block:2 allgather=hier_bruck alltoall=hier_bruck bcast=hier_sag"
+    # the shared-memory level (issue 15); slot=: coll_xccl_shm_bytes, small
+    # slots make every message past a few KiB a pipeline of chunks
+    "allreduce=shm allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
+    "slot=8192 allreduce=shm_small allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
+    "slot=4096 layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier_hd alltoall=hier bcast=hier"
 )
 for set in "${algo_sets[@]}"; do
     force=()
@@ -381,10 +402,19 @@ for set in "${algo_sets[@]}"; do
             force+=(--mca coll_xccl_node_layout "${kv#*=}")
             continue
         fi
+        if [[ ${kv%%=*} == slot ]]; then
+            force+=(--mca coll_xccl_shm_bytes "${kv#*=}")
+            tag=slot${kv#*=}_
+            continue
+        fi
         force+=(--mca "coll_xccl_${kv%%=*}_algorithm" "${kv#*=}")
-        [[ ${kv%%=*} == allreduce ]] && tag=${kv#*=}
+        [[ ${kv%%=*} == allreduce ]] && tag=$tag${kv#*=}
     done
-    for np in 3 4; do
+    [[ -n $tag ]] || tag=${set##*=}
+    nps="3 4"
+    # the level on, forced, at every size of the issue
+    [[ $set == *=shm* ]] && nps="1 2 3 4 7"
+    for np in $nps; do
         name=xccl_mpi_check.forced_$tag.np$np
         selected "$name" || continue
         run_mpi "$name" "$np" "${force[@]}" "$bindir/xccl_mpi_check" -q
@@ -394,6 +424,42 @@ for set in "${algo_sets[@]}"; do
         indent "$problems"
         finish "$name" "$ok"
     done
+done
+
+# A rank killed (SIGKILL) inside shared-memory collectives (allreduce and
+# bcast forced to shm, 2 MiB through a 64 KiB slot: pipelines of chunks):
+# the job must abort (mpirun exits non-zero, well inside the limit), no
+# process of it may survive, and nothing new may stay in /dev/shm (xccl's
+# segments have no name; Open MPI's own vader_segment.* files, which its
+# vader BTL leaves after a killed job, are not xccl's and are ignored).
+for np in 2 3; do
+    name=xccl_mpi_kill.np$np
+    selected "$name" || continue
+    shm_before=$(ls /dev/shm | grep -v '^vader_segment\.' | sort || true)
+    saved_timeout=$run_timeout
+    run_timeout=60
+    run_mpi "$name" "$np" --mca coll_xccl_shm_bytes 65536 \
+        --mca coll_xccl_allreduce_algorithm shm --mca coll_xccl_bcast_algorithm shm \
+        "$bindir/xccl_mpi_kill"
+    run_timeout=$saved_timeout
+    sleep 1
+    shm_after=$(ls /dev/shm | grep -v '^vader_segment\.' | sort || true)
+    ok=0
+    problems=$({
+        if [[ $run_rc -eq 124 ]]; then echo "$name: the job hung after the kill (timeout)"; exit 1; fi
+        if [[ $run_rc -eq 0 ]]; then echo "$name: exit status 0: the rank was not killed"; exit 1; fi
+        grep -q '^LOOPING' "$logdir/$name.log" || { echo "$name: no LOOPING line: the loop never ran"; exit 1; }
+        grep -q 'allreduce comm=0 .*algo=shm ' "$logdir/$name.log" ||
+            { echo "$name: no allreduce ran algo=shm"; exit 1; }
+        if pgrep -f "$bindir/xccl_mpi_kill" >/dev/null; then
+            echo "$name: processes of the job survive: $(pgrep -fa "$bindir/xccl_mpi_kill" | head -3)"
+            exit 1
+        fi
+        new=$(comm -13 <(printf '%s\n' "$shm_before") <(printf '%s\n' "$shm_after"))
+        if [[ -n $new ]]; then echo "$name: left in /dev/shm: $new"; exit 1; fi
+    } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
 done
 
 # Nonblocking collectives: results, and every rank's nonblocking calls went
