@@ -144,6 +144,37 @@ static int size_class(size_t bytes)
     return bytes ? 64 - __builtin_clzll((unsigned long long) bytes) : 0;
 }
 
+/* The shared-memory level of a one-node communicator (a->shm_slot): the
+ * algorithm measured fastest inside it (test/bench/shm_choice.sh, table in
+ * docs/bench/shm-level-np2.txt and -np4.txt), or -1 where the model
+ * decides.  The model's shm terms price every copy at memory speed and
+ * predict ring over UCX ahead of the level at every size from a few KiB,
+ * where the level measures 1.3-4x faster: its chunks stay in cache.  So
+ * inside the level a measured rule decides, like the fallback threshold:
+ *   allreduce       shm_small up to 32 KiB (every rank reduces the whole
+ *                   message: no slice exchange), shm above;
+ *   reduce_scatter  shm;
+ *   allgather, alltoall, bcast: the mesh over single copies
+ *                   (process_vm_readv, a->peer_access) from 32 KiB, shm
+ *                   below (or where single copies are not allowed). */
+#define XCCL_SHM_SMALL_MAX (32u << 10)
+#define XCCL_SHM_MESH_MIN (32u << 10)
+static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
+{
+    if (0 == a->shm_slot || (NULL != a->layout && a->layout->nnodes > 1)) {
+        return -1;
+    }
+    switch (coll) {
+    case XCCL_COLL_ALLREDUCE:
+        return xccl_select_index(coll, bytes <= XCCL_SHM_SMALL_MAX ? "shm_small" : "shm");
+    case XCCL_COLL_REDUCE_SCATTER:
+    case XCCL_COLL_REDUCE_SCATTER_BLOCK:
+        return xccl_select_index(coll, "shm");
+    default:
+        return xccl_select_index(coll, a->peer_access && bytes >= XCCL_SHM_MESH_MIN ? "mesh" : "shm");
+    }
+}
+
 xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cache_t *c,
                                   xccl_coll_t coll, const xccl_coll_args_t *a, int ranks,
                                   size_t bytes, size_t es)
@@ -157,7 +188,13 @@ xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cac
     if (sel.algo >= XCCL_SEL_FIRST) {
         return sel;
     }
-    const int cls = size_class(bytes), v = (a->in_place ? 1 : 0) | (a->root ? 2 : 0);
+    sel.algo = shm_rule(coll, a, bytes);
+    sel.by = XCCL_BY_LEVEL;
+    if (sel.algo >= XCCL_SEL_FIRST) {
+        return sel;
+    }
+    const int cls = size_class(bytes);
+    const int v = (a->in_place ? 1 : 0) | (a->root ? 2 : 0) | (a->shm_slot ? 4 : 0);
     sel.by = XCCL_BY_MODEL;
     if (0 == c->algo[coll][cls][v]) {
         double t[XCCL_CATALOG_MAX];

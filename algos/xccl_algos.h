@@ -875,7 +875,7 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
 /* Per communicator: the choices made so far, by (collective, size class,
  * layout of the call), and the schedules built for the latest argument
  * sets.  Zeroed memory is an empty cache. */
-#define XCCL_SEL_VARIANTS 4            /* in place, root 0 or not */
+#define XCCL_SEL_VARIANTS 8            /* in place, root 0 or not, shared-memory level */
 #define XCCL_SEL_SCHEDS 8
 struct xccl_sched_entry;
 typedef struct {
@@ -886,7 +886,7 @@ typedef struct {
 } xccl_select_cache_t;
 
 /* How a choice was made. */
-typedef enum { XCCL_BY_FORCE, XCCL_BY_TUNING, XCCL_BY_MODEL } xccl_select_by_t;
+typedef enum { XCCL_BY_FORCE, XCCL_BY_TUNING, XCCL_BY_MODEL, XCCL_BY_LEVEL } xccl_select_by_t;
 
 typedef struct {
     int algo;                          /* index >= XCCL_SEL_FIRST */

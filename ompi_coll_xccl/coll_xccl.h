@@ -97,6 +97,7 @@ typedef struct {
     size_t shm_bytes;                /* shared-memory level: each rank's slot (0: off) */
     int shm_kind;                    /* xccl_shm_kind_t: auto, memfd, sysv */
     bool shm_small;                  /* small messages on one node run the level, not the fallback */
+    bool shm_cma;                    /* single copies (process_vm_readv) where the kernel allows */
 
     /* state */
     int output;                      /* opal_output stream */
@@ -171,6 +172,7 @@ typedef struct {
      * communicator is one node) instead of the fallback. */
     int shm_state;
     int shm_small;
+    int shm_cma;                     /* every rank reads its node peers' memory (process_vm_readv) */
     struct mca_coll_xccl_shm *shm;
 
     mca_coll_xccl_prev_t prev;

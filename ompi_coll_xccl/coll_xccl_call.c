@@ -107,15 +107,23 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
     }
     c->args.shm_slot = NULL == request && NULL == stage && XCCL_SHM_ON == m->shm_state
                            ? mca_coll_xccl_component.shm_bytes : 0;
+    /* Single copies from the peers' own buffers (process_vm_readv): the
+     * mesh schedules of the collectives that only move data. */
+    c->args.peer_access = c->args.shm_slot && m->shm_cma &&
+                          (XCCL_COLL_ALLGATHER == c->coll || XCCL_COLL_ALLTOALL == c->coll ||
+                           XCCL_COLL_BCAST == c->coll);
     c->args.layout = &m->layout;
     const xccl_sched_t *sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
                                                               c->es, -1, &algo, &predicted_us);
+    c->args.peer_access = 0;
     if (NULL == sched) {
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    if (sched->slot_bytes > 0 || sched->peer_access) {
-        mca_coll_xccl_shm_hooks(m, &hooks);
+    if ((sched->slot_bytes > 0 || sched->peer_access) && 0 != mca_coll_xccl_shm_hooks(m, &hooks)) {
+        xccl_select_put(sched);
+        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
+        return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
     }
     mca_coll_xccl_log_call(m, c->coll, NULL != request, c->bytes, algo, predicted_us, NULL, NULL);
     /* Device data: ws and wr are host copies; the schedule runs on the
@@ -248,11 +256,12 @@ static inline const char *decide(const mca_coll_xccl_call_t *c)
         return "disabled";
     }
     const char *why = xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
-    /* Small messages: xccl's shared-memory level where it is (or may be)
-     * on, blocking calls; the fallback would compute some reductions
-     * wrongly: xccl keeps them. */
+    /* Small messages: blocking allreduce runs xccl's shared-memory level
+     * where it is (or may be) on: measured faster than the fallback there
+     * (the level's other small collectives are not yet: docs/bench); the
+     * fallback would compute some reductions wrongly: xccl keeps them. */
     if (xccl_select_why_small == why &&
-        ((c->m->shm_small && NULL == c->request) ||
+        ((c->m->shm_small && NULL == c->request && XCCL_COLL_ALLREDUCE == c->coll) ||
          (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)))) {
         return NULL;
     }

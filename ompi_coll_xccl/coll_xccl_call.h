@@ -165,8 +165,9 @@ typedef struct {
 } mca_coll_xccl_exec_hooks_t;
 
 /* The slot and peer access of the communicator's shared-memory level, for
- * a schedule that uses it (coll_xccl_shm.c). */
-void mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks);
+ * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_shm.c);
+ * with single copies on, publishes those for the peers: 0 or <0. */
+int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks);
 
 /* Sets e up to run s as h says, with red's host reductions where h has
  * none, on the module's transport: 0 or -1. */

@@ -128,11 +128,19 @@ static int xccl_register(void)
         "removed at once).  Neither ever has a name: a killed job leaves nothing in /dev/shm",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_6,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_kind);
+    c->shm_cma = true;
+    (void) mca_base_component_var_register(v, "shm_cma",
+        "Shared-memory level: allgather, alltoall and bcast may read the peers' buffers "
+        "directly with process_vm_readv (one copy instead of two through the slots), where "
+        "every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_cma);
     c->shm_small = true;
     (void) mca_base_component_var_register(v, "shm_small",
-        "Blocking calls below small_msg_bytes on a communicator whose ranks share one node "
-        "run xccl's shared-memory algorithms instead of the fallback (faster there: see "
-        "docs/bench); false: they go to the fallback",
+        "Blocking allreduce below small_msg_bytes on a communicator whose ranks share one "
+        "node runs xccl's shared-memory algorithm instead of the fallback (measured faster "
+        "there, docs/bench; the other collectives' small calls stay with the fallback); "
+        "false: all go to the fallback",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_small);
 

@@ -43,6 +43,7 @@ struct mca_coll_xccl_shm {
     int node_size;
     int leader;                      /* communicator rank that created this node's segment */
     int ok;                          /* this rank's vote: the node's segment is mapped here */
+    int cma;                         /* and process_vm_readv of every peer of the node works */
     char why[160];                   /* why not, for the log */
 };
 
@@ -154,6 +155,24 @@ int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m)
     int mine = NULL != h && h->ok, all = 0;
     int rc = m->prev.allreduce(&mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, m->comm,
                                m->prev.allreduce_module);
+    /* Single copies, once every rank has attached (and published its pid):
+     * every peer of the node lets this rank read its memory (no Yama, or
+     * ptrace_scope 0, or CAP_SYS_PTRACE). */
+    int cma[2] = { 0, 0 };
+    if (MPI_SUCCESS == rc && all && mca_coll_xccl_component.shm_cma) {
+        cma[0] = 1;
+        for (int r = 0; cma[0] && r < xccl_shm_nranks(h->seg); r++) {
+            int p = xccl_shm_cma_probe(h->seg, r);
+            cma[0] = 1 == p;
+            if (!cma[0]) {
+                mca_coll_xccl_log(2, "comm comm=%u rank=%d: process_vm_readv of node rank %d "
+                                  "(pid %d): %d", m->cid, m->world_rank, r,
+                                  (int) xccl_shm_pid(h->seg, r), p);
+            }
+        }
+        rc = m->prev.allreduce(&cma[0], &cma[1], 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op,
+                               m->comm, m->prev.allreduce_module);
+    }
     if (MPI_SUCCESS != rc || !all || m->layout.max_ppn < 2) {
         mca_coll_xccl_log(!all && !mine ? 1 : 2, "comm comm=%u rank=%d: shared-memory level off: %s",
                           m->cid, m->world_rank,
@@ -164,26 +183,37 @@ int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m)
         shm_off(m);
         return rc;
     }
-    if (NULL != h->seg) {
-        xccl_shm_peer_init(&h->peer, h->seg, h->local_of, m->size);
-        xccl_shm_release_fd(h->seg);             /* every rank has attached */
-    }
+    xccl_shm_peer_init(&h->peer, h->seg, h->local_of, m->size);
+    xccl_shm_release_fd(h->seg);                 /* every rank has attached */
+    xccl_shm_peer_cma(&h->peer, cma[1]);
+    m->shm_cma = cma[1];
     m->shm_state = XCCL_SHM_ON;
     m->shm_small = mca_coll_xccl_component.shm_small && 1 == m->layout.nnodes;
     mca_coll_xccl_log(2, "comm comm=%u rank=%d: shared-memory level on (%s segment, %zu B slots, "
-                      "%d ranks on this node)", m->cid, m->world_rank,
-                      NULL == h->seg ? "no" : XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",
-                      mca_coll_xccl_component.shm_bytes, h->node_size);
+                      "%d ranks on this node, single copies %s)", m->cid, m->world_rank,
+                      XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",
+                      mca_coll_xccl_component.shm_bytes, h->node_size,
+                      cma[1] ? "on (process_vm_readv)"
+                      : !mca_coll_xccl_component.shm_cma ? "off (coll_xccl_shm_cma 0)"
+                      : "off (process_vm_readv refused: see /proc/sys/kernel/yama/ptrace_scope)");
     return MPI_SUCCESS;
 }
 
-void mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks)
+int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks)
 {
     struct mca_coll_xccl_shm *h = m->shm;
-    if (NULL != h && NULL != h->seg) {
-        hooks->bufs[XCCL_BUF_SLOT] = xccl_shm_slot(h->seg, xccl_shm_rank(h->seg));
-        hooks->peer = &h->peer.peer;
+    if (NULL == h || NULL == h->seg) {
+        return 0;                    /* the executor refuses the schedule */
     }
+    hooks->bufs[XCCL_BUF_SLOT] = xccl_shm_slot(h->seg, xccl_shm_rank(h->seg));
+    hooks->peer = &h->peer.peer;
+    if (!m->shm_cma) {
+        return 0;
+    }
+    /* The peers read this call's SEND and RECV (the executor's seq is the
+     * next call's number); schedules of these collectives read no scratch. */
+    void *bufs[XCCL_NBUF] = { hooks->bufs[XCCL_BUF_SEND], hooks->bufs[XCCL_BUF_RECV], NULL, NULL };
+    return xccl_shm_peer_publish(&h->peer, m->seq, bufs);
 }
 
 void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m)

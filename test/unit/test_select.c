@@ -250,6 +250,76 @@ START_TEST(shm_slot_in_cache_key_and_model)
 }
 END_TEST
 
+/* Inside the shared-memory level of one node a measured rule chooses
+ * (select.c shm_rule); a forced algorithm and tuning rules still win;
+ * off the level (no slot, several nodes) the model decides, and its
+ * choices are kept apart from those made with the level. */
+START_TEST(shm_level_rule)
+{
+    xccl_select_policy_t p;
+    xccl_select_cache_t *c = calloc(1, sizeof(*c));
+    xccl_layout_t one = one_node(4), two;
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(xccl_layout_parse(&two, "block:2", 4, NULL, 0), 0);
+    xccl_select_policy_defaults(&p);
+    static const struct {
+        xccl_coll_t coll;
+        size_t bytes;
+        int peer_access;
+        const char *want;
+    } cases[] = {
+        { XCCL_COLL_ALLREDUCE, 8, 0, "shm_small" },
+        { XCCL_COLL_ALLREDUCE, 32768, 0, "shm_small" },
+        { XCCL_COLL_ALLREDUCE, 32769, 0, "shm" },
+        { XCCL_COLL_ALLREDUCE, 16 << 20, 0, "shm" },
+        { XCCL_COLL_REDUCE_SCATTER, 8, 0, "shm" },
+        { XCCL_COLL_REDUCE_SCATTER_BLOCK, 16 << 20, 0, "shm" },
+        { XCCL_COLL_ALLGATHER, 4096, 1, "shm" },
+        { XCCL_COLL_ALLGATHER, 32768, 1, "mesh" },
+        { XCCL_COLL_ALLGATHER, 32768, 0, "shm" },
+        { XCCL_COLL_ALLTOALL, 1 << 20, 1, "mesh" },
+        { XCCL_COLL_BCAST, 1 << 20, 0, "shm" },
+        { XCCL_COLL_BCAST, 1 << 20, 1, "mesh" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        xccl_coll_args_t a = { .count = 2, .layout = &one, .shm_slot = 1 << 20,
+                               .peer_access = cases[i].peer_access };
+        xccl_selection_t s = xccl_select_algo(&p, c, cases[i].coll, &a, 4, cases[i].bytes, 4);
+        ck_assert_msg(0 == strcmp(xccl_select_name(cases[i].coll, s.algo), cases[i].want),
+                      "case %zu: %s %zu B: %s, want %s", i, xccl_coll_name(cases[i].coll),
+                      cases[i].bytes, xccl_select_name(cases[i].coll, s.algo), cases[i].want);
+        ck_assert_int_eq(s.by, XCCL_BY_LEVEL);
+    }
+    /* several nodes, or no slot: the model */
+    xccl_coll_args_t a = { .count = 1 << 18, .layout = &two, .shm_slot = 1 << 20 };
+    xccl_selection_t s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 1 << 20, 4);
+    ck_assert_int_eq(s.by, XCCL_BY_MODEL);
+    const int with_level = s.algo;
+    a.layout = &one;
+    a.shm_slot = 0;
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 1 << 20, 4);
+    ck_assert_int_eq(s.by, XCCL_BY_MODEL);
+    ck_assert_int_ne(strncmp(xccl_select_name(XCCL_COLL_ALLREDUCE, s.algo), "shm", 3), 0);
+    /* the level's choice of the two-node call is its own cache entry */
+    a.layout = &two;
+    c->algo[XCCL_COLL_ALLREDUCE][21][0] = XCCL_SEL_FIRST + 2;
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 1 << 20, 4);
+    ck_assert_int_eq(s.algo, XCCL_SEL_FIRST + 2);
+    a.shm_slot = 1 << 20;
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 1 << 20, 4);
+    ck_assert_int_eq(s.algo, with_level);
+    /* forced wins over the level */
+    a.layout = &one;
+    p.forced[XCCL_COLL_ALLREDUCE] = xccl_select_index(XCCL_COLL_ALLREDUCE, "ring");
+    s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, 4, 8, 4);
+    ck_assert_int_eq(s.by, XCCL_BY_FORCE);
+    xccl_select_cache_fini(c);
+    free(c);
+    xccl_layout_fini(&one);
+    xccl_layout_fini(&two);
+}
+END_TEST
+
 /* A cached schedule runs as often as the call repeats: four ranks each
  * with its own cache (as each process has), the same allreduce three
  * times on the simulator, right every time. */
@@ -321,6 +391,7 @@ int main(void)
     tcase_add_test(tc, schedules_are_kept_while_arguments_repeat);
     tcase_add_test(tc, cached_schedule_runs_again);
     tcase_add_test(tc, shm_slot_in_cache_key_and_model);
+    tcase_add_test(tc, shm_level_rule);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }
