@@ -98,14 +98,15 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         waiting.request = request;
         return mca_coll_xccl_request_start_waiting(m, &waiting, &hooks, &pk);
     }
-    /* The shared-memory level: blocking calls (one slot per rank) on host
-     * buffers (device data keeps its staging and its own peer access). */
+    /* The shared-memory level: blocking calls (one slot per rank).  Whether
+     * a call uses it never depends on its buffers (device or host may
+     * differ between ranks): device data runs it on host copies. */
     if (NULL == request && XCCL_SHM_UNDECIDED == m->shm_state &&
         MPI_SUCCESS != (rc = mca_coll_xccl_shm_vote(m))) {
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return mca_coll_xccl_error(m, c->coll, rc, "the shared-memory vote failed");
     }
-    c->args.shm_slot = NULL == request && NULL == stage && XCCL_SHM_ON == m->shm_state
+    c->args.shm_slot = NULL == request && XCCL_SHM_ON == m->shm_state
                            ? mca_coll_xccl_component.shm_bytes : 0;
     /* Single copies from the peers' own buffers (process_vm_readv): the
      * mesh schedules of the collectives that only move data. */
@@ -120,22 +121,27 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    if ((sched->slot_bytes > 0 || sched->peer_access) && 0 != mca_coll_xccl_shm_hooks(m, &hooks)) {
-        xccl_select_put(sched);
-        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-        return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
-    }
+    const int level = sched->slot_bytes > 0 || sched->peer_access;
     mca_coll_xccl_log_call(m, c->coll, NULL != request, c->bytes, algo, predicted_us, NULL, NULL);
     /* Device data: ws and wr are host copies; the schedule runs on the
-     * device buffers, or on the copies while they arrive and leave. */
+     * device buffers, or on the copies while they arrive and leave; a
+     * schedule of the shared-memory level on the copies, filled first (its
+     * peers read them). */
     if (stage) {
-        rc = mca_coll_xccl_gpu_stage_gate(m, c->coll, stage, sched, c->reduction ? c->red.xdt : -1,
-                                          c->reduction ? c->red.xop : -1, &hooks);
+        rc = level ? mca_coll_xccl_gpu_stage_fill(m, c->coll, stage)
+                   : mca_coll_xccl_gpu_stage_gate(m, c->coll, stage, sched,
+                                                  c->reduction ? c->red.xdt : -1,
+                                                  c->reduction ? c->red.xop : -1, &hooks);
         if (MPI_SUCCESS != rc) {
             xccl_select_put(sched);
             mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
             return rc;
         }
+    }
+    if (level && 0 != mca_coll_xccl_shm_hooks(m, &hooks)) {
+        xccl_select_put(sched);
+        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
+        return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
     }
     mca_coll_xccl_reduce_t *red = c->reduction ? &c->red : NULL;
     if (request) {
