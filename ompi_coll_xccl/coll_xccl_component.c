@@ -135,12 +135,12 @@ static int xccl_register(void)
         "every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_cma);
-    c->shm_small = true;
+    c->shm_small = false;
     (void) mca_base_component_var_register(v, "shm_small",
         "Blocking allreduce below small_msg_bytes on a communicator whose ranks share one "
-        "node runs xccl's shared-memory algorithm instead of the fallback (measured faster "
-        "there, docs/bench; the other collectives' small calls stay with the fallback); "
-        "false: all go to the fallback",
+        "node runs xccl's shared-memory algorithm instead of the fallback.  Off by default: "
+        "through the component's call path it measured 1.1-1.9 us per 8-byte call at np 2 "
+        "against 0.4-0.8 us for tuned (the schedule alone: 0.26 us; docs/shm-level.md)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_small);
 
