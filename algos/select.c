@@ -159,6 +159,21 @@ static int size_class(size_t bytes)
  *                   below (or where single copies are not allowed). */
 #define XCCL_SHM_SMALL_MAX (32u << 10)
 #define XCCL_SHM_MESH_MIN (32u << 10)
+enum { SHM_SMALL, SHM, SHM_MESH, SHM_NAMES };
+/* The catalog index of a name, looked up once (a call's path has no room
+ * for string compares). */
+static int shm_index(xccl_coll_t coll, int which)
+{
+    static const char *const names[SHM_NAMES] = { "shm_small", "shm", "mesh" };
+    static int cache[XCCL_NCOLL][SHM_NAMES];
+    int i = __atomic_load_n(&cache[coll][which], __ATOMIC_RELAXED);
+    if (0 == i) {
+        i = xccl_select_index(coll, names[which]);
+        __atomic_store_n(&cache[coll][which], i, __ATOMIC_RELAXED);
+    }
+    return i;
+}
+
 static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
 {
     if (0 == a->shm_slot || (NULL != a->layout && a->layout->nnodes > 1)) {
@@ -166,12 +181,12 @@ static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
     }
     switch (coll) {
     case XCCL_COLL_ALLREDUCE:
-        return xccl_select_index(coll, bytes <= XCCL_SHM_SMALL_MAX ? "shm_small" : "shm");
+        return shm_index(coll, bytes <= XCCL_SHM_SMALL_MAX ? SHM_SMALL : SHM);
     case XCCL_COLL_REDUCE_SCATTER:
     case XCCL_COLL_REDUCE_SCATTER_BLOCK:
-        return xccl_select_index(coll, "shm");
+        return shm_index(coll, SHM);
     default:
-        return xccl_select_index(coll, a->peer_access && bytes >= XCCL_SHM_MESH_MIN ? "mesh" : "shm");
+        return shm_index(coll, a->peer_access && bytes >= XCCL_SHM_MESH_MIN ? SHM_MESH : SHM);
     }
 }
 

@@ -65,6 +65,18 @@ static __opal_attribute_noinline__ int call_previous(const mca_coll_xccl_call_t 
     }
 }
 
+/* The catalog index of allreduce shm_small, looked up once. */
+static int shm_small_index(void)
+{
+    static int index;
+    int i = __atomic_load_n(&index, __ATOMIC_RELAXED);
+    if (0 == i) {
+        i = xccl_select_index(XCCL_COLL_ALLREDUCE, "shm_small");
+        __atomic_store_n(&index, i, __ATOMIC_RELAXED);
+    }
+    return i;
+}
+
 /* Runs the schedule of c on s and r (host copies, stage; or the user's
  * buffers): to completion, or with a request in the background.  The
  * communicator is set up on first use here. */
@@ -137,6 +149,20 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
             mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
             return rc;
         }
+    }
+    /* The smallest allreduce of the level: straight through the latency
+     * lines (the same choice on every rank: algorithm, size, op and type). */
+    if (NULL == request && level && XCCL_COLL_ALLREDUCE == c->coll && c->red.kernel &&
+        c->args.count * c->es <= XCCL_SHM_FAST_BYTES && 1 == m->layout.nnodes &&
+        algo == shm_small_index()) {
+        xccl_select_put(sched);
+        m->seq++;                    /* a call number, as the executor's would take */
+        /* the kernel's layout: count elements of es bytes (MPI_SHORT_INT:
+         * 8, padding included, where the message carries 6) */
+        rc = mca_coll_xccl_shm_allreduce_fast(m, c->in_place ? wr : ws, wr, c->args.count,
+                                              c->args.count * c->es, &c->red);
+        int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
+        return MPI_SUCCESS != rc ? rc : rc2;
     }
     if (level && 0 != mca_coll_xccl_shm_hooks(m, &hooks)) {
         xccl_select_put(sched);
@@ -262,12 +288,15 @@ static inline const char *decide(const mca_coll_xccl_call_t *c)
         return "disabled";
     }
     const char *why = xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
-    /* Small messages: blocking allreduce runs xccl's shared-memory level
-     * where it is (or may be) on: measured faster than the fallback there
-     * (the level's other small collectives are not yet: docs/bench); the
-     * fallback would compute some reductions wrongly: xccl keeps them. */
+    /* Small messages: a blocking allreduce of at most XCCL_SHM_FAST_BYTES
+     * runs xccl's shared-memory level (its latency lines) where the level
+     * is, or may be, on: measured as fast as coll/sm, faster than tuned;
+     * larger small calls and the other collectives are slower through the
+     * level today (docs/shm-level.md).  The fallback would compute some
+     * reductions wrongly: xccl keeps them. */
     if (xccl_select_why_small == why &&
-        ((c->m->shm_small && NULL == c->request && XCCL_COLL_ALLREDUCE == c->coll) ||
+        ((c->m->shm_small && NULL == c->request && XCCL_COLL_ALLREDUCE == c->coll &&
+          c->bytes <= XCCL_SHM_FAST_BYTES) ||
          (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)))) {
         return NULL;
     }

@@ -168,6 +168,13 @@ typedef struct {
  * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_shm.c);
  * with single copies on, publishes those for the peers: 0 or <0. */
 int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks);
+/* Allreduce of at most XCCL_SHM_FAST_BYTES through the ranks' latency
+ * lines, without the executor: the level on, one node, a reduction kernel
+ * (red->kernel).  In place: src == dst.  MPI error codes. */
+#define XCCL_SHM_FAST_BYTES 24
+int mca_coll_xccl_shm_allreduce_fast(mca_coll_xccl_module_t *m, const void *src, void *dst,
+                                     size_t count, size_t bytes,
+                                     const mca_coll_xccl_reduce_t *red);
 
 /* Sets e up to run s as h says, with red's host reductions where h has
  * none, on the module's transport: 0 or -1. */

@@ -11,6 +11,8 @@
 
 #include "coll_xccl_call.h"
 
+#define XCCL_EXEC_SPINS 64
+
 static int ensure_scratch(mca_coll_xccl_module_t *m, size_t bytes)
 {
     if (bytes <= m->scratch_size) {
@@ -72,8 +74,17 @@ int mca_coll_xccl_exec_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const xc
     if (0 != mca_coll_xccl_exec_init(&e, m, s, h, red, m->scratch, m->seq++)) {
         return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for requests");
     }
+    /* A schedule without transfers (the shared-memory level: flags and
+     * copies) completes by itself: Open MPI's progress engine (other
+     * requests, yielding when oversubscribed), which costs far more than
+     * a flag test, runs only every XCCL_EXEC_SPINS unmet tests. */
+    const unsigned every = 0 == s->max_xfers ? XCCL_EXEC_SPINS : 1;
+    unsigned spins = 0;
     while (0 == (rc = xccl_exec_progress(&e))) {
-        opal_progress();
+        if (++spins >= every) {
+            spins = 0;
+            opal_progress();
+        }
     }
     xccl_exec_fini(&e);
     return 1 == rc ? MPI_SUCCESS : mca_coll_xccl_exec_failed(m, coll);

@@ -28,10 +28,12 @@
 #include "ompi_config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ompi/op/op.h"
+#include "opal/runtime/opal_progress.h"
 
 #include "coll_xccl_call.h"
 #include "coll_xccl_shm_peer.h"
@@ -44,6 +46,7 @@ struct mca_coll_xccl_shm {
     int leader;                      /* communicator rank that created this node's segment */
     int ok;                          /* this rank's vote: the node's segment is mapped here */
     int cma;                         /* and process_vm_readv of every peer of the node works */
+    uint64_t fast_seq;               /* allreduce calls through the latency lines */
     char why[160];                   /* why not, for the log */
 };
 
@@ -219,4 +222,65 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
 void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m)
 {
     shm_off(m);
+}
+
+/* ------------------------------------------------------------ latency lines */
+
+/* A tiny allreduce without the executor: every rank's data sits next to
+ * its sequence word in its latency line (xccl_shm_line), so a call costs
+ * one cache-line transfer per peer.  Call f writes region f & 1: the last
+ * call that wrote it, f - 2, was read by every peer before that peer
+ * posted f - 1, which this rank saw in call f - 1 (it waited for it), so
+ * no wait is needed before writing.  Every rank reduces the lines in
+ * segment rank order: the same bits everywhere. */
+typedef struct {
+    _Atomic uint64_t seq;
+    unsigned char data[2][XCCL_SHM_FAST_BYTES];
+} fast_line_t;
+_Static_assert(sizeof(fast_line_t) <= XCCL_SHM_LINE_BYTES, "latency line");
+_Static_assert(sizeof(uint64_t) == sizeof(_Atomic uint64_t) && XCCL_SHM_FAST_BYTES % 8 == 0,
+               "latency line layout");
+
+/* Unmet tests between two calls of Open MPI's progress engine (other
+ * requests; a yield when oversubscribed), and between two checks that a
+ * peer still lives. */
+#define FAST_PROGRESS_EVERY 64u
+#define FAST_LIVENESS_EVERY (1u << 16)
+
+int mca_coll_xccl_shm_allreduce_fast(mca_coll_xccl_module_t *m, const void *src, void *dst,
+                                     size_t count, size_t bytes, const mca_coll_xccl_reduce_t *red)
+{
+    struct mca_coll_xccl_shm *h = m->shm;
+    xccl_shm_t *seg = h->seg;
+    const int me = xccl_shm_rank(seg), n = xccl_shm_nranks(seg);
+    const uint64_t f = ++h->fast_seq;
+    fast_line_t *mine = xccl_shm_line(seg, me);
+    uint64_t acc[XCCL_SHM_FAST_BYTES / 8];
+
+    memcpy(mine->data[f & 1], src, bytes);
+    atomic_store_explicit(&mine->seq, f, memory_order_release);
+    for (int r = 0; r < n; r++) {
+        const fast_line_t *l = xccl_shm_line(seg, r);
+        unsigned spins = 0, misses = 0;
+        while (r != me && atomic_load_explicit(&l->seq, memory_order_acquire) < f) {
+            if (++spins == FAST_PROGRESS_EVERY) {
+                spins = 0;
+                opal_progress();
+                if (++misses == FAST_LIVENESS_EVERY / FAST_PROGRESS_EVERY) {
+                    misses = 0;
+                    if (0 == xccl_shm_peer_alive(seg, r)) {
+                        return mca_coll_xccl_error(m, XCCL_COLL_ALLREDUCE, MPI_ERR_INTERN,
+                                                   "a rank of this node is gone");
+                    }
+                }
+            }
+        }
+        if (0 == r) {
+            memcpy(acc, l->data[f & 1], bytes);
+        } else {
+            red->kernel(acc, acc, l->data[f & 1], count);
+        }
+    }
+    memcpy(dst, acc, bytes);
+    return MPI_SUCCESS;
 }

@@ -108,6 +108,14 @@ static shm_flag_t *flag(const xccl_shm_t *s, int r)
     return (shm_flag_t *) (s->base + s->flags_off) + r;
 }
 
+void *xccl_shm_line(const xccl_shm_t *seg, int r)
+{
+    if (r < 0 || r >= seg->nranks) {
+        return NULL;
+    }
+    return (char *) flag(seg, r) + XCCL_SHM_FLAG_STRIDE - XCCL_SHM_LINE_BYTES;
+}
+
 static uint64_t probe_value(const uint8_t key[16], int r)
 {
     uint64_t k;

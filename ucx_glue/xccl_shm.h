@@ -116,6 +116,15 @@ int xccl_shm_flag_test(const xccl_shm_t *seg, int peer, uint32_t seq, uint32_t v
  * attached yet, or a SysV segment: the pid may be of another namespace). */
 int xccl_shm_peer_alive(const xccl_shm_t *seg, int peer);
 
+/* The latency line of rank r: the second cache line of its flag's
+ * XCCL_SHM_FLAG_STRIDE bytes, XCCL_SHM_LINE_BYTES long, 64-byte aligned,
+ * zero at creation, written only by rank r (never by this file): for a
+ * caller that keeps its own sequence word and a few bytes of data there,
+ * so that one cache-line transfer carries both.  NULL if r is out of
+ * range. */
+#define XCCL_SHM_LINE_BYTES 64
+void *xccl_shm_line(const xccl_shm_t *seg, int r);
+
 /* ---- cross-memory attach */
 
 /* /proc/sys/kernel/yama/ptrace_scope, or -1 where there is no Yama. */
