@@ -145,12 +145,13 @@ static int size_class(size_t bytes)
 }
 
 /* The shared-memory level of a one-node communicator (a->shm_slot): the
- * algorithm measured fastest inside it (test/bench/shm_choice.sh, table in
- * docs/bench/shm-level-np2.txt and -np4.txt), or -1 where the model
- * decides.  The model's shm terms price every copy at memory speed and
- * predict ring over UCX ahead of the level at every size from a few KiB,
- * where the level measures 1.3-4x faster: its chunks stay in cache.  So
- * inside the level a measured rule decides, like the fallback threshold:
+ * algorithm measured fastest inside it (tools/xccl_bench and
+ * test/bench/compare_peers.sh; docs/shm-level.md, docs/bench/shm-np2.txt
+ * and -np4.txt), or -1 where the model decides.  The model's shm terms
+ * price every copy at memory speed and predict ring over UCX ahead of the
+ * level at every size from a few KiB, where the level measures 1.3-4x
+ * faster: its chunks stay in cache.  So inside the level a measured rule
+ * decides, like the fallback threshold:
  *   allreduce       shm_small up to 32 KiB (every rank reduces the whole
  *                   message: no slice exchange), shm above;
  *   reduce_scatter  shm;
@@ -159,13 +160,11 @@ static int size_class(size_t bytes)
  *                   below (or where single copies are not allowed). */
 #define XCCL_SHM_SMALL_MAX (32u << 10)
 #define XCCL_SHM_MESH_MIN (32u << 10)
-enum { SHM_SMALL, SHM, SHM_MESH, SHM_NAMES };
-/* The catalog index of a name, looked up once (a call's path has no room
- * for string compares). */
-static int shm_index(xccl_coll_t coll, int which)
+
+int xccl_select_level_index(xccl_coll_t coll, xccl_level_algo_t which)
 {
-    static const char *const names[SHM_NAMES] = { "shm_small", "shm", "mesh" };
-    static int cache[XCCL_NCOLL][SHM_NAMES];
+    static const char *const names[XCCL_LEVEL_NALGOS] = { "shm_small", "shm", "mesh" };
+    static int cache[XCCL_NCOLL][XCCL_LEVEL_NALGOS];
     int i = __atomic_load_n(&cache[coll][which], __ATOMIC_RELAXED);
     if (0 == i) {
         i = xccl_select_index(coll, names[which]);
@@ -181,12 +180,14 @@ static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
     }
     switch (coll) {
     case XCCL_COLL_ALLREDUCE:
-        return shm_index(coll, bytes <= XCCL_SHM_SMALL_MAX ? SHM_SMALL : SHM);
+        return xccl_select_level_index(coll, bytes <= XCCL_SHM_SMALL_MAX ? XCCL_LEVEL_SHM_SMALL
+                                                                         : XCCL_LEVEL_SHM);
     case XCCL_COLL_REDUCE_SCATTER:
     case XCCL_COLL_REDUCE_SCATTER_BLOCK:
-        return shm_index(coll, SHM);
+        return xccl_select_level_index(coll, XCCL_LEVEL_SHM);
     default:
-        return shm_index(coll, a->peer_access && bytes >= XCCL_SHM_MESH_MIN ? SHM_MESH : SHM);
+        return xccl_select_level_index(coll, a->peer_access && bytes >= XCCL_SHM_MESH_MIN
+                                                 ? XCCL_LEVEL_MESH : XCCL_LEVEL_SHM);
     }
 }
 

@@ -65,18 +65,6 @@ static __opal_attribute_noinline__ int call_previous(const mca_coll_xccl_call_t 
     }
 }
 
-/* The catalog index of allreduce shm_small, looked up once. */
-static int shm_small_index(void)
-{
-    static int index;
-    int i = __atomic_load_n(&index, __ATOMIC_RELAXED);
-    if (0 == i) {
-        i = xccl_select_index(XCCL_COLL_ALLREDUCE, "shm_small");
-        __atomic_store_n(&index, i, __ATOMIC_RELAXED);
-    }
-    return i;
-}
-
 /* Runs the schedule of c on s and r (host copies, stage; or the user's
  * buffers): to completion, or with a request in the background.  The
  * communicator is set up on first use here. */
@@ -154,7 +142,7 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
      * lines (the same choice on every rank: algorithm, size, op and type). */
     if (NULL == request && level && XCCL_COLL_ALLREDUCE == c->coll && c->red.kernel &&
         c->args.count * c->es <= XCCL_SHM_FAST_BYTES && 1 == m->layout.nnodes &&
-        algo == shm_small_index()) {
+        algo == xccl_select_level_index(XCCL_COLL_ALLREDUCE, XCCL_LEVEL_SHM_SMALL)) {
         xccl_select_put(sched);
         m->seq++;                    /* a call number, as the executor's would take */
         /* the kernel's layout: count elements of es bytes (MPI_SHORT_INT:

@@ -164,6 +164,11 @@ typedef struct {
     const xccl_peer_t *peer;
 } mca_coll_xccl_exec_hooks_t;
 
+/* Waits on shared-memory flags call Open MPI's progress engine (other
+ * requests; a yield when oversubscribed), which costs far more than a
+ * flag test, once every this many unmet tests. */
+#define MCA_COLL_XCCL_SPINS_PER_PROGRESS 64u
+
 /* The slot and peer access of the communicator's shared-memory level, for
  * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_shm.c);
  * with single copies on, publishes those for the peers: 0 or <0. */

@@ -11,8 +11,6 @@
 
 #include "coll_xccl_call.h"
 
-#define XCCL_EXEC_SPINS 64
-
 static int ensure_scratch(mca_coll_xccl_module_t *m, size_t bytes)
 {
     if (bytes <= m->scratch_size) {
@@ -77,8 +75,9 @@ int mca_coll_xccl_exec_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const xc
     /* A schedule without transfers (the shared-memory level: flags and
      * copies) completes by itself: Open MPI's progress engine (other
      * requests, yielding when oversubscribed), which costs far more than
-     * a flag test, runs only every XCCL_EXEC_SPINS unmet tests. */
-    const unsigned every = 0 == s->max_xfers ? XCCL_EXEC_SPINS : 1;
+     * a flag test, runs only every MCA_COLL_XCCL_SPINS_PER_PROGRESS unmet
+     * tests. */
+    const unsigned every = 0 == s->max_xfers ? MCA_COLL_XCCL_SPINS_PER_PROGRESS : 1;
     unsigned spins = 0;
     while (0 == (rc = xccl_exec_progress(&e))) {
         if (++spins >= every) {

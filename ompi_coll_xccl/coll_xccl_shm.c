@@ -45,7 +45,6 @@ struct mca_coll_xccl_shm {
     int node_size;
     int leader;                      /* communicator rank that created this node's segment */
     int ok;                          /* this rank's vote: the node's segment is mapped here */
-    int cma;                         /* and process_vm_readv of every peer of the node works */
     uint64_t fast_seq;               /* allreduce calls through the latency lines */
     char why[160];                   /* why not, for the log */
 };
@@ -241,12 +240,6 @@ _Static_assert(sizeof(fast_line_t) <= XCCL_SHM_LINE_BYTES, "latency line");
 _Static_assert(sizeof(uint64_t) == sizeof(_Atomic uint64_t) && XCCL_SHM_FAST_BYTES % 8 == 0,
                "latency line layout");
 
-/* Unmet tests between two calls of Open MPI's progress engine (other
- * requests; a yield when oversubscribed), and between two checks that a
- * peer still lives. */
-#define FAST_PROGRESS_EVERY 64u
-#define FAST_LIVENESS_EVERY (1u << 16)
-
 int mca_coll_xccl_shm_allreduce_fast(mca_coll_xccl_module_t *m, const void *src, void *dst,
                                      size_t count, size_t bytes, const mca_coll_xccl_reduce_t *red)
 {
@@ -263,10 +256,12 @@ int mca_coll_xccl_shm_allreduce_fast(mca_coll_xccl_module_t *m, const void *src,
         const fast_line_t *l = xccl_shm_line(seg, r);
         unsigned spins = 0, misses = 0;
         while (r != me && atomic_load_explicit(&l->seq, memory_order_acquire) < f) {
-            if (++spins == FAST_PROGRESS_EVERY) {
+            /* Open MPI's progress engine now and then, and as rarely a
+             * check that the peer still lives (as the provider's waits) */
+            if (++spins == MCA_COLL_XCCL_SPINS_PER_PROGRESS) {
                 spins = 0;
                 opal_progress();
-                if (++misses == FAST_LIVENESS_EVERY / FAST_PROGRESS_EVERY) {
+                if (++misses == XCCL_SHM_PEER_LIVENESS_EVERY / MCA_COLL_XCCL_SPINS_PER_PROGRESS) {
                     misses = 0;
                     if (0 == xccl_shm_peer_alive(seg, r)) {
                         return mca_coll_xccl_error(m, XCCL_COLL_ALLREDUCE, MPI_ERR_INTERN,
