@@ -173,6 +173,11 @@ typedef struct {
     int shm_state;
     int shm_small;
     int shm_cma;                     /* every rank reads its node peers' memory (process_vm_readv) */
+    /* The level on, one node: bit coll set where a small blocking call may
+     * go to the latency path straight from the entry (no forced algorithm,
+     * no tuning rules), for calls of fewer than shm_lat_below bytes. */
+    unsigned shm_lat_colls;
+    size_t shm_lat_below;
     struct mca_coll_xccl_shm *shm;
 
     mca_coll_xccl_prev_t prev;

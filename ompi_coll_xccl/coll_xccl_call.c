@@ -122,7 +122,16 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     const int level = sched->slot_bytes > 0 || sched->peer_access;
-    mca_coll_xccl_log_call(m, c->coll, NULL != request, c->bytes, algo, predicted_us, NULL, NULL);
+    /* Small calls of the level: the latency path, no executor (the same
+     * choice on every rank: collective, sizes, op and type, algorithm). */
+    const int latency = NULL == request && level && m->shm_small &&
+                        algo == xccl_select_level_index(c->coll, XCCL_COLL_ALLREDUCE == c->coll
+                                                                     ? XCCL_LEVEL_SHM_SMALL
+                                                                     : XCCL_LEVEL_SHM) &&
+                        (!c->reduction || NULL != c->red.kernel) &&
+                        mca_coll_xccl_shm_lat_bytes(c) <= XCCL_SHM_LAT_BYTES;
+    mca_coll_xccl_log_call(m, c->coll, NULL != request, c->bytes, algo, predicted_us, NULL,
+                           latency ? "latency_path" : NULL);
     /* Device data: ws and wr are host copies; the schedule runs on the
      * device buffers, or on the copies while they arrive and leave; a
      * schedule of the shared-memory level on the copies, filled first (its
@@ -138,17 +147,10 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
             return rc;
         }
     }
-    /* The smallest allreduce of the level: straight through the latency
-     * lines (the same choice on every rank: algorithm, size, op and type). */
-    if (NULL == request && level && XCCL_COLL_ALLREDUCE == c->coll && c->red.kernel &&
-        c->args.count * c->es <= XCCL_SHM_FAST_BYTES && 1 == m->layout.nnodes &&
-        algo == xccl_select_level_index(XCCL_COLL_ALLREDUCE, XCCL_LEVEL_SHM_SMALL)) {
+    if (latency) {
         xccl_select_put(sched);
         m->seq++;                    /* a call number, as the executor's would take */
-        /* the kernel's layout: count elements of es bytes (MPI_SHORT_INT:
-         * 8, padding included, where the message carries 6) */
-        rc = mca_coll_xccl_shm_allreduce_fast(m, c->in_place ? wr : ws, wr, c->args.count,
-                                              c->args.count * c->es, &c->red);
+        rc = mca_coll_xccl_shm_latency(c, ws, wr);
         int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
         return MPI_SUCCESS != rc ? rc : rc2;
     }
@@ -276,15 +278,12 @@ static inline const char *decide(const mca_coll_xccl_call_t *c)
         return "disabled";
     }
     const char *why = xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
-    /* Small messages: a blocking allreduce of at most XCCL_SHM_FAST_BYTES
-     * runs xccl's shared-memory level (its latency lines) where the level
-     * is, or may be, on: measured as fast as coll/sm, faster than tuned;
-     * larger small calls and the other collectives are slower through the
-     * level today (docs/shm-level.md).  The fallback would compute some
-     * reductions wrongly: xccl keeps them. */
+    /* Small messages: a blocking call of at most XCCL_SHM_LAT_BYTES runs
+     * xccl's shared-memory level (its latency path) where the level is, or
+     * may be, on (measured faster than tuned and coll/sm: docs/shm-level.md).
+     * The fallback would compute some reductions wrongly: xccl keeps them. */
     if (xccl_select_why_small == why &&
-        ((c->m->shm_small && NULL == c->request && XCCL_COLL_ALLREDUCE == c->coll &&
-          c->bytes <= XCCL_SHM_FAST_BYTES) ||
+        ((c->m->shm_small && NULL == c->request && c->bytes <= XCCL_SHM_LAT_BYTES) ||
          (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)))) {
         return NULL;
     }
@@ -306,6 +305,16 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
 
 int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
 {
+    /* Small blocking calls on one node with the level on: the latency path
+     * with the fewest steps, where the whole way would end there too. */
+    mca_coll_xccl_module_t *m = c->m;
+    int rc;
+    if ((m->shm_lat_colls >> c->coll & 1u) && NULL == c->request && c->bytes < m->shm_lat_below &&
+        mca_coll_xccl_gpu_surely_host(c) && mca_coll_xccl_shm_latency_try(c, &rc)) {
+        free(c->counts);
+        c->counts = NULL;
+        return rc;
+    }
     const char *why = decide(c);
     /* The common case, with the fewest steps: a call for the fallback
      * (below coll_xccl_small_msg_bytes) on buffers in the heap. */

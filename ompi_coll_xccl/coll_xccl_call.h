@@ -173,13 +173,24 @@ typedef struct {
  * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_shm.c);
  * with single copies on, publishes those for the peers: 0 or <0. */
 int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks);
-/* Allreduce of at most XCCL_SHM_FAST_BYTES through the ranks' latency
- * lines, without the executor: the level on, one node, a reduction kernel
- * (red->kernel).  In place: src == dst.  MPI error codes. */
-#define XCCL_SHM_FAST_BYTES 24
-int mca_coll_xccl_shm_allreduce_fast(mca_coll_xccl_module_t *m, const void *src, void *dst,
-                                     size_t count, size_t bytes,
-                                     const mca_coll_xccl_reduce_t *red);
+/* The latency path of the level (coll_xccl_shm.c): a blocking call of any
+ * of the five collectives on one node whose every rank writes at most
+ * XCCL_SHM_LAT_BYTES (mca_coll_xccl_shm_lat_bytes), without the executor:
+ * each rank copies its part into its own small area (or, up to
+ * XCCL_SHM_LAT_INLINE bytes, next to its sequence word), posts, and reads
+ * what it needs from the peers' areas.  Reductions need red.kernel.  On
+ * ws and wr, the call's work buffers (coll_xccl_pack.c): MPI error codes. */
+#define XCCL_SHM_LAT_BYTES 4096
+#define XCCL_SHM_LAT_INLINE 24
+/* Bytes each rank writes for c (the same on every rank), once its
+ * reduction is planned. */
+size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c);
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr);
+/* The latency path straight from the entry, where the rest of the call
+ * path would take it too (m->shm_lat_colls, host buffers, contiguous data,
+ * a reduction kernel): 1 and *rc, or 0 (the call goes the whole way, and
+ * decides the same there from the same shared facts). */
+int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc);
 
 /* Sets e up to run s as h says, with red's host reductions where h has
  * none, on the module's transport: 0 or -1. */

@@ -130,18 +130,21 @@ static int xccl_register(void)
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_kind);
     c->shm_cma = true;
     (void) mca_base_component_var_register(v, "shm_cma",
-        "Shared-memory level: allgather, alltoall and bcast may read the peers' buffers "
-        "directly with process_vm_readv (one copy instead of two through the slots), where "
-        "every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE)",
+        "Shared-memory level: allow the mesh schedules of allgather, alltoall and bcast to read "
+        "the peers' buffers directly with process_vm_readv (one copy instead of two through "
+        "the slots) where every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE); "
+        "they run only where forced (coll_xccl_<coll>_algorithm mesh): measured slower than "
+        "the slots' pipelines (docs/shm-level.md)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_cma);
     c->shm_small = true;
     (void) mca_base_component_var_register(v, "shm_small",
-        "Blocking allreduce of at most 24 bytes on a communicator whose ranks share one node "
-        "runs through xccl's shared-memory level (data next to each rank's flag, one "
-        "cache-line transfer per peer) instead of the fallback, even below small_msg_bytes "
-        "(measured as fast as coll/sm, faster than tuned: docs/shm-level.md); false: the "
-        "fallback",
+        "Blocking calls of the five collectives on a communicator whose ranks share one node, "
+        "where each rank gives at most 4 KiB, run xccl's latency path through the shared "
+        "segment (each rank's data next to its sequence word or in its small area; no "
+        "executor, no transport) instead of the fallback, even below small_msg_bytes "
+        "(measured faster than tuned and coll/sm at np 2 and 4: docs/shm-level.md); false: "
+        "small calls go to the fallback, larger ones run the level's schedules",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_small);
 

@@ -45,7 +45,16 @@ struct mca_coll_xccl_shm {
     int node_size;
     int leader;                      /* communicator rank that created this node's segment */
     int ok;                          /* this rank's vote: the node's segment is mapped here */
-    uint64_t fast_seq;               /* allreduce calls through the latency lines */
+    uint64_t lat_seq;                /* calls through the latency path */
+    uint64_t lat_seen;               /* the last f every peer was seen to have posted */
+    void **line;                     /* segment rank -> its latency line */
+    unsigned char **small;           /* segment rank -> its small area */
+    /* the last reduction planned for the latency path (a predefined
+     * datatype and op: their objects live as long as the library) */
+    struct ompi_datatype_t *plan_dt;
+    struct ompi_op_t *plan_op;
+    mca_coll_xccl_reduce_t plan;
+    size_t plan_es;
     char why[160];                   /* why not, for the log */
 };
 
@@ -141,11 +150,14 @@ static void shm_off(mca_coll_xccl_module_t *m)
     struct mca_coll_xccl_shm *h = m->shm;
     m->shm_state = XCCL_SHM_OFF;
     m->shm_small = 0;
+    m->shm_lat_colls = 0;
     if (NULL != h) {
         if (NULL != h->seg) {
             xccl_shm_detach(h->seg);
         }
         free(h->local_of);
+        free(h->line);
+        free(h->small);
         free(h);
         m->shm = NULL;
     }
@@ -155,6 +167,11 @@ int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m)
 {
     struct mca_coll_xccl_shm *h = m->shm;
     int mine = NULL != h && h->ok, all = 0;
+    if (mine && (NULL == (h->line = calloc((size_t) h->node_size, sizeof(*h->line))) ||
+                 NULL == (h->small = calloc((size_t) h->node_size, sizeof(*h->small))))) {
+        set_why(h, "out of memory", 0);
+        mine = 0;
+    }
     int rc = m->prev.allreduce(&mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, m->comm,
                                m->prev.allreduce_module);
     /* Single copies, once every rank has attached (and published its pid):
@@ -186,11 +203,27 @@ int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m)
         return rc;
     }
     xccl_shm_peer_init(&h->peer, h->seg, h->local_of, m->size);
+    for (int s = 0; s < h->node_size; s++) {
+        h->line[s] = xccl_shm_line(h->seg, s);
+        h->small[s] = xccl_shm_small(h->seg, s);
+    }
     xccl_shm_release_fd(h->seg);                 /* every rank has attached */
     xccl_shm_peer_cma(&h->peer, cma[1]);
     m->shm_cma = cma[1];
     m->shm_state = XCCL_SHM_ON;
     m->shm_small = mca_coll_xccl_component.shm_small && 1 == m->layout.nnodes;
+    /* The entry's short way to the latency path: where the whole way would
+     * always reach it too (no forced algorithm and no tuning rules: the
+     * level's rule chooses), and where it cannot meet CUDA IPC's agreement
+     * (coll_xccl_gpu_ipc.c: calls from gpu_ipc_bytes). */
+    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
+    m->shm_lat_colls = 0;
+    for (int coll = 0; m->shm_small && coll < XCCL_NCOLL; coll++) {
+        if (k->enable[coll] && XCCL_SEL_AUTO == k->policy.forced[coll] && 0 == k->policy.tuning.n) {
+            m->shm_lat_colls |= 1u << coll;
+        }
+    }
+    m->shm_lat_below = m->gpu_ipc && k->gpu_ipc_bytes > 0 ? k->gpu_ipc_bytes : SIZE_MAX;
     mca_coll_xccl_log(2, "comm comm=%u rank=%d: shared-memory level on (%s segment, %zu B slots, "
                       "%d ranks on this node, single copies %s)", m->cid, m->world_rank,
                       XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",
@@ -223,59 +256,238 @@ void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m)
     shm_off(m);
 }
 
-/* ------------------------------------------------------------ latency lines */
+/* ------------------------------------------------------------ latency path */
 
-/* A tiny allreduce without the executor: every rank's data sits next to
- * its sequence word in its latency line (xccl_shm_line), so a call costs
- * one cache-line transfer per peer.  Call f writes region f & 1: the last
- * call that wrote it, f - 2, was read by every peer before that peer
- * posted f - 1, which this rank saw in call f - 1 (it waited for it), so
- * no wait is needed before writing.  Every rank reduces the lines in
- * segment rank order: the same bits everywhere. */
+/*
+ * Small blocking calls on one node without the executor.  Segment rank s
+ * owns its latency line (xccl_shm_line: its sequence word and two
+ * XCCL_SHM_LAT_INLINE-byte regions, one cache line) and its small area
+ * (xccl_shm_small: two XCCL_SHM_LAT_BYTES regions); only s writes them.
+ * Every rank makes the same calls through this path in the same order
+ * (the decision rests on what all ranks share), numbered f = 1, 2, ...:
+ *   1. a rank with data to give (all but the non-roots of bcast) waits
+ *      until every peer has posted f - 1 or later, i.e. has finished call
+ *      f - 2, the last one that may have read the region it is about to
+ *      write (region f & 1), unless it saw that in call f - 1 already;
+ *   2. copies its part there (into the line where it fits: one cache-line
+ *      transfer carries data and sequence word) and posts f (release):
+ *      "in call f, done with every call before";
+ *   3. waits until each rank it reads has posted f or later (acquire) and
+ *      reads that rank's region f & 1, which stays until the rank's call
+ *      f + 2, whose step 1 waits for this rank's post of f + 1.
+ * Reductions run in segment rank order: every rank gets the same bits.
+ * Nothing here touches the slots or the executor's flags, so executor
+ * calls of the level and this path interleave freely.
+ */
 typedef struct {
     _Atomic uint64_t seq;
-    unsigned char data[2][XCCL_SHM_FAST_BYTES];
-} fast_line_t;
-_Static_assert(sizeof(fast_line_t) <= XCCL_SHM_LINE_BYTES, "latency line");
-_Static_assert(sizeof(uint64_t) == sizeof(_Atomic uint64_t) && XCCL_SHM_FAST_BYTES % 8 == 0,
-               "latency line layout");
+    unsigned char data[2][XCCL_SHM_LAT_INLINE];
+} lat_line_t;
+_Static_assert(sizeof(lat_line_t) <= XCCL_SHM_LINE_BYTES, "latency line");
+_Static_assert(2 * XCCL_SHM_LAT_BYTES <= XCCL_SHM_SMALL_BYTES, "latency regions");
 
-int mca_coll_xccl_shm_allreduce_fast(mca_coll_xccl_module_t *m, const void *src, void *dst,
-                                     size_t count, size_t bytes, const mca_coll_xccl_reduce_t *red)
+size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c)
 {
-    struct mca_coll_xccl_shm *h = m->shm;
-    xccl_shm_t *seg = h->seg;
-    const int me = xccl_shm_rank(seg), n = xccl_shm_nranks(seg);
-    const uint64_t f = ++h->fast_seq;
-    fast_line_t *mine = xccl_shm_line(seg, me);
-    uint64_t acc[XCCL_SHM_FAST_BYTES / 8];
+    switch (c->coll) {
+    case XCCL_COLL_ALLREDUCE:
+        return c->args.count * c->es;
+    case XCCL_COLL_REDUCE_SCATTER:
+    case XCCL_COLL_REDUCE_SCATTER_BLOCK:
+        return c->total * c->es;
+    case XCCL_COLL_ALLGATHER:
+        return c->args.block;
+    case XCCL_COLL_ALLTOALL:
+        return c->args.block * (size_t) c->m->size;
+    case XCCL_COLL_BCAST:
+        return c->bytes;
+    default:
+        return SIZE_MAX;
+    }
+}
 
-    memcpy(mine->data[f & 1], src, bytes);
-    atomic_store_explicit(&mine->seq, f, memory_order_release);
-    for (int r = 0; r < n; r++) {
-        const fast_line_t *l = xccl_shm_line(seg, r);
-        unsigned spins = 0, misses = 0;
-        while (r != me && atomic_load_explicit(&l->seq, memory_order_acquire) < f) {
-            /* Open MPI's progress engine now and then, and as rarely a
-             * check that the peer still lives (as the provider's waits) */
-            if (++spins == MCA_COLL_XCCL_SPINS_PER_PROGRESS) {
-                spins = 0;
-                opal_progress();
-                if (++misses == XCCL_SHM_PEER_LIVENESS_EVERY / MCA_COLL_XCCL_SPINS_PER_PROGRESS) {
-                    misses = 0;
-                    if (0 == xccl_shm_peer_alive(seg, r)) {
-                        return mca_coll_xccl_error(m, XCCL_COLL_ALLREDUCE, MPI_ERR_INTERN,
-                                                   "a rank of this node is gone");
-                    }
+/* Region f & 1 of segment rank s for len bytes. */
+static inline unsigned char *lat_region(const struct mca_coll_xccl_shm *h, int s, uint64_t f,
+                                        size_t len)
+{
+    return len <= XCCL_SHM_LAT_INLINE ? ((lat_line_t *) h->line[s])->data[f & 1]
+                                      : h->small[s] + (f & 1) * XCCL_SHM_LAT_BYTES;
+}
+
+/* The copies of the latency path: glibc's memcpy of a few KiB between a
+ * page-aligned region and a user buffer 1..63 bytes apart modulo 4 KiB
+ * runs several times slower (xccl_memmove avoids that). */
+static inline void lat_copy(void *dst, const void *src, size_t len)
+{
+    if (len <= XCCL_SHM_LAT_INLINE) {
+        memcpy(dst, src, len);
+    } else {
+        xccl_memmove(dst, src, len);
+    }
+}
+
+/* Waits until segment rank s has posted f or later: 0, or -1 once its
+ * process is gone (checked as rarely as the provider's waits check). */
+/* Spins (each with a pause: the peer's store gets its line sooner)
+ * between two calls of Open MPI's progress engine while a latency-path
+ * call waits: a few microseconds. */
+#define LAT_SPINS 256u
+static int lat_wait(const struct mca_coll_xccl_shm *h, int s, uint64_t f)
+{
+    const lat_line_t *l = h->line[s];
+    unsigned spins = 0, misses = 0;
+    while (atomic_load_explicit(&l->seq, memory_order_acquire) < f) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+        if (++spins == LAT_SPINS) {
+            spins = 0;
+            opal_progress();
+            if (++misses == XCCL_SHM_PEER_LIVENESS_EVERY / LAT_SPINS) {
+                misses = 0;
+                if (0 == xccl_shm_peer_alive(h->seg, s)) {
+                    return -1;
                 }
             }
         }
-        if (0 == r) {
-            memcpy(acc, l->data[f & 1], bytes);
-        } else {
-            red->kernel(acc, acc, l->data[f & 1], count);
+    }
+    return 0;
+}
+
+/* Waits until every segment rank but this one has posted f or later. */
+static int lat_wait_all(struct mca_coll_xccl_shm *h, int me, uint64_t f)
+{
+    for (int s = 0; s < h->node_size; s++) {
+        if (s != me && 0 != lat_wait(h, s, f)) {
+            return -1;
         }
     }
-    memcpy(dst, acc, bytes);
+    h->lat_seen = f;
+    return 0;
+}
+
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    struct mca_coll_xccl_shm *h = m->shm;
+    const int n = h->node_size, me = h->local_of[m->rank];
+    const int *local_of = h->local_of;
+    const size_t len = mca_coll_xccl_shm_lat_bytes(c);
+    const uint64_t f = ++h->lat_seq;
+    const int bcast = XCCL_COLL_BCAST == c->coll, root = bcast ? local_of[c->root] : me;
+    lat_line_t *mine = h->line[me];
+
+    if (root == me) {
+        if (h->lat_seen + 1 < f && 0 != lat_wait_all(h, me, f - 1)) {
+            goto gone;
+        }
+        lat_copy(lat_region(h, me, f, len), bcast ? wr : ws, len);
+    }
+    atomic_store_explicit(&mine->seq, f, memory_order_release);
+
+    switch (c->coll) {
+    case XCCL_COLL_BCAST:
+        if (root != me) {
+            if (0 != lat_wait(h, root, f)) {
+                goto gone;
+            }
+            lat_copy(wr, lat_region(h, root, f, len), len);
+        }
+        break;
+    case XCCL_COLL_ALLGATHER:
+    case XCCL_COLL_ALLTOALL: {
+        const size_t b = c->args.block;
+        const size_t at = XCCL_COLL_ALLTOALL == c->coll ? (size_t) m->rank * b : 0;
+        if (0 != lat_wait_all(h, me, f)) {
+            goto gone;
+        }
+        for (int j = 0; j < m->size; j++) {
+            char *dst = wr + (size_t) j * b;
+            const unsigned char *src = lat_region(h, local_of[j], f, len) + at;
+            if (dst != (const char *) src) {
+                lat_copy(dst, src, b);
+            }
+        }
+        break;
+    }
+    case XCCL_COLL_ALLREDUCE:
+    case XCCL_COLL_REDUCE_SCATTER:
+    case XCCL_COLL_REDUCE_SCATTER_BLOCK: {
+        /* allreduce: every element; reduce_scatter: this rank's block */
+        size_t count = c->args.count, at = 0;
+        if (XCCL_COLL_ALLREDUCE != c->coll) {
+            for (int j = 0; j < m->rank; j++) {
+                at += c->args.counts[j];
+            }
+            count = c->args.counts[m->rank];
+            at *= c->es;
+        }
+        if (0 != lat_wait_all(h, me, f)) {
+            goto gone;
+        }
+        if (count > 0) {
+            lat_copy(wr, lat_region(h, 0, f, len) + at, count * c->es);
+            for (int s = 1; s < n; s++) {
+                c->red.kernel(wr, wr, lat_region(h, s, f, len) + at, count);
+            }
+        }
+        break;
+    }
+    default:
+        return MPI_ERR_INTERN;
+    }
     return MPI_SUCCESS;
+
+gone:
+    return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "a rank of this node is gone");
+}
+
+int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    struct mca_coll_xccl_shm *h = m->shm;
+    char *ws, *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
+    /* the work buffers as coll_xccl_pack.c makes them where nothing needs
+     * packing; anything else goes the whole way */
+    if (c->reduction) {
+        if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
+            mca_coll_xccl_reduce_t red;
+            size_t es = 1;
+            if (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &red, &es) ||
+                NULL == red.kernel) {
+                return 0;
+            }
+            h->plan = red;
+            h->plan_es = es;
+            h->plan_dt = c->rdtype;
+            h->plan_op = c->op;
+        }
+        c->red = h->plan;
+        c->es = h->plan_es;
+        ws = c->in_place ? wr : (char *) c->sbuf + mca_coll_xccl_true_lb(c->rdtype);
+    } else if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn)) {
+        return 0;
+    } else if (XCCL_COLL_BCAST == c->coll) {
+        ws = NULL;
+    } else if (c->in_place) {
+        ws = XCCL_COLL_ALLGATHER == c->coll ? wr + (size_t) m->rank * c->args.block : wr;
+    } else if (mca_coll_xccl_is_contiguous(c->sdtype, c->sn)) {
+        ws = (char *) c->sbuf + mca_coll_xccl_true_lb(c->sdtype);
+    } else {
+        return 0;
+    }
+    /* decide() (coll_xccl_call.c) hands the fallback the calls from
+     * XCCL_SHM_LAT_BYTES up to small_msg_bytes */
+    if (mca_coll_xccl_shm_lat_bytes(c) > XCCL_SHM_LAT_BYTES ||
+        (c->bytes > XCCL_SHM_LAT_BYTES &&
+         c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
+        return 0;
+    }
+    m->seq++;                        /* a call number, as the executor's would take */
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes,
+                           xccl_select_level_index(c->coll, XCCL_COLL_ALLREDUCE == c->coll
+                                                                ? XCCL_LEVEL_SHM_SMALL
+                                                                : XCCL_LEVEL_SHM),
+                           -1.0, NULL, "latency_path");
+    *rc = mca_coll_xccl_shm_latency(c, ws, wr);
+    return 1;
 }

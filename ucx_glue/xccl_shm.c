@@ -25,15 +25,17 @@
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
 
 #define SHM_MAGIC 0x78636331736d6831ull     /* "xccl1smh" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 #define DESC_MAGIC 0x7863736du              /* "xcsm" */
 #define PAGE ((size_t) XCCL_SHM_SLOT_ALIGN)
+_Static_assert(XCCL_SHM_SMALL_BYTES % XCCL_SHM_SLOT_ALIGN == 0, "small areas keep the slots page-aligned");
 
 /* ------------------------------------------------------------------------ */
 /* Layout                                                                   */
 /* ------------------------------------------------------------------------ */
 
 /* [0, info_end): header + info[nranks]; [flags_off, ...): flag[nranks];
+ * [small_off, ...): small area[nranks], XCCL_SHM_SMALL_BYTES each;
  * [slots_off, ...): slot[nranks], each slot_stride apart. */
 typedef struct {
     uint64_t magic;
@@ -82,7 +84,7 @@ struct xccl_shm {
     int rank, nranks, creator;
     int fd;                    /* creator's memfd until released, else -1 */
     char *base;
-    size_t total, slot_bytes, slot_stride, flags_off, slots_off;
+    size_t total, slot_bytes, slot_stride, flags_off, small_off, slots_off;
     uint8_t key[16];
     /* CMA probe: peers read this word of ours with process_vm_readv. */
     volatile uint64_t probe_word;
@@ -116,6 +118,14 @@ void *xccl_shm_line(const xccl_shm_t *seg, int r)
     return (char *) flag(seg, r) + XCCL_SHM_FLAG_STRIDE - XCCL_SHM_LINE_BYTES;
 }
 
+void *xccl_shm_small(const xccl_shm_t *seg, int r)
+{
+    if (r < 0 || r >= seg->nranks) {
+        return NULL;
+    }
+    return seg->base + seg->small_off + (size_t) r * XCCL_SHM_SMALL_BYTES;
+}
+
 static uint64_t probe_value(const uint8_t key[16], int r)
 {
     uint64_t k;
@@ -130,7 +140,8 @@ static size_t layout(xccl_shm_t *s, int nranks, size_t slot_bytes)
     s->slot_bytes = slot_bytes;
     s->slot_stride = round_up(slot_bytes, PAGE);
     s->flags_off = round_up(sizeof(shm_header_t) + (size_t) nranks * sizeof(shm_info_t), PAGE);
-    s->slots_off = s->flags_off + round_up((size_t) nranks * sizeof(shm_flag_t), PAGE);
+    s->small_off = s->flags_off + round_up((size_t) nranks * sizeof(shm_flag_t), PAGE);
+    s->slots_off = s->small_off + (size_t) nranks * XCCL_SHM_SMALL_BYTES;
     if (s->slot_stride < slot_bytes || (SIZE_MAX - s->slots_off) / (size_t) nranks < s->slot_stride) {
         return 0;
     }

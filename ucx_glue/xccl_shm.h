@@ -3,7 +3,8 @@
  * shared-memory level (DESIGN 3a).  Transport glue: no MPI, no algorithms.
  *
  * One segment per communicator and node: a header, one flag per rank (its
- * own cache lines), and one slot of slot_bytes per rank.  One rank creates
+ * own cache lines), one small area per rank, and one slot of slot_bytes
+ * per rank.  One rank creates
  * it and gets a descriptor (a small blob); the caller hands the blob to the
  * other ranks of the node (the component: through the agreement it already
  * runs) and each attaches with it.  Blob in, blob out: this file never
@@ -124,6 +125,12 @@ int xccl_shm_peer_alive(const xccl_shm_t *seg, int peer);
  * range. */
 #define XCCL_SHM_LINE_BYTES 64
 void *xccl_shm_line(const xccl_shm_t *seg, int r);
+/* The small area of rank r: XCCL_SHM_SMALL_BYTES, page-aligned, zero at
+ * creation, written only by rank r (never by this file), apart from the
+ * slots: for a caller's small messages next to (not inside) the slots'
+ * pipelines.  NULL if r is out of range. */
+#define XCCL_SHM_SMALL_BYTES 8192
+void *xccl_shm_small(const xccl_shm_t *seg, int r);
 
 /* ---- cross-memory attach */
 

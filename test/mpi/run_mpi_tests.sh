@@ -74,7 +74,8 @@ usage() {
 bindir=$1
 compdir=$2
 [[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors && -x $bindir/xccl_mpi_nb &&
-   -x $bindir/xccl_mpi_threads && -x $bindir/xccl_mpi_mixed && -x $bindir/xccl_comm_churn ]] ||
+   -x $bindir/xccl_mpi_threads && -x $bindir/xccl_mpi_mixed && -x $bindir/xccl_comm_churn &&
+   -x $bindir/xccl_mpi_latency ]] ||
     { echo "$0: no test binaries in $bindir" >&2; exit 2; }
 [[ -d $compdir ]] || { echo "$0: no directory $compdir" >&2; exit 2; }
 
@@ -555,6 +556,48 @@ for small in 0 default; do
         common_args=("${saved_args[@]}")
         ok=0
         problems=$({ check_result "$name" && check_no_noncontig_fallback "$name" "$np"; } 2>&1) || ok=1
+        indent "$problems"
+        finish "$name" "$ok"
+    done
+done
+
+# The shared-memory level's latency path under skew: small blocking calls
+# of all six collectives back to back, no barriers, random sleeps, bcast
+# roots that run ahead, executor calls (4 KiB to 20 KiB) in between; with
+# xccl's defaults (small calls take the entry's short way; the level's
+# executor above small_msg_bytes) and with small_msg_bytes 0.  Results,
+# and for every rank and collective at least one verbose line
+# "via=latency_path" and one "algo=shm..." line without it (both paths ran).
+check_latency_lines() {
+    local name=$1 np=$2 bad=0 r coll out
+    for ((r = 0; r < np; r++)); do
+        out=$(per_rank_output "$name" "$r")
+        for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall bcast; do
+            if ! grep -qE "^xccl: $coll comm=0 rank=$r .*via=latency_path" <<<"$out"; then
+                echo "$name: rank $r: no $coll call took the latency path"
+                bad=1
+            fi
+            # (grep -c reads to the end: no SIGPIPE under pipefail)
+            if (($(grep -E "^xccl: $coll comm=0 rank=$r .*algo=shm" <<<"$out" |
+                   grep -cv via= || true) == 0)); then
+                echo "$name: rank $r: no $coll call ran the level's executor"
+                bad=1
+            fi
+        done
+    done
+    return "$bad"
+}
+for small in 0 default; do
+    for np in 2 3 4; do
+        name=xccl_mpi_latency.np$np
+        [[ $small == 0 ]] || name=xccl_mpi_latency.default_small.np$np
+        selected "$name" || continue
+        saved_args=("${common_args[@]}")
+        [[ $small == 0 ]] || common_args=("${common_base[@]}" --mca coll_xccl_verbose 1)
+        run_mpi "$name" "$np" "$bindir/xccl_mpi_latency" -n 3000 -s "$np"
+        common_args=("${saved_args[@]}")
+        ok=0
+        problems=$({ check_result "$name" && check_latency_lines "$name" "$np"; } 2>&1) || ok=1
         indent "$problems"
         finish "$name" "$ok"
     done

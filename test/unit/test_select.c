@@ -275,11 +275,11 @@ START_TEST(shm_level_rule)
         { XCCL_COLL_REDUCE_SCATTER, 8, 0, "shm" },
         { XCCL_COLL_REDUCE_SCATTER_BLOCK, 16 << 20, 0, "shm" },
         { XCCL_COLL_ALLGATHER, 4096, 1, "shm" },
-        { XCCL_COLL_ALLGATHER, 32768, 1, "mesh" },
+        { XCCL_COLL_ALLGATHER, 32768, 1, "shm" },
         { XCCL_COLL_ALLGATHER, 32768, 0, "shm" },
-        { XCCL_COLL_ALLTOALL, 1 << 20, 1, "mesh" },
+        { XCCL_COLL_ALLTOALL, 1 << 20, 1, "shm" },
         { XCCL_COLL_BCAST, 1 << 20, 0, "shm" },
-        { XCCL_COLL_BCAST, 1 << 20, 1, "mesh" },
+        { XCCL_COLL_BCAST, 16 << 20, 1, "shm" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         xccl_coll_args_t a = { .count = 2, .layout = &one, .shm_slot = 1 << 20,

@@ -659,6 +659,40 @@ START_TEST(segment_layout_and_flags)
             }
         }
         ck_assert_ptr_null(xccl_shm_slot(a, 3));
+        /* latency lines and small areas (the component's latency path):
+         * zero at creation, aligned, shared, apart from each other, from
+         * the flags (tested below: never posted) and from the slots */
+        for (int r = 0; r < 3; r++) {
+            const unsigned char *l = xccl_shm_line(b, r), *sm = xccl_shm_small(b, r);
+            ck_assert_uint_eq((uintptr_t) l % 64, 0);
+            ck_assert_uint_eq((uintptr_t) sm % XCCL_SHM_SLOT_ALIGN, 0);
+            for (size_t i = 0; i < XCCL_SHM_LINE_BYTES; i++) {
+                ck_assert_uint_eq(l[i], 0);
+            }
+            for (size_t i = 0; i < XCCL_SHM_SMALL_BYTES; i++) {
+                ck_assert_uint_eq(sm[i], 0);
+            }
+        }
+        for (int r = 0; r < 3; r++) {
+            memset(xccl_shm_line(a, r), 0x20 + r, XCCL_SHM_LINE_BYTES);
+            memset(xccl_shm_small(a, r), 0x30 + r, XCCL_SHM_SMALL_BYTES);
+        }
+        for (int r = 0; r < 3; r++) {
+            const unsigned char *l = xccl_shm_line(b, r), *sm = xccl_shm_small(b, r);
+            const unsigned char *slot = xccl_shm_slot(b, r);
+            for (size_t i = 0; i < XCCL_SHM_LINE_BYTES; i++) {
+                ck_assert_uint_eq(l[i], 0x20 + r);
+            }
+            for (size_t i = 0; i < XCCL_SHM_SMALL_BYTES; i++) {
+                ck_assert_uint_eq(sm[i], 0x30 + r);
+            }
+            for (size_t i = 0; i < 1000; i++) {
+                ck_assert_uint_eq(slot[i], 0x10 + r);
+            }
+        }
+        ck_assert_ptr_null(xccl_shm_line(a, 3));
+        ck_assert_ptr_null(xccl_shm_small(a, 3));
+        ck_assert_ptr_null(xccl_shm_small(a, -1));
         ck_assert_int_eq(xccl_shm_pid(b, 0), getpid());
         ck_assert_int_eq(xccl_shm_pid(b, 1), 0);             /* not attached */
         /* flags: never posted, then (seq, val) of the same call, earlier
