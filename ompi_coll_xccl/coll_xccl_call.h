@@ -176,12 +176,10 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
 /* The latency path of the level (coll_xccl_shm.c): a blocking call of any
  * of the five collectives on one node whose every rank writes at most
  * XCCL_SHM_LAT_BYTES (mca_coll_xccl_shm_lat_bytes), without the executor:
- * each rank copies its part into its own small area (or, up to
- * XCCL_SHM_LAT_INLINE bytes, next to its sequence word), posts, and reads
+ * each rank copies its part into its own small area, posts, and reads
  * what it needs from the peers' areas.  Reductions need red.kernel.  On
  * ws and wr, the call's work buffers (coll_xccl_pack.c): MPI error codes. */
 #define XCCL_SHM_LAT_BYTES 4096
-#define XCCL_SHM_LAT_INLINE 24
 /* Bytes each rank writes for c (the same on every rank), once its
  * reduction is planned. */
 size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c);
