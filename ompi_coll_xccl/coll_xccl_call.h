@@ -179,7 +179,7 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
  * each rank copies its part into its own small area, posts, and reads
  * what it needs from the peers' areas.  Reductions need red.kernel.  On
  * ws and wr, the call's work buffers (coll_xccl_pack.c): MPI error codes. */
-#define XCCL_SHM_LAT_BYTES 4096
+#define XCCL_SHM_LAT_BYTES 16384
 /* Bytes each rank writes for c (the same on every rank), once its
  * reduction is planned. */
 size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c);

@@ -7,9 +7,10 @@
  * them, so that ranks drift apart and a fast rank starts calls while a slow
  * one still reads the last ones: every rank derives call i from (seed, i)
  * alone: the collective (allreduce, reduce_scatter, reduce_scatter_block,
- * allgather, alltoall, bcast), its size (mostly 1 byte to 4 KiB, the
- * latency path; sometimes up to 20 KiB, the executor's schedules, so the
- * two interleave), in place or not, the bcast root (the same root for runs
+ * allgather, alltoall, bcast), its size (mostly 1 byte to 16 KiB, the
+ * latency path's parts; one call in eight past that, up to 16 KiB times the
+ * number of ranks, the executor's schedules, so the two interleave), in
+ * place or not, the bcast root (the same root for runs
  * of 1 to 4 calls: a root that gives data and waits for nobody runs
  * ahead), and which ranks sleep 1-60 us before the call (about one call in
  * eight).  Every element of every result is checked against values each
@@ -32,7 +33,7 @@ enum { ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, ALLGATHER, ALLTOALL, BCA
 static const char *const names[NCOLL] = { "allreduce", "reduce_scatter", "reduce_scatter_block",
                                           "allgather", "alltoall", "bcast" };
 #define GUARD 64
-#define MAX_BYTES (20 << 10)
+#define LAT ((size_t) 16384)      /* the latency path's largest part per rank */
 
 static uint64_t mix(uint64_t x)
 {
@@ -97,7 +98,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const size_t cap = (size_t) MAX_BYTES * (size_t) size + GUARD;
+    const size_t cap = LAT * (size_t) (size + 2) + GUARD;
     unsigned char *sb = malloc(cap), *rb = malloc(cap);
     int *counts = malloc((size_t) size * sizeof(int)), *displs = malloc((size_t) size * sizeof(int));
     if (!sb || !rb || !counts || !displs) {
@@ -108,9 +109,10 @@ int main(int argc, char **argv)
     for (long i = 0; i < iters; i++) {
         const uint64_t h = h3(seed, (uint64_t) i, 7);
         const int coll = (int) (h % NCOLL);
-        /* bytes: 1 in 8 calls past the latency path */
-        const size_t bytes = (h >> 8) % 8 == 0 ? 4097 + (h >> 16) % (MAX_BYTES - 4097)
-                                               : 1 + (h >> 16) % 4096;
+        /* bytes: 1 in 8 calls past the latency path (allgather: past it
+         * where a block is) */
+        const size_t bytes = (h >> 8) % 8 == 0 ? LAT + 1 + (h >> 16) % (LAT * (size_t) size)
+                                               : 1 + (h >> 16) % LAT;
         const int inplace = (h >> 40) % 3 == 0;
         if (run-- <= 0) {
             root = (int) ((h >> 44) % (uint64_t) size);
