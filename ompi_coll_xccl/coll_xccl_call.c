@@ -306,11 +306,14 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
 int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
 {
     /* Small blocking calls on one node with the level on: the latency path
-     * with the fewest steps, where the whole way would end there too. */
+     * with the fewest steps, where the whole way would end there too (host
+     * buffers: in the heap, or any where the process has not loaded the
+     * CUDA driver, as run_decided tells them). */
     mca_coll_xccl_module_t *m = c->m;
     int rc;
     if ((m->shm_lat_colls >> c->coll & 1u) && NULL == c->request && c->bytes < m->shm_lat_below &&
-        mca_coll_xccl_gpu_surely_host(c) && mca_coll_xccl_shm_latency_try(c, &rc)) {
+        (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
+        mca_coll_xccl_shm_latency_try(c, &rc)) {
         free(c->counts);
         c->counts = NULL;
         return rc;
