@@ -429,11 +429,7 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
             goto gone;
         }
         for (int j = 0; j < m->size; j++) {
-            char *dst = wr + (size_t) j * b;
-            const unsigned char *src = h->small[local_of[j]] + at0 + at;
-            if (dst != (const char *) src) {
-                lat_copy(dst, src, b);
-            }
+            lat_copy(wr + (size_t) j * b, h->small[local_of[j]] + at0 + at, b);
         }
         break;
     }
