@@ -545,21 +545,30 @@ check_no_noncontig_fallback() {
     done
     return "$bad"
 }
-for small in 0 default; do
-    for np in 2 3 4; do
-        name=xccl_mpi_mixed.np$np
-        [[ $small == 0 ]] || name=xccl_mpi_mixed.default_small.np$np
-        selected "$name" || continue
-        saved_args=("${common_args[@]}")
-        [[ $small == 0 ]] || common_args=("${common_base[@]}" --mca coll_xccl_verbose 1)
-        run_mpi "$name" "$np" "$bindir/xccl_mpi_mixed"
-        common_args=("${saved_args[@]}")
-        ok=0
-        problems=$({ check_result "$name" && check_no_noncontig_fallback "$name" "$np"; } 2>&1) || ok=1
-        indent "$problems"
-        finish "$name" "$ok"
+# run_small_modes <tag> <check> <program> [args]: <tag>.np{2,3,4} with the
+# tests' small_msg_bytes 0 and <tag>.default_small.np{2,3,4} with xccl's
+# defaults (verbose 1 both), each judged by check_result and
+# <check> <name> <np>.
+run_small_modes() {
+    local tag=$1 check=$2 small np name ok problems saved
+    shift 2
+    for small in 0 default; do
+        for np in 2 3 4; do
+            name=$tag.np$np
+            [[ $small == 0 ]] || name=$tag.default_small.np$np
+            selected "$name" || continue
+            saved=("${common_args[@]}")
+            [[ $small == 0 ]] || common_args=("${common_base[@]}" --mca coll_xccl_verbose 1)
+            run_mpi "$name" "$np" "$@"
+            common_args=("${saved[@]}")
+            ok=0
+            problems=$({ check_result "$name" && "$check" "$name" "$np"; } 2>&1) || ok=1
+            indent "$problems"
+            finish "$name" "$ok"
+        done
     done
-done
+}
+run_small_modes xccl_mpi_mixed check_no_noncontig_fallback "$bindir/xccl_mpi_mixed"
 
 # The shared-memory level's latency path under skew: small blocking calls
 # of all six collectives back to back, no barriers, random sleeps, bcast
@@ -587,21 +596,7 @@ check_latency_lines() {
     done
     return "$bad"
 }
-for small in 0 default; do
-    for np in 2 3 4; do
-        name=xccl_mpi_latency.np$np
-        [[ $small == 0 ]] || name=xccl_mpi_latency.default_small.np$np
-        selected "$name" || continue
-        saved_args=("${common_args[@]}")
-        [[ $small == 0 ]] || common_args=("${common_base[@]}" --mca coll_xccl_verbose 1)
-        run_mpi "$name" "$np" "$bindir/xccl_mpi_latency" -n 3000 -s "$np"
-        common_args=("${saved_args[@]}")
-        ok=0
-        problems=$({ check_result "$name" && check_latency_lines "$name" "$np"; } 2>&1) || ok=1
-        indent "$problems"
-        finish "$name" "$ok"
-    done
-done
+run_small_modes xccl_mpi_latency check_latency_lines "$bindir/xccl_mpi_latency" -n 3000
 
 # Resident memory flat over 20 000 used and 20 000 unused communicators.
 name=xccl_comm_churn.rss.np2
