@@ -164,7 +164,7 @@ static int size_class(size_t bytes)
 
 int xccl_select_level_index(xccl_coll_t coll, xccl_level_algo_t which)
 {
-    static const char *const names[XCCL_LEVEL_NALGOS] = { "shm_small", "shm", "mesh" };
+    static const char *const names[XCCL_LEVEL_NALGOS] = { "shm_small", "shm" };
     static int cache[XCCL_NCOLL][XCCL_LEVEL_NALGOS];
     int i = __atomic_load_n(&cache[coll][which], __ATOMIC_RELAXED);
     if (0 == i) {
@@ -183,9 +183,6 @@ static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
     case XCCL_COLL_ALLREDUCE:
         return xccl_select_level_index(coll, bytes <= XCCL_SHM_SMALL_MAX ? XCCL_LEVEL_SHM_SMALL
                                                                          : XCCL_LEVEL_SHM);
-    case XCCL_COLL_REDUCE_SCATTER:
-    case XCCL_COLL_REDUCE_SCATTER_BLOCK:
-        return xccl_select_level_index(coll, XCCL_LEVEL_SHM);
     default:
         return xccl_select_level_index(coll, XCCL_LEVEL_SHM);
     }

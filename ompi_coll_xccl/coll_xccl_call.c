@@ -125,9 +125,7 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
     /* Small calls of the level: the latency path, no executor (the same
      * choice on every rank: collective, sizes, op and type, algorithm). */
     const int latency = NULL == request && level && m->shm_small &&
-                        algo == xccl_select_level_index(c->coll, XCCL_COLL_ALLREDUCE == c->coll
-                                                                     ? XCCL_LEVEL_SHM_SMALL
-                                                                     : XCCL_LEVEL_SHM) &&
+                        algo == mca_coll_xccl_shm_lat_algo(c->coll) &&
                         (!c->reduction || NULL != c->red.kernel) &&
                         mca_coll_xccl_shm_lat_bytes(c) <= XCCL_SHM_LAT_BYTES;
     mca_coll_xccl_log_call(m, c->coll, NULL != request, c->bytes, algo, predicted_us, NULL,

@@ -164,11 +164,6 @@ typedef struct {
     const xccl_peer_t *peer;
 } mca_coll_xccl_exec_hooks_t;
 
-/* Waits on shared-memory flags call Open MPI's progress engine (other
- * requests; a yield when oversubscribed), which costs far more than a
- * flag test, once every this many unmet tests. */
-#define MCA_COLL_XCCL_SPINS_PER_PROGRESS 64u
-
 /* The slot and peer access of the communicator's shared-memory level, for
  * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_shm.c);
  * with single copies on, publishes those for the peers: 0 or <0. */
@@ -183,6 +178,12 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
 /* Bytes each rank writes for c (the same on every rank), once its
  * reduction is planned. */
 size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c);
+/* The level's algorithm whose small calls the latency path runs. */
+static inline int mca_coll_xccl_shm_lat_algo(xccl_coll_t coll)
+{
+    return xccl_select_level_index(coll, XCCL_COLL_ALLREDUCE == coll ? XCCL_LEVEL_SHM_SMALL
+                                                                     : XCCL_LEVEL_SHM);
+}
 int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr);
 /* The latency path straight from the entry, where the rest of the call
  * path would take it too (m->shm_lat_colls, host buffers, contiguous data,

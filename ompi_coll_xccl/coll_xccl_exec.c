@@ -11,6 +11,10 @@
 
 #include "coll_xccl_call.h"
 
+/* Unmet flag tests between two calls of Open MPI's progress engine while
+ * a transfer-free schedule waits (below). */
+#define SPINS_PER_PROGRESS 64u
+
 static int ensure_scratch(mca_coll_xccl_module_t *m, size_t bytes)
 {
     if (bytes <= m->scratch_size) {
@@ -75,9 +79,8 @@ int mca_coll_xccl_exec_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const xc
     /* A schedule without transfers (the shared-memory level: flags and
      * copies) completes by itself: Open MPI's progress engine (other
      * requests, yielding when oversubscribed), which costs far more than
-     * a flag test, runs only every MCA_COLL_XCCL_SPINS_PER_PROGRESS unmet
-     * tests. */
-    const unsigned every = 0 == s->max_xfers ? MCA_COLL_XCCL_SPINS_PER_PROGRESS : 1;
+     * a flag test, runs only every SPINS_PER_PROGRESS unmet tests. */
+    const unsigned every = 0 == s->max_xfers ? SPINS_PER_PROGRESS : 1;
     unsigned spins = 0;
     while (0 == (rc = xccl_exec_progress(&e))) {
         if (++spins >= every) {

@@ -507,11 +507,8 @@ int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
         return 0;
     }
     m->seq++;                        /* a call number, as the executor's would take */
-    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes,
-                           xccl_select_level_index(c->coll, XCCL_COLL_ALLREDUCE == c->coll
-                                                                ? XCCL_LEVEL_SHM_SMALL
-                                                                : XCCL_LEVEL_SHM),
-                           -1.0, NULL, "latency_path");
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, mca_coll_xccl_shm_lat_algo(c->coll), -1.0,
+                           NULL, "latency_path");
     *rc = mca_coll_xccl_shm_latency(c, ws, wr);
     return 1;
 }
