@@ -178,6 +178,13 @@ typedef struct {
      * no tuning rules), for calls of fewer than shm_lat_below bytes. */
     unsigned shm_lat_colls;
     size_t shm_lat_below;
+    /* The level's schedules (one slot and one flag per rank) run one at a
+     * time, in the order the calls were made, blocking and nonblocking
+     * alike: a call takes ticket shm_ticket++ and runs once shm_turn (read
+     * and written atomically: any thread may complete a request) equals
+     * it; its end passes the turn on. */
+    uint32_t shm_ticket;
+    uint32_t shm_turn;
     struct mca_coll_xccl_shm *shm;
 
     mca_coll_xccl_prev_t prev;

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opal/runtime/opal_progress.h"
+
 #include "coll_xccl_call.h"
 #include "coll_xccl_gpu.h"
 
@@ -98,19 +100,22 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         waiting.request = request;
         return mca_coll_xccl_request_start_waiting(m, &waiting, &hooks, &pk);
     }
-    /* The shared-memory level: blocking calls (one slot per rank).  Whether
-     * a call uses it never depends on its buffers (device or host may
-     * differ between ranks): device data runs it on host copies. */
+    /* The shared-memory level, once a blocking call has voted it on (the
+     * vote waits for the node's ranks; every rank makes the same calls, so
+     * it is on for the same calls everywhere).  Whether a call uses it
+     * never depends on its buffers (device or host may differ between
+     * ranks): device data runs it on host copies.  Its schedules take
+     * turns (m->shm_turn), nonblocking ones too. */
     if (NULL == request && XCCL_SHM_UNDECIDED == m->shm_state &&
         MPI_SUCCESS != (rc = mca_coll_xccl_shm_vote(m))) {
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return mca_coll_xccl_error(m, c->coll, rc, "the shared-memory vote failed");
     }
-    c->args.shm_slot = NULL == request && XCCL_SHM_ON == m->shm_state
-                           ? mca_coll_xccl_component.shm_bytes : 0;
+    c->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
     /* Single copies from the peers' own buffers (process_vm_readv): the
-     * mesh schedules of the collectives that only move data. */
-    c->args.peer_access = c->args.shm_slot && m->shm_cma &&
+     * mesh schedules of the collectives that only move data, in blocking
+     * calls (mca_coll_xccl_shm_hooks: one publication per rank). */
+    c->args.peer_access = NULL == request && c->args.shm_slot && m->shm_cma &&
                           (XCCL_COLL_ALLGATHER == c->coll || XCCL_COLL_ALLTOALL == c->coll ||
                            XCCL_COLL_BCAST == c->coll);
     c->args.layout = &m->layout;
@@ -152,16 +157,26 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
         return MPI_SUCCESS != rc ? rc : rc2;
     }
-    if (level && 0 != mca_coll_xccl_shm_hooks(m, &hooks)) {
+    if (level && 0 != mca_coll_xccl_shm_hooks(m, &hooks, sched->peer_access)) {
         xccl_select_put(sched);
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
     }
     mca_coll_xccl_reduce_t *red = c->reduction ? &c->red : NULL;
     if (request) {
-        return mca_coll_xccl_request_start(m, c->coll, sched, &hooks, red, &pk, request);
+        return mca_coll_xccl_request_start(m, c->coll, sched, &hooks, red, &pk, level, request);
+    }
+    if (level) {
+        /* after the level's nonblocking calls made before this one */
+        const uint32_t ticket = m->shm_ticket++;
+        while (!mca_coll_xccl_shm_my_turn(m, ticket)) {
+            opal_progress();
+        }
     }
     rc = mca_coll_xccl_exec_run(m, c->coll, sched, &hooks, red);
+    if (level) {
+        mca_coll_xccl_shm_pass_turn(m);
+    }
     xccl_select_put(sched);
     int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
     return MPI_SUCCESS != rc ? rc : rc2;

@@ -166,8 +166,20 @@ typedef struct {
 
 /* The slot and peer access of the communicator's shared-memory level, for
  * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_shm.c);
- * with single copies on, publishes those for the peers: 0 or <0. */
-int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks);
+ * with publish (a schedule that reads the peers' own buffers: blocking
+ * calls only) publishes those for the peers: 0 or <0. */
+int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
+                            int publish);
+/* The level's turns (m->shm_ticket, m->shm_turn): whether the call holding
+ * ticket may run its schedule now; its end passes the turn on. */
+static inline int mca_coll_xccl_shm_my_turn(mca_coll_xccl_module_t *m, uint32_t ticket)
+{
+    return __atomic_load_n(&m->shm_turn, __ATOMIC_ACQUIRE) == ticket;
+}
+static inline void mca_coll_xccl_shm_pass_turn(mca_coll_xccl_module_t *m)
+{
+    __atomic_store_n(&m->shm_turn, m->shm_turn + 1u, __ATOMIC_RELEASE);
+}
 /* The latency path of the level (coll_xccl_shm.c): a blocking call of any
  * of the five collectives on one node whose every rank writes at most
  * XCCL_SHM_LAT_BYTES (mca_coll_xccl_shm_lat_bytes), without the executor:
@@ -241,11 +253,12 @@ void mca_coll_xccl_select_fini(mca_coll_xccl_module_t *m);
 
 /* ------------------------------------------------------------ requests (coll_xccl_request.c) */
 
-/* Starts s in the background (takes the schedule reference and pk). */
+/* Starts s in the background (takes the schedule reference and pk); a
+ * schedule of the shared-memory level (level) takes its turn first. */
 int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                 const xccl_sched_t *s, const mca_coll_xccl_exec_hooks_t *hooks,
                                 const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk,
-                                ompi_request_t **request);
+                                int level, ompi_request_t **request);
 /* Queues a call whose schedule is built once the communicator's set-up
  * agreement is in (copies the arguments; takes pk). */
 int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,

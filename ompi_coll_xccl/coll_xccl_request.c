@@ -4,7 +4,9 @@
  * progressed by xccl's progress callback.  One started before the
  * communicator's set-up agreement is in waits for it with its arguments,
  * then takes its schedule (its sequence number is taken when it starts,
- * like every call's, so it is the same on all ranks).  A call on device
+ * like every call's, so it is the same on all ranks).  A schedule of the
+ * shared-memory level waits for its turn (the level's calls before it, in
+ * call order, are done: they share the slots and flags).  A call on device
  * buffers wraps the host call's request (staged).
  */
 #include "ompi_config.h"
@@ -116,6 +118,8 @@ typedef struct xccl_request {
     xccl_coll_t coll;
     uint32_t seq;
     int waiting;                     /* for the set-up: no schedule yet */
+    int level;                       /* a schedule of the shared-memory level: */
+    uint32_t ticket;                 /* runs in its turn (m->shm_turn) */
     xccl_coll_args_t args;           /* while waiting */
     size_t *counts;                  /* args.counts, owned */
     size_t bytes, es;
@@ -240,12 +244,16 @@ int mca_coll_xccl_progress_requests(void)
         if (req->waiting && mca_coll_xccl_setup_test(req->module)) {
             err = request_build(req);
         }
-        if (MPI_SUCCESS == err && !req->waiting) {
+        if (MPI_SUCCESS == err && !req->waiting &&
+            (!req->level || mca_coll_xccl_shm_my_turn(req->module, req->ticket))) {
             rc = xccl_exec_progress(&req->exec);
         }
         if (0 == rc && MPI_SUCCESS == err) {
             pp = &req->next;
             continue;
+        }
+        if (req->level) {
+            mca_coll_xccl_shm_pass_turn(req->module);   /* it ran: its turn */
         }
         *pp = req->next;               /* unlink; complete outside the lock */
         req->exec.status = rc;
@@ -322,7 +330,7 @@ static int request_drop(xccl_request_t *req, int err)
 int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                 const xccl_sched_t *s, const mca_coll_xccl_exec_hooks_t *hooks,
                                 const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk,
-                                ompi_request_t **request)
+                                int level, ompi_request_t **request)
 {
     xccl_request_t *req = request_new(m, coll, hooks, red, pk);
     if (NULL == req) {
@@ -333,6 +341,10 @@ int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     req->sched = s;
     if (0 != request_launch(req)) {
         return request_drop(req, OMPI_ERR_OUT_OF_RESOURCE);
+    }
+    if (level) {
+        req->level = 1;
+        req->ticket = m->shm_ticket++;
     }
     request_enqueue(req, request);
     return MPI_SUCCESS;

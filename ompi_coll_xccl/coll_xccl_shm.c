@@ -240,7 +240,8 @@ int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m)
     return MPI_SUCCESS;
 }
 
-int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks)
+int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
+                            int publish)
 {
     struct mca_coll_xccl_shm *h = m->shm;
     if (NULL == h || NULL == h->seg) {
@@ -248,11 +249,13 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
     }
     hooks->bufs[XCCL_BUF_SLOT] = xccl_shm_slot(h->seg, xccl_shm_rank(h->seg));
     hooks->peer = &h->peer.peer;
-    if (!m->shm_cma) {
+    if (!publish || !m->shm_cma) {
         return 0;
     }
     /* The peers read this call's SEND and RECV (the executor's seq is the
-     * next call's number); schedules of these collectives read no scratch. */
+     * next call's number); schedules of these collectives read no scratch.
+     * One publication per rank: only blocking calls get such schedules (a
+     * later call's would replace one that waits for its turn). */
     void *bufs[XCCL_NBUF] = { hooks->bufs[XCCL_BUF_SEND], hooks->bufs[XCCL_BUF_RECV], NULL, NULL };
     return xccl_shm_peer_publish(&h->peer, m->seq, bufs);
 }

@@ -28,7 +28,10 @@
 # With every algorithm forced in turn (a set of them per run), xccl_mpi_check -q runs
 # at np 3 and 4, with the same checks and (c): every algo= line names the
 # forced algorithm.
-# xccl_mpi_nb (nonblocking collectives) runs at np 2, 3, 4.
+# xccl_mpi_nb (nonblocking collectives) runs at np 2, 3, 4; with -l (the
+# shared-memory level voted on first, large calls and blocking calls among
+# the nonblocking ones) too, where every rank must show at least NB_CALLS
+# nonblocking calls of the level (algo=shm or shm_small).
 # xccl_mpi_errors runs at np 2 and 3 with mpi_param_check 1 and 0 and must
 # exit 0 and print "RESULT: <n> passed, 0 failed".
 #
@@ -480,14 +483,40 @@ check_nb_lines() {
     done
     return "$bad"
 }
+# The level's nonblocking calls (-l): at least NB_CALLS lines of its
+# algorithms per rank (the calls on the communicators before the vote, such
+# as MPI_Comm_dup's, do not count).
+check_nb_level_lines() {
+    local name=$1 np=$2 r want got bad=0
+    want=$(grep -E '^NB_CALLS [0-9]+$' "$logdir/$name.log" | awk '{print $2}' | tail -n 1)
+    [[ -n $want ]] || { echo "$name: no NB_CALLS line"; return 1; }
+    for ((r = 0; r < np; r++)); do
+        got=$(per_rank_output "$name" "$r" |
+            grep -cE '^xccl: i[a-z_]+ .* algo=(shm|shm_small)( |$)' || true)
+        if ((got < want)); then
+            echo "$name: rank $r: $got nonblocking calls of the shared-memory level, want at least $want"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
 for np in 2 3 4; do
-    name=xccl_mpi_nb.np$np
-    selected "$name" || continue
-    run_mpi "$name" "$np" "$bindir/xccl_mpi_nb"
-    ok=0
-    problems=$({ check_result "$name" && check_nb_lines "$name" "$np"; } 2>&1) || ok=1
-    indent "$problems"
-    finish "$name" "$ok"
+    for mode in plain level; do
+        name=xccl_mpi_nb.np$np
+        args=()
+        check=check_nb_lines
+        if [[ $mode == level ]]; then
+            name=xccl_mpi_nb.level.np$np
+            args=(-l)
+            check=check_nb_level_lines
+        fi
+        selected "$name" || continue
+        run_mpi "$name" "$np" "$bindir/xccl_mpi_nb" "${args[@]}"
+        ok=0
+        problems=$({ check_result "$name" && "$check" "$name" "$np"; } 2>&1) || ok=1
+        indent "$problems"
+        finish "$name" "$ok"
+    done
 done
 
 for check in 1 0; do

@@ -7,6 +7,13 @@
  * Also: an intercommunicator (xccl declines those; Open MPI's modules must
  * still run its collectives correctly with xccl loaded).
  *
+ * With -l (the shared-memory level): a blocking call on each communicator
+ * first (it votes the level on), and every round also starts large calls
+ * (several pipeline chunks of a 1 MiB slot) and makes two blocking calls
+ * (a small one and a large allgather) while the nonblocking ones are in
+ * flight: on one node all of them share each rank's slot and flag, so
+ * they must run one at a time in call order.
+ *
  * Output: "NB_CALLS <n>" (nonblocking collective calls made by every rank)
  * and "RESULT: <passed> passed, <failed> failed" from rank 0; exit status 0
  * when every check passed on every rank.
@@ -19,7 +26,7 @@
 
 #define N 1000   /* elements: above xccl's small-message threshold when it is 0 */
 
-static int rank, size, failed, checks, nb_calls;
+static int rank, size, failed, checks, nb_calls, level;
 
 static void expect(int ok, const char *what, int round)
 {
@@ -30,12 +37,87 @@ static void expect(int ok, const char *what, int round)
     }
 }
 
+/* Sizes of the large calls (-l), in elements per rank. */
+enum { BIG_AR = 300000, BIG_AG = 100000, BIG_A2A = 60000, BIG_BC = 400000 };
+
+/* The large calls of a round (-l). */
+typedef struct {
+    int *ar_in, *ar_out, *ag_in, *ag_out, *a2a_in, *a2a_out, *bl_in, *bl_out;
+    double *bc;
+    int small_in, small_out;
+} big_t;
+
+static void big_start(big_t *b, MPI_Comm w, MPI_Comm d, int round, MPI_Request *req, int *nreq)
+{
+    b->ar_in = malloc(BIG_AR * sizeof(int));
+    b->ar_out = malloc(BIG_AR * sizeof(int));
+    b->ag_in = malloc(BIG_AG * sizeof(int));
+    b->ag_out = malloc((size_t) size * BIG_AG * sizeof(int));
+    b->a2a_in = malloc((size_t) size * BIG_A2A * sizeof(int));
+    b->a2a_out = malloc((size_t) size * BIG_A2A * sizeof(int));
+    b->bl_in = malloc(BIG_AG * sizeof(int));
+    b->bl_out = malloc((size_t) size * BIG_AG * sizeof(int));
+    b->bc = malloc(BIG_BC * sizeof(double));
+    for (int i = 0; i < BIG_AR; i++) {
+        b->ar_in[i] = rank * 7 + i + round;
+    }
+    for (int i = 0; i < BIG_AG; i++) {
+        b->ag_in[i] = rank * BIG_AG + i + round;
+        b->bl_in[i] = -(rank * BIG_AG + i) - round;
+    }
+    for (int i = 0; i < size * BIG_A2A; i++) {
+        b->a2a_in[i] = rank * 1000003 + i + round;
+    }
+    for (int i = 0; i < BIG_BC; i++) {
+        b->bc[i] = 0 == rank ? i * 0.25 + round : -1.0;
+    }
+    b->small_in = rank + round;
+    MPI_Iallreduce(b->ar_in, b->ar_out, BIG_AR, MPI_INT, MPI_SUM, w, &req[(*nreq)++]);
+    MPI_Iallgather(b->ag_in, BIG_AG, MPI_INT, b->ag_out, BIG_AG, MPI_INT, d, &req[(*nreq)++]);
+    /* blocking, while the calls above are in flight */
+    MPI_Allreduce(&b->small_in, &b->small_out, 1, MPI_INT, MPI_SUM, w);
+    MPI_Ialltoall(b->a2a_in, BIG_A2A, MPI_INT, b->a2a_out, BIG_A2A, MPI_INT, w, &req[(*nreq)++]);
+    MPI_Allgather(b->bl_in, BIG_AG, MPI_INT, b->bl_out, BIG_AG, MPI_INT, d);
+    MPI_Ibcast(b->bc, BIG_BC, MPI_DOUBLE, 0, d, &req[(*nreq)++]);
+    nb_calls += 4;
+}
+
+static void big_check(big_t *b, int round)
+{
+    int ok = 1;
+    for (int i = 0; i < BIG_AR && ok; i++) {
+        ok = b->ar_out[i] == 7 * size * (size - 1) / 2 + size * (i + round);
+    }
+    expect(ok, "large iallreduce", round);
+    ok = 1;
+    for (int i = 0; i < size * BIG_AG && ok; i++) {
+        ok = b->ag_out[i] == i + round && b->bl_out[i] == -i - round;
+    }
+    expect(ok, "large iallgather and allgather", round);
+    ok = 1;
+    for (int from = 0; from < size && ok; from++) {
+        for (int j = 0; j < BIG_A2A && ok; j++) {
+            ok = b->a2a_out[from * BIG_A2A + j] == from * 1000003 + rank * BIG_A2A + j + round;
+        }
+    }
+    expect(ok, "large ialltoall", round);
+    ok = 1;
+    for (int i = 0; i < BIG_BC && ok; i++) {
+        ok = b->bc[i] == i * 0.25 + round;
+    }
+    expect(ok, "large ibcast", round);
+    expect(b->small_out == size * (size - 1) / 2 + size * round, "small allreduce among them", round);
+    free(b->ar_in); free(b->ar_out); free(b->ag_in); free(b->ag_out); free(b->a2a_in);
+    free(b->a2a_out); free(b->bl_in); free(b->bl_out); free(b->bc);
+}
+
 /* One round: start everything, complete everything, check everything. */
 static void round_trip(MPI_Comm comms[2], int round, int use_test)
 {
     enum { NREQ = 16 };
     MPI_Request req[NREQ];
     int nreq = 0;
+    big_t big;
     int *ar_in = malloc(N * sizeof(int)), *ar_out = malloc(N * sizeof(int));
     int *ar_ip = malloc(N * sizeof(int));
     int *ag_out = malloc((size_t) size * N * sizeof(int)), ag_in[N];
@@ -77,6 +159,9 @@ static void round_trip(MPI_Comm comms[2], int round, int use_test)
     MPI_Ireduce_scatter(rs_in, rs_out, rcounts, MPI_INT, MPI_SUM, d, &req[nreq++]);
     MPI_Ibcast(bc, N, MPI_DOUBLE, size - 1, w, &req[nreq++]);
     nb_calls += 7;
+    if (level) {
+        big_start(&big, w, d, round, req, &nreq);
+    }
 
     if (use_test) {
         /* Poll the requests one by one, starting at a different one each round. */
@@ -137,6 +222,9 @@ static void round_trip(MPI_Comm comms[2], int round, int use_test)
     }
     expect(ok, "ibcast", round);
     expect(p2p_in == ((rank + size - 1) % size) * 100 + round, "isend/irecv", round);
+    if (level) {
+        big_check(&big, round);
+    }
 
     free(ar_in); free(ar_out); free(ar_ip); free(ag_out); free(rsb_in); free(rcounts);
     free(a2a_in); free(a2a_out); free(bc); free(rs_in); free(rs_out);
@@ -148,8 +236,15 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    level = argc > 1 && 0 == strcmp(argv[1], "-l");
     comms[0] = MPI_COMM_WORLD;
     MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    for (int c = 0; level && c < 2; c++) {
+        /* a blocking call of xccl's votes the level on */
+        int one = 1, n = 0;
+        MPI_Allreduce(&one, &n, 1, MPI_INT, MPI_SUM, comms[c]);
+        expect(n == size, "blocking allreduce", -1);
+    }
     for (int round = 0; round < 6; round++) {
         round_trip(comms, round, round % 2);
     }
