@@ -130,14 +130,25 @@ enum {
  * its node's shared segment (node leaders; zeros elsewhere). */
 #define XCCL_AGREE_INTS (2 + 64 / (int) sizeof(int))
 
-/* The shared-memory level of a communicator (coll_xccl_shm.c).  The state
- * changes only inside a blocking call xccl runs, the same call on every
- * rank: decisions may depend on it. */
+/* The shared-memory level of a communicator (coll_xccl_shm.c).  The vote
+ * ends at a different time on each rank: a call reads the state only once
+ * it is settled (mca_coll_xccl_shm_ready), and then it is the same on
+ * every rank. */
 enum {
     XCCL_SHM_OFF,                    /* off for good (parameter, size, a rank could not) */
-    XCCL_SHM_UNDECIDED,              /* the first blocking call xccl runs votes */
+    XCCL_SHM_UNDECIDED,              /* before the set-up's end */
+    XCCL_SHM_VOTING,                 /* the vote runs (started at the set-up's end) */
     XCCL_SHM_ON
 };
+
+/* The level's vote: an allreduce (minimum) of one int over the
+ * communicator's own transport, in two rounds (coll_xccl_shm.c). */
+typedef struct {
+    xccl_sched_t s;
+    xccl_exec_t e;
+    int in, out, tmp;
+    int round;                       /* 1: did every rank attach?  2: single copies everywhere? */
+} mca_coll_xccl_shm_vote_t;
 
 typedef struct {
     mca_coll_base_module_t super;
@@ -170,7 +181,8 @@ typedef struct {
     /* The node's shared segment (coll_xccl_shm.c): XCCL_SHM_*; whether a
      * small blocking call runs xccl (the level is, or may be, on and the
      * communicator is one node) instead of the fallback. */
-    int shm_state;
+    int shm_state;                   /* written with release once the vote is over */
+    mca_coll_xccl_shm_vote_t shm_vote;
     int shm_small;
     int shm_cma;                     /* every rank reads its node peers' memory (process_vm_readv) */
     /* The level on, one node: bit coll set where a small blocking call may
@@ -209,12 +221,19 @@ void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m);
 /* Shared-memory level (coll_xccl_shm.c): state at enable; the local part
  * of set-up (node leaders create the segment, desc: XCCL_SHM_DESC_BYTES of
  * the agreement record); finish (the others attach with their leader's
- * record in all, stride ints per rank); the vote, in a blocking call, once
- * set up; the end. */
+ * record in all, stride ints per rank); the vote, started as set-up ends;
+ * the end. */
 void mca_coll_xccl_shm_init(mca_coll_xccl_module_t *m);
 void mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc);
 void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int *all, int stride);
-int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m);
+/* Starts the vote, at the end of the set-up (under its lock). */
+void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m);
+/* 1 when the level's state is settled (the vote is over, progressing it
+ * otherwise; never waits), else 0. */
+int mca_coll_xccl_shm_ready(mca_coll_xccl_module_t *m);
+/* A blocking call where the set-up has started: waits until the level's
+ * state is settled. */
+void mca_coll_xccl_shm_settle(mca_coll_xccl_module_t *m);
 void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m);
 
 /* entry points (coll_xccl_entry_reduce.c, coll_xccl_entry_move.c) */

@@ -89,9 +89,11 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return mca_coll_xccl_error(m, c->coll, rc, "setting the communicator up failed");
     }
-    if (!mca_coll_xccl_setup_test(m)) {
-        /* Nonblocking, before the agreement is in: device data is copied
-         * in now, the schedule is chosen later. */
+    if (NULL == request) {
+        mca_coll_xccl_shm_settle(m);
+    } else if (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
+        /* Nonblocking, before the agreement and the level's vote are in:
+         * device data is copied in now, the schedule is chosen later. */
         if (stage && MPI_SUCCESS != (rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, stage))) {
             mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
             return rc;
@@ -100,17 +102,11 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         waiting.request = request;
         return mca_coll_xccl_request_start_waiting(m, &waiting, &hooks, &pk);
     }
-    /* The shared-memory level, once a blocking call has voted it on (the
-     * vote waits for the node's ranks; every rank makes the same calls, so
-     * it is on for the same calls everywhere).  Whether a call uses it
-     * never depends on its buffers (device or host may differ between
-     * ranks): device data runs it on host copies.  Its schedules take
-     * turns (m->shm_turn), nonblocking ones too. */
-    if (NULL == request && XCCL_SHM_UNDECIDED == m->shm_state &&
-        MPI_SUCCESS != (rc = mca_coll_xccl_shm_vote(m))) {
-        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-        return mca_coll_xccl_error(m, c->coll, rc, "the shared-memory vote failed");
-    }
+    /* The shared-memory level, its vote over (the same state on every
+     * rank).  Whether a call uses it never depends on its buffers (device
+     * or host may differ between ranks): device data runs it on host
+     * copies.  Its schedules take turns (m->shm_turn), nonblocking ones
+     * too. */
     c->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
     /* Single copies from the peers' own buffers (process_vm_readv): the
      * mesh schedules of the collectives that only move data, in blocking
@@ -282,6 +278,16 @@ static int run_decided(mca_coll_xccl_call_t *c, const char *why)
     return mca_coll_xccl_staged_finish(m, c->coll, &st, rc, inner, c->request);
 }
 
+/* Whether a small blocking call runs the level (m->shm_small): where the
+ * vote may still run, once it is over (the same answer on every rank). */
+static inline int small_level(mca_coll_xccl_module_t *m)
+{
+    if (m->shm_small && XCCL_SHM_ON != __atomic_load_n(&m->shm_state, __ATOMIC_ACQUIRE)) {
+        mca_coll_xccl_shm_settle(m);
+    }
+    return m->shm_small;
+}
+
 /* Whether c goes to the fallback, from what every rank shares (enable,
  * forced, tuning rules, size): the reason, or NULL. */
 static inline const char *decide(const mca_coll_xccl_call_t *c)
@@ -296,7 +302,7 @@ static inline const char *decide(const mca_coll_xccl_call_t *c)
      * may be, on (measured faster than tuned and coll/sm: docs/shm-level.md).
      * The fallback would compute some reductions wrongly: xccl keeps them. */
     if (xccl_select_why_small == why &&
-        ((c->m->shm_small && NULL == c->request && c->bytes <= XCCL_SHM_LAT_BYTES) ||
+        ((NULL == c->request && c->bytes <= XCCL_SHM_LAT_BYTES && small_level(c->m)) ||
          (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)))) {
         return NULL;
     }

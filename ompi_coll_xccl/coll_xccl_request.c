@@ -118,8 +118,9 @@ typedef struct xccl_request {
     xccl_coll_t coll;
     uint32_t seq;
     int waiting;                     /* for the set-up: no schedule yet */
-    int level;                       /* a schedule of the shared-memory level: */
-    uint32_t ticket;                 /* runs in its turn (m->shm_turn) */
+    int level;                       /* holds a ticket (m->shm_ticket): runs and */
+    uint32_t ticket;                 /* ends in its turn (a schedule of the level) */
+    int err;                         /* building its schedule failed (logged) */
     xccl_coll_args_t args;           /* while waiting */
     size_t *counts;                  /* args.counts, owned */
     size_t bytes, es;
@@ -206,6 +207,8 @@ static int request_build(xccl_request_t *req)
     double predicted_us;
     int algo;
     req->args.layout = &m->layout;
+    req->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
+    req->args.peer_access = 0;
     req->sched = mca_coll_xccl_select_schedule(m, req->coll, &req->args, req->bytes, req->es, -1,
                                                &algo, &predicted_us);
     if (NULL == req->sched) {
@@ -213,6 +216,12 @@ static int request_build(xccl_request_t *req)
     }
     mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, predicted_us, NULL, NULL);
     req->waiting = 0;
+    if (req->sched->slot_bytes > 0 &&
+        (!req->level || 0 != mca_coll_xccl_shm_hooks(m, &req->hooks, 0))) {
+        /* (a schedule of the level always has its turn: the level was
+         * not off when the call was made) */
+        return mca_coll_xccl_error(m, req->coll, MPI_ERR_INTERN, "no slot for a shared-memory schedule");
+    }
     return 0 == request_launch(req)
                ? MPI_SUCCESS
                : mca_coll_xccl_error(m, req->coll, OMPI_ERR_OUT_OF_RESOURCE,
@@ -240,24 +249,27 @@ int mca_coll_xccl_progress_requests(void)
     progressing = 1;
     for (xccl_request_t **pp = &active_requests; *pp;) {
         xccl_request_t *req = *pp;
-        int rc = 0, err = MPI_SUCCESS;
-        if (req->waiting && mca_coll_xccl_setup_test(req->module)) {
-            err = request_build(req);
+        int rc = 0;
+        if (MPI_SUCCESS == req->err && req->waiting && mca_coll_xccl_setup_test(req->module) &&
+            mca_coll_xccl_shm_ready(req->module)) {
+            req->err = request_build(req);
         }
-        if (MPI_SUCCESS == err && !req->waiting &&
-            (!req->level || mca_coll_xccl_shm_my_turn(req->module, req->ticket))) {
+        /* A request holding a ticket ends in its turn, also one that failed
+         * (it passes the turn on). */
+        const int turn = !req->level || mca_coll_xccl_shm_my_turn(req->module, req->ticket);
+        if (MPI_SUCCESS == req->err && !req->waiting && turn) {
             rc = xccl_exec_progress(&req->exec);
         }
-        if (0 == rc && MPI_SUCCESS == err) {
+        if (!turn || (0 == rc && MPI_SUCCESS == req->err)) {
             pp = &req->next;
             continue;
         }
         if (req->level) {
-            mca_coll_xccl_shm_pass_turn(req->module);   /* it ran: its turn */
+            mca_coll_xccl_shm_pass_turn(req->module);
         }
         *pp = req->next;               /* unlink; complete outside the lock */
         req->exec.status = rc;
-        req->super.super.req_status.MPI_ERROR = err;
+        req->super.super.req_status.MPI_ERROR = req->err;
         req->next = done;
         done = req;
         events++;
@@ -364,6 +376,11 @@ int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_col
     req->bytes = c->bytes;
     req->es = c->es;
     req->waiting = 1;
+    if (XCCL_SHM_OFF != m->shm_state) {
+        /* it may run a schedule of the level: its turn, in call order */
+        req->level = 1;
+        req->ticket = m->shm_ticket++;
+    }
     if (NULL != c->args.counts) {
         const size_t n = (size_t) m->size * sizeof(size_t);
         if (NULL == (req->counts = malloc(n))) {

@@ -443,6 +443,7 @@ static void setup_finish(mca_coll_xccl_module_t *m, int rc)
         }
     }
     free(keys);
+    mca_coll_xccl_shm_vote_start(m);     /* the transport and layout are final */
     if (m->comm == &ompi_mpi_comm_world.comm) {
         mca_coll_xccl_component.world_active = true;
     }
@@ -519,9 +520,9 @@ void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m)
     } else if (XCCL_SETUP_PENDING == m->setup) {
         ompi_request_free(&m->agree_req);
     }
+    mca_coll_xccl_shm_fini(m);          /* a vote in flight uses the endpoints */
     release_endpoints(m);
     free(m->agree_all);
     m->agree_all = NULL;
-    mca_coll_xccl_shm_fini(m);
     xccl_layout_fini(&m->layout);
 }

@@ -11,19 +11,16 @@
  *  - finish: every other rank of the node attaches with its leader's
  *    descriptor (no waiting: the segment exists since the leader's local
  *    part);
- *  - vote: whether every rank attached must be known alike everywhere, so
- *    the first *blocking* call xccl runs after that votes (allreduce MIN
- *    through the fallback).  Every rank makes that call at the same point
- *    of its sequence of collectives (whether xccl runs a call depends only
- *    on what all ranks share, and the state below changes only in such a
- *    call), so all switch the level on, or off for good, at the same call.
+ *  - vote: whether every rank attached must be known alike everywhere:
+ *    each rank starts the vote as its set-up ends (over xccl's own
+ *    transport, below), and every call reads the level's state only once
+ *    the vote is over on its rank, so all calls decide alike.
  *
- * Which calls use it: blocking calls (nonblocking ones keep the transport:
- * a communicator has one slot per rank, and two shared-memory schedules in
- * flight at once would share it).  Small messages (below
- * coll_xccl_small_msg_bytes) that would go to the fallback run xccl's
- * shared-memory algorithms instead where the whole communicator is one
- * node and the level is on.
+ * Which calls use it: blocking and nonblocking calls, one schedule at a
+ * time in call order (they share each rank's slot and flag: m->shm_turn).
+ * Small blocking messages (below coll_xccl_small_msg_bytes) that would go
+ * to the fallback run xccl's shared-memory algorithms instead where the
+ * whole communicator is one node and the level is on.
  */
 #include "ompi_config.h"
 
@@ -154,7 +151,6 @@ void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int
 static void shm_off(mca_coll_xccl_module_t *m)
 {
     struct mca_coll_xccl_shm *h = m->shm;
-    m->shm_state = XCCL_SHM_OFF;
     m->shm_small = 0;
     m->shm_lat_colls = 0;
     if (NULL != h) {
@@ -167,46 +163,72 @@ static void shm_off(mca_coll_xccl_module_t *m)
         free(h);
         m->shm = NULL;
     }
+    __atomic_store_n(&m->shm_state, XCCL_SHM_OFF, __ATOMIC_RELEASE);
 }
 
-int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m)
+/* ------------------------------------------------------------ the vote */
+
+/*
+ * Whether every rank attached must be known alike everywhere before any
+ * call uses the level.  The vote is an allreduce (minimum) of one int over
+ * the communicator's own transport (UCX or the PML, xccl's tags), started
+ * by each rank as its set-up ends, so no call has to start it: nonblocking
+ * calls never wait for it, and a program that makes only nonblocking calls
+ * gets the level too.  It ends at a different time on each rank, so every
+ * call reads the state only once it is settled: a call made before that
+ * waits for it (a blocking one in place, a nonblocking one as a request
+ * that builds its schedule afterwards; coll_xccl_call.c, _request.c).
+ * Round 1 asks whether every rank attached; round 2, once all have
+ * (and published their pids), whether each can read every node peer's
+ * memory (process_vm_readv: single copies).  The rounds' sequence numbers
+ * are the last two of the 16 bits in xccl's tags: no call of the
+ * communicator takes them before the vote is over.
+ */
+#define VOTE_SEQ(round) (0xfffeu + (uint32_t) (round) - 1u)
+
+static int vote_min(void *ctx, void *dst, const void *a, const void *b, size_t count)
+{
+    (void) ctx;
+    for (size_t i = 0; i < count; i++) {
+        const int x = ((const int *) a)[i], y = ((const int *) b)[i];
+        ((int *) dst)[i] = x < y ? x : y;
+    }
+    return 0;
+}
+
+/* Starts round `round` with this rank's value: 0 or -1. */
+static int vote_round(mca_coll_xccl_module_t *m, int round, int value)
+{
+    mca_coll_xccl_shm_vote_t *v = &m->shm_vote;
+    void *bufs[XCCL_NBUF] = { &v->in, &v->out, &v->tmp, NULL };
+    xccl_sched_fini(&v->s);
+    xccl_sched_init(&v->s, m->rank, m->size, sizeof(int));
+    v->in = value;
+    v->out = 0;
+    v->round = round;
+    if (0 != xccl_build_allreduce_recursive_doubling(&v->s, 1) ||
+        0 != xccl_exec_init(&v->e, &v->s, &m->transport, bufs, vote_min, NULL, VOTE_SEQ(round))) {
+        return -1;
+    }
+    xccl_exec_progress(&v->e);           /* post the first messages now */
+    return 0;
+}
+
+/* The vote is over: all (every rank attached), cma (single copies). */
+static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
 {
     struct mca_coll_xccl_shm *h = m->shm;
-    int mine = NULL != h && h->ok, all = 0;
-    if (mine && (NULL == (h->line = calloc((size_t) h->node_size, sizeof(*h->line))) ||
-                 NULL == (h->small = calloc((size_t) h->node_size, sizeof(*h->small))))) {
-        set_why(h, "out of memory", 0);
-        mine = 0;
-    }
-    int rc = m->prev.allreduce(&mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, m->comm,
-                               m->prev.allreduce_module);
-    /* Single copies, once every rank has attached (and published its pid):
-     * every peer of the node lets this rank read its memory (no Yama, or
-     * ptrace_scope 0, or CAP_SYS_PTRACE). */
-    int cma[2] = { 0, 0 };
-    if (MPI_SUCCESS == rc && all && mca_coll_xccl_component.shm_cma) {
-        cma[0] = 1;
-        for (int r = 0; cma[0] && r < xccl_shm_nranks(h->seg); r++) {
-            int p = xccl_shm_cma_probe(h->seg, r);
-            cma[0] = 1 == p;
-            if (!cma[0]) {
-                mca_coll_xccl_log(2, "comm comm=%u rank=%d: process_vm_readv of node rank %d "
-                                  "(pid %d): %d", m->cid, m->world_rank, r,
-                                  (int) xccl_shm_pid(h->seg, r), p);
-            }
-        }
-        rc = m->prev.allreduce(&cma[0], &cma[1], 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op,
-                               m->comm, m->prev.allreduce_module);
-    }
-    if (MPI_SUCCESS != rc || !all || m->layout.max_ppn < 2) {
+    const int mine = NULL != h && h->ok;
+    xccl_sched_fini(&m->shm_vote.s);
+    m->shm_vote.round = 0;
+    if (failed || !all) {
         mca_coll_xccl_log(!all && !mine ? 1 : 2, "comm comm=%u rank=%d: shared-memory level off: %s",
                           m->cid, m->world_rank,
-                          MPI_SUCCESS != rc ? "the vote failed"
-                          : m->layout.max_ppn < 2 ? "no two ranks share a node"
+                          failed ? "the vote failed"
                           : !mine ? (NULL != h && h->why[0] ? h->why : "out of memory")
                                   : "a rank of the communicator could not attach");
         shm_off(m);
-        return rc;
+        return;
     }
     xccl_shm_peer_init(&h->peer, h->seg, h->local_of, m->size);
     for (int s = 0; s < h->node_size; s++) {
@@ -214,19 +236,18 @@ int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m)
         h->small[s] = xccl_shm_small(h->seg, s);
     }
     xccl_shm_release_fd(h->seg);                 /* every rank has attached */
-    xccl_shm_peer_cma(&h->peer, cma[1]);
-    m->shm_cma = cma[1];
-    m->shm_state = XCCL_SHM_ON;
+    xccl_shm_peer_cma(&h->peer, cma);
+    m->shm_cma = cma;
     m->shm_small = mca_coll_xccl_component.shm_small && 1 == m->layout.nnodes;
     /* The entry's short way to the latency path: where the whole way would
      * always reach it too (no forced algorithm and no tuning rules: the
      * level's rule chooses), and where it cannot meet CUDA IPC's agreement
      * (coll_xccl_gpu_ipc.c: calls from gpu_ipc_bytes). */
     const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
-    m->shm_lat_colls = 0;
+    unsigned colls = 0;
     for (int coll = 0; m->shm_small && coll < XCCL_NCOLL; coll++) {
         if (k->enable[coll] && XCCL_SEL_AUTO == k->policy.forced[coll] && 0 == k->policy.tuning.n) {
-            m->shm_lat_colls |= 1u << coll;
+            colls |= 1u << coll;
         }
     }
     m->shm_lat_below = m->gpu_ipc && k->gpu_ipc_bytes > 0 ? k->gpu_ipc_bytes : SIZE_MAX;
@@ -234,10 +255,102 @@ int mca_coll_xccl_shm_vote(mca_coll_xccl_module_t *m)
                       "%d ranks on this node, single copies %s)", m->cid, m->world_rank,
                       XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",
                       mca_coll_xccl_component.shm_bytes, h->node_size,
-                      cma[1] ? "on (process_vm_readv)"
+                      cma ? "on (process_vm_readv)"
                       : !mca_coll_xccl_component.shm_cma ? "off (coll_xccl_shm_cma 0)"
                       : "off (process_vm_readv refused: see /proc/sys/kernel/yama/ptrace_scope)");
-    return MPI_SUCCESS;
+    __atomic_store_n(&m->shm_lat_colls, colls, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->shm_state, XCCL_SHM_ON, __ATOMIC_RELEASE);
+}
+
+/* Single copies: every node peer lets this rank read its memory (no Yama,
+ * or ptrace_scope 0, or CAP_SYS_PTRACE). */
+static int cma_probe(mca_coll_xccl_module_t *m)
+{
+    struct mca_coll_xccl_shm *h = m->shm;
+    int ok = mca_coll_xccl_component.shm_cma;
+    for (int r = 0; ok && r < xccl_shm_nranks(h->seg); r++) {
+        const int p = xccl_shm_cma_probe(h->seg, r);
+        ok = 1 == p;
+        if (!ok) {
+            mca_coll_xccl_log(2, "comm comm=%u rank=%d: process_vm_readv of node rank %d "
+                              "(pid %d): %d", m->cid, m->world_rank, r,
+                              (int) xccl_shm_pid(h->seg, r), p);
+        }
+    }
+    return ok;
+}
+
+void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
+{
+    struct mca_coll_xccl_shm *h = m->shm;
+    if (XCCL_SHM_UNDECIDED != m->shm_state) {
+        return;
+    }
+    if (m->layout.max_ppn < 2) {
+        /* known alike everywhere: the layout is agreed */
+        mca_coll_xccl_log(2, "comm comm=%u rank=%d: shared-memory level off: no two ranks share a "
+                          "node", m->cid, m->world_rank);
+        shm_off(m);
+        return;
+    }
+    int mine = NULL != h && h->ok;
+    if (mine && (NULL == (h->line = calloc((size_t) h->node_size, sizeof(*h->line))) ||
+                 NULL == (h->small = calloc((size_t) h->node_size, sizeof(*h->small))))) {
+        set_why(h, "out of memory", 0);
+        h->ok = mine = 0;
+    }
+    m->shm_state = XCCL_SHM_VOTING;
+    if (0 != vote_round(m, 1, mine)) {
+        /* Out of memory for one int's schedule: the peers' calls will wait
+         * for this rank's vote; say why. */
+        mca_coll_xccl_log(1, "comm comm=%u rank=%d: the shared-memory vote could not start (out of "
+                          "memory)", m->cid, m->world_rank);
+        vote_end(m, 1, 0, 0);
+    }
+}
+
+/* Under the set-up lock, while VOTING. */
+static void vote_progress(mca_coll_xccl_module_t *m)
+{
+    mca_coll_xccl_shm_vote_t *v = &m->shm_vote;
+    const int rc = xccl_exec_progress(&v->e);
+    if (0 == rc) {
+        return;
+    }
+    xccl_exec_fini(&v->e);
+    if (1 != rc) {
+        vote_end(m, 1, 0, 0);
+    } else if (1 == v->round && v->out && mca_coll_xccl_component.shm_cma) {
+        if (0 != vote_round(m, 2, cma_probe(m))) {
+            vote_end(m, 1, 0, 0);
+        }
+    } else {
+        vote_end(m, 0, 1 == v->round ? v->out : 1, 2 == v->round && v->out);
+    }
+}
+
+int mca_coll_xccl_shm_ready(mca_coll_xccl_module_t *m)
+{
+    if (XCCL_SHM_VOTING != __atomic_load_n(&m->shm_state, __ATOMIC_ACQUIRE)) {
+        return 1;
+    }
+    OPAL_THREAD_LOCK(&m->setup_lock);
+    if (XCCL_SHM_VOTING == m->shm_state) {
+        vote_progress(m);
+    }
+    const int done = XCCL_SHM_VOTING != m->shm_state;
+    OPAL_THREAD_UNLOCK(&m->setup_lock);
+    return done;
+}
+
+void mca_coll_xccl_shm_settle(mca_coll_xccl_module_t *m)
+{
+    if (XCCL_SETUP_NONE == m->setup) {
+        return;                      /* the call sets up, then waits */
+    }
+    while (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
+        opal_progress();
+    }
 }
 
 int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
@@ -262,6 +375,12 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
 
 void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m)
 {
+    if (XCCL_SHM_VOTING == m->shm_state) {
+        /* Freed while its vote runs (a program whose last call on it
+         * returned before its peers voted): abandon the messages. */
+        xccl_exec_fini(&m->shm_vote.e);
+    }
+    xccl_sched_fini(&m->shm_vote.s);
     shm_off(m);
 }
 
