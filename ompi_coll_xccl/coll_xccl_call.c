@@ -122,7 +122,7 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    const int level = sched->slot_bytes > 0 || sched->peer_access;
+    const int level = mca_coll_xccl_sched_level(sched);
     /* Small calls of the level: the latency path, no executor (the same
      * choice on every rank: collective, sizes, op and type, algorithm). */
     const int latency = NULL == request && level && m->shm_small &&

@@ -170,6 +170,13 @@ typedef struct {
  * calls only) publishes those for the peers: 0 or <0. */
 int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
                             int publish);
+/* Whether s is a schedule of the shared-memory level: it uses the own slot
+ * or reaches the peers' memory (a bcast's non-root reads the root's slot
+ * and has none of its own). */
+static inline int mca_coll_xccl_sched_level(const xccl_sched_t *s)
+{
+    return s->slot_bytes > 0 || s->peer_access;
+}
 /* The level's turns (m->shm_ticket, m->shm_turn): whether the call holding
  * ticket may run its schedule now; its end passes the turn on. */
 static inline int mca_coll_xccl_shm_my_turn(mca_coll_xccl_module_t *m, uint32_t ticket)

@@ -216,7 +216,7 @@ static int request_build(xccl_request_t *req)
     }
     mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, predicted_us, NULL, NULL);
     req->waiting = 0;
-    if (req->sched->slot_bytes > 0 &&
+    if (mca_coll_xccl_sched_level(req->sched) &&
         (!req->level || 0 != mca_coll_xccl_shm_hooks(m, &req->hooks, 0))) {
         /* (a schedule of the level always has its turn: the level was
          * not off when the call was made) */

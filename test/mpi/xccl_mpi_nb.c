@@ -240,6 +240,25 @@ int main(int argc, char **argv)
     level = argc > 1 && 0 == strcmp(argv[1], "-l");
     comms[0] = MPI_COMM_WORLD;
     MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    if (level) {
+        /* The first call on the dup: a nonblocking bcast, built once the
+         * set-up and the level's vote are in (its non-roots read the
+         * root's slot and have none of their own). */
+        enum { FIRST = 40000 };
+        int *first = malloc(FIRST * sizeof(int)), ok = 1;
+        MPI_Request r;
+        for (int i = 0; i < FIRST; i++) {
+            first[i] = rank == size - 1 ? 3 * i + 1 : -1;
+        }
+        MPI_Ibcast(first, FIRST, MPI_INT, size - 1, comms[1], &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        for (int i = 0; i < FIRST && ok; i++) {
+            ok = first[i] == 3 * i + 1;
+        }
+        expect(ok, "first call: ibcast", -1);
+        nb_calls++;
+        free(first);
+    }
     for (int round = 0; round < 6; round++) {
         round_trip(comms, round, round % 2);
     }
