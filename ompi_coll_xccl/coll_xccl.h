@@ -282,7 +282,7 @@ int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, in
  * returns how many completed; whether any is in flight (a racy read: one
  * started on another thread is seen at the next progress call). */
 int mca_coll_xccl_progress_requests(void);
-int mca_coll_xccl_requests_active(void);
+int mca_coll_xccl_requests_active(int *transfers);
 
 /* coll_xccl_gpu_direct and what UCX reports: device buffers straight to UCX. */
 int mca_coll_xccl_gpu_direct_wanted(void);

@@ -378,10 +378,12 @@ static int xccl_open(void)
  * progress too. */
 static int progress(void)
 {
-    if (!mca_coll_xccl_requests_active()) {
+    int transfers;
+    if (!mca_coll_xccl_requests_active(&transfers)) {
         return 0;
     }
-    int n = mca_coll_xccl_component.ucx_ok ? (int) xccl_ucx_progress() : 0;
+    /* (the shared-memory level's schedules move nothing over UCX) */
+    int n = transfers && mca_coll_xccl_component.ucx_ok ? (int) xccl_ucx_progress() : 0;
     return n + mca_coll_xccl_progress_requests();
 }
 

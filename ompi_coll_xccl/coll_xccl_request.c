@@ -137,6 +137,8 @@ static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_coll_base_nbc_request_t, NULL, NU
 static xccl_request_t *active_requests;
 static opal_mutex_t active_lock = OPAL_MUTEX_STATIC_INIT;
 static int progressing;
+/* Active requests whose schedule has transfers (or is not built yet). */
+static int active_transfers;
 
 static int request_free(ompi_request_t **rptr)
 {
@@ -228,9 +230,16 @@ static int request_build(xccl_request_t *req)
                                      "out of memory for a request");
 }
 
-int mca_coll_xccl_requests_active(void)
+int mca_coll_xccl_requests_active(int *transfers)
 {
+    *transfers = __atomic_load_n(&active_transfers, __ATOMIC_RELAXED) > 0;
     return NULL != __atomic_load_n(&active_requests, __ATOMIC_RELAXED);
+}
+
+/* Whether req may move data over the transport: counted while active. */
+static int request_transfers(const xccl_request_t *req)
+{
+    return NULL == req->sched || req->sched->max_xfers > 0;
 }
 
 /* Called from Open MPI's progress loop (and from xccl's own waits). */
@@ -253,6 +262,9 @@ int mca_coll_xccl_progress_requests(void)
         if (MPI_SUCCESS == req->err && req->waiting && mca_coll_xccl_setup_test(req->module) &&
             mca_coll_xccl_shm_ready(req->module)) {
             req->err = request_build(req);
+            if (NULL != req->sched && !request_transfers(req)) {
+                __atomic_fetch_sub(&active_transfers, 1, __ATOMIC_RELAXED);   /* counted waiting */
+            }
         }
         /* A request holding a ticket ends in its turn, also one that failed
          * (it passes the turn on). */
@@ -266,6 +278,9 @@ int mca_coll_xccl_progress_requests(void)
         }
         if (req->level) {
             mca_coll_xccl_shm_pass_turn(req->module);
+        }
+        if (request_transfers(req)) {
+            __atomic_fetch_sub(&active_transfers, 1, __ATOMIC_RELAXED);
         }
         *pp = req->next;               /* unlink; complete outside the lock */
         req->exec.status = rc;
@@ -322,6 +337,9 @@ static void request_enqueue(xccl_request_t *req, ompi_request_t **request)
     OPAL_THREAD_LOCK(&active_lock);
     req->next = active_requests;
     active_requests = req;
+    if (request_transfers(req)) {
+        __atomic_fetch_add(&active_transfers, 1, __ATOMIC_RELAXED);
+    }
     OPAL_THREAD_UNLOCK(&active_lock);
     mca_coll_xccl_progress_requests();   /* post the first step now */
 }

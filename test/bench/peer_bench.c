@@ -21,6 +21,8 @@
  * A block (size/p) is at least one element, so at 8 B and np 4
  * reduce_scatter moves 16 B: the lines print the bytes really moved.
  * MPI_Reduce_scatter runs with equal counts.  Bcast's root is rep % p.
+ * -n times the nonblocking forms instead (each MPI_I<coll> followed by
+ * MPI_Wait: the nonblocking path's cost, no overlap).
  *
  * The check runs the collective once on rank- and index-dependent data
  * (small integers for floats, so every sum is exact) and compares every
@@ -110,6 +112,7 @@ typedef struct {
     double deadline;           /* -T seconds, 0: none */
     double slow;               /* -L seconds, 0: none */
     bool memcpy_mode;
+    bool nonblocking;          /* -n: MPI_I<coll> + MPI_Wait */
     size_t memcpy_bytes;
     const char *cvars[8];
     int ncvars;
@@ -223,7 +226,8 @@ static void usage(void)
         "  -T  start no new size after SECONDS (prints S lines for the rest)\n"
         "  -L  skip a size whose call is predicted to take more than SECONDS\n"
         "  -V  print the MPI_T control variable CVAR at the end (or 'absent')\n"
-        "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n");
+        "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n"
+        "  -n  time the nonblocking forms (MPI_I<coll>, then MPI_Wait)\n");
 }
 
 static void parse_args(int argc, char **argv, opts_t *o, int rank)
@@ -253,6 +257,9 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
                 o->cvars[o->ncvars++] = v;
         } else if (!strcmp(a, "-m")) {
             o->memcpy_mode = true;
+            continue;
+        } else if (!strcmp(a, "-n")) {
+            o->nonblocking = true;
             continue;
         } else {
             ok = false;
@@ -319,10 +326,11 @@ static void print_header(const bench_t *B)
         printf("# memcpy of %zu bytes on every rank at once, %d reps\n",
                B->o->memcpy_bytes, B->o->reps);
     else
-        printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g; reductions MPI_FLOAT "
+        printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g%s; reductions MPI_FLOAT "
                "MPI_SUM, others MPI_BYTE\n# T coll size bytes rep calls "
                "us_per_call(max over ranks)\n",
-               B->o->reps, B->o->payload, B->o->kmax, B->o->deadline, B->o->slow);
+               B->o->reps, B->o->payload, B->o->kmax, B->o->deadline, B->o->slow,
+               B->o->nonblocking ? " nonblocking (MPI_I<coll> + MPI_Wait)" : "");
     fflush(stdout);
 }
 
@@ -455,10 +463,44 @@ static double timed_calls(bench_t *B, int coll, const shape_t *s, int root, long
     return MPI_Wtime() - t0;
 }
 
+static void call_icoll(bench_t *B, int coll, const shape_t *s, int root)
+{
+    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Request r = MPI_REQUEST_NULL;
+    const int n = (int)s->count, blk = (int)s->blk;
+    switch (coll) {
+    case C_ALLREDUCE:
+        MPI_Iallreduce(B->sbuf, B->rbuf, n, MPI_FLOAT, MPI_SUM, w, &r);
+        break;
+    case C_ALLGATHER:
+        MPI_Iallgather(B->sbuf, blk, MPI_BYTE, B->rbuf, blk, MPI_BYTE, w, &r);
+        break;
+    case C_REDUCE_SCATTER:
+        MPI_Ireduce_scatter(B->sbuf, B->rbuf, B->rcounts, MPI_FLOAT, MPI_SUM, w, &r);
+        break;
+    case C_REDUCE_SCATTER_BLOCK:
+        MPI_Ireduce_scatter_block(B->sbuf, B->rbuf, blk, MPI_FLOAT, MPI_SUM, w, &r);
+        break;
+    case C_ALLTOALL:
+        MPI_Ialltoall(B->sbuf, blk, MPI_BYTE, B->rbuf, blk, MPI_BYTE, w, &r);
+        break;
+    case C_BCAST:
+        MPI_Ibcast(B->rbuf, n, MPI_BYTE, root, w, &r);
+        break;
+    default:
+        break;
+    }
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
 static void call_coll(bench_t *B, int coll, const shape_t *s, int root)
 {
     MPI_Comm w = MPI_COMM_WORLD;
     const int n = (int)s->count, blk = (int)s->blk;
+    if (B->o->nonblocking) {
+        call_icoll(B, coll, s, root);
+        return;
+    }
     switch (coll) {
     case C_ALLREDUCE:
         MPI_Allreduce(B->sbuf, B->rbuf, n, MPI_FLOAT, MPI_SUM, w);
