@@ -115,8 +115,9 @@ static int xccl_register(void)
     c->shm_bytes = 1 << 20;
     (void) mca_base_component_var_register(v, "shm_bytes",
         "Shared-memory level inside a node: each rank's slot of its node's segment, per "
-        "communicator (pages are touched only as calls use them); blocking calls run "
-        "algorithms that copy through the slots and synchronise with flags, messages larger "
+        "communicator (pages are touched only as calls use them); blocking and nonblocking "
+        "calls run algorithms that copy through the slots and synchronise with flags, one at "
+        "a time per communicator in call order, messages larger "
         "than a slot go through it in pipelined chunks (0: off, every call inside a node "
         "goes over the transport)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
