@@ -1,36 +1,54 @@
 /*
  * Bcast through the node's shared segment (algos/shm_util.h): the root
- * copies its RECV into its slot, piece by piece (two buffers), the others
- * copy each piece out.  Only the root is waited for, and waits:
- *   root, step t: (t >= 2: every rank posted t, i.e. finished reading
- *     piece t - 2 from the buffer piece t reuses) copy piece t in, flag
- *     t + 1; at the end it waits for every rank's last flag (nobody reads
- *     its slot any more) before it leaves;
+ * copies its RECV into its slot, piece by piece (depth buffers), the
+ * others copy each piece out.  Only the root is waited for, and waits:
+ *   root, step t: (t >= depth: every rank posted t - depth + 2, i.e.
+ *     finished reading piece t - depth from the buffer piece t reuses)
+ *     copy piece t in, flag t + 1; at the end it waits for every rank's
+ *     last flag (nobody reads its slot any more) before it leaves;
  *   others, step t >= 1: wait for the root's flag t, copy piece t - 1 out,
  *     flag t + 1.
  *   cost: the root copies n in; the others n out; pieces + 1 flag waits.
+ * Pieces of about sqrt(4 KiB x n) bytes (a power of two from 8 KiB, at
+ * most half the slot), as many buffers as the slot holds: the others copy
+ * piece t out while the root copies piece t + 1 in, and a piece costs a
+ * flag, about what 4 KiB cost to copy.  (One piece of half the slot, as
+ * before, left the copies of a message up to 512 KiB one after the other.)
  */
 #include "shm_util.h"
 
+#define BCAST_MIN_PIECE ((size_t) 8192)
+
+/* The piece size for a message of n bytes, pieces of at most max. */
+static size_t bcast_piece(size_t n, size_t max)
+{
+    size_t pc = BCAST_MIN_PIECE;
+    while (pc < max / 2 && pc < n && pc * pc < n * (size_t) 4096) {
+        pc *= 2;
+    }
+    return pc < max ? pc : max;
+}
+
 int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root)
 {
-    const int p = s->size, r = s->rank, depth = 2;
+    const int p = s->size, r = s->rank;
 
     s->algo = "shm";
     if (0 == bytes || 1 == p) {
         return xccl_sched_finalize(s);
     }
-    const size_t pc = shm_buffer(s, depth, 1, 1);
+    const size_t pc = bcast_piece(bytes, shm_buffer(s, 2, 1, 1));
     if (0 == pc) {
         return shm_fail(s);
     }
+    const int depth = (int) (shm_cap(s) / pc);
     const size_t nchunks = (bytes + pc - 1) / pc;
     for (size_t t = 0; t < nchunks + 1; t++) {
         size_t lo;
         if (r == root && t < nchunks) {
-            if (t >= 2) {
+            if (t >= (size_t) depth) {
                 for (int k = 1; k < p; k++) {
-                    xccl_sched_wait(s, mod(r + k, p), (uint32_t) t);
+                    xccl_sched_wait(s, mod(r + k, p), (uint32_t) (t - (size_t) depth + 2));
                 }
             }
             const size_t len = shm_piece(bytes, pc, t, &lo), at = shm_buf_off(pc, t, depth);

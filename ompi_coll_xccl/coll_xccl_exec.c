@@ -12,7 +12,7 @@
 #include "coll_xccl_call.h"
 
 /* Unmet flag tests between two calls of Open MPI's progress engine while
- * a transfer-free schedule waits (below). */
+ * a transfer-free schedule waits (below; mca_coll_xccl_spins_per_progress). */
 #define SPINS_PER_PROGRESS 64u
 
 static int ensure_scratch(mca_coll_xccl_module_t *m, size_t bytes)
@@ -80,7 +80,7 @@ int mca_coll_xccl_exec_run(mca_coll_xccl_module_t *m, xccl_coll_t coll, const xc
      * copies) completes by itself: Open MPI's progress engine (other
      * requests, yielding when oversubscribed), which costs far more than
      * a flag test, runs only every SPINS_PER_PROGRESS unmet tests. */
-    const unsigned every = 0 == s->max_xfers ? SPINS_PER_PROGRESS : 1;
+    const unsigned every = 0 == s->max_xfers ? mca_coll_xccl_spins_per_progress(SPINS_PER_PROGRESS) : 1;
     unsigned spins = 0;
     while (0 == (rc = xccl_exec_progress(&e))) {
         if (++spins >= every) {

@@ -134,6 +134,12 @@ typedef struct xccl_request {
 
 static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
+/* Unmet flag tests of a request in one progress call: few, since an
+ * application that polls with MPI_Test pays for them in each call. */
+#ifndef REQUEST_SPINS
+#define REQUEST_SPINS 16u
+#endif
+
 static xccl_request_t *active_requests;
 static opal_mutex_t active_lock = OPAL_MUTEX_STATIC_INIT;
 static int progressing;
@@ -271,6 +277,13 @@ int mca_coll_xccl_progress_requests(void)
         const int turn = !req->level || mca_coll_xccl_shm_my_turn(req->module, req->ticket);
         if (MPI_SUCCESS == req->err && !req->waiting && turn) {
             rc = xccl_exec_progress(&req->exec);
+            /* A transfer-free schedule (the level's) waits on flags:
+             * test them a few times before the rest of opal_progress. */
+            const unsigned spins = 0 == req->sched->max_xfers
+                                       ? mca_coll_xccl_spins_per_progress(REQUEST_SPINS) : 1;
+            for (unsigned k = 1; 0 == rc && k < spins; k++) {
+                rc = xccl_exec_progress(&req->exec);
+            }
         }
         if (!turn || (0 == rc && MPI_SUCCESS == req->err)) {
             pp = &req->next;

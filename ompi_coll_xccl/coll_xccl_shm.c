@@ -456,12 +456,8 @@ static inline void lat_copy(void *dst, const void *src, size_t len)
 
 /* Spins (each with a pause: the peer's store gets its line sooner)
  * between two calls of Open MPI's progress engine while a latency-path
- * call waits: a few microseconds on cores of its own; with
- * mpi_yield_when_idle (more ranks than cores: the peer may need this core,
- * and opal_progress yields it) at once.  Measured at np 4 on 2 cores:
- * 10.5 us per 8-byte allreduce at 256 spins, 5.3 at 16, 3.6 at 1. */
+ * call waits, on cores of their own (mca_coll_xccl_spins_per_progress). */
 #define LAT_SPINS 256u
-#define LAT_SPINS_SHARED 1u
 /* Progress calls between two checks that the peer still lives. */
 #define LAT_LIVENESS_POLLS 256u
 
@@ -470,7 +466,7 @@ static inline void lat_copy(void *dst, const void *src, size_t len)
 static int lat_wait(const struct mca_coll_xccl_shm *h, int s, uint64_t f)
 {
     const lat_line_t *l = h->line[s];
-    const unsigned every = opal_progress_yield_when_idle ? LAT_SPINS_SHARED : LAT_SPINS;
+    const unsigned every = mca_coll_xccl_spins_per_progress(LAT_SPINS);
     unsigned spins = 0, polls = 0;
     while (atomic_load_explicit(&l->seq, memory_order_acquire) < f) {
 #if defined(__x86_64__)

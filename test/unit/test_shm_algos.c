@@ -689,6 +689,49 @@ START_TEST(many_seeds)
 }
 END_TEST
 
+/* Bcast in pieces smaller than half the slot, many buffers: 100 000 bytes
+ * through a 64 KiB slot go as seven 16 KiB pieces in three buffers (the
+ * root reuses a buffer once every rank has read it, depth pieces back);
+ * under many seeds.  Planted: the waits for flag 2 removed (the root's
+ * first reuse wait: it overwrites piece 0 with piece 3 before the others
+ * read it) is caught.  Those for flags 3..5 are not observable here: the
+ * others' steps between the flags they need run back to back in the
+ * simulator (as for moved posts, planted_bugs_fail). */
+START_TEST(bcast_shm_many_buffers)
+{
+    char bad[512] = "";
+    const int ps[] = { 2, 3, 4, 7 };
+    for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
+        const int p = ps[k];
+        for (unsigned sd = 0; sd < 6; sd++) {
+            ck_assert_msg(0 == run_bcast(p, 100000, (int) (sd % (unsigned) p), 65536, seed_of(p, 700 + sd),
+                                         PLANT_NONE, 0, bad, sizeof(bad)),
+                          "%s", bad);
+        }
+        ck_assert_msg(0 == run_bcast(p, 8191, p - 1, 1 << 20, seed_of(p, 720), PLANT_NONE, 0, bad, sizeof(bad)),
+                      "%s", bad);
+    }
+    xccl_sched_t s;
+    xccl_sched_init(&s, 0, 4, 1);
+    s.slot_cap = 65536;
+    ck_assert_int_eq(xccl_build_bcast_shm(&s, 100000, 0), 0);
+    ck_assert_uint_eq(s.flag_top, 7);               /* seven pieces */
+    ck_assert_uint_eq(s.slot_bytes, 3 * 16384);     /* three buffers of 16 KiB (the
+                                                     * slot's last 512 bytes are the
+                                                     * small allreduce's) */
+    xccl_sched_fini(&s);
+    for (uint32_t val = 2; val <= 2; val++) {
+        int caught = 0;
+        for (unsigned sd = 0; sd < 16 && !caught; sd++) {
+            caught = 0 != run_bcast(4, 100000, 3, 65536, seed_of(4, 740 + sd + val * 17), PLANT_NO_WAIT, val, bad,
+                                    sizeof(bad));
+        }
+        fprintf(stderr, "planted bcast, many buffers, waits for %u removed: %s\n", val, caught ? bad : "NOT CAUGHT");
+        ck_assert_msg(caught, "bcast many buffers: removed waits for flag %u not caught", val);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Planted bugs                                                             */
 /* ------------------------------------------------------------------------ */
@@ -1412,6 +1455,7 @@ int main(void)
     tcase_add_loop_test(tc, allgather_shm, 1, SMALL_P + 1);
     tcase_add_loop_test(tc, alltoall_shm, 1, SMALL_P + 1);
     tcase_add_loop_test(tc, bcast_shm, 1, SMALL_P + 1);
+    tcase_add_test(tc, bcast_shm_many_buffers);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }
