@@ -154,12 +154,14 @@ static int size_class(size_t bytes)
  * decides, like the fallback threshold:
  *   allreduce       shm_small up to 32 KiB (every rank reduces the whole
  *                   message: no slice exchange), shm above;
- *   the others      shm.  The mesh over single copies (process_vm_readv,
- *                   a->peer_access) measured 1.2-2.2x slower than shm's
- *                   two pipelined copies from 64 KiB to 16 MiB for
- *                   allgather, alltoall and bcast at np 2 and 4 (the
- *                   kernel pins every page it copies; shm's chunks stay in
- *                   cache): it runs only where forced. */
+ *   the others      shm; for allgather, alltoall and bcast, where the
+ *                   mesh over single copies (process_vm_readv,
+ *                   a->peer_access) may run too, the level's trials choose
+ *                   between the two (trial_rule, xccl_trial_t): the mesh
+ *                   measured 1.2-2.2x slower than shm's two pipelined
+ *                   copies from 64 KiB to 16 MiB at np 2 and 4 on an AMD
+ *                   EPYC VM (the kernel pins every page it copies; shm's
+ *                   pieces stay in cache), 0.55-0.8x on an Intel Xeon VM. */
 #define XCCL_SHM_SMALL_MAX (32u << 10)
 
 int xccl_select_level_index(xccl_coll_t coll, xccl_level_algo_t which)
@@ -188,11 +190,90 @@ static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
     }
 }
 
+/* ---------------------------------------------------------- level trials */
+
+static int trial_coll(xccl_coll_t coll)
+{
+    switch (coll) {
+    case XCCL_COLL_ALLGATHER: return 0;
+    case XCCL_COLL_ALLTOALL: return 1;
+    case XCCL_COLL_BCAST: return 2;
+    default: return -1;
+    }
+}
+
+/* The level's choice sel (its rule's) where a trial decides (xccl_trial_t):
+ * the trial's next candidate, or its pick once made.  Without memory for
+ * the trial, the rule's choice stands (on this rank only: then the
+ * process is out of memory, and the next schedule fails the call). */
+static void trial_rule(const xccl_select_policy_t *p, xccl_select_cache_t *c, xccl_coll_t coll,
+                       const xccl_coll_args_t *a, size_t bytes, xccl_selection_t *sel)
+{
+    const int k = trial_coll(coll);
+    if (k < 0 || !a->trial || !a->peer_access || p->trials <= 0) {
+        return;
+    }
+    xccl_trial_t **tp = &c->trial[k][size_class(bytes)], *t = *tp;
+    if (NULL == t) {
+        if (NULL == (t = calloc(1, sizeof(*t)))) {
+            return;
+        }
+        const int large = bytes >= XCCL_TRIAL_LARGE;
+        t->warm = large ? 2 : 4;
+        t->samples = p->trials < XCCL_TRIAL_MAX ? p->trials : XCCL_TRIAL_MAX;
+        if (large && t->samples > 3) {
+            t->samples = 3;
+        }
+        t->cand[0] = sel->algo;
+        t->cand[1] = xccl_select_index(coll, "mesh");
+        *tp = t;
+    }
+    sel->by = XCCL_BY_TRIAL;
+    if (t->pick) {
+        sel->algo = t->pick;
+    } else {
+        sel->algo = xccl_trial_next(t);
+        sel->trial = t;
+    }
+}
+
+int xccl_trial_record(xccl_trial_t *t, uint64_t ns)
+{
+    const int i = t->calls++ - t->warm;
+    if (i >= 0 && i < 2 * t->samples) {
+        t->ns[i & 1][i / 2] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t) ns;
+    }
+    return i == 2 * t->samples - 1;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+    const uint32_t a = *(const uint32_t *) x, b = *(const uint32_t *) y;
+    return (a > b) - (a < b);
+}
+
+void xccl_trial_medians(const xccl_trial_t *t, uint64_t med[2])
+{
+    const int n = t->samples;
+    for (int j = 0; j < 2; j++) {
+        uint32_t v[XCCL_TRIAL_MAX];
+        memcpy(v, t->ns[j], (size_t) n * sizeof(v[0]));
+        qsort(v, (size_t) n, sizeof(v[0]), cmp_u32);
+        med[j] = n & 1 ? v[n / 2] : ((uint64_t) v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+}
+
+int xccl_trial_decide(xccl_trial_t *t, const uint64_t slowest[2])
+{
+    t->pick = slowest[1] < slowest[0] ? t->cand[1] : t->cand[0];
+    return t->pick;
+}
+
 xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cache_t *c,
                                   xccl_coll_t coll, const xccl_coll_args_t *a, int ranks,
                                   size_t bytes, size_t es)
 {
-    xccl_selection_t sel = { p->forced[coll], XCCL_BY_FORCE, -1.0f, 0 };
+    xccl_selection_t sel = { p->forced[coll], XCCL_BY_FORCE, -1.0f, 0, NULL };
     if (sel.algo >= XCCL_SEL_FIRST) {
         return sel;
     }
@@ -204,6 +285,7 @@ xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cac
     sel.algo = shm_rule(coll, a, bytes);
     sel.by = XCCL_BY_LEVEL;
     if (sel.algo >= XCCL_SEL_FIRST) {
+        trial_rule(p, c, coll, a, bytes, &sel);
         return sel;
     }
     const int cls = size_class(bytes);
@@ -346,6 +428,12 @@ void xccl_select_put(const xccl_sched_t *s)
 
 void xccl_select_cache_fini(xccl_select_cache_t *c)
 {
+    for (int k = 0; k < XCCL_TRIAL_COLLS; k++) {
+        for (int cls = 0; cls < 65; cls++) {
+            free(c->trial[k][cls]);
+            c->trial[k][cls] = NULL;
+        }
+    }
     for (int k = 0; k < XCCL_SEL_SCHEDS; k++) {
         entry_put(c->sched[k]);
         c->sched[k] = NULL;

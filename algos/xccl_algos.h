@@ -783,6 +783,9 @@ typedef struct {
                                     * apply and the two-level ones keep their intra-node
                                     * stages on the transport; else their intra-node
                                     * stages are the shm builders */
+    int trial;                     /* selection only, no builder reads it: this call may
+                                    * be one of a level trial's (blocking, peer_access,
+                                    * past the latency path: xccl_trial_t) */
 } xccl_coll_args_t;
 
 typedef int (*xccl_coll_build_t)(xccl_sched_t *s, const xccl_coll_args_t *a);
@@ -828,6 +831,8 @@ typedef struct {
     int small_bytes;                   /* auto: the fallback below this many bytes */
     xccl_cost_model_t intra, inter;    /* inside a node, between nodes */
     double margin;                     /* see xccl_pick */
+    int trials;                        /* level trials: timed calls of each candidate
+                                        * (xccl_trial_t); 0: the level's rule alone */
 } xccl_select_policy_t;
 
 /* The component's defaults: auto everywhere, no rules, XCCL_COST_*. */
@@ -876,31 +881,80 @@ static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xc
 int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_coll_args_t *a,
                       size_t es, double t[XCCL_CATALOG_MAX], int *n);
 
+/* Level trials.  Inside the shared-memory level allgather, alltoall and
+ * bcast have two candidates: shm (two copies per byte through the slots,
+ * pipelined in cache-sized pieces) and mesh (one copy per byte, read from
+ * the peer's own buffer with process_vm_readv).  Which is faster depends on
+ * the machine, not on the call: measured at np 2, mesh took 0.55-0.8x
+ * shm's time from 64 KiB to 16 MiB on one Intel Xeon VM, 1.2-2.2x on an
+ * AMD EPYC VM (docs/shm-level.md).  So where both apply (a blocking call,
+ * every peer readable, past the latency path: a->trial), the first calls
+ * of each collective and size class run both in turn and time them:
+ *   calls 0 .. w-1    shm, mesh, shm, ...: untimed (schedules built,
+ *                     pages touched; a process's first calls measured
+ *                     2-5x slower than its later ones, either candidate);
+ *   calls w .. w+2n-1 shm, mesh, shm, mesh, ...: n timed calls of each;
+ *   w = 4 and n = the policy's trials; from XCCL_TRIAL_LARGE bytes, where
+ *   a call lasts long enough to time well and a trial call of the slower
+ *   candidate costs most, w = 2 and n at most 3;
+ * then each rank takes the median of each candidate, the ranks agree on
+ * the slowest rank's medians (an allreduce MAX of integers, the same bits
+ * everywhere: the caller's) and the faster candidate is the class's pick
+ * from then on; a tie goes to shm.  Every rank makes the same calls in the
+ * same order, so trials and picks are the same calls on every rank. */
+#define XCCL_TRIAL_MAX 15              /* timed calls of each candidate, at most */
+#define XCCL_TRIAL_LARGE ((size_t) 1 << 20)
+typedef struct xccl_trial {
+    int calls;                         /* trial calls recorded */
+    int warm;                          /* untimed calls first */
+    int samples;                       /* timed calls of each candidate */
+    int cand[2];                       /* shm, mesh (algorithm indices) */
+    int pick;                          /* the agreed one; 0 while trials run */
+    uint32_t ns[2][XCCL_TRIAL_MAX];    /* this rank's times of each candidate */
+} xccl_trial_t;
+
+/* The candidate the next trial call runs. */
+static inline int xccl_trial_next(const xccl_trial_t *t)
+{
+    return t->cand[t->calls & 1];
+}
+/* Records that the trial call just made (xccl_trial_next's) took ns on this
+ * rank: 1 if it was the last (agree, then xccl_trial_decide), else 0. */
+int xccl_trial_record(xccl_trial_t *t, uint64_t ns);
+/* This rank's median time of each candidate, after the last call. */
+void xccl_trial_medians(const xccl_trial_t *t, uint64_t med[2]);
+/* The pick from the slowest rank's medians (the same on every rank). */
+int xccl_trial_decide(xccl_trial_t *t, const uint64_t slowest[2]);
+
 /* Per communicator: the choices made so far, by (collective, size class,
- * layout of the call), and the schedules built for the latest argument
- * sets.  Zeroed memory is an empty cache. */
+ * layout of the call), the level trials, and the schedules built for the
+ * latest argument sets.  Zeroed memory is an empty cache. */
 #define XCCL_SEL_VARIANTS 8            /* in place, root 0 or not, shared-memory level */
 #define XCCL_SEL_SCHEDS 8
+#define XCCL_TRIAL_COLLS 3             /* allgather, alltoall, bcast */
 struct xccl_sched_entry;
 typedef struct {
     int8_t algo[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];
     float predicted_us[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];
+    xccl_trial_t *trial[XCCL_TRIAL_COLLS][65];         /* by size class, made on first use */
     struct xccl_sched_entry *sched[XCCL_SEL_SCHEDS];   /* most recently used first */
     unsigned long long hits, builds;   /* schedules reused, built */
 } xccl_select_cache_t;
 
 /* How a choice was made. */
-typedef enum { XCCL_BY_FORCE, XCCL_BY_TUNING, XCCL_BY_MODEL, XCCL_BY_LEVEL } xccl_select_by_t;
+typedef enum { XCCL_BY_FORCE, XCCL_BY_TUNING, XCCL_BY_MODEL, XCCL_BY_LEVEL, XCCL_BY_TRIAL } xccl_select_by_t;
 
 typedef struct {
     int algo;                          /* index >= XCCL_SEL_FIRST */
     xccl_select_by_t by;
     float predicted_us;                /* the model's, negative otherwise */
     int fresh;                         /* the model decided now (not from the cache) */
+    xccl_trial_t *trial;               /* a trial call: time it (xccl_trial_record) */
 } xccl_selection_t;
 
 /* The algorithm for a call xccl runs: forced, else the tuning rule's, else
- * the cost model's (decided once per size class and layout, kept in c).
+ * the level's (its rule, or its trials: xccl_trial_t), else the cost
+ * model's (decided once per size class and layout, kept in c).
  * ranks: the communicator size; bytes as in xccl_select_fallback. */
 xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cache_t *c,
                                xccl_coll_t coll, const xccl_coll_args_t *a, int ranks,
@@ -918,7 +972,8 @@ const xccl_sched_t *xccl_select_schedule(xccl_select_cache_t *c, xccl_coll_t col
                                          size_t es, int *used);
 /* Gives back a schedule of xccl_select_schedule (any thread). */
 void xccl_select_put(const xccl_sched_t *s);
-/* Drops the cached schedules (those in use stay until their put). */
+/* Drops the cached schedules (those in use stay until their put) and the
+ * trials. */
 void xccl_select_cache_fini(xccl_select_cache_t *c);
 
 #ifdef __cplusplus

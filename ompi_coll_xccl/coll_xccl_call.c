@@ -19,6 +19,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "opal/runtime/opal_progress.h"
 
@@ -65,6 +66,13 @@ static __opal_attribute_noinline__ int call_previous(const mca_coll_xccl_call_t 
     default:
         return MPI_ERR_INTERN;
     }
+}
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
 /* Runs the schedule of c on s and r (host copies, stage; or the user's
@@ -115,9 +123,15 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
                           (XCCL_COLL_ALLGATHER == c->coll || XCCL_COLL_ALLTOALL == c->coll ||
                            XCCL_COLL_BCAST == c->coll);
     c->args.layout = &m->layout;
+    /* Where shm and the mesh may both run (past the latency path), the
+     * level's trials time them and keep the faster (xccl_trial_t). */
+    c->args.trial = c->args.peer_access && m->shm_trials && mca_coll_xccl_component.policy.trials > 0 &&
+                    mca_coll_xccl_shm_lat_bytes(c) > XCCL_SHM_LAT_BYTES;
+    xccl_trial_t *trial;
     const xccl_sched_t *sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
-                                                              c->es, -1, &algo, &predicted_us);
-    c->args.peer_access = 0;
+                                                              c->es, -1, &algo, &predicted_us,
+                                                              &trial);
+    c->args.peer_access = c->args.trial = 0;
     if (NULL == sched) {
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -169,11 +183,17 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
             opal_progress();
         }
     }
+    const uint64_t t0 = NULL != trial ? now_ns() : 0;
     rc = mca_coll_xccl_exec_run(m, c->coll, sched, &hooks, red);
     if (level) {
         mca_coll_xccl_shm_pass_turn(m);
     }
     xccl_select_put(sched);
+    if (NULL != trial) {
+        /* every rank records (in step also after an error here) */
+        const int rc3 = mca_coll_xccl_shm_trial_end(m, c->coll, c->bytes, trial, now_ns() - t0);
+        rc = MPI_SUCCESS != rc ? rc : rc3;
+    }
     int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
     return MPI_SUCCESS != rc ? rc : rc2;
 }
@@ -210,7 +230,8 @@ static int run_peer_access(mca_coll_xccl_call_t *c, int *done)
         c->args.layout = &m->layout;
         c->args.peer_access = 1;
         const xccl_sched_t *s = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
-                                                              c->es, mesh, &used, &predicted_us);
+                                                              c->es, mesh, &used, &predicted_us,
+                                                              NULL);
         c->args.peer_access = 0;
         if (NULL == s) {
             return OMPI_ERR_OUT_OF_RESOURCE;

@@ -183,6 +183,14 @@ static inline unsigned mca_coll_xccl_spins_per_progress(unsigned own)
 {
     return opal_progress_yield_when_idle ? 1u : own;
 }
+/* After a call of a level trial (xccl_trial_t) that ran for ns on this
+ * rank: records it; after the trial's last call the ranks agree on the
+ * pick (an allreduce through the fallback, in this call on every rank),
+ * logged at verbose 1 as
+ *   xccl: trial <coll> comm=<cid> rank=<r> bytes=<lo>..<hi> shm=<us> mesh=<us> pick=<algo>
+ * MPI_SUCCESS, or the agreement's error (then the pick is shm). */
+int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
+                                xccl_trial_t *t, uint64_t ns);
 /* Whether s is a schedule of the shared-memory level: it uses the own slot
  * or reaches the peers' memory (a bcast's non-root reads the root's slot
  * and has none of its own). */
@@ -264,11 +272,13 @@ typedef struct {
 /* The algorithm and schedule for a call of coll with args a (layout set):
  * algo an index to run (the mesh of peer access), or -1 for the policy's
  * choice.  *used: the algorithm built; *predicted_us the model's (or
- * negative).  Put back with xccl_select_put.  NULL: out of memory (logged). */
+ * negative); *trial (where trial is not NULL): the level trial this call is
+ * one of (time it: mca_coll_xccl_shm_trial_end), or NULL.  Put back with
+ * xccl_select_put.  NULL: out of memory (logged). */
 const xccl_sched_t *mca_coll_xccl_select_schedule(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                                   const xccl_coll_args_t *a, size_t bytes,
                                                   size_t es, int algo, int *used,
-                                                  double *predicted_us);
+                                                  double *predicted_us, xccl_trial_t **trial);
 void mca_coll_xccl_select_fini(mca_coll_xccl_module_t *m);
 
 /* ------------------------------------------------------------ requests (coll_xccl_request.c) */

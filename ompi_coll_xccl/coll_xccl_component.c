@@ -134,10 +134,22 @@ static int xccl_register(void)
         "Shared-memory level: allow the mesh schedules of allgather, alltoall and bcast to read "
         "the peers' buffers directly with process_vm_readv (one copy instead of two through "
         "the slots) where every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE); "
-        "they run only where forced (coll_xccl_<coll>_algorithm mesh): measured slower than "
-        "the slots' pipelines (docs/shm-level.md)",
+        "blocking calls past the latency path then choose between them and the slots' "
+        "pipelines by trials (coll_xccl_shm_trials), or run them where forced "
+        "(coll_xccl_<coll>_algorithm mesh)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_cma);
+    c->policy.trials = 5;
+    (void) mca_base_component_var_register(v, "shm_trials",
+        "Shared-memory level, blocking allgather, alltoall and bcast past the latency path "
+        "where single copies are allowed (coll_xccl_shm_cma): the first calls of each "
+        "collective and size class (powers of two) time the slots' pipeline (shm) against "
+        "single copies (mesh), this many calls of each after one untimed call of each, and "
+        "keep the one whose median is lower on the slowest rank (which wins depends on the "
+        "machine: docs/shm-level.md).  Verbose 1 logs each decision.  0: no trials, shm "
+        "unless forced; at most 15",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.trials);
     c->shm_small = true;
     (void) mca_base_component_var_register(v, "shm_small",
         "Blocking calls of the five collectives on a communicator whose ranks share one node, "
@@ -352,6 +364,11 @@ static int xccl_open(void)
                         c->algorithm[i], xccl_coll_name((xccl_coll_t) i));
             c->policy.forced[i] = XCCL_SEL_AUTO;
         }
+    }
+    if (c->policy.trials < 0 || c->policy.trials > XCCL_TRIAL_MAX) {
+        opal_output(0, "xccl: coll_xccl_shm_trials %d is outside 0..%d; using %d", c->policy.trials,
+                    XCCL_TRIAL_MAX, c->policy.trials < 0 ? 0 : XCCL_TRIAL_MAX);
+        c->policy.trials = c->policy.trials < 0 ? 0 : XCCL_TRIAL_MAX;
     }
     memset(c->stats, 0, sizeof(c->stats));
     xccl_cost_model_t *intra = &c->policy.intra, *inter = &c->policy.inter;

@@ -217,8 +217,9 @@ static int request_build(xccl_request_t *req)
     req->args.layout = &m->layout;
     req->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
     req->args.peer_access = 0;
+    req->args.trial = 0;
     req->sched = mca_coll_xccl_select_schedule(m, req->coll, &req->args, req->bytes, req->es, -1,
-                                               &algo, &predicted_us);
+                                               &algo, &predicted_us, NULL);
     if (NULL == req->sched) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }

@@ -25,11 +25,14 @@ static void log_model(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
 const xccl_sched_t *mca_coll_xccl_select_schedule(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                                   const xccl_coll_args_t *a, size_t bytes,
                                                   size_t es, int algo, int *used,
-                                                  double *predicted_us)
+                                                  double *predicted_us, xccl_trial_t **trial)
 {
     const xccl_sched_t *s = NULL;
     int fresh = 0;
     *predicted_us = -1.0;
+    if (NULL != trial) {
+        *trial = NULL;
+    }
     OPAL_THREAD_LOCK(&m->cache_lock);
     if (NULL == m->cache) {
         m->cache = calloc(1, sizeof(*m->cache));
@@ -41,6 +44,9 @@ const xccl_sched_t *mca_coll_xccl_select_schedule(mca_coll_xccl_module_t *m, xcc
             algo = sel.algo;
             *predicted_us = sel.predicted_us;
             fresh = sel.fresh;
+            if (NULL != trial) {
+                *trial = sel.trial;
+            }
         }
         s = xccl_select_schedule(m->cache, coll, algo, a, m->rank, m->size, es, used);
     }

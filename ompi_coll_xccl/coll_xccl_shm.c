@@ -152,6 +152,7 @@ static void shm_off(mca_coll_xccl_module_t *m)
 {
     struct mca_coll_xccl_shm *h = m->shm;
     m->shm_small = 0;
+    m->shm_trials = 0;
     m->shm_lat_colls = 0;
     if (NULL != h) {
         if (NULL != h->seg) {
@@ -215,6 +216,7 @@ static int vote_round(mca_coll_xccl_module_t *m, int round, int value)
 }
 
 /* The vote is over: all (every rank attached), cma (single copies). */
+/* cma: the second round's MIN (cma_vote), 0 where it did not run. */
 static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
 {
     struct mca_coll_xccl_shm *h = m->shm;
@@ -236,6 +238,8 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
         h->small[s] = xccl_shm_small(h->seg, s);
     }
     xccl_shm_release_fd(h->seg);                 /* every rank has attached */
+    m->shm_trials = cma >= 2;
+    cma = cma >= 1;
     xccl_shm_peer_cma(&h->peer, cma);
     m->shm_cma = cma;
     m->shm_small = mca_coll_xccl_component.shm_small && 1 == m->layout.nnodes;
@@ -255,7 +259,9 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
                       "%d ranks on this node, single copies %s)", m->cid, m->world_rank,
                       XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",
                       mca_coll_xccl_component.shm_bytes, h->node_size,
-                      cma ? "on (process_vm_readv)"
+                      m->shm_trials ? "on (process_vm_readv), chosen by trials"
+                      : cma ? "on (process_vm_readv), only where forced: a rank yields when idle "
+                              "(oversubscribed), which makes trials unreliable"
                       : !mca_coll_xccl_component.shm_cma ? "off (coll_xccl_shm_cma 0)"
                       : "off (process_vm_readv refused: see /proc/sys/kernel/yama/ptrace_scope)");
     __atomic_store_n(&m->shm_lat_colls, colls, __ATOMIC_RELAXED);
@@ -278,6 +284,18 @@ static int cma_probe(mca_coll_xccl_module_t *m)
         }
     }
     return ok;
+}
+
+/* This rank's value in the second round (MIN over the ranks): 0 no single
+ * copies; 1 single copies, no trials; 2 both.  Trials only where no rank
+ * yields when idle (mpi_yield_when_idle: more ranks than cores): there a
+ * call's time depends on the scheduler more than on the algorithm
+ * (measured at np 4 on 2 cores: picks from five timed calls went either
+ * way and ran 1.0-1.3x slower than shm alone).  Voted, because the
+ * parameter is each rank's own. */
+static int cma_vote(mca_coll_xccl_module_t *m)
+{
+    return !cma_probe(m) ? 0 : opal_progress_yield_when_idle ? 1 : 2;
 }
 
 void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
@@ -321,11 +339,11 @@ static void vote_progress(mca_coll_xccl_module_t *m)
     if (1 != rc) {
         vote_end(m, 1, 0, 0);
     } else if (1 == v->round && v->out && mca_coll_xccl_component.shm_cma) {
-        if (0 != vote_round(m, 2, cma_probe(m))) {
+        if (0 != vote_round(m, 2, cma_vote(m))) {
             vote_end(m, 1, 0, 0);
         }
     } else {
-        vote_end(m, 0, 1 == v->round ? v->out : 1, 2 == v->round && v->out);
+        vote_end(m, 0, 1 == v->round ? v->out : 1, 2 == v->round ? v->out : 0);
     }
 }
 
@@ -351,6 +369,30 @@ void mca_coll_xccl_shm_settle(mca_coll_xccl_module_t *m)
     while (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
         opal_progress();
     }
+}
+
+int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
+                                xccl_trial_t *t, uint64_t ns)
+{
+    if (!xccl_trial_record(t, ns)) {
+        return MPI_SUCCESS;
+    }
+    uint64_t mine[2], slowest[2] = { 0, 0 };
+    xccl_trial_medians(t, mine);
+    int rc = m->prev.allreduce(mine, slowest, 2, MPI_UINT64_T, MPI_MAX, m->comm,
+                               m->prev.allreduce_module);
+    if (MPI_SUCCESS != rc) {
+        slowest[0] = slowest[1] = 0;   /* a tie: shm */
+    }
+    const int pick = xccl_trial_decide(t, slowest);
+    /* the size class: [2^(k-1), 2^k) */
+    const size_t lo = bytes ? (size_t) 1 << (63 - __builtin_clzll((unsigned long long) bytes)) : 0;
+    mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu shm=%.1fus mesh=%.1fus pick=%s%s",
+                      xccl_coll_name(coll), m->cid, m->world_rank, lo, lo ? 2 * lo - 1 : 0,
+                      (double) slowest[0] / 1e3, (double) slowest[1] / 1e3,
+                      xccl_select_name(coll, pick),
+                      MPI_SUCCESS != rc ? " (the agreement failed: shm)" : "");
+    return rc;
 }
 
 int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,

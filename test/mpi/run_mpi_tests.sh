@@ -52,6 +52,10 @@
 #   (coll_xccl_ucx_tls names no transport, on rank 1 only): 50 communicators
 #   created, used, freed in under 10 s with right results, and rank 1 says
 #   so in exactly one "xccl: " line mentioning UCX.
+# xccl_mpi_trials.np{2,3}: the level's trials choose between shm and mesh
+#   (results; one agreed pick per collective and size class, both ran before
+#   it, only it after), with mpi_yield_when_idle 0; .yield.np2 with 1: no
+#   trials, no mesh.
 # fallback_reasons: over every run's per-rank output, each verbose line with
 #   "fallback=" gives a reason (fallback=<non-empty>).
 #
@@ -78,7 +82,7 @@ bindir=$1
 compdir=$2
 [[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors && -x $bindir/xccl_mpi_nb &&
    -x $bindir/xccl_mpi_threads && -x $bindir/xccl_mpi_mixed && -x $bindir/xccl_comm_churn &&
-   -x $bindir/xccl_mpi_latency ]] ||
+   -x $bindir/xccl_mpi_latency && -x $bindir/xccl_mpi_trials ]] ||
     { echo "$0: no test binaries in $bindir" >&2; exit 2; }
 [[ -d $compdir ]] || { echo "$0: no directory $compdir" >&2; exit 2; }
 
@@ -626,6 +630,84 @@ check_latency_lines() {
     return "$bad"
 }
 run_small_modes xccl_mpi_latency check_latency_lines "$bindir/xccl_mpi_latency" -n 3000
+
+# The level's trials (coll_xccl_shm_trials): 24 blocking calls each of
+# allgather, alltoall and bcast at 64 KiB and 2 MiB (a short and a long
+# trial), every result checked (xccl_mpi_trials); on every rank one
+# "xccl: trial <coll> ..." line per collective and class, the same pick on
+# every rank, shm and mesh both run before it and only the pick after it.
+check_trial_lines() {
+    local name=$1 np=$2 r
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast) " |
+            sed "s/^/$r /"
+    done | awk -v name="$name" -v np="$np" '
+        # per rank: the trial state of the class of each call
+        function cls(b,   k) { k = 0; while (b >= 2) { b = int(b / 2); k++ } return k }
+        $3 == "trial" {
+            split($7, bb, "[=.]"); c = $4 SUBSEP cls(bb[2])
+            split($NF, pk, "="); pick[$1, c] = pk[2]; ntrial[$1, c]++; classes[c] = 1
+            if (c in agreed && agreed[c] != pk[2]) { print name ": rank " $1 " picked " pk[2] " for " $4 " " $7 ", another rank " agreed[c]; bad = 1 }
+            agreed[c] = pk[2]
+            next
+        }
+        {
+            split($6, bb, "="); c = $3 SUBSEP cls(bb[2]); split($7, al, "=")
+            if (($1, c) in pick) {
+                if (al[2] != pick[$1, c]) { print name ": rank " $1 " ran " al[2] " for " $3 " " bb[2] " B after picking " pick[$1, c]; bad = 1 }
+                after[$1, c]++
+            } else before[$1, c, al[2]]++
+        }
+        END {
+            n = 0
+            for (c in classes) n++
+            if (n != 6) { print name ": trials decided for " n " collective/class pairs, want 6"; bad = 1 }
+            for (c in classes) for (r = 0; r < np; r++) {
+                split(c, cc, SUBSEP)
+                if (ntrial[r, c] != 1) { print name ": rank " r ": " ntrial[r, c] + 0 " trial lines for " cc[1] " class " cc[2]; bad = 1 }
+                if (!before[r, c, "shm"] || !before[r, c, "mesh"]) { print name ": rank " r ": " cc[1] " class " cc[2] ": shm ran " before[r, c, "shm"] + 0 ", mesh " before[r, c, "mesh"] + 0 " times before the pick"; bad = 1 }
+                if (!after[r, c]) { print name ": rank " r ": " cc[1] " class " cc[2] ": no call after the pick"; bad = 1 }
+            }
+            exit bad
+        }'
+}
+# Trials run only where no rank yields when idle (the level's vote): the
+# runs above all pass mpi_yield_when_idle 1, these take it out; np 3 on 2
+# cores busy-polls then, slowly but within seconds.  With it (.yield),
+# no trial line and no mesh call.
+check_no_trials() {
+    local name=$1 np=$2 r n
+    for ((r = 0; r < np; r++)); do
+        n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast) .*algo=mesh)' || true)
+        ((n == 0)) || { echo "$name: rank $r: $n trial or mesh lines, want none (a rank yields when idle)"; return 1; }
+    done
+}
+saved=("${common_args[@]}")
+no_yield=()
+for ((i = 0; i < ${#saved[@]}; i++)); do
+    if [[ ${saved[i]} == --mca && ${saved[i + 1]:-} == mpi_yield_when_idle ]]; then
+        i=$((i + 2))
+        continue
+    fi
+    no_yield+=("${saved[i]}")
+done
+for run in 2:0 3:0 2:1; do
+    np=${run%:*} yield=${run#*:}
+    name=xccl_mpi_trials.np$np
+    ((yield == 0)) || name=xccl_mpi_trials.yield.np$np
+    selected "$name" || continue
+    common_args=("${no_yield[@]}" --mca mpi_yield_when_idle "$yield")
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_trials"
+    common_args=("${saved[@]}")
+    ok=0
+    if ((yield == 0)); then
+        problems=$({ check_result "$name" && check_trial_lines "$name" "$np"; } 2>&1) || ok=1
+    else
+        problems=$({ check_result "$name" && check_no_trials "$name" "$np"; } 2>&1) || ok=1
+    fi
+    indent "$problems"
+    finish "$name" "$ok"
+done
 
 # Resident memory flat over 20 000 used and 20 000 unused communicators.
 name=xccl_comm_churn.rss.np2

@@ -320,6 +320,123 @@ START_TEST(shm_level_rule)
 }
 END_TEST
 
+/* Level trials (xccl_trial_t): where shm and mesh both apply (a->trial,
+ * peer access), the calls of a collective and size class alternate
+ * shm, mesh from the first; the first ones untimed; the pick is the lower
+ * of the slowest rank's medians (a tie: shm) and stays.  Each class has
+ * its own trial; large ones are shorter; without a->trial, peer access or
+ * policy trials the rule stands; forced and tuning rules win. */
+static xccl_selection_t trial_sel(const xccl_select_policy_t *p, xccl_select_cache_t *c,
+                                  xccl_coll_t coll, size_t bytes, int trial, int peer)
+{
+    xccl_layout_t one = one_node(4);
+    xccl_coll_args_t a = { .count = 2, .layout = &one, .shm_slot = 1 << 20, .peer_access = peer,
+                           .trial = trial };
+    xccl_selection_t s = xccl_select_algo(p, c, coll, &a, 4, bytes, 1);
+    xccl_layout_fini(&one);
+    return s;
+}
+
+START_TEST(level_trials)
+{
+    xccl_select_policy_t p;
+    xccl_select_cache_t *c = calloc(1, sizeof(*c));
+    ck_assert_ptr_nonnull(c);
+    xccl_select_policy_defaults(&p);
+    p.trials = 5;
+    const xccl_coll_t ag = XCCL_COLL_ALLGATHER;
+    const int shm = xccl_select_index(ag, "shm"), mesh = xccl_select_index(ag, "mesh");
+    /* 64 KiB: 4 untimed calls, then 5 of each; one outlier each */
+    const uint64_t t_shm[5] = { 100, 100, 900000, 100, 101 }, t_mesh[5] = { 80, 79, 81, 80000, 80 };
+    int done = 0;
+    for (int i = 0; i < 14; i++) {
+        xccl_selection_t s = trial_sel(&p, c, ag, 65536, 1, 1);
+        ck_assert_int_eq(s.by, XCCL_BY_TRIAL);
+        ck_assert_ptr_nonnull(s.trial);
+        ck_assert_int_eq(s.algo, i & 1 ? mesh : shm);
+        const uint64_t ns = i < 4 ? 5000000 : (i & 1 ? t_mesh : t_shm)[(i - 4) / 2];
+        ck_assert_int_eq(done, 0);
+        done = xccl_trial_record(s.trial, ns);
+        ck_assert_int_eq(done, i == 13);
+        if (done) {
+            uint64_t med[2];
+            xccl_trial_medians(s.trial, med);
+            ck_assert_uint_eq(med[0], 100);
+            ck_assert_uint_eq(med[1], 80);
+            /* another rank was slower with mesh: its medians decide */
+            const uint64_t slowest[2] = { 100, 120 };
+            ck_assert_int_eq(xccl_trial_decide(s.trial, slowest), shm);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        xccl_selection_t s = trial_sel(&p, c, ag, 65536 + 4096 * (size_t) i, 1, 1);
+        ck_assert_int_eq(s.algo, shm);
+        ck_assert_int_eq(s.by, XCCL_BY_TRIAL);
+        ck_assert_ptr_null(s.trial);
+    }
+    /* the next class has its own trial; mesh lower on the slowest rank */
+    for (int i = 0; i < 14; i++) {
+        xccl_selection_t s = trial_sel(&p, c, ag, 131072, 1, 1);
+        ck_assert_int_eq(s.algo, i & 1 ? mesh : shm);
+        if (xccl_trial_record(s.trial, i & 1 ? 50 : 60)) {
+            uint64_t med[2];
+            xccl_trial_medians(s.trial, med);
+            ck_assert_int_eq(xccl_trial_decide(s.trial, med), mesh);
+        }
+    }
+    ck_assert_int_eq(trial_sel(&p, c, ag, 131072, 1, 1).algo, mesh);
+    ck_assert_int_eq(trial_sel(&p, c, ag, 65536, 1, 1).algo, shm);
+    /* a tie goes to shm; large classes: 2 untimed calls, 3 of each */
+    const xccl_coll_t bc = XCCL_COLL_BCAST;
+    int calls = 0;
+    for (done = 0; !done; calls++) {
+        xccl_selection_t s = trial_sel(&p, c, bc, 4 << 20, 1, 1);
+        ck_assert_ptr_nonnull(s.trial);
+        ck_assert_int_eq(s.algo, xccl_select_index(bc, calls & 1 ? "mesh" : "shm"));
+        done = xccl_trial_record(s.trial, 1000);
+        if (done) {
+            const uint64_t slowest[2] = { 1000, 1000 };
+            ck_assert_int_eq(xccl_trial_decide(s.trial, slowest), xccl_select_index(bc, "shm"));
+        }
+    }
+    ck_assert_int_eq(calls, 8);
+    /* an even number of samples: the mean of the middle two */
+    p.trials = 4;
+    for (done = 0; !done;) {
+        xccl_selection_t s = trial_sel(&p, c, XCCL_COLL_ALLTOALL, 32768, 1, 1);
+        const int k = s.trial->calls - s.trial->warm;
+        done = xccl_trial_record(s.trial, k < 0 ? 1 : (uint64_t) (k & 1 ? 10 * k : 1000 + k));
+        if (done) {
+            uint64_t med[2];
+            xccl_trial_medians(s.trial, med);
+            ck_assert_uint_eq(med[0], 1003);     /* 1000 1002 1004 1006 */
+            ck_assert_uint_eq(med[1], 40);       /* 10 30 50 70 */
+        }
+    }
+    /* no trial: without a->trial, without peer access, for allreduce,
+     * with trials off; forced and tuning rules win */
+    xccl_selection_t s = trial_sel(&p, c, ag, 1 << 16, 0, 1);
+    ck_assert_int_eq(s.by, XCCL_BY_LEVEL);
+    ck_assert_int_eq(s.algo, shm);
+    s = trial_sel(&p, c, ag, 1 << 16, 1, 0);
+    ck_assert_int_eq(s.by, XCCL_BY_LEVEL);
+    s = trial_sel(&p, c, XCCL_COLL_ALLREDUCE, 1 << 20, 1, 1);
+    ck_assert_int_eq(s.by, XCCL_BY_LEVEL);
+    ck_assert_ptr_null(s.trial);
+    p.trials = 0;
+    s = trial_sel(&p, c, ag, 1 << 24, 1, 1);
+    ck_assert_int_eq(s.by, XCCL_BY_LEVEL);
+    ck_assert_ptr_null(s.trial);
+    p.trials = 5;
+    p.forced[ag] = mesh;
+    s = trial_sel(&p, c, ag, 65536, 1, 1);
+    ck_assert_int_eq(s.by, XCCL_BY_FORCE);
+    ck_assert_ptr_null(s.trial);
+    xccl_select_cache_fini(c);
+    free(c);
+}
+END_TEST
+
 /* A cached schedule runs as often as the call repeats: four ranks each
  * with its own cache (as each process has), the same allreduce three
  * times on the simulator, right every time. */
@@ -392,6 +509,7 @@ int main(void)
     tcase_add_test(tc, cached_schedule_runs_again);
     tcase_add_test(tc, shm_slot_in_cache_key_and_model);
     tcase_add_test(tc, shm_level_rule);
+    tcase_add_test(tc, level_trials);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }

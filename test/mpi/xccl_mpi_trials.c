@@ -1,0 +1,132 @@
+/*
+ * xccl_mpi_trials: blocking MPI_Allgather, MPI_Alltoall and MPI_Bcast of
+ * one size class, enough calls for the shared-memory level's trials
+ * (coll_xccl_shm_trials: shm and mesh in turn, then the agreed pick) and
+ * some after them, every result checked.
+ *
+ * For each collective and each size (-s, default 64 KiB and 2 MiB: one
+ * class of each trial length), CALLS calls (-n, default 24) on data that
+ * depends on the rank, the call and the index, so that a stale result of
+ * an earlier call, a block from the wrong peer or a byte off is caught;
+ * bcast's root changes with every call.  Every rank checks every byte of
+ * every call; the verdicts are summed with MPI_Reduce on MPI_COMM_WORLD,
+ * which is not a collective under test.
+ *
+ * run_mpi_tests.sh checks xccl's verbose lines: on every rank one
+ * "xccl: trial <coll> ..." line per collective and size class, the same
+ * pick on every rank, both candidates run before it, and only the pick
+ * after it.
+ *
+ * Output (rank 0): RESULT: <passed> passed, <failed> failed.  Exit 0 when
+ * every call was right on every rank.
+ */
+#include <mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static unsigned char val(int rank, int call, size_t i)
+{
+    return (unsigned char) ((size_t) rank * 131u + (size_t) call * 17u + i * 7u + (i >> 9));
+}
+
+/* Calls of one collective at one size; the number of wrong calls here. */
+static int run(const char *coll, size_t bytes, int calls, int rank, int p)
+{
+    const size_t block = bytes / (size_t) p;
+    unsigned char *s = malloc(bytes), *r = malloc(bytes);
+    int bad = 0;
+    if (NULL == s || NULL == r) {
+        fprintf(stderr, "rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (int c = 0; c < calls; c++) {
+        const int root = c % p;
+        memset(r, 0xee, bytes);
+        if (0 == strcmp(coll, "allgather")) {
+            for (size_t i = 0; i < block; i++) {
+                s[i] = val(rank, c, i);
+            }
+            MPI_Allgather(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD);
+        } else if (0 == strcmp(coll, "alltoall")) {
+            for (size_t i = 0; i < bytes; i++) {
+                s[i] = val(rank, c, i);          /* block q goes to rank q */
+            }
+            MPI_Alltoall(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD);
+        } else {
+            if (rank == root) {
+                for (size_t i = 0; i < bytes; i++) {
+                    r[i] = val(root, c, i);
+                }
+            }
+            MPI_Bcast(r, (int) bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+        }
+        size_t wrong = 0, first = 0;
+        for (size_t i = 0; i < (0 == strcmp(coll, "bcast") ? bytes : block * (size_t) p); i++) {
+            const size_t q = i / block, j = i % block;
+            unsigned char want;
+            if (0 == strcmp(coll, "allgather")) {
+                want = val((int) q, c, j);
+            } else if (0 == strcmp(coll, "alltoall")) {
+                want = val((int) q, c, (size_t) rank * block + j);
+            } else {
+                want = val(root, c, i);
+            }
+            if (r[i] != want && 0 == wrong++) {
+                first = i;
+            }
+        }
+        if (wrong) {
+            fprintf(stderr, "FAIL %s bytes=%zu call=%d rank=%d: %zu bytes wrong, first at %zu\n", coll,
+                    bytes, c, rank, wrong, first);
+            bad++;
+        }
+    }
+    free(s);
+    free(r);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    size_t sizes[8] = { 65536, 2 << 20 };
+    int nsizes = 2, calls = 24, opt;
+    MPI_Init(&argc, &argv);
+    while ((opt = getopt(argc, argv, "n:s:")) != -1) {
+        if ('n' == opt) {
+            calls = atoi(optarg);
+        } else if ('s' == opt) {
+            nsizes = 0;
+            for (char *t = strtok(optarg, ","); t && nsizes < 8; t = strtok(NULL, ",")) {
+                sizes[nsizes++] = strtoull(t, NULL, 0);
+            }
+        } else {
+            fprintf(stderr, "usage: xccl_mpi_trials [-n CALLS] [-s BYTES,...]\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    int rank, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    static const char *const colls[] = { "allgather", "alltoall", "bcast" };
+    int cases = 0, bad = 0, all_bad = 0;
+    for (int k = 0; k < 3; k++) {
+        for (int z = 0; z < nsizes; z++) {
+            const size_t bytes = sizes[z] / (size_t) p * (size_t) p;   /* whole blocks */
+            bad += 0 != run(colls[k], bytes, calls, rank, p);
+            cases++;
+        }
+    }
+    MPI_Reduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (0 == rank) {
+        /* a case fails where any rank saw a wrong call (bad counts cases
+         * per rank, so all_bad can exceed cases: cap it) */
+        const int failed = all_bad < cases ? all_bad : cases;
+        printf("RESULT: %d passed, %d failed\n", cases - failed, failed);
+    }
+    MPI_Finalize();
+    return 0 != all_bad;
+}
