@@ -215,8 +215,8 @@ static int vote_round(mca_coll_xccl_module_t *m, int round, int value)
     return 0;
 }
 
-/* The vote is over: all (every rank attached), cma (single copies). */
-/* cma: the second round's MIN (cma_vote), 0 where it did not run. */
+/* The vote is over: all (every rank attached), cma (the second round's
+ * MIN, cma_vote: single copies, trials; 0 where it did not run). */
 static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
 {
     struct mca_coll_xccl_shm *h = m->shm;
