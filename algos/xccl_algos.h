@@ -785,7 +785,7 @@ typedef struct {
                                     * stages are the shm builders */
     int trial;                     /* selection only, no builder reads it: this call may
                                     * be one of a level trial's (blocking, peer_access,
-                                    * past the latency path: xccl_trial_t) */
+                                    * at least 16 KiB: xccl_trial_t) */
 } xccl_coll_args_t;
 
 typedef int (*xccl_coll_build_t)(xccl_sched_t *s, const xccl_coll_args_t *a);
@@ -887,8 +887,9 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * the peer's own buffer with process_vm_readv).  Which is faster depends on
  * the machine, not on the call: measured at np 2, mesh took 0.55-0.8x
  * shm's time from 64 KiB to 16 MiB on one Intel Xeon VM, 1.2-2.2x on an
- * AMD EPYC VM (docs/shm-level.md).  So where both apply (a blocking call,
- * every peer readable, past the latency path: a->trial), the first calls
+ * AMD EPYC VM (docs/shm-level.md).  So where both apply (a blocking call
+ * of at least 16 KiB, every peer readable: a->trial; the component runs
+ * shm's smaller calls through its latency path), the first calls
  * of each collective and size class run both in turn and time them:
  *   calls 0 .. w-1    shm, mesh, shm, ...: untimed (schedules built,
  *                     pages touched; a process's first calls measured

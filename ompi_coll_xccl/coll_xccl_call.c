@@ -123,10 +123,9 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
                           (XCCL_COLL_ALLGATHER == c->coll || XCCL_COLL_ALLTOALL == c->coll ||
                            XCCL_COLL_BCAST == c->coll);
     c->args.layout = &m->layout;
-    /* Where shm and the mesh may both run (past the latency path), the
+    /* Where shm (or its latency path) and the mesh may both run, the
      * level's trials time them and keep the faster (xccl_trial_t). */
-    c->args.trial = c->args.peer_access && m->shm_trials && mca_coll_xccl_component.policy.trials > 0 &&
-                    mca_coll_xccl_shm_lat_bytes(c) > XCCL_SHM_LAT_BYTES;
+    c->args.trial = c->args.peer_access && mca_coll_xccl_shm_trial_wanted(m, c);
     xccl_trial_t *trial;
     const xccl_sched_t *sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
                                                               c->es, -1, &algo, &predicted_us,
@@ -163,7 +162,12 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
     if (latency) {
         xccl_select_put(sched);
         m->seq++;                    /* a call number, as the executor's would take */
+        const uint64_t t0 = NULL != trial ? now_ns() : 0;
         rc = mca_coll_xccl_shm_latency(c, ws, wr);
+        if (NULL != trial) {
+            const int rc3 = mca_coll_xccl_shm_trial_end(m, c->coll, c->bytes, trial, now_ns() - t0);
+            rc = MPI_SUCCESS != rc ? rc : rc3;
+        }
         int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
         return MPI_SUCCESS != rc ? rc : rc2;
     }

@@ -134,17 +134,18 @@ static int xccl_register(void)
         "Shared-memory level: allow the mesh schedules of allgather, alltoall and bcast to read "
         "the peers' buffers directly with process_vm_readv (one copy instead of two through "
         "the slots) where every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE); "
-        "blocking calls past the latency path then choose between them and the slots' "
-        "pipelines by trials (coll_xccl_shm_trials), or run them where forced "
+        "blocking calls from 16 KiB then choose between them and the slots' pipelines (or "
+        "the latency path) by trials (coll_xccl_shm_trials), or run them where forced "
         "(coll_xccl_<coll>_algorithm mesh)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_cma);
     c->policy.trials = 5;
     (void) mca_base_component_var_register(v, "shm_trials",
-        "Shared-memory level, blocking allgather, alltoall and bcast past the latency path "
-        "where single copies are allowed (coll_xccl_shm_cma): the first calls of each "
-        "collective and size class (powers of two) time the slots' pipeline (shm) against "
-        "single copies (mesh), this many calls of each after one untimed call of each, and "
+        "Shared-memory level, blocking allgather, alltoall and bcast from 16 KiB where single "
+        "copies are allowed (coll_xccl_shm_cma) and no rank yields when idle: the first calls "
+        "of each collective and size class (powers of two) time the slots' pipeline or the "
+        "latency path (shm) against single copies (mesh), this many calls of each after two "
+        "untimed calls of each (from 1 MiB: one untimed, at most 3 timed), and "
         "keep the one whose median is lower on the slowest rank (which wins depends on the "
         "machine: docs/shm-level.md).  Verbose 1 logs each decision.  0: no trials, shm "
         "unless forced; at most 15",

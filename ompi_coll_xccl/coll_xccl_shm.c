@@ -666,6 +666,10 @@ int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
          c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
         return 0;
     }
+    /* the level's trials, or their pick, may choose the mesh instead */
+    if (mca_coll_xccl_shm_trial_wanted(m, c)) {
+        return 0;
+    }
     m->seq++;                        /* a call number, as the executor's would take */
     mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, mca_coll_xccl_shm_lat_algo(c->coll), -1.0,
                            NULL, "latency_path");

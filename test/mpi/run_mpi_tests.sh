@@ -633,8 +633,8 @@ check_latency_lines() {
 run_small_modes xccl_mpi_latency check_latency_lines "$bindir/xccl_mpi_latency" -n 3000
 
 # The level's trials (coll_xccl_shm_trials): 24 blocking calls each of
-# allgather, alltoall and bcast at 64 KiB and 2 MiB (a short and a long
-# trial), every result checked (xccl_mpi_trials); on every rank one
+# allgather, alltoall and bcast at 24 KiB (shm is the latency path there),
+# 64 KiB and 2 MiB (a short and a long trial), every result checked (xccl_mpi_trials); on every rank one
 # "xccl: trial <coll> ..." line per collective and class, the same pick on
 # every rank, shm and mesh both run before it and only the pick after it.
 check_trial_lines() {
@@ -662,7 +662,7 @@ check_trial_lines() {
         END {
             n = 0
             for (c in classes) n++
-            if (n != 6) { print name ": trials decided for " n " collective/class pairs, want 6"; bad = 1 }
+            if (n != 9) { print name ": trials decided for " n " collective/class pairs, want 9"; bad = 1 }
             for (c in classes) for (r = 0; r < np; r++) {
                 split(c, cc, SUBSEP)
                 if (ntrial[r, c] != 1) { print name ": rank " r ": " ntrial[r, c] + 0 " trial lines for " cc[1] " class " cc[2]; bad = 1 }

@@ -4,8 +4,9 @@
  * (coll_xccl_shm_trials: shm and mesh in turn, then the agreed pick) and
  * some after them, every result checked.
  *
- * For each collective and each size (-s, default 64 KiB and 2 MiB: one
- * class of each trial length), CALLS calls (-n, default 24) on data that
+ * For each collective and each size (-s, default 24 KiB, 64 KiB and 2 MiB:
+ * a class where shm is the latency path at np 2 and 3, and one of each
+ * trial length), CALLS calls (-n, default 24) on data that
  * depends on the rank, the call and the index, so that a stale result of
  * an earlier call, a block from the wrong peer or a byte off is caught;
  * bcast's root changes with every call.  Every rank checks every byte of
@@ -92,8 +93,8 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
 
 int main(int argc, char **argv)
 {
-    size_t sizes[8] = { 65536, 2 << 20 };
-    int nsizes = 2, calls = 24, opt;
+    size_t sizes[8] = { 24576, 65536, 2 << 20 };
+    int nsizes = 3, calls = 24, opt;
     MPI_Init(&argc, &argv);
     while ((opt = getopt(argc, argv, "n:s:")) != -1) {
         if ('n' == opt) {
