@@ -452,10 +452,53 @@ void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m)
  * Nothing here touches the slots or the executor's flags, so executor
  * calls of the level and this path interleave freely.
  */
+/* A bcast of at most LAT_INLINE bytes also travels in the root's line,
+ * next to its sequence word, so that a reader whose root has not moved on
+ * gets both with one cache-line transfer (reading the sequence word and
+ * then the small area took two: measured on an Intel Xeon VM, an 8-byte
+ * bcast at np 2 cost 0.24 us against tuned's 0.17).  tag says which call's
+ * payload the line holds, 0 while the root rewrites it: a reader takes the
+ * payload only where tag reads f before and after it (a seqlock), else the
+ * copy in the small area, which the ring protects as before. */
+#define LAT_INLINE 48
 typedef struct {
     _Atomic uint64_t seq;
+    _Atomic uint64_t tag;
+    _Atomic uint64_t inl[LAT_INLINE / 8];
 } lat_line_t;
 _Static_assert(sizeof(lat_line_t) <= XCCL_SHM_LINE_BYTES, "latency line");
+
+/* The root's side: the payload of call f into its line. */
+static void lat_inline_put(lat_line_t *l, const void *src, size_t len, uint64_t f)
+{
+    uint64_t w[LAT_INLINE / 8] = { 0 };
+    memcpy(w, src, len);
+    atomic_store_explicit(&l->tag, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (size_t i = 0; i < (len + 7) / 8; i++) {
+        atomic_store_explicit(&l->inl[i], w[i], memory_order_relaxed);
+    }
+    atomic_store_explicit(&l->tag, f, memory_order_release);
+}
+
+/* A reader's side: 1 and the payload of call f in dst, or 0 (the root has
+ * moved on, or is rewriting the line: read the small area). */
+static int lat_inline_get(const lat_line_t *l, void *dst, size_t len, uint64_t f)
+{
+    uint64_t w[LAT_INLINE / 8];
+    if (atomic_load_explicit(&l->tag, memory_order_acquire) != f) {
+        return 0;
+    }
+    for (size_t i = 0; i < (len + 7) / 8; i++) {
+        w[i] = atomic_load_explicit(&l->inl[i], memory_order_relaxed);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&l->tag, memory_order_relaxed) != f) {
+        return 0;
+    }
+    memcpy(dst, w, len);
+    return 1;
+}
 /* Consecutive calls never share a unit, so step 1 of call f waits for
  * f - 1 at most, which every peer posts without waiting for this rank's f
  * (sharing one deadlocked: measured).  The ring is at least three of the
@@ -569,6 +612,9 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
             goto gone;
         }
         lat_copy(h->small[me] + at0, bcast ? wr : ws, len);
+        if (bcast && len <= LAT_INLINE) {
+            lat_inline_put(mine, wr, len, f);
+        }
     }
     atomic_store_explicit(&mine->seq, f, memory_order_release);
 
@@ -578,7 +624,9 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
             if (0 != lat_wait(h, root, f)) {
                 goto gone;
             }
-            lat_copy(wr, h->small[root] + at0, len);
+            if (len > LAT_INLINE || !lat_inline_get(h->line[root], wr, len, f)) {
+                lat_copy(wr, h->small[root] + at0, len);
+            }
         }
         break;
     case XCCL_COLL_ALLGATHER:

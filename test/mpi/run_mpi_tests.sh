@@ -631,6 +631,9 @@ check_latency_lines() {
     return "$bad"
 }
 run_small_modes xccl_mpi_latency check_latency_lines "$bindir/xccl_mpi_latency" -n 3000
+# The same with tiny calls, half of them bcasts (-t): payloads that also
+# travel in the root's latency line, roots running ahead of the readers.
+run_small_modes xccl_mpi_latency.tiny check_latency_lines "$bindir/xccl_mpi_latency" -n 3000 -t
 
 # The level's trials (coll_xccl_shm_trials): 24 blocking calls each of
 # allgather, alltoall and bcast at 24 KiB (shm is the latency path there),

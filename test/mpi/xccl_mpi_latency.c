@@ -1,7 +1,7 @@
 /*
  * xccl_mpi_latency: the shared-memory level's latency path under skew.
  *
- * usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED]   (default 3000, 1)
+ * usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t]   (default 3000, 1)
  *
  * One long sequence of small blocking collectives with no barrier between
  * them, so that ranks drift apart and a fast rank starts calls while a slow
@@ -16,6 +16,10 @@
  * eight).  Every element of every result is checked against values each
  * rank computes itself (integer sums: exact); the bytes after each result
  * must stay untouched.
+ *
+ * -t (tiny): the small calls give 1 to 64 bytes, and every other call is a
+ * bcast, so that bcast roots run ahead through the calls whose payload
+ * also travels in the root's latency line (at most 48 bytes).
  *
  * Output: "FAIL ..." lines (at most 10 per rank), then from rank 0
  *   RESULT: <passed> passed, <failed> failed
@@ -85,13 +89,16 @@ int main(int argc, char **argv)
     long iters = 3000;
     uint64_t seed = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "n:s:")) != -1) {
+    int tiny = 0;
+    while ((opt = getopt(argc, argv, "n:s:t")) != -1) {
         if ('n' == opt) {
             iters = atol(optarg);
         } else if ('s' == opt) {
             seed = strtoull(optarg, NULL, 0);
+        } else if ('t' == opt) {
+            tiny = 1;
         } else {
-            fprintf(stderr, "usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED]\n");
+            fprintf(stderr, "usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t]\n");
             return 2;
         }
     }
@@ -108,11 +115,11 @@ int main(int argc, char **argv)
     int root = 0, run = 0;
     for (long i = 0; i < iters; i++) {
         const uint64_t h = h3(seed, (uint64_t) i, 7);
-        const int coll = (int) (h % NCOLL);
+        const int coll = tiny && (h >> 60) % 2 ? BCAST : (int) (h % NCOLL);
         /* bytes: 1 in 8 calls past the latency path (allgather: past it
          * where a block is) */
         const size_t bytes = (h >> 8) % 8 == 0 ? LAT + 1 + (h >> 16) % (LAT * (size_t) size)
-                                               : 1 + (h >> 16) % LAT;
+                                               : 1 + (h >> 16) % (tiny ? 64 : LAT);
         const int inplace = (h >> 40) % 3 == 0;
         if (run-- <= 0) {
             root = (int) ((h >> 44) % (uint64_t) size);
