@@ -52,6 +52,7 @@ struct mca_coll_xccl_shm {
     uint64_t lat_wrote[LAT_UNITS];   /* the last call that wrote each unit of this rank's area */
     void **line;                     /* segment rank -> its latency line */
     unsigned char **small;           /* segment rank -> its small area */
+    uint64_t *seen;                  /* segment rank -> the latest number read from its line */
     /* the last reduction planned for the latency path (a predefined
      * datatype and op: their objects live as long as the library) */
     struct ompi_datatype_t *plan_dt;
@@ -161,6 +162,7 @@ static void shm_off(mca_coll_xccl_module_t *m)
         free(h->local_of);
         free(h->line);
         free(h->small);
+        free(h->seen);
         free(h);
         m->shm = NULL;
     }
@@ -313,7 +315,8 @@ void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
     }
     int mine = NULL != h && h->ok;
     if (mine && (NULL == (h->line = calloc((size_t) h->node_size, sizeof(*h->line))) ||
-                 NULL == (h->small = calloc((size_t) h->node_size, sizeof(*h->small))))) {
+                 NULL == (h->small = calloc((size_t) h->node_size, sizeof(*h->small))) ||
+                 NULL == (h->seen = calloc((size_t) h->node_size, sizeof(*h->seen))))) {
         set_why(h, "out of memory", 0);
         h->ok = mine = 0;
     }
@@ -547,13 +550,19 @@ static inline void lat_copy(void *dst, const void *src, size_t len)
 #define LAT_LIVENESS_POLLS 256u
 
 /* Waits until segment rank s has posted f or later: 0, or -1 once its
- * process is gone. */
-static int lat_wait(const struct mca_coll_xccl_shm *h, int s, uint64_t f)
+ * process is gone.  A number once read stays true (they only grow), so a
+ * rank that has run ahead (a bcast root) is not asked again: its line,
+ * which it rewrites every call, costs a cache-line transfer per read. */
+static int lat_wait(struct mca_coll_xccl_shm *h, int s, uint64_t f)
 {
+    if (h->seen[s] >= f) {
+        return 0;
+    }
     const lat_line_t *l = h->line[s];
     const unsigned every = mca_coll_xccl_spins_per_progress(LAT_SPINS);
     unsigned spins = 0, polls = 0;
-    while (atomic_load_explicit(&l->seq, memory_order_acquire) < f) {
+    uint64_t v;
+    while ((v = atomic_load_explicit(&l->seq, memory_order_acquire)) < f) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();
 #endif
@@ -568,6 +577,7 @@ static int lat_wait(const struct mca_coll_xccl_shm *h, int s, uint64_t f)
             }
         }
     }
+    h->seen[s] = v;
     return 0;
 }
 
