@@ -110,6 +110,7 @@ typedef struct {
     size_t payload;            /* bytes per repetition, sets K */
     int kmax;
     double deadline;           /* -T seconds, 0: none */
+    long warm_calls;           /* -w: warm-up calls at least (default 0) */
     double slow;               /* -L seconds, 0: none */
     bool memcpy_mode;
     bool nonblocking;          /* -n: MPI_I<coll> + MPI_Wait */
@@ -215,7 +216,7 @@ static void usage(void)
 {
     fprintf(stderr,
         "usage: peer_bench [-c COLLS] [-s SIZES] [-r REPS] [-p PAYLOAD] [-k KMAX]\n"
-        "                  [-T SECONDS] [-L SECONDS] [-V CVAR]...\n"
+        "                  [-T SECONDS] [-L SECONDS] [-w CALLS] [-V CVAR]...\n"
         "       peer_bench -m [-M BYTES] [-r REPS]\n"
         "  -c  collectives, comma-separated (default " DEFAULT_COLLS ";\n"
         "      also reduce_scatter_block)\n"
@@ -225,6 +226,8 @@ static void usage(void)
         "  -k  at most this many calls per repetition (default 1000)\n"
         "  -T  start no new size after SECONDS (prints S lines for the rest)\n"
         "  -L  skip a size whose call is predicted to take more than SECONDS\n"
+        "  -w  warm up with at least CALLS calls per size (OSU's large-message\n"
+        "      default is 10; default: none beyond the timed batches)\n"
         "  -V  print the MPI_T control variable CVAR at the end (or 'absent')\n"
         "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n"
         "  -n  time the nonblocking forms (MPI_I<coll>, then MPI_Wait)\n");
@@ -239,7 +242,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
     for (int i = 1; i < argc && ok; i++) {
         const char *a = argv[i];
         const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        bool takes = a[0] == '-' && a[1] && !a[2] && strchr("csrpkTLVM", a[1]);
+        bool takes = a[0] == '-' && a[1] && !a[2] && strchr("csrpkTLVMw", a[1]);
         if (takes && !v) {
             ok = false;
             break;
@@ -251,6 +254,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
         else if (!strcmp(a, "-k")) o->kmax = atoi(v);
         else if (!strcmp(a, "-T")) o->deadline = atof(v);
         else if (!strcmp(a, "-L")) o->slow = atof(v);
+        else if (!strcmp(a, "-w")) o->warm_calls = atol(v);
         else if (!strcmp(a, "-M")) o->memcpy_bytes = parse_bytes(v, &ok);
         else if (!strcmp(a, "-V")) {
             if (o->ncvars < (int)(sizeof o->cvars / sizeof o->cvars[0]))
@@ -404,11 +408,13 @@ static void run_size(bench_t *B, int coll, size_t size)
     long kpay = (long)(o->payload / s.bytes);
     kpay = kpay < 1 ? 1 : kpay > o->kmax ? o->kmax : kpay;
     double per_call = 0.0, spent = 0.0;
+    long warmed = 0;
     for (long w = 1, n = 1;; w *= 2, n++) {
         double t = agree_double(B, timed_calls(B, coll, &s, 0, w));
         per_call = (n == 1 || t / (double)w < per_call) ? t / (double)w : per_call;
         spent += t;
-        if ((spent >= WARM_S && n >= 3) || w >= kpay)
+        warmed += w;
+        if (((spent >= WARM_S && n >= 3) || w >= kpay) && warmed >= o->warm_calls)
             break;
     }
     B->last_call[coll] = per_call;
