@@ -75,6 +75,18 @@ static inline uint64_t now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+/* The end of a call of a level trial (NULL: none) that began at t0 and
+ * returned rc: every rank records it (in step also after an error), and
+ * the call returns rc, else the agreement's error. */
+static int trial_end(mca_coll_xccl_call_t *c, xccl_trial_t *trial, uint64_t t0, int rc)
+{
+    if (NULL == trial) {
+        return rc;
+    }
+    const int rc2 = mca_coll_xccl_shm_trial_end(c->m, c->coll, c->bytes, trial, now_ns() - t0);
+    return MPI_SUCCESS != rc ? rc : rc2;
+}
+
 /* Runs the schedule of c on s and r (host copies, stage; or the user's
  * buffers): to completion, or with a request in the background.  The
  * communicator is set up on first use here. */
@@ -163,11 +175,7 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         xccl_select_put(sched);
         m->seq++;                    /* a call number, as the executor's would take */
         const uint64_t t0 = NULL != trial ? now_ns() : 0;
-        rc = mca_coll_xccl_shm_latency(c, ws, wr);
-        if (NULL != trial) {
-            const int rc3 = mca_coll_xccl_shm_trial_end(m, c->coll, c->bytes, trial, now_ns() - t0);
-            rc = MPI_SUCCESS != rc ? rc : rc3;
-        }
+        rc = trial_end(c, trial, t0, mca_coll_xccl_shm_latency(c, ws, wr));
         int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
         return MPI_SUCCESS != rc ? rc : rc2;
     }
@@ -193,11 +201,7 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         mca_coll_xccl_shm_pass_turn(m);
     }
     xccl_select_put(sched);
-    if (NULL != trial) {
-        /* every rank records (in step also after an error here) */
-        const int rc3 = mca_coll_xccl_shm_trial_end(m, c->coll, c->bytes, trial, now_ns() - t0);
-        rc = MPI_SUCCESS != rc ? rc : rc3;
-    }
+    rc = trial_end(c, trial, t0, rc);
     int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
     return MPI_SUCCESS != rc ? rc : rc2;
 }
