@@ -136,9 +136,7 @@ static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_coll_base_nbc_request_t, NULL, NU
 
 /* Unmet flag tests of a request in one progress call: few, since an
  * application that polls with MPI_Test pays for them in each call. */
-#ifndef REQUEST_SPINS
 #define REQUEST_SPINS 16u
-#endif
 
 static xccl_request_t *active_requests;
 static opal_mutex_t active_lock = OPAL_MUTEX_STATIC_INIT;
