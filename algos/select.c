@@ -138,11 +138,6 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
     return best < 0 ? -1 : XCCL_SEL_FIRST + best;
 }
 
-/* log2 size class: 0 for 0 bytes, k for [2^(k-1), 2^k). */
-static int size_class(size_t bytes)
-{
-    return bytes ? 64 - __builtin_clzll((unsigned long long) bytes) : 0;
-}
 
 /* The shared-memory level of a one-node communicator (a->shm_slot): the
  * algorithm measured fastest inside it (tools/xccl_bench and
@@ -192,16 +187,6 @@ static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
 
 /* ---------------------------------------------------------- level trials */
 
-static int trial_coll(xccl_coll_t coll)
-{
-    switch (coll) {
-    case XCCL_COLL_ALLGATHER: return 0;
-    case XCCL_COLL_ALLTOALL: return 1;
-    case XCCL_COLL_BCAST: return 2;
-    default: return -1;
-    }
-}
-
 /* The level's choice sel (its rule's) where a trial decides (xccl_trial_t):
  * the trial's next candidate, or its pick once made.  Without memory for
  * the trial, the rule's choice stands (on this rank only: then the
@@ -209,21 +194,26 @@ static int trial_coll(xccl_coll_t coll)
 static void trial_rule(const xccl_select_policy_t *p, xccl_select_cache_t *c, xccl_coll_t coll,
                        const xccl_coll_args_t *a, size_t bytes, xccl_selection_t *sel)
 {
-    const int k = trial_coll(coll);
+    const int k = xccl_trial_coll(coll);
     if (k < 0 || !a->trial || !a->peer_access || p->trials <= 0) {
         return;
     }
-    xccl_trial_t **tp = &c->trial[k][size_class(bytes)], *t = *tp;
+    xccl_trial_t **tp = &c->trial[k][xccl_size_class(bytes)], *t = *tp;
     if (NULL == t) {
         if (NULL == (t = calloc(1, sizeof(*t)))) {
             return;
         }
         const int large = bytes >= XCCL_TRIAL_LARGE;
+        t->noisy = XCCL_TRIAL_NOISY == a->trial;
         t->warm = large ? 2 : 4;
-        t->samples = p->trials < XCCL_TRIAL_MAX ? p->trials : XCCL_TRIAL_MAX;
-        if (large && t->samples > 3) {
-            t->samples = 3;
+        int n = t->noisy ? 2 * p->trials + 1 : p->trials;
+        const int large_max = t->noisy ? XCCL_TRIAL_NOISY_LARGE : 3;
+        if (large && n > large_max) {
+            n = large_max;
         }
+        /* whole blocks: up to a multiple of their timed calls */
+        n = (n + XCCL_TRIAL_BLOCK - 2) / (XCCL_TRIAL_BLOCK - 1) * (XCCL_TRIAL_BLOCK - 1);
+        t->samples = n < XCCL_TRIAL_MAX ? n : XCCL_TRIAL_MAX;
         t->cand[0] = sel->algo;
         t->cand[1] = xccl_select_index(coll, "mesh");
         *tp = t;
@@ -240,10 +230,15 @@ static void trial_rule(const xccl_select_policy_t *p, xccl_select_cache_t *c, xc
 int xccl_trial_record(xccl_trial_t *t, uint64_t ns)
 {
     const int i = t->calls++ - t->warm;
-    if (i >= 0 && i < 2 * t->samples) {
-        t->ns[i & 1][i / 2] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t) ns;
+    if (i < 0) {
+        return 0;
     }
-    return i == 2 * t->samples - 1;
+    const int per = XCCL_TRIAL_BLOCK - 1;              /* timed calls of a block */
+    const int blk = i / XCCL_TRIAL_BLOCK, pos = i % XCCL_TRIAL_BLOCK - 1;
+    if (pos >= 0) {
+        t->ns[blk & 1][blk / 2 * per + pos] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t) ns;
+    }
+    return i == 2 * (t->samples / per) * XCCL_TRIAL_BLOCK - 1;
 }
 
 static int cmp_u32(const void *x, const void *y)
@@ -265,7 +260,9 @@ void xccl_trial_medians(const xccl_trial_t *t, uint64_t med[2])
 
 int xccl_trial_decide(xccl_trial_t *t, const uint64_t slowest[2])
 {
-    t->pick = slowest[1] < slowest[0] ? t->cand[1] : t->cand[0];
+    const uint64_t shm = slowest[0], mesh = slowest[1];
+    const int faster = t->noisy ? mesh + mesh / XCCL_TRIAL_NOISY_MARGIN < shm : mesh < shm;
+    t->pick = faster ? t->cand[1] : t->cand[0];
     return t->pick;
 }
 
@@ -288,7 +285,7 @@ xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cac
         trial_rule(p, c, coll, a, bytes, &sel);
         return sel;
     }
-    const int cls = size_class(bytes);
+    const int cls = xccl_size_class(bytes);
     const int v = (a->in_place ? 1 : 0) | (a->root ? 2 : 0) | (a->shm_slot ? 4 : 0);
     sel.by = XCCL_BY_MODEL;
     if (0 == c->algo[coll][cls][v]) {

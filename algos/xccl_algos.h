@@ -785,7 +785,8 @@ typedef struct {
                                     * stages are the shm builders */
     int trial;                     /* selection only, no builder reads it: this call may
                                     * be one of a level trial's (blocking, peer_access,
-                                    * at least 16 KiB: xccl_trial_t) */
+                                    * at least 16 KiB: xccl_trial_t), XCCL_TRIAL_QUIET
+                                    * or _NOISY; 0 (XCCL_TRIAL_OFF): not */
 } xccl_coll_args_t;
 
 typedef int (*xccl_coll_build_t)(xccl_sched_t *s, const xccl_coll_args_t *a);
@@ -894,21 +895,59 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *   calls 0 .. w-1    shm, mesh, shm, ...: untimed (schedules built,
  *                     pages touched; a process's first calls measured
  *                     2-5x slower than its later ones, either candidate);
- *   calls w .. w+2n-1 shm, mesh, shm, mesh, ...: n timed calls of each;
+ *   then blocks of XCCL_TRIAL_BLOCK calls, shm's, mesh's, shm's, ...,
+ *                     each block's first call untimed, until each
+ *                     candidate has n timed calls;
  *   w = 4 and n = the policy's trials; from XCCL_TRIAL_LARGE bytes, where
  *   a call lasts long enough to time well and a trial call of the slower
- *   candidate costs most, w = 2 and n at most 3;
+ *   candidate costs most, w = 2 and n at most 3; n rounded up to whole
+ *   blocks.  Blocks, because a call that follows one of the same schedule
+ *   runs as in a program's loop (shm's bcast root, for one, writes ahead
+ *   into the slots while its peers still read): timed right after the
+ *   other candidate, np 4 on 2 cores picked shm for alltoall at 256 KiB-16
+ *   MiB and mesh for bcast at 1-16 MiB, both 1.2-1.8x slower in loops;
+ *   in blocks of 3 the picks agreed with the loops' timings;
  * then each rank takes the median of each candidate, the ranks agree on
  * the slowest rank's medians (an allreduce MAX of integers, the same bits
  * everywhere: the caller's) and the faster candidate is the class's pick
  * from then on; a tie goes to shm.  Every rank makes the same calls in the
  * same order, so trials and picks are the same calls on every rank. */
-#define XCCL_TRIAL_MAX 15              /* timed calls of each candidate, at most */
+#define XCCL_TRIAL_MAX 16              /* timed calls of each candidate, at most */
+#define XCCL_TRIAL_BLOCK 3             /* calls of one candidate in a row: the first untimed */
 #define XCCL_TRIAL_LARGE ((size_t) 1 << 20)
+/* How a call's times read (a->trial), the same on every rank (voted):
+ *   QUIET  every rank has a core of its own: as above;
+ *   NOISY  a rank yields when idle (more ranks than cores): a call's time
+ *          depends on the scheduler as much as on the algorithm, so
+ *          2n+1 timed calls of each (from XCCL_TRIAL_LARGE at most
+ *          XCCL_TRIAL_NOISY_LARGE), and the mesh must be faster by at
+ *          least 1/XCCL_TRIAL_NOISY_MARGIN of its time (else shm, the
+ *          level's rule).  Measured at np 4 on 2 cores (Intel Xeon VM,
+ *          forced, ratio to tuned, shm / mesh): alltoall 256 KiB-4 MiB
+ *          1.28-1.32 / 0.83-0.91, bcast 0.41-0.89 / 0.77-1.03, allgather
+ *          within 0.1 of each other from 256 KiB; five timed calls picked
+ *          either way there. */
+enum { XCCL_TRIAL_OFF, XCCL_TRIAL_QUIET, XCCL_TRIAL_NOISY };
+#define XCCL_TRIAL_NOISY_LARGE 5
+#define XCCL_TRIAL_NOISY_MARGIN 8
+/* The collectives with two candidates in the level: their index among
+ * them (allgather 0, alltoall 1, bcast 2), else -1. */
+#define XCCL_TRIAL_COLLS 3
+static inline int xccl_trial_coll(xccl_coll_t c)
+{
+    return XCCL_COLL_ALLGATHER == c ? 0 : XCCL_COLL_ALLTOALL == c ? 1 : XCCL_COLL_BCAST == c ? 2 : -1;
+}
+/* The log2 size class of a call of `bytes` (trials and choices are kept
+ * per class): 0 for 0 bytes, k for [2^(k-1), 2^k). */
+static inline int xccl_size_class(size_t bytes)
+{
+    return bytes ? 64 - __builtin_clzll((unsigned long long) bytes) : 0;
+}
 typedef struct xccl_trial {
     int calls;                         /* trial calls recorded */
     int warm;                          /* untimed calls first */
     int samples;                       /* timed calls of each candidate */
+    int noisy;                         /* XCCL_TRIAL_NOISY: the mesh wins by a margin */
     int cand[2];                       /* shm, mesh (algorithm indices) */
     int pick;                          /* the agreed one; 0 while trials run */
     uint32_t ns[2][XCCL_TRIAL_MAX];    /* this rank's times of each candidate */
@@ -917,7 +956,8 @@ typedef struct xccl_trial {
 /* The candidate the next trial call runs. */
 static inline int xccl_trial_next(const xccl_trial_t *t)
 {
-    return t->cand[t->calls & 1];
+    const int i = t->calls - t->warm;
+    return t->cand[i < 0 ? t->calls & 1 : (i / XCCL_TRIAL_BLOCK) & 1];
 }
 /* Records that the trial call just made (xccl_trial_next's) took ns on this
  * rank: 1 if it was the last (agree, then xccl_trial_decide), else 0. */
@@ -932,7 +972,6 @@ int xccl_trial_decide(xccl_trial_t *t, const uint64_t slowest[2]);
  * latest argument sets.  Zeroed memory is an empty cache. */
 #define XCCL_SEL_VARIANTS 8            /* in place, root 0 or not, shared-memory level */
 #define XCCL_SEL_SCHEDS 8
-#define XCCL_TRIAL_COLLS 3             /* allgather, alltoall, bcast */
 struct xccl_sched_entry;
 typedef struct {
     int8_t algo[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];

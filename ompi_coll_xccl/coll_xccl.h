@@ -185,8 +185,9 @@ typedef struct {
     mca_coll_xccl_shm_vote_t shm_vote;
     int shm_small;
     int shm_cma;                     /* every rank reads its node peers' memory (process_vm_readv) */
-    int shm_trials;                  /* shm_cma, and no rank yields when idle: the level's
-                                      * trials may time shm against mesh (xccl_trial_t) */
+    int shm_trials;                  /* shm_cma: the level's trials time shm against mesh
+                                      * (xccl_trial_t), XCCL_TRIAL_QUIET, or _NOISY where a
+                                      * rank yields when idle; else XCCL_TRIAL_OFF */
     /* The level on, one node: bit coll set where a small blocking call may
      * go to the latency path straight from the entry (no forced algorithm,
      * no tuning rules), for calls of fewer than shm_lat_below bytes. */

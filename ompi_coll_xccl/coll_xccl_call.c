@@ -76,8 +76,9 @@ static inline uint64_t now_ns(void)
 }
 
 /* The end of a call of a level trial (NULL: none) that began at t0 and
- * returned rc: every rank records it (in step also after an error), and
- * the call returns rc, else the agreement's error. */
+ * returned rc: every rank records it (in step also after an error, a
+ * local one included, so that the agreement's allreduce is the same call
+ * everywhere), and the call returns rc, else the agreement's error. */
 static int trial_end(mca_coll_xccl_call_t *c, xccl_trial_t *trial, uint64_t t0, int rc)
 {
     if (NULL == trial) {
@@ -132,12 +133,11 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
      * mesh schedules of the collectives that only move data, in blocking
      * calls (mca_coll_xccl_shm_hooks: one publication per rank). */
     c->args.peer_access = NULL == request && c->args.shm_slot && m->shm_cma &&
-                          (XCCL_COLL_ALLGATHER == c->coll || XCCL_COLL_ALLTOALL == c->coll ||
-                           XCCL_COLL_BCAST == c->coll);
+                          xccl_trial_coll(c->coll) >= 0;
     c->args.layout = &m->layout;
     /* Where shm (or its latency path) and the mesh may both run, the
      * level's trials time them and keep the faster (xccl_trial_t). */
-    c->args.trial = c->args.peer_access && mca_coll_xccl_shm_trial_wanted(m, c);
+    c->args.trial = c->args.peer_access ? mca_coll_xccl_shm_trial_wanted(m, c) : XCCL_TRIAL_OFF;
     xccl_trial_t *trial;
     const xccl_sched_t *sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
                                                               c->es, -1, &algo, &predicted_us,
@@ -168,7 +168,7 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         if (MPI_SUCCESS != rc) {
             xccl_select_put(sched);
             mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-            return rc;
+            return trial_end(c, trial, now_ns(), rc);
         }
     }
     if (latency) {
@@ -182,7 +182,8 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
     if (level && 0 != mca_coll_xccl_shm_hooks(m, &hooks, sched->peer_access)) {
         xccl_select_put(sched);
         mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-        return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
+        rc = mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
+        return trial_end(c, trial, now_ns(), rc);
     }
     mca_coll_xccl_reduce_t *red = c->reduction ? &c->red : NULL;
     if (request) {

@@ -226,10 +226,8 @@ static inline void mca_coll_xccl_shm_pass_turn(mca_coll_xccl_module_t *m)
 static inline int mca_coll_xccl_shm_trial_wanted(const mca_coll_xccl_module_t *m,
                                                  const mca_coll_xccl_call_t *c)
 {
-    return m->shm_trials && mca_coll_xccl_component.policy.trials > 0 &&
-           (XCCL_COLL_ALLGATHER == c->coll || XCCL_COLL_ALLTOALL == c->coll ||
-            XCCL_COLL_BCAST == c->coll) &&
-           c->bytes >= XCCL_SHM_TRIAL_MIN_BYTES;
+    return mca_coll_xccl_component.policy.trials > 0 && xccl_trial_coll(c->coll) >= 0 &&
+           c->bytes >= XCCL_SHM_TRIAL_MIN_BYTES ? m->shm_trials : XCCL_TRIAL_OFF;
 }
 /* Bytes each rank writes for c (the same on every rank), once its
  * reduction is planned. */

@@ -142,13 +142,15 @@ static int xccl_register(void)
     c->policy.trials = 5;
     (void) mca_base_component_var_register(v, "shm_trials",
         "Shared-memory level, blocking allgather, alltoall and bcast from 16 KiB where single "
-        "copies are allowed (coll_xccl_shm_cma) and no rank yields when idle: the first calls "
+        "copies are allowed (coll_xccl_shm_cma): the first calls "
         "of each collective and size class (powers of two) time the slots' pipeline or the "
-        "latency path (shm) against single copies (mesh), this many calls of each after two "
-        "untimed calls of each (from 1 MiB: one untimed, at most 3 timed), and "
+        "latency path (shm) against single copies (mesh): after two untimed calls of each "
+        "(from 1 MiB: one), blocks of three calls of one, the first untimed, until each has "
+        "this many timed calls (rounded up to even; from 1 MiB at most 4), and "
         "keep the one whose median is lower on the slowest rank (which wins depends on the "
-        "machine: docs/shm-level.md).  Verbose 1 logs each decision.  0: no trials, shm "
-        "unless forced; at most 15",
+        "machine: docs/shm-level.md).  Where a rank yields when idle (oversubscribed), "
+        "twice this many plus one (from 1 MiB at most 6), and the mesh must be faster by 1/8.  "
+        "Verbose 1 logs each decision.  0: no trials, shm unless forced; at most 16",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.trials);
     c->shm_small = true;

@@ -153,7 +153,7 @@ static void shm_off(mca_coll_xccl_module_t *m)
 {
     struct mca_coll_xccl_shm *h = m->shm;
     m->shm_small = 0;
-    m->shm_trials = 0;
+    m->shm_trials = XCCL_TRIAL_OFF;
     m->shm_lat_colls = 0;
     if (NULL != h) {
         if (NULL != h->seg) {
@@ -240,7 +240,7 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
         h->small[s] = xccl_shm_small(h->seg, s);
     }
     xccl_shm_release_fd(h->seg);                 /* every rank has attached */
-    m->shm_trials = cma >= 2;
+    m->shm_trials = 2 == cma ? XCCL_TRIAL_QUIET : 1 == cma ? XCCL_TRIAL_NOISY : XCCL_TRIAL_OFF;
     cma = cma >= 1;
     xccl_shm_peer_cma(&h->peer, cma);
     m->shm_cma = cma;
@@ -261,11 +261,14 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
                       "%d ranks on this node, single copies %s)", m->cid, m->world_rank,
                       XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",
                       mca_coll_xccl_component.shm_bytes, h->node_size,
-                      m->shm_trials ? "on (process_vm_readv), chosen by trials"
-                      : cma ? "on (process_vm_readv), only where forced: a rank yields when idle "
-                              "(oversubscribed), which makes trials unreliable"
-                      : !mca_coll_xccl_component.shm_cma ? "off (coll_xccl_shm_cma 0)"
-                      : "off (process_vm_readv refused: see /proc/sys/kernel/yama/ptrace_scope)");
+                      !cma ? (!mca_coll_xccl_component.shm_cma ? "off (coll_xccl_shm_cma 0)"
+                              : "off (process_vm_readv refused: see /proc/sys/kernel/yama/ptrace_scope)")
+                      : k->policy.trials <= 0 ? "on (process_vm_readv), only where forced "
+                                                "(coll_xccl_shm_trials 0)"
+                      : XCCL_TRIAL_QUIET == m->shm_trials ? "on (process_vm_readv), chosen by trials"
+                      : 
+                          "on (process_vm_readv), chosen by long trials: a rank yields when idle "
+                          "(oversubscribed), the mesh must win by 1/8");
     __atomic_store_n(&m->shm_lat_colls, colls, __ATOMIC_RELAXED);
     __atomic_store_n(&m->shm_state, XCCL_SHM_ON, __ATOMIC_RELEASE);
 }
@@ -289,12 +292,11 @@ static int cma_probe(mca_coll_xccl_module_t *m)
 }
 
 /* This rank's value in the second round (MIN over the ranks): 0 no single
- * copies; 1 single copies, no trials; 2 both.  Trials only where no rank
- * yields when idle (mpi_yield_when_idle: more ranks than cores): there a
- * call's time depends on the scheduler more than on the algorithm
- * (measured at np 4 on 2 cores: picks from five timed calls went either
- * way and ran 1.0-1.3x slower than shm alone).  Voted, because the
- * parameter is each rank's own. */
+ * copies; 1 single copies, long trials (XCCL_TRIAL_NOISY: this rank
+ * yields when idle, mpi_yield_when_idle, more ranks than cores, where a
+ * call's time depends on the scheduler as much as on the algorithm); 2
+ * single copies, trials.  Voted, because the parameter is each rank's
+ * own. */
 static int cma_vote(mca_coll_xccl_module_t *m)
 {
     return !cma_probe(m) ? 0 : opal_progress_yield_when_idle ? 1 : 2;
@@ -388,8 +390,8 @@ int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, siz
         slowest[0] = slowest[1] = 0;   /* a tie: shm */
     }
     const int pick = xccl_trial_decide(t, slowest);
-    /* the size class: [2^(k-1), 2^k) */
-    const size_t lo = bytes ? (size_t) 1 << (63 - __builtin_clzll((unsigned long long) bytes)) : 0;
+    const int k = xccl_size_class(bytes);       /* [2^(k-1), 2^k) */
+    const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
     mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu shm=%.1fus mesh=%.1fus pick=%s%s",
                       xccl_coll_name(coll), m->cid, m->world_rank, lo, lo ? 2 * lo - 1 : 0,
                       (double) slowest[0] / 1e3, (double) slowest[1] / 1e3,

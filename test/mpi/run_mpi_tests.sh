@@ -54,9 +54,10 @@
 #   so in exactly one "xccl: " line mentioning UCX.
 # xccl_mpi_trials.np{2,3}: the level's trials choose between shm and mesh
 #   (results; one agreed pick per collective and size class, both ran before
-#   it, only it after), with mpi_yield_when_idle 0 (where a rank still
-#   yields, as Open MPI 5 makes them at np 3 on 2 cores, its set-up line says
-#   so and no trial may run); .yield.np2 with 1: no trials, no mesh.
+#   it, only it after), with mpi_yield_when_idle 0: short trials (at np 3
+#   Open MPI 5 still makes ranks yield: long ones, every rank alike);
+#   .yield.np2 with 1: long trials; .off.np2 with coll_xccl_shm_trials 0:
+#   no trials, no mesh.
 # fallback_reasons: over every run's per-rank output, each verbose line with
 #   "fallback=" gives a reason (fallback=<non-empty>).
 #
@@ -635,7 +636,7 @@ run_small_modes xccl_mpi_latency check_latency_lines "$bindir/xccl_mpi_latency" 
 # travel in the root's latency line, roots running ahead of the readers.
 run_small_modes xccl_mpi_latency.tiny check_latency_lines "$bindir/xccl_mpi_latency" -n 3000 -t
 
-# The level's trials (coll_xccl_shm_trials): 24 blocking calls each of
+# The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
 # allgather, alltoall and bcast at 24 KiB (shm is the latency path there),
 # 64 KiB and 2 MiB (a short and a long trial), every result checked (xccl_mpi_trials); on every rank one
 # "xccl: trial <coll> ..." line per collective and class, the same pick on
@@ -675,39 +676,39 @@ check_trial_lines() {
             exit bad
         }'
 }
-# Trials run only where no rank yields when idle (the level's vote): the
-# runs above all pass mpi_yield_when_idle 1, these pass 0, at verbose 2,
-# whose set-up line says whether the vote allowed trials.  np 2 fits the
-# 2 cores; at np 3 Open MPI 5 still makes its ranks yield (oversubscribed),
-# 4.1 does not: each mode is checked where the vote says it holds.  With
-# yield 1 (.yield), no trial line and no mesh call.
+# The vote sets the trials' mode: long ones ("chosen by long trials")
+# where a rank yields when idle, else short ones ("chosen by trials").
+# np 2 with mpi_yield_when_idle 0 fits the 2 cores: short; with 1
+# (.yield): long; at np 3 with 0, Open MPI 5 still makes its ranks yield
+# (oversubscribed), 4.1 does not: either, the same on every rank.  With
+# coll_xccl_shm_trials 0 (.off), no trial line and no mesh call.
 check_no_trials() {
     local name=$1 np=$2 r n
     for ((r = 0; r < np; r++)); do
         n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast) .*algo=mesh)' || true)
-        ((n == 0)) || { echo "$name: rank $r: $n trial or mesh lines, want none (a rank yields when idle)"; return 1; }
+        ((n == 0)) || { echo "$name: rank $r: $n trial or mesh lines, want none"; return 1; }
     done
 }
-# check_trials_as_voted <name> <np>: the comm=0 set-up line of every rank
-# says trials (then check_trial_lines) or a yielding rank (check_no_trials).
+# check_trials_as_voted <name> <np> <short|long|either>: the comm=0 set-up
+# line of every rank names one mode, the one wanted; then check_trial_lines.
 check_trials_as_voted() {
-    local name=$1 np=$2 r on=0 off=0
+    local name=$1 np=$2 want=$3 r short=0 long=0 line
     for ((r = 0; r < np; r++)); do
-        if per_rank_output "$name" "$r" | grep -qE "^xccl: comm comm=0 rank=$r: shared-memory level on .*chosen by trials"; then
-            on=$((on + 1))
-        elif per_rank_output "$name" "$r" | grep -qE "^xccl: comm comm=0 rank=$r: shared-memory level on .*a rank yields when idle"; then
-            off=$((off + 1))
-        fi
+        line=$(per_rank_output "$name" "$r" | grep -E "^xccl: comm comm=0 rank=$r: shared-memory level on " || true)
+        case $line in
+        *"chosen by trials"*) short=$((short + 1)) ;;
+        *"chosen by long trials"*) long=$((long + 1)) ;;
+        esac
     done
-    if ((on == np)); then
-        check_trial_lines "$name" "$np"
-    elif ((off == np)); then
-        echo "$name: (a rank yields when idle here: checked that no trial ran)"
-        check_no_trials "$name" "$np"
-    else
-        echo "$name: set-up lines: $on ranks with trials, $off without, of $np"
+    local got=none
+    ((short != np)) || got=short
+    ((long != np)) || got=long
+    if [[ $got == none || ($want != either && $want != "$got") ]]; then
+        echo "$name: set-up lines: $short ranks with short trials, $long with long ones, of $np; want $want on all"
         return 1
     fi
+    ((long == 0)) || echo "$name: (long trials: a rank yields when idle)"
+    check_trial_lines "$name" "$np"
 }
 saved=("${common_args[@]}")
 trial_base=()
@@ -718,17 +719,18 @@ for ((i = 0; i < ${#saved[@]}; i++)); do
     fi
     trial_base+=("${saved[i]}")
 done
-for run in 2:0 3:0 2:1; do
-    np=${run%:*} yield=${run#*:}
-    name=xccl_mpi_trials.np$np
-    ((yield == 0)) || name=xccl_mpi_trials.yield.np$np
+for run in np2:0:short np3:0:either yield.np2:1:long off.np2:0:none; do
+    IFS=: read -r tag yield want <<<"$run"
+    name=xccl_mpi_trials.$tag
+    np=${tag#*np}
     selected "$name" || continue
     common_args=("${trial_base[@]}" --mca mpi_yield_when_idle "$yield" --mca coll_xccl_verbose 2)
+    [[ $want != none ]] || common_args+=(--mca coll_xccl_shm_trials 0)
     run_mpi "$name" "$np" "$bindir/xccl_mpi_trials"
     common_args=("${saved[@]}")
     ok=0
-    if ((yield == 0)); then
-        problems=$({ check_result "$name" && check_trials_as_voted "$name" "$np"; } 2>&1) || ok=1
+    if [[ $want != none ]]; then
+        problems=$({ check_result "$name" && check_trials_as_voted "$name" "$np" "$want"; } 2>&1) || ok=1
     else
         problems=$({ check_result "$name" && check_no_trials "$name" "$np"; } 2>&1) || ok=1
     fi

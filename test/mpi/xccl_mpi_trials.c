@@ -6,7 +6,7 @@
  *
  * For each collective and each size (-s, default 24 KiB, 64 KiB and 2 MiB:
  * a class where shm is the latency path at np 2 and 3, and one of each
- * trial length), CALLS calls (-n, default 24) on data that
+ * trial length), CALLS calls (-n, default 48: a long trial takes 40) on data that
  * depends on the rank, the call and the index, so that a stale result of
  * an earlier call, a block from the wrong peer or a byte off is caught;
  * bcast's root changes with every call.  Every rank checks every byte of
@@ -94,7 +94,7 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
 int main(int argc, char **argv)
 {
     size_t sizes[8] = { 24576, 65536, 2 << 20 };
-    int nsizes = 3, calls = 24, opt;
+    int nsizes = 3, calls = 48, opt;
     MPI_Init(&argc, &argv);
     while ((opt = getopt(argc, argv, "n:s:")) != -1) {
         if ('n' == opt) {

@@ -321,11 +321,13 @@ START_TEST(shm_level_rule)
 END_TEST
 
 /* Level trials (xccl_trial_t): where shm and mesh both apply (a->trial,
- * peer access), the calls of a collective and size class alternate
- * shm, mesh from the first; the first ones untimed; the pick is the lower
- * of the slowest rank's medians (a tie: shm) and stays.  Each class has
- * its own trial; large ones are shorter; without a->trial, peer access or
- * policy trials the rule stands; forced and tuning rules win. */
+ * peer access), the calls of a collective and size class run shm, mesh,
+ * shm, mesh untimed, then blocks of three calls of one candidate, shm's
+ * first, each block's first call untimed; the pick is the lower of the
+ * slowest rank's medians (a tie: shm; noisy trials: the mesh must be
+ * faster by 1/8) and stays.  Each class has its own trial; large ones are
+ * shorter, noisy ones longer; without a->trial, peer access or policy
+ * trials the rule stands; forced and tuning rules win. */
 static xccl_selection_t trial_sel(const xccl_select_policy_t *p, xccl_select_cache_t *c,
                                   xccl_coll_t coll, size_t bytes, int trial, int peer)
 {
@@ -337,6 +339,37 @@ static xccl_selection_t trial_sel(const xccl_select_policy_t *p, xccl_select_cac
     return s;
 }
 
+/* Runs one trial to its end: the calls must follow seq ('s' shm, 'm'
+ * mesh; upper case: timed), the timed calls of each candidate take
+ * t_shm[k] and t_mesh[k] in turn, the untimed ones 5 ms (a median that
+ * took one would show it).  Returns the trial (decided by the caller). */
+static xccl_trial_t *run_trial(const xccl_select_policy_t *p, xccl_select_cache_t *c,
+                               xccl_coll_t coll, size_t bytes, int mode, const char *seq,
+                               const uint64_t *t_shm, const uint64_t *t_mesh)
+{
+    const int shm = xccl_select_index(coll, "shm"), mesh = xccl_select_index(coll, "mesh");
+    const int n = (int) strlen(seq);
+    int ks = 0, km = 0;
+    xccl_trial_t *t = NULL;
+    for (int i = 0; i < n; i++) {
+        xccl_selection_t s = trial_sel(p, c, coll, bytes, mode, 1);
+        ck_assert_int_eq(s.by, XCCL_BY_TRIAL);
+        ck_assert_ptr_nonnull(s.trial);
+        const char want = seq[i];
+        ck_assert_msg(s.algo == ('s' == (want | 0x20) ? shm : mesh), "call %d of %s: algo %d", i,
+                      seq, s.algo);
+        uint64_t ns = 5000000;
+        if ('S' == want) {
+            ns = t_shm[ks++];
+        } else if ('M' == want) {
+            ns = t_mesh[km++];
+        }
+        ck_assert_int_eq(xccl_trial_record(s.trial, ns), i == n - 1);
+        t = s.trial;
+    }
+    return t;
+}
+
 START_TEST(level_trials)
 {
     xccl_select_policy_t p;
@@ -344,30 +377,20 @@ START_TEST(level_trials)
     ck_assert_ptr_nonnull(c);
     xccl_select_policy_defaults(&p);
     p.trials = 5;
-    const xccl_coll_t ag = XCCL_COLL_ALLGATHER;
+    const xccl_coll_t ag = XCCL_COLL_ALLGATHER, bc = XCCL_COLL_BCAST;
     const int shm = xccl_select_index(ag, "shm"), mesh = xccl_select_index(ag, "mesh");
-    /* 64 KiB: 4 untimed calls, then 5 of each; one outlier each */
-    const uint64_t t_shm[5] = { 100, 100, 900000, 100, 101 }, t_mesh[5] = { 80, 79, 81, 80000, 80 };
-    int done = 0;
-    for (int i = 0; i < 14; i++) {
-        xccl_selection_t s = trial_sel(&p, c, ag, 65536, 1, 1);
-        ck_assert_int_eq(s.by, XCCL_BY_TRIAL);
-        ck_assert_ptr_nonnull(s.trial);
-        ck_assert_int_eq(s.algo, i & 1 ? mesh : shm);
-        const uint64_t ns = i < 4 ? 5000000 : (i & 1 ? t_mesh : t_shm)[(i - 4) / 2];
-        ck_assert_int_eq(done, 0);
-        done = xccl_trial_record(s.trial, ns);
-        ck_assert_int_eq(done, i == 13);
-        if (done) {
-            uint64_t med[2];
-            xccl_trial_medians(s.trial, med);
-            ck_assert_uint_eq(med[0], 100);
-            ck_assert_uint_eq(med[1], 80);
-            /* another rank was slower with mesh: its medians decide */
-            const uint64_t slowest[2] = { 100, 120 };
-            ck_assert_int_eq(xccl_trial_decide(s.trial, slowest), shm);
-        }
-    }
+    /* 64 KiB, 5 trials: 6 timed calls of each (whole blocks); outliers */
+    const char *quiet = "smsm" "sSSmMM" "sSSmMM" "sSSmMM";
+    const uint64_t t_shm[6] = { 100, 100, 900000, 100, 101, 100 },
+                   t_mesh[6] = { 80, 79, 81, 80000, 80, 80 };
+    xccl_trial_t *t = run_trial(&p, c, ag, 65536, XCCL_TRIAL_QUIET, quiet, t_shm, t_mesh);
+    uint64_t med[2];
+    xccl_trial_medians(t, med);
+    ck_assert_uint_eq(med[0], 100);          /* 100 100 100 100 101 900000 */
+    ck_assert_uint_eq(med[1], 80);           /* 79 80 80 80 81 80000 */
+    /* another rank was slower with mesh: its medians decide */
+    const uint64_t slowest[2] = { 100, 120 };
+    ck_assert_int_eq(xccl_trial_decide(t, slowest), shm);
     for (int i = 0; i < 3; i++) {
         xccl_selection_t s = trial_sel(&p, c, ag, 65536 + 4096 * (size_t) i, 1, 1);
         ck_assert_int_eq(s.algo, shm);
@@ -375,44 +398,47 @@ START_TEST(level_trials)
         ck_assert_ptr_null(s.trial);
     }
     /* the next class has its own trial; mesh lower on the slowest rank */
-    for (int i = 0; i < 14; i++) {
-        xccl_selection_t s = trial_sel(&p, c, ag, 131072, 1, 1);
-        ck_assert_int_eq(s.algo, i & 1 ? mesh : shm);
-        if (xccl_trial_record(s.trial, i & 1 ? 50 : 60)) {
-            uint64_t med[2];
-            xccl_trial_medians(s.trial, med);
-            ck_assert_int_eq(xccl_trial_decide(s.trial, med), mesh);
-        }
-    }
+    const uint64_t fast[6] = { 50, 50, 50, 50, 50, 50 }, slow[6] = { 60, 60, 60, 60, 60, 60 };
+    t = run_trial(&p, c, ag, 131072, XCCL_TRIAL_QUIET, quiet, slow, fast);
+    xccl_trial_medians(t, med);
+    ck_assert_int_eq(xccl_trial_decide(t, med), mesh);
     ck_assert_int_eq(trial_sel(&p, c, ag, 131072, 1, 1).algo, mesh);
     ck_assert_int_eq(trial_sel(&p, c, ag, 65536, 1, 1).algo, shm);
-    /* a tie goes to shm; large classes: 2 untimed calls, 3 of each */
-    const xccl_coll_t bc = XCCL_COLL_BCAST;
-    int calls = 0;
-    for (done = 0; !done; calls++) {
-        xccl_selection_t s = trial_sel(&p, c, bc, 4 << 20, 1, 1);
-        ck_assert_ptr_nonnull(s.trial);
-        ck_assert_int_eq(s.algo, xccl_select_index(bc, calls & 1 ? "mesh" : "shm"));
-        done = xccl_trial_record(s.trial, 1000);
-        if (done) {
-            const uint64_t slowest[2] = { 1000, 1000 };
-            ck_assert_int_eq(xccl_trial_decide(s.trial, slowest), xccl_select_index(bc, "shm"));
-        }
-    }
-    ck_assert_int_eq(calls, 8);
+    /* large classes: 2 untimed calls, at most 3 timed of each (4: whole
+     * blocks); a tie goes to shm */
+    t = run_trial(&p, c, bc, 4 << 20, XCCL_TRIAL_QUIET, "sm" "sSSmMM" "sSSmMM", fast, fast);
+    const uint64_t tie[2] = { 1000, 1000 };
+    ck_assert_int_eq(xccl_trial_decide(t, tie), xccl_select_index(bc, "shm"));
     /* an even number of samples: the mean of the middle two */
     p.trials = 4;
-    for (done = 0; !done;) {
-        xccl_selection_t s = trial_sel(&p, c, XCCL_COLL_ALLTOALL, 32768, 1, 1);
-        const int k = s.trial->calls - s.trial->warm;
-        done = xccl_trial_record(s.trial, k < 0 ? 1 : (uint64_t) (k & 1 ? 10 * k : 1000 + k));
-        if (done) {
-            uint64_t med[2];
-            xccl_trial_medians(s.trial, med);
-            ck_assert_uint_eq(med[0], 1003);     /* 1000 1002 1004 1006 */
-            ck_assert_uint_eq(med[1], 40);       /* 10 30 50 70 */
-        }
-    }
+    const uint64_t a_shm[4] = { 1006, 1000, 1004, 1002 }, a_mesh[4] = { 70, 10, 50, 30 };
+    t = run_trial(&p, c, XCCL_COLL_ALLTOALL, 32768, XCCL_TRIAL_QUIET, "smsm" "sSSmMM" "sSSmMM",
+                  a_shm, a_mesh);
+    xccl_trial_medians(t, med);
+    ck_assert_uint_eq(med[0], 1003);
+    ck_assert_uint_eq(med[1], 40);
+    /* noisy (a rank yields when idle): 2n+1 = 11 timed calls, 12 in whole
+     * blocks; the mesh must win by 1/8 of its time */
+    p.trials = 5;
+    const char *noisy = "smsm" "sSSmMM" "sSSmMM" "sSSmMM" "sSSmMM" "sSSmMM" "sSSmMM";
+    const uint64_t n_shm[12] = { 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000 };
+    const uint64_t n_mesh[12] = { 890, 890, 890, 890, 890, 890, 890, 890, 890, 890, 890, 890 };
+    t = run_trial(&p, c, ag, 1 << 18, XCCL_TRIAL_NOISY, noisy, n_shm, n_mesh);
+    xccl_trial_medians(t, med);
+    ck_assert_uint_eq(med[1], 890);
+    ck_assert_int_eq(xccl_trial_decide(t, med), shm);        /* 890 + 111 > 1000 */
+    ck_assert_int_eq(trial_sel(&p, c, ag, 1 << 18, XCCL_TRIAL_NOISY, 1).algo, shm);
+    t = run_trial(&p, c, XCCL_COLL_ALLTOALL, 1 << 18, XCCL_TRIAL_NOISY, noisy, n_shm, n_mesh);
+    const uint64_t clear[2] = { 1000, 880 };                 /* 880 + 110 < 1000 */
+    ck_assert_int_eq(xccl_trial_decide(t, clear), xccl_select_index(XCCL_COLL_ALLTOALL, "mesh"));
+    /* quiet, the same times: the mesh */
+    t = run_trial(&p, c, ag, 1 << 19, XCCL_TRIAL_QUIET, quiet, n_shm, n_mesh);
+    xccl_trial_medians(t, med);
+    ck_assert_int_eq(xccl_trial_decide(t, med), mesh);
+    /* noisy and large: at most 6 timed calls of each */
+    t = run_trial(&p, c, bc, 16 << 20, XCCL_TRIAL_NOISY, "sm" "sSSmMM" "sSSmMM" "sSSmMM", n_shm,
+                  n_mesh);
+    ck_assert_int_eq(t->samples, 6);
     /* no trial: without a->trial, without peer access, for allreduce,
      * with trials off; forced and tuning rules win */
     xccl_selection_t s = trial_sel(&p, c, ag, 1 << 16, 0, 1);
