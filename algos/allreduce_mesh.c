@@ -50,3 +50,62 @@ int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place)
     mesh_barrier(s, 3);
     return xccl_sched_finalize(s);
 }
+
+/*
+ * The same over peers that can only be copied from (process_vm_readv):
+ * a reduction needs its operands mapped, so each peer's part of this
+ * rank's slice comes into SCRATCH first, one piece at a time, and is
+ * reduced there while it is in cache: per piece, operand q is this rank's
+ * own input or a copy of rank q's (two scratch pieces, T0 and T1: x0 and
+ * x1 may both be peers'), and the partial result goes to RECV, or in
+ * place with p > 2 to a third scratch piece (RECV's slice holds this
+ * rank's own operand until its turn).  The order stays 0..p-1 per
+ * element.  Same barriers and copies of the finished slices as above.
+ *   cost: (p-1)/p n copied into scratch, reduced, and copied again.
+ */
+int xccl_build_allreduce_mesh_read(xccl_sched_t *s, size_t count, int in_place, size_t piece)
+{
+    const int p = s->size, r = s->rank;
+    const size_t es = s->elem_size;
+
+    s->algo = "mesh";
+    if (0 == count || 1 == p) {
+        return xccl_build_allreduce_mesh(s, count, in_place);
+    }
+    const size_t first = chunk_first(count, p, r), n = chunk_count(count, p, r);
+    size_t pc = piece / es;                    /* elements per piece, 1 .. max(n, 1) */
+    pc = pc ? pc : 1;
+    if (pc > n && n > 0) {
+        pc = n;
+    }
+    const int acc_scratch = in_place && p > 2;
+    s->scratch_bytes = (acc_scratch ? 3 : 2) * pc * es;
+
+    mesh_barrier(s, 1);
+    for (size_t o = 0; o < n; o += pc) {
+        const size_t len = (n - o < pc ? n - o : pc) * es, at = (first + o) * es;
+        const xccl_ref_t out = xccl_ref(XCCL_BUF_RECV, at);
+        const xccl_ref_t acc = acc_scratch ? xccl_ref(XCCL_BUF_SCRATCH, 2 * pc * es) : out;
+        xccl_ref_t x[2];
+        for (int q = 0; q < p; q++) {
+            const int t = q > 0;               /* x0 in T0, the others in T1 */
+            x[t] = xccl_ref(XCCL_BUF_SEND, at);
+            if (q != r) {
+                x[t] = xccl_ref(XCCL_BUF_SCRATCH, (size_t) t * pc * es);
+                xccl_sched_copy(s, x[t], xccl_ref_peer(q, XCCL_BUF_SEND, at), len);
+            }
+            if (q > 0) {
+                xccl_sched_reduce(s, q == p - 1 ? out : acc, 1 == q ? x[0] : acc, x[1], len);
+            }
+        }
+    }
+    mesh_barrier(s, 2);
+    for (int k = 1; k < p; k++) {
+        const int j = mod(r + k, p);
+        const size_t oj = chunk_first(count, p, j) * es;
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, oj), xccl_ref_peer(j, XCCL_BUF_RECV, oj),
+                        chunk_count(count, p, j) * es);
+    }
+    mesh_barrier(s, 3);
+    return xccl_sched_finalize(s);
+}

@@ -146,13 +146,21 @@ static int bc_hier_sag(xccl_sched_t *s, const xccl_coll_args_t *a)
  * segment) and all ranks are on one node; otherwise not applicable, so
  * that the cost model never predicts them and a forced "mesh" falls back
  * like a two-level algorithm on a flat layout. */
+#ifndef XCCL_MESH_READ_PIECE
+#define XCCL_MESH_READ_PIECE (64u << 10)
+#endif
 static int mesh_ok(const xccl_coll_args_t *a)
 {
     return a->peer_access && (NULL == a->layout || a->layout->nnodes <= 1);
 }
 static int ar_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return mesh_ok(a) ? xccl_build_allreduce_mesh(s, a->count, a->in_place) : XCCL_NOT_APPLICABLE;
+    if (!mesh_ok(a)) {
+        return XCCL_NOT_APPLICABLE;
+    }
+    return XCCL_PEER_READ == a->peer_access
+               ? xccl_build_allreduce_mesh_read(s, a->count, a->in_place, XCCL_MESH_READ_PIECE)
+               : xccl_build_allreduce_mesh(s, a->count, a->in_place);
 }
 static int rs_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {

@@ -56,6 +56,7 @@ struct xccl_sim {
     size_t nbuckets, nunmatched;
     sim_req_t *newest;         /* list of unmatched requests */
     unsigned long matches;
+    int read_only;             /* peers' buffers copied (read()), never mapped (buf()) */
     char error[256];
 };
 
@@ -164,7 +165,7 @@ static void sim_cancel(void *ctx, void *reqp)
 /* Peer access: the other virtual ranks' buffers, flags in memory           */
 /* ------------------------------------------------------------------------ */
 
-static void *sim_peer_buf(void *ctx, int peer, xccl_buf_id_t id)
+static void *peer_buf(void *ctx, int peer, xccl_buf_id_t id)
 {
     sim_rank_t *r = ctx;
     xccl_sim_t *sim = r->sim;
@@ -184,6 +185,30 @@ static void *sim_peer_buf(void *ctx, int peer, xccl_buf_id_t id)
         return NULL;
     }
     return sim->execs[peer].bufs[id];
+}
+
+static void *sim_peer_buf(void *ctx, int peer, xccl_buf_id_t id)
+{
+    const sim_rank_t *r = ctx;
+    if (r->sim->read_only && XCCL_BUF_SLOT != id) {
+        return NULL;                 /* copied only: sim_peer_read */
+    }
+    return peer_buf(ctx, peer, id);
+}
+
+static int sim_peer_read(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst, size_t len)
+{
+    const char *src = peer_buf(ctx, peer, id);
+    if (NULL == src) {
+        return -1;
+    }
+    memmove(dst, src + off, len);
+    return 0;
+}
+
+void xccl_sim_peer_read_only(xccl_sim_t *sim, int on)
+{
+    sim->read_only = on;
 }
 
 static int sim_post_flag(void *ctx, uint32_t seq, uint32_t val)
@@ -245,6 +270,7 @@ xccl_sim_t *xccl_sim_create(int nranks)
         sim->peer[i].buf = sim_peer_buf;
         sim->peer[i].post = sim_post_flag;
         sim->peer[i].test = sim_test_flag;
+        sim->peer[i].read = sim_peer_read;
     }
     return sim;
 }

@@ -217,6 +217,11 @@ int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root);
  * must be said (SEND and RECV the same memory): the partial sums go
  * through scratch then. */
 int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place);
+/* The same where the peers' buffers can only be copied from
+ * (XCCL_PEER_READ: process_vm_readv), not reduced from: each peer operand
+ * comes into SCRATCH in pieces of `piece` bytes (rounded to elements)
+ * first, and the piece is reduced there while it is in cache. */
+int xccl_build_allreduce_mesh_read(xccl_sched_t *s, size_t count, int in_place, size_t piece);
 /* Rank j reduces its block over every rank's input, in rank order. */
 int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in_place);
 
@@ -559,6 +564,10 @@ const char *xccl_sim_error(const xccl_sim_t *sim);
  * gets the wrong data under some seeds (missing synchronisation shows as
  * a data error; tests run several seeds). */
 const xccl_peer_t *xccl_sim_peer(xccl_sim_t *sim, int rank);
+/* From now on the peers' SEND, RECV and SCRATCH are only copied from
+ * (read(), as process_vm_readv: XCCL_PEER_READ), never mapped (buf() gives
+ * NULL, so a reduction that names one fails the run); slots stay mapped. */
+void xccl_sim_peer_read_only(xccl_sim_t *sim, int on);
 
 /* ------------------------------------------------------------------------ */
 /* Hierarchy: node layout, composition, two-level algorithms (issue 4)      */
@@ -767,6 +776,9 @@ double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_bui
 /* Catalog: the algorithms of each collective by name                       */
 /* ------------------------------------------------------------------------ */
 
+/* How a rank reaches its peers' buffers (xccl_coll_args_t.peer_access). */
+enum { XCCL_PEER_NONE, XCCL_PEER_MAPPED, XCCL_PEER_READ };
+
 /* What a builder needs; each collective reads its own fields. */
 typedef struct {
     size_t count;                  /* allreduce: elements */
@@ -777,7 +789,9 @@ typedef struct {
     const xccl_layout_t *layout;   /* nodes of the ranks; NULL: no hierarchy */
     size_t segment;                /* ring allreduce pipelining segment, 0: none */
     int peer_access;               /* every rank reaches the others' buffers and flags
-                                    * (xccl_peer_t); 0: the "mesh" algorithms do not apply */
+                                    * (xccl_peer_t): XCCL_PEER_MAPPED (reads them in place),
+                                    * XCCL_PEER_READ (copies from them: process_vm_readv);
+                                    * 0: the "mesh" algorithms do not apply */
     size_t shm_slot;               /* bytes of each rank's slot of its node's shared segment
                                     * (s->slot_cap); 0: none: the "shm" algorithms do not
                                     * apply and the two-level ones keep their intra-node
@@ -931,11 +945,12 @@ enum { XCCL_TRIAL_OFF, XCCL_TRIAL_QUIET, XCCL_TRIAL_NOISY };
 #define XCCL_TRIAL_NOISY_LARGE 5
 #define XCCL_TRIAL_NOISY_MARGIN 8
 /* The collectives with two candidates in the level: their index among
- * them (allgather 0, alltoall 1, bcast 2), else -1. */
-#define XCCL_TRIAL_COLLS 3
+ * them (allgather 0, alltoall 1, bcast 2, allreduce 3), else -1. */
+#define XCCL_TRIAL_COLLS 4
 static inline int xccl_trial_coll(xccl_coll_t c)
 {
-    return XCCL_COLL_ALLGATHER == c ? 0 : XCCL_COLL_ALLTOALL == c ? 1 : XCCL_COLL_BCAST == c ? 2 : -1;
+    return XCCL_COLL_ALLGATHER == c ? 0 : XCCL_COLL_ALLTOALL == c ? 1 : XCCL_COLL_BCAST == c ? 2
+           : XCCL_COLL_ALLREDUCE == c ? 3 : -1;
 }
 /* The log2 size class of a call of `bytes` (trials and choices are kept
  * per class): 0 for 0 bytes, k for [2^(k-1), 2^k). */

@@ -133,7 +133,7 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
      * mesh schedules of the collectives that only move data, in blocking
      * calls (mca_coll_xccl_shm_hooks: one publication per rank). */
     c->args.peer_access = NULL == request && c->args.shm_slot && m->shm_cma &&
-                          xccl_trial_coll(c->coll) >= 0;
+                          xccl_trial_coll(c->coll) >= 0 ? XCCL_PEER_READ : XCCL_PEER_NONE;
     c->args.layout = &m->layout;
     /* Where shm (or its latency path) and the mesh may both run, the
      * level's trials time them and keep the faster (xccl_trial_t). */
@@ -237,7 +237,7 @@ static int run_peer_access(mca_coll_xccl_call_t *c, int *done)
         }
         const int mesh = xccl_select_index(c->coll, "mesh");
         c->args.layout = &m->layout;
-        c->args.peer_access = 1;
+        c->args.peer_access = XCCL_PEER_MAPPED;
         const xccl_sched_t *s = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
                                                               c->es, mesh, &used, &predicted_us,
                                                               NULL);

@@ -257,8 +257,9 @@ check_forced() {
             [[ ${kv%%=*} == layout || ${kv%%=*} == slot ]] && continue
             alt=algo=${kv#*=}
             [[ ${kv#*=} == hier* ]] && alt="algo=${first_algo[${kv%%=*}]}"
-            # shm: nonblocking calls (no slot) and MPI_COMM_SELF run the first
-            [[ ${kv#*=} == shm* ]] && alt="algo=${first_algo[${kv%%=*}]}"
+            # shm: nonblocking calls (no slot) and MPI_COMM_SELF run the
+            # first; mesh too (single copies: blocking calls only)
+            [[ ${kv#*=} == shm* || ${kv#*=} == mesh ]] && alt="algo=${first_algo[${kv%%=*}]}"
             wrong=$(per_rank_output "$name" "$r" |
                 awk -v c="${kv%%=*}" -v a="algo=${kv#*=}" -v b="$alt" \
                     '$1 == "xccl:" && $2 == c && $6 ~ /^algo=/ && $6 != a && $6 != b' | head -n 1)
@@ -403,6 +404,9 @@ algo_sets=(
     "allreduce=shm allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
     "slot=8192 allreduce=shm_small allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
     "slot=4096 layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier_hd alltoall=hier bcast=hier"
+    # single copies (process_vm_readv) from the peers' buffers, blocking
+    # calls; allreduce reduces pieces copied into scratch
+    "allreduce=mesh allgather=mesh alltoall=mesh bcast=mesh"
 )
 for set in "${algo_sets[@]}"; do
     force=()
@@ -423,7 +427,7 @@ for set in "${algo_sets[@]}"; do
     [[ -n $tag ]] || tag=${set##*=}
     nps="3 4"
     # the level on, forced, at every size of the issue
-    [[ $set == *=shm* ]] && nps="1 2 3 4 7"
+    [[ $set == *=shm* || $set == *=mesh* ]] && nps="1 2 3 4 7"
     for np in $nps; do
         name=xccl_mpi_check.forced_$tag.np$np
         selected "$name" || continue
@@ -637,14 +641,14 @@ run_small_modes xccl_mpi_latency check_latency_lines "$bindir/xccl_mpi_latency" 
 run_small_modes xccl_mpi_latency.tiny check_latency_lines "$bindir/xccl_mpi_latency" -n 3000 -t
 
 # The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
-# allgather, alltoall and bcast at 24 KiB (shm is the latency path there),
+# allgather, alltoall, bcast and allreduce at 24 KiB (shm is the latency path there but for allreduce),
 # 64 KiB and 2 MiB (a short and a long trial), every result checked (xccl_mpi_trials); on every rank one
 # "xccl: trial <coll> ..." line per collective and class, the same pick on
 # every rank, shm and mesh both run before it and only the pick after it.
 check_trial_lines() {
     local name=$1 np=$2 r
     for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast) " |
+        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce) " |
             sed "s/^/$r /"
     done | awk -v name="$name" -v np="$np" '
         # per rank: the trial state of the class of each call
@@ -661,12 +665,12 @@ check_trial_lines() {
             if (($1, c) in pick) {
                 if (al[2] != pick[$1, c]) { print name ": rank " $1 " ran " al[2] " for " $3 " " bb[2] " B after picking " pick[$1, c]; bad = 1 }
                 after[$1, c]++
-            } else before[$1, c, al[2]]++
+            } else before[$1, c, al[2] == "shm_small" ? "shm" : al[2]]++   # allreduce below 32 KiB
         }
         END {
             n = 0
             for (c in classes) n++
-            if (n != 9) { print name ": trials decided for " n " collective/class pairs, want 9"; bad = 1 }
+            if (n != 12) { print name ": trials decided for " n " collective/class pairs, want 12"; bad = 1 }
             for (c in classes) for (r = 0; r < np; r++) {
                 split(c, cc, SUBSEP)
                 if (ntrial[r, c] != 1) { print name ": rank " r ": " ntrial[r, c] + 0 " trial lines for " cc[1] " class " cc[2]; bad = 1 }
@@ -685,7 +689,7 @@ check_trial_lines() {
 check_no_trials() {
     local name=$1 np=$2 r n
     for ((r = 0; r < np; r++)); do
-        n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast) .*algo=mesh)' || true)
+        n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast|allreduce) .*algo=mesh)' || true)
         ((n == 0)) || { echo "$name: rank $r: $n trial or mesh lines, want none"; return 1; }
     done
 }

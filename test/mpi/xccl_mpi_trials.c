@@ -1,5 +1,6 @@
 /*
- * xccl_mpi_trials: blocking MPI_Allgather, MPI_Alltoall and MPI_Bcast of
+ * xccl_mpi_trials: blocking MPI_Allgather, MPI_Alltoall, MPI_Bcast and
+ * MPI_Allreduce (MPI_INT sums, every other call in place) of
  * one size class, enough calls for the shared-memory level's trials
  * (coll_xccl_shm_trials: shm and mesh in turn, then the agreed pick) and
  * some after them, every result checked.
@@ -57,6 +58,30 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
                 s[i] = val(rank, c, i);          /* block q goes to rank q */
             }
             MPI_Alltoall(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD);
+        } else if (0 == strcmp(coll, "allreduce")) {
+            /* ints, every other call in place; sums of small values: exact */
+            const size_t n = bytes / sizeof(int);
+            int *in = (int *) (void *) s, *out = (int *) (void *) r;
+            for (size_t i = 0; i < n; i++) {
+                (c & 1 ? out : in)[i] = val(rank, c, i);
+            }
+            MPI_Allreduce(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            size_t wrong = 0, first = 0;
+            for (size_t i = 0; i < n; i++) {
+                int want = 0;
+                for (int q = 0; q < p; q++) {
+                    want += val(q, c, i);
+                }
+                if (out[i] != want && 0 == wrong++) {
+                    first = i;
+                }
+            }
+            if (wrong) {
+                fprintf(stderr, "FAIL %s bytes=%zu call=%d rank=%d: %zu ints wrong, first at %zu\n", coll,
+                        bytes, c, rank, wrong, first);
+                bad++;
+            }
+            continue;
         } else {
             if (rank == root) {
                 for (size_t i = 0; i < bytes; i++) {
@@ -112,11 +137,12 @@ int main(int argc, char **argv)
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
-    static const char *const colls[] = { "allgather", "alltoall", "bcast" };
+    static const char *const colls[] = { "allgather", "alltoall", "bcast", "allreduce" };
     int cases = 0, bad = 0, all_bad = 0;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         for (int z = 0; z < nsizes; z++) {
-            const size_t bytes = sizes[z] / (size_t) p * (size_t) p;   /* whole blocks */
+            /* whole blocks (of ints) */
+            const size_t unit = (size_t) p * sizeof(int), bytes = sizes[z] / unit * unit;
             bad += 0 != run(colls[k], bytes, calls, rank, p);
             cases++;
         }

@@ -41,6 +41,7 @@ typedef struct {
     void **scratch;
     void **slot;               /* the simulated node segment: rank r's slot (s->slot_bytes) */
     xccl_exec_t *exec;
+    int read_only;             /* peers' buffers only copied (xccl_sim_peer_read_only) */
 } job_t;
 
 static inline void *xmalloc(size_t n)
@@ -54,6 +55,7 @@ static inline void *xmalloc(size_t n)
 static inline void job_init(job_t *j, int p, size_t es)
 {
     j->p = p;
+    j->read_only = 0;
     j->sched = xmalloc((size_t) p * sizeof(*j->sched));
     j->sbuf = xmalloc((size_t) p * sizeof(*j->sbuf));
     j->rbuf = xmalloc((size_t) p * sizeof(*j->rbuf));
@@ -135,6 +137,7 @@ static inline int job_exec(job_t *j, xccl_reduce_fn_t fn, unsigned seed, const c
     red_ctx_t rctx = { fn, j->sched[0].elem_size, 0 };
     int init_failed = 0;
     ck_assert_ptr_nonnull(sim);
+    xccl_sim_peer_read_only(sim, j->read_only);
     for (int r = 0; r < j->p; r++) {
         j->scratch[r] = xmalloc(j->sched[r].scratch_bytes);
         /* A slot holds stale bytes, as a real one does from earlier calls. */

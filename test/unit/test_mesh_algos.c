@@ -265,24 +265,40 @@ static void kind_reference(int k, int p, void *out, size_t n)
     }
 }
 
+/* How the allreduce reaches the peers: mapped (xccl_build_allreduce_mesh),
+ * or only by copies (xccl_build_allreduce_mesh_read, the simulator's peers
+ * read-only) in pieces of two elements (many pieces, the last one short)
+ * or of 64 KiB. */
+enum { AR_MAPPED, AR_READ_2, AR_READ_64K, NAR };
+
+static void build_allreduce(xccl_sched_t *s, int how, size_t count, int in_place)
+{
+    const size_t piece = AR_READ_2 == how ? 2 * s->elem_size : (size_t) 64 << 10;
+    ck_assert_int_eq(AR_MAPPED == how ? xccl_build_allreduce_mesh(s, count, in_place)
+                                      : xccl_build_allreduce_mesh_read(s, count, in_place, piece), 0);
+    ck_assert_str_eq(s->algo, "mesh");
+}
+
 /* Allreduce: every rank's RECV equals the reference bit for bit (so the
  * ranks are identical); not in place the input survives. */
-static int run_allreduce(int p, int k, size_t count, int in_place, unsigned seed, const xccl_sched_t *planted,
-                         char *bad, size_t badlen)
+static int run_allreduce(int p, int k, int how, size_t count, int in_place, unsigned seed,
+                         const xccl_sched_t *planted, char *bad, size_t badlen)
 {
     const size_t es = kind_es(k), bytes = count * es;
     char what[160];
     job_t j;
     int rc = 0;
-    snprintf(what, sizeof(what), "allreduce mesh p=%d kind=%d count=%zu in_place=%d%s", p, k, count, in_place,
-             planted ? " (planted)" : "");
+    snprintf(what, sizeof(what), "allreduce mesh%s p=%d kind=%d count=%zu in_place=%d%s",
+             AR_MAPPED == how ? "" : AR_READ_2 == how ? " (read, 2-element pieces)" : " (read)", p, k,
+             count, in_place, planted ? " (planted)" : "");
     job_init(&j, p, es);
+    j.read_only = AR_MAPPED != how;
     for (int r = 0; r < p; r++) {
         if (planted) {
             xccl_sched_fini(&j.sched[r]);
             j.sched[r] = planted[r];
         } else {
-            ck_assert_int_eq(xccl_build_allreduce_mesh(&j.sched[r], count, in_place), 0);
+            build_allreduce(&j.sched[r], how, count, in_place);
         }
         j.rbuf[r] = xmalloc(bytes);
         memset(j.rbuf[r], 0xEE, bytes);
@@ -327,11 +343,36 @@ START_TEST(allreduce_mesh)
     for (int k = 0; k < NKINDS; k++) {
         for (size_t c = 0; c < n; c++) {
             for (int in_place = 0; in_place < 2; in_place++) {
-                ck_assert_msg(0 == run_allreduce(p, k, sz[c], in_place, seed_of(p, 3), NULL, bad, sizeof(bad)),
-                              "%s", bad);
+                for (int how = 0; how < NAR; how++) {
+                    ck_assert_msg(0 == run_allreduce(p, k, how, sz[c], in_place, seed_of(p, 3), NULL, bad,
+                                                     sizeof(bad)),
+                                  "%s", bad);
+                }
             }
         }
     }
+}
+END_TEST
+
+/* Where the peers' buffers can only be copied from, the mapped builder's
+ * reductions over a peer's SEND fail the run: the read-only simulator
+ * would catch a read builder that reduced from a peer directly. */
+START_TEST(allreduce_mapped_fails_read_only)
+{
+    enum { P = 3, N = 12 };
+    job_t j;
+    job_init(&j, P, sizeof(int32_t));
+    j.read_only = 1;
+    for (int r = 0; r < P; r++) {
+        ck_assert_int_eq(xccl_build_allreduce_mesh(&j.sched[r], N, 0), 0);
+        j.rbuf[r] = xmalloc(N * sizeof(int32_t));
+        j.sbuf[r] = job_sbuf(&j, r, N * sizeof(int32_t));
+        kind_fill(RED_I32_SUM, r, j.sbuf[r], N);
+    }
+    char err[256];
+    ck_assert_int_ne(job_exec(&j, kind_fn(RED_I32_SUM), 7, "mapped allreduce, read-only peers", err,
+                              sizeof(err)), 0);
+    job_fini(&j);
 }
 END_TEST
 
@@ -448,9 +489,11 @@ START_TEST(many_seeds)
         for (int in_place = 0; in_place < 2; in_place++) {
             ck_assert_msg(0 == run_allgather(p, 7, in_place, seed, bad, sizeof(bad)), "%s", bad);
             ck_assert_msg(0 == run_alltoall(p, 7, in_place, seed, bad, sizeof(bad)), "%s", bad);
-            ck_assert_msg(0 == run_allreduce(p, KIND_FLT_ORDER, (size_t) p * 3 + 1, in_place, seed, NULL, bad,
-                                             sizeof(bad)),
-                          "%s", bad);
+            for (int how = 0; how < NAR; how += AR_READ_64K) {
+                ck_assert_msg(0 == run_allreduce(p, KIND_FLT_ORDER, how ? AR_READ_2 : AR_MAPPED,
+                                                 (size_t) p * 3 + 1, in_place, seed, NULL, bad, sizeof(bad)),
+                              "%s", bad);
+            }
             const size_t total = make_counts(p, CNT_IRREGULAR, 5, counts);
             ck_assert_msg(0 == run_reduce_scatter(p, RED_I32_SUM, counts, total, in_place, seed, NULL, bad,
                                                   sizeof(bad)),
@@ -496,10 +539,10 @@ static void strip_waits(const xccl_sched_t *s, uint32_t val, xccl_sched_t *out)
 /* Runs the allreduce (or reduce_scatter) with barrier `val` removed under
  * NSEEDS seeds; the intact schedule must pass under all of them.  Returns
  * how many seeds caught the bug; the first report in first_bad. */
-static int planted_failures(int coll_rs, int p, size_t count, int in_place, uint32_t val, char *first_bad,
+static int planted_failures(int coll, int p, size_t count, int in_place, uint32_t val, char *first_bad,
                             size_t len)
 {
-    const int k = RED_I32_SUM;
+    const int k = RED_I32_SUM, coll_rs = 1 == coll, how = 2 == coll ? AR_READ_2 : AR_MAPPED;
     size_t *counts = xmalloc((size_t) p * sizeof(size_t));
     const size_t total = make_counts(p, CNT_REGULAR, count, counts);
     xccl_sched_t *cut = xmalloc((size_t) p * sizeof(*cut));
@@ -509,8 +552,11 @@ static int planted_failures(int coll_rs, int p, size_t count, int in_place, uint
     for (int r = 0; r < p; r++) {
         xccl_sched_t s;
         xccl_sched_init(&s, r, p, kind_es(k));
-        ck_assert_int_eq(coll_rs ? xccl_build_reduce_scatter_mesh(&s, counts, in_place)
-                                 : xccl_build_allreduce_mesh(&s, count, in_place), 0);
+        if (coll_rs) {
+            ck_assert_int_eq(xccl_build_reduce_scatter_mesh(&s, counts, in_place), 0);
+        } else {
+            build_allreduce(&s, how, count, in_place);
+        }
         strip_waits(&s, val, &cut[r]);
         ck_assert_uint_lt(cut[r].nacts, s.nacts);          /* something was removed */
         xccl_sched_fini(&s);
@@ -518,10 +564,10 @@ static int planted_failures(int coll_rs, int p, size_t count, int in_place, uint
     for (unsigned sd = 0; sd < NSEEDS; sd++) {
         const unsigned seed = seed_of(p, 1000 + sd);
         int rc = coll_rs ? run_reduce_scatter(p, k, counts, total, in_place, seed, NULL, bad, sizeof(bad))
-                         : run_allreduce(p, k, count, in_place, seed, NULL, bad, sizeof(bad));
+                         : run_allreduce(p, k, how, count, in_place, seed, NULL, bad, sizeof(bad));
         ck_assert_msg(0 == rc, "intact schedule failed: %s", bad);
         rc = coll_rs ? run_reduce_scatter(p, k, counts, total, in_place, seed, cut, bad, sizeof(bad))
-                     : run_allreduce(p, k, count, in_place, seed, cut, bad, sizeof(bad));
+                     : run_allreduce(p, k, how, count, in_place, seed, cut, bad, sizeof(bad));
         if (0 != rc) {
             caught++;
             if ('\0' == first_bad[0]) {
@@ -538,7 +584,7 @@ static int planted_failures(int coll_rs, int p, size_t count, int in_place, uint
 }
 
 static const struct {
-    int rs;                    /* 0 allreduce, 1 reduce_scatter */
+    int rs;                    /* 0 allreduce, 1 reduce_scatter, 2 allreduce (read) */
     int in_place;
     uint32_t val;              /* the barrier removed */
     const char *why;
@@ -549,6 +595,9 @@ static const struct {
     { 0, 0, 3, "exit: leaves while peers still read its slice" },
     { 1, 1, 2, "in place: overwrites RECV that peers still read as input" },
     { 1, 0, 2, "exit: leaves while peers still read its input" },
+    { 2, 0, 1, "entry: reads inputs of ranks that have not entered" },
+    { 2, 1, 2, "middle, in place: copies slices before their owners reduced them" },
+    { 2, 0, 3, "exit: leaves while peers still read its slice" },
 };
 #define NPLANTS ((int) (sizeof(plants) / sizeof(plants[0])))
 
@@ -559,7 +608,7 @@ START_TEST(planted_missing_barrier_fails)
         const int caught = planted_failures(plants[_i].rs, p, 5, plants[_i].in_place, plants[_i].val, first,
                                             sizeof(first));
         fprintf(stderr, "planted %s barrier %u removed (%s), p=%d: %d of %d seeds fail; first: %s\n",
-                plants[_i].rs ? "reduce_scatter" : "allreduce", plants[_i].val, plants[_i].why, p, caught, NSEEDS,
+                (const char *[]){ "allreduce", "reduce_scatter", "allreduce (read)" }[plants[_i].rs], plants[_i].val, plants[_i].why, p, caught, NSEEDS,
                 first);
         ck_assert_msg(caught > 0, "barrier %u removed, p=%d: no seed caught it", plants[_i].val, p);
     }
@@ -764,6 +813,7 @@ int main(void)
     tcase_add_loop_test(tc, alltoall_mesh, 1, SMALL_P + 1);
     tcase_add_loop_test(tc, bcast_mesh, 1, SMALL_P + 1);
     tcase_add_loop_test(tc, allreduce_mesh, 1, SMALL_P + 1);
+    tcase_add_test(tc, allreduce_mapped_fails_read_only);
     tcase_add_loop_test(tc, reduce_scatter_mesh, 1, SMALL_P + 1);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
