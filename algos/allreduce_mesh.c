@@ -82,23 +82,7 @@ int xccl_build_allreduce_mesh_read(xccl_sched_t *s, size_t count, int in_place, 
     s->scratch_bytes = (acc_scratch ? 3 : 2) * pc * es;
 
     mesh_barrier(s, 1);
-    for (size_t o = 0; o < n; o += pc) {
-        const size_t len = (n - o < pc ? n - o : pc) * es, at = (first + o) * es;
-        const xccl_ref_t out = xccl_ref(XCCL_BUF_RECV, at);
-        const xccl_ref_t acc = acc_scratch ? xccl_ref(XCCL_BUF_SCRATCH, 2 * pc * es) : out;
-        xccl_ref_t x[2];
-        for (int q = 0; q < p; q++) {
-            const int t = q > 0;               /* x0 in T0, the others in T1 */
-            x[t] = xccl_ref(XCCL_BUF_SEND, at);
-            if (q != r) {
-                x[t] = xccl_ref(XCCL_BUF_SCRATCH, (size_t) t * pc * es);
-                xccl_sched_copy(s, x[t], xccl_ref_peer(q, XCCL_BUF_SEND, at), len);
-            }
-            if (q > 0) {
-                xccl_sched_reduce(s, q == p - 1 ? out : acc, 1 == q ? x[0] : acc, x[1], len);
-            }
-        }
-    }
+    mesh_reduce_copied(s, first * es, n * es, pc * es, xccl_ref(XCCL_BUF_RECV, first * es), acc_scratch);
     mesh_barrier(s, 2);
     for (int k = 1; k < p; k++) {
         const int j = mod(r + k, p);

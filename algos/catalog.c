@@ -164,7 +164,12 @@ static int ar_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 }
 static int rs_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return mesh_ok(a) ? xccl_build_reduce_scatter_mesh(s, a->counts, a->in_place) : XCCL_NOT_APPLICABLE;
+    if (!mesh_ok(a)) {
+        return XCCL_NOT_APPLICABLE;
+    }
+    return XCCL_PEER_READ == a->peer_access
+               ? xccl_build_reduce_scatter_mesh_read(s, a->counts, a->in_place, XCCL_MESH_READ_PIECE)
+               : xccl_build_reduce_scatter_mesh(s, a->counts, a->in_place);
 }
 static int ag_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {

@@ -32,4 +32,34 @@ static inline void mesh_barrier(xccl_sched_t *s, uint32_t val)
     }
 }
 
+/* Where the peers' buffers can only be copied from (XCCL_PEER_READ), the
+ * reduction of bytes [at, at + n) of every rank's SEND in rank order
+ * 0..p-1, one piece of pc bytes at a time: operand q is this rank's own
+ * SEND or a copy of rank q's in SCRATCH (x0 at 0, the others at pc: x0 and
+ * x1 may both be peers').  Piece o's result goes to dst + o; partial
+ * results (p > 2) to dst + o too, or, with acc_piece, to SCRATCH at 2 pc
+ * (where dst + o holds this rank's own operand until its turn). */
+static inline void mesh_reduce_copied(xccl_sched_t *s, size_t at, size_t n, size_t pc, xccl_ref_t dst,
+                                      int acc_piece)
+{
+    const int p = s->size, r = s->rank;
+    for (size_t o = 0; o < n; o += pc) {
+        const size_t len = n - o < pc ? n - o : pc;
+        const xccl_ref_t out = { dst.buf, dst.off + o, dst.peer_plus1 };
+        const xccl_ref_t acc = acc_piece ? xccl_ref(XCCL_BUF_SCRATCH, 2 * pc) : out;
+        xccl_ref_t x[2];
+        for (int q = 0; q < p; q++) {
+            const int t = q > 0;
+            x[t] = xccl_ref(XCCL_BUF_SEND, at + o);
+            if (q != r) {
+                x[t] = xccl_ref(XCCL_BUF_SCRATCH, (size_t) t * pc);
+                xccl_sched_copy(s, x[t], xccl_ref_peer(q, XCCL_BUF_SEND, at + o), len);
+            }
+            if (q > 0) {
+                xccl_sched_reduce(s, q == p - 1 ? out : acc, 1 == q ? x[0] : acc, x[1], len);
+            }
+        }
+    }
+}
+
 #endif

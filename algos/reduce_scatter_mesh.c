@@ -48,3 +48,43 @@ int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in
     }
     return xccl_sched_finalize(s);
 }
+
+/*
+ * The same over peers that can only be copied from (process_vm_readv): the
+ * peers' operands of this rank's block come into SCRATCH in pieces and are
+ * reduced there (mesh_reduce_copied).  In place the result goes to SCRATCH
+ * after the two pieces and is copied to RECV after barrier 2, as above.
+ */
+int xccl_build_reduce_scatter_mesh_read(xccl_sched_t *s, const size_t *counts, int in_place, size_t piece)
+{
+    const int p = s->size, r = s->rank;
+    const size_t es = s->elem_size;
+    size_t first = 0, total = 0;
+
+    for (int q = 0; q < p; q++) {
+        first += q < r ? counts[q] : 0;
+        total += counts[q];
+    }
+    if (0 == total || 1 == p) {
+        return xccl_build_reduce_scatter_mesh(s, counts, in_place);
+    }
+    s->algo = "mesh";
+    const size_t n = counts[r] * es;
+    size_t pc = piece / es;                    /* elements per piece, 1 .. max(counts[r], 1) */
+    pc = pc ? pc : 1;
+    if (pc > counts[r] && counts[r] > 0) {
+        pc = counts[r];
+    }
+    const size_t pcb = pc * es;
+    const xccl_ref_t out = xccl_ref(XCCL_BUF_RECV, 0);
+    const xccl_ref_t dst = in_place ? xccl_ref(XCCL_BUF_SCRATCH, 2 * pcb) : out;
+    s->scratch_bytes = 2 * pcb + (in_place ? n : 0);
+
+    mesh_barrier(s, 1);
+    mesh_reduce_copied(s, first * es, n, pcb, dst, 0);
+    mesh_barrier(s, 2);
+    if (in_place) {
+        xccl_sched_copy(s, out, dst, n);
+    }
+    return xccl_sched_finalize(s);
+}

@@ -138,7 +138,6 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
     return best < 0 ? -1 : XCCL_SEL_FIRST + best;
 }
 
-
 /* The shared-memory level of a one-node communicator (a->shm_slot): the
  * algorithm measured fastest inside it (tools/xccl_bench and
  * test/bench/compare_peers.sh; docs/shm-level.md, docs/bench/shm-np2.txt

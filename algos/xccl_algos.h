@@ -224,6 +224,9 @@ int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place);
 int xccl_build_allreduce_mesh_read(xccl_sched_t *s, size_t count, int in_place, size_t piece);
 /* Rank j reduces its block over every rank's input, in rank order. */
 int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in_place);
+/* The same where the peers' buffers can only be copied from, as
+ * xccl_build_allreduce_mesh_read. */
+int xccl_build_reduce_scatter_mesh_read(xccl_sched_t *s, const size_t *counts, int in_place, size_t piece);
 
 /* Shared-memory ("shm") algorithms: the mesh algorithms for ranks of one
  * node that reach each other only through the node's shared segment
@@ -945,12 +948,14 @@ enum { XCCL_TRIAL_OFF, XCCL_TRIAL_QUIET, XCCL_TRIAL_NOISY };
 #define XCCL_TRIAL_NOISY_LARGE 5
 #define XCCL_TRIAL_NOISY_MARGIN 8
 /* The collectives with two candidates in the level: their index among
- * them (allgather 0, alltoall 1, bcast 2, allreduce 3), else -1. */
-#define XCCL_TRIAL_COLLS 4
+ * them (allgather 0, alltoall 1, bcast 2, allreduce 3, reduce_scatter
+ * 4, reduce_scatter_block 5): all six. */
+#define XCCL_TRIAL_COLLS 6
 static inline int xccl_trial_coll(xccl_coll_t c)
 {
     return XCCL_COLL_ALLGATHER == c ? 0 : XCCL_COLL_ALLTOALL == c ? 1 : XCCL_COLL_BCAST == c ? 2
-           : XCCL_COLL_ALLREDUCE == c ? 3 : -1;
+           : XCCL_COLL_ALLREDUCE == c ? 3 : XCCL_COLL_REDUCE_SCATTER == c ? 4
+           : XCCL_COLL_REDUCE_SCATTER_BLOCK == c ? 5 : -1;
 }
 /* The log2 size class of a call of `bytes` (trials and choices are kept
  * per class): 0 for 0 bytes, k for [2^(k-1), 2^k). */

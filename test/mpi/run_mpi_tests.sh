@@ -405,8 +405,8 @@ algo_sets=(
     "slot=8192 allreduce=shm_small allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
     "slot=4096 layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier_hd alltoall=hier bcast=hier"
     # single copies (process_vm_readv) from the peers' buffers, blocking
-    # calls; allreduce reduces pieces copied into scratch
-    "allreduce=mesh allgather=mesh alltoall=mesh bcast=mesh"
+    # calls; the reductions reduce pieces copied into scratch
+    "allreduce=mesh allgather=mesh reduce_scatter=mesh reduce_scatter_block=mesh alltoall=mesh bcast=mesh"
 )
 for set in "${algo_sets[@]}"; do
     force=()
@@ -641,14 +641,15 @@ run_small_modes xccl_mpi_latency check_latency_lines "$bindir/xccl_mpi_latency" 
 run_small_modes xccl_mpi_latency.tiny check_latency_lines "$bindir/xccl_mpi_latency" -n 3000 -t
 
 # The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
-# allgather, alltoall, bcast and allreduce at 24 KiB (shm is the latency path there but for allreduce),
+# allgather, alltoall, bcast, allreduce and reduce_scatter_block at 24 KiB (shm is the latency path
+# there for the first three),
 # 64 KiB and 2 MiB (a short and a long trial), every result checked (xccl_mpi_trials); on every rank one
 # "xccl: trial <coll> ..." line per collective and class, the same pick on
 # every rank, shm and mesh both run before it and only the pick after it.
 check_trial_lines() {
     local name=$1 np=$2 r
     for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce) " |
+        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block) " |
             sed "s/^/$r /"
     done | awk -v name="$name" -v np="$np" '
         # per rank: the trial state of the class of each call
@@ -670,7 +671,7 @@ check_trial_lines() {
         END {
             n = 0
             for (c in classes) n++
-            if (n != 12) { print name ": trials decided for " n " collective/class pairs, want 12"; bad = 1 }
+            if (n != 15) { print name ": trials decided for " n " collective/class pairs, want 15"; bad = 1 }
             for (c in classes) for (r = 0; r < np; r++) {
                 split(c, cc, SUBSEP)
                 if (ntrial[r, c] != 1) { print name ": rank " r ": " ntrial[r, c] + 0 " trial lines for " cc[1] " class " cc[2]; bad = 1 }
@@ -689,7 +690,7 @@ check_trial_lines() {
 check_no_trials() {
     local name=$1 np=$2 r n
     for ((r = 0; r < np; r++)); do
-        n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast|allreduce) .*algo=mesh)' || true)
+        n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast|allreduce|reduce_scatter_block) .*algo=mesh)' || true)
         ((n == 0)) || { echo "$name: rank $r: $n trial or mesh lines, want none"; return 1; }
     done
 }

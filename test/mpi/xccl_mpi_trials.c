@@ -1,6 +1,7 @@
 /*
- * xccl_mpi_trials: blocking MPI_Allgather, MPI_Alltoall, MPI_Bcast and
- * MPI_Allreduce (MPI_INT sums, every other call in place) of
+ * xccl_mpi_trials: blocking MPI_Allgather, MPI_Alltoall, MPI_Bcast,
+ * MPI_Allreduce and MPI_Reduce_scatter_block (MPI_INT sums, every other
+ * call in place) of
  * one size class, enough calls for the shared-memory level's trials
  * (coll_xccl_shm_trials: shm and mesh in turn, then the agreed pick) and
  * some after them, every result checked.
@@ -58,19 +59,28 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
                 s[i] = val(rank, c, i);          /* block q goes to rank q */
             }
             MPI_Alltoall(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD);
-        } else if (0 == strcmp(coll, "allreduce")) {
-            /* ints, every other call in place; sums of small values: exact */
-            const size_t n = bytes / sizeof(int);
+        } else if (0 == strcmp(coll, "allreduce") || 0 == strcmp(coll, "reduce_scatter_block")) {
+            /* ints, every other call in place; sums of small values: exact.
+             * reduce_scatter_block: bytes is what each rank sends, its
+             * block of the sums (at `at`) is what it gets */
+            const int ar = 0 == strcmp(coll, "allreduce");
+            const size_t total = bytes / sizeof(int), n = ar ? total : total / (size_t) p;
+            const size_t at = ar ? 0 : (size_t) rank * n;
             int *in = (int *) (void *) s, *out = (int *) (void *) r;
-            for (size_t i = 0; i < n; i++) {
+            for (size_t i = 0; i < total; i++) {
                 (c & 1 ? out : in)[i] = val(rank, c, i);
             }
-            MPI_Allreduce(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            if (ar) {
+                MPI_Allreduce(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            } else {
+                MPI_Reduce_scatter_block(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT, MPI_SUM,
+                                         MPI_COMM_WORLD);
+            }
             size_t wrong = 0, first = 0;
             for (size_t i = 0; i < n; i++) {
                 int want = 0;
                 for (int q = 0; q < p; q++) {
-                    want += val(q, c, i);
+                    want += val(q, c, at + i);
                 }
                 if (out[i] != want && 0 == wrong++) {
                     first = i;
@@ -137,9 +147,10 @@ int main(int argc, char **argv)
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
-    static const char *const colls[] = { "allgather", "alltoall", "bcast", "allreduce" };
+    static const char *const colls[] = { "allgather", "alltoall", "bcast", "allreduce",
+                                         "reduce_scatter_block" };
     int cases = 0, bad = 0, all_bad = 0;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         for (int z = 0; z < nsizes; z++) {
             /* whole blocks (of ints) */
             const size_t unit = (size_t) p * sizeof(int), bytes = sizes[z] / unit * unit;

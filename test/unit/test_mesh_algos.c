@@ -394,22 +394,32 @@ static size_t make_counts(int p, int pat, size_t base, size_t *c)
     return total;
 }
 
-static int run_reduce_scatter(int p, int k, const size_t *counts, size_t total, int in_place, unsigned seed,
-                              const xccl_sched_t *planted, char *bad, size_t badlen)
+static void build_reduce_scatter(xccl_sched_t *s, int how, const size_t *counts, int in_place)
+{
+    const size_t piece = AR_READ_2 == how ? 2 * s->elem_size : (size_t) 64 << 10;
+    ck_assert_int_eq(AR_MAPPED == how ? xccl_build_reduce_scatter_mesh(s, counts, in_place)
+                                      : xccl_build_reduce_scatter_mesh_read(s, counts, in_place, piece), 0);
+    ck_assert_str_eq(s->algo, "mesh");
+}
+
+static int run_reduce_scatter(int p, int k, int how, const size_t *counts, size_t total, int in_place,
+                              unsigned seed, const xccl_sched_t *planted, char *bad, size_t badlen)
 {
     const size_t es = kind_es(k);
     char what[160];
     job_t j;
     int rc = 0;
-    snprintf(what, sizeof(what), "reduce_scatter mesh p=%d kind=%d total=%zu in_place=%d%s", p, k, total,
-             in_place, planted ? " (planted)" : "");
+    snprintf(what, sizeof(what), "reduce_scatter mesh%s p=%d kind=%d total=%zu in_place=%d%s",
+             AR_MAPPED == how ? "" : AR_READ_2 == how ? " (read, 2-element pieces)" : " (read)", p, k,
+             total, in_place, planted ? " (planted)" : "");
     job_init(&j, p, es);
+    j.read_only = AR_MAPPED != how;
     for (int r = 0; r < p; r++) {
         if (planted) {
             xccl_sched_fini(&j.sched[r]);
             j.sched[r] = planted[r];
         } else {
-            ck_assert_int_eq(xccl_build_reduce_scatter_mesh(&j.sched[r], counts, in_place), 0);
+            build_reduce_scatter(&j.sched[r], how, counts, in_place);
         }
         j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * es);
         j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total * es);
@@ -461,9 +471,13 @@ START_TEST(reduce_scatter_mesh)
             const size_t total = make_counts(p, pat, bases[bi], counts);
             for (int k = 0; k < NKINDS; k++) {
                 for (int in_place = 0; in_place < 2; in_place++) {
-                    ck_assert_msg(0 == run_reduce_scatter(p, k, counts, total, in_place, seed_of(p, 4), NULL, bad,
-                                                          sizeof(bad)),
-                                  "%s", bad);
+                    /* pieces of 2 elements: small blocks only (schedules grow with
+                     * blocks / 2 x p actions per rank) */
+                    for (int how = 0; how < NAR; how += bases[bi] > 37 && AR_MAPPED == how ? 2 : 1) {
+                        ck_assert_msg(0 == run_reduce_scatter(p, k, how, counts, total, in_place, seed_of(p, 4),
+                                                              NULL, bad, sizeof(bad)),
+                                      "%s", bad);
+                    }
                 }
             }
         }
@@ -495,7 +509,8 @@ START_TEST(many_seeds)
                               "%s", bad);
             }
             const size_t total = make_counts(p, CNT_IRREGULAR, 5, counts);
-            ck_assert_msg(0 == run_reduce_scatter(p, RED_I32_SUM, counts, total, in_place, seed, NULL, bad,
+            ck_assert_msg(0 == run_reduce_scatter(p, RED_I32_SUM, (int) (sd % 2) ? AR_READ_2 : AR_MAPPED,
+                                                  counts, total, in_place, seed, NULL, bad,
                                                   sizeof(bad)),
                           "%s", bad);
         }
@@ -542,7 +557,7 @@ static void strip_waits(const xccl_sched_t *s, uint32_t val, xccl_sched_t *out)
 static int planted_failures(int coll, int p, size_t count, int in_place, uint32_t val, char *first_bad,
                             size_t len)
 {
-    const int k = RED_I32_SUM, coll_rs = 1 == coll, how = 2 == coll ? AR_READ_2 : AR_MAPPED;
+    const int k = RED_I32_SUM, coll_rs = 1 == coll || 3 == coll, how = coll >= 2 ? AR_READ_2 : AR_MAPPED;
     size_t *counts = xmalloc((size_t) p * sizeof(size_t));
     const size_t total = make_counts(p, CNT_REGULAR, count, counts);
     xccl_sched_t *cut = xmalloc((size_t) p * sizeof(*cut));
@@ -553,7 +568,7 @@ static int planted_failures(int coll, int p, size_t count, int in_place, uint32_
         xccl_sched_t s;
         xccl_sched_init(&s, r, p, kind_es(k));
         if (coll_rs) {
-            ck_assert_int_eq(xccl_build_reduce_scatter_mesh(&s, counts, in_place), 0);
+            build_reduce_scatter(&s, how, counts, in_place);
         } else {
             build_allreduce(&s, how, count, in_place);
         }
@@ -563,10 +578,10 @@ static int planted_failures(int coll, int p, size_t count, int in_place, uint32_
     }
     for (unsigned sd = 0; sd < NSEEDS; sd++) {
         const unsigned seed = seed_of(p, 1000 + sd);
-        int rc = coll_rs ? run_reduce_scatter(p, k, counts, total, in_place, seed, NULL, bad, sizeof(bad))
+        int rc = coll_rs ? run_reduce_scatter(p, k, how, counts, total, in_place, seed, NULL, bad, sizeof(bad))
                          : run_allreduce(p, k, how, count, in_place, seed, NULL, bad, sizeof(bad));
         ck_assert_msg(0 == rc, "intact schedule failed: %s", bad);
-        rc = coll_rs ? run_reduce_scatter(p, k, counts, total, in_place, seed, cut, bad, sizeof(bad))
+        rc = coll_rs ? run_reduce_scatter(p, k, how, counts, total, in_place, seed, cut, bad, sizeof(bad))
                      : run_allreduce(p, k, how, count, in_place, seed, cut, bad, sizeof(bad));
         if (0 != rc) {
             caught++;
@@ -584,7 +599,7 @@ static int planted_failures(int coll, int p, size_t count, int in_place, uint32_
 }
 
 static const struct {
-    int rs;                    /* 0 allreduce, 1 reduce_scatter, 2 allreduce (read) */
+    int rs;                    /* 0 allreduce, 1 reduce_scatter, 2 allreduce (read), 3 reduce_scatter (read) */
     int in_place;
     uint32_t val;              /* the barrier removed */
     const char *why;
@@ -598,6 +613,8 @@ static const struct {
     { 2, 0, 1, "entry: reads inputs of ranks that have not entered" },
     { 2, 1, 2, "middle, in place: copies slices before their owners reduced them" },
     { 2, 0, 3, "exit: leaves while peers still read its slice" },
+    { 3, 1, 2, "in place: overwrites RECV that peers still read as input" },
+    { 3, 0, 2, "exit: leaves while peers still read its input" },
 };
 #define NPLANTS ((int) (sizeof(plants) / sizeof(plants[0])))
 
@@ -608,7 +625,7 @@ START_TEST(planted_missing_barrier_fails)
         const int caught = planted_failures(plants[_i].rs, p, 5, plants[_i].in_place, plants[_i].val, first,
                                             sizeof(first));
         fprintf(stderr, "planted %s barrier %u removed (%s), p=%d: %d of %d seeds fail; first: %s\n",
-                (const char *[]){ "allreduce", "reduce_scatter", "allreduce (read)" }[plants[_i].rs], plants[_i].val, plants[_i].why, p, caught, NSEEDS,
+                (const char *[]){ "allreduce", "reduce_scatter", "allreduce (read)", "reduce_scatter (read)" }[plants[_i].rs], plants[_i].val, plants[_i].why, p, caught, NSEEDS,
                 first);
         ck_assert_msg(caught > 0, "barrier %u removed, p=%d: no seed caught it", plants[_i].val, p);
     }

@@ -439,16 +439,16 @@ START_TEST(level_trials)
     t = run_trial(&p, c, bc, 16 << 20, XCCL_TRIAL_NOISY, "sm" "sSSmMM" "sSSmMM" "sSSmMM", n_shm,
                   n_mesh);
     ck_assert_int_eq(t->samples, 6);
-    /* no trial: without a->trial, without peer access, for reduce_scatter,
-     * with trials off; forced and tuning rules win */
+    /* no trial: without a->trial, without peer access, with trials off;
+     * forced and tuning rules win; every collective takes part */
     xccl_selection_t s = trial_sel(&p, c, ag, 1 << 16, 0, 1);
     ck_assert_int_eq(s.by, XCCL_BY_LEVEL);
     ck_assert_int_eq(s.algo, shm);
     s = trial_sel(&p, c, ag, 1 << 16, 1, 0);
     ck_assert_int_eq(s.by, XCCL_BY_LEVEL);
-    s = trial_sel(&p, c, XCCL_COLL_REDUCE_SCATTER, 1 << 20, 1, 1);
-    ck_assert_int_eq(s.by, XCCL_BY_LEVEL);
-    ck_assert_ptr_null(s.trial);
+    s = trial_sel(&p, c, XCCL_COLL_REDUCE_SCATTER_BLOCK, 1 << 20, 1, 1);
+    ck_assert_int_eq(s.by, XCCL_BY_TRIAL);
+    ck_assert_int_eq(s.trial->cand[1], xccl_select_index(XCCL_COLL_REDUCE_SCATTER_BLOCK, "mesh"));
     /* allreduce: the rule's choice (shm_small up to 32 KiB) against mesh */
     const xccl_coll_t ar = XCCL_COLL_ALLREDUCE;
     s = trial_sel(&p, c, ar, 20000, 1, 1);
