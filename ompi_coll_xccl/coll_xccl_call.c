@@ -130,8 +130,8 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
      * too. */
     c->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
     /* Single copies from the peers' own buffers (process_vm_readv): the
-     * mesh schedules of allgather, alltoall, bcast and allreduce (pieces
-     * copied into scratch, reduced there), in blocking calls
+     * mesh schedules of every collective (the reductions reduce pieces
+     * copied into scratch), in blocking calls
      * (mca_coll_xccl_shm_hooks: one publication per rank). */
     c->args.peer_access = NULL == request && c->args.shm_slot && m->shm_cma &&
                           xccl_trial_coll(c->coll) >= 0 ? XCCL_PEER_READ : XCCL_PEER_NONE;

@@ -131,7 +131,7 @@ static int xccl_register(void)
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_kind);
     c->shm_cma = true;
     (void) mca_base_component_var_register(v, "shm_cma",
-        "Shared-memory level: allow the mesh schedules of allgather, alltoall, bcast and allreduce to read "
+        "Shared-memory level: allow the mesh schedules of the collectives to read "
         "the peers' buffers directly with process_vm_readv (one copy instead of two through "
         "the slots) where every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE); "
         "blocking calls from 16 KiB then choose between them and the slots' pipelines (or "
@@ -141,7 +141,7 @@ static int xccl_register(void)
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_cma);
     c->policy.trials = 5;
     (void) mca_base_component_var_register(v, "shm_trials",
-        "Shared-memory level, blocking allgather, alltoall, bcast and allreduce from 16 KiB where single "
+        "Shared-memory level, blocking calls of every collective from 16 KiB where single "
         "copies are allowed (coll_xccl_shm_cma): the first calls "
         "of each collective and size class (powers of two) time the slots' pipeline or the "
         "latency path (shm) against single copies (mesh): after two untimed calls of each "

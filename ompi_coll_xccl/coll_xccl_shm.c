@@ -645,11 +645,19 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
     case XCCL_COLL_ALLTOALL: {
         const size_t b = c->args.block;
         const size_t at = XCCL_COLL_ALLTOALL == c->coll ? (size_t) m->rank * b : 0;
+        /* the own block straight from ws, while the peers still copy in
+         * (in place, an allgather's is already there) */
+        char *own = wr + (size_t) m->rank * b;
+        if (own != ws + at) {
+            lat_copy(own, ws + at, b);
+        }
         if (0 != lat_wait_all(h, me, f)) {
             goto gone;
         }
         for (int j = 0; j < m->size; j++) {
-            lat_copy(wr + (size_t) j * b, h->small[local_of[j]] + at0 + at, b);
+            if (j != m->rank) {
+                lat_copy(wr + (size_t) j * b, h->small[local_of[j]] + at0 + at, b);
+            }
         }
         break;
     }
