@@ -676,9 +676,13 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
         if (0 != lat_wait_all(h, me, f)) {
             goto gone;
         }
-        if (count > 0) {
+        if (count > 0 && 1 == n) {
             lat_copy(wr, h->small[0] + at0 + at, count * c->es);
-            for (int s = 1; s < n; s++) {
+        } else if (count > 0) {
+            /* in segment rank order, the same on every rank; the first
+             * reduction writes wr from two areas (no copy first) */
+            c->red.kernel(wr, h->small[0] + at0 + at, h->small[1] + at0 + at, count);
+            for (int s = 2; s < n; s++) {
                 c->red.kernel(wr, wr, h->small[s] + at0 + at, count);
             }
         }
