@@ -2,8 +2,11 @@
 # xccl_simulate and xccl_info: the choice table the component's auto
 # selection would make, on layouts that need not exist.
 #   - one node: the two-level algorithms do not apply (n/a), nor do mesh
-#     and shm (no peer access, no segment: xccl_simulate never offers
-#     them), auto keeps a flat algorithm;
+#     and shm (no peer access, no segment: not without -P and -S), auto
+#     keeps a flat algorithm;
+#   - one node with the level (-S) and single copies (-P read): mesh and
+#     shm are predicted (the reductions' mesh copies pieces first), auto
+#     is the level's rule;
 #   - 8 nodes x 8 ranks: at 16 MiB the model prefers a two-level allreduce,
 #     at 8 B recursive doubling (latency), as the textbook costs say;
 #   - xccl_info on the DGX-like fixture prints a row for every collective.
@@ -20,6 +23,12 @@ check() {    # check <what> <command output> <awk condition on the rows>
 }
 out=$("$b/xccl_simulate" -c allreduce -n 16 -s 16M) || fail=1
 check "one node: hier, mesh and shm are n/a, auto flat" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 5 && $NF !~ /^(hier|mesh|shm)/'
+out=$("$b/xccl_simulate" -c allreduce -n 2 -S 1M -P read -s 16K,16M) || fail=1
+check "level, single copies: only hier n/a, auto shm_small (level)" "$out" '$1 == 16384 && gsub(/n\/a/, "&") == 2 && $(NF-1) == "shm_small" && $NF == "(level)"'
+check "level, single copies, 16 MiB: auto shm (level)" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 2 && $(NF-1) == "shm" && $NF == "(level)"'
+out=$("$b/xccl_simulate" -c reduce_scatter -n 4 -S 1M -P read -s 1M) || fail=1
+check "reduce_scatter, level, single copies: mesh predicted" "$out" '$1 == 1048576 && gsub(/n\/a/, "&") == 2 && $(NF-1) == "shm"'
+out=$("$b/xccl_simulate" -c allreduce -n 2 -P bogus 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -P bogus not refused"; fail=1; }
 out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 8,16M) || fail=1
 check "8x8, 16 MiB: auto two-level" "$out" '$1 == 16777216 && $NF ~ /^hier/'
 check "8x8, 8 B: auto recursive_doubling" "$out" '$1 == 8 && $NF == "recursive_doubling"'

@@ -17,12 +17,15 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     int n;
     const xccl_algo_t *algos = xccl_coll_algos(c->coll, &n);
     size_t *counts = malloc((size_t) p * sizeof(size_t));
+    xccl_select_cache_t *cache = calloc(1, sizeof(*cache));
     xccl_select_policy_t policy;
     xccl_select_policy_defaults(&policy);
     policy.intra = c->intra;
     policy.inter = c->inter;
     policy.margin = c->margin;
-    if (NULL == counts) {
+    if (NULL == counts || NULL == cache) {
+        free(counts);
+        free(cache);
         return -1;
     }
     fprintf(out, "# %-12s", "size(B)");
@@ -32,7 +35,8 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     fprintf(out, "  %-18s %s\n", "best", "auto");
     for (int k = 0; k < nsizes; k++) {
         const size_t bytes = sizes[k];
-        xccl_coll_args_t args = { .layout = c->layout, .segment = c->segment };
+        xccl_coll_args_t args = { .layout = c->layout, .segment = c->segment,
+                                  .shm_slot = c->shm_slot, .peer_access = c->peer_access };
         args.count = bytes / 4;
         for (int r = 0; r < p; r++) {
             counts[r] = bytes / 4 / (size_t) p;
@@ -42,8 +46,11 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
         args.bytes = bytes;
         double t[XCCL_CATALOG_MAX];
         int best_i = -1;
-        /* The component's cost-model stage (algos/select.c). */
-        const int chosen = xccl_select_model(&policy, c->coll, &args, es, t, &n);
+        /* The component's cost-model stage (algos/select.c), for every
+         * algorithm's prediction; then its whole selection for auto. */
+        (void) xccl_select_model(&policy, c->coll, &args, es, t, &n);
+        const xccl_selection_t sel = xccl_select_algo(&policy, cache, c->coll, &args, p, bytes, es);
+        const int chosen = sel.algo;
         fprintf(out, "  %-12zu", bytes);
         for (int i = 0; i < n; i++) {
             if (t[i] < 0) {
@@ -55,9 +62,12 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
                 best_i = i;
             }
         }
-        fprintf(out, "  %-18s %s\n", best_i >= 0 ? algos[best_i].name : "-",
-                chosen >= 0 ? xccl_select_name(c->coll, chosen) : "-");
+        fprintf(out, "  %-18s %s%s\n", best_i >= 0 ? algos[best_i].name : "-",
+                chosen >= XCCL_SEL_FIRST ? xccl_select_name(c->coll, chosen) : "-",
+                XCCL_BY_LEVEL == sel.by ? " (level)" : "");
     }
+    xccl_select_cache_fini(cache);
+    free(cache);
     free(counts);
     return 0;
 }

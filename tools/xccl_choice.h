@@ -20,6 +20,9 @@ typedef struct {
     xccl_cost_model_t intra, inter;
     double margin;                     /* auto keeps the first algorithm unless ... */
     size_t segment;                    /* ring allreduce segment */
+    size_t shm_slot;                   /* the shared-memory level's slot bytes; 0: no level */
+    int peer_access;                   /* XCCL_PEER_*: the "mesh" algorithms (with a level:
+                                        * single copies, XCCL_PEER_READ) */
 } xccl_choice_t;
 
 /* The component's defaults (XCCL_COST_*, margin, ring segment); coll and
@@ -35,7 +38,11 @@ static inline xccl_choice_t xccl_choice_defaults(void)
 }
 
 /* One line per size: every algorithm's predicted us ("n/a" where it does
- * not apply), then the best and auto's choice.  Returns 0, or -1 (memory). */
+ * not apply), then the best and auto's choice (the component's selection
+ * without forced algorithms or tuning rules: inside the level its rule,
+ * marked "(level)", whose blocking calls the component's trials then time
+ * against mesh where single copies apply; else the model).  Returns 0, or
+ * -1 (memory). */
 int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, FILE *out);
 
 /* "8,1K,1M" -> sizes; returns how many (at most max), -1 on a bad token. */

@@ -7,7 +7,13 @@
  *   xccl_simulate -c allreduce -n 100000 [-s 8,1K,1M,64M] [-l block:8]
  *                 [-a alpha] [-b beta] [-g gamma] [-d delta]
  *                 [-A inter_alpha] [-B inter_beta] [-m margin]
+ *                 [-S slot_bytes] [-P read|mapped]
  *
+ * -S: the shared-memory level of a one-node communicator with slots of
+ * that many bytes (the shm algorithms apply, auto takes the level's rule);
+ * -P: peer access, the mesh algorithms apply: read (single copies, as the
+ * level's process_vm_readv: the reductions copy pieces first) or mapped
+ * (CUDA IPC).
  * -l gives the node of every rank (block:K, cyclic:N or a list, as
  * coll_xccl_node_layout); without it all ranks share one node.  Sizes are
  * bytes per rank as in xccl_bench (allgather: total received,
@@ -25,7 +31,7 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f, "usage: %s [-c allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast] "
             "[-n ranks] [-s sizes] [-l layout] [-a alpha] [-b beta] [-g gamma] [-d delta] "
-            "[-A inter_alpha] [-B inter_beta] [-m margin]\n", argv0);
+            "[-A inter_alpha] [-B inter_beta] [-m margin] [-S slot_bytes] [-P read|mapped]\n", argv0);
 }
 
 int main(int argc, char **argv)
@@ -36,7 +42,7 @@ int main(int argc, char **argv)
     /* The component's defaults (coll_xccl_cost_*). */
     xccl_choice_t c = xccl_choice_defaults();
 
-    while ((opt = getopt(argc, argv, "c:n:s:l:a:b:g:d:A:B:m:h")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:s:l:a:b:g:d:A:B:m:S:P:h")) != -1) {
         switch (opt) {
         case 'c': coll_name = optarg; break;
         case 'n': p = atoi(optarg); break;
@@ -49,6 +55,25 @@ int main(int argc, char **argv)
         case 'A': c.inter.alpha = atof(optarg); break;
         case 'B': c.inter.beta = atof(optarg); break;
         case 'm': c.margin = atof(optarg); break;
+        case 'S': {
+            size_t slot;
+            if (1 != xccl_choice_parse_sizes(optarg, &slot, 1) || 0 == slot) {
+                fprintf(stderr, "xccl_simulate: bad slot size %s\n", optarg);
+                return 2;
+            }
+            c.shm_slot = slot;
+            break;
+        }
+        case 'P':
+            if (0 == strcmp(optarg, "read")) {
+                c.peer_access = XCCL_PEER_READ;
+            } else if (0 == strcmp(optarg, "mapped")) {
+                c.peer_access = XCCL_PEER_MAPPED;
+            } else {
+                fprintf(stderr, "xccl_simulate: -P takes read or mapped, not %s\n", optarg);
+                return 2;
+            }
+            break;
         default:
             usage('h' == opt ? stdout : stderr, argv[0]);
             return 'h' == opt ? 0 : 2;
