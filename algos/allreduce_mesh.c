@@ -15,6 +15,25 @@
  */
 #include "mesh_util.h"
 
+/* The end of both forms: once every slice is reduced (barrier 2; in place
+ * also every owner done reading this rank's SEND, which the copies
+ * overwrite), copy the p-1 slices of the others; nobody leaves while its
+ * slice is being read (barrier 3). */
+static int copy_slices(xccl_sched_t *s, size_t count)
+{
+    const int p = s->size, r = s->rank;
+    const size_t es = s->elem_size;
+    mesh_barrier(s, 2);
+    for (int k = 1; k < p; k++) {
+        const int j = mod(r + k, p);
+        const size_t oj = chunk_first(count, p, j) * es;
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, oj), xccl_ref_peer(j, XCCL_BUF_RECV, oj),
+                        chunk_count(count, p, j) * es);
+    }
+    mesh_barrier(s, 3);
+    return xccl_sched_finalize(s);
+}
+
 int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place)
 {
     const int p = s->size, r = s->rank;
@@ -40,15 +59,7 @@ int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place)
         const xccl_ref_t left = 1 == q ? mesh_ref(s, 0, XCCL_BUF_SEND, off) : acc;
         xccl_sched_reduce(s, q == p - 1 ? out : acc, left, mesh_ref(s, q, XCCL_BUF_SEND, off), n);
     }
-    mesh_barrier(s, 2);
-    for (int k = 1; k < p; k++) {
-        const int j = mod(r + k, p);
-        const size_t oj = chunk_first(count, p, j) * es;
-        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, oj), xccl_ref_peer(j, XCCL_BUF_RECV, oj),
-                        chunk_count(count, p, j) * es);
-    }
-    mesh_barrier(s, 3);
-    return xccl_sched_finalize(s);
+    return copy_slices(s, count);
 }
 
 /*
@@ -73,23 +84,11 @@ int xccl_build_allreduce_mesh_read(xccl_sched_t *s, size_t count, int in_place, 
         return xccl_build_allreduce_mesh(s, count, in_place);
     }
     const size_t first = chunk_first(count, p, r), n = chunk_count(count, p, r);
-    size_t pc = piece / es;                    /* elements per piece, 1 .. max(n, 1) */
-    pc = pc ? pc : 1;
-    if (pc > n && n > 0) {
-        pc = n;
-    }
+    const size_t pcb = mesh_piece_bytes(piece, es, n);
     const int acc_scratch = in_place && p > 2;
-    s->scratch_bytes = (acc_scratch ? 3 : 2) * pc * es;
+    s->scratch_bytes = (acc_scratch ? 3 : 2) * pcb;
 
     mesh_barrier(s, 1);
-    mesh_reduce_copied(s, first * es, n * es, pc * es, xccl_ref(XCCL_BUF_RECV, first * es), acc_scratch);
-    mesh_barrier(s, 2);
-    for (int k = 1; k < p; k++) {
-        const int j = mod(r + k, p);
-        const size_t oj = chunk_first(count, p, j) * es;
-        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, oj), xccl_ref_peer(j, XCCL_BUF_RECV, oj),
-                        chunk_count(count, p, j) * es);
-    }
-    mesh_barrier(s, 3);
-    return xccl_sched_finalize(s);
+    mesh_reduce_copied(s, first * es, n * es, pcb, xccl_ref(XCCL_BUF_RECV, first * es), acc_scratch);
+    return copy_slices(s, count);
 }

@@ -32,6 +32,15 @@ static inline void mesh_barrier(xccl_sched_t *s, uint32_t val)
     }
 }
 
+/* Bytes of a piece for mesh_reduce_copied: `piece` rounded down to whole
+ * elements of es bytes, at least one, at most max(n, 1) elements. */
+static inline size_t mesh_piece_bytes(size_t piece, size_t es, size_t n)
+{
+    size_t pc = piece / es;
+    pc = pc ? pc : 1;
+    return (pc > n && n > 0 ? n : pc) * es;
+}
+
 /* Where the peers' buffers can only be copied from (XCCL_PEER_READ), the
  * reduction of bytes [at, at + n) of every rank's SEND in rank order
  * 0..p-1, one piece of pc bytes at a time: operand q is this rank's own

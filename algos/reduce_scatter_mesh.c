@@ -70,12 +70,7 @@ int xccl_build_reduce_scatter_mesh_read(xccl_sched_t *s, const size_t *counts, i
     }
     s->algo = "mesh";
     const size_t n = counts[r] * es;
-    size_t pc = piece / es;                    /* elements per piece, 1 .. max(counts[r], 1) */
-    pc = pc ? pc : 1;
-    if (pc > counts[r] && counts[r] > 0) {
-        pc = counts[r];
-    }
-    const size_t pcb = pc * es;
+    const size_t pcb = mesh_piece_bytes(piece, es, counts[r]);
     const xccl_ref_t out = xccl_ref(XCCL_BUF_RECV, 0);
     const xccl_ref_t dst = in_place ? xccl_ref(XCCL_BUF_SCRATCH, 2 * pcb) : out;
     s->scratch_bytes = 2 * pcb + (in_place ? n : 0);

@@ -193,11 +193,10 @@ static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
 static void trial_rule(const xccl_select_policy_t *p, xccl_select_cache_t *c, xccl_coll_t coll,
                        const xccl_coll_args_t *a, size_t bytes, xccl_selection_t *sel)
 {
-    const int k = xccl_trial_coll(coll);
-    if (k < 0 || !a->trial || !a->peer_access || p->trials <= 0) {
+    if (!a->trial || !a->peer_access || p->trials <= 0) {
         return;
     }
-    xccl_trial_t **tp = &c->trial[k][xccl_size_class(bytes)], *t = *tp;
+    xccl_trial_t **tp = &c->trial[coll][xccl_size_class(bytes)], *t = *tp;
     if (NULL == t) {
         if (NULL == (t = calloc(1, sizeof(*t)))) {
             return;
@@ -424,7 +423,7 @@ void xccl_select_put(const xccl_sched_t *s)
 
 void xccl_select_cache_fini(xccl_select_cache_t *c)
 {
-    for (int k = 0; k < XCCL_TRIAL_COLLS; k++) {
+    for (int k = 0; k < XCCL_NCOLL; k++) {
         for (int cls = 0; cls < 65; cls++) {
             free(c->trial[k][cls]);
             c->trial[k][cls] = NULL;

@@ -899,10 +899,11 @@ static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xc
 int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_coll_args_t *a,
                       size_t es, double t[XCCL_CATALOG_MAX], int *n);
 
-/* Level trials.  Inside the shared-memory level allgather, alltoall and
- * bcast have two candidates: shm (two copies per byte through the slots,
- * pipelined in cache-sized pieces) and mesh (one copy per byte, read from
- * the peer's own buffer with process_vm_readv).  Which is faster depends on
+/* Level trials.  Inside the shared-memory level every collective has two
+ * candidates: shm (the level's rule: two copies per byte through the
+ * slots, pipelined in cache-sized pieces) and mesh (one copy per byte,
+ * read from the peer's own buffer with process_vm_readv; the reductions
+ * reduce pieces copied into scratch).  Which is faster depends on
  * the machine, not on the call: measured at np 2, mesh took 0.55-0.8x
  * shm's time from 64 KiB to 16 MiB on one Intel Xeon VM, 1.2-2.2x on an
  * AMD EPYC VM (docs/shm-level.md).  So where both apply (a blocking call
@@ -947,16 +948,6 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
 enum { XCCL_TRIAL_OFF, XCCL_TRIAL_QUIET, XCCL_TRIAL_NOISY };
 #define XCCL_TRIAL_NOISY_LARGE 5
 #define XCCL_TRIAL_NOISY_MARGIN 8
-/* The collectives with two candidates in the level: their index among
- * them (allgather 0, alltoall 1, bcast 2, allreduce 3, reduce_scatter
- * 4, reduce_scatter_block 5): all six. */
-#define XCCL_TRIAL_COLLS 6
-static inline int xccl_trial_coll(xccl_coll_t c)
-{
-    return XCCL_COLL_ALLGATHER == c ? 0 : XCCL_COLL_ALLTOALL == c ? 1 : XCCL_COLL_BCAST == c ? 2
-           : XCCL_COLL_ALLREDUCE == c ? 3 : XCCL_COLL_REDUCE_SCATTER == c ? 4
-           : XCCL_COLL_REDUCE_SCATTER_BLOCK == c ? 5 : -1;
-}
 /* The log2 size class of a call of `bytes` (trials and choices are kept
  * per class): 0 for 0 bytes, k for [2^(k-1), 2^k). */
 static inline int xccl_size_class(size_t bytes)
@@ -996,7 +987,7 @@ struct xccl_sched_entry;
 typedef struct {
     int8_t algo[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];
     float predicted_us[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];
-    xccl_trial_t *trial[XCCL_TRIAL_COLLS][65];         /* by size class, made on first use */
+    xccl_trial_t *trial[XCCL_NCOLL][65];               /* by size class, made on first use */
     struct xccl_sched_entry *sched[XCCL_SEL_SCHEDS];   /* most recently used first */
     unsigned long long hits, builds;   /* schedules reused, built */
 } xccl_select_cache_t;

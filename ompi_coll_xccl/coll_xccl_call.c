@@ -133,8 +133,8 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
      * mesh schedules of every collective (the reductions reduce pieces
      * copied into scratch), in blocking calls
      * (mca_coll_xccl_shm_hooks: one publication per rank). */
-    c->args.peer_access = NULL == request && c->args.shm_slot && m->shm_cma &&
-                          xccl_trial_coll(c->coll) >= 0 ? XCCL_PEER_READ : XCCL_PEER_NONE;
+    c->args.peer_access = NULL == request && c->args.shm_slot && m->shm_cma ? XCCL_PEER_READ
+                                                                             : XCCL_PEER_NONE;
     c->args.layout = &m->layout;
     /* Where shm (or its latency path) and the mesh may both run, the
      * level's trials time them and keep the faster (xccl_trial_t). */

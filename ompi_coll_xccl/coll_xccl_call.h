@@ -216,8 +216,8 @@ static inline void mca_coll_xccl_shm_pass_turn(mca_coll_xccl_module_t *m)
  * ws and wr, the call's work buffers (coll_xccl_pack.c): MPI error codes. */
 #define XCCL_SHM_LAT_BYTES 16384
 /* The level's trials (xccl_trial_t) between shm (the latency path where it
- * applies) and the mesh over single copies: blocking allgather, alltoall
- * and bcast of at least this many bytes (the call's size, the same on every
+ * applies) and the mesh over single copies: blocking calls of every
+ * collective of at least this many bytes (the call's size, the same on every
  * rank), where the vote allowed them.  Measured on an Intel Xeon VM, np 2:
  * an allgather of 16 KiB took 2.45 us with the mesh against the latency
  * path's 3.17, 32 KiB 3.39 against 5.37; at 4 KiB the mesh lost (2.07
@@ -226,8 +226,8 @@ static inline void mca_coll_xccl_shm_pass_turn(mca_coll_xccl_module_t *m)
 static inline int mca_coll_xccl_shm_trial_wanted(const mca_coll_xccl_module_t *m,
                                                  const mca_coll_xccl_call_t *c)
 {
-    return mca_coll_xccl_component.policy.trials > 0 && xccl_trial_coll(c->coll) >= 0 &&
-           c->bytes >= XCCL_SHM_TRIAL_MIN_BYTES ? m->shm_trials : XCCL_TRIAL_OFF;
+    return mca_coll_xccl_component.policy.trials > 0 && c->bytes >= XCCL_SHM_TRIAL_MIN_BYTES
+               ? m->shm_trials : XCCL_TRIAL_OFF;
 }
 /* Bytes each rank writes for c (the same on every rank), once its
  * reduction is planned. */
