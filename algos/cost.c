@@ -1,6 +1,12 @@
 /* The alpha-beta-gamma cost of a schedule, read off the schedule itself. */
 #include "xccl_algos.h"
 
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 /* Bytes of a local action read from peers' buffers. */
 static size_t peer_bytes(const xccl_sched_t *s, const xccl_action_t *a)
 {
@@ -168,4 +174,61 @@ int xccl_pick(const double *t, int n, double margin)
         best = 0;
     }
     return best;
+}
+
+int xccl_cost_parse(const char *text, xccl_cost_model_t *m, char *err, size_t errlen)
+{
+    static const char *const keys[] = { "alpha", "beta", "gamma", "delta", "flag", "peer" };
+    enum { NKEYS = sizeof(keys) / sizeof(keys[0]), REQUIRED = 3 };
+    double val[NKEYS];
+    int seen[NKEYS] = { 0 };
+    const char *p = text;
+    for (;;) {
+        while (isspace((unsigned char) *p)) {
+            p++;
+        }
+        if ('\0' == *p) {
+            break;
+        }
+        const char *eq = p;
+        while (*eq && '=' != *eq && !isspace((unsigned char) *eq)) {
+            eq++;
+        }
+        const size_t klen = (size_t) (eq - p);
+        int k = 0;
+        while (k < NKEYS && !(strlen(keys[k]) == klen && 0 == strncmp(p, keys[k], klen))) {
+            k++;
+        }
+        if ('=' != *eq || k == NKEYS) {
+            snprintf(err, errlen, "\"%.*s\" is not one of alpha= beta= gamma= delta= flag= peer=",
+                     (int) klen, p);
+            return -1;
+        }
+        char *end;
+        const double v = strtod(eq + 1, &end);
+        if (end == eq + 1 || !(*end == '\0' || isspace((unsigned char) *end)) || !isfinite(v) ||
+            v < 0.0) {
+            snprintf(err, errlen, "%s= needs a number >= 0 (seconds)", keys[k]);
+            return -1;
+        }
+        if (seen[k]++) {
+            snprintf(err, errlen, "%s= given twice", keys[k]);
+            return -1;
+        }
+        val[k] = v;
+        p = end;
+    }
+    for (int k = 0; k < REQUIRED; k++) {
+        if (!seen[k]) {
+            snprintf(err, errlen, "%s= is missing", keys[k]);
+            return -1;
+        }
+    }
+    double *field[NKEYS] = { &m->alpha, &m->beta, &m->gamma, &m->delta, &m->flag, &m->peer };
+    for (int k = 0; k < NKEYS; k++) {
+        if (seen[k]) {
+            *field[k] = val[k];
+        }
+    }
+    return 0;
 }

@@ -297,6 +297,15 @@ typedef struct {
  * and flag waits are no receives. */
 double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
 
+/* A cost file (xccl_calibrate writes one; coll_xccl_cost_file,
+ * xccl_simulate -F): whitespace-separated key=value, keys alpha, beta,
+ * gamma, delta, flag, peer (the fields above, seconds), each at most once;
+ * alpha, beta and gamma must be there.  0 and *m updated with the values
+ * given (the others keep theirs), or -1 with *m untouched and why in err:
+ * an unknown key, a value that is no finite number >= 0, a key given
+ * twice, a required key missing. */
+int xccl_cost_parse(const char *text, xccl_cost_model_t *m, char *err, size_t errlen);
+
 /* Defaults (coll_xccl_cost_*, xccl_simulate, xccl_info): measured on the
  * development machine with xccl_calibrate plus xccl's per-message software
  * overhead; between nodes a 10 Gb/s Ethernet-class TCP link. */
@@ -306,8 +315,9 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
 #define XCCL_COST_DELTA 1.3e-10            /* memcpy, one core, 64 MiB: ~7.7 GB/s */
 /* The shared-memory level (flag, peer of the intra-node model): a flag
  * seen by a peer core of one socket plus the executor's poll; bytes from
- * another core's cache.  Estimates to be measured on the target (README,
- * "shared-memory level": xccl_shm_bench, xccl_calibrate). */
+ * another core's cache.  xccl_calibrate measures both (a cost file sets
+ * them); on the development machine (Intel Xeon VM) it read flag
+ * 0.15-0.20 us and peer 2.9-4.4e-11 s/B in five runs. */
 #define XCCL_COST_SHM_FLAG 2.0e-7
 #define XCCL_COST_SHM_PEER 5.0e-11
 #define XCCL_COST_INTER_ALPHA 2.0e-5

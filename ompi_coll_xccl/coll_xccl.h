@@ -89,6 +89,7 @@ typedef struct {
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
     double cost_inter_alpha, cost_inter_beta;
     char *cost_file;
+    bool cost_from_file;               /* the intra-node model came from cost_file */
     char *node_layout;               /* synthetic layout, or NULL: host names */
     char *tuning_file;
     char *ucx_tls;

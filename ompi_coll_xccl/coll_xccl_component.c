@@ -250,8 +250,10 @@ static int xccl_register(void)
                "one machine.  Must be the same on all ranks",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->node_layout);
     reg_all_eq("cost_file",
-               "File written by xccl_calibrate (\"alpha=<s> beta=<s/B> gamma=<s/B>\"); "
-               "overrides cost_alpha/beta/gamma.  Must be the same on all ranks",
+               "File written by xccl_calibrate (\"alpha=<s> beta=<s/B> gamma=<s/B> "
+               "delta=<s/B> flag=<s> peer=<s/B>\", the last three optional); overrides "
+               "cost_alpha/beta/gamma/delta and the shared-memory level's terms.  Must be the "
+               "same on all ranks",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->cost_file);
     c->tuning_file = NULL;
     reg_all_eq("tuning_file",
@@ -296,25 +298,30 @@ static int parse_algorithm(xccl_coll_t coll, const char *s)
     return NULL == s || '\0' == s[0] ? XCCL_SEL_AUTO : xccl_select_index(coll, s);
 }
 
-/* A bad file is reported and the parameters stay as they were. */
-static void read_cost_file(const char *path, xccl_cost_model_t *cost)
+/* A bad file is reported and the parameters stay as they were (every
+ * rank reads the same file, so every rank keeps or takes the same model). */
+static int read_cost_file(const char *path, xccl_cost_model_t *cost)
 {
-    xccl_cost_model_t m = *cost;       /* fields the file does not give keep their values */
+    char text[4096], err[160];
     FILE *f = fopen(path, "r");
     if (NULL == f) {
         opal_output(0, "xccl: cannot open coll_xccl_cost_file %s; using the built-in cost model",
                     path);
-        return;
+        return 0;
     }
-    int n = fscanf(f, " alpha=%lf beta=%lf gamma=%lf delta=%lf", &m.alpha, &m.beta, &m.gamma,
-                   &m.delta);
-    if (n >= 3 && m.alpha >= 0 && m.beta >= 0 && m.gamma >= 0 && m.delta >= 0) {
-        *cost = m;
-    } else {
-        opal_output(0, "xccl: %s is not \"alpha=<s> beta=<s/B> gamma=<s/B>\"; using the "
-                    "built-in cost model", path);
-    }
+    const size_t n = fread(text, 1, sizeof(text) - 1, f);
+    const int whole = feof(f) && !ferror(f);
     fclose(f);
+    text[n] = '\0';
+    if (!whole) {
+        opal_output(0, "xccl: cannot read coll_xccl_cost_file %s (or it is over %zu bytes); using "
+                    "the built-in cost model", path, sizeof(text) - 1);
+    } else if (0 != xccl_cost_parse(text, cost, err, sizeof(err))) {
+        opal_output(0, "xccl: coll_xccl_cost_file %s: %s; using the built-in cost model", path, err);
+    } else {
+        return 1;
+    }
+    return 0;
 }
 
 /* Reads and checks the whole file; on any error it is reported and ignored,
@@ -382,9 +389,8 @@ static int xccl_open(void)
     *inter = *intra;
     inter->alpha = c->cost_inter_alpha;
     inter->beta = c->cost_inter_beta;
-    if (c->cost_file && c->cost_file[0]) {
-        read_cost_file(c->cost_file, intra);
-    }
+    inter->flag = inter->peer = 0.0;   /* no flags or peer reads between nodes */
+    c->cost_from_file = c->cost_file && c->cost_file[0] && read_cost_file(c->cost_file, intra);
     if (c->tuning_file && c->tuning_file[0]) {
         read_tuning_file(c->tuning_file, &c->policy.tuning);
     }
@@ -498,6 +504,10 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     c->progress_registered = OPAL_SUCCESS == opal_progress_register(progress);
     mca_coll_xccl_gpu_init();
     load_topology(c);
+    const xccl_cost_model_t *im = &c->policy.intra;
+    mca_coll_xccl_log(2, "init: cost model %s: alpha=%.3e beta=%.3e gamma=%.3e delta=%.3e "
+                      "flag=%.3e peer=%.3e", c->cost_from_file ? c->cost_file : "built-in",
+                      im->alpha, im->beta, im->gamma, im->delta, im->flag, im->peer);
     mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s; device buffers %s",
                       c->ucx_ok ? "ok" : "failed",
                       xccl_ucx_tls(),

@@ -32,6 +32,15 @@ out=$("$b/xccl_simulate" -c allreduce -n 2 -P bogus 2>&1); [[ $? -eq 2 ]] || { e
 out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 8,16M) || fail=1
 check "8x8, 16 MiB: auto two-level" "$out" '$1 == 16777216 && $NF ~ /^hier/'
 check "8x8, 8 B: auto recursive_doubling" "$out" '$1 == 8 && $NF == "recursive_doubling"'
+# -F: a cost file's flag term reaches the shm and mesh predictions (1 ms per
+# flag wait puts both past 1000 us); a bad file is refused
+cost=$(mktemp)
+echo "alpha=1e-6 beta=2e-10 gamma=2e-10 delta=1e-10 flag=1e-3 peer=0" >"$cost"
+out=$("$b/xccl_simulate" -c allgather -n 2 -S 1M -P read -s 64K -F "$cost") || fail=1
+check "-F: flag 1 ms prices shm and mesh past 1 ms" "$out" '$1 == 65536 && $(NF-3) > 1000 && $(NF-4) > 1000 && $(NF-2) != "shm" && $(NF-2) != "mesh"'
+echo "alpha=1e-6 beta=2e-10" >"$cost"
+out=$("$b/xccl_simulate" -c allgather -n 2 -F "$cost" 2>&1); [[ $? -eq 2 && $out == *"gamma= is missing"* ]] || { echo "FAIL: a cost file without gamma not refused: $out"; fail=1; }
+rm -f "$cost"
 out=$("$b/xccl_simulate" -c nosuch 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: unknown collective not refused"; fail=1; }
 out=$("$b/xccl_info" --topo-file "$fx/topo/dgx-h100-nvswitch-ib.topo" -n 32 --sizes 1M) || fail=1
 n=$(grep -cE '^(allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast)$' <<<"$out")

@@ -4,12 +4,18 @@
  * reads (coll_xccl_cost_file):
  *
  *     alpha=<s per message> beta=<s per byte> gamma=<s per byte reduced>
- *     delta=<s per byte copied>
+ *     delta=<s per byte copied> flag=<s per flag wait> peer=<s per byte>
  *
  * alpha and beta come from ping-pongs between ranks 0 and 1 over xccl's own
  * transport (ucx_glue, same UCX settings as the component's defaults),
  * gamma from xccl's float SUM kernel on 16 MiB, delta from memcpy of 16 MiB.
- * Medians of repeated runs.
+ * The shared-memory level's terms come from a segment of the level's own
+ * (ucx_glue/xccl_shm, the flags the executor polls): flag is half the
+ * round trip of a flag ping-pong between the two ranks; peer is what a
+ * byte the other rank has just written into its slot costs to copy out,
+ * over the same copy of bytes this rank has just written (PEER_BYTES at a
+ * time, a piece of the level's pipelines: the other core's cache).  The
+ * two ranks must share a node for those.  Medians of repeated runs.
  *
  *     mpirun -np 2 ./xccl_calibrate [-o FILE] [-t TLS]
  */
@@ -21,6 +27,7 @@
 #include <unistd.h>
 
 #include "algos/xccl_algos.h"
+#include "ucx_glue/xccl_shm.h"
 #include "ucx_glue/xccl_ucx.h"
 
 #define REPS 11
@@ -122,6 +129,112 @@ static double reduce_time_per_byte(size_t bytes)
     return t[REPS / 2];
 }
 
+/* Spins until rank peer's flag reaches (seq, val). */
+static void flag_wait(xccl_shm_t *seg, int peer, uint32_t seq, uint32_t val)
+{
+    while (!xccl_shm_flag_test(seg, peer, seq, val)) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+#define FLAG_ITERS 20000
+#define PEER_BYTES ((size_t) 256 * 1024)
+#define PEER_ITERS 200
+
+/* The shared-memory level's flag and peer terms (see the top): rank 0
+ * creates a segment, rank 1 attaches to it (the descriptor goes over MPI). */
+static void shm_terms(int rank, double *flag, double *peer)
+{
+    xccl_shm_t *seg = NULL;
+    xccl_shm_desc_t desc;
+    int rc = 0;
+    if (0 == rank) {
+        rc = xccl_shm_create(XCCL_SHM_AUTO, 2, 0, PEER_BYTES, &seg, &desc);
+    }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&desc, (int) sizeof(desc), MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (0 == rc && 1 == rank) {
+        rc = xccl_shm_attach(&desc, 1, &seg);
+    }
+    int bad = 0 != rc, anybad;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (anybad) {
+        fprintf(stderr, "xccl_calibrate: rank %d: no shared segment (%d): are both ranks on one "
+                "node?\n", rank, rc);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);       /* both attached */
+    xccl_shm_release_fd(seg);
+
+    /* flag: (seq k, 1) goes 0 -> 1 -> 0; REPS runs of FLAG_ITERS */
+    const int other = 1 - rank;
+    uint32_t seq = 0;
+    double t[REPS];
+    for (int rep = 0; rep < REPS; rep++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < FLAG_ITERS; i++) {
+            seq++;
+            if (0 == rank) {
+                xccl_shm_flag_post(seg, seq, 1);
+                flag_wait(seg, other, seq, 1);
+            } else {
+                flag_wait(seg, other, seq, 1);
+                xccl_shm_flag_post(seg, seq, 1);
+            }
+        }
+        t[rep] = (MPI_Wtime() - t0) / FLAG_ITERS / 2;
+    }
+    qsort(t, REPS, sizeof(double), cmp_double);
+    *flag = t[REPS / 2];
+
+    /* peer: rank 1 writes its slot, val 1; rank 0 copies it out, val 2; the
+     * same copy of a buffer rank 0 has just written, for the difference */
+    char *dst = malloc(PEER_BYTES), *src = malloc(PEER_BYTES);
+    char *slot = xccl_shm_slot(seg, 1);
+    double tp[REPS], tl[REPS];
+    if (NULL == dst || NULL == src) {
+        fprintf(stderr, "xccl_calibrate: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(dst, 0, PEER_BYTES);
+    memset(src, 0, PEER_BYTES);
+    for (int rep = 0; rep < REPS; rep++) {
+        double sum_peer = 0.0, sum_local = 0.0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < PEER_ITERS; i++) {
+            seq++;
+            if (1 == rank) {
+                memset(slot, (int) (seq & 0xff), PEER_BYTES);
+                xccl_shm_flag_post(seg, seq, 1);
+                flag_wait(seg, other, seq, 2);
+            } else {
+                flag_wait(seg, other, seq, 1);
+                double t0 = MPI_Wtime();
+                memcpy(dst, slot, PEER_BYTES);
+                sum_peer += MPI_Wtime() - t0;
+                xccl_shm_flag_post(seg, seq, 2);
+                memset(src, (int) (seq & 0xff), PEER_BYTES);
+                t0 = MPI_Wtime();
+                memcpy(dst, src, PEER_BYTES);
+                sum_local += MPI_Wtime() - t0;
+            }
+        }
+        tp[rep] = sum_peer / PEER_ITERS / (double) PEER_BYTES;
+        tl[rep] = sum_local / PEER_ITERS / (double) PEER_BYTES;
+    }
+    qsort(tp, REPS, sizeof(double), cmp_double);
+    qsort(tl, REPS, sizeof(double), cmp_double);
+    *peer = tp[REPS / 2] > tl[REPS / 2] ? tp[REPS / 2] - tl[REPS / 2] : 0.0;
+    MPI_Bcast(peer, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    free(dst);
+    free(src);
+    MPI_Barrier(MPI_COMM_WORLD);       /* nobody touches the segment any more */
+    xccl_shm_detach(seg);
+}
+
 int main(int argc, char **argv)
 {
     const char *out = NULL, *tls = "posix,cma,tcp,self";
@@ -179,6 +292,8 @@ int main(int argc, char **argv)
     double beta = (t_big - alpha) / (double) big;
     double gamma = reduce_time_per_byte(big);
     double delta = copy_time_per_byte(big);
+    double flag, peer_byte;
+    shm_terms(rank, &flag, &peer_byte);
     free(buf);
 
     if (0 == rank) {
@@ -187,11 +302,14 @@ int main(int argc, char **argv)
             perror(out);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        fprintf(f, "alpha=%.3e beta=%.3e gamma=%.3e delta=%.3e\n", alpha, beta, gamma, delta);
+        fprintf(f, "alpha=%.3e beta=%.3e gamma=%.3e delta=%.3e flag=%.3e peer=%.3e\n", alpha, beta,
+                gamma, delta, flag, peer_byte);
         if (out) {
             fclose(f);
-            printf("xccl_calibrate: alpha %.2f us, %.2f GB/s on the wire, %.2f GB/s reduced -> %s\n",
-                   alpha * 1e6, 1e-9 / beta, 1e-9 / gamma, out);
+            printf("xccl_calibrate: alpha %.2f us, %.2f GB/s on the wire, %.2f GB/s reduced, "
+                   "%.2f GB/s copied, flag %.3f us, peer's fresh bytes +%.3g ns/KiB -> %s\n",
+                   alpha * 1e6, 1e-9 / beta, 1e-9 / gamma, 1e-9 / delta, flag * 1e6,
+                   peer_byte * 1024 * 1e9, out);
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -7,8 +7,10 @@
  *   xccl_simulate -c allreduce -n 100000 [-s 8,1K,1M,64M] [-l block:8]
  *                 [-a alpha] [-b beta] [-g gamma] [-d delta]
  *                 [-A inter_alpha] [-B inter_beta] [-m margin]
- *                 [-S slot_bytes] [-P read|mapped]
+ *                 [-S slot_bytes] [-P read|mapped] [-F cost_file]
  *
+ * -F: the intra-node model from a cost file (xccl_calibrate's, as
+ * coll_xccl_cost_file); options after it override its values.
  * -S: the shared-memory level of a one-node communicator with slots of
  * that many bytes (the shm algorithms apply, auto takes the level's rule);
  * -P: peer access, the mesh algorithms apply: read (single copies, as the
@@ -31,7 +33,7 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f, "usage: %s [-c allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast] "
             "[-n ranks] [-s sizes] [-l layout] [-a alpha] [-b beta] [-g gamma] [-d delta] "
-            "[-A inter_alpha] [-B inter_beta] [-m margin] [-S slot_bytes] [-P read|mapped]\n", argv0);
+            "[-A inter_alpha] [-B inter_beta] [-m margin] [-S slot_bytes] [-P read|mapped] [-F cost_file]\n", argv0);
 }
 
 int main(int argc, char **argv)
@@ -42,7 +44,7 @@ int main(int argc, char **argv)
     /* The component's defaults (coll_xccl_cost_*). */
     xccl_choice_t c = xccl_choice_defaults();
 
-    while ((opt = getopt(argc, argv, "c:n:s:l:a:b:g:d:A:B:m:S:P:h")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:s:l:a:b:g:d:A:B:m:S:P:F:h")) != -1) {
         switch (opt) {
         case 'c': coll_name = optarg; break;
         case 'n': p = atoi(optarg); break;
@@ -74,6 +76,26 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'F': {
+            char text[4096], err[160];
+            FILE *f = fopen(optarg, "r");
+            size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+            const int whole = f && feof(f) && !ferror(f);
+            if (f) {
+                fclose(f);
+            }
+            text[n] = '\0';
+            if (!whole) {
+                fprintf(stderr, "xccl_simulate: cannot read %s (or it is over %zu bytes)\n", optarg,
+                        sizeof(text) - 1);
+                return 2;
+            }
+            if (0 != xccl_cost_parse(text, &c.intra, err, sizeof(err))) {
+                fprintf(stderr, "xccl_simulate: %s: %s\n", optarg, err);
+                return 2;
+            }
+            break;
+        }
         default:
             usage('h' == opt ? stdout : stderr, argv[0]);
             return 'h' == opt ? 0 : 2;
@@ -117,9 +139,10 @@ int main(int argc, char **argv)
     c.coll = (xccl_coll_t) coll;
     c.layout = &layout;
     printf("# %s, %d ranks on %d node(s) (%d..%d per node); intra alpha %.3g s beta %.3g s/B, "
-           "inter alpha %.3g s beta %.3g s/B, gamma %.3g s/B, delta %.3g s/B; predicted us\n",
+           "inter alpha %.3g s beta %.3g s/B, gamma %.3g s/B, delta %.3g s/B, shm flag %.3g s "
+           "peer %.3g s/B; predicted us\n",
            coll_name, p, layout.nnodes, layout.min_ppn, layout.max_ppn, c.intra.alpha, c.intra.beta,
-           c.inter.alpha, c.inter.beta, c.intra.gamma, c.intra.delta);
+           c.inter.alpha, c.inter.beta, c.intra.gamma, c.intra.delta, c.intra.flag, c.intra.peer);
     clock_t t0 = clock();
     int rc = xccl_choice_print(&c, sizes, nsizes, stdout);
     printf("# computed in %.2f s\n", (double) (clock() - t0) / CLOCKS_PER_SEC);

@@ -58,6 +58,10 @@
 #   Open MPI 5 still makes ranks yield: long ones, every rank alike);
 #   .yield.np2 with 1: long trials; .off.np2 with coll_xccl_shm_trials 0:
 #   no trials, no mesh.
+# xccl_calibrate.np2: the cost file has the six terms, each within sane
+#   bounds; xccl_simulate -F takes it; the component takes it (.component:
+#   verbose 2 prints the file's values) or refuses a bad one with its reason
+#   (.bad_file: the built-in model stays, the job runs).
 # fallback_reasons: over every run's per-rank output, each verbose line with
 #   "fallback=" gives a reason (fallback=<non-empty>).
 #
@@ -786,6 +790,65 @@ if selected "$name"; then
     finish "$name" "$ok"
 fi
 run_timeout=300
+
+# xccl_calibrate measures the cost model on this machine, the shared-memory
+# level's flag and peer terms included; the component takes its file (the
+# verbose-2 init line shows the file's six values) and xccl_simulate -F
+# too.  A bad file is refused with a reason: the built-in model stays.
+# check_cost_file <file>: xccl_calibrate's six terms in order, each within
+# bounds no machine leaves (alpha 10 ns..1 ms, copies and reductions
+# 0.01-1000 GB/s, a flag 1 ns..100 us, peer >= 0 and < 1 ns per byte).
+check_cost_file() {
+    awk '
+        BEGIN { split("alpha beta gamma delta flag peer", want, " ")
+                lo["alpha"] = 1e-8;  hi["alpha"] = 1e-3;  lo["flag"] = 1e-9; hi["flag"] = 1e-4
+                lo["beta"] = lo["gamma"] = lo["delta"] = 1e-12
+                hi["beta"] = hi["gamma"] = hi["delta"] = 1e-7
+                lo["peer"] = 0;      hi["peer"] = 1e-9 }
+        { for (i = 1; i <= NF; i++) {
+              n++; eq = index($i, "="); k = substr($i, 1, eq - 1); v = substr($i, eq + 1)
+              if (k != want[n]) { printf "term %d is \"%s\", want %s\n", n, $i, want[n]; bad = 1 }
+              else if (v !~ /^[0-9.]+(e[-+]?[0-9]+)?$/ || v + 0 < lo[k] || v + 0 >= hi[k]) {
+                  printf "%s outside [%g, %g)\n", $i, lo[k], hi[k]; bad = 1 } } }
+        END { if (n != 6) { printf "%d terms, want 6\n", n; bad = 1 }; exit bad }' "$1"
+}
+name=xccl_calibrate.np2
+if selected "$name"; then
+    cost=$logdir/calibrate.cost
+    run_mpi "$name" 2 "$bindir/xccl_calibrate" -o "$cost"
+    ok=0
+    problems=$({
+        { [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; false; }; } &&
+        check_cost_file "$cost" &&
+        { sim=$("$bindir/xccl_simulate" -c allgather -n 2 -S 1M -P read -s 64K -F "$cost") &&
+          grep -q 'shm flag' <<<"$sim" || { echo "$name: xccl_simulate -F refused the file"; false; }; }
+    } 2>&1) || ok=1
+    if ((ok == 0)); then
+        saved=("${common_args[@]}")
+        common_args=("${common_base[@]}" --mca coll_xccl_small_msg_bytes 0)
+        # the component's model is the file's, every term
+        run_mpi "$name.component" 2 --mca coll_xccl_verbose 2 --mca coll_xccl_cost_file "$cost" \
+            "$bindir/xccl_mpi_check" -q
+        problems=$({ check_result "$name.component" && {
+            init=$(per_rank_output "$name.component" 1 | grep -m1 'init: cost model ' || true)
+            [[ $init == *"init: cost model $cost: $(tr -s ' \n' ' ' <"$cost" | sed 's/ $//')"* ]] ||
+                { echo "$name: rank 1's model line '$init' is not the file's '$(cat "$cost")'"; false; }; }
+        } 2>&1) || ok=1
+        # a bad file: said why, the built-in model kept, the job runs
+        echo "alpha=1e-6 beta=2e-10 gamma=2e-10 flag=-1" >"$logdir/bad.cost"
+        run_mpi "$name.bad_file" 2 --mca coll_xccl_verbose 2 --mca coll_xccl_cost_file "$logdir/bad.cost" \
+            "$bindir/xccl_mpi_check" -q
+        problems+=$({ check_result "$name.bad_file" && {
+            out=$(per_rank_output "$name.bad_file" 0)
+            grep -q "coll_xccl_cost_file $logdir/bad.cost: flag= needs a number >= 0" <<<"$out" &&
+            grep -q 'init: cost model built-in: ' <<<"$out" ||
+                { echo "$name: a bad cost file was not refused with its reason"; false; }; }
+        } 2>&1) || ok=1
+        common_args=("${saved[@]}")
+    fi
+    indent "$problems"
+    finish "$name" "$ok"
+fi
 
 # Every fallback= line of every run that ran names its reason.
 name=fallback_reasons

@@ -206,6 +206,46 @@ START_TEST(pick_keeps_default_within_margin)
 }
 END_TEST
 
+/* Cost files: every key lands in its own field, absent optional keys keep
+ * their values, and every malformed file leaves the model untouched. */
+START_TEST(cost_file_parses)
+{
+    char err[128];
+    xccl_cost_model_t m = { 1, 2, 3, 4, 5, 6 };
+    ck_assert_int_eq(xccl_cost_parse(" alpha=1e-6 beta=2.5e-10\ngamma=3e-10 delta=4e-10 flag=5e-8 "
+                                     "peer=6e-11\n", &m, err, sizeof(err)), 0);
+    ck_assert(m.alpha == 1e-6 && m.beta == 2.5e-10 && m.gamma == 3e-10 && m.delta == 4e-10 &&
+              m.flag == 5e-8 && m.peer == 6e-11);
+    /* the order is free; delta, flag, peer optional */
+    xccl_cost_model_t o = { 1, 2, 3, 4, 5, 6 };
+    ck_assert_int_eq(xccl_cost_parse("gamma=0 alpha=7 beta=8", &o, err, sizeof(err)), 0);
+    ck_assert(o.alpha == 7 && o.beta == 8 && o.gamma == 0 && o.delta == 4 && o.flag == 5 &&
+              o.peer == 6);
+    static const char *const bad[] = {
+        "",                                             /* alpha missing */
+        "alpha=1 beta=2",                               /* gamma missing */
+        "alpha=1 beta=2 gamma=3 flag=-1",               /* negative */
+        "alpha=1 beta=2 gamma=3 peer=inf",              /* not finite */
+        "alpha=1 beta=2 gamma=3 peer=nan",
+        "alpha=1 beta=2 gamma=3 delta=",                /* no number */
+        "alpha=1 beta=2 gamma=3 delta=4x",              /* trailing junk */
+        "alpha=1 beta=2 gamma=3 alpha=4",               /* twice */
+        "alpha=1 beta=2 gamma=3 epsilon=4",             /* unknown */
+        "alpha=1 beta=2 gamma=3 flag",                  /* no '=' */
+        "alpha=1 beta=2 gamma=3 alph=4",                /* a prefix of a key */
+        "alpha=1 beta=2 gamma=3 alphaa=4",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        xccl_cost_model_t b = { 1, 2, 3, 4, 5, 6 };
+        err[0] = '\0';
+        ck_assert_msg(xccl_cost_parse(bad[i], &b, err, sizeof(err)) == -1, "accepted \"%s\"", bad[i]);
+        ck_assert_msg(b.alpha == 1 && b.beta == 2 && b.gamma == 3 && b.delta == 4 && b.flag == 5 &&
+                      b.peer == 6, "\"%s\" changed the model", bad[i]);
+        ck_assert_msg(err[0] != '\0', "no reason for \"%s\"", bad[i]);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("cost");
@@ -219,6 +259,7 @@ int main(void)
     tcase_add_test(tc, copies_cost_delta);
     tcase_add_test(tc, bruck_v_builders_match_formula);
     tcase_add_test(tc, small_message_pays_every_round);
+    tcase_add_test(tc, cost_file_parses);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }
