@@ -259,8 +259,7 @@ void xccl_trial_medians(const xccl_trial_t *t, uint64_t med[2])
 int xccl_trial_decide(xccl_trial_t *t, const uint64_t slowest[2])
 {
     const uint64_t shm = slowest[0], mesh = slowest[1];
-    const int faster = t->noisy ? mesh + mesh / XCCL_TRIAL_NOISY_MARGIN < shm : mesh < shm;
-    t->pick = faster ? t->cand[1] : t->cand[0];
+    t->pick = mesh < shm ? t->cand[1] : t->cand[0];
     return t->pick;
 }
 

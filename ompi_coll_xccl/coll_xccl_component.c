@@ -149,7 +149,7 @@ static int xccl_register(void)
         "this many timed calls (rounded up to even; from 1 MiB at most 4), and "
         "keep the one whose median is lower on the slowest rank (which wins depends on the "
         "machine: docs/shm-level.md).  Where a rank yields when idle (oversubscribed), "
-        "twice this many plus one (from 1 MiB at most 6), and the mesh must be faster by 1/8.  "
+        "twice this many plus one (from 1 MiB at most 6).  "
         "Verbose 1 logs each decision.  0: no trials, shm unless forced; at most 16",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.trials);

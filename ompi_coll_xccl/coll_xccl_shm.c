@@ -266,9 +266,8 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
                       : k->policy.trials <= 0 ? "on (process_vm_readv), only where forced "
                                                 "(coll_xccl_shm_trials 0)"
                       : XCCL_TRIAL_QUIET == m->shm_trials ? "on (process_vm_readv), chosen by trials"
-                      : 
-                          "on (process_vm_readv), chosen by long trials: a rank yields when idle "
-                          "(oversubscribed), the mesh must win by 1/8");
+                      : "on (process_vm_readv), chosen by long trials: a rank yields when idle "
+                        "(oversubscribed)");
     __atomic_store_n(&m->shm_lat_colls, colls, __ATOMIC_RELAXED);
     __atomic_store_n(&m->shm_state, XCCL_SHM_ON, __ATOMIC_RELEASE);
 }
