@@ -232,3 +232,22 @@ int xccl_cost_parse(const char *text, xccl_cost_model_t *m, char *err, size_t er
     }
     return 0;
 }
+
+int xccl_cost_load(const char *path, xccl_cost_model_t *m, char *err, size_t errlen)
+{
+    char text[XCCL_COST_FILE_MAX + 1];
+    FILE *f = fopen(path, "r");
+    if (NULL == f) {
+        snprintf(err, errlen, "cannot open it");
+        return -1;
+    }
+    const size_t n = fread(text, 1, sizeof(text) - 1, f);
+    const int whole = feof(f) && !ferror(f);
+    fclose(f);
+    if (!whole) {
+        snprintf(err, errlen, "cannot read it, or it is over %d bytes", XCCL_COST_FILE_MAX);
+        return -1;
+    }
+    text[n] = '\0';
+    return xccl_cost_parse(text, m, err, errlen);
+}

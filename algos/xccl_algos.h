@@ -305,6 +305,11 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m);
  * an unknown key, a value that is no finite number >= 0, a key given
  * twice, a required key missing. */
 int xccl_cost_parse(const char *text, xccl_cost_model_t *m, char *err, size_t errlen);
+/* xccl_cost_parse of the file at path (at most XCCL_COST_FILE_MAX bytes):
+ * 0, or -1 with *m untouched and why in err (also a file that cannot be
+ * read, or a longer one). */
+#define XCCL_COST_FILE_MAX 4095
+int xccl_cost_load(const char *path, xccl_cost_model_t *m, char *err, size_t errlen);
 
 /* Defaults (coll_xccl_cost_*, xccl_simulate, xccl_info): measured on the
  * development machine with xccl_calibrate plus xccl's per-message software

@@ -302,26 +302,12 @@ static int parse_algorithm(xccl_coll_t coll, const char *s)
  * rank reads the same file, so every rank keeps or takes the same model). */
 static int read_cost_file(const char *path, xccl_cost_model_t *cost)
 {
-    char text[4096], err[160];
-    FILE *f = fopen(path, "r");
-    if (NULL == f) {
-        opal_output(0, "xccl: cannot open coll_xccl_cost_file %s; using the built-in cost model",
-                    path);
+    char err[160];
+    if (0 != xccl_cost_load(path, cost, err, sizeof(err))) {
+        opal_output(0, "xccl: coll_xccl_cost_file %s: %s; using the built-in cost model", path, err);
         return 0;
     }
-    const size_t n = fread(text, 1, sizeof(text) - 1, f);
-    const int whole = feof(f) && !ferror(f);
-    fclose(f);
-    text[n] = '\0';
-    if (!whole) {
-        opal_output(0, "xccl: cannot read coll_xccl_cost_file %s (or it is over %zu bytes); using "
-                    "the built-in cost model", path, sizeof(text) - 1);
-    } else if (0 != xccl_cost_parse(text, cost, err, sizeof(err))) {
-        opal_output(0, "xccl: coll_xccl_cost_file %s: %s; using the built-in cost model", path, err);
-    } else {
-        return 1;
-    }
-    return 0;
+    return 1;
 }
 
 /* Reads and checks the whole file; on any error it is reported and ignored,

@@ -77,20 +77,8 @@ int main(int argc, char **argv)
             }
             break;
         case 'F': {
-            char text[4096], err[160];
-            FILE *f = fopen(optarg, "r");
-            size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
-            const int whole = f && feof(f) && !ferror(f);
-            if (f) {
-                fclose(f);
-            }
-            text[n] = '\0';
-            if (!whole) {
-                fprintf(stderr, "xccl_simulate: cannot read %s (or it is over %zu bytes)\n", optarg,
-                        sizeof(text) - 1);
-                return 2;
-            }
-            if (0 != xccl_cost_parse(text, &c.intra, err, sizeof(err))) {
+            char err[160];
+            if (0 != xccl_cost_load(optarg, &c.intra, err, sizeof(err))) {
                 fprintf(stderr, "xccl_simulate: %s: %s\n", optarg, err);
                 return 2;
             }

@@ -8,7 +8,9 @@
 #include <check.h>
 #include "check_main.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static const xccl_cost_model_t model = { 2e-6, 1e-10, 3e-11, 0.0, 0.0, 0.0 };
 
@@ -246,6 +248,34 @@ START_TEST(cost_file_parses)
 }
 END_TEST
 
+/* Cost files from disk: read whole, parsed as above; a missing file or
+ * one over XCCL_COST_FILE_MAX bytes is refused, the model untouched. */
+START_TEST(cost_file_loads)
+{
+    char err[128], path[] = "/tmp/xccl_cost_XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("alpha=1e-6 beta=2e-10 gamma=3e-10 peer=7e-11\n", f);
+    fclose(f);
+    xccl_cost_model_t m = { 1, 2, 3, 4, 5, 6 };
+    ck_assert_int_eq(xccl_cost_load(path, &m, err, sizeof(err)), 0);
+    ck_assert(m.alpha == 1e-6 && m.gamma == 3e-10 && m.delta == 4 && m.peer == 7e-11);
+    f = fopen(path, "a");                       /* now too long, though white space */
+    for (int i = 0; i <= XCCL_COST_FILE_MAX; i++) {
+        fputc(' ', f);
+    }
+    fclose(f);
+    xccl_cost_model_t b = { 1, 2, 3, 4, 5, 6 };
+    ck_assert_int_eq(xccl_cost_load(path, &b, err, sizeof(err)), -1);
+    ck_assert(b.alpha == 1 && b.peer == 6);
+    unlink(path);
+    ck_assert_int_eq(xccl_cost_load(path, &b, err, sizeof(err)), -1);
+    ck_assert(b.alpha == 1 && b.peer == 6 && err[0] != '\0');
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("cost");
@@ -260,6 +290,7 @@ int main(void)
     tcase_add_test(tc, bruck_v_builders_match_formula);
     tcase_add_test(tc, small_message_pays_every_round);
     tcase_add_test(tc, cost_file_parses);
+    tcase_add_test(tc, cost_file_loads);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }
