@@ -38,6 +38,24 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median of REPS runs (reorders t). */
+static double median(double t[REPS])
+{
+    qsort(t, REPS, sizeof(double), cmp_double);
+    return t[REPS / 2];
+}
+
+/* malloc, or the job ends. */
+static void *must_malloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (NULL == p) {
+        fprintf(stderr, "xccl_calibrate: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return p;
+}
+
 static void wait_req(void *req)
 {
     if (NULL == req) {
@@ -79,18 +97,13 @@ static double pingpong(ucp_ep_h ep, int rank, char *buf, size_t len, int iters)
         }
         t[rep] = (MPI_Wtime() - t0) / iters / 2;
     }
-    qsort(t, REPS, sizeof(double), cmp_double);
-    return t[REPS / 2];
+    return median(t);
 }
 
 static double copy_time_per_byte(size_t bytes)
 {
-    char *a = malloc(bytes), *b = malloc(bytes);
+    char *a = must_malloc(bytes), *b = must_malloc(bytes);
     double t[REPS];
-    if (NULL == a || NULL == b) {
-        fprintf(stderr, "xccl_calibrate: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
     memset(a, 1, bytes);
     memset(b, 2, bytes);
     for (int rep = 0; rep < REPS; rep++) {
@@ -100,20 +113,15 @@ static double copy_time_per_byte(size_t bytes)
     }
     free(a);
     free(b);
-    qsort(t, REPS, sizeof(double), cmp_double);
-    return t[REPS / 2];
+    return median(t);
 }
 
 static double reduce_time_per_byte(size_t bytes)
 {
     size_t n = bytes / sizeof(float);
-    float *a = malloc(bytes), *b = malloc(bytes);
+    float *a = must_malloc(bytes), *b = must_malloc(bytes);
     double t[REPS];
     xccl_reduce_fn_t fn = xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
-    if (NULL == a || NULL == b) {
-        fprintf(stderr, "xccl_calibrate: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
     for (size_t i = 0; i < n; i++) {
         a[i] = (float) (i & 1023);
         b[i] = 1.0f;
@@ -125,8 +133,7 @@ static double reduce_time_per_byte(size_t bytes)
     }
     free(a);
     free(b);
-    qsort(t, REPS, sizeof(double), cmp_double);
-    return t[REPS / 2];
+    return median(t);
 }
 
 /* Spins until rank peer's flag reaches (seq, val). */
@@ -187,18 +194,13 @@ static void shm_terms(int rank, double *flag, double *peer)
         }
         t[rep] = (MPI_Wtime() - t0) / FLAG_ITERS / 2;
     }
-    qsort(t, REPS, sizeof(double), cmp_double);
-    *flag = t[REPS / 2];
+    *flag = median(t);
 
     /* peer: rank 1 writes its slot, val 1; rank 0 copies it out, val 2; the
      * same copy of a buffer rank 0 has just written, for the difference */
-    char *dst = malloc(PEER_BYTES), *src = malloc(PEER_BYTES);
+    char *dst = must_malloc(PEER_BYTES), *src = must_malloc(PEER_BYTES);
     char *slot = xccl_shm_slot(seg, 1);
     double tp[REPS], tl[REPS];
-    if (NULL == dst || NULL == src) {
-        fprintf(stderr, "xccl_calibrate: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
     memset(dst, 0, PEER_BYTES);
     memset(src, 0, PEER_BYTES);
     for (int rep = 0; rep < REPS; rep++) {
@@ -225,9 +227,8 @@ static void shm_terms(int rank, double *flag, double *peer)
         tp[rep] = sum_peer / PEER_ITERS / (double) PEER_BYTES;
         tl[rep] = sum_local / PEER_ITERS / (double) PEER_BYTES;
     }
-    qsort(tp, REPS, sizeof(double), cmp_double);
-    qsort(tl, REPS, sizeof(double), cmp_double);
-    *peer = tp[REPS / 2] > tl[REPS / 2] ? tp[REPS / 2] - tl[REPS / 2] : 0.0;
+    const double from_peer = median(tp), local = median(tl);
+    *peer = from_peer > local ? from_peer - local : 0.0;
     MPI_Bcast(peer, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     free(dst);
     free(src);
