@@ -11,11 +11,17 @@
  *    without one (per-thread context stacks); everything but
  *    cuDriverGetVersion/cuGetError* fails with CUDA_ERROR_NOT_INITIALIZED
  *    before cuInit.
- *  - Asynchronous work on a created stream is queued and runs only when
- *    something waits for it (cuStreamSynchronize, cuEventSynchronize,
- *    cuCtxSynchronize, a second cuStreamQuery/cuEventQuery, or legacy
- *    default stream work for blocking streams), so a caller that forgets to
- *    wait reads stale data.
+ *  - Work on a stream runs late, on a thread of that stream's own, after a
+ *    pseudo-random delay (FAKE_CUDA_SEED; sometimes milliseconds), reading
+ *    its sources - a peer's IPC-mapped memory too - when it runs.  Nothing
+ *    has run except what CUDA guarantees: a stream's work in order, the
+ *    legacy default stream against blocking streams (each waits for the
+ *    other's earlier work), cuStreamWaitEvent, and completion seen through
+ *    a synchronisation or a query that answered CUDA_SUCCESS.  Copies and
+ *    memsets without a stream argument go on the legacy default stream and
+ *    return as the driver may: before they ran (device to device, memset
+ *    of device memory, host to device from pageable memory - its bytes
+ *    taken at the call), or once done (to host memory, from pinned memory).
  *  - Copies check their pointers: a "device" side must lie inside one
  *    device allocation (or pinned host memory, as with UVA), a host side must
  *    not touch device memory; otherwise CUDA_ERROR_INVALID_VALUE.
@@ -26,9 +32,10 @@
  *    checks the kernel's pointers and queues the reduction like an async
  *    copy (protection lifted while it runs).
  *
- * Threads: meant for single-threaded use per process.  A global mutex
- * serializes the calls, but while a copy runs the allocation it touches is
- * readable and writable by every thread of the process.
+ * Threads: a global mutex serializes the calls; every stream (and each
+ * context's legacy default stream) has a worker thread.  Device memory is
+ * mapped twice: the address the caller sees (PROT_NONE) and a private
+ * read-write view the workers use, so no protection is ever lifted.
  *
  * Environment:
  *   FAKE_CUDA_DEVICES=N   number of devices (default 1, at most 16; 0: cuInit
@@ -38,6 +45,10 @@
  *   FAKE_CUDA_STATS=1     at exit, print the calls per function and what is
  *                         still allocated to stderr
  *   FAKE_CUDA_TRACE=1     print every call that fails to stderr
+ *   FAKE_CUDA_SEED=S      seed of the delays (default 1), mixed with the
+ *                         MPI rank from the environment where there is one
+ *   FAKE_CUDA_DELAY=0     queued work runs as soon as its turn comes (still
+ *                         on the streams' threads); default 1: delayed
  *   FAKE_CUDA_FAIL=F:N    the N-th call (from 1) of entry point F (its C
  *                         name, e.g. cuEventQuery) fails with
  *                         CUDA_ERROR_UNKNOWN and does nothing else
@@ -63,6 +74,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_DEVICES 16
@@ -75,11 +87,14 @@
 #define FUNC_MAGIC 0x434e5546u
 
 /* ------------------------------------------------------------ state */
+struct fake_stream;
+
 struct fake_ctx {
     unsigned magic;
     int device;
     int refs;                  /* primary context retain count */
     unsigned long long id;     /* cuCtxGetId: new each time refs goes 0 -> 1 */
+    struct fake_stream *legacy;   /* its legacy default stream (made on first use) */
 };
 
 enum { R_DEVICE, R_HOST_ALLOC, R_HOST_REGISTER, R_IPC };
@@ -94,12 +109,19 @@ typedef struct region {
     int refs;                  /* R_IPC: opens of the same handle */
     int ipc_pid;               /* R_IPC: exporter */
     unsigned long long ipc_id; /* R_IPC: exporter's buffer id */
+    char *view;                /* device kinds: the workers' read-write mapping */
     fcu_ctx ctx;
     unsigned long long id;     /* BUFFER_ID, never reused */
     struct region *next;
 } region;
 
-enum { OP_COPY, OP_MEMSET, OP_WAIT, OP_KERNEL };
+/* Work waits for stream s to have completed its first seq operations. */
+typedef struct {
+    struct fake_stream *s;
+    unsigned long long seq;
+} dep;
+
+enum { OP_COPY, OP_MEMSET, OP_KERNEL, OP_MARKER };
 typedef struct op {
     struct op *next;
     int kind;
@@ -107,20 +129,27 @@ typedef struct op {
     const char *src;
     size_t width, height, dpitch, spitch;
     unsigned char value;
-    struct fake_stream *wait_stream;  /* OP_WAIT: run it up to wait_seq */
-    unsigned long long wait_seq;
+    void *staged;                     /* OP_COPY: the bytes of a pageable source, taken at the call */
     int kernel;                       /* OP_KERNEL: index in kernels[] */
     int nsrc;                         /* OP_KERNEL: its parameters, by value */
     unsigned long long count;
     xccl_gpu_srcs_t srcs;             /* (dst is dst) */
+    unsigned long long delay_ns;      /* before it runs */
+    int ndeps;
+    dep *deps;                        /* what must have completed first */
 } op;
 
+/* A created stream, or a context's legacy default stream.  Never freed:
+ * a destroyed stream drains and its thread ends, but events recorded on it
+ * keep pointing at it. */
 struct fake_stream {
     unsigned magic;
     unsigned flags;
+    int legacy;                /* the context's legacy default stream */
+    int destroyed;
     fcu_ctx ctx;
-    op *head, *tail;
-    unsigned long long enqueued, done, queried;
+    op *head, *tail;           /* head: next to run (or running) */
+    unsigned long long enqueued, done;
     struct fake_stream *next;
 };
 
@@ -129,7 +158,6 @@ struct fake_event {
     unsigned flags;
     struct fake_stream *stream;  /* NULL: complete */
     unsigned long long seq;
-    int asked;
     struct fake_event *next;
 };
 
@@ -145,14 +173,17 @@ typedef struct {
 _Static_assert(sizeof(ipc_payload) <= FCU_IPC_HANDLE_SIZE, "ipc payload");
 
 static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;   /* an operation completed, or was queued */
 static int initialized;
 static int ndevices = 1;
 static int driver_version = 12080;
 static int trace;
 static int host_access;        /* FAKE_CUDA_HOST_ACCESS: device memory never PROT_NONE */
+static int delays = 1;         /* FAKE_CUDA_DELAY */
+static unsigned long long seed = 1, rng_state;
 static struct fake_ctx contexts[MAX_DEVICES];
 static region *regions;
-static struct fake_stream *streams;
+static struct fake_stream *streams;   /* every stream: created, destroyed, legacy */
 static struct fake_event *events;
 static unsigned long long next_buffer_id = 1;
 static unsigned long long next_ctx_id = 1;
@@ -387,131 +418,205 @@ static void unlink_region(region *dead)
     }
 }
 
-static void set_access(const region *r, int prot)
+/* ------------------------------------------------------------ delays */
+/* splitmix64: the delays of one process follow from the seed and its rank. */
+static unsigned long long rng(void)
 {
-    if (host_access) {
-        return;
+    unsigned long long z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Before an operation runs: mostly at once or within tens of
+ * microseconds, now and then up to a millisecond, 1 in 100 up to 10 ms. */
+static unsigned long long draw_delay(void)
+{
+    if (!delays) {
+        return 0;
     }
-    if (is_device_kind(r) && 0 != mprotect((void *) r->base, r->maplen, prot)) {
-        fprintf(stderr, "fake_cuda[%d]: mprotect: %s\n", (int) getpid(), strerror(errno));
-        abort();
+    const unsigned long long r = rng() % 1000;
+    if (r < 600) {
+        return 0;
+    }
+    if (r < 900) {
+        return rng() % 50000;
+    }
+    if (r < 990) {
+        return 50000 + rng() % 950000;
+    }
+    return 1000000 + rng() % 9000000;
+}
+
+static void sleep_ns(unsigned long long ns)
+{
+    struct timespec t = { (time_t) (ns / 1000000000ull), (long) (ns % 1000000000ull) };
+    while (0 != nanosleep(&t, &t) && EINTR == errno) {
     }
 }
 
 /* ------------------------------------------------------------ work */
-static void run_stream_upto(struct fake_stream *s, unsigned long long seq);
-
-/* An emulated kernel: every allocation it touches (checked at launch;
- * frees and IPC closes wait for queued work, so they are all still there)
- * is accessible while it runs. */
-static void run_kernel(op *o)
+static int deps_met(const op *o)
 {
-    if (0 == o->count) {
-        return;
-    }
-    region *touched[XCCL_GPU_MAX_SRCS + 1];
-    int n = 0;
-    for (int k = -1; k < o->nsrc; k++) {
-        region *r = find_region(k < 0 ? (uintptr_t) o->dst : (uintptr_t) o->srcs.p[k]);
-        int seen = NULL == r;
-        for (int j = 0; j < n && !seen; j++) {
-            seen = touched[j] == r;
-        }
-        if (!seen) {
-            touched[n++] = r;
+    for (int i = 0; i < o->ndeps; i++) {
+        if (o->deps[i].s->done < o->deps[i].seq) {
+            return 0;
         }
     }
-    for (int j = 0; j < n; j++) {
-        set_access(touched[j], PROT_READ | PROT_WRITE);
-    }
-    kernels[o->kernel].run(o->dst, o->srcs.p, o->nsrc, o->count);
-    for (int j = 0; j < n; j++) {
-        set_access(touched[j], PROT_NONE);
-    }
+    return 1;
 }
 
+static void free_op(op *o)
+{
+    free(o->staged);
+    free(o->deps);
+    free(o);
+}
+
+static int in_region(const region *r, const void *p)
+{
+    return (uintptr_t) p >= r->base && (uintptr_t) p < r->base + r->maplen;
+}
+
+/* Work queued (or running) on any stream that reads or writes r. */
+static int queued_work_uses(const region *r)
+{
+    for (const struct fake_stream *s = streams; s; s = s->next) {
+        for (const op *o = s->head; o; o = o->next) {
+            int uses = in_region(r, o->dst) || (OP_COPY == o->kind && !o->staged && in_region(r, o->src));
+            for (int k = 0; OP_KERNEL == o->kind && k < o->nsrc && !uses; k++) {
+                uses = in_region(r, (const void *) (uintptr_t) o->srcs.p[k]);
+            }
+            if (uses) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Where a worker reads or writes address a: a device allocation (or IPC
+ * mapping) through its read-write view, anything else as it is.  Work was
+ * checked when queued: each side lies inside one allocation, and
+ * allocations outlive the work that uses them (frees wait for it). */
+static char *worker_addr(uintptr_t a)
+{
+    region *r = find_region(a);
+    return is_device_kind(r) ? r->view + (a - r->base) : (char *) a;
+}
+
+/* Runs o with the lock released (the addresses translated under it). */
 static void execute(op *o)
 {
-    if (OP_WAIT == o->kind) {
-        run_stream_upto(o->wait_stream, o->wait_seq);
+    if (OP_MARKER == o->kind) {
         return;
     }
     if (OP_KERNEL == o->kind) {
-        run_kernel(o);
+        if (0 == o->count) {
+            return;
+        }
+        unsigned long long src[XCCL_GPU_MAX_SRCS];
+        for (int k = 0; k < o->nsrc; k++) {
+            src[k] = (unsigned long long) (uintptr_t) worker_addr((uintptr_t) o->srcs.p[k]);
+        }
+        char *dst = worker_addr((uintptr_t) o->dst);
+        pthread_mutex_unlock(&lock);
+        kernels[o->kernel].run(dst, src, o->nsrc, o->count);
+        pthread_mutex_lock(&lock);
         return;
     }
-    uintptr_t d = (uintptr_t) o->dst, s = (uintptr_t) o->src;
-    size_t dext = o->height ? (o->height - 1) * o->dpitch + o->width : 0;
-    region *rd = o->width && o->height ? overlapping_device(d, dext) : NULL;
-    region *rs = NULL;
-    if (OP_COPY == o->kind && o->width && o->height) {
-        rs = overlapping_device(s, (o->height - 1) * o->spitch + o->width);
+    if (0 == o->width || 0 == o->height) {
+        return;
     }
-    if (rd) {
-        set_access(rd, PROT_READ | PROT_WRITE);
-    }
-    if (rs && rs != rd) {
-        set_access(rs, PROT_READ | PROT_WRITE);
-    }
+    char *dst = worker_addr((uintptr_t) o->dst);
+    const char *src = o->staged ? o->staged : OP_COPY == o->kind ? worker_addr((uintptr_t) o->src) : NULL;
+    pthread_mutex_unlock(&lock);
     for (size_t y = 0; y < o->height; y++) {
         if (OP_COPY == o->kind) {
-            memmove(o->dst + y * o->dpitch, o->src + y * o->spitch, o->width);
+            memmove(dst + y * o->dpitch, src + y * o->spitch, o->width);
         } else {
-            memset(o->dst + y * o->dpitch, o->value, o->width);
+            memset(dst + y * o->dpitch, o->value, o->width);
         }
     }
-    if (rd) {
-        set_access(rd, PROT_NONE);
-    }
-    if (rs && rs != rd) {
-        set_access(rs, PROT_NONE);
-    }
+    pthread_mutex_lock(&lock);
 }
 
-static void run_stream_upto(struct fake_stream *s, unsigned long long seq)
+/* A stream's thread: its operations in order, each once what it depends
+ * on has completed and its delay has passed. */
+static void *stream_worker(void *arg)
 {
-    while (s->head && s->done < seq) {
+    struct fake_stream *s = arg;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        while (NULL == s->head && !s->destroyed) {
+            pthread_cond_wait(&progress, &lock);
+        }
         op *o = s->head;
+        if (NULL == o) {
+            break;                      /* destroyed and drained */
+        }
+        while (!deps_met(o)) {
+            pthread_cond_wait(&progress, &lock);
+        }
+        if (o->delay_ns) {
+            pthread_mutex_unlock(&lock);
+            sleep_ns(o->delay_ns);
+            pthread_mutex_lock(&lock);
+        }
+        execute(o);
         s->head = o->next;
         if (NULL == s->head) {
             s->tail = NULL;
         }
         s->done++;
-        execute(o);
-        free(o);
+        free_op(o);
+        pthread_cond_broadcast(&progress);
+    }
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+static struct fake_stream *new_stream(fcu_ctx ctx, unsigned flags, int legacy)
+{
+    struct fake_stream *s = calloc(1, sizeof(*s));
+    pthread_t t;
+    pthread_attr_t attr;
+    if (NULL == s) {
+        return NULL;
+    }
+    s->magic = STREAM_MAGIC;
+    s->flags = flags;
+    s->legacy = legacy;
+    s->ctx = ctx;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, stream_worker, s);
+    pthread_attr_destroy(&attr);
+    if (0 != rc) {
+        free(s);
+        return NULL;
+    }
+    s->next = streams;
+    streams = s;
+    return s;
+}
+
+/* Until s has completed its first seq operations (lock held once). */
+static void wait_for(struct fake_stream *s, unsigned long long seq)
+{
+    while (s->done < seq) {
+        pthread_cond_wait(&progress, &lock);
     }
 }
 
-static void run_stream(struct fake_stream *s)
-{
-    run_stream_upto(s, s->enqueued);
-}
-
-/* The legacy default stream waits for every blocking stream. */
-static void flush_blocking(void)
+/* Everything queued so far, on streams of ctx (NULL: of every context). */
+static void wait_all(fcu_ctx ctx)
 {
     for (struct fake_stream *s = streams; s; s = s->next) {
-        if (!(s->flags & FCU_STREAM_NON_BLOCKING)) {
-            run_stream(s);
+        if (NULL == ctx || s->ctx == ctx) {
+            wait_for(s, s->enqueued);
         }
     }
-}
-
-static void flush_all(void)
-{
-    for (struct fake_stream *s = streams; s; s = s->next) {
-        run_stream(s);
-    }
-}
-
-static int valid_stream(fcu_stream s)
-{
-    for (struct fake_stream *t = streams; t; t = t->next) {
-        if (t == s) {
-            return STREAM_MAGIC == t->magic;
-        }
-    }
-    return 0;
 }
 
 static int is_default_stream(fcu_stream s)
@@ -519,49 +624,147 @@ static int is_default_stream(fcu_stream s)
     return NULL == s || FCU_STREAM_LEGACY == s || FCU_STREAM_PER_THREAD == s;
 }
 
-/* Queue o on stream s, or run it now on a default stream. */
-static fcu_result submit(op *o, fcu_stream s, int async)
+static int valid_stream(fcu_stream s)
 {
-    if (!async || is_default_stream(s)) {
-        if (FCU_STREAM_PER_THREAD != s) {
-            flush_blocking();
+    for (struct fake_stream *t = streams; t; t = t->next) {
+        if (t == s) {
+            return STREAM_MAGIC == t->magic && !t->legacy && !t->destroyed;
         }
-        execute(o);
-        return FCU_SUCCESS;
     }
-    if (!valid_stream(s)) {
-        return FCU_ERROR_INVALID_HANDLE;
+    return 0;
+}
+
+/* The stream h names: a created one, or the current context's legacy
+ * default stream for NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD (one
+ * thread per process is the fake's use; the per-thread stream then orders
+ * as the legacy one).  NULL with *err set when it is none. */
+static struct fake_stream *resolve_stream(fcu_stream h, fcu_result *err)
+{
+    if (!is_default_stream(h)) {
+        *err = valid_stream(h) ? FCU_SUCCESS : FCU_ERROR_INVALID_HANDLE;
+        return *err ? NULL : h;
     }
+    fcu_ctx c = current_ctx();
+    if (NULL == c->legacy && NULL == (c->legacy = new_stream(c, 0, 1))) {
+        *err = FCU_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    *err = FCU_SUCCESS;
+    return c->legacy;
+}
+
+static int add_dep(op *o, struct fake_stream *s, unsigned long long seq)
+{
+    if (s->done >= seq) {
+        return 0;
+    }
+    dep *d = realloc(o->deps, (size_t) (o->ndeps + 1) * sizeof(*d));
+    if (NULL == d) {
+        return -1;
+    }
+    o->deps = d;
+    o->deps[o->ndeps++] = (dep) { s, seq };
+    return 0;
+}
+
+/* Queues a copy of o on s, after what CUDA orders it after: the legacy
+ * default stream waits for earlier work of every blocking stream of its
+ * context, a blocking stream for earlier work of the legacy one.
+ * wait_s/wait_seq: a further dependency (cuStreamWaitEvent), or NULL.
+ * Returns the operation's sequence number on s (0: out of memory; o's
+ * staged bytes then stay the caller's). */
+static unsigned long long enqueue(struct fake_stream *s, const op *o, struct fake_stream *wait_s,
+                                  unsigned long long wait_seq)
+{
     op *q = malloc(sizeof(*q));
     if (NULL == q) {
-        return FCU_ERROR_OUT_OF_MEMORY;
+        return 0;
     }
     *q = *o;
     q->next = NULL;
+    q->ndeps = 0;
+    q->deps = NULL;
+    int bad = wait_s ? add_dep(q, wait_s, wait_seq) : 0;
+    for (struct fake_stream *t = streams; t && !bad; t = t->next) {
+        if (t != s && t->ctx == s->ctx && !(t->flags & FCU_STREAM_NON_BLOCKING) &&
+            !(s->flags & FCU_STREAM_NON_BLOCKING) && (s->legacy || t->legacy)) {
+            bad = add_dep(q, t, t->enqueued);
+        }
+    }
+    if (bad) {
+        free(q->deps);
+        free(q);
+        return 0;
+    }
+    q->delay_ns = draw_delay();
     if (s->tail) {
         s->tail->next = q;
     } else {
         s->head = q;
     }
     s->tail = q;
-    s->enqueued++;
+    pthread_cond_broadcast(&progress);
+    return ++s->enqueued;
+}
+
+/* Where host memory at [a, a + n) is page-locked (cuMemHostAlloc,
+ * cuMemHostRegister): the driver's DMA reaches it directly. */
+static int is_pinned(uintptr_t a, size_t n)
+{
+    const region *r = find_region(a);
+    return r && !is_device_kind(r) && a + n <= r->base + r->size;
+}
+
+/* Queues o on stream h (async) or on the legacy default stream (a call
+ * without a stream argument); then returns when the driver would.
+ *  - host side pageable, device side written: the source is taken now
+ *    (the driver stages it), the copy runs later;
+ *  - a call without a stream whose destination is host memory, or whose
+ *    source is pinned host memory, returns once the copy is done; device
+ *    to device copies and memsets of device memory return at once.
+ * dst_dev/src_dev: whether each side is device memory. */
+static fcu_result submit(op *o, fcu_stream h, int async, int dst_dev, int src_dev)
+{
+    fcu_result err;
+    struct fake_stream *s = resolve_stream(async ? h : NULL, &err);
+    if (NULL == s) {
+        return err;
+    }
+    const size_t ext = o->height ? (o->height - 1) * o->spitch + o->width : 0;
+    const int pageable_src = OP_COPY == o->kind && !src_dev && ext && !is_pinned((uintptr_t) o->src, ext);
+    if (pageable_src && dst_dev) {
+        if (NULL == (o->staged = malloc(ext))) {
+            return FCU_ERROR_OUT_OF_MEMORY;
+        }
+        memcpy(o->staged, o->src, ext);
+    }
+    unsigned long long seq = enqueue(s, o, NULL, 0);
+    if (0 == seq) {
+        free(o->staged);
+        return FCU_ERROR_OUT_OF_MEMORY;
+    }
+    if (!async && (!dst_dev || (OP_COPY == o->kind && !src_dev && !pageable_src))) {
+        wait_for(s, seq);
+    }
     return FCU_SUCCESS;
 }
 
 /* One side of a copy: start address, extent in bytes, memory type.  Device
  * sides must lie inside one device allocation or pinned host memory; host
- * sides must not touch device memory. */
-static fcu_result check_side(int type, uintptr_t a, size_t extent)
+ * sides must not touch device memory.  *dev: the side is device memory. */
+static fcu_result check_side(int type, uintptr_t a, size_t extent, int *dev)
 {
+    region *r = find_region(a);
+    *dev = is_device_kind(r);
     if (0 == extent) {
         return FCU_SUCCESS;
     }
     if (0 == a || a + extent < a) {
         return FCU_ERROR_INVALID_VALUE;
     }
-    region *r = find_region(a);
     switch (type) {
     case FCU_MT_HOST:
+        *dev = 0;
         return overlapping_device(a, extent) ? FCU_ERROR_INVALID_VALUE : FCU_SUCCESS;
     case FCU_MT_DEVICE:
         if (NULL == r || a + extent > r->base + r->size) {
@@ -599,11 +802,13 @@ static fcu_result copy2d(const fcu_memcpy2d *c, fcu_stream s, int async)
     uintptr_t sa = sb + c->srcY * spitch + c->srcXInBytes;
     uintptr_t da = db + c->dstY * dpitch + c->dstXInBytes;
     size_t sext = 0, dext = 0;
+    int sdev, ddev;
     if (c->WidthInBytes && c->Height) {
         sext = (c->Height - 1) * spitch + c->WidthInBytes;
         dext = (c->Height - 1) * dpitch + c->WidthInBytes;
     }
-    if ((r = check_side(c->srcMemoryType, sa, sext)) || (r = check_side(c->dstMemoryType, da, dext))) {
+    if ((r = check_side(c->srcMemoryType, sa, sext, &sdev)) ||
+        (r = check_side(c->dstMemoryType, da, dext, &ddev))) {
         return r;
     }
     op o = { .kind = OP_COPY, .dst = (char *) da, .src = (const char *) sa,
@@ -611,7 +816,7 @@ static fcu_result copy2d(const fcu_memcpy2d *c, fcu_stream s, int async)
     if (0 == sext) {
         o.height = 0;
     }
-    return submit(&o, s, async);
+    return submit(&o, s, async, ddev, sdev);
 }
 
 static fcu_result copy1d(int dtype, uintptr_t dst, int stype, uintptr_t src, size_t n,
@@ -632,13 +837,14 @@ static fcu_result copy1d(int dtype, uintptr_t dst, int stype, uintptr_t src, siz
 
 static fcu_result memset_d8(fcu_dptr dst, unsigned char v, size_t n, fcu_stream s, int async)
 {
+    int dev;
     fcu_result r = need_ctx();
-    if (r || (r = check_side(FCU_MT_DEVICE, (uintptr_t) dst, n))) {
+    if (r || (r = check_side(FCU_MT_DEVICE, (uintptr_t) dst, n, &dev))) {
         return r;
     }
     op o = { .kind = OP_MEMSET, .dst = (char *) (uintptr_t) dst, .width = n,
              .height = n ? 1 : 0, .dpitch = n, .value = v };
-    return submit(&o, s, async);
+    return submit(&o, s, async, dev, 0);
 }
 
 /* ------------------------------------------------------------ init, devices */
@@ -809,7 +1015,7 @@ fcu_result cuDevicePrimaryCtxRelease_v2(fcu_device dev)
         RET(FCU_ERROR_INVALID_CONTEXT);
     }
     if (0 == --contexts[dev].refs) {
-        flush_all();   /* the context is gone: its work has finished */
+        wait_all(&contexts[dev]);   /* the context is gone: its work has finished */
         for (struct fake_module *m = modules; m; m = m->next) {
             if (m->ctx == &contexts[dev]) {
                 m->dead = 1;           /* and its modules with it */
@@ -913,7 +1119,7 @@ fcu_result cuCtxSynchronize(void)
     if (r) {
         RET(r);
     }
-    flush_all();
+    wait_all(current_ctx());
     RET(FCU_SUCCESS);
 }
 
@@ -1114,15 +1320,20 @@ fcu_result cuMemAlloc_v2(fcu_dptr *dptr, size_t bytesize)
     }
     void *p = mmap(NULL, maplen, host_access ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED,
                    fd, 0);
-    if (MAP_FAILED == p) {
+    void *view = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    region *r = MAP_FAILED == p || MAP_FAILED == view
+                    ? NULL : new_region(R_DEVICE, (uintptr_t) p, bytesize, maplen, fd);
+    if (NULL == r) {
+        if (MAP_FAILED != p) {
+            munmap(p, maplen);
+        }
+        if (MAP_FAILED != view) {
+            munmap(view, maplen);
+        }
         close(fd);
         RET(FCU_ERROR_OUT_OF_MEMORY);
     }
-    if (NULL == new_region(R_DEVICE, (uintptr_t) p, bytesize, maplen, fd)) {
-        munmap(p, maplen);
-        close(fd);
-        RET(FCU_ERROR_OUT_OF_MEMORY);
-    }
+    r->view = view;
     *dptr = (fcu_dptr) (uintptr_t) p;
     RET(FCU_SUCCESS);
 }
@@ -1147,9 +1358,10 @@ fcu_result cuMemFree_v2(fcu_dptr dptr)
     if (NULL == r || R_DEVICE != r->kind || r->base != (uintptr_t) dptr) {
         RET(FCU_ERROR_INVALID_VALUE);
     }
-    flush_all();               /* cuMemFree synchronizes */
+    wait_all(NULL);            /* cuMemFree synchronizes */
     unlink_region(r);
     munmap((void *) r->base, r->maplen);
+    munmap(r->view, r->maplen);
     close(r->fd);
     free(r);
     RET(FCU_SUCCESS);
@@ -1210,7 +1422,7 @@ fcu_result cuMemFreeHost(void *p)
     if (NULL == r || R_HOST_ALLOC != r->kind || r->base != (uintptr_t) p) {
         RET(FCU_ERROR_INVALID_VALUE);
     }
-    flush_all();
+    wait_all(NULL);
     unlink_region(r);
     munmap(p, r->maplen);
     free(r);
@@ -1251,7 +1463,7 @@ fcu_result cuMemHostUnregister(void *p)
     if (NULL == r || R_HOST_REGISTER != r->kind || r->base != (uintptr_t) p) {
         RET(FCU_ERROR_HOST_MEMORY_NOT_REGISTERED);
     }
-    flush_all();
+    wait_all(NULL);
     unlink_region(r);
     free(r);
     RET(FCU_SUCCESS);
@@ -1360,19 +1572,16 @@ fcu_result cuStreamCreate(fcu_stream *phStream, unsigned int Flags)
     if (NULL == phStream || Flags > FCU_STREAM_NON_BLOCKING) {
         RET(FCU_ERROR_INVALID_VALUE);
     }
-    struct fake_stream *s = calloc(1, sizeof(*s));
+    struct fake_stream *s = new_stream(current_ctx(), Flags, 0);
     if (NULL == s) {
         RET(FCU_ERROR_OUT_OF_MEMORY);
     }
-    s->magic = STREAM_MAGIC;
-    s->flags = Flags;
-    s->ctx = current_ctx();
-    s->next = streams;
-    streams = s;
     *phStream = s;
     RET(FCU_SUCCESS);
 }
 
+/* As the driver: returns at once; queued work still runs, then the
+ * stream's thread ends. */
 fcu_result cuStreamDestroy_v2(fcu_stream hStream);
 fcu_result cuStreamDestroy_v2(fcu_stream hStream)
 {
@@ -1383,20 +1592,8 @@ fcu_result cuStreamDestroy_v2(fcu_stream hStream)
     if (!valid_stream(hStream)) {
         RET(FCU_ERROR_INVALID_HANDLE);
     }
-    run_stream(hStream);       /* its work completes, then it goes */
-    for (struct fake_event *ev = events; ev; ev = ev->next) {
-        if (ev->stream == hStream) {
-            ev->stream = NULL;
-        }
-    }
-    for (struct fake_stream **pp = &streams; *pp; pp = &(*pp)->next) {
-        if (*pp == hStream) {
-            *pp = hStream->next;
-            break;
-        }
-    }
-    hStream->magic = 0;
-    free(hStream);
+    hStream->destroyed = 1;
+    pthread_cond_broadcast(&progress);
     RET(FCU_SUCCESS);
 }
 
@@ -1408,16 +1605,11 @@ fcu_result cuStreamSynchronize(fcu_stream hStream)
     if (e) {
         RET(e);
     }
-    if (is_default_stream(hStream)) {
-        if (FCU_STREAM_PER_THREAD != hStream) {
-            flush_blocking();
-        }
-        RET(FCU_SUCCESS);
+    struct fake_stream *s = resolve_stream(hStream, &e);
+    if (NULL == s) {
+        RET(e);
     }
-    if (!valid_stream(hStream)) {
-        RET(FCU_ERROR_INVALID_HANDLE);
-    }
-    run_stream(hStream);
+    wait_for(s, s->enqueued);
     RET(FCU_SUCCESS);
 }
 
@@ -1429,37 +1621,12 @@ fcu_result cuStreamQuery(fcu_stream hStream)
     if (e) {
         RET(e);
     }
-    if (is_default_stream(hStream)) {
-        /* work on the default stream ran at once; blocking streams it
-         * would wait for count as its work */
-        int pending = 0;
-        for (struct fake_stream *s = streams; s; s = s->next) {
-            if (!(s->flags & FCU_STREAM_NON_BLOCKING) && s->done < s->enqueued) {
-                if (s->queried < s->enqueued) {
-                    s->queried = s->enqueued;
-                    pending = 1;
-                }
-            }
-        }
-        if (pending) {
-            RET(FCU_ERROR_NOT_READY);
-        }
-        flush_blocking();
-        RET(FCU_SUCCESS);
+    struct fake_stream *s = resolve_stream(hStream, &e);
+    if (NULL == s) {
+        RET(e);
     }
-    if (!valid_stream(hStream)) {
-        RET(FCU_ERROR_INVALID_HANDLE);
-    }
-    if (hStream->done < hStream->enqueued && hStream->queried < hStream->enqueued) {
-        hStream->queried = hStream->enqueued;
-        RET(FCU_ERROR_NOT_READY);
-    }
-    run_stream(hStream);
-    RET(FCU_SUCCESS);
+    RET(s->done < s->enqueued ? FCU_ERROR_NOT_READY : FCU_SUCCESS);
 }
-
-/* Not in the required set: later work on hStream waits for hEvent. */
-fcu_result cuStreamWaitEvent(fcu_stream hStream, fcu_event hEvent, unsigned int Flags);
 
 /* ------------------------------------------------------------ events */
 static int valid_event(fcu_event e)
@@ -1477,6 +1644,8 @@ static int event_done(fcu_event e)
     return NULL == e->stream || e->stream->done >= e->seq;
 }
 
+/* Not in the required set: later work on hStream waits for hEvent. */
+fcu_result cuStreamWaitEvent(fcu_stream hStream, fcu_event hEvent, unsigned int Flags);
 fcu_result cuStreamWaitEvent(fcu_stream hStream, fcu_event hEvent, unsigned int Flags)
 {
     ENTER();
@@ -1487,15 +1656,15 @@ fcu_result cuStreamWaitEvent(fcu_stream hStream, fcu_event hEvent, unsigned int 
     if (!valid_event(hEvent) || Flags > 1) {
         RET(FCU_ERROR_INVALID_HANDLE);
     }
+    struct fake_stream *s = resolve_stream(hStream, &e);
+    if (NULL == s) {
+        RET(e);
+    }
     if (event_done(hEvent)) {
         RET(FCU_SUCCESS);
     }
-    if (is_default_stream(hStream)) {
-        run_stream_upto(hEvent->stream, hEvent->seq);
-        RET(FCU_SUCCESS);
-    }
-    op o = { .kind = OP_WAIT, .wait_stream = hEvent->stream, .wait_seq = hEvent->seq };
-    RET(submit(&o, hStream, 1));
+    op o = { .kind = OP_MARKER };
+    RET(enqueue(s, &o, hEvent->stream, hEvent->seq) ? FCU_SUCCESS : FCU_ERROR_OUT_OF_MEMORY);
 }
 
 fcu_result cuEventCreate(fcu_event *phEvent, unsigned int Flags);
@@ -1521,6 +1690,8 @@ fcu_result cuEventCreate(fcu_event *phEvent, unsigned int Flags)
     RET(FCU_SUCCESS);
 }
 
+/* The event completes when a marker queued on the stream now has run (on
+ * the legacy default stream: after the blocking streams' earlier work). */
 fcu_result cuEventRecord(fcu_event hEvent, fcu_stream hStream);
 fcu_result cuEventRecord(fcu_event hEvent, fcu_stream hStream)
 {
@@ -1532,19 +1703,17 @@ fcu_result cuEventRecord(fcu_event hEvent, fcu_stream hStream)
     if (!valid_event(hEvent)) {
         RET(FCU_ERROR_INVALID_HANDLE);
     }
-    if (is_default_stream(hStream)) {
-        if (FCU_STREAM_PER_THREAD != hStream) {
-            flush_blocking();
-        }
-        hEvent->stream = NULL;
-        RET(FCU_SUCCESS);
+    struct fake_stream *s = resolve_stream(hStream, &e);
+    if (NULL == s) {
+        RET(e);
     }
-    if (!valid_stream(hStream)) {
-        RET(FCU_ERROR_INVALID_HANDLE);
+    op o = { .kind = OP_MARKER };
+    unsigned long long seq = enqueue(s, &o, NULL, 0);
+    if (0 == seq) {
+        RET(FCU_ERROR_OUT_OF_MEMORY);
     }
-    hEvent->stream = hStream;
-    hEvent->seq = hStream->enqueued;
-    hEvent->asked = 0;
+    hEvent->stream = s;
+    hEvent->seq = seq;
     RET(FCU_SUCCESS);
 }
 
@@ -1558,15 +1727,7 @@ fcu_result cuEventQuery(fcu_event hEvent)
     if (!valid_event(hEvent)) {
         RET(FCU_ERROR_INVALID_HANDLE);
     }
-    if (event_done(hEvent)) {
-        RET(FCU_SUCCESS);
-    }
-    if (!hEvent->asked) {
-        hEvent->asked = 1;
-        RET(FCU_ERROR_NOT_READY);
-    }
-    run_stream_upto(hEvent->stream, hEvent->seq);
-    RET(FCU_SUCCESS);
+    RET(event_done(hEvent) ? FCU_SUCCESS : FCU_ERROR_NOT_READY);
 }
 
 fcu_result cuEventSynchronize(fcu_event hEvent);
@@ -1579,8 +1740,8 @@ fcu_result cuEventSynchronize(fcu_event hEvent)
     if (!valid_event(hEvent)) {
         RET(FCU_ERROR_INVALID_HANDLE);
     }
-    if (!event_done(hEvent)) {
-        run_stream_upto(hEvent->stream, hEvent->seq);
+    if (hEvent->stream) {
+        wait_for(hEvent->stream, hEvent->seq);
     }
     RET(FCU_SUCCESS);
 }
@@ -1781,7 +1942,7 @@ fcu_result cuLaunchKernel(fcu_function f, unsigned int gridDimX, unsigned int gr
             }
         }
     }
-    RET(submit(&o, hStream, 1));
+    RET(submit(&o, hStream, 1, 1, 1));
 }
 
 /* ------------------------------------------------------------ IPC */
@@ -1846,15 +2007,24 @@ fcu_result cuIpcOpenMemHandle_v2(fcu_dptr *pdptr, fcu_ipc_mem_handle handle, uns
     }
     void *p = mmap(NULL, pl.maplen, host_access ? PROT_READ | PROT_WRITE : PROT_NONE,
                    MAP_SHARED, fd, 0);
+    void *view = mmap(NULL, pl.maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    if (MAP_FAILED == p) {
+    if (MAP_FAILED == p || MAP_FAILED == view) {
+        if (MAP_FAILED != p) {
+            munmap(p, pl.maplen);
+        }
+        if (MAP_FAILED != view) {
+            munmap(view, pl.maplen);
+        }
         RET(FCU_ERROR_MAP_FAILED);
     }
     region *r = new_region(R_IPC, (uintptr_t) p, pl.size, pl.maplen, -1);
     if (NULL == r) {
         munmap(p, pl.maplen);
+        munmap(view, pl.maplen);
         RET(FCU_ERROR_OUT_OF_MEMORY);
     }
+    r->view = view;
     r->ipc_pid = pl.pid;
     r->ipc_id = pl.id;
     *pdptr = (fcu_dptr) (uintptr_t) p;
@@ -1876,9 +2046,16 @@ fcu_result cuIpcCloseMemHandle(fcu_dptr dptr)
     if (--r->refs > 0) {
         RET(FCU_SUCCESS);
     }
-    flush_all();
+    /* The driver unmaps at once: work still queued on the mapping would
+     * fault on a GPU (the call does not wait for it). */
+    if (queued_work_uses(r)) {
+        fprintf(stderr, "fake_cuda[%d]: cuIpcCloseMemHandle(%p) while queued work still uses the "
+                "mapping (seed %llu)\n", (int) getpid(), (void *) r->base, seed);
+        abort();
+    }
     unlink_region(r);
     munmap((void *) r->base, r->maplen);
+    munmap(r->view, r->maplen);
     free(r);
     RET(FCU_SUCCESS);
 }
@@ -1896,6 +2073,17 @@ __attribute__((constructor)) static void fake_cuda_load(void)
     trace = e && *e && strcmp(e, "0");
     e = getenv("FAKE_CUDA_HOST_ACCESS");
     host_access = e && *e && strcmp(e, "0");
+    e = getenv("FAKE_CUDA_DELAY");
+    delays = !(e && 0 == strcmp(e, "0"));
+    e = getenv("FAKE_CUDA_SEED");
+    if (e && *e) {
+        seed = strtoull(e, NULL, 0);
+    }
+    /* The ranks of one job draw different delays, the same ones again
+     * with the same seed. */
+    e = getenv("OMPI_COMM_WORLD_RANK");
+    e = e ? e : getenv("PMIX_RANK");
+    rng_state = seed * 0x100000001b3ull + (e ? strtoull(e, NULL, 10) + 1 : 0);
     e = getenv("FAKE_CUDA_FAIL");
     const char *colon = e ? strchr(e, ':') : NULL;
     if (colon && (size_t) (colon - e) < sizeof(fail_fn)) {
@@ -1941,6 +2129,8 @@ __attribute__((destructor)) static void fake_cuda_unload(void)
     static line_t line;
     pthread_mutex_lock(&lock);
     int pid = (int) getpid();
+    line_add(&line, "fake_cuda[%d]: seed=%llu delays=%d", pid, seed, delays);
+    line_write(&line);
     line_add(&line, "fake_cuda[%d]: calls:", pid);
     for (counter *c = counters; c; c = c->next) {
         line_add(&line, " %s=%llu", c->name, c->calls);
@@ -1953,7 +2143,7 @@ __attribute__((destructor)) static void fake_cuda_unload(void)
     }
     unsigned long nstreams = 0, nevents = 0, pending = 0;
     for (struct fake_stream *s = streams; s; s = s->next) {
-        nstreams++;
+        nstreams += !s->legacy && !s->destroyed;
         pending += s->enqueued - s->done;
     }
     for (struct fake_event *ev = events; ev; ev = ev->next) {
