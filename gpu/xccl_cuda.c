@@ -52,7 +52,7 @@ static const char *const symbols[] = {
     "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuMemcpy2DAsync_v2",
     "cuMemHostAlloc", "cuMemFreeHost", "cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2",
     "cuIpcCloseMemHandle", "cuStreamQuery", "cuEventCreate", "cuEventDestroy_v2",
-    "cuEventRecord", "cuEventQuery", "cuMemAlloc_v2", "cuMemFree_v2",
+    "cuEventRecord", "cuEventQuery", "cuMemAlloc_v2", "cuMemFree_v2", "cuStreamWaitEvent",
 };
 _Static_assert(sizeof(symbols) / sizeof(symbols[0]) == sizeof(xccl_cu_api_t) / sizeof(void (*)(void)),
                "one symbol per member");

@@ -41,6 +41,10 @@ typedef struct {
 #define XCCL_CU_MEMORYTYPE_UNIFIED 4
 
 #define XCCL_CU_STREAM_DEFAULT 0           /* synchronises with the legacy default stream */
+/* CU_STREAM_LEGACY: the current context's legacy default stream, whatever
+ * the caller was compiled with (an operation on it waits for the earlier
+ * work of every blocking stream of the context) */
+#define XCCL_CU_STREAM_LEGACY ((xccl_custream_t) 0x1)
 #define XCCL_CU_MEMHOSTALLOC_PORTABLE 1    /* pinned for every context */
 #define XCCL_CU_EVENT_DISABLE_TIMING 2
 
@@ -87,6 +91,7 @@ typedef struct {
     xccl_curesult_t (*EventQuery)(xccl_cuevent_t event);
     xccl_curesult_t (*MemAlloc)(xccl_cudeviceptr_t *ptr, size_t bytes);
     xccl_curesult_t (*MemFree)(xccl_cudeviceptr_t ptr);
+    xccl_curesult_t (*StreamWaitEvent)(xccl_custream_t stream, xccl_cuevent_t event, unsigned flags);
 } xccl_cu_api_t;
 
 /* The driver's entry points, or NULL when the process has not loaded

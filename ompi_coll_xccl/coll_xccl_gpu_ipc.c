@@ -398,6 +398,30 @@ static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t 
     return ok;
 }
 
+/* The peers read this rank's buffers on their own streams, which know
+ * nothing of this process's work: what the application queued before the
+ * call (a fill on the legacy default stream - even cuMemcpyHtoD from
+ * pageable memory may return before its data is on the device - or on a
+ * blocking stream) must have run before the first flag says "inputs
+ * there".  An event on the legacy default stream follows all of it; the
+ * call's stream waits for that event, and the first flag's
+ * synchronisation of the call's stream (peer_post) so waits for it too.
+ * (Work on the application's non-blocking streams must be complete before
+ * the call, as with any CUDA-aware MPI.)  With the context current. */
+static int after_user_work(ipc_call_t *call)
+{
+    const char *error = NULL;
+    xccl_curesult_t rc;
+    if (0 != xccl_gpu_set_events(call->set, 1, &error)) {
+        call_fail(call, error);
+    } else if (XCCL_CUDA_SUCCESS != (rc = call->cu->EventRecord(call->set->ev[0], XCCL_CU_STREAM_LEGACY))) {
+        call_fail(call, xccl_cu_error("cuEventRecord", rc));
+    } else if (XCCL_CUDA_SUCCESS != (rc = call->cu->StreamWaitEvent(call->set->in, call->set->ev[0], 0))) {
+        call_fail(call, xccl_cu_error("cuStreamWaitEvent", rc));
+    }
+    return '\0' == call->error[0];
+}
+
 /* Round 2's part: maps every peer buffer the schedule names, and takes the
  * stream (and device scratch) of the call. */
 static int map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call, const xccl_sched_t *s)
@@ -432,6 +456,9 @@ static int map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call, const xccl_sch
                                      mca_coll_xccl_component.gpu_pool_bytes, &error);
         ok = NULL != call->set &&
              (0 == s->scratch_bytes || 0 == xccl_gpu_set_scratch(call->set, s->scratch_bytes, &error));
+    }
+    if (ok) {
+        ok = after_user_work(call);
     }
     call->cu->CtxPopCurrent(&popped);
     return ok;
@@ -506,7 +533,7 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
         all = all && ipc->slot[j]->mapped;
     }
     if (!all) {
-        release_set(call, 0);
+        release_set(call, '\0' != call->error[0]);
         return MPI_SUCCESS;
     }
     /* Every rank runs the mesh schedule now. */

@@ -56,9 +56,13 @@ mkdir -p "$logdir"
 # The default component directory first, then the one under test (a
 # private directory of links when an installed xccl would shadow it).
 xccl_ompi_env "$compdir" "$logdir" testing
+# The fake's delays (test/gpu/README): a new seed each time unless given,
+# printed so that a failure can be replayed with FAKE_CUDA_SEED=<seed>.
+export FAKE_CUDA_SEED=${FAKE_CUDA_SEED:-$(( $(date +%s%N) / 1000 % 1000000 ))}
+echo "fake_cuda seed: $FAKE_CUDA_SEED (replay: FAKE_CUDA_SEED=$FAKE_CUDA_SEED $0 ...)"
 common_args=("${ompi_base_args[@]}"
     # stock 4.1.4's op/avx saturates 8/16-bit sums (a fallback must not use it)
-    --mca op ^avx)
+    --mca op ^avx -x FAKE_CUDA_SEED)
 
 passed=0
 failed=0

@@ -17,6 +17,10 @@ fakedir=$bindir/test/gpu/fake
 # LD_LIBRARY_PATH without the fake, for the real driver
 real_ldp=$(tr ':' '\n' <<<"${LD_LIBRARY_PATH:-}" | grep -vxF "$fakedir" | paste -sd: -)
 
+# The fake's delays: a new seed each time unless given, printed for replay.
+export FAKE_CUDA_SEED=${FAKE_CUDA_SEED:-$(( $(date +%s%N) / 1000 % 1000000 ))}
+echo "fake_cuda seed: $FAKE_CUDA_SEED"
+
 failed=0
 for t in test_gpu_classify test_gpu_kernels; do
     if [[ ! -x $bindir/$t ]]; then
