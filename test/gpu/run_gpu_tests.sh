@@ -192,8 +192,8 @@ finish "$name" "$ok" "$problems"
 # Staging pipelined in small pieces: CUDA IPC off, so every call on device
 # buffers is staged (in pinned memory up to 1 MiB per call, pageable
 # above); pieces of 256 bytes, so a call's copies are many and
-# the steps of the schedule wait for them (the fake completes a copy only
-# at the second query of its event, or a synchronisation).  The log must
+# the steps of the schedule wait for them (the fake runs each copy late,
+# on its stream's thread).  The log must
 # show pipelined calls with more than one copy in and out.
 name=fake.pipeline.np3
 saved_extra=("${extra_args[@]}")
@@ -218,9 +218,9 @@ finish "$name" "$ok" "$problems"
 # cannot move CUDA memory, so the fake keeps its device memory addressable
 # by the host (FAKE_CUDA_HOST_ACCESS=1) and UCX moves it as host memory,
 # while xccl runs every copy and reduction of the schedule on the fake's
-# streams and kernels, which run only when an event or a synchronisation
-# waits for them: a step that started before the work of the step before
-# it had run reads stale data (with that wait planted out, 110 of 699
+# streams and kernels, which run late, on their streams' threads: a step
+# that started before the work of the step before it had run reads stale
+# data (with that wait planted out, 110 of 699
 # checks failed).  CUDA IPC is off, so every call on device buffers runs a
 # schedule; two devices at np 3.  The log must show direct calls, and the
 # fake must have run kernels.
