@@ -93,4 +93,52 @@ static inline void fold_out(xccl_sched_t *s, const fold_t *f, size_t bytes)
     }
 }
 
+/* The byte range of blocks [b, b + n) of count elements cut into f->p2
+ * chunks: *off, returns the length. */
+static inline size_t fold_blocks(const xccl_sched_t *s, const fold_t *f, size_t count, int b, int n,
+                                 size_t *off)
+{
+    *off = chunk_first(count, f->p2, b) * s->elem_size;
+    return chunk_first(count, f->p2, b + n) * s->elem_size - *off;
+}
+
+/* One exchange of a reduce-scatter by halving among the core's virtual
+ * ranks (Rabenseifner, Swing): in a new step, send blocks [give, give + n)
+ * of cur to core rank pv, receive its part of blocks [keep, keep + n) into
+ * SCRATCH and reduce them into RECV, the lower virtual rank's operand on
+ * the left (the same order on both sides).  Returns the bytes kept, which
+ * SCRATCH must hold. */
+static inline size_t fold_halving_exchange(xccl_sched_t *s, const fold_t *f, int pv, xccl_buf_id_t cur,
+                                           size_t count, int keep, int give, int n)
+{
+    const int peer = fold_real_rank(f, pv);
+    size_t koff, goff;
+    const size_t klen = fold_blocks(s, f, count, keep, n, &koff);
+    const size_t glen = fold_blocks(s, f, count, give, n, &goff);
+    const xccl_ref_t mine = xccl_ref(cur, koff), theirs = xccl_ref(XCCL_BUF_SCRATCH, 0);
+
+    xccl_sched_step(s);
+    xccl_sched_recv(s, peer, theirs, klen);
+    xccl_sched_send(s, peer, xccl_ref(cur, goff), glen);
+    xccl_sched_reduce(s, xccl_ref(XCCL_BUF_RECV, koff), f->vr < pv ? mine : theirs,
+                      f->vr < pv ? theirs : mine, klen);
+    return klen;
+}
+
+/* One exchange of an allgather by doubling, the mirror of the above: in a
+ * new step, send blocks [mine, mine + n) of RECV to core rank pv and
+ * receive its blocks [theirs, theirs + n) straight into place. */
+static inline void fold_doubling_exchange(xccl_sched_t *s, const fold_t *f, int pv, size_t count,
+                                          int mine, int theirs, int n)
+{
+    const int peer = fold_real_rank(f, pv);
+    size_t moff, toff;
+    const size_t mlen = fold_blocks(s, f, count, mine, n, &moff);
+    const size_t tlen = fold_blocks(s, f, count, theirs, n, &toff);
+
+    xccl_sched_step(s);
+    xccl_sched_recv(s, peer, xccl_ref(XCCL_BUF_RECV, toff), tlen);
+    xccl_sched_send(s, peer, xccl_ref(XCCL_BUF_RECV, moff), mlen);
+}
+
 #endif

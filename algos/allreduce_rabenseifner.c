@@ -52,19 +52,9 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
          * send the other half to vr ^ mask, which keeps it. */
         int lo = 0;
         for (int mask = f.p2 / 2; mask > 0; mask /= 2) {
-            int pv = f.vr ^ mask, peer = fold_real_rank(&f, pv);
-            int keep = (f.vr & mask) ? lo + mask : lo, give = (f.vr & mask) ? lo : lo + mask;
-            size_t koff = chunk_first(count, f.p2, keep) * es;
-            size_t klen = chunk_first(count, f.p2, keep + mask) * es - koff;
-            size_t goff = chunk_first(count, f.p2, give) * es;
-            size_t glen = chunk_first(count, f.p2, give + mask) * es - goff;
-            xccl_ref_t mine = xccl_ref(cur, koff), theirs = xccl_ref(XCCL_BUF_SCRATCH, 0);
-
-            xccl_sched_step(s);
-            xccl_sched_recv(s, peer, theirs, klen);
-            xccl_sched_send(s, peer, xccl_ref(cur, goff), glen);
-            xccl_sched_reduce(s, xccl_ref(XCCL_BUF_RECV, koff), f.vr < pv ? mine : theirs,
-                              f.vr < pv ? theirs : mine, klen);
+            const int pv = f.vr ^ mask;
+            const int keep = (f.vr & mask) ? lo + mask : lo, give = (f.vr & mask) ? lo : lo + mask;
+            const size_t klen = fold_halving_exchange(s, &f, pv, cur, count, keep, give, mask);
             scratch = klen > scratch ? klen : scratch;
             cur = XCCL_BUF_RECV;
             lo = keep;
@@ -72,16 +62,8 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
         /* Allgather by doubling: the owned range (mask blocks, aligned)
          * doubles each step; received blocks go straight into place. */
         for (int mask = 1; mask < f.p2; mask *= 2) {
-            int pv = f.vr ^ mask, peer = fold_real_rank(&f, pv);
-            int mb = f.vr & ~(mask - 1), tb = pv & ~(mask - 1);
-            size_t moff = chunk_first(count, f.p2, mb) * es;
-            size_t mlen = chunk_first(count, f.p2, mb + mask) * es - moff;
-            size_t toff = chunk_first(count, f.p2, tb) * es;
-            size_t tlen = chunk_first(count, f.p2, tb + mask) * es - toff;
-
-            xccl_sched_step(s);
-            xccl_sched_recv(s, peer, xccl_ref(XCCL_BUF_RECV, toff), tlen);
-            xccl_sched_send(s, peer, xccl_ref(XCCL_BUF_RECV, moff), mlen);
+            const int pv = f.vr ^ mask;
+            fold_doubling_exchange(s, &f, pv, count, f.vr & ~(mask - 1), pv & ~(mask - 1), mask);
         }
     }
 

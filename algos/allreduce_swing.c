@@ -77,37 +77,17 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
         /* Reduce-scatter: at step k the classes have sz = p2 / 2^(k+1)
          * slots; keep the one holding my block, send the peer's. */
         for (int k = 0; k < steps; k++) {
-            int pv = swing_peer(f.vr, k, f.p2), peer = fold_real_rank(&f, pv);
-            int sz = f.p2 >> (k + 1);
-            int kb = pos[f.vr] / sz * sz, gb = pos[pv] / sz * sz;
-            size_t koff = chunk_first(count, f.p2, kb) * es;
-            size_t klen = chunk_first(count, f.p2, kb + sz) * es - koff;
-            size_t goff = chunk_first(count, f.p2, gb) * es;
-            size_t glen = chunk_first(count, f.p2, gb + sz) * es - goff;
-            xccl_ref_t mine = xccl_ref(cur, koff), theirs = xccl_ref(XCCL_BUF_SCRATCH, 0);
-
-            xccl_sched_step(s);
-            xccl_sched_recv(s, peer, theirs, klen);
-            xccl_sched_send(s, peer, xccl_ref(cur, goff), glen);
-            xccl_sched_reduce(s, xccl_ref(XCCL_BUF_RECV, koff), f.vr < pv ? mine : theirs,
-                              f.vr < pv ? theirs : mine, klen);
+            const int pv = swing_peer(f.vr, k, f.p2), sz = f.p2 >> (k + 1);
+            const size_t klen = fold_halving_exchange(s, &f, pv, cur, count, pos[f.vr] / sz * sz,
+                                                      pos[pv] / sz * sz, sz);
             scratch = klen > scratch ? klen : scratch;
             cur = XCCL_BUF_RECV;
         }
         /* Allgather: the same exchanges in reverse; the owned interval
          * doubles each step and received slots go straight into place. */
         for (int k = steps - 1; k >= 0; k--) {
-            int pv = swing_peer(f.vr, k, f.p2), peer = fold_real_rank(&f, pv);
-            int sz = f.p2 >> (k + 1);
-            int mb = pos[f.vr] / sz * sz, tb = pos[pv] / sz * sz;
-            size_t moff = chunk_first(count, f.p2, mb) * es;
-            size_t mlen = chunk_first(count, f.p2, mb + sz) * es - moff;
-            size_t toff = chunk_first(count, f.p2, tb) * es;
-            size_t tlen = chunk_first(count, f.p2, tb + sz) * es - toff;
-
-            xccl_sched_step(s);
-            xccl_sched_recv(s, peer, xccl_ref(XCCL_BUF_RECV, toff), tlen);
-            xccl_sched_send(s, peer, xccl_ref(XCCL_BUF_RECV, moff), mlen);
+            const int pv = swing_peer(f.vr, k, f.p2), sz = f.p2 >> (k + 1);
+            fold_doubling_exchange(s, &f, pv, count, pos[f.vr] / sz * sz, pos[pv] / sz * sz, sz);
         }
     }
     free(pos);
