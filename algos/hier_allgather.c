@@ -44,19 +44,7 @@ int xccl_build_hier_allgather_any(xccl_sched_t *s, const xccl_layout_t *l, size_
         goto out;
     }
     s->algo = "hier";
-    size_t k = 0;
-    int identity = 1;
-    for (int gg = 0; gg < L; gg++) {
-        for (int n = 0; n < N; n++) {
-            start[gg * N + n] = k;
-            for (int i = gg; i < xccl_layout_node_size(l, n); i += L) {
-                int d = xccl_layout_rank_at(l, n, i);
-                identity &= (size_t) d == k;
-                pos[d] = k++;
-            }
-        }
-    }
-    start[L * N] = k;
+    const int identity = hier_rail_order(l, L, pos, start);
     const xccl_ref_t stage = identity ? xccl_ref(XCCL_BUF_RECV, 0) : xccl_ref(XCCL_BUF_SCRATCH, 0);
 #define AT(idx) xccl_ref((xccl_buf_id_t) stage.buf, stage.off + (size_t) (idx) * block)
     if (!identity && s->scratch_bytes < hier_align((size_t) p * block)) {

@@ -189,19 +189,7 @@ int xccl_build_hier_alltoall_any(xccl_sched_t *s, const xccl_layout_t *l, size_t
     }
     size_t *sb = v, *sd = v + mx, *rb = v + 2 * mx, *rd = v + 3 * mx;
     s->algo = "hier";
-    size_t k = 0;
-    int identity = 1;
-    for (int gg = 0; gg < L; gg++) {
-        for (int n = 0; n < N; n++) {
-            start[gg * N + n] = k;
-            for (int i = gg; i < xccl_layout_node_size(l, n); i += L) {
-                int d = xccl_layout_rank_at(l, n, i);
-                identity &= (size_t) d == k;
-                pos[d] = k++;
-            }
-        }
-    }
-    start[L * N] = k;
+    const int identity = hier_rail_order(l, L, pos, start);
 #define GSIZE(gg) (start[((gg) + 1) * N] - start[(gg) * N])          /* ranks of group gg */
 #define DSIZE(gg, n) (start[(gg) * N + (n) + 1] - start[(gg) * N + (n)])   /* of group gg on node n */
     const size_t mine = carrier ? DSIZE(g, node) : 0;             /* |D(g, node)| */

@@ -89,4 +89,27 @@ static inline void hier_copy_add(hier_copier_t *c, xccl_ref_t dst, xccl_ref_t sr
     c->len = len;
 }
 
+/* Ranks in rail-group order: group gg (local ranks gg, gg + L, ... of
+ * every node) node by node.  pos[d]: rank d's index in that order;
+ * start[gg * N + n]: the first index of group gg on node n (start[L * N]:
+ * p).  Returns 1 when the order is the communicator's own (pos[d] = d). */
+static inline int hier_rail_order(const xccl_layout_t *l, int L, size_t *pos, size_t *start)
+{
+    const int N = l->nnodes;
+    size_t k = 0;
+    int identity = 1;
+    for (int gg = 0; gg < L; gg++) {
+        for (int n = 0; n < N; n++) {
+            start[gg * N + n] = k;
+            for (int i = gg; i < xccl_layout_node_size(l, n); i += L) {
+                const int d = xccl_layout_rank_at(l, n, i);
+                identity &= (size_t) d == k;
+                pos[d] = k++;
+            }
+        }
+    }
+    start[L * N] = k;
+    return identity;
+}
+
 #endif
