@@ -290,6 +290,51 @@ static inline void reference(red_kind_t k, int p, void *out, size_t n)
     free(tmp);
 }
 
+/* The kinds above, then one more: float sums of inputs whose sum depends
+ * on the order (float_input), reduced in rank order 0..p-1 - the order of
+ * the mesh and shared-memory reductions. */
+#define KIND_FLT_ORDER RED_NKINDS
+#define NKINDS (RED_NKINDS + 1)
+
+static inline size_t kind_es(int k)
+{
+    return KIND_FLT_ORDER == k ? sizeof(float) : red_kinds[k].es;
+}
+
+static inline xccl_reduce_fn_t kind_fn(int k)
+{
+    return KIND_FLT_ORDER == k ? xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM)
+                               : xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op);
+}
+
+static inline void kind_fill(int k, int r, void *buf, size_t n)
+{
+    if (KIND_FLT_ORDER == k) {
+        for (size_t i = 0; i < n; i++) {
+            ((float *) buf)[i] = float_input(r, i);
+        }
+    } else {
+        fill_input((red_kind_t) k, r, buf, n);
+    }
+}
+
+/* The reduction of n elements over ranks 0..p-1, one rank at a time in
+ * rank order. */
+static inline void kind_reference(int k, int p, void *out, size_t n)
+{
+    if (KIND_FLT_ORDER != k) {
+        reference((red_kind_t) k, p, out, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        float acc = float_input(0, i);
+        for (int r = 1; r < p; r++) {
+            acc = acc + float_input(r, i);
+        }
+        ((float *) out)[i] = acc;
+    }
+}
+
 #endif /* SIM_HARNESS_OWN_KINDS */
 
 /* ------------------------------------------------------------------------ */

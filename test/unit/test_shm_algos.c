@@ -71,51 +71,6 @@ static void check_shape(const xccl_sched_t *s, const char *what)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Element kinds (as test_mesh_algos): the harness's, plus float sums whose */
-/* bits depend on the order                                                 */
-/* ------------------------------------------------------------------------ */
-
-#define KIND_FLT_ORDER RED_NKINDS
-#define NKINDS (RED_NKINDS + 1)
-
-static size_t kind_es(int k)
-{
-    return KIND_FLT_ORDER == k ? sizeof(float) : red_kinds[k].es;
-}
-
-static xccl_reduce_fn_t kind_fn(int k)
-{
-    return KIND_FLT_ORDER == k ? xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM)
-                               : xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op);
-}
-
-static void kind_fill(int k, int r, void *buf, size_t n)
-{
-    if (KIND_FLT_ORDER == k) {
-        for (size_t i = 0; i < n; i++) {
-            ((float *) buf)[i] = float_input(r, i);
-        }
-    } else {
-        fill_input((red_kind_t) k, r, buf, n);
-    }
-}
-
-static void kind_reference(int k, int p, void *out, size_t n)
-{
-    if (KIND_FLT_ORDER != k) {
-        reference((red_kind_t) k, p, out, n);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        float acc = float_input(0, i);
-        for (int r = 1; r < p; r++) {
-            acc = acc + float_input(r, i);
-        }
-        ((float *) out)[i] = acc;
-    }
-}
-
-/* ------------------------------------------------------------------------ */
 /* Planting bugs into built schedules                                       */
 /* ------------------------------------------------------------------------ */
 
