@@ -5,7 +5,7 @@
 #   test/gpu/gpu_session.sh <builddir> tests [<outdir>]
 #       run_gpu_unit.sh (classification, staging sets, every GPU kernel:
 #       fake driver, then the real one) and run_gpu_tests.sh at np 1, 2, 4
-#       (xccl_mpi_gpu: fake, then the real driver)
+#       (xccl_mpi_gpu and xccl_mpi_gpu_user: fake, then the real driver)
 #   test/gpu/gpu_session.sh <builddir> bench [<outdir>]
 #       bench_gpu.sh (xccl_bench -g at np 1, 2, 4 against the user's own
 #       staging, the goal line, the staged path pipelined and whole);

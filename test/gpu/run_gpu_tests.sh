@@ -10,7 +10,11 @@
 # "SKIP:" line, one at np 3 that stages every call in small pieces, one
 # at np 3 that passes device pointers straight to UCX, one at np 3 whose
 # large calls must go through CUDA IPC, and three at np 2 in which one
-# driver call fails (an MPI error, no hang).
+# driver call fails (an MPI error, no hang).  Then xccl_mpi_gpu_user
+# (buffers overwritten as soon as a call returns, data changing from call
+# to call) at np 2, 3, 4 against the fake and at each np >= 2 of
+# GPU_TESTS_NPS against the real driver, each with CUDA IPC forced at
+# every size (coll_xccl_gpu_ipc_bytes 1), as configured, and off (0).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -25,6 +29,9 @@
 #   GPU_TESTS_ALLOW_LEAKS=1  do not fail a fake run whose processes end with
 #                 device or pinned allocations outstanding (FAKE_CUDA_STATS)
 #   GPU_TESTS_NPS  the np values (default "1 2 3 4")
+#   GPU_USER_NPS  the np values of xccl_mpi_gpu_user against the fake
+#                 (default "2 3 4"; two fake devices at np 3)
+#   GPU_USER_TEST_ARGS  extra xccl_mpi_gpu_user arguments (e.g. "-n 1048576")
 #
 # A run passes when it exits 0 and prints "RESULT: <n> passed, 0 failed";
 # a fake run also needs every process to end with nothing allocated.
@@ -40,8 +47,10 @@ bindir=${1:-${XCCL_BUILDDIR:-}}
 compdir=${2:-$bindir/component}
 bindir=$(cd "$bindir" && pwd)
 prog=$bindir/xccl_mpi_gpu
+user_prog=$bindir/xccl_mpi_gpu_user
 fakedir=$bindir/test/gpu/fake
 [[ -x $prog ]] || { echo "$0: no $prog (make check builds it)" >&2; exit 2; }
+[[ -x $user_prog ]] || { echo "$0: no $user_prog (make check builds it)" >&2; exit 2; }
 [[ -e $fakedir/libcuda.so.1 ]] || { echo "$0: no $fakedir/libcuda.so.1 (make check builds it)" >&2; exit 2; }
 [[ -e $compdir/mca_coll_xccl.so ]] || { echo "$0: no $compdir/mca_coll_xccl.so" >&2; exit 2; }
 compdir=$(cd "$compdir" && pwd)
@@ -50,6 +59,8 @@ read -r -a mpirun <<<"${MPIRUN:-mpirun}"
 read -r -a extra_args <<<"${MPIRUN_ARGS:-}"
 read -r -a test_args <<<"${GPU_TEST_ARGS:-}"
 read -r -a nps <<<"${GPU_TESTS_NPS:-1 2 3 4}"
+read -r -a user_test_args <<<"${GPU_USER_TEST_ARGS:-}"
+read -r -a user_nps <<<"${GPU_USER_NPS:-2 3 4}"
 logdir=${TEST_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-tests.XXXXXX")}
 mkdir -p "$logdir"
 
@@ -69,7 +80,12 @@ failed=0
 skipped=0
 
 # run <name> <np> <ld_library_path or -> [env VAR=value...] -- [program args]
+# runs $PROG (default xccl_mpi_gpu) with -q and $PROG_ARGS (default
+# GPU_TEST_ARGS); run_s: its wall time in seconds
 run_rc=0
+run_s=0
+PROG=
+PROG_ARGS=()
 run() {
     local name=$1 np=$2 ldp=$3
     shift 3
@@ -86,9 +102,13 @@ run() {
     fi
     local envcmd=(env)
     [[ $ldp == - ]] || envcmd+=("LD_LIBRARY_PATH=$ldp")
+    local p=${PROG:-$prog} started=$SECONDS
+    local pargs=("${test_args[@]}")
+    [[ -z $PROG ]] || pargs=("${PROG_ARGS[@]}")
     timeout -k 10 300 "${envcmd[@]}" \
         "${mpirun[@]}" "${common_args[@]}" "${extra_args[@]}" "${xargs[@]}" \
-        -np "$np" "$prog" -q "${test_args[@]}" "$@" >"$log" 2>&1 || run_rc=$?
+        -np "$np" "$p" -q "${pargs[@]}" "$@" >"$log" 2>&1 || run_rc=$?
+    run_s=$((SECONDS - started))
     [[ $run_rc -ne 124 ]] || echo "TIMEOUT after 300 s" >>"$log"
 }
 
@@ -298,6 +318,58 @@ for fault in cuEventQuery:30 cuMemcpy2DAsync_v2:40 cuLaunchKernel:25:direct; do
     finish "$name" "$ok" "$problems"
 done
 
+# User-style use of device buffers (xccl_mpi_gpu_user): every collective,
+# in place and not, sizes around every threshold, several iterations with
+# new data each, the send buffer overwritten (cuMemsetD8) as soon as a call
+# returns and results read back at once.  np 2, 3 (two fake devices), 4,
+# each with CUDA IPC at every size (gpu_ipc_bytes 1), as configured (64 KiB
+# and up), and off (0): results and leaks as in (1), and the verbose lines
+# must show calls through CUDA IPC in the first two and none in the last.
+# user_run <name> <np> <ld_library_path or -> <config> [env VAR=value...]
+user_run() {
+    local name=$1 np=$2 ldp=$3 config=$4
+    shift 4
+    saved_extra=("${extra_args[@]}")
+    extra_args+=(--mca coll_xccl_verbose 1)
+    case $config in
+    ipc) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 1) ;;
+    off) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0) ;;
+    esac
+    PROG=$user_prog
+    PROG_ARGS=("${user_test_args[@]}")
+    run "$name" "$np" "$ldp" "$@" --
+    PROG=
+    PROG_ARGS=()
+    extra_args=("${saved_extra[@]}")
+}
+# user_check <name> <np> <config> <fake: 1 or 0>
+user_check() {
+    local name=$1 np=$2 config=$3 fake=$4 n
+    check_result "$name" || return 1
+    [[ $fake -eq 0 ]] || check_leaks "$name" "$np" || return 1
+    n=$(grep -cE '^xccl: .* via=cuda_ipc' "$logdir/$name.log" || true)
+    if [[ $config == off && $n -ne 0 ]]; then
+        echo "$name: $n calls through cuda ipc with coll_xccl_gpu_ipc_bytes 0"
+        return 1
+    fi
+    if [[ $fake -eq 1 && $config != off && $n -eq 0 ]]; then
+        echo "$name: no call through cuda ipc"
+        return 1
+    fi
+    echo "$name: $(grep -E '^RESULT: ' "$logdir/$name.log" | tail -n 1), $n calls through cuda ipc, ${run_s} s"
+}
+for np in "${user_nps[@]}"; do
+    devices=1
+    [[ $np -ne 3 ]] || devices=2
+    for config in ipc default off; do
+        name=fake.user.np$np.$config
+        user_run "$name" "$np" "$fake_ldp" "$config" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=$devices
+        ok=0
+        problems=$(user_check "$name" "$np" "$config" 1 2>&1) || ok=1
+        finish "$name" "$ok" "$problems"
+    done
+done
+
 # (2) the real driver, where there is one
 real_ldp=-
 if [[ ${LD_LIBRARY_PATH:-} == *"$fakedir"* ]]; then
@@ -318,6 +390,19 @@ for np in "${nps[@]}"; do
     problems=$(check_result "$name" 2>&1) || ok=1
     finish "$name" "$ok" "$problems"
 done
+# the user-style test on the real driver, at each np >= 2, three configurations
+if [[ -z $real_skip && $skipped -eq 0 ]]; then
+    for np in "${nps[@]}"; do
+        [[ $np -ge 2 ]] || continue
+        for config in ipc default off; do
+            name=real.user.np$np.$config
+            user_run "$name" "$np" "$real_ldp" "$config"
+            ok=0
+            problems=$(user_check "$name" "$np" "$config" 0 2>&1) || ok=1
+            finish "$name" "$ok" "$problems"
+        done
+    done
+fi
 
 echo "logs: $logdir"
 echo "gpu-tests: $passed passed, $failed failed${real_skip:+, real GPU skipped ($real_skip)}"
