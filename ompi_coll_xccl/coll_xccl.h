@@ -167,7 +167,8 @@ typedef struct {
     uint32_t seq;                    /* collective calls on this communicator */
     ucp_ep_h *eps;                   /* by communicator rank; NULL for self */
     uint64_t *ep_keys;
-    xccl_transport_t transport;
+    xccl_transport_t transport;      /* host buffers */
+    xccl_transport_t transport_cuda; /* device buffers (UCX only: direct calls) */
     void *scratch;                   /* grows to the largest need seen */
     size_t scratch_size;
     /* choices and schedules (algos/select.c), created by the first call

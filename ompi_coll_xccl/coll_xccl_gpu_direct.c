@@ -1,7 +1,9 @@
 /*
  * Device buffers straight to UCX (coll_xccl_gpu_direct, or a UCX that
- * moves CUDA memory): the schedule of a staged call runs on the device
- * buffers themselves instead of the host copies.
+ * moves CUDA memory): the schedule of a staged call runs on
+ * the device buffers themselves instead of the host copies, over the
+ * module's CUDA transport, which tells UCX that every buffer is device
+ * memory (SEND, RECV and the device scratch).
  */
 #include "ompi_config.h"
 
@@ -206,14 +208,17 @@ int mca_coll_xccl_gpu_direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     hooks->bufs[XCCL_BUF_SEND] = dev[0];
     hooks->bufs[XCCL_BUF_RECV] = dev[1];
     hooks->bufs[XCCL_BUF_SCRATCH] = s->scratch_bytes ? st->set->dev : NULL;
+    /* SEND, RECV, and the scratch when the schedule has any (NULL: the
+     * module's host scratch, of which it uses none): device memory. */
+    hooks->transport = &m->transport_cuda;
     hooks->gate = &d->h.gate;
     hooks->copy = direct_copy;
     hooks->copy_ctx = d;
     hooks->reduce = direct_reduce;
     hooks->reduce_ctx = d;
     mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers straight to ucx, copies and "
-                      "reductions on the gpu, %zu steps, %zu bytes of device scratch",
-                      xccl_coll_name(coll), m->cid, m->world_rank, s->nsteps,
+                      "reductions on the gpu, %zu steps, %zu bytes of device scratch, "
+                      "memory_type=cuda", xccl_coll_name(coll), m->cid, m->world_rank, s->nsteps,
                       s->scratch_bytes);
     return MPI_SUCCESS;
 }
