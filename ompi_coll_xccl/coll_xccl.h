@@ -289,8 +289,10 @@ int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, in
 int mca_coll_xccl_progress_requests(void);
 int mca_coll_xccl_requests_active(int *transfers);
 
-/* coll_xccl_gpu_direct and what UCX reports: device buffers straight to UCX. */
+/* coll_xccl_gpu_direct and what UCX reports: device buffers straight to
+ * UCX; refused: why coll_xccl_gpu_direct 1 is not honoured, or NULL. */
 int mca_coll_xccl_gpu_direct_wanted(void);
+const char *mca_coll_xccl_gpu_direct_refused(void);
 /* What the device-buffer checks need once, at init (coll_xccl_gpu.c). */
 void mca_coll_xccl_gpu_init(void);
 /* The CUDA IPC state of a module, at destruction (coll_xccl_gpu_ipc.c). */

@@ -1,6 +1,6 @@
 /*
- * Device buffers straight to UCX (coll_xccl_gpu_direct, or a UCX that
- * moves CUDA memory): the schedule of a staged call runs on
+ * Device buffers straight to UCX (where UCX moves CUDA memory, and
+ * coll_xccl_gpu_direct allows it): the schedule of a staged call runs on
  * the device buffers themselves instead of the host copies, over the
  * module's CUDA transport, which tells UCX that every buffer is device
  * memory (SEND, RECV and the device scratch).
@@ -29,10 +29,20 @@ struct mca_coll_xccl_gpu_direct {
     size_t copies, reductions;
 };
 
+/* Only where UCX says it moves CUDA memory: a UCX without it takes a
+ * device pointer for host memory (a crash on real device memory).  The
+ * stand-in driver's tests play a UCX with CUDA through
+ * test/gpu/fake_ucx_cuda.c, not through a switch here. */
 int mca_coll_xccl_gpu_direct_wanted(void)
 {
-    const int d = mca_coll_xccl_component.gpu_direct;
-    return 1 == d || (d < 0 && xccl_ucx_cuda_memory());
+    return 0 != mca_coll_xccl_component.gpu_direct && xccl_ucx_cuda_memory();
+}
+
+const char *mca_coll_xccl_gpu_direct_refused(void)
+{
+    return 1 == mca_coll_xccl_component.gpu_direct && !xccl_ucx_cuda_memory()
+               ? "ucx lacks cuda memory support: device buffers staged through host copies"
+               : NULL;
 }
 
 static int direct_copy(void *ctx, void *dst, const void *src, size_t len)

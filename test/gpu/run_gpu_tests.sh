@@ -10,8 +10,10 @@
 # "SKIP:" line, one at np 3 that stages every call in small pieces, one
 # at np 3 that passes device pointers straight to UCX (a UCX with CUDA
 # played by fake_ucx_cuda.c, which checks the memory type of every
-# transfer), one at np 3 whose large calls must go through CUDA IPC, and
-# three at np 2 in which one driver call fails (an MPI error, no hang).
+# transfer), one at np 2 where coll_xccl_gpu_direct 1 meets a UCX without
+# CUDA (refused, staged), one at np 3 whose large calls must go through
+# CUDA IPC, and three at np 2 in which one driver call fails (an MPI
+# error, no hang).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -280,6 +282,33 @@ problems=$({
         sed 's/.*cuLaunchKernel=//' | awk '{ k += $1 } END { print k + 0 }') &&
     { [[ ${k:-0} -gt 0 ]] || { echo "$name: no kernel launched"; false; }; } &&
     echo "$name: $n calls straight to ucx, $k kernels launched"
+} 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
+# coll_xccl_gpu_direct 1 and Debian's UCX, which cannot move CUDA memory:
+# direct mode is refused (the init line at verbose 1 says why, on every
+# rank) and device buffers are staged.  The fake's device memory stays
+# PROT_NONE to the host, so a device pointer handed to this UCX would
+# crash the run, as it did on an H200 (with the old forcing planted back,
+# every rank ended in an MPI error instead: the glue refuses a device
+# buffer that this UCX cannot take).
+name=fake.direct_refused.np2
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_direct 1
+    --mca coll_xccl_verbose 2 --mca coll_xccl_shm_bytes 0)
+run "$name" 2 "$fake_ldp" FAKE_CUDA_STATS=1 --
+extra_args=("${saved_extra[@]}")
+ok=0
+problems=$({
+    check_result "$name" && check_leaks "$name" 2 &&
+    n=$(grep -c '^xccl: init: coll_xccl_gpu_direct 1 refused: ucx lacks cuda memory support: device buffers staged through host copies$' \
+        "$logdir/$name.log" || true) &&
+    { [[ $n -eq 2 ]] || { echo "$name: $n refusal lines for 2 ranks"; false; }; } &&
+    d=$(grep -c 'device buffers straight to ucx' "$logdir/$name.log" || true) &&
+    { [[ $d -eq 0 ]] || { echo "$name: $d calls straight to ucx despite the refusal"; false; }; } &&
+    p=$(grep -c 'staging pipelined' "$logdir/$name.log" || true) &&
+    { [[ $p -gt 0 ]] || { echo "$name: no staged call"; false; }; } &&
+    echo "$name: refused on both ranks, $p calls staged, none straight to ucx"
 } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
