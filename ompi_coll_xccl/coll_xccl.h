@@ -167,7 +167,8 @@ typedef struct {
     uint32_t seq;                    /* collective calls on this communicator */
     ucp_ep_h *eps;                   /* by communicator rank; NULL for self */
     uint64_t *ep_keys;
-    xccl_transport_t transport;
+    xccl_transport_t transport;      /* host buffers */
+    xccl_transport_t transport_cuda; /* device buffers (UCX only: direct calls) */
     void *scratch;                   /* grows to the largest need seen */
     size_t scratch_size;
     /* choices and schedules (algos/select.c), created by the first call
@@ -288,8 +289,10 @@ int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, in
 int mca_coll_xccl_progress_requests(void);
 int mca_coll_xccl_requests_active(int *transfers);
 
-/* coll_xccl_gpu_direct and what UCX reports: device buffers straight to UCX. */
+/* coll_xccl_gpu_direct and what UCX reports: device buffers straight to
+ * UCX; refused: why coll_xccl_gpu_direct 1 is not honoured, or NULL. */
 int mca_coll_xccl_gpu_direct_wanted(void);
+const char *mca_coll_xccl_gpu_direct_refused(void);
 /* What the device-buffer checks need once, at init (coll_xccl_gpu.c). */
 void mca_coll_xccl_gpu_init(void);
 /* The CUDA IPC state of a module, at destruction (coll_xccl_gpu_ipc.c). */

@@ -154,10 +154,13 @@ int mca_coll_xccl_unpack(void *buf, size_t count, struct ompi_datatype_t *dt, co
 /* ------------------------------------------------------------ execution (coll_xccl_exec.c) */
 
 /* How the executor runs a schedule: where (bufs: SEND, RECV, SCRATCH;
- * SCRATCH NULL: the module's host scratch), a gate, the local copies and
+ * SCRATCH NULL: the module's host scratch), over which transport (NULL:
+ * the module's, for host memory; &m->transport_cuda when every buffer
+ * the transfers name is device memory), a gate, the local copies and
  * reductions (NULL: on the host), peer access (NULL: none). */
 typedef struct {
     void *bufs[XCCL_NBUF];
+    const xccl_transport_t *transport;
     const xccl_gate_t *gate;
     xccl_copy_cb_t copy;
     void *copy_ctx;

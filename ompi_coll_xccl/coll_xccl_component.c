@@ -194,10 +194,9 @@ static int xccl_register(void)
     (void) mca_base_component_var_register(v, "gpu_direct",
         "Device buffers on a call xccl runs itself: pass the device pointers straight to UCX, "
         "with the algorithm's copies and reductions on the GPU, instead of staging through "
-        "host memory.  -1: when UCX reports that it moves CUDA memory (Debian's UCX does "
-        "not); 0: never; 1: always (for tests with a stand-in CUDA driver whose device "
-        "memory the host can address: with real device memory and a UCX without CUDA the "
-        "transfers fail)",
+        "host memory.  Only where UCX reports that it moves CUDA memory (Debian's UCX does "
+        "not).  -1: wherever it does; 0: never; 1: wherever it does, and where it does not "
+        "say so at verbose 1 and stage",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_LOCAL, &c->gpu_direct);
 
@@ -501,6 +500,10 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
                       c->topo_summary, xccl_gpu_status(), xccl_gpu_kernels_status(),
                       mca_coll_xccl_gpu_direct_wanted() ? "straight to ucx"
                                                         : "staged through host memory");
+    if (c->ucx_ok && NULL != mca_coll_xccl_gpu_direct_refused()) {
+        mca_coll_xccl_log(1, "init: coll_xccl_gpu_direct 1 refused: %s",
+                          mca_coll_xccl_gpu_direct_refused());
+    }
     return OMPI_SUCCESS;
 }
 

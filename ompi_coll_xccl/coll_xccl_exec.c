@@ -54,7 +54,7 @@ int mca_coll_xccl_exec_init(xccl_exec_t *e, mca_coll_xccl_module_t *m, const xcc
     void *bufs[XCCL_NBUF] = { h->bufs[XCCL_BUF_SEND], h->bufs[XCCL_BUF_RECV],
                               h->bufs[XCCL_BUF_SCRATCH] ? h->bufs[XCCL_BUF_SCRATCH] : scratch,
                               h->bufs[XCCL_BUF_SLOT] };
-    if (0 != xccl_exec_init(e, s, &m->transport, bufs,
+    if (0 != xccl_exec_init(e, s, h->transport ? h->transport : &m->transport, bufs,
                             h->reduce ? h->reduce : mca_coll_xccl_reduce_cb,
                             h->reduce ? h->reduce_ctx : red, seq)) {
         return -1;

@@ -1,7 +1,9 @@
 /*
- * Device buffers straight to UCX (coll_xccl_gpu_direct, or a UCX that
- * moves CUDA memory): the schedule of a staged call runs on the device
- * buffers themselves instead of the host copies.
+ * Device buffers straight to UCX (where UCX moves CUDA memory, and
+ * coll_xccl_gpu_direct allows it): the schedule of a staged call runs on
+ * the device buffers themselves instead of the host copies, over the
+ * module's CUDA transport, which tells UCX that every buffer is device
+ * memory (SEND, RECV and the device scratch).
  */
 #include "ompi_config.h"
 
@@ -27,10 +29,20 @@ struct mca_coll_xccl_gpu_direct {
     size_t copies, reductions;
 };
 
+/* Only where UCX says it moves CUDA memory: a UCX without it takes a
+ * device pointer for host memory (a crash on real device memory).  The
+ * stand-in driver's tests play a UCX with CUDA through
+ * test/gpu/fake_ucx_cuda.c, not through a switch here. */
 int mca_coll_xccl_gpu_direct_wanted(void)
 {
-    const int d = mca_coll_xccl_component.gpu_direct;
-    return 1 == d || (d < 0 && xccl_ucx_cuda_memory());
+    return 0 != mca_coll_xccl_component.gpu_direct && xccl_ucx_cuda_memory();
+}
+
+const char *mca_coll_xccl_gpu_direct_refused(void)
+{
+    return 1 == mca_coll_xccl_component.gpu_direct && !xccl_ucx_cuda_memory()
+               ? "ucx lacks cuda memory support: device buffers staged through host copies"
+               : NULL;
 }
 
 static int direct_copy(void *ctx, void *dst, const void *src, size_t len)
@@ -206,14 +218,17 @@ int mca_coll_xccl_gpu_direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     hooks->bufs[XCCL_BUF_SEND] = dev[0];
     hooks->bufs[XCCL_BUF_RECV] = dev[1];
     hooks->bufs[XCCL_BUF_SCRATCH] = s->scratch_bytes ? st->set->dev : NULL;
+    /* SEND, RECV, and the scratch when the schedule has any (NULL: the
+     * module's host scratch, of which it uses none): device memory. */
+    hooks->transport = &m->transport_cuda;
     hooks->gate = &d->h.gate;
     hooks->copy = direct_copy;
     hooks->copy_ctx = d;
     hooks->reduce = direct_reduce;
     hooks->reduce_ctx = d;
     mca_coll_xccl_log(2, "%s comm=%u rank=%d: device buffers straight to ucx, copies and "
-                      "reductions on the gpu, %zu steps, %zu bytes of device scratch",
-                      xccl_coll_name(coll), m->cid, m->world_rank, s->nsteps,
+                      "reductions on the gpu, %zu steps, %zu bytes of device scratch, "
+                      "memory_type=cuda", xccl_coll_name(coll), m->cid, m->world_rank, s->nsteps,
                       s->scratch_bytes);
     return MPI_SUCCESS;
 }

@@ -52,19 +52,42 @@
 
 /* ------------------------------------------------------------ transports */
 
+/* UCX is told the memory type of every buffer: host through
+ * m->transport, CUDA through m->transport_cuda, which the calls on device
+ * buffers use (coll_xccl_gpu_direct.c). */
+static int ucx_isend_mem(mca_coll_xccl_module_t *m, int peer, const void *buf, size_t len,
+                         uint32_t seq, uint32_t idx, xccl_ucx_mem_t mem, void **req)
+{
+    return xccl_ucx_isend(m->eps[peer], buf, len,
+                          xccl_ucx_tag(m->cid, (uint32_t) m->rank, seq, idx), mem, req);
+}
+
 static int ucx_isend(void *ctx, int peer, const void *buf, size_t len, uint32_t seq,
                      uint32_t idx, void **req)
 {
-    mca_coll_xccl_module_t *m = ctx;
-    return xccl_ucx_isend(m->eps[peer], buf, len,
-                          xccl_ucx_tag(m->cid, (uint32_t) m->rank, seq, idx), req);
+    return ucx_isend_mem(ctx, peer, buf, len, seq, idx, XCCL_UCX_MEM_HOST, req);
+}
+
+static int ucx_isend_cuda(void *ctx, int peer, const void *buf, size_t len, uint32_t seq,
+                          uint32_t idx, void **req)
+{
+    return ucx_isend_mem(ctx, peer, buf, len, seq, idx, XCCL_UCX_MEM_CUDA, req);
 }
 
 static int ucx_irecv(void *ctx, int peer, void *buf, size_t len, uint32_t seq, uint32_t idx,
                      void **req)
 {
     mca_coll_xccl_module_t *m = ctx;
-    return xccl_ucx_irecv(buf, len, xccl_ucx_tag(m->cid, (uint32_t) peer, seq, idx), req);
+    return xccl_ucx_irecv(buf, len, xccl_ucx_tag(m->cid, (uint32_t) peer, seq, idx),
+                          XCCL_UCX_MEM_HOST, req);
+}
+
+static int ucx_irecv_cuda(void *ctx, int peer, void *buf, size_t len, uint32_t seq,
+                          uint32_t idx, void **req)
+{
+    mca_coll_xccl_module_t *m = ctx;
+    return xccl_ucx_irecv(buf, len, xccl_ucx_tag(m->cid, (uint32_t) peer, seq, idx),
+                          XCCL_UCX_MEM_CUDA, req);
 }
 
 static int ucx_test(void *ctx, void *req)
@@ -159,6 +182,11 @@ static void use_ucx(mca_coll_xccl_module_t *m, bool ucx)
     m->transport.test = ucx ? ucx_test : pml_test;
     m->transport.progress = ucx ? ucx_progress : pml_progress;
     m->transport.cancel = ucx ? ucx_cancel : pml_cancel;
+    m->transport_cuda = m->transport;
+    if (ucx) {
+        m->transport_cuda.isend = ucx_isend_cuda;
+        m->transport_cuda.irecv = ucx_irecv_cuda;
+    }
 }
 
 /* ------------------------------------------------------------ endpoints */

@@ -84,14 +84,14 @@ static double pingpong(ucp_ep_h ep, int rank, char *buf, size_t len, int iters)
             ucp_tag_t to_peer = xccl_ucx_tag(0, (uint32_t) rank, seq, 0);
             ucp_tag_t from_peer = xccl_ucx_tag(0, (uint32_t) (1 - rank), seq, 0);
             if (0 == rank) {
-                xccl_ucx_isend(ep, buf, len, to_peer, &req);
+                xccl_ucx_isend(ep, buf, len, to_peer, XCCL_UCX_MEM_HOST, &req);
                 wait_req(req);
-                xccl_ucx_irecv(buf, len, from_peer, &req);
+                xccl_ucx_irecv(buf, len, from_peer, XCCL_UCX_MEM_HOST, &req);
                 wait_req(req);
             } else {
-                xccl_ucx_irecv(buf, len, from_peer, &req);
+                xccl_ucx_irecv(buf, len, from_peer, XCCL_UCX_MEM_HOST, &req);
                 wait_req(req);
-                xccl_ucx_isend(ep, buf, len, to_peer, &req);
+                xccl_ucx_isend(ep, buf, len, to_peer, XCCL_UCX_MEM_HOST, &req);
                 wait_req(req);
             }
         }

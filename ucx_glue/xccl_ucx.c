@@ -28,6 +28,7 @@ static struct {
     size_t neps_cap, neps;
     pthread_mutex_t lock;      /* guards the endpoint cache */
     char tls[256];
+    int cuda_memory;           /* the context moves CUDA memory */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Per thread: calls on several threads fail (and say why) on their own. */
@@ -58,10 +59,12 @@ const char *xccl_ucx_tls(void)
 
 int xccl_ucx_cuda_memory(void)
 {
+    return NULL != g.context && g.cuda_memory;
+}
+
+static int query_cuda_memory(void)
+{
     ucp_context_attr_t attr;
-    if (NULL == g.context) {
-        return 0;
-    }
     attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
     if (UCS_OK != ucp_context_query(g.context, &attr)) {
         return 0;
@@ -159,6 +162,7 @@ int xccl_ucx_init(const char *tls, const char *rndv_scheme, const char *rndv_thr
         g.context = NULL;
         return -1;
     }
+    g.cuda_memory = query_cuda_memory();
 
     ucp_worker_params_t wparams;
     memset(&wparams, 0, sizeof(wparams));
@@ -221,6 +225,7 @@ void xccl_ucx_fini(void)
         ucp_cleanup(g.context);
         g.context = NULL;
     }
+    g.cuda_memory = 0;
 }
 
 int xccl_ucx_address(const void **addr, size_t *len)
@@ -351,10 +356,26 @@ void xccl_ucx_ep_put(uint64_t key)
 
 /* ------------------------------------------------------------ transfers */
 
-int xccl_ucx_isend(ucp_ep_h ep, const void *buf, size_t len, ucp_tag_t tag, void **req)
+/* Says mem in param; -1 (error set by what) where UCX cannot take it. */
+static int memory_type(ucp_request_param_t *param, xccl_ucx_mem_t mem, const char *what)
+{
+    if (XCCL_UCX_MEM_CUDA == mem && !g.cuda_memory) {
+        set_error("%s: a device buffer, and this UCX lacks cuda memory support", what);
+        return -1;
+    }
+    param->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param->memory_type = XCCL_UCX_MEM_CUDA == mem ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    return 0;
+}
+
+int xccl_ucx_isend(ucp_ep_h ep, const void *buf, size_t len, ucp_tag_t tag, xccl_ucx_mem_t mem,
+                   void **req)
 {
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
+    if (0 != memory_type(&param, mem, "ucp_tag_send_nbx")) {
+        return -1;
+    }
     void *r = ucp_tag_send_nbx(ep, buf, len, tag, &param);
     if (UCS_PTR_IS_ERR(r)) {
         set_error("ucp_tag_send_nbx: %s", ucs_status_string(UCS_PTR_STATUS(r)));
@@ -368,12 +389,15 @@ int xccl_ucx_isend(ucp_ep_h ep, const void *buf, size_t len, ucp_tag_t tag, void
     return 0;
 }
 
-int xccl_ucx_irecv(void *buf, size_t len, ucp_tag_t tag, void **req)
+int xccl_ucx_irecv(void *buf, size_t len, ucp_tag_t tag, xccl_ucx_mem_t mem, void **req)
 {
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
     /* Always a request, so that the received length can be checked. */
     param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    if (0 != memory_type(&param, mem, "ucp_tag_recv_nbx")) {
+        return -1;
+    }
     void *r = ucp_tag_recv_nbx(g.worker, buf, len, tag, (ucp_tag_t) -1, &param);
     if (UCS_PTR_IS_ERR(r) || NULL == r) {
         set_error("ucp_tag_recv_nbx: %s", ucs_status_string(UCS_PTR_STATUS(r)));

@@ -36,8 +36,8 @@ int xccl_ucx_ready(void);
 const char *xccl_ucx_error(void);
 void xccl_ucx_clear_error(void);
 /* 1 when the context can move CUDA device memory itself (a UCX built with
- * CUDA), else 0 (Debian's: xccl stages device buffers through host
- * memory; it stages them also when UCX could move them, for now). */
+ * CUDA: ucp_context_query's memory types, read once at init), else 0
+ * (Debian's: xccl stages device buffers through host memory). */
 int xccl_ucx_cuda_memory(void);
 /* The names of the transports UCP uses (after init), e.g. "posix,cma,tcp". */
 const char *xccl_ucx_tls(void);
@@ -56,10 +56,19 @@ int xccl_ucx_ep_get(uint64_t key, const void *addr, size_t len, ucp_ep_h *ep);
 int xccl_ucx_ep_ref(uint64_t key, ucp_ep_h *ep);
 void xccl_ucx_ep_put(uint64_t key);
 
+/* What a transfer's buffer is.  UCX is always told (the request's
+ * memory_type): left to guess, UCX 1.22 with CUDA took a cuMemAlloc
+ * pointer its memory-type cache did not know for host memory and crashed
+ * reading it.  The caller knows: xccl passes device pointers only in the
+ * calls it runs on device buffers (coll_xccl_gpu_direct.c). */
+typedef enum { XCCL_UCX_MEM_HOST, XCCL_UCX_MEM_CUDA } xccl_ucx_mem_t;
+
 /* Tagged transfers.  *req is NULL when the transfer completed at once.
- * Returns 0 or -1. */
-int xccl_ucx_isend(ucp_ep_h ep, const void *buf, size_t len, ucp_tag_t tag, void **req);
-int xccl_ucx_irecv(void *buf, size_t len, ucp_tag_t tag, void **req);
+ * Returns 0 or -1 (also for XCCL_UCX_MEM_CUDA on a context without CUDA
+ * memory support, which would take the pointer for host memory). */
+int xccl_ucx_isend(ucp_ep_h ep, const void *buf, size_t len, ucp_tag_t tag, xccl_ucx_mem_t mem,
+                   void **req);
+int xccl_ucx_irecv(void *buf, size_t len, ucp_tag_t tag, xccl_ucx_mem_t mem, void **req);
 /* 1 done (request released), 0 pending, -1 failed or the received length
  * differs from the posted one (request released). */
 int xccl_ucx_test(void *req);

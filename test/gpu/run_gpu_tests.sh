@@ -8,9 +8,12 @@
 #       device; otherwise prints "SKIP real GPU: <reason>" (not a pass).
 # Plus one fake run with FAKE_CUDA_DEVICES=0, which must exit 77 with a
 # "SKIP:" line, one at np 3 that stages every call in small pieces, one
-# at np 3 that passes device pointers straight to UCX, one at np 3 whose
-# large calls must go through CUDA IPC, and three at np 2 in which one
-# driver call fails (an MPI error, no hang).  Then xccl_mpi_gpu_user
+# at np 3 that passes device pointers straight to UCX (a UCX with CUDA
+# played by fake_ucx_cuda.c, which checks the memory type of every
+# transfer), one at np 2 where coll_xccl_gpu_direct 1 meets a UCX without
+# CUDA (refused, staged), one at np 3 whose large calls must go through
+# CUDA IPC, and three at np 2 in which one driver call fails (an MPI
+# error, no hang).  Then xccl_mpi_gpu_user
 # (buffers overwritten as soon as a call returns, data changing from call
 # to call) at np 2, 3, 4 against the fake and at each np >= 2 of
 # GPU_TESTS_NPS against the real driver, each with CUDA IPC forced at
@@ -53,6 +56,9 @@ fakedir=$bindir/test/gpu/fake
 [[ -x $user_prog ]] || { echo "$0: no $user_prog (make check builds it)" >&2; exit 2; }
 [[ -e $fakedir/libcuda.so.1 ]] || { echo "$0: no $fakedir/libcuda.so.1 (make check builds it)" >&2; exit 2; }
 [[ -e $compdir/mca_coll_xccl.so ]] || { echo "$0: no $compdir/mca_coll_xccl.so" >&2; exit 2; }
+# a UCX with CUDA, as xccl sees it (fake_ucx_cuda.c), preloaded into the ranks
+fake_ucx=$bindir/.libs/libxccl_fake_ucx_cuda.so
+[[ -e $fake_ucx ]] || { echo "$0: no $fake_ucx (make check builds it)" >&2; exit 2; }
 compdir=$(cd "$compdir" && pwd)
 
 read -r -a mpirun <<<"${MPIRUN:-mpirun}"
@@ -140,6 +146,36 @@ check_leaks() {
     fi
 }
 
+# The memory types xccl gave UCX, from fake_ucx_cuda.c's line per process
+# ("fake_ucx_cuda[pid]: send cuda=N host=N recv cuda=N host=N unset=N
+# wrong=N"): one line per process, none unset or wrong, and with want=cuda
+# device buffers sent and received as cuda, with want=host none.
+check_memtypes() {
+    local name=$1 np=$2 want=$3 lines sums
+    lines=$(grep -E '^fake_ucx_cuda\[[0-9]+\]: send cuda=' "$logdir/$name.log" || true)
+    if [[ $(grep -c . <<<"$lines") -lt $np ]]; then
+        echo "$name: $(grep -c . <<<"$lines") fake_ucx_cuda lines for $np processes"
+        return 1
+    fi
+    sums=$(sed -E 's/.*send cuda=([0-9]+) host=([0-9]+) recv cuda=([0-9]+) host=([0-9]+) unset=([0-9]+) wrong=([0-9]+)$/\1 \2 \3 \4 \5 \6/' <<<"$lines" |
+        awk '{ for (i = 1; i <= 6; i++) s[i] += $i } END { print s[1]+0, s[2]+0, s[3]+0, s[4]+0, s[5]+0, s[6]+0 }')
+    local sc sh rc rh unset wrong
+    read -r sc sh rc rh unset wrong <<<"$sums"
+    if [[ $unset -ne 0 || $wrong -ne 0 ]]; then
+        echo "$name: transfers without their memory type: $unset, with the wrong one: $wrong"
+        grep -m 4 '^fake_ucx_cuda\[[0-9]*\]: WRONG' "$logdir/$name.log" || true
+        return 1
+    fi
+    if [[ $want == cuda && ($sc -eq 0 || $rc -eq 0) ]]; then
+        echo "$name: no device buffer sent and received as cuda memory (send $sc, recv $rc)"
+        return 1
+    fi
+    if [[ $want == host && ($sc -ne 0 || $rc -ne 0 || $sh -eq 0) ]]; then
+        echo "$name: want host memory only: send cuda=$sc host=$sh, recv cuda=$rc"
+        return 1
+    fi
+    echo "$name: memory types given to ucx: send cuda=$sc host=$sh, recv cuda=$rc host=$rh"
+}
 
 fake_ldp=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
@@ -214,19 +250,23 @@ finish "$name" "$ok" "$problems"
 # above); pieces of 256 bytes, so a call's copies are many and
 # the steps of the schedule wait for them (the fake runs each copy late,
 # on its stream's thread).  The log must
-# show pipelined calls with more than one copy in and out.
+# show pipelined calls with more than one copy in and out.  A UCX with
+# CUDA is played (fake_ucx_cuda.c) with coll_xccl_gpu_direct 0: staged
+# calls must give UCX host memory only (the pinned copies, and the host
+# buffers of the mixed calls), each transfer saying so.
 name=fake.pipeline.np3
 saved_extra=("${extra_args[@]}")
 # (The shared-memory level is off here and in the direct and fault runs
 # below: with it, blocking calls inside a node run on host copies filled
 # whole first; the pipeline and the direct path serve the other calls.)
 extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_chunk_bytes 256
-    --mca coll_xccl_gpu_pool_bytes 1048576 --mca coll_xccl_verbose 2 --mca coll_xccl_shm_bytes 0)
-run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=2 --
+    --mca coll_xccl_gpu_pool_bytes 1048576 --mca coll_xccl_verbose 2 --mca coll_xccl_shm_bytes 0
+    --mca coll_xccl_gpu_direct 0)
+run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=2 "LD_PRELOAD=$fake_ucx" --
 extra_args=("${saved_extra[@]}")
 ok=0
 problems=$({
-    check_result "$name" && check_leaks "$name" 3 &&
+    check_result "$name" && check_leaks "$name" 3 && check_memtypes "$name" 3 host &&
     n=$(grep -cE 'staging pipelined: ([2-9]|[1-9][0-9]+) copies in, ([2-9]|[1-9][0-9]+) out' \
         "$logdir/$name.log" || true) &&
     { [[ $n -gt 0 ]] || { echo "$name: no call pipelined in several pieces"; false; }; } &&
@@ -234,25 +274,31 @@ problems=$({
 } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
-# Device pointers straight to UCX (coll_xccl_gpu_direct 1): Debian's UCX
-# cannot move CUDA memory, so the fake keeps its device memory addressable
-# by the host (FAKE_CUDA_HOST_ACCESS=1) and UCX moves it as host memory,
-# while xccl runs every copy and reduction of the schedule on the fake's
-# streams and kernels, which run late, on their streams' threads: a step
-# that started before the work of the step before it had run reads stale
-# data (with that wait planted out, 110 of 699
-# checks failed).  CUDA IPC is off, so every call on device buffers runs a
-# schedule; two devices at np 3.  The log must show direct calls, and the
-# fake must have run kernels.
+# Device pointers straight to UCX (coll_xccl_gpu_direct -1, the default:
+# wherever UCX reports CUDA memory support).  Debian's UCX cannot move
+# CUDA memory, so fake_ucx_cuda.c (preloaded) plays a UCX that can: it
+# reports CUDA support to xccl, checks that every transfer of xccl's
+# gives its buffer's memory type (cuda for the fake's device memory, host
+# for the host buffers of the mixed calls; with the direct path's CUDA
+# transport planted out, 1896 transfers at np 2 came as host), and hands
+# it to the real UCX as host memory, which the fake's device memory is
+# with FAKE_CUDA_HOST_ACCESS=1.  xccl runs every copy and reduction of the
+# schedule on the fake's streams and kernels, which run late, on their
+# streams' threads: a step that started before the work of the step
+# before it had run reads stale data (with that wait planted out, 110 of
+# 699 checks failed).  CUDA IPC is off, so every call on device buffers
+# runs a schedule; two devices at np 3.  The log must show direct calls,
+# and the fake must have run kernels.
 name=fake.direct.np3
 saved_extra=("${extra_args[@]}")
-extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_direct 1
+extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0
     --mca coll_xccl_verbose 2 --mca coll_xccl_shm_bytes 0)
-run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=2 FAKE_CUDA_HOST_ACCESS=1 --
+run "$name" 3 "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=2 FAKE_CUDA_HOST_ACCESS=1 \
+    "LD_PRELOAD=$fake_ucx" --
 extra_args=("${saved_extra[@]}")
 ok=0
 problems=$({
-    check_result "$name" && check_leaks "$name" 3 &&
+    check_result "$name" && check_leaks "$name" 3 && check_memtypes "$name" 3 cuda &&
     n=$(grep -c 'device buffers straight to ucx, copies and reductions on the gpu' \
         "$logdir/$name.log" || true) &&
     { [[ $n -gt 0 ]] || { echo "$name: no call ran straight on the device buffers"; false; }; } &&
@@ -260,6 +306,33 @@ problems=$({
         sed 's/.*cuLaunchKernel=//' | awk '{ k += $1 } END { print k + 0 }') &&
     { [[ ${k:-0} -gt 0 ]] || { echo "$name: no kernel launched"; false; }; } &&
     echo "$name: $n calls straight to ucx, $k kernels launched"
+} 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
+# coll_xccl_gpu_direct 1 and Debian's UCX, which cannot move CUDA memory:
+# direct mode is refused (the init line at verbose 1 says why, on every
+# rank) and device buffers are staged.  The fake's device memory stays
+# PROT_NONE to the host, so a device pointer handed to this UCX would
+# crash the run, as it did on an H200 (with the old forcing planted back,
+# every rank ended in an MPI error instead: the glue refuses a device
+# buffer that this UCX cannot take).
+name=fake.direct_refused.np2
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_direct 1
+    --mca coll_xccl_verbose 2 --mca coll_xccl_shm_bytes 0)
+run "$name" 2 "$fake_ldp" FAKE_CUDA_STATS=1 --
+extra_args=("${saved_extra[@]}")
+ok=0
+problems=$({
+    check_result "$name" && check_leaks "$name" 2 &&
+    n=$(grep -c '^xccl: init: coll_xccl_gpu_direct 1 refused: ucx lacks cuda memory support: device buffers staged through host copies$' \
+        "$logdir/$name.log" || true) &&
+    { [[ $n -eq 2 ]] || { echo "$name: $n refusal lines for 2 ranks"; false; }; } &&
+    d=$(grep -c 'device buffers straight to ucx' "$logdir/$name.log" || true) &&
+    { [[ $d -eq 0 ]] || { echo "$name: $d calls straight to ucx despite the refusal"; false; }; } &&
+    p=$(grep -c 'staging pipelined' "$logdir/$name.log" || true) &&
+    { [[ $p -gt 0 ]] || { echo "$name: no staged call"; false; }; } &&
+    echo "$name: refused on both ranks, $p calls staged, none straight to ucx"
 } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
@@ -301,7 +374,7 @@ for fault in cuEventQuery:30 cuMemcpy2DAsync_v2:40 cuLaunchKernel:25:direct; do
     if [[ $fault == *:direct ]]; then
         name=$name.direct
         extra_args+=(--mca coll_xccl_gpu_direct 1)
-        envs+=(FAKE_CUDA_HOST_ACCESS=1)
+        envs+=(FAKE_CUDA_HOST_ACCESS=1 "LD_PRELOAD=$fake_ucx")
     fi
     run "$name" 2 "$fake_ldp" "${envs[@]}" --
     extra_args=("${saved_extra[@]}")

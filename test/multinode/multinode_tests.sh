@@ -231,12 +231,15 @@ done
 #    hosts, so every call on device buffers is staged, its copies in 64 KiB
 #    pieces overlapping the two-level schedules; ranks on both hosts must
 #    log pipelined calls.  Then the same with device pointers straight to
-#    UCX (coll_xccl_gpu_direct 1, the fake's device memory host-addressable
-#    since Debian's UCX cannot move CUDA memory): the two-level schedules
+#    UCX (coll_xccl_gpu_direct 1; Debian's UCX cannot move CUDA memory, so
+#    test/gpu/fake_ucx_cuda.c, preloaded, plays a UCX that can, and the
+#    fake's device memory is host-addressable): the two-level schedules
 #    run on the device buffers with their copies and reductions on the
 #    fake's streams; ranks on both hosts must log direct calls.  Skipped
-#    (said) when the fake or the test program is not built.
+#    (said) when the fake, the UCX stand-in or the test program is not
+#    built.
 gpuprog=$builddir/xccl_mpi_gpu fakedir=$builddir/test/gpu/fake
+fake_ucx=$builddir/.libs/libxccl_fake_ucx_cuda.so
 for mode in staged direct; do
     name=xccl.gpu_$mode.map_by_node
     if [[ ! -x $gpuprog || ! -e $fakedir/libcuda.so.1 ]]; then
@@ -246,7 +249,12 @@ for mode in staged direct; do
     mode_args=(--mca coll_xccl_gpu_chunk_bytes 65536)
     want='staging pipelined'
     if [[ $mode == direct ]]; then
-        mode_args=(--mca coll_xccl_gpu_direct 1 -x FAKE_CUDA_HOST_ACCESS=1)
+        if [[ ! -e $fake_ucx ]]; then
+            echo "== $name: SKIP (no $fake_ucx)"
+            continue
+        fi
+        mode_args=(--mca coll_xccl_gpu_direct 1 -x FAKE_CUDA_HOST_ACCESS=1
+            -x "LD_PRELOAD=$fake_ucx")
         want='device buffers straight to ucx'
     fi
     run_job "$name" 4 --map-by node \
