@@ -212,35 +212,6 @@ OBJ_CLASS_DECLARATION(mca_coll_xccl_module_t);
 /* module */
 mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *comm, int *priority);
 
-/* Set-up on first use (coll_xccl_setup.c).  A call that runs one of xccl's
- * schedules calls mca_coll_xccl_setup first: blocking (wait 1) it returns
- * with the set-up done; nonblocking (wait 0) it only starts the agreement
- * and never waits for another rank.  MPI error codes.  setup_test: 1 when
- * done (finishing a pending agreement that has arrived), never waits; safe
- * from Open MPI's progress engine. */
-int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait);
-int mca_coll_xccl_setup_test(mca_coll_xccl_module_t *m);
-/* What set-up holds (endpoints, layout, agreement buffers), at destruction. */
-void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m);
-
-/* Shared-memory level (coll_xccl_shm.c): state at enable; the local part
- * of set-up (node leaders create the segment, desc: XCCL_SHM_DESC_BYTES of
- * the agreement record); finish (the others attach with their leader's
- * record in all, stride ints per rank); the vote, started as set-up ends;
- * the end. */
-void mca_coll_xccl_shm_init(mca_coll_xccl_module_t *m);
-void mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc);
-void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int *all, int stride);
-/* Starts the vote, at the end of the set-up (under its lock). */
-void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m);
-/* 1 when the level's state is settled (the vote is over, progressing it
- * otherwise; never waits), else 0. */
-int mca_coll_xccl_shm_ready(mca_coll_xccl_module_t *m);
-/* A blocking call where the set-up has started: waits until the level's
- * state is settled. */
-void mca_coll_xccl_shm_settle(mca_coll_xccl_module_t *m);
-void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m);
-
 /* entry points (coll_xccl_entry_reduce.c, coll_xccl_entry_move.c) */
 int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
@@ -282,29 +253,6 @@ int mca_coll_xccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t
 int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                          struct ompi_communicator_t *comm, ompi_request_t **request,
                          mca_coll_base_module_t *module);
-
-/* Nonblocking collectives in flight (coll_xccl_request.c): advances them,
- * returns how many completed; whether any is in flight (a racy read: one
- * started on another thread is seen at the next progress call). */
-int mca_coll_xccl_progress_requests(void);
-int mca_coll_xccl_requests_active(int *transfers);
-
-/* coll_xccl_gpu_direct and what UCX reports: device buffers straight to
- * UCX; refused: why coll_xccl_gpu_direct 1 is not honoured, or NULL. */
-int mca_coll_xccl_gpu_direct_wanted(void);
-const char *mca_coll_xccl_gpu_direct_refused(void);
-/* What the device-buffer checks need once, at init (coll_xccl_gpu.c). */
-void mca_coll_xccl_gpu_init(void);
-/* The CUDA IPC state of a module, at destruction (coll_xccl_gpu_ipc.c). */
-void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m);
-
-/* Log (coll_xccl_log.c).  One line at verbosity >= level, prefixed
- * "xccl: "; nothing is formatted below the level. */
-void mca_coll_xccl_log(int level, const char *fmt, ...) __opal_attribute_format__(__printf__, 2, 3);
-/* Logs an error of a call (verbose >= 1), counts it, returns err. */
-int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what);
-/* The per-collective summary of the verbose log, at close. */
-void mca_coll_xccl_log_summary(void);
 
 END_C_DECLS
 

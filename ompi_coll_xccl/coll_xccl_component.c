@@ -13,6 +13,10 @@
 #include "opal/util/output.h"
 
 #include "coll_xccl.h"
+#include "coll_xccl_gpu.h"
+#include "coll_xccl_gpu_direct.h"
+#include "coll_xccl_log.h"
+#include "coll_xccl_request.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
 #include "topo/xccl_topo.h"

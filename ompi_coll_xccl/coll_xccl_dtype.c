@@ -12,7 +12,8 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/op/op.h"
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_dtype.h"
+#include "coll_xccl_log.h"
 
 /* ------------------------------------------------------------ datatype and op maps */
 

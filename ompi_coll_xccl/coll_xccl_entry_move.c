@@ -9,7 +9,7 @@
  */
 #include "ompi_config.h"
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_path.h"
 
 #define XM(module) ((mca_coll_xccl_module_t *) (module))
 

@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_path.h"
 
 #define XM(module) ((mca_coll_xccl_module_t *) (module))
 

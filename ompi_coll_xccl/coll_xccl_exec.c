@@ -9,7 +9,8 @@
 
 #include "opal/runtime/opal_progress.h"
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_exec.h"
+#include "coll_xccl_log.h"
 
 /* Unmet flag tests between two calls of Open MPI's progress engine while
  * a transfer-free schedule waits (below; mca_coll_xccl_spins_per_progress). */

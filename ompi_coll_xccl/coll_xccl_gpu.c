@@ -23,6 +23,7 @@
 #include "ompi/datatype/ompi_datatype.h"
 
 #include "coll_xccl_gpu.h"
+#include "coll_xccl_gpu_direct.h"
 #include "gpu/xccl_gpu.h"
 
 /* ------------------------------------------------------------ where, host copies */

@@ -1,7 +1,7 @@
 /*
- * Device buffers in the call path (coll_xccl_gpu.c: where a call's
- * buffers live, host copies and their staging; coll_xccl_gpu_ipc.c: CUDA
- * IPC peer access inside a node).
+ * Device buffers in the call path (coll_xccl_gpu.c): where a call's
+ * buffers live, host copies and their staging (straight to UCX:
+ * coll_xccl_gpu_direct.h; CUDA IPC: coll_xccl_gpu_ipc.h).
  */
 #ifndef MCA_COLL_XCCL_GPU_H
 #define MCA_COLL_XCCL_GPU_H
@@ -9,11 +9,8 @@
 #include <stdint.h>
 
 #include "coll_xccl_call.h"
-#include <stdio.h>
-#include <string.h>
-
-#include "gpu/xccl_cuda.h"
-#include "gpu/xccl_gpu.h"
+#include "coll_xccl_exec.h"
+#include "coll_xccl_gpu_hooks.h"
 
 BEGIN_C_DECLS
 
@@ -53,6 +50,15 @@ static inline int mca_coll_xccl_gpu_surely_host(const mca_coll_xccl_call_t *c)
  * nothing without it. */
 void mca_coll_xccl_gpu_where(const mca_coll_xccl_call_t *c, mca_coll_xccl_where_t *w);
 
+/* A call on device buffers runs as the same call on host copies of the
+ * buffers' spans (gaps of a derived datatype included): s and r are the
+ * copies, shifted like the user's pointers (MPI_IN_PLACE stays). */
+typedef struct mca_coll_xccl_staged {
+    const void *s;
+    void *r;
+    mca_coll_xccl_gpu_stage_t gpu;
+} mca_coll_xccl_staged_t;
+
 /* Host copies of a call's buffers in pinned memory of a staging set of
  * CUDA context ctx.  The host call either runs a schedule, or it does
  * anything else (the fallback): stage_fill copies everything in first.  A
@@ -66,30 +72,6 @@ void mca_coll_xccl_gpu_where(const mca_coll_xccl_call_t *c, mca_coll_xccl_where_
  *    overlapping the transfers.
  * stage_out completes the copies back (all of RECV when it was filled) or
  * the queued work, and gives the memory back.  MPI error codes, logged. */
-struct mca_coll_xccl_gpu_pipe;
-struct mca_coll_xccl_gpu_direct;
-typedef struct mca_coll_xccl_gpu_stage {
-    void *ctx;
-    struct xccl_gpu_set *set;
-    const char *sdev;
-    char *rdev, *hs, *hr;
-    size_t sspan, rspan;
-    int copy_r, copy_out;
-    int all_device;                  /* every buffer of the call is device memory of ctx */
-    int filled;                      /* copied in (stage_fill) */
-    struct mca_coll_xccl_gpu_pipe *pipe;       /* or pipelined (stage_gate) */
-    struct mca_coll_xccl_gpu_direct *direct;   /* or run on the device buffers */
-} mca_coll_xccl_gpu_stage_t;
-
-/* A call on device buffers runs as the same call on host copies of the
- * buffers' spans (gaps of a derived datatype included): s and r are the
- * copies, shifted like the user's pointers (MPI_IN_PLACE stays). */
-typedef struct mca_coll_xccl_staged {
-    const void *s;
-    void *r;
-    mca_coll_xccl_gpu_stage_t gpu;
-} mca_coll_xccl_staged_t;
-
 /* Takes the host memory of c's staging (nothing is copied yet). */
 int mca_coll_xccl_gpu_stage_call(const mca_coll_xccl_call_t *c, const mca_coll_xccl_where_t *w,
                                  mca_coll_xccl_staged_t *st);
@@ -107,106 +89,8 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                 mca_coll_xccl_gpu_stage_t *st, int ok);
 
-/* ------------------------------------------------------------ driver helpers */
-
-/* Shared by staging, device pointers straight to UCX
- * (coll_xccl_gpu_direct.c) and CUDA IPC: an asynchronous copy on stream
- * (UNIFIED addressing: the driver tells device, managed and host memory
- * apart) and a stream synchronisation; NULL or the driver's error text. */
-enum { MCA_COLL_XCCL_TO_HOST, MCA_COLL_XCCL_FROM_HOST, MCA_COLL_XCCL_DEVICE_TO_DEVICE };
-
-static inline const char *mca_coll_xccl_gpu_copy(const xccl_cu_api_t *cu, void *dst,
-                                                 const void *src, size_t bytes, int dir,
-                                                 xccl_custream_t stream)
-{
-    xccl_cu_memcpy2d_t d;
-    memset(&d, 0, sizeof(d));
-    if (MCA_COLL_XCCL_DEVICE_TO_DEVICE == dir) {
-        d.srcMemoryType = d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
-        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
-    } else if (MCA_COLL_XCCL_TO_HOST == dir) {
-        d.srcMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
-        d.dstMemoryType = XCCL_CU_MEMORYTYPE_HOST;
-        d.dstHost = dst;
-    } else {
-        d.srcMemoryType = XCCL_CU_MEMORYTYPE_HOST;
-        d.srcHost = src;
-        d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
-    }
-    d.srcPitch = d.dstPitch = d.WidthInBytes = bytes;
-    d.Height = 1;
-    xccl_curesult_t rc = cu->Memcpy2DAsync(&d, stream);
-    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuMemcpy2DAsync", rc);
-}
-
-static inline const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_custream_t stream)
-{
-    xccl_curesult_t rc = cu->StreamSynchronize(stream);
-    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuStreamSynchronize", rc);
-}
-
-/* ------------------------------------------------------------ a call's executor hooks */
-
-/* What the executor's hooks of one call share (pipelined staging, and a
- * schedule run on the device buffers): the stage's context and set (the
- * stage itself may be copied: a nonblocking call keeps it in its
- * request), the gate, and the first driver error.  The hooks push the
- * context around their driver calls: they run from whatever progresses
- * the call (another thread, for a nonblocking one), so the error text is
- * copied. */
-typedef struct {
-    void *ctx;
-    xccl_gpu_set_t *set;
-    const char *what;                /* names the hooks in the log */
-    xccl_gate_t gate;
-    char error[200];                 /* the first driver error ("": none) */
-} mca_coll_xccl_gpu_hooks_t;
-
-static inline int mca_coll_xccl_gpu_hooks_fail(mca_coll_xccl_gpu_hooks_t *h, const char *error)
-{
-    if ('\0' == h->error[0]) {
-        snprintf(h->error, sizeof(h->error), "%s", error);
-        mca_coll_xccl_log(1, "%s: %s", h->what, error);
-    }
-    return -1;
-}
-
-/* 1 once ev has completed (ev NULL: all work queued on stream), 0 not
- * yet, -1 error (kept). */
-static inline int mca_coll_xccl_gpu_hooks_done(mca_coll_xccl_gpu_hooks_t *h, xccl_cuevent_t ev,
-                                               xccl_custream_t stream)
-{
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) h->ctx)) {
-        return mca_coll_xccl_gpu_hooks_fail(h, "cuCtxPushCurrent failed");
-    }
-    xccl_curesult_t rc = ev ? cu->EventQuery(ev) : cu->StreamQuery(stream);
-    cu->CtxPopCurrent(&popped);
-    if (XCCL_CUDA_SUCCESS == rc) {
-        return 1;
-    }
-    return XCCL_CUDA_ERROR_NOT_READY == rc
-               ? 0
-               : mca_coll_xccl_gpu_hooks_fail(h, xccl_cu_error(ev ? "cuEventQuery" : "cuStreamQuery",
-                                                               rc));
-}
-
-/* Device pointers straight to UCX (coll_xccl_gpu_direct.c): runs s on the
- * device buffers (st->direct set, hooks filled), or leaves st alone with
- * the reason logged (the caller stages instead); direct_end completes the
- * queued work and frees what direct_gate took: NULL or the first error. */
-int mca_coll_xccl_gpu_direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                  mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s,
-                                  int gpu_dt, int gpu_op, mca_coll_xccl_exec_hooks_t *hooks);
-const char *mca_coll_xccl_gpu_direct_end(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                         mca_coll_xccl_gpu_stage_t *st);
-
-/* CUDA IPC peer access inside a node (coll_xccl_gpu_ipc.c). */
-extern const mca_coll_xccl_peer_provider_t mca_coll_xccl_gpu_ipc_provider;
+/* What the device-buffer checks need once, at init (coll_xccl_gpu.c). */
+void mca_coll_xccl_gpu_init(void);
 
 END_C_DECLS
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_xccl_gpu.h"
+#include "coll_xccl_gpu_direct.h"
 #include "gpu/xccl_gpu_kernels.h"
 
 /* A schedule run on the device buffers themselves: UCX moves them, the

@@ -34,7 +34,8 @@
 
 #include "opal/runtime/opal_progress.h"
 
-#include "coll_xccl_gpu.h"
+#include "coll_xccl_gpu_ipc.h"
+#include "coll_xccl_gpu_hooks.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
 #include "gpu/xccl_ipc_cache.h"

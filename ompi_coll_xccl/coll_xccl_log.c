@@ -12,7 +12,7 @@
 #include "opal/util/error.h"
 #include "opal/util/output.h"
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_log.h"
 
 void mca_coll_xccl_log(int level, const char *fmt, ...)
 {

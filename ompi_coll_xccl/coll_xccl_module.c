@@ -18,7 +18,12 @@
 
 #include <string.h>
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_exec.h"
+#include "coll_xccl_gpu_ipc.h"
+#include "coll_xccl_log.h"
+#include "coll_xccl_select.h"
+#include "coll_xccl_setup.h"
+#include "coll_xccl_shm.h"
 
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
 

@@ -16,7 +16,7 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "opal/datatype/opal_convertor.h"
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_pack.h"
 #include "coll_xccl_gpu.h"
 
 /* ------------------------------------------------------------ convertor */

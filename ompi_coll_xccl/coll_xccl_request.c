@@ -17,7 +17,11 @@
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/request/request.h"
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_request.h"
+#include "coll_xccl_select.h"
+#include "coll_xccl_gpu.h"
+#include "coll_xccl_setup.h"
+#include "coll_xccl_shm.h"
 #include "coll_xccl_gpu.h"
 
 /* An active collective request of xccl's: the ompi_request_t at the start

@@ -7,7 +7,8 @@
 
 #include <stdlib.h>
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_select.h"
+#include "coll_xccl_log.h"
 
 /* At verbose 2, what the model predicted when it decided. */
 static void log_model(const mca_coll_xccl_module_t *m, xccl_coll_t coll,

@@ -42,7 +42,8 @@
 #include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"
 
-#include "coll_xccl.h"
+#include "coll_xccl_setup.h"
+#include "coll_xccl_shm.h"
 #include "gpu/xccl_gpu.h"
 #include "topo/xccl_topo.h"
 
@@ -553,4 +554,14 @@ void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m)
     free(m->agree_all);
     m->agree_all = NULL;
     xccl_layout_fini(&m->layout);
+}
+
+void mca_coll_xccl_setup_settle(mca_coll_xccl_module_t *m)
+{
+    if (XCCL_SETUP_NONE == m->setup) {
+        return;                      /* the call sets up, then waits */
+    }
+    while (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
+        opal_progress();
+    }
 }

@@ -23,7 +23,16 @@
 
 #include "opal/runtime/opal_progress.h"
 
-#include "coll_xccl_call.h"
+#include "coll_xccl_path.h"
+#include "coll_xccl_exec.h"
+#include "coll_xccl_gpu.h"
+#include "coll_xccl_gpu_ipc.h"
+#include "coll_xccl_pack.h"
+#include "coll_xccl_request.h"
+#include "coll_xccl_select.h"
+#include "coll_xccl_setup.h"
+#include "coll_xccl_shm.h"
+#include "coll_xccl_shm_latency.h"
 #include "coll_xccl_gpu.h"
 
 /* The saved module's function for c, on buffers s and r (host copies of
@@ -111,7 +120,7 @@ static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
         return mca_coll_xccl_error(m, c->coll, rc, "setting the communicator up failed");
     }
     if (NULL == request) {
-        mca_coll_xccl_shm_settle(m);
+        mca_coll_xccl_setup_settle(m);
     } else if (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
         /* Nonblocking, before the agreement and the level's vote are in:
          * device data is copied in now, the schedule is chosen later. */
@@ -314,7 +323,7 @@ static int run_decided(mca_coll_xccl_call_t *c, const char *why)
 static inline int small_level(mca_coll_xccl_module_t *m)
 {
     if (m->shm_small && XCCL_SHM_ON != __atomic_load_n(&m->shm_state, __ATOMIC_ACQUIRE)) {
-        mca_coll_xccl_shm_settle(m);
+        mca_coll_xccl_setup_settle(m);
     }
     return m->shm_small;
 }

@@ -1,0 +1,45 @@
+/*
+ * Datatypes and ops (coll_xccl_dtype.c): argument checks, sizes and
+ * layouts, the mapping onto xccl's types and ops, and how a reduction
+ * runs on the host.
+ */
+#ifndef MCA_COLL_XCCL_DTYPE_H
+#define MCA_COLL_XCCL_DTYPE_H
+
+#include "coll_xccl.h"
+
+BEGIN_C_DECLS
+
+/* How a reduction runs on the host (coll_xccl_dtype.c). */
+typedef struct {
+    xccl_reduce_fn_t kernel;         /* predefined op on a predefined type */
+    int xdt, xop;                    /* its xccl_dtype_t and xccl_op_t (-1: a user op) */
+    int gaps;                        /* a user op on a datatype with gaps (layout copies) */
+    struct ompi_op_t *op;            /* otherwise a commutative user op */
+    struct ompi_datatype_t *dtype;
+} mca_coll_xccl_reduce_t;
+
+int mca_coll_xccl_check_dtype(struct ompi_datatype_t *dt);
+/* NULL is an error where it would be dereferenced (count > 0, no MPI_BOTTOM). */
+int mca_coll_xccl_check_buf(const void *buf, size_t count, struct ompi_datatype_t *dt);
+int mca_coll_xccl_check_op(struct ompi_op_t *op, struct ompi_datatype_t *dt, const char *fn);
+size_t mca_coll_xccl_dtype_size(struct ompi_datatype_t *dt);
+size_t mca_coll_xccl_dtype_extent(struct ompi_datatype_t *dt);
+ptrdiff_t mca_coll_xccl_true_lb(struct ompi_datatype_t *dt);
+/* count elements laid out without gaps. */
+int mca_coll_xccl_is_contiguous(struct ompi_datatype_t *dt, size_t count);
+/* Predefined type and op as xccl's: 0, or -1 (not one xccl knows). */
+int mca_coll_xccl_map_dtype(struct ompi_datatype_t *dt, xccl_dtype_t *out);
+int mca_coll_xccl_map_op(struct ompi_op_t *op, xccl_op_t *out);
+/* Reductions the stock Open MPI built against gets wrong (coll_xccl_compat.h). */
+int mca_coll_xccl_stock_gets_wrong(struct ompi_datatype_t *dt, struct ompi_op_t *op);
+/* How a reduction of count elements runs: fills r and *es, or returns the
+ * fallback reason. */
+const char *mca_coll_xccl_plan_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                                         size_t count, mca_coll_xccl_reduce_t *r, size_t *es);
+/* The executor's reduction callback on the host (ctx: mca_coll_xccl_reduce_t). */
+int mca_coll_xccl_reduce_cb(void *ctx, void *dst, const void *a, const void *b, size_t count);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * What the device-buffer paths share (staging, straight to UCX, CUDA
+ * IPC): a call's staging state, the driver's copy and synchronisation,
+ * and the executor hooks of one call.  Header only.
+ */
+#ifndef MCA_COLL_XCCL_GPU_HOOKS_H
+#define MCA_COLL_XCCL_GPU_HOOKS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu/xccl_cuda.h"
+#include "gpu/xccl_gpu.h"
+
+#include "coll_xccl_log.h"
+
+BEGIN_C_DECLS
+
+/* A call's staging (coll_xccl_gpu.h says how it is used). */
+struct mca_coll_xccl_gpu_pipe;
+struct mca_coll_xccl_gpu_direct;
+typedef struct mca_coll_xccl_gpu_stage {
+    void *ctx;
+    struct xccl_gpu_set *set;
+    const char *sdev;
+    char *rdev, *hs, *hr;
+    size_t sspan, rspan;
+    int copy_r, copy_out;
+    int all_device;                  /* every buffer of the call is device memory of ctx */
+    int filled;                      /* copied in (stage_fill) */
+    struct mca_coll_xccl_gpu_pipe *pipe;       /* or pipelined (stage_gate) */
+    struct mca_coll_xccl_gpu_direct *direct;   /* or run on the device buffers */
+} mca_coll_xccl_gpu_stage_t;
+
+
+/* ------------------------------------------------------------ driver helpers */
+
+/* Shared by staging, device pointers straight to UCX
+ * (coll_xccl_gpu_direct.c) and CUDA IPC: an asynchronous copy on stream
+ * (UNIFIED addressing: the driver tells device, managed and host memory
+ * apart) and a stream synchronisation; NULL or the driver's error text. */
+enum { MCA_COLL_XCCL_TO_HOST, MCA_COLL_XCCL_FROM_HOST, MCA_COLL_XCCL_DEVICE_TO_DEVICE };
+
+static inline const char *mca_coll_xccl_gpu_copy(const xccl_cu_api_t *cu, void *dst,
+                                                 const void *src, size_t bytes, int dir,
+                                                 xccl_custream_t stream)
+{
+    xccl_cu_memcpy2d_t d;
+    memset(&d, 0, sizeof(d));
+    if (MCA_COLL_XCCL_DEVICE_TO_DEVICE == dir) {
+        d.srcMemoryType = d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
+        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
+        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
+    } else if (MCA_COLL_XCCL_TO_HOST == dir) {
+        d.srcMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
+        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
+        d.dstMemoryType = XCCL_CU_MEMORYTYPE_HOST;
+        d.dstHost = dst;
+    } else {
+        d.srcMemoryType = XCCL_CU_MEMORYTYPE_HOST;
+        d.srcHost = src;
+        d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
+        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
+    }
+    d.srcPitch = d.dstPitch = d.WidthInBytes = bytes;
+    d.Height = 1;
+    xccl_curesult_t rc = cu->Memcpy2DAsync(&d, stream);
+    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuMemcpy2DAsync", rc);
+}
+
+static inline const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_custream_t stream)
+{
+    xccl_curesult_t rc = cu->StreamSynchronize(stream);
+    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuStreamSynchronize", rc);
+}
+
+/* ------------------------------------------------------------ a call's executor hooks */
+
+/* What the executor's hooks of one call share (pipelined staging, and a
+ * schedule run on the device buffers): the stage's context and set (the
+ * stage itself may be copied: a nonblocking call keeps it in its
+ * request), the gate, and the first driver error.  The hooks push the
+ * context around their driver calls: they run from whatever progresses
+ * the call (another thread, for a nonblocking one), so the error text is
+ * copied. */
+typedef struct {
+    void *ctx;
+    xccl_gpu_set_t *set;
+    const char *what;                /* names the hooks in the log */
+    xccl_gate_t gate;
+    char error[200];                 /* the first driver error ("": none) */
+} mca_coll_xccl_gpu_hooks_t;
+
+static inline int mca_coll_xccl_gpu_hooks_fail(mca_coll_xccl_gpu_hooks_t *h, const char *error)
+{
+    if ('\0' == h->error[0]) {
+        snprintf(h->error, sizeof(h->error), "%s", error);
+        mca_coll_xccl_log(1, "%s: %s", h->what, error);
+    }
+    return -1;
+}
+
+/* 1 once ev has completed (ev NULL: all work queued on stream), 0 not
+ * yet, -1 error (kept). */
+static inline int mca_coll_xccl_gpu_hooks_done(mca_coll_xccl_gpu_hooks_t *h, xccl_cuevent_t ev,
+                                               xccl_custream_t stream)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) h->ctx)) {
+        return mca_coll_xccl_gpu_hooks_fail(h, "cuCtxPushCurrent failed");
+    }
+    xccl_curesult_t rc = ev ? cu->EventQuery(ev) : cu->StreamQuery(stream);
+    cu->CtxPopCurrent(&popped);
+    if (XCCL_CUDA_SUCCESS == rc) {
+        return 1;
+    }
+    return XCCL_CUDA_ERROR_NOT_READY == rc
+               ? 0
+               : mca_coll_xccl_gpu_hooks_fail(h, xccl_cu_error(ev ? "cuEventQuery" : "cuStreamQuery",
+                                                               rc));
+}
+
+END_C_DECLS
+
+#endif

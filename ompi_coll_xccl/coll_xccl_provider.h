@@ -1,0 +1,37 @@
+/*
+ * Peer access inside a node as providers of one shape (DESIGN 3a).
+ */
+#ifndef MCA_COLL_XCCL_PROVIDER_H
+#define MCA_COLL_XCCL_PROVIDER_H
+
+#include "coll_xccl_call.h"
+#include "coll_xccl_exec.h"
+
+BEGIN_C_DECLS
+
+/* A way for the ranks of a node to reach each other's buffers and flags
+ * (DESIGN 3a): CUDA IPC mappings of device buffers (coll_xccl_gpu_ipc.c);
+ * the node's shared memory for host buffers plugs in the same way.  A call
+ * a provider takes runs its collective's "mesh" schedule through the one
+ * executor, with the provider's xccl_peer_t, copies and reductions.
+ *  wanted  whether every rank tries: from what all ranks share only (the
+ *          call's form and size, parameters), before the set-up;
+ *  usable  once the communicator is set up: whether it can (alike on
+ *          every rank);
+ *  open    this rank's conditions (its buffers), then the ranks' agreement:
+ *          *go alike on every rank.  With go, hooks hold the schedule's
+ *          buffers, copies, reductions and peer access, and *state what
+ *          close releases; without, nothing has moved;
+ *  close   after the execution (rc): releases, returns the call's code. */
+typedef struct {
+    const char *name;                /* the verbose line's via= */
+    int (*wanted)(const mca_coll_xccl_call_t *c);
+    int (*usable)(const mca_coll_xccl_module_t *m);
+    int (*open)(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
+                mca_coll_xccl_exec_hooks_t *hooks, void **state, int *go);
+    int (*close)(mca_coll_xccl_call_t *c, void *state, int rc);
+} mca_coll_xccl_peer_provider_t;
+
+END_C_DECLS
+
+#endif

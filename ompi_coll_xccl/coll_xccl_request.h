@@ -1,0 +1,43 @@
+/*
+ * Nonblocking calls and their requests (coll_xccl_request.c).
+ */
+#ifndef MCA_COLL_XCCL_REQUEST_H
+#define MCA_COLL_XCCL_REQUEST_H
+
+#include "coll_xccl_call.h"
+#include "coll_xccl_exec.h"
+#include "coll_xccl_pack.h"
+
+BEGIN_C_DECLS
+
+/* Nonblocking collectives in flight (coll_xccl_request.c): advances them,
+ * returns how many completed; whether any is in flight (a racy read: one
+ * started on another thread is seen at the next progress call). */
+int mca_coll_xccl_progress_requests(void);
+int mca_coll_xccl_requests_active(int *transfers);
+
+
+/* Starts s in the background (takes the schedule reference and pk); a
+ * schedule of the shared-memory level (level) takes its turn first. */
+int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                const xccl_sched_t *s, const mca_coll_xccl_exec_hooks_t *hooks,
+                                const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk,
+                                int level, ompi_request_t **request);
+/* Queues a call whose schedule is built once the communicator's set-up
+ * agreement is in (copies the arguments; takes pk). */
+int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
+                                        const mca_coll_xccl_exec_hooks_t *hooks,
+                                        mca_coll_xccl_packed_t *pk);
+
+/* A call on device buffers runs on host copies (coll_xccl_gpu.c); a
+ * nonblocking one completes the copies back when the host call's request
+ * (inner) completes.  Ends a staged call: blocking (request NULL) or
+ * started (inner). */
+struct mca_coll_xccl_staged;
+int mca_coll_xccl_staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                struct mca_coll_xccl_staged *st, int rc, ompi_request_t *inner,
+                                ompi_request_t **request);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * The intra-node shared-memory level of a communicator (coll_xccl_shm.c):
+ * its set-up and vote, its slots and peer access for the schedules that
+ * use it, its turns and its trials.
+ */
+#ifndef MCA_COLL_XCCL_SHM_H
+#define MCA_COLL_XCCL_SHM_H
+
+#include "coll_xccl_call.h"
+#include "coll_xccl_exec.h"
+#include "coll_xccl_shm_peer.h"
+
+BEGIN_C_DECLS
+
+/* The level's state of a communicator (m->shm), shared by its set-up
+ * (coll_xccl_shm.c) and its latency path (coll_xccl_shm_latency.c). */
+/* The latency path's small areas in units of XCCL_SHM_LAT_UNIT bytes (below). */
+#define XCCL_SHM_LAT_UNIT ((size_t) 256)
+#define XCCL_SHM_LAT_UNITS (XCCL_SHM_SMALL_BYTES / XCCL_SHM_LAT_UNIT)
+
+struct mca_coll_xccl_shm {
+    xccl_shm_t *seg;                 /* this node's segment, NULL if none */
+    xccl_shm_peer_t peer;
+    int *local_of;                   /* communicator rank -> rank in its node's segment */
+    int node_size;
+    int leader;                      /* communicator rank that created this node's segment */
+    int ok;                          /* this rank's vote: the node's segment is mapped here */
+    uint64_t lat_seq;                /* calls through the latency path */
+    uint64_t lat_seen;               /* every peer was seen to have posted this f or later */
+    unsigned lat_pos;                /* the next unit of the small areas (the same on every rank) */
+    uint64_t lat_wrote[XCCL_SHM_LAT_UNITS];   /* the last call that wrote each unit of this rank's area */
+    void **line;                     /* segment rank -> its latency line */
+    unsigned char **small;           /* segment rank -> its small area */
+    uint64_t *seen;                  /* segment rank -> the latest number read from its line */
+    /* the last reduction planned for the latency path (a predefined
+     * datatype and op: their objects live as long as the library) */
+    struct ompi_datatype_t *plan_dt;
+    struct ompi_op_t *plan_op;
+    mca_coll_xccl_reduce_t plan;
+    size_t plan_es;
+    char why[160];                   /* why not, for the log */
+};
+
+
+/* State at enable; the local part
+ * of set-up (node leaders create the segment, desc: XCCL_SHM_DESC_BYTES of
+ * the agreement record); finish (the others attach with their leader's
+ * record in all, stride ints per rank); the vote, started as set-up ends;
+ * the end. */
+void mca_coll_xccl_shm_init(mca_coll_xccl_module_t *m);
+void mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc);
+void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int *all, int stride);
+/* Starts the vote, at the end of the set-up (under its lock). */
+void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m);
+/* 1 when the level's state is settled (the vote is over, progressing it
+ * otherwise; never waits), else 0. */
+int mca_coll_xccl_shm_ready(mca_coll_xccl_module_t *m);
+void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m);
+
+
+/* The slot and peer access of the communicator's shared-memory level, for
+ * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_shm.c);
+ * with publish (a schedule that reads the peers' own buffers: blocking
+ * calls only) publishes those for the peers: 0 or <0. */
+int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
+                            int publish);
+
+/* After a call of a level trial (xccl_trial_t) that ran for ns on this
+ * rank: records it; after the trial's last call the ranks agree on the
+ * pick (an allreduce through the fallback, in this call on every rank),
+ * logged at verbose 1 as
+ *   xccl: trial <coll> comm=<cid> rank=<r> bytes=<lo>..<hi> shm=<us> mesh=<us> pick=<algo>
+ * MPI_SUCCESS, or the agreement's error (then the pick is shm). */
+int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
+                                xccl_trial_t *t, uint64_t ns);
+/* Whether s is a schedule of the shared-memory level: it uses the own slot
+ * or reaches the peers' memory (a bcast's non-root reads the root's slot
+ * and has none of its own). */
+static inline int mca_coll_xccl_sched_level(const xccl_sched_t *s)
+{
+    return s->slot_bytes > 0 || s->peer_access;
+}
+/* The level's turns (m->shm_ticket, m->shm_turn): whether the call holding
+ * ticket may run its schedule now; its end passes the turn on. */
+static inline int mca_coll_xccl_shm_my_turn(mca_coll_xccl_module_t *m, uint32_t ticket)
+{
+    return __atomic_load_n(&m->shm_turn, __ATOMIC_ACQUIRE) == ticket;
+}
+static inline void mca_coll_xccl_shm_pass_turn(mca_coll_xccl_module_t *m)
+{
+    __atomic_store_n(&m->shm_turn, m->shm_turn + 1u, __ATOMIC_RELEASE);
+}
+
+/* The level's trials (xccl_trial_t) between shm (the latency path where it
+ * applies) and the mesh over single copies: blocking calls of every
+ * collective of at least this many bytes (the call's size, the same on every
+ * rank), where the vote allowed them.  Measured on an Intel Xeon VM, np 2:
+ * an allgather of 16 KiB took 2.45 us with the mesh against the latency
+ * path's 3.17, 32 KiB 3.39 against 5.37; at 4 KiB the mesh lost (2.07
+ * against 1.10).  Calls of these sizes skip the entry's short way. */
+#define XCCL_SHM_TRIAL_MIN_BYTES 16384
+static inline int mca_coll_xccl_shm_trial_wanted(const mca_coll_xccl_module_t *m,
+                                                 const mca_coll_xccl_call_t *c)
+{
+    return mca_coll_xccl_component.policy.trials > 0 && c->bytes >= XCCL_SHM_TRIAL_MIN_BYTES
+               ? m->shm_trials : XCCL_TRIAL_OFF;
+}
+
+END_C_DECLS
+
+#endif

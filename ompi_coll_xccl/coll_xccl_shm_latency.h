@@ -1,0 +1,38 @@
+/*
+ * The shared-memory level's latency path (coll_xccl_shm_latency.c): small
+ * blocking calls without the executor.
+ */
+#ifndef MCA_COLL_XCCL_SHM_LATENCY_H
+#define MCA_COLL_XCCL_SHM_LATENCY_H
+
+#include "coll_xccl_call.h"
+
+BEGIN_C_DECLS
+
+/* The latency path of the level (coll_xccl_shm_latency.c): a blocking call of any
+ * of the five collectives on one node whose every rank writes at most
+ * XCCL_SHM_LAT_BYTES (mca_coll_xccl_shm_lat_bytes), without the executor:
+ * each rank copies its part into its own small area, posts, and reads
+ * what it needs from the peers' areas.  Reductions need red.kernel.  On
+ * ws and wr, the call's work buffers (coll_xccl_pack.c): MPI error codes. */
+#define XCCL_SHM_LAT_BYTES 16384
+
+/* Bytes each rank writes for c (the same on every rank), once its
+ * reduction is planned. */
+size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c);
+/* The level's algorithm whose small calls the latency path runs. */
+static inline int mca_coll_xccl_shm_lat_algo(xccl_coll_t coll)
+{
+    return xccl_select_level_index(coll, XCCL_COLL_ALLREDUCE == coll ? XCCL_LEVEL_SHM_SMALL
+                                                                     : XCCL_LEVEL_SHM);
+}
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr);
+/* The latency path straight from the entry, where the rest of the call
+ * path would take it too (m->shm_lat_colls, host buffers, contiguous data,
+ * a reduction kernel): 1 and *rc, or 0 (the call goes the whole way, and
+ * decides the same there from the same shared facts). */
+int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc);
+
+END_C_DECLS
+
+#endif
