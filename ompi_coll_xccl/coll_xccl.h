@@ -5,20 +5,26 @@
  * intercepted collectives.  Algorithms and their selection live in
  * algos/, transport in ucx_glue/.
  *
- * Files, each one concern; calls go down this list, never up:
+ * Files, each one concern with the header of its name declaring what it
+ * owns; includes and calls go down this list, never up
+ * (test/component_layers.sh; docs/design.md has the whole order):
  *   coll_xccl_component.c   parameters, init, close
  *   coll_xccl_module.c      query, enable (saving the fallbacks), teardown
  *   coll_xccl_entry_*.c     entry points per family: check, describe the call
- *   coll_xccl_call.c        the one function every call goes through
+ *   coll_xccl_path.c        the paths every call tries in order
  *   coll_xccl_request.c     nonblocking calls in flight
- *   coll_xccl_select.c      fallback or algorithm, cached schedules
- *   coll_xccl_exec.c        a schedule on the communicator's transport
+ *   coll_xccl_shm_latency.c the shared-memory level's latency path
  *   coll_xccl_gpu*.c        device buffers: host copies and their staging,
  *                           device pointers to UCX, CUDA IPC peer access
- *   coll_xccl_dtype.c, coll_xccl_pack.c   datatypes, ops, packed copies
  *   coll_xccl_setup.c       the communicator's set-up on first use
  *   coll_xccl_shm.c         the intra-node shared-memory level
+ *   coll_xccl_pack.c        packed copies
+ *   coll_xccl_select.c      fallback or algorithm, cached schedules
+ *   coll_xccl_exec.c        a schedule on the communicator's transport
+ *   coll_xccl_call.h        the call descriptor
+ *   coll_xccl_dtype.c       datatypes, ops, host reductions
  *   coll_xccl_log.c         log lines, per-collective counts
+ *   coll_xccl.h (this)      the module and component types, the entry points
  */
 #ifndef MCA_COLL_XCCL_H
 #define MCA_COLL_XCCL_H

@@ -48,13 +48,8 @@ const char *mca_coll_xccl_gpu_direct_refused(void)
 static int direct_copy(void *ctx, void *dst, const void *src, size_t len)
 {
     struct mca_coll_xccl_gpu_direct *d = ctx;
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
-        return mca_coll_xccl_gpu_hooks_fail(&d->h, "cuCtxPushCurrent failed");
-    }
-    const char *error = mca_coll_xccl_gpu_copy(cu, dst, src, len, MCA_COLL_XCCL_DEVICE_TO_DEVICE, d->h.set->in);
-    cu->CtxPopCurrent(&popped);
+    const char *error = mca_coll_xccl_gpu_copy_in(d->h.ctx, dst, src, len,
+                                                  MCA_COLL_XCCL_DEVICE_TO_DEVICE, d->h.set->in);
     d->queued = 1;
     d->copies++;
     return error ? mca_coll_xccl_gpu_hooks_fail(&d->h, error) : 0;
@@ -63,19 +58,11 @@ static int direct_copy(void *ctx, void *dst, const void *src, size_t len)
 static int direct_reduce(void *ctx, void *dst, const void *a, const void *b, size_t count)
 {
     struct mca_coll_xccl_gpu_direct *d = ctx;
-    const xccl_cu_api_t *cu = xccl_cu();
-    const void *srcs[2] = { a, b };
-    const char *error = NULL;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
-        return mca_coll_xccl_gpu_hooks_fail(&d->h, "cuCtxPushCurrent failed");
-    }
-    int rc = xccl_gpu_reduce((xccl_dtype_t) d->dt, (xccl_op_t) d->op, dst, srcs, 2, count,
-                             d->h.set->in, &error);
-    cu->CtxPopCurrent(&popped);
+    const char *error = mca_coll_xccl_gpu_reduce_in(d->h.ctx, d->dt, d->op, dst, a, b, count,
+                                                    d->h.set->in);
     d->queued = 1;
     d->reductions++;
-    return 0 == rc ? 0 : mca_coll_xccl_gpu_hooks_fail(&d->h, error ? error : "xccl_gpu_reduce failed");
+    return error ? mca_coll_xccl_gpu_hooks_fail(&d->h, error) : 0;
 }
 
 /* 1 once the last event has completed, 0 not yet, -1 error.  Before each

@@ -12,6 +12,7 @@
 
 #include "gpu/xccl_cuda.h"
 #include "gpu/xccl_gpu.h"
+#include "gpu/xccl_gpu_kernels.h"
 
 #include "coll_xccl_log.h"
 
@@ -73,6 +74,55 @@ static inline const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_c
 {
     xccl_curesult_t rc = cu->StreamSynchronize(stream);
     return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuStreamSynchronize", rc);
+}
+
+/* The same with context ctx current around it (pushed, then popped: the
+ * caller's current context stays), as the executor's hooks and the CUDA
+ * IPC provider run them from whatever thread progresses the call: NULL
+ * or the error text ("cuCtxPushCurrent failed" when ctx cannot be made
+ * current). */
+static inline const char *mca_coll_xccl_gpu_copy_in(void *ctx, void *dst, const void *src,
+                                                    size_t bytes, int dir, xccl_custream_t stream)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+        return "cuCtxPushCurrent failed";
+    }
+    const char *error = mca_coll_xccl_gpu_copy(cu, dst, src, bytes, dir, stream);
+    cu->CtxPopCurrent(&popped);
+    return error;
+}
+
+static inline const char *mca_coll_xccl_gpu_sync_in(void *ctx, xccl_custream_t stream)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+        return "cuCtxPushCurrent failed";
+    }
+    const char *error = mca_coll_xccl_gpu_sync(cu, stream);
+    cu->CtxPopCurrent(&popped);
+    return error;
+}
+
+/* dst = a op b, count elements of dt, by xccl's GPU kernel on stream. */
+static inline const char *mca_coll_xccl_gpu_reduce_in(void *ctx, int dt, int op, void *dst,
+                                                      const void *a, const void *b, size_t count,
+                                                      xccl_custream_t stream)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    const void *srcs[2] = { a, b };
+    const char *error = NULL;
+    xccl_cucontext_t popped;
+    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+        return "cuCtxPushCurrent failed";
+    }
+    if (0 != xccl_gpu_reduce((xccl_dtype_t) dt, (xccl_op_t) op, dst, srcs, 2, count, stream, &error)) {
+        error = error ? error : "xccl_gpu_reduce failed";
+    }
+    cu->CtxPopCurrent(&popped);
+    return error;
 }
 
 /* ------------------------------------------------------------ a call's executor hooks */

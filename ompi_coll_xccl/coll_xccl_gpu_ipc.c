@@ -231,13 +231,7 @@ static void call_fail(ipc_call_t *c, const char *error)
  * the last flag, reuse its buffers). */
 static void call_sync(ipc_call_t *c)
 {
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
-        call_fail(c, "cuCtxPushCurrent failed");
-        return;
-    }
-    const char *error = mca_coll_xccl_gpu_sync(c->cu, c->set->in);
-    c->cu->CtxPopCurrent(&popped);
+    const char *error = mca_coll_xccl_gpu_sync_in(c->ctx, c->set->in);
     if (error) {
         call_fail(c, error);
     }
@@ -262,17 +256,13 @@ static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
     return (int32_t) (fseq - seq) > 0 || (fseq == seq && fval >= val);
 }
 
-/* The schedule's copies and reductions, queued on the call's stream. */
+/* The schedule's copies and reductions, queued on the call's stream; a
+ * failure is the call's (its flags are still posted). */
 static int call_copy(void *ctx, void *dst, const void *src, size_t len)
 {
     ipc_call_t *c = ctx;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
-        call_fail(c, "cuCtxPushCurrent failed");
-        return 0;
-    }
-    const char *error = mca_coll_xccl_gpu_copy(c->cu, dst, src, len, MCA_COLL_XCCL_DEVICE_TO_DEVICE, c->set->in);
-    c->cu->CtxPopCurrent(&popped);
+    const char *error = mca_coll_xccl_gpu_copy_in(c->ctx, dst, src, len,
+                                                  MCA_COLL_XCCL_DEVICE_TO_DEVICE, c->set->in);
     if (error) {
         call_fail(c, error);
     }
@@ -282,17 +272,11 @@ static int call_copy(void *ctx, void *dst, const void *src, size_t len)
 static int call_reduce(void *ctx, void *dst, const void *a, const void *b, size_t count)
 {
     ipc_call_t *c = ctx;
-    const void *srcs[2] = { a, b };
-    const char *error = NULL;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent((xccl_cucontext_t) c->ctx)) {
-        call_fail(c, "cuCtxPushCurrent failed");
-        return 0;
+    const char *error = mca_coll_xccl_gpu_reduce_in(c->ctx, c->dt, c->op, dst, a, b, count,
+                                                    c->set->in);
+    if (error) {
+        call_fail(c, error);
     }
-    if (0 != xccl_gpu_reduce(c->dt, c->op, dst, srcs, 2, count, c->set->in, &error)) {
-        call_fail(c, error ? error : "xccl_gpu_reduce failed");
-    }
-    c->cu->CtxPopCurrent(&popped);
     return 0;
 }
 

@@ -1,19 +1,28 @@
 /*
  * The one function every intercepted call goes through.  An entry point
- * has checked the arguments and described the call; here, in order:
+ * has checked the arguments and described the call; here the call first
+ * decides, from what every rank shares only (parameters, communicator
+ * size, sizes) and before any data moves, whether it goes to the fallback,
+ * so that all ranks take the same path whatever their buffers.  Then it
+ * tries the paths in order (paths[] below), each of one shape: it takes
+ * the call, or the call goes on to the next:
  *
- *  1. decide: the fallback or xccl, from what every rank shares only
- *     (parameters, communicator size, sizes), before any data moves, so
- *     that all ranks take the same path whatever their buffers;
- *  2. peer access (CUDA IPC inside a node): where every rank can, the
- *     collective's mesh schedule on the peers' mapped buffers; else device
- *     buffers (only where the process has loaded the CUDA driver) become
- *     host copies for whichever path the call takes;
- *  3. the fallback: the saved module's function, on the host copies if any;
- *  4. or xccl: the buffers (packed copies where a datatype has gaps), the
- *     schedule (from the communicator's cache), executed to completion or
- *     as a request.
- * Every call logs one line at verbose >= 1.
+ *   peer_access   CUDA IPC inside a node: the mesh schedule on the peers'
+ *                 mapped buffers, where every rank can (providers[]);
+ *   staging       device buffers: the rest of the paths on host copies;
+ *   fallback      the saved module's function;
+ *   select        xccl's: work buffers, set-up on first use, the schedule
+ *                 (a nonblocking call made before the set-up is in waits
+ *                 for it as a request);
+ *   latency_path  small blocking calls of the shared-memory level, without
+ *                 the executor;
+ *   schedule      the executor, on the level or over the transport, to
+ *                 completion or as a request.
+ *
+ * Two short ways skip the list where its outcome is known: a small call
+ * for the latency path straight from the entry, and a call for the
+ * fallback on buffers in the heap.  Every call logs one line at verbose
+ * >= 1.
  */
 #include "ompi_config.h"
 
@@ -97,150 +106,85 @@ static int trial_end(mca_coll_xccl_call_t *c, xccl_trial_t *trial, uint64_t t0, 
     return MPI_SUCCESS != rc ? rc : rc2;
 }
 
-/* Runs the schedule of c on s and r (host copies, stage; or the user's
- * buffers): to completion, or with a request in the background.  The
- * communicator is set up on first use here. */
-static int run_schedule(mca_coll_xccl_call_t *c, const void *s, void *r,
-                        mca_coll_xccl_gpu_stage_t *stage, ompi_request_t **request)
-{
-    mca_coll_xccl_module_t *m = c->m;
+/* ------------------------------------------------------------ the paths */
+
+/* One call on its way through the paths: what it runs on (the user's
+ * buffers, or host copies of device buffers: stage), where a nonblocking
+ * call's request goes, and, once the schedule is chosen (path_select),
+ * what the later paths share. */
+typedef struct {
+    const char *why;                 /* the fallback's reason, or NULL */
+    const void *s;
+    void *r;
+    mca_coll_xccl_gpu_stage_t *stage;
+    ompi_request_t **request;
+    /* from path_select on */
     mca_coll_xccl_packed_t pk;
-    mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
-    char *ws, *wr;
+    int have_pk;                     /* pk is this call's to end */
+    char *ws, *wr;                   /* the work buffers (packed copies where needed) */
+    mca_coll_xccl_exec_hooks_t hooks;
+    const xccl_sched_t *sched;       /* a reference to put back, or NULL */
+    int algo, level;
     double predicted_us;
-    int algo;
-    int rc = mca_coll_xccl_work_buffers(c, s, r, stage, &pk, &ws, &wr);
-    if (MPI_SUCCESS != rc) {
-        return rc;
-    }
-    hooks.bufs[XCCL_BUF_SEND] = ws;
-    hooks.bufs[XCCL_BUF_RECV] = wr;
-    if (MPI_SUCCESS != (rc = mca_coll_xccl_setup(m, NULL == request))) {
-        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-        return mca_coll_xccl_error(m, c->coll, rc, "setting the communicator up failed");
-    }
-    if (NULL == request) {
-        mca_coll_xccl_setup_settle(m);
-    } else if (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
-        /* Nonblocking, before the agreement and the level's vote are in:
-         * device data is copied in now, the schedule is chosen later. */
-        if (stage && MPI_SUCCESS != (rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, stage))) {
-            mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-            return rc;
-        }
-        mca_coll_xccl_call_t waiting = *c;
-        waiting.request = request;
-        return mca_coll_xccl_request_start_waiting(m, &waiting, &hooks, &pk);
-    }
-    /* The shared-memory level, its vote over (the same state on every
-     * rank).  Whether a call uses it never depends on its buffers (device
-     * or host may differ between ranks): device data runs it on host
-     * copies.  Its schedules take turns (m->shm_turn), nonblocking ones
-     * too. */
-    c->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
-    /* Single copies from the peers' own buffers (process_vm_readv): the
-     * mesh schedules of every collective (the reductions reduce pieces
-     * copied into scratch), in blocking calls
-     * (mca_coll_xccl_shm_hooks: one publication per rank). */
-    c->args.peer_access = NULL == request && c->args.shm_slot && m->shm_cma ? XCCL_PEER_READ
-                                                                             : XCCL_PEER_NONE;
-    c->args.layout = &m->layout;
-    /* Where shm (or its latency path) and the mesh may both run, the
-     * level's trials time them and keep the faster (xccl_trial_t). */
-    c->args.trial = c->args.peer_access ? mca_coll_xccl_shm_trial_wanted(m, c) : XCCL_TRIAL_OFF;
     xccl_trial_t *trial;
-    const xccl_sched_t *sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
-                                                              c->es, -1, &algo, &predicted_us,
-                                                              &trial);
-    c->args.peer_access = c->args.trial = 0;
-    if (NULL == sched) {
-        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-        return OMPI_ERR_OUT_OF_RESOURCE;
+} run_t;
+
+/* A path a call can take: 1 when it took the call (*rc is the call's
+ * result), 0 when the call goes on to the next path.  Every rank takes
+ * the same path: what decides rests on what all ranks share. */
+typedef struct {
+    const char *name;
+    int (*take)(mca_coll_xccl_call_t *c, run_t *run, int *rc);
+} path_t;
+
+static int run_paths(mca_coll_xccl_call_t *c, run_t *run, size_t from);
+
+/* What a path that ends the call after path_select releases: the
+ * schedule, the trial's record (in step on every rank, also after an
+ * error: the agreement's allreduce is the same call everywhere; t0 0:
+ * now), the packed copies.  Returns the call's code. */
+static int run_end(mca_coll_xccl_call_t *c, run_t *run, uint64_t t0, int rc)
+{
+    if (run->sched) {
+        xccl_select_put(run->sched);
+        run->sched = NULL;
     }
-    const int level = mca_coll_xccl_sched_level(sched);
-    /* Small calls of the level: the latency path, no executor (the same
-     * choice on every rank: collective, sizes, op and type, algorithm). */
-    const int latency = NULL == request && level && m->shm_small &&
-                        algo == mca_coll_xccl_shm_lat_algo(c->coll) &&
-                        (!c->reduction || NULL != c->red.kernel) &&
-                        mca_coll_xccl_shm_lat_bytes(c) <= XCCL_SHM_LAT_BYTES;
-    mca_coll_xccl_log_call(m, c->coll, NULL != request, c->bytes, algo, predicted_us, NULL,
-                           latency ? "latency_path" : NULL);
-    /* Device data: ws and wr are host copies; the schedule runs on the
-     * device buffers, or on the copies while they arrive and leave; a
-     * schedule of the shared-memory level on the copies, filled first (its
-     * peers read them). */
-    if (stage) {
-        rc = level ? mca_coll_xccl_gpu_stage_fill(m, c->coll, stage)
-                   : mca_coll_xccl_gpu_stage_gate(m, c->coll, stage, sched,
-                                                  c->reduction ? c->red.xdt : -1,
-                                                  c->reduction ? c->red.xop : -1, &hooks);
-        if (MPI_SUCCESS != rc) {
-            xccl_select_put(sched);
-            mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-            return trial_end(c, trial, now_ns(), rc);
-        }
+    if (run->trial) {
+        rc = trial_end(c, run->trial, t0 ? t0 : now_ns(), rc);
     }
-    if (latency) {
-        xccl_select_put(sched);
-        m->seq++;                    /* a call number, as the executor's would take */
-        const uint64_t t0 = NULL != trial ? now_ns() : 0;
-        rc = trial_end(c, trial, t0, mca_coll_xccl_shm_latency(c, ws, wr));
-        int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
-        return MPI_SUCCESS != rc ? rc : rc2;
+    if (run->have_pk) {
+        int rc2 = mca_coll_xccl_packed_end(c->m, c->coll, &run->pk, MPI_SUCCESS == rc, 0);
+        rc = MPI_SUCCESS != rc ? rc : rc2;
     }
-    if (level && 0 != mca_coll_xccl_shm_hooks(m, &hooks, sched->peer_access)) {
-        xccl_select_put(sched);
-        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
-        rc = mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
-        return trial_end(c, trial, now_ns(), rc);
-    }
-    mca_coll_xccl_reduce_t *red = c->reduction ? &c->red : NULL;
-    if (request) {
-        return mca_coll_xccl_request_start(m, c->coll, sched, &hooks, red, &pk, level, request);
-    }
-    if (level) {
-        /* after the level's nonblocking calls made before this one */
-        const uint32_t ticket = m->shm_ticket++;
-        while (!mca_coll_xccl_shm_my_turn(m, ticket)) {
-            opal_progress();
-        }
-    }
-    const uint64_t t0 = NULL != trial ? now_ns() : 0;
-    rc = mca_coll_xccl_exec_run(m, c->coll, sched, &hooks, red);
-    if (level) {
-        mca_coll_xccl_shm_pass_turn(m);
-    }
-    xccl_select_put(sched);
-    rc = trial_end(c, trial, t0, rc);
-    int rc2 = mca_coll_xccl_packed_end(m, c->coll, &pk, MPI_SUCCESS == rc, 0);
-    return MPI_SUCCESS != rc ? rc : rc2;
+    return rc;
 }
 
-/* Providers of peer access, tried in order. */
+/* Peer access inside a node (CUDA IPC): where every rank can, the
+ * collective's mesh schedule on the peers' mapped buffers. */
 static const mca_coll_xccl_peer_provider_t *const providers[] = {
     &mca_coll_xccl_gpu_ipc_provider,
 };
 
-/* A call xccl runs, through a provider of peer access where every rank
- * can: *done alike on every rank. */
-static int run_peer_access(mca_coll_xccl_call_t *c, int *done)
+static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
-    *done = 0;
+    if (NULL != run->why) {
+        return 0;
+    }
     for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
         const mca_coll_xccl_peer_provider_t *pv = providers[i];
         mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
         void *state = NULL;
         double predicted_us;
-        int rc, used, go = 0;
+        int used, go = 0;
         if (!pv->wanted(c)) {
             continue;
         }
         /* Whether the communicator can is known once it is set up: such a
          * call (blocking, on every rank) sets it up first. */
-        if (!mca_coll_xccl_setup_test(m) && MPI_SUCCESS != (rc = mca_coll_xccl_setup(m, 1))) {
-            return mca_coll_xccl_error(m, c->coll, rc, "setting the communicator up failed");
+        if (!mca_coll_xccl_setup_test(m) && MPI_SUCCESS != (*rc = mca_coll_xccl_setup(m, 1))) {
+            *rc = mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed");
+            return 1;
         }
         if (!pv->usable(m)) {
             continue;
@@ -253,69 +197,223 @@ static int run_peer_access(mca_coll_xccl_call_t *c, int *done)
                                                               NULL);
         c->args.peer_access = 0;
         if (NULL == s) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
+            *rc = OMPI_ERR_OUT_OF_RESOURCE;
+            return 1;
         }
-        rc = used == mesh ? pv->open(c, s, &hooks, &state, &go) : MPI_SUCCESS;
+        *rc = used == mesh ? pv->open(c, s, &hooks, &state, &go) : MPI_SUCCESS;
         if (go) {
             mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, mesh, -1.0, NULL, pv->name);
-            rc = mca_coll_xccl_exec_run(m, c->coll, s, &hooks, NULL);
-            rc = pv->close(c, state, rc);
-            *done = 1;
+            *rc = mca_coll_xccl_exec_run(m, c->coll, s, &hooks, NULL);
+            *rc = pv->close(c, state, *rc);
         }
         xccl_select_put(s);
-        if (go || MPI_SUCCESS != rc) {
-            return rc;
+        if (go || MPI_SUCCESS != *rc) {
+            return 1;
         }
     }
-    return MPI_SUCCESS;
+    return 0;
 }
 
-/* Steps 2 to 4 (see the top) once the decision is made: why, the fallback
- * reason, or NULL. */
-static int run_decided(mca_coll_xccl_call_t *c, const char *why)
+/* Device buffers (only outside the heap, and only where the process has
+ * loaded the driver): the same call on host copies, through the paths
+ * after this one.  A nonblocking one completes its copies back when the
+ * host call's request (inner) does. */
+static int path_staging(mca_coll_xccl_call_t *c, run_t *run, int *rc);
+
+/* The fallback: the saved module's function (on host copies, filled
+ * first). */
+static int path_fallback(mca_coll_xccl_call_t *c, run_t *run, int *rc)
+{
+    if (NULL == run->why) {
+        return 0;
+    }
+    mca_coll_xccl_log_call(c->m, c->coll, NULL != c->request, c->bytes, -1, -1.0, run->why, NULL);
+    *rc = run->stage ? mca_coll_xccl_gpu_stage_fill(c->m, c->coll, run->stage) : MPI_SUCCESS;
+    if (MPI_SUCCESS == *rc) {
+        *rc = call_previous(c, run->s, run->r, run->request);
+    }
+    return 1;
+}
+
+/* xccl runs the call: its work buffers, the communicator set up on first
+ * use, the schedule chosen; a nonblocking call made before the set-up's
+ * agreement and the level's vote are in waits for them as a request. */
+static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
-    mca_coll_xccl_where_t w;
-    int rc;
+    run->hooks = (mca_coll_xccl_exec_hooks_t) { .bufs = { NULL } };
+    if (MPI_SUCCESS != (*rc = mca_coll_xccl_work_buffers(c, run->s, run->r, run->stage, &run->pk,
+                                                          &run->ws, &run->wr))) {
+        return 1;
+    }
+    run->have_pk = 1;
+    run->hooks.bufs[XCCL_BUF_SEND] = run->ws;
+    run->hooks.bufs[XCCL_BUF_RECV] = run->wr;
+    if (MPI_SUCCESS != (*rc = mca_coll_xccl_setup(m, NULL == run->request))) {
+        *rc = run_end(c, run, 0, mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed"));
+        return 1;
+    }
+    if (NULL == run->request) {
+        mca_coll_xccl_setup_settle(m);
+    } else if (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
+        /* Device data is copied in now, the schedule is chosen later. */
+        if (run->stage && MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, run->stage))) {
+            *rc = run_end(c, run, 0, *rc);
+            return 1;
+        }
+        mca_coll_xccl_call_t waiting = *c;
+        waiting.request = run->request;
+        *rc = mca_coll_xccl_request_start_waiting(m, &waiting, &run->hooks, &run->pk);
+        return 1;
+    }
+    /* The shared-memory level, its vote over (the same state on every
+     * rank).  Whether a call uses it never depends on its buffers (device
+     * or host may differ between ranks): device data runs it on host
+     * copies. */
+    c->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
+    /* Single copies from the peers' own buffers (process_vm_readv): the
+     * mesh schedules of every collective (the reductions reduce pieces
+     * copied into scratch), in blocking calls
+     * (mca_coll_xccl_shm_hooks: one publication per rank). */
+    c->args.peer_access = NULL == run->request && c->args.shm_slot && m->shm_cma ? XCCL_PEER_READ
+                                                                                  : XCCL_PEER_NONE;
+    c->args.layout = &m->layout;
+    /* Where shm (or its latency path) and the mesh may both run, the
+     * level's trials time them and keep the faster (xccl_trial_t). */
+    c->args.trial = c->args.peer_access ? mca_coll_xccl_shm_trial_wanted(m, c) : XCCL_TRIAL_OFF;
+    run->sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes, c->es, -1,
+                                               &run->algo, &run->predicted_us, &run->trial);
+    c->args.peer_access = c->args.trial = 0;
+    if (NULL == run->sched) {
+        *rc = run_end(c, run, 0, OMPI_ERR_OUT_OF_RESOURCE);
+        return 1;
+    }
+    run->level = mca_coll_xccl_sched_level(run->sched);
+    return 0;
+}
 
-    if (NULL == why) {
-        int done;
-        rc = run_peer_access(c, &done);
-        if (done || MPI_SUCCESS != rc) {
-            return rc;
+/* Small blocking calls of the level: the latency path, no executor (the
+ * same choice on every rank: collective, sizes, op and type, algorithm). */
+static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    if (!(NULL == run->request && run->level && m->shm_small &&
+          run->algo == mca_coll_xccl_shm_lat_algo(c->coll) &&
+          (!c->reduction || NULL != c->red.kernel) &&
+          mca_coll_xccl_shm_lat_bytes(c) <= XCCL_SHM_LAT_BYTES)) {
+        return 0;
+    }
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, run->algo, run->predicted_us, NULL,
+                           "latency_path");
+    /* Device data: the copies, filled first (the peers read them). */
+    if (run->stage && MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, run->stage))) {
+        *rc = run_end(c, run, 0, *rc);
+        return 1;
+    }
+    xccl_select_put(run->sched);
+    run->sched = NULL;
+    m->seq++;                    /* a call number, as the executor's would take */
+    const uint64_t t0 = NULL != run->trial ? now_ns() : 0;
+    *rc = run_end(c, run, t0, mca_coll_xccl_shm_latency(c, run->ws, run->wr));
+    return 1;
+}
+
+/* The schedule, through the one executor: on the shared-memory level
+ * (its slot and peer access, in its turn), or over the transport; on the
+ * device buffers or on host copies while they arrive and leave (device
+ * data); to completion, or as a request. */
+static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    const int level = run->level;
+    mca_coll_xccl_log_call(m, c->coll, NULL != run->request, c->bytes, run->algo,
+                           run->predicted_us, NULL, NULL);
+    /* Device data: a schedule of the level runs on the copies, filled
+     * first (its peers read them); any other through the staging gate. */
+    if (run->stage) {
+        *rc = level ? mca_coll_xccl_gpu_stage_fill(m, c->coll, run->stage)
+                    : mca_coll_xccl_gpu_stage_gate(m, c->coll, run->stage, run->sched,
+                                                   c->reduction ? c->red.xdt : -1,
+                                                   c->reduction ? c->red.xop : -1, &run->hooks);
+        if (MPI_SUCCESS != *rc) {
+            *rc = run_end(c, run, 0, *rc);
+            return 1;
         }
     }
-    /* Device memory only outside the heap, and only where the process has
-     * loaded the driver. */
+    if (level && 0 != mca_coll_xccl_shm_hooks(m, &run->hooks, run->sched->peer_access)) {
+        *rc = run_end(c, run, 0, mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN,
+                                                     "publishing buffers for the peers failed"));
+        return 1;
+    }
+    mca_coll_xccl_reduce_t *red = c->reduction ? &c->red : NULL;
+    if (run->request) {
+        /* the request takes the schedule and the packed copies */
+        *rc = mca_coll_xccl_request_start(m, c->coll, run->sched, &run->hooks, red, &run->pk, level,
+                                          run->request);
+        return 1;
+    }
+    if (level) {
+        /* after the level's nonblocking calls made before this one */
+        const uint32_t ticket = m->shm_ticket++;
+        while (!mca_coll_xccl_shm_my_turn(m, ticket)) {
+            opal_progress();
+        }
+    }
+    const uint64_t t0 = NULL != run->trial ? now_ns() : 0;
+    *rc = mca_coll_xccl_exec_run(m, c->coll, run->sched, &run->hooks, red);
+    if (level) {
+        mca_coll_xccl_shm_pass_turn(m);
+    }
+    *rc = run_end(c, run, t0, *rc);
+    return 1;
+}
+
+/* The paths, in the order a call tries them. */
+enum { PATH_PEER_ACCESS, PATH_STAGING, PATH_FALLBACK, PATH_SELECT, PATH_LATENCY, PATH_SCHEDULE };
+static const path_t paths[] = {
+    [PATH_PEER_ACCESS] = { "peer_access", path_peer_access },
+    [PATH_STAGING] = { "staging", path_staging },
+    [PATH_FALLBACK] = { "fallback", path_fallback },
+    [PATH_SELECT] = { "select", path_select },
+    [PATH_LATENCY] = { "latency_path", path_latency },
+    [PATH_SCHEDULE] = { "schedule", path_schedule },
+};
+#define NPATHS (sizeof(paths) / sizeof(paths[0]))
+
+static int path_staging(mca_coll_xccl_call_t *c, run_t *run, int *rc)
+{
+    mca_coll_xccl_where_t w;
     w.device = 0;
     if (!mca_coll_xccl_gpu_surely_host(c) && NULL != xccl_cu()) {
         mca_coll_xccl_gpu_where(c, &w);
     }
     if (!w.device) {
-        if (NULL != why) {
-            mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, -1, -1.0, why, NULL);
-            return call_previous(c, c->sbuf, c->rbuf, c->request);
-        }
-        return run_schedule(c, c->sbuf, c->rbuf, NULL, c->request);
+        return 0;
     }
-
-    /* Device buffers: the same call on host copies.  A nonblocking one
-     * completes its copies back when the host call's request (inner) does. */
     mca_coll_xccl_staged_t st;
-    ompi_request_t *inner = NULL, **request = c->request ? &inner : NULL;
-    if (MPI_SUCCESS != (rc = mca_coll_xccl_gpu_stage_call(c, &w, &st))) {
-        return rc;
+    ompi_request_t *inner = NULL;
+    if (MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_call(c, &w, &st))) {
+        return 1;
     }
-    if (NULL != why) {
-        mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, -1, -1.0, why, NULL);
-        rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, &st.gpu);
-        if (MPI_SUCCESS == rc) {
-            rc = call_previous(c, st.s, st.r, request);
+    run->s = st.s;
+    run->r = st.r;
+    run->stage = &st.gpu;
+    run->request = c->request ? &inner : NULL;
+    *rc = run_paths(c, run, PATH_STAGING + 1);
+    *rc = mca_coll_xccl_staged_finish(c->m, c->coll, &st, *rc, inner, c->request);
+    return 1;
+}
+
+/* The paths from the from-th on, until one takes the call. */
+static int run_paths(mca_coll_xccl_call_t *c, run_t *run, size_t from)
+{
+    int rc = MPI_SUCCESS;
+    for (size_t i = from; i < NPATHS; i++) {
+        if (paths[i].take(c, run, &rc)) {
+            return rc;
         }
-    } else {
-        rc = run_schedule(c, st.s, st.r, &st.gpu, request);
     }
-    return mca_coll_xccl_staged_finish(m, c->coll, &st, rc, inner, c->request);
+    return rc;                   /* path_schedule takes every call it sees */
 }
 
 /* Whether a small blocking call runs the level (m->shm_small): where the
@@ -356,7 +454,8 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
     if (NULL == why && c->reduction) {
         why = mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &c->red, &c->es);
     }
-    int rc = run_decided(c, why);
+    run_t run = { .why = why, .s = c->sbuf, .r = c->rbuf, .request = c->request };
+    int rc = run_paths(c, &run, 0);
     free(c->counts);
     c->counts = NULL;
     return rc;
