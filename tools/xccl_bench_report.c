@@ -1,0 +1,272 @@
+/*
+ * xccl_bench_report.c: what rank 0 prints: the header, one table per
+ * collective (time, algbw, busbw, ratio, check), the summary (geometric
+ * means of the ratios, check counts), and the small arithmetic they need.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xccl_bench.h"
+
+#define LINE_MAX_W    120
+
+static double busbw_factor(int coll, int p);
+static double exp_any(double x);
+
+/* ------------------------------------------------------------------------ */
+/* Header                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* First line of MPI_Get_library_version, cut to fit a header line. */
+void library_version(char *buf, size_t cap)
+{
+    char full[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(full, &len);
+    full[len < MPI_MAX_LIBRARY_VERSION_STRING ? len : MPI_MAX_LIBRARY_VERSION_STRING - 1] = '\0';
+    full[strcspn(full, "\r\n")] = '\0';
+    size_t keep = LINE_MAX_W - 12;    /* room for "# library: " */
+    if (keep > cap - 1)
+        keep = cap - 1;
+    snprintf(buf, cap, "%.*s", (int)keep, full);
+}
+
+/* Median GB/s of MEMCPY_REPS copies of 64 MiB on this core. */
+double memcpy_bandwidth(void)
+{
+    char *src = xmalloc(MEMCPY_BYTES), *dst = xmalloc(MEMCPY_BYTES);
+    memset(src, 1, MEMCPY_BYTES);     /* fault every page in before timing */
+    memset(dst, 2, MEMCPY_BYTES);
+    double gbs[MEMCPY_REPS];
+    volatile char sink = 0;
+    for (int r = 0; r < MEMCPY_REPS; r++) {
+        double t0 = MPI_Wtime();
+        memcpy(dst, src, MEMCPY_BYTES);
+        double t = MPI_Wtime() - t0;
+        sink ^= dst[(size_t)r * 4099];   /* keep the copy observable */
+        gbs[r] = (double)MEMCPY_BYTES / t / 1e9;
+    }
+    (void)sink;
+    free(src);
+    free(dst);
+    return median(gbs, MEMCPY_REPS);
+}
+
+void print_header(const bench_t *B, const char *libver, double memcpy_gbs,
+                  bool xccl_loaded)
+{
+    if (B->rank != 0)
+        return;
+    const opts_t *o = B->o;
+    printf("# xccl_bench: %s\n",
+           o->kernels ? "reduction kernels, xccl vs Open MPI op framework"
+           : o->gpu   ? "CUDA device buffers: xccl vs staged through host + stock Open MPI,\n"
+                        "#   same run, interleaved"
+                      : "xccl vs stock Open MPI collectives, same run, interleaved");
+    printf("# library: %s\n", libver);
+    printf("# memcpy: %.2f GB/s (one core, %zu MiB, median of %d)\n", memcpy_gbs,
+           MEMCPY_BYTES >> 20, MEMCPY_REPS);
+    if (o->kernels)
+        return;
+    char iters[64];
+    if (o->iters)
+        snprintf(iters, sizeof iters, "%d", o->iters);
+    else
+        snprintf(iters, sizeof iters, "auto (%u MiB per round, %d..%d)", AUTO_PAYLOAD >> 20,
+                 AUTO_MIN_IT, AUTO_MAX_IT);
+    printf("# np=%d  rounds=%d  iters/round=%s  warmup=%d  sizes %zu..%zu x%u\n", B->size,
+           o->rounds, iters, o->warmup, o->minbytes, o->maxbytes, o->factor);
+    if (!xccl_loaded)
+        printf("xccl_bench: xccl not loaded (cvar %s not found): measuring the stock stack only\n",
+               colls[C_ALLREDUCE].cvar);
+    else
+        printf("# xccl on/off per call: MPI_T cvars coll_xccl_<collective>_enable = 1/0\n");
+    if (o->quiet)
+        return;
+    const char *st = mode_names[M_STOCK];
+    printf("# time: per-call average over ITERS calls, max over ranks, median over rounds;\n"
+           "#   rounds alternate xccl-first / %s-first; time in us\n"
+           "# algbw = size / time, busbw = algbw * factor (nccl-tests): allreduce 2(p-1)/p;\n"
+           "#   allgather, reduce_scatter(_block), alltoall (p-1)/p; bcast 1; GB/s, GB = 1e9 B\n"
+           "# ratio = %s time / xccl time (> 1: xccl faster)\n"
+           "# check = xccl/%s: every element of one call per size checked on every rank\n"
+           "#   (allreduce also in place); - = not run.  Datatype MPI_FLOAT, op MPI_SUM;\n"
+           "#   bcast root rotates per round (round %% p), its check uses root p-1\n",
+           st, st, st);
+    if (o->gpu)
+        printf("# -g: the check copies the device result back (cuMemcpyDtoH) and also runs\n"
+               "#   allreduce on order-sensitive float inputs: the result must be close to the\n"
+               "#   host reference and bitwise identical on every rank (hash min = max)\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Table output (rank 0)                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Columns: size count | xccl time algbw busbw | stock time algbw busbw | ratio check */
+#define ROW_FMT "%12s %11s  %10s %7s %7s  %10s %7s %7s  %6s  %s\n"
+
+void print_table_header(const bench_t *B, int coll)
+{
+    if (B->rank != 0)
+        return;
+    char factor[32];
+    if (coll == C_ALLREDUCE)
+        snprintf(factor, sizeof factor, "2(p-1)/p = %.3f", busbw_factor(coll, B->size));
+    else if (coll == C_BCAST)
+        snprintf(factor, sizeof factor, "1");
+    else
+        snprintf(factor, sizeof factor, "(p-1)/p = %.3f", busbw_factor(coll, B->size));
+    bool reduces = coll == C_ALLREDUCE || coll == C_REDUCE_SCATTER ||
+                   coll == C_REDUCE_SCATTER_BLOCK;
+    printf("#\n# %s  np=%d  MPI_FLOAT%s  rounds=%d (median)  busbw factor %s\n",
+           colls[coll].name, B->size, reduces ? " MPI_SUM" : "", B->o->rounds, factor);
+    if (!B->o->quiet)
+        printf("# size = %s\n", colls[coll].size_means);
+    if (!B->cv[coll].found && B->cv[C_ALLREDUCE].found)
+        printf("# cvar %s not found: stock only\n", colls[coll].cvar);
+    printf("#%25s%s  %s\n", "", "----------- xccl ---------",
+           B->o->gpu ? "--------- staged ---------" : "---------- stock ---------");
+    printf(ROW_FMT, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
+           "busbw", "ratio", "check");
+    fflush(stdout);
+}
+
+/* GB/s in a 7-wide column; large values (np=1 no-ops) lose the decimals. */
+static void fmt_bw(char *buf, size_t cap, double gbs)
+{
+    snprintf(buf, cap, gbs < 1000.0 ? "%.2f" : "%.0f", gbs);
+}
+
+void print_row(const bench_t *B, int coll, const row_t *r)
+{
+    char size[24], count[24], cell[NMODE][3][16], ratio[16], check[16];
+    const double bus = busbw_factor(coll, B->size);
+    static const char *const ck[] = { [CK_NONE] = "-", [CK_OK] = "ok", [CK_FAIL] = "FAIL" };
+
+    snprintf(size, sizeof size, "%zu", r->bytes);
+    snprintf(count, sizeof count, "%zu", r->count);
+    for (int m = 0; m < NMODE; m++) {
+        if (r->t[m] > 0.0) {
+            double algbw = (double)r->bytes / r->t[m] / 1e9;
+            snprintf(cell[m][0], sizeof cell[m][0], "%.2f", r->t[m] * 1e6);
+            fmt_bw(cell[m][1], sizeof cell[m][1], algbw);
+            fmt_bw(cell[m][2], sizeof cell[m][2], algbw * bus);
+        } else {               /* not measured (or below the timer's resolution) */
+            for (int j = 0; j < 3; j++)
+                snprintf(cell[m][j], sizeof cell[m][j], "-");
+        }
+    }
+    if (r->t[M_XCCL] > 0.0 && r->t[M_STOCK] > 0.0)
+        snprintf(ratio, sizeof ratio, "%.2f", r->t[M_STOCK] / r->t[M_XCCL]);
+    else
+        snprintf(ratio, sizeof ratio, "-");
+    snprintf(check, sizeof check, "%s/%s", ck[r->check[M_XCCL]], ck[r->check[M_STOCK]]);
+
+    printf(ROW_FMT, size, count, cell[M_XCCL][0], cell[M_XCCL][1], cell[M_XCCL][2],
+           cell[M_STOCK][0], cell[M_STOCK][1], cell[M_STOCK][2], ratio, check);
+    fflush(stdout);
+}
+
+void print_summary(const bench_t *B, const summary_t *sums)
+{
+    const opts_t *o = B->o;
+    printf("#\n# summary: geometric mean of ratio = %s time / xccl time (> 1: xccl faster)\n",
+           mode_names[M_STOCK]);
+    printf("# %-22s %16s %16s   %s\n", "collective", "sizes >= 1 MiB", "all sizes",
+           "checks (sizes ok or FAIL / checked)");
+    int xfail = 0, sfail = 0;
+    for (int k = 0; k < o->ncolls; k++) {
+        const summary_t *s = &sums[o->colls[k]];
+        char big[32], all[32], checks[NMODE][32];
+        if (s->n_big)
+            snprintf(big, sizeof big, "%.3f (%d)", exp_any(s->logsum_big / s->n_big), s->n_big);
+        else
+            snprintf(big, sizeof big, "- (0)");
+        if (s->n_all)
+            snprintf(all, sizeof all, "%.3f (%d)", exp_any(s->logsum_all / s->n_all), s->n_all);
+        else
+            snprintf(all, sizeof all, "- (0)");
+        for (int m = 0; m < NMODE; m++) {
+            if (!s->run[m])
+                snprintf(checks[m], sizeof checks[m], "%s -", mode_names[m]);
+            else
+                snprintf(checks[m], sizeof checks[m], "%s %s %d/%d", mode_names[m],
+                         s->fail[m] ? "FAIL" : "ok", s->fail[m] ? s->fail[m] : s->run[m],
+                         s->run[m]);
+        }
+        printf("# %-22s %16s %16s   %s, %s\n", colls[o->colls[k]].name, big, all,
+               checks[M_XCCL], checks[M_STOCK]);
+        xfail += s->fail[M_XCCL];
+        sfail += s->fail[M_STOCK];
+    }
+    if (sfail)
+        printf("# NOTE: %d %s-only check failure(s): Open MPI's own result was wrong; this\n"
+               "#   does not count against xccl (exit status unaffected)\n", sfail,
+               mode_names[M_STOCK]);
+    printf("# result: %s\n", xfail ? "FAIL (xccl produced wrong results; see stderr)"
+                                   : "all xccl checks passed (or xccl not measured)");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arithmetic                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* nccl-tests bus bandwidth factors (doc/PERFORMANCE.md). */
+static double busbw_factor(int coll, int p)
+{
+    switch (coll) {
+    case C_ALLREDUCE: return 2.0 * (p - 1) / p;
+    case C_BCAST: return 1.0;
+    default: return (double)(p - 1) / p;
+    }
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Median of v[0..n); reorders v. */
+double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ln and exp for the geometric means, without libm (the build line links
+ * no -lm).  Accurate to ~1e-15, far beyond the noise of the timings. */
+#define LN2 0.69314718055994530942
+double ln_pos(double x)
+{
+    int k = 0;
+    while (x >= 2.0) { x *= 0.5; k++; }
+    while (x < 1.0) { x *= 2.0; k--; }
+    /* x in [1, 2): ln x = 2 atanh(y), y = (x - 1)/(x + 1) in [0, 1/3) */
+    double y = (x - 1.0) / (x + 1.0), y2 = y * y, term = y, sum = 0.0;
+    for (int n = 1; n < 70; n += 2) {
+        sum += term / n;
+        term *= y2;
+    }
+    return 2.0 * sum + k * LN2;
+}
+
+static double exp_any(double x)
+{
+    int k = 0;
+    while (x > LN2) { x -= LN2; k++; }
+    while (x < 0.0) { x += LN2; k--; }
+    /* x in [0, ln 2]: Taylor series */
+    double term = 1.0, sum = 1.0;
+    for (int n = 1; n < 30; n++) {
+        term *= x / n;
+        sum += term;
+    }
+    for (; k > 0; k--) sum *= 2.0;
+    for (; k < 0; k++) sum *= 0.5;
+    return sum;
+}
