@@ -1,6 +1,6 @@
 /*
  * test_cuda.h: the CUDA driver API for the test programs that put MPI
- * buffers in device memory (test/gpu/xccl_mpi_gpu.c, tools/xccl_bench.c
+ * buffers in device memory (test/gpu/xccl_mpi_gpu.c, tools/xccl_bench_gpu.c
  * -g).  Header-only, everything static: each program includes it once.
  *
  * libcuda.so.1 is loaded with dlopen, never linked: the real driver, or
