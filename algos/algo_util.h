@@ -7,7 +7,7 @@
 #ifndef XCCL_ALGO_UTIL_H
 #define XCCL_ALGO_UTIL_H
 
-#include "xccl_algos.h"
+#include "xccl_sched.h"
 
 static inline int mod(int a, int p)
 {

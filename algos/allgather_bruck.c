@@ -14,6 +14,7 @@
  * disjoint ranges of RECV, so they cannot overwrite each other's source.
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 
 int xccl_build_allgather_bruck(xccl_sched_t *s, size_t block)

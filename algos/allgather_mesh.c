@@ -7,6 +7,7 @@
  * the block to read either way.
  */
 #include "mesh_util.h"
+#include "xccl_build.h"
 
 int xccl_build_allgather_mesh(xccl_sched_t *s, size_t block)
 {

@@ -12,7 +12,8 @@
  *   p power of two:  lg p a + ((p-1)/p) n b
  *   otherwise add    2a + (1/p + 1) n b  (one block in, the result out)
  */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
+#include "xccl_build.h"
 
 static size_t run_first(int q, int rem);
 

@@ -8,6 +8,7 @@
  *           rail: latency bound).
  */
 #include "hier_util.h"
+#include "xccl_build.h"
 
 
 static void own_block(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place)

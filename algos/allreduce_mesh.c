@@ -14,6 +14,7 @@
  *   cost: 3 barriers, (p-1)/p n reduced and (p-1)/p n copied per rank.
  */
 #include "mesh_util.h"
+#include "xccl_build.h"
 
 /* The end of both forms: once every slice is reduced (barrier 2; in place
  * also every owner done reading this rank's SEND, which the copies

@@ -17,6 +17,7 @@
  * left, so a schedule's arithmetic does not depend on who computes it.
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
 {

@@ -13,6 +13,7 @@
  * (floating point).
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 static void rd_combine(xccl_sched_t *s, int me_lower, xccl_ref_t mine, xccl_ref_t theirs, size_t len);
 

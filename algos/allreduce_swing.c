@@ -34,6 +34,7 @@
  * all: bitwise identical results.  Combines put the lower rank's data left.
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 #include <stdlib.h>
 

@@ -16,6 +16,7 @@
  * for step k is the last local action of step k-1.
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 
 static void place_input(xccl_sched_t *s, size_t block, int in_place);

@@ -9,6 +9,7 @@
  * while) they leave are copied aside first.
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 #include <stdlib.h>
 

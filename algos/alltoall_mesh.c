@@ -10,6 +10,7 @@
  *   reads another rank's buffer.
  */
 #include "mesh_util.h"
+#include "xccl_build.h"
 
 int xccl_build_alltoall_mesh(xccl_sched_t *s, size_t block, int in_place)
 {

@@ -9,6 +9,7 @@
  *             blocks, many ranks: latency bound).
  */
 #include "hier_util.h"
+#include "xccl_build.h"
 
 #include <stdlib.h>
 

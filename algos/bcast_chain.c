@@ -6,6 +6,7 @@
  *   (p - 1 + s - 1)(a + (n/s) b)
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 
 int xccl_build_bcast_chain(xccl_sched_t *s, size_t bytes, int root, size_t seg)

@@ -7,6 +7,7 @@
  * The other ranks do not wait for each other: none reads their buffers.
  */
 #include "mesh_util.h"
+#include "xccl_build.h"
 
 int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root)
 {

@@ -5,6 +5,7 @@
  *   (ceil(lg p) + p - 1) a + 2 ((p-1)/p) n b
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 
 /* Relative rank v holds chunks [v, v + subtree) after the scatter. */

@@ -2,7 +2,8 @@
  * Binomial-tree broadcast: the root's subtree halves at every level.
  * Cost: ceil(lg p)(a + nb).
  */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
+#include "xccl_build.h"
 
 int xccl_build_bcast_binomial(xccl_sched_t *s, size_t bytes, int root)
 {

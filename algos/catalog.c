@@ -3,7 +3,12 @@
  * force parameters, the tuning file and the verbose line use.  The
  * component, xccl_simulate and xccl_info all choose from this one list.
  */
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
+#include "xccl_sched.h"
+#include "xccl_layout.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
+#include "xccl_catalog.h"
 
 #include <stddef.h>
 

@@ -1,5 +1,7 @@
 /* The alpha-beta-gamma cost of a schedule, read off the schedule itself. */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
+#include "xccl_layout.h"
+#include "xccl_cost.h"
 
 #include <ctype.h>
 #include <math.h>

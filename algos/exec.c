@@ -1,5 +1,6 @@
 /* The generic executor: runs any schedule over an xccl_transport_t. */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
+#include "xccl_exec.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,6 +9,8 @@
  * many nodes).
  */
 #include "hier_util.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
 
 #include <stdlib.h>
 

@@ -12,6 +12,8 @@
  * so every rank ends with the same bits.
  */
 #include "hier_util.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
 
 #include <stdlib.h>
 

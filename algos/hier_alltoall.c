@@ -12,6 +12,8 @@
  * messages of one block: for small blocks, latency bound.
  */
 #include "hier_util.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
 
 #include <stdlib.h>
 

@@ -11,6 +11,8 @@
  * the pieces together.  Between nodes each rail moves n/L bytes.
  */
 #include "hier_util.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
 
 #include <stdlib.h>
 

@@ -15,6 +15,8 @@
  * Between nodes a rank sends (N-1)/N of n/L bytes (n the whole input).
  */
 #include "hier_util.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
 
 #include <stdlib.h>
 

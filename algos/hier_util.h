@@ -7,6 +7,7 @@
 #define XCCL_HIER_UTIL_H
 
 #include "algo_util.h"
+#include "xccl_layout.h"
 
 /* Scratch regions start on this boundary, so reductions see aligned data. */
 #define HIER_ALIGN ((size_t) 64)

@@ -4,7 +4,7 @@
  * identifier (the mapping code in topo/ passes what it detected) or parsed
  * from a synthetic description for tests and experiments.
  */
-#include "xccl_algos.h"
+#include "xccl_layout.h"
 
 #include <errno.h>
 #include <stdio.h>

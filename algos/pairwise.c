@@ -3,6 +3,7 @@
  * Cost: (p-1)a + ((p-1)/p)nb.
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 
 int xccl_build_alltoall_pairwise(xccl_sched_t *s, size_t block, int in_place)

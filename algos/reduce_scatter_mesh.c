@@ -11,6 +11,7 @@
  * Counts may differ per rank (reduce_scatter) or not (_block).
  */
 #include "mesh_util.h"
+#include "xccl_build.h"
 
 int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in_place)
 {

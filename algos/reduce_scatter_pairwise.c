@@ -18,6 +18,7 @@
  * reduction writes RECV[0..) directly: all sends are done by then.
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 #include <stdlib.h>
 

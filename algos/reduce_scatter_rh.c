@@ -28,7 +28,8 @@
  * range kept at the first reduction, indexed from its first element) and
  * region B (the messages of the later steps).  The last step writes RECV.
  */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
+#include "xccl_build.h"
 
 #include <stdlib.h>
 

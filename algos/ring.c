@@ -5,6 +5,7 @@
  * allgather and reduce_scatter (p-1)a + ((p-1)/p)nb (+ ((p-1)/p)ng).
  */
 #include "algo_util.h"
+#include "xccl_build.h"
 
 #include <stdlib.h>
 

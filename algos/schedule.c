@@ -1,5 +1,5 @@
 /* Schedule construction: a growable array of actions split into steps. */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
 
 #include <stdlib.h>
 #include <string.h>

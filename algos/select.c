@@ -11,7 +11,13 @@
  * sets: a training loop calls the same allreduce every step, and building
  * the schedule again each time is work thrown away.
  */
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
+#include "xccl_sched.h"
+#include "xccl_build.h"
+#include "xccl_cost.h"
+#include "xccl_tuning.h"
+#include "xccl_catalog.h"
+#include "xccl_select.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,6 +22,7 @@
  *   latency regions: one barrier and no exit barrier (latency_path).
  */
 #include "shm_util.h"
+#include "xccl_build.h"
 
 /* Slice j of a chunk of n elements: starts and sizes multiples of 64 bytes
  * where the element allows it, so that the reductions stream aligned data

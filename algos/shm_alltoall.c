@@ -11,6 +11,7 @@
  *   cost per rank: (p-1)/p n copied in and out; chunks + 1 barriers.
  */
 #include "shm_util.h"
+#include "xccl_build.h"
 
 int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place)
 {

@@ -16,6 +16,7 @@
  * before, left the copies of a message up to 512 KiB one after the other.)
  */
 #include "shm_util.h"
+#include "xccl_build.h"
 
 #define BCAST_MIN_PIECE ((size_t) 8192)
 

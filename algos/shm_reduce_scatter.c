@@ -15,6 +15,7 @@
  *   chunks + 1 barriers.
  */
 #include "shm_util.h"
+#include "xccl_build.h"
 
 #include <stdlib.h>
 

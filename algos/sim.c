@@ -9,7 +9,9 @@
  * kept in one list, newest first, to report a leftover at the end and to
  * free them all.
  */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
+#include "xccl_exec.h"
+#include "xccl_sim.h"
 
 #include <stdio.h>
 #include <stdlib.h>

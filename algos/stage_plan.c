@@ -1,9 +1,10 @@
 /*
  * Staging plan: which pieces of host copies of device buffers a schedule
  * needs before each step, and which it has finished writing after each
- * step (see xccl_stage_plan in xccl_algos.h).
+ * step (see xccl_stage_plan in xccl_stage.h).
  */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
+#include "xccl_stage.h"
 
 #include <stdint.h>
 #include <stdlib.h>

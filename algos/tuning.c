@@ -1,5 +1,5 @@
 /* The tuning file: collective x communicator-size range x byte range -> algorithm. */
-#include "xccl_algos.h"
+#include "xccl_tuning.h"
 
 #include <ctype.h>
 #include <stdio.h>

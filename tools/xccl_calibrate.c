@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algos/xccl_algos.h"
+#include "base/xccl_base.h"
 #include "ucx_glue/xccl_shm.h"
 #include "ucx_glue/xccl_ucx.h"
 

@@ -1,5 +1,7 @@
 /* See xccl_choice.h. */
 #include "xccl_choice.h"
+#include "algos/xccl_catalog.h"
+#include "algos/xccl_select.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,9 @@
 #ifndef XCCL_CHOICE_H
 #define XCCL_CHOICE_H
 
-#include "algos/xccl_algos.h"
+#include "base/xccl_base.h"
+#include "algos/xccl_layout.h"
+#include "algos/xccl_cost.h"
 
 #include <stdio.h>
 

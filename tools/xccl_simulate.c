@@ -22,6 +22,7 @@
  * reduce_scatter/alltoall: total sent); elements are 4-byte floats.
  */
 #include "xccl_choice.h"
+#include "algos/xccl_catalog.h"
 
 #include <stdio.h>
 #include <stdlib.h>

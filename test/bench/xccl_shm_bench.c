@@ -20,7 +20,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
+#include "xccl_sched.h"
+#include "xccl_build.h"
+#include "xccl_exec.h"
 #include "ucx_glue/xccl_shm.h"
 #include "ompi_coll_xccl/coll_xccl_shm_peer.h"
 

@@ -17,7 +17,10 @@
 #ifndef XCCL_TEST_SIM_HARNESS_H
 #define XCCL_TEST_SIM_HARNESS_H
 
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
+#include "xccl_sched.h"
+#include "xccl_exec.h"
+#include "xccl_sim.h"
 
 #include <check.h>
 #include <stdint.h>

@@ -19,6 +19,7 @@
 #define SIM_EXEC_SEQ 11
 #define SIM_SEED_SALT 17u
 #include "sim_harness.h"
+#include "xccl_build.h"
 
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 #define ALL_ROOTS_P 33                 /* every root up to this p */

@@ -17,6 +17,7 @@
 #define SIM_EXEC_SEQ 7
 #define SIM_SEED_SALT 0u
 #include "sim_harness.h"
+#include "xccl_build.h"
 
 #define MAX_P 1000
 #define NP_ALL 69                      /* 1..64, then the spot sizes */

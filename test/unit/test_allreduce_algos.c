@@ -20,6 +20,7 @@
 #define SIM_EXEC_SEQ 7
 #define SIM_SEED_SALT 0u
 #include "sim_harness.h"
+#include "xccl_build.h"
 
 typedef int (*allreduce_builder_t)(xccl_sched_t *s, size_t count);
 

@@ -3,7 +3,9 @@
  * n bytes, alpha latency, beta s/byte, gamma reduction s/byte), on counts
  * that divide evenly so the formulas are exact.
  */
-#include "xccl_algos.h"
+#include "xccl_sched.h"
+#include "xccl_build.h"
+#include "xccl_cost.h"
 
 #include <check.h>
 #include "check_main.h"

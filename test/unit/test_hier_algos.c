@@ -28,6 +28,11 @@
 #define SIM_EXEC_SEQ 5
 #define SIM_SEED_SALT 3u
 #include "sim_harness.h"
+#include "xccl_layout.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
+#include "xccl_cost.h"
+#include "xccl_catalog.h"
 
 /* ------------------------------------------------------------------------ */
 /* Layouts under test                                                       */

@@ -29,7 +29,7 @@
 
 #include "base/xccl_base.h"
 
-/* The test's own copies of the pair layouts documented in xccl_algos.h. */
+/* The test's own copies of the pair layouts documented in base/xccl_base.h. */
 typedef struct { float v; int i; } t_float_int;
 typedef struct { double v; int i; } t_double_int;
 typedef struct { long v; int i; } t_long_int;

@@ -30,6 +30,10 @@
 #define SIM_EXEC_SEQ 23
 #define SIM_SEED_SALT 29u
 #include "sim_harness.h"
+#include "xccl_layout.h"
+#include "xccl_build.h"
+#include "xccl_cost.h"
+#include "xccl_catalog.h"
 
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 #define LARGE 4099                     /* a large count / block, odd */

@@ -26,6 +26,7 @@
 #define SIM_EXEC_SEQ 11
 #define SIM_SEED_SALT 17u
 #include "sim_harness.h"
+#include "xccl_build.h"
 
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 

@@ -1,7 +1,16 @@
 /* Selection (algos/select.c): names, the fallback decision, forced ->
  * tuning rule -> cost model, and the per-communicator cache of choices and
  * schedules. */
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
+#include "xccl_sched.h"
+#include "xccl_layout.h"
+#include "xccl_build.h"
+#include "xccl_exec.h"
+#include "xccl_sim.h"
+#include "xccl_cost.h"
+#include "xccl_tuning.h"
+#include "xccl_catalog.h"
+#include "xccl_select.h"
 
 #include <check.h>
 #include "check_main.h"

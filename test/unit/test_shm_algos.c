@@ -31,6 +31,11 @@
 #define SIM_EXEC_SEQ 41
 #define SIM_SEED_SALT 43u
 #include "sim_harness.h"
+#include "xccl_layout.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
+#include "xccl_cost.h"
+#include "xccl_catalog.h"
 
 #define SMALL_P 64
 #define SHM_FAST_BYTES_TEST 256        /* algos/shm_util.h SHM_FAST_BYTES */

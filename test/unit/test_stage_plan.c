@@ -19,7 +19,14 @@
  * buffer before the queued work got to it shows up as a wrong result (a
  * planted gate that never waits proves it does).
  */
-#include "xccl_algos.h"
+#include "base/xccl_base.h"
+#include "xccl_sched.h"
+#include "xccl_layout.h"
+#include "xccl_build.h"
+#include "xccl_exec.h"
+#include "xccl_stage.h"
+#include "xccl_sim.h"
+#include "xccl_catalog.h"
 
 #include <check.h>
 #include "check_main.h"

@@ -1,5 +1,5 @@
 /* The tuning-file parser and lookup. */
-#include "xccl_algos.h"
+#include "xccl_tuning.h"
 
 #include <check.h>
 #include "check_main.h"

@@ -1,0 +1,181 @@
+/*
+ * xccl algorithms, flat schedule builders: one function per algorithm,
+ * their buffer conventions, and the builder function types the two-level
+ * builders take as stages.  Section of the algos API; algos/xccl_algos.h
+ * includes every section.
+ */
+#ifndef XCCL_BUILD_H
+#define XCCL_BUILD_H
+
+#include <stddef.h>
+
+#include "xccl_sched.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Algorithms (schedule builders).  Each returns 0 or -1 (out of memory).   */
+/* Buffer conventions:                                                      */
+/*   allreduce:      SEND count elements in, RECV count elements out.       */
+/*                   In place: SEND and RECV are the same memory.           */
+/*   reduce_scatter: SEND sum(counts) elements in, RECV counts[rank] out.   */
+/*                   in_place: the input is RECV itself (SEND == RECV).     */
+/*   allgather:      SEND block bytes, RECV size*block.  In place: SEND is  */
+/*                   RECV + rank*block.                                     */
+/*   alltoall:       SEND size*block, RECV size*block.  in_place: SEND is   */
+/*                   RECV; blocks are exchanged through scratch.            */
+/*   bcast:          RECV holds bytes; the root's data is sent.             */
+/* ------------------------------------------------------------------------ */
+
+int xccl_build_allreduce_ring(xccl_sched_t *s, size_t count);
+/* The same with the reduce-scatter phase cut into segments of seg bytes
+ * (0: none), each received and reduced in its own step. */
+int xccl_build_allreduce_ring_segmented(xccl_sched_t *s, size_t count, size_t seg);
+int xccl_build_reduce_scatter_ring(xccl_sched_t *s, const size_t *counts, int in_place);
+int xccl_build_allgather_ring(xccl_sched_t *s, size_t block);
+int xccl_build_alltoall_pairwise(xccl_sched_t *s, size_t block, int in_place);
+int xccl_build_bcast_binomial(xccl_sched_t *s, size_t bytes, int root);
+
+/* More algorithms (issue 3); same buffer conventions.  Names in comments
+ * are the values of s->algo (and of the force parameters). */
+/* "recursive_doubling": lg p steps exchanging the whole vector; non-powers
+ * of two fold the extra ranks in and out. */
+int xccl_build_allreduce_recursive_doubling(xccl_sched_t *s, size_t count);
+/* "rabenseifner": recursive-halving reduce-scatter + recursive-doubling
+ * allgather, extra ranks folded in and out. */
+int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count);
+/* "swing": Swing (Sensi et al., NSDI 2024), bandwidth-optimal form: peer at
+ * step k is r +/- rho(k), rho(k) = sum_{i<=k} (-2)^i. */
+int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count);
+/* "recursive_halving" and "pairwise" reduce_scatter (irregular counts). */
+int xccl_build_reduce_scatter_recursive_halving(xccl_sched_t *s, const size_t *counts, int in_place);
+int xccl_build_reduce_scatter_pairwise(xccl_sched_t *s, const size_t *counts, int in_place);
+/* "recursive_doubling" and "bruck" allgather. */
+int xccl_build_allgather_recursive_doubling(xccl_sched_t *s, size_t block);
+int xccl_build_allgather_bruck(xccl_sched_t *s, size_t block);
+/* "bruck" alltoall (small blocks) and "linear": every pair at once, at
+ * most max_inflight sends and receives posted per step (0: no bound). */
+int xccl_build_alltoall_bruck(xccl_sched_t *s, size_t block, int in_place);
+int xccl_build_alltoall_linear(xccl_sched_t *s, size_t block, int in_place, int max_inflight);
+/* "scatter_allgather": binomial scatter + ring allgather; "chain": a
+ * pipelined chain root -> root+1 -> ... in segments of seg bytes. */
+int xccl_build_bcast_scatter_allgather(xccl_sched_t *s, size_t bytes, int root);
+int xccl_build_bcast_chain(xccl_sched_t *s, size_t bytes, int root, size_t seg);
+
+/* Peer-access ("mesh") algorithms: every rank reads (and reduces) straight
+ * from the others' buffers, as the CUDA IPC collectives do; only for ranks
+ * of one node with peer access (xccl_peer_t).  Flag barriers separate the
+ * phases: on entry (the peers' inputs are there to read), between phases
+ * (what a rank reads next has been written) and on exit (nobody leaves, and
+ * lets its buffers be reused, while another still reads them).  Same buffer
+ * conventions as above; s->algo is "mesh". */
+/* Every rank copies each peer's block from the peer's SEND (in place that
+ * is the peer's RECV + q * block, as for every allgather builder). */
+int xccl_build_allgather_mesh(xccl_sched_t *s, size_t block);
+/* Every rank reads its block from every peer's SEND; in place through
+ * scratch (size * block), written back once every peer has read. */
+int xccl_build_alltoall_mesh(xccl_sched_t *s, size_t block, int in_place);
+/* Every rank copies the root's RECV. */
+int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root);
+/* Rank j reduces slice j (chunk j of count over size) over every rank's
+ * input in rank order 0..P-1, ((x0 op x1) op x2) ..., into its RECV; the
+ * others then copy it from there.  Every rank gets the same bits.  in_place
+ * must be said (SEND and RECV the same memory): the partial sums go
+ * through scratch then. */
+int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place);
+/* The same where the peers' buffers can only be copied from
+ * (XCCL_PEER_READ: process_vm_readv), not reduced from: each peer operand
+ * comes into SCRATCH in pieces of `piece` bytes (rounded to elements)
+ * first, and the piece is reduced there while it is in cache. */
+int xccl_build_allreduce_mesh_read(xccl_sched_t *s, size_t count, int in_place, size_t piece);
+/* Rank j reduces its block over every rank's input, in rank order. */
+int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in_place);
+/* The same where the peers' buffers can only be copied from, as
+ * xccl_build_allreduce_mesh_read. */
+int xccl_build_reduce_scatter_mesh_read(xccl_sched_t *s, const size_t *counts, int in_place, size_t piece);
+
+/* Shared-memory ("shm") algorithms: the mesh algorithms for ranks of one
+ * node that reach each other only through the node's shared segment
+ * (DESIGN 3a): every rank copies what its peers need into its own slot
+ * (XCCL_BUF_SLOT) and reads theirs, so SEND and RECV are the caller's
+ * own buffers and nothing is copied around the schedule.  The caller sets
+ * s->slot_cap (the slot's size) before building; a message larger than
+ * the slot goes through it in chunks, pipelined (a slot of 2 or 3 buffers,
+ * one flag barrier per chunk; algos/shm_util.h).  No sends or receives.
+ * Same buffer conventions as above; -1 also when the slot is too small:
+ * allreduce 3 elements ("shm") or 2 ("shm_small"), reduce_scatter 2 p
+ * elements, alltoall 2 p bytes, allgather and bcast 2 bytes.  Reductions
+ * run in rank order on every element, as the mesh's: every rank gets the
+ * same bits. */
+/* "shm": per chunk copy in -> rank j reduces slice j over every slot ->
+ * every rank copies the slices out of their owners' slots (large
+ * messages: n/p reduced per rank).  In place needs no flag (SEND is read
+ * only by the copy in). */
+int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count);
+/* "shm_small": per chunk copy in -> every rank reduces the whole chunk
+ * over every slot into RECV (latency: two barriers for one chunk; up to
+ * 256 bytes in a slot of 4 KiB or more one barrier: two regions of the
+ * slot used on alternate calls, slot_flip, instead of an exit barrier). */
+int xccl_build_allreduce_shm_small(xccl_sched_t *s, size_t count);
+/* "shm": rank j reduces piece after piece of its block over every slot. */
+int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_place);
+/* "shm": each rank's block through its slot to every other rank. */
+int xccl_build_allgather_shm(xccl_sched_t *s, size_t block);
+int xccl_build_allgatherv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+/* "shm": the blocks for every peer through the sender's slot. */
+int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place);
+/* "shm": the root's data through its slot; only the root waits for all. */
+int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root);
+
+/* A builder, or a catalog entry (xccl_algo_t), that does not fit its
+ * arguments returns this: a two-level builder on a layout that needs a
+ * flat algorithm (xccl_hier.h), a mesh without peer access.  s is
+ * untouched then. */
+#define XCCL_NOT_APPLICABLE 1
+
+/* Flat builders as values, so that a two-level builder takes the algorithm
+ * of each stage as a parameter (the cost model chooses). */
+typedef int (*xccl_allreduce_build_fn)(xccl_sched_t *s, size_t count);
+typedef int (*xccl_reduce_scatter_build_fn)(xccl_sched_t *s, const size_t *counts, int in_place);
+typedef int (*xccl_alltoall_build_fn)(xccl_sched_t *s, size_t block, int in_place);
+typedef int (*xccl_bcast_build_fn)(xccl_sched_t *s, size_t bytes, int root);
+/* allgatherv: rank i contributes bytes[i], placed at RECV + displs[i]; SEND
+ * holds bytes[rank], or in_place: the block is already at RECV + displs[rank]. */
+typedef int (*xccl_allgatherv_build_fn)(xccl_sched_t *s, const size_t *bytes, const size_t *displs,
+                                        int in_place);
+
+/* alltoallv: rank r sends sbytes[q] from SEND + sdispls[q] to q and
+ * receives rbytes[q] at RECV + rdispls[q] from q; SEND and RECV do not
+ * overlap.  pair(pair_ctx, src, dst) is the number of bytes src sends to
+ * dst, for every pair of the group: algorithms that forward other ranks'
+ * blocks need it to size their messages; the others take NULL.
+ * "pairwise" (p-1 rounds), "direct" (one round) and "bruck" (ceil(lg p)
+ * rounds, blocks forwarded through scratch; needs pair). */
+typedef size_t (*xccl_pair_bytes_fn)(const void *ctx, int src, int dst);
+typedef int (*xccl_alltoallv_build_fn)(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                                       const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                                       const void *pair_ctx);
+int xccl_build_alltoallv_pairwise(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                                  const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                                  const void *pair_ctx);
+int xccl_build_alltoallv_direct(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                                const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                                const void *pair_ctx);
+int xccl_build_alltoallv_bruck(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                               const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                               const void *pair_ctx);
+
+/* Flat allgatherv: "ring" (p-1 rounds), "direct" (one round, every pair
+ * at once: for a node's switch or full mesh) and "bruck" (ceil(lg p)
+ * rounds through scratch: many ranks, small blocks). */
+int xccl_build_allgatherv_ring(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+int xccl_build_allgatherv_direct(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+int xccl_build_allgatherv_bruck(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

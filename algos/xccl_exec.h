@@ -1,0 +1,160 @@
+/*
+ * xccl algorithms, executor: the transport interface (xccl_transport_t),
+ * the hooks around steps (xccl_gate_t), peer access (xccl_peer_t) and the
+ * executor that runs any schedule over them (xccl_exec_t).  Section of the
+ * algos API; algos/xccl_algos.h includes every section.
+ */
+#ifndef XCCL_EXEC_H
+#define XCCL_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xccl_sched.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Transport interface and executor                                         */
+/* ------------------------------------------------------------------------ */
+
+/* A message is named by (sequence number of the collective call, index of
+ * the message between the pair); the transport adds what it needs (its
+ * communicator, the source) to make the wire tag unique. */
+typedef struct {
+    void *ctx;
+    /* Post a transfer.  *req is set to NULL if it completed at once.
+     * Return 0 or a negative error. */
+    int (*isend)(void *ctx, int peer, const void *buf, size_t len,
+                 uint32_t seq, uint32_t idx, void **req);
+    int (*irecv)(void *ctx, int peer, void *buf, size_t len,
+                 uint32_t seq, uint32_t idx, void **req);
+    /* 1: complete (req released), 0: pending, <0: error (req released). */
+    int (*test)(void *ctx, void *req);
+    /* Make progress on outstanding transfers. */
+    void (*progress)(void *ctx);
+    /* Abandon a pending request (after an error elsewhere) and release it. */
+    void (*cancel)(void *ctx, void *req);
+} xccl_transport_t;
+
+/* dst = a op b over count elements; 0 or a negative error. */
+typedef int (*xccl_reduce_cb_t)(void *cbctx, void *dst, const void *a, const void *b, size_t count);
+/* dst = src over len bytes (dst != src; the ranges may overlap); 0 or a
+ * negative error. */
+typedef int (*xccl_copy_cb_t)(void *cbctx, void *dst, const void *src, size_t len);
+/* The executor's host copy (memmove semantics): memmove, except where the
+ * destination is 1..63 bytes past the source modulo 4 KiB, in which case
+ * glibc's `rep movsb` runs several times slower and the copy is made in
+ * pieces instead (exec.c).  For copy callbacks that copy on the host. */
+void xccl_memmove(void *dst, const void *src, size_t len);
+
+#define XCCL_EXEC_INLINE_REQS 16
+
+/* Optional hooks around the steps, for buffers whose contents arrive and
+ * leave asynchronously (device memory staged through host copies, see
+ * xccl_stage_plan), or whose local actions complete asynchronously (copies
+ * and reductions queued on a device stream, xccl_exec_set_copy: the gate
+ * then holds a step back until what earlier steps queued has run).  All
+ * three may be NULL. */
+typedef struct {
+    void *ctx;
+    /* Before step i is posted: 1 it may run (what it reads or writes is in
+     * place), 0 ask again later, <0 error. */
+    int (*step_ready)(void *ctx, size_t step);
+    /* Step i is complete (transfers and local actions): 0 or <0. */
+    int (*step_done)(void *ctx, size_t step);
+    /* After the last step: 1 what the hooks started is finished, 0 ask
+     * again later, <0 error.  The execution is done only then. */
+    int (*drain)(void *ctx);
+} xccl_gate_t;
+
+/* Peer access: what a schedule needs to name other ranks' buffers and to
+ * post and wait for flags (DESIGN 3a).  The component hands it CUDA IPC
+ * mappings or the node's shared segment; the simulator, the other virtual
+ * ranks' buffers and in-memory flags.  Flags live with the peers' buffers
+ * rather than in xccl_transport_t: they are words in memory the peers
+ * share (posting one is a store, not a message), which UCX or the PML
+ * transport cannot offer; a schedule that uses them runs only where the
+ * peers' memory is reachable anyway. */
+typedef struct {
+    void *ctx;
+    /* Buffer id of group rank peer (never this rank), as this process
+     * reaches it; NULL: not available (the execution fails). */
+    void *(*buf)(void *ctx, int peer, xccl_buf_id_t id);
+    /* This rank's flag becomes (seq, val): 0 or <0.  Called in order with
+     * the copy callback (xccl_exec_set_copy): a provider whose copies
+     * complete asynchronously orders the post after them. */
+    int (*post)(void *ctx, uint32_t seq, uint32_t val);
+    /* 1: peer's flag has reached (seq, val), i.e. the same call and at
+     * least val, or a later call; 0: not yet; <0 error. */
+    int (*test)(void *ctx, int peer, uint32_t seq, uint32_t val);
+    /* Optional (NULL: none): copy len bytes at offset off of buffer id of
+     * group rank peer into dst, this rank's memory, for a peer buffer
+     * that buf() cannot map: cross-memory attach (process_vm_readv), a
+     * single copy.  Used by COPY actions only (a reduction needs its
+     * operands mapped).  0 or <0. */
+    int (*read)(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst, size_t len);
+} xccl_peer_t;
+
+typedef struct {
+    const xccl_sched_t *s;
+    const xccl_transport_t *tr;
+    void *bufs[XCCL_NBUF];
+    xccl_reduce_cb_t reduce;
+    void *reduce_ctx;
+    uint32_t seq;
+    size_t step;
+    int posted;                /* transfers of the current step are posted */
+    int status;                /* 0 running, 1 done, <0 error */
+    void **reqs;
+    size_t nreqs;
+    void *inline_reqs[XCCL_EXEC_INLINE_REQS];
+    const xccl_gate_t *gate;   /* NULL: none */
+    xccl_copy_cb_t copy;       /* NULL: memmove */
+    void *copy_ctx;
+    const xccl_peer_t *peer;   /* NULL: a schedule with peer access fails */
+    size_t wait_at;            /* first action of the step whose flag wait may not be met */
+} xccl_exec_t;
+
+/* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes and bufs[XCCL_BUF_SLOT]
+ * (this rank's slot, NULL when s->slot_bytes is 0) s->slot_bytes; a
+ * schedule that uses a slot without one fails at its first progress call,
+ * before it runs anything.  The schedule and the buffers must outlive the
+ * execution.  Returns 0 or -1. */
+int xccl_exec_init(xccl_exec_t *e, const xccl_sched_t *s, const xccl_transport_t *tr,
+                   void *const bufs[XCCL_NBUF], xccl_reduce_cb_t reduce, void *reduce_ctx,
+                   uint32_t seq);
+/* Attach a gate (before the first progress call); it must outlive the
+ * execution. */
+static inline void xccl_exec_set_gate(xccl_exec_t *e, const xccl_gate_t *g)
+{
+    e->gate = g;
+}
+/* Run the schedule's local copies through copy (before the first progress
+ * call), e.g. on a device stream; NULL: memmove. */
+static inline void xccl_exec_set_copy(xccl_exec_t *e, xccl_copy_cb_t copy, void *ctx)
+{
+    e->copy = copy;
+    e->copy_ctx = ctx;
+}
+/* Give the execution peer access (before the first progress call); it
+ * must outlive the execution.  Without it (or without all three of its
+ * functions) a schedule with peer_access fails at its first progress call
+ * before it runs anything. */
+static inline void xccl_exec_set_peer(xccl_exec_t *e, const xccl_peer_t *p)
+{
+    e->peer = p;
+}
+/* Advance as far as possible without blocking: 1 done, 0 pending, <0 error. */
+int xccl_exec_progress(xccl_exec_t *e);
+/* Releases the executor; requests still pending (after an error) are
+ * cancelled through the transport. */
+void xccl_exec_fini(xccl_exec_t *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * xccl algorithms, two-level ("hier") schedule builders: stages inside
+ * nodes and on rails, composed with xccl_sched_append.  Section of the
+ * algos API; algos/xccl_algos.h includes every section.
+ */
+#ifndef XCCL_HIER_H
+#define XCCL_HIER_H
+
+#include <stddef.h>
+
+#include "xccl_build.h"
+#include "xccl_layout.h"
+#include "xccl_sched.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Two-level algorithms (issue 4)                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Two-level builders (s->algo "hier").  s is initialised for (rank, size of
+ * the communicator); l describes the same size.  Same buffer conventions as
+ * the flat builders.  Return 0, -1 (out of memory, bad argument, a stage
+ * failed) or XCCL_NOT_APPLICABLE: this layout needs a flat algorithm; s is
+ * untouched then.  Reductions: every element is reduced in one place, in one
+ * order, then copied, so every rank gets the same bits.  (XCCL_NOT_APPLICABLE
+ * is defined in xccl_build.h.) */
+
+/* intra-node reduce-scatter of L = min ppn slices (local ranks >= L get
+ * none) -> allreduce of slice j on rail j, all rails at once -> intra-node
+ * allgather of the slices.  Any layout.  Unlike the flat allreduce builders
+ * it must be told in_place (SEND and RECV are the same memory). */
+int xccl_build_hier_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count, int in_place,
+                              xccl_reduce_scatter_build_fn intra_rs, xccl_allreduce_build_fn inter_ar,
+                              xccl_allgatherv_build_fn intra_ag);
+/* Blocks in communicator order (counts per rank, irregular).  Destination
+ * ranks are grouped by local rank mod L (L = min ppn): intra-node
+ * reduce-scatter of the groups -> reduce-scatter on rail j of group j's
+ * blocks, per node -> on uneven nodes, rail ranks pass the blocks of the
+ * ranks of local index >= L on.  Any layout. */
+int xccl_build_hier_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, const size_t *counts,
+                                   int in_place, xccl_reduce_scatter_build_fn intra,
+                                   xccl_reduce_scatter_build_fn inter);
+/* Any layout, allgatherv on the rails and inside nodes.  Destination ranks
+ * are grouped by local rank mod L (L = min ppn), local rank j < L carries
+ * group j: on uneven nodes local ranks j+L, j+2L, ... first hand their block
+ * to j -> allgatherv of group j on rail j -> intra-node allgatherv of the
+ * groups -> blocks to communicator order. */
+int xccl_build_hier_allgather_any(xccl_sched_t *s, const xccl_layout_t *l, size_t block,
+                                  xccl_allgatherv_build_fn inter, xccl_allgatherv_build_fn intra);
+/* intra-node alltoall regrouping by destination local rank -> alltoall on
+ * each rail of everything for one destination node -> blocks to
+ * communicator order.  Regular layouts only (else XCCL_NOT_APPLICABLE: use
+ * xccl_build_hier_alltoall_any or a flat one).  The catalog prefers it on
+ * regular layouts: with block placement the rail stage writes straight
+ * into RECV, where the _any builder always copies the result once more,
+ * and its stages are fixed-block alltoalls (flat Bruck needs no sizes). */
+int xccl_build_hier_alltoall(xccl_sched_t *s, const xccl_layout_t *l, size_t block, int in_place,
+                             xccl_alltoall_build_fn intra, xccl_alltoall_build_fn inter);
+/* Any layout, alltoallv stages.  Destination ranks are grouped by local
+ * rank mod L (L = min ppn), local rank j < L carries group j: intra-node
+ * alltoallv of each rank's blocks for group j to local rank j -> alltoallv
+ * on rail j, one message per node pair -> local rank j hands the ranks
+ * j+L, j+2L, ... of its node their blocks (uneven nodes only). */
+int xccl_build_hier_alltoall_any(xccl_sched_t *s, const xccl_layout_t *l, size_t block, int in_place,
+                                 xccl_alltoallv_build_fn intra, xccl_alltoallv_build_fn inter);
+/* root -> one rank per node (the root's rail, or the leader of a node too
+ * small for it) -> inside each node.  Any layout. */
+int xccl_build_hier_bcast(xccl_sched_t *s, const xccl_layout_t *l, size_t bytes, int root,
+                          xccl_bcast_build_fn inter, xccl_bcast_build_fn intra);
+/* Rail-parallel, for large messages: the root scatters L = min ppn pieces
+ * inside its node -> piece j broadcast on rail j -> intra-node allgather of
+ * the pieces.  Any layout. */
+int xccl_build_hier_bcast_rails(xccl_sched_t *s, const xccl_layout_t *l, size_t bytes, int root,
+                                xccl_bcast_build_fn inter, xccl_allgatherv_build_fn intra);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * xccl algorithms, selection: forced -> tuning rule -> level (rule or
+ * trials) -> cost model, the level trials, and the per-communicator cache
+ * of choices and schedules.  Section of the algos API; algos/xccl_algos.h
+ * includes every section.
+ */
+#ifndef XCCL_SELECT_H
+#define XCCL_SELECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/xccl_base.h"          /* xccl_coll_t, XCCL_NCOLL */
+#include "xccl_catalog.h"
+#include "xccl_cost.h"
+#include "xccl_sched.h"
+#include "xccl_tuning.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Selection (algos/select.c): forced -> tuning rule -> cost model           */
+/* ------------------------------------------------------------------------ */
+
+/* Algorithm indices as the force parameters, the tuning file and the
+ * verbose line count them: 0 "auto" (let xccl choose), 1 "fallback" (the
+ * next module), then the catalog's algorithms of the collective in order. */
+#define XCCL_SEL_AUTO 0
+#define XCCL_SEL_FALLBACK 1
+#define XCCL_SEL_FIRST 2
+#define XCCL_SEL_MAX (XCCL_SEL_FIRST + XCCL_CATALOG_MAX)
+
+/* Name of index i of collective c ("auto", "fallback", an algorithm), NULL
+ * past the last; the index of a name, -1 if c has no such algorithm. */
+const char *xccl_select_name(xccl_coll_t c, int i);
+int xccl_select_index(xccl_coll_t c, const char *name);
+/* The catalog index of an algorithm of the shared-memory level, looked up
+ * once (no string compares on a call's path). */
+typedef enum { XCCL_LEVEL_SHM_SMALL, XCCL_LEVEL_SHM, XCCL_LEVEL_NALGOS } xccl_level_algo_t;
+int xccl_select_level_index(xccl_coll_t c, xccl_level_algo_t which);
+
+/* Everything a choice depends on; the same on every rank of a job (the
+ * component's parameters are registered for all ranks alike), so every
+ * rank chooses alike. */
+typedef struct {
+    int forced[XCCL_NCOLL];            /* XCCL_SEL_AUTO, _FALLBACK or an algorithm */
+    xccl_tuning_t tuning;              /* rules before the cost model */
+    int small_bytes;                   /* auto: the fallback below this many bytes */
+    xccl_cost_model_t intra, inter;    /* inside a node, between nodes */
+    double margin;                     /* see xccl_pick */
+    int trials;                        /* level trials: timed calls of each candidate
+                                        * (xccl_trial_t); 0: the level's rule alone */
+} xccl_select_policy_t;
+
+/* The component's defaults: auto everywhere, no rules, XCCL_COST_*. */
+void xccl_select_policy_defaults(xccl_select_policy_t *p);
+
+/* 0 if every rule of t names a collective and one of its algorithms (or
+ * auto, fallback); else -1 and err says which line. */
+int xccl_select_check_tuning(const xccl_tuning_t *t, char *err, size_t errlen);
+/* The index the first matching rule gives, XCCL_SEL_AUTO when none. */
+int xccl_select_tuned(const xccl_select_policy_t *p, xccl_coll_t c, int ranks, size_t bytes);
+
+/* The reasons xccl_select_fallback gives: the verbose line's fallback=
+ * values; callers may compare the pointers. */
+extern const char xccl_select_why_forced[], xccl_select_why_tuning[], xccl_select_why_small[];
+
+/* Whether a call goes to the fallback, from what every rank shares: the
+ * reason ("forced", "tuning_file", "small_message"), or NULL.  keep_small:
+ * the fallback would compute this call wrongly, so a small message stays.
+ * Every call asks it, most go to the fallback: inline, no schedule, no
+ * cost model, the rules read only when there are some. */
+static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xccl_coll_t c,
+                                               int ranks, size_t bytes, int keep_small)
+{
+    const int forced = p->forced[c];
+    if (XCCL_SEL_FALLBACK == forced) {
+        return xccl_select_why_forced;
+    }
+    if (XCCL_SEL_AUTO != forced) {
+        return NULL;
+    }
+    const int tuned = p->tuning.n ? xccl_select_tuned(p, c, ranks, bytes) : XCCL_SEL_AUTO;
+    if (XCCL_SEL_FALLBACK == tuned) {
+        return xccl_select_why_tuning;
+    }
+    /* The cost model does not model the fallback: below this size (its
+     * default measured with xccl_bench) the fallback's latency is lower. */
+    return XCCL_SEL_AUTO == tuned && bytes < (size_t) p->small_bytes && !keep_small
+               ? xccl_select_why_small : NULL;
+}
+
+/* The cost model: t[i] the predicted seconds of algorithm XCCL_SEL_FIRST+i
+ * for a (negative: it does not apply), *n of them; returns auto's pick
+ * (xccl_pick with the policy's margin) as an index >= XCCL_SEL_FIRST, or
+ * -1 if none applies.  a->layout must be set.  es: bytes per element.
+ * The component, xccl_simulate and xccl_info all choose with this. */
+int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_coll_args_t *a,
+                      size_t es, double t[XCCL_CATALOG_MAX], int *n);
+
+/* Level trials.  Inside the shared-memory level every collective has two
+ * candidates: shm (the level's rule: two copies per byte through the
+ * slots, pipelined in cache-sized pieces) and mesh (one copy per byte,
+ * read from the peer's own buffer with process_vm_readv; the reductions
+ * reduce pieces copied into scratch).  Which is faster depends on
+ * the machine, not on the call: measured at np 2, mesh took 0.55-0.8x
+ * shm's time from 64 KiB to 16 MiB on one Intel Xeon VM, 1.2-2.2x on an
+ * AMD EPYC VM (docs/shm-level.md).  So where both apply (a blocking call
+ * of at least 16 KiB, every peer readable: a->trial; the component runs
+ * shm's smaller calls through its latency path), the first calls
+ * of each collective and size class run both in turn and time them:
+ *   calls 0 .. w-1    shm, mesh, shm, ...: untimed (schedules built,
+ *                     pages touched; a process's first calls measured
+ *                     2-5x slower than its later ones, either candidate);
+ *   then blocks of XCCL_TRIAL_BLOCK calls, shm's, mesh's, shm's, ...,
+ *                     each block's first call untimed, until each
+ *                     candidate has n timed calls;
+ *   w = 4 and n = the policy's trials; from XCCL_TRIAL_LARGE bytes, where
+ *   a call lasts long enough to time well and a trial call of the slower
+ *   candidate costs most, w = 2 and n at most 3; n rounded up to whole
+ *   blocks.  Blocks, because a call that follows one of the same schedule
+ *   runs as in a program's loop (shm's bcast root, for one, writes ahead
+ *   into the slots while its peers still read): timed right after the
+ *   other candidate, np 4 on 2 cores picked shm for alltoall at 256 KiB-16
+ *   MiB and mesh for bcast at 1-16 MiB, both 1.2-1.8x slower in loops;
+ *   in blocks of 3 the picks agreed with the loops' timings;
+ * then each rank takes the median of each candidate, the ranks agree on
+ * the slowest rank's medians (an allreduce MAX of integers, the same bits
+ * everywhere: the caller's) and the faster candidate is the class's pick
+ * from then on; a tie goes to shm.  Every rank makes the same calls in the
+ * same order, so trials and picks are the same calls on every rank. */
+#define XCCL_TRIAL_MAX 16              /* timed calls of each candidate, at most */
+#define XCCL_TRIAL_BLOCK 3             /* calls of one candidate in a row: the first untimed */
+#define XCCL_TRIAL_LARGE ((size_t) 1 << 20)
+/* How a call's times read (a->trial), the same on every rank (voted):
+ *   QUIET  every rank has a core of its own: as above;
+ *   NOISY  a rank yields when idle (more ranks than cores): a call's time
+ *          depends on the scheduler as much as on the algorithm, so
+ *          2n+1 timed calls of each (from XCCL_TRIAL_LARGE at most
+ *          XCCL_TRIAL_NOISY_LARGE).  Measured at np 4 on 2 cores (Intel
+ *          Xeon VM, forced, ratio to tuned, shm / mesh): alltoall 256
+ *          KiB-4 MiB 1.28-1.32 / 0.83-0.91, bcast 0.41-0.89 / 0.77-1.03,
+ *          allgather within 0.1 of each other from 256 KiB; five timed
+ *          calls picked either way there.  The lower median wins, as in
+ *          QUIET: a margin the mesh had to beat (1/8 of its time, until
+ *          this was measured) kept shm for alltoall at 16-64 MiB, where
+ *          the mesh was faster by 9 % in the trial and 8-20 % in loops
+ *          (three interleaved runs, np 4: 1.04-1.23 of tuned with the
+ *          margin, 0.94-1.04 without; bcast, allgather, allreduce and
+ *          reduce_scatter the same either way). */
+enum { XCCL_TRIAL_OFF, XCCL_TRIAL_QUIET, XCCL_TRIAL_NOISY };
+#define XCCL_TRIAL_NOISY_LARGE 5
+/* The log2 size class of a call of `bytes` (trials and choices are kept
+ * per class): 0 for 0 bytes, k for [2^(k-1), 2^k). */
+static inline int xccl_size_class(size_t bytes)
+{
+    return bytes ? 64 - __builtin_clzll((unsigned long long) bytes) : 0;
+}
+typedef struct xccl_trial {
+    int calls;                         /* trial calls recorded */
+    int warm;                          /* untimed calls first */
+    int samples;                       /* timed calls of each candidate */
+    int noisy;                         /* XCCL_TRIAL_NOISY: longer */
+    int cand[2];                       /* shm, mesh (algorithm indices) */
+    int pick;                          /* the agreed one; 0 while trials run */
+    uint32_t ns[2][XCCL_TRIAL_MAX];    /* this rank's times of each candidate */
+} xccl_trial_t;
+
+/* The candidate the next trial call runs. */
+static inline int xccl_trial_next(const xccl_trial_t *t)
+{
+    const int i = t->calls - t->warm;
+    return t->cand[i < 0 ? t->calls & 1 : (i / XCCL_TRIAL_BLOCK) & 1];
+}
+/* Records that the trial call just made (xccl_trial_next's) took ns on this
+ * rank: 1 if it was the last (agree, then xccl_trial_decide), else 0. */
+int xccl_trial_record(xccl_trial_t *t, uint64_t ns);
+/* This rank's median time of each candidate, after the last call. */
+void xccl_trial_medians(const xccl_trial_t *t, uint64_t med[2]);
+/* The pick from the slowest rank's medians (the same on every rank). */
+int xccl_trial_decide(xccl_trial_t *t, const uint64_t slowest[2]);
+
+/* Per communicator: the choices made so far, by (collective, size class,
+ * layout of the call), the level trials, and the schedules built for the
+ * latest argument sets.  Zeroed memory is an empty cache. */
+#define XCCL_SEL_VARIANTS 8            /* in place, root 0 or not, shared-memory level */
+#define XCCL_SEL_SCHEDS 8
+struct xccl_sched_entry;
+typedef struct {
+    int8_t algo[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];
+    float predicted_us[XCCL_NCOLL][65][XCCL_SEL_VARIANTS];
+    xccl_trial_t *trial[XCCL_NCOLL][65];               /* by size class, made on first use */
+    struct xccl_sched_entry *sched[XCCL_SEL_SCHEDS];   /* most recently used first */
+    unsigned long long hits, builds;   /* schedules reused, built */
+} xccl_select_cache_t;
+
+/* How a choice was made. */
+typedef enum { XCCL_BY_FORCE, XCCL_BY_TUNING, XCCL_BY_MODEL, XCCL_BY_LEVEL, XCCL_BY_TRIAL } xccl_select_by_t;
+
+typedef struct {
+    int algo;                          /* index >= XCCL_SEL_FIRST */
+    xccl_select_by_t by;
+    float predicted_us;                /* the model's, negative otherwise */
+    int fresh;                         /* the model decided now (not from the cache) */
+    xccl_trial_t *trial;               /* a trial call: time it (xccl_trial_record) */
+} xccl_selection_t;
+
+/* The algorithm for a call xccl runs: forced, else the tuning rule's, else
+ * the level's (its rule, or its trials: xccl_trial_t), else the cost
+ * model's (decided once per size class and layout, kept in c).
+ * ranks: the communicator size; bytes as in xccl_select_fallback. */
+xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cache_t *c,
+                               xccl_coll_t coll, const xccl_coll_args_t *a, int ranks,
+                               size_t bytes, size_t es);
+
+/* The schedule of algorithm algo of coll for a, for rank of size: built
+ * now, or the one built for the same arguments before (training loops
+ * repeat their calls).  An algorithm that does not apply here (two-level
+ * on one node, mesh without peer access) is replaced by the collective's
+ * first; *used says which ran.  NULL: out of memory.  The schedule stays
+ * valid until xccl_select_put, whatever the cache does meanwhile.  c may
+ * be NULL: built, never kept. */
+const xccl_sched_t *xccl_select_schedule(xccl_select_cache_t *c, xccl_coll_t coll, int algo,
+                                         const xccl_coll_args_t *a, int rank, int size,
+                                         size_t es, int *used);
+/* Gives back a schedule of xccl_select_schedule (any thread). */
+void xccl_select_put(const xccl_sched_t *s);
+/* Drops the cached schedules (those in use stay until their put) and the
+ * trials. */
+void xccl_select_cache_fini(xccl_select_cache_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
