@@ -41,7 +41,10 @@
 
 #include "coll_xccl_compat.h"
 
-#include "algos/xccl_algos.h"
+#include "algos/xccl_exec.h"
+#include "algos/xccl_layout.h"
+#include "algos/xccl_sched.h"
+#include "algos/xccl_select.h"
 #include "ucx_glue/xccl_ucx.h"
 
 BEGIN_C_DECLS

@@ -22,6 +22,7 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 
+#include "algos/xccl_stage.h"
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_gpu_direct.h"
 #include "gpu/xccl_gpu.h"

@@ -314,7 +314,7 @@ static int export_buf(ipc_call_t *c, ipc_slot_t *mine, const void *p, int k)
     return 1;
 }
 
-/* The buffers of the mesh schedule (SEND, RECV; see xccl_algos.h) at
+/* The buffers of the mesh schedule (SEND, RECV; see algos/xccl_build.h) at
  * dev[], in the device memory of one context, and whether this rank can
  * take part: every buffer of one context, contiguous, a GPU kernel for a
  * reduction (loaded, buffers aligned).  Exports what its peers read. */

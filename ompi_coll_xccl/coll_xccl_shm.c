@@ -32,6 +32,7 @@
 #include "ompi/op/op.h"
 #include "opal/runtime/opal_progress.h"
 
+#include "algos/xccl_build.h"
 #include "coll_xccl_shm.h"
 
 

@@ -25,7 +25,7 @@
 #ifndef XCCL_COLL_SHM_PEER_H
 #define XCCL_COLL_SHM_PEER_H
 
-#include "xccl_algos.h"
+#include "algos/xccl_exec.h"
 #include "ucx_glue/xccl_shm.h"
 
 typedef struct {
