@@ -11,8 +11,8 @@
  * count), retains its primary context and makes it current.
  * test_cuda_release() (after MPI_Finalize) gives the context back.
  *
- * Each program keeps its own fatal-error macro around the calls (cu_err()
- * names a result).
+ * TEST_CU_CHECK is the MPI tests' fatal-error macro around the calls
+ * (cu_err() names a result); test_ctl_all their control traffic.
  */
 #ifndef XCCL_TEST_CUDA_H
 #define XCCL_TEST_CUDA_H
@@ -127,5 +127,40 @@ static void test_cuda_release(void)
     cu.DevicePrimaryCtxRelease(cu_dev);
     cu_retained = false;
 }
+
+/* For the MPI tests: a failing driver call aborts the job and names the
+ * rank (rank: an int in scope), the call and where it was made. */
+#define TEST_CU_CHECK(rank, call)                                              \
+    do {                                                                       \
+        CUresult r_ = (call);                                                  \
+        if (r_ != 0) {                                                         \
+            fprintf(stderr, "rank %d: %s failed: %d %s (%s:%d)\n", (rank),     \
+                    #call, r_, cu_err(r_), __FILE__, __LINE__);                \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                      \
+        }                                                                      \
+    } while (0)
+
+#ifdef MPI_VERSION   /* included after mpi.h */
+/* For the MPI tests: whether ok holds on every rank (rank, nprocs: of
+ * MPI_COMM_WORLD).  Point-to-point only, never a collective under test. */
+#define TEST_CTL_TAG 31337
+static inline int test_ctl_all(int ok, int rank, int nprocs)
+{
+    if (0 == rank) {
+        for (int r = 1; r < nprocs; r++) {
+            int o;
+            MPI_Recv(&o, 1, MPI_INT, r, TEST_CTL_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            ok = ok && o;
+        }
+        for (int r = 1; r < nprocs; r++) {
+            MPI_Send(&ok, 1, MPI_INT, r, TEST_CTL_TAG, MPI_COMM_WORLD);
+        }
+    } else {
+        MPI_Send(&ok, 1, MPI_INT, 0, TEST_CTL_TAG, MPI_COMM_WORLD);
+        MPI_Recv(&ok, 1, MPI_INT, 0, TEST_CTL_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    return ok;
+}
+#endif
 
 #endif /* XCCL_TEST_CUDA_H */

@@ -56,15 +56,7 @@
  * test/gpu/test_cuda.h (shared with xccl_bench -g); a failing call aborts. */
 #include "test_cuda.h"
 
-#define CU_CHECK(call)                                                         \
-    do {                                                                       \
-        CUresult r_ = (call);                                                  \
-        if (r_ != 0) {                                                         \
-            fprintf(stderr, "rank %d: %s failed: %d %s (%s:%d)\n", my_rank,    \
-                    #call, r_, cu_err(r_), __FILE__, __LINE__);                \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                      \
-        }                                                                      \
-    } while (0)
+#define CU_CHECK(call) TEST_CU_CHECK(my_rank, call)
 
 static int my_rank, nprocs, quiet, host_mode, long_mode;
 static size_t max_bytes;
@@ -475,24 +467,10 @@ static void check_guard(case_t *c, const unsigned char *host, size_t from, size_
     }
 }
 
-/* Control traffic: point-to-point only, never a collective under test. */
-#define CTL_TAG 31337
+/* Control traffic (test_cuda.h): point-to-point only. */
 static int ctl_all(int ok)
 {
-    if (0 == my_rank) {
-        for (int r = 1; r < nprocs; r++) {
-            int o;
-            MPI_Recv(&o, 1, MPI_INT, r, CTL_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            ok = ok && o;
-        }
-        for (int r = 1; r < nprocs; r++) {
-            MPI_Send(&ok, 1, MPI_INT, r, CTL_TAG, MPI_COMM_WORLD);
-        }
-    } else {
-        MPI_Send(&ok, 1, MPI_INT, 0, CTL_TAG, MPI_COMM_WORLD);
-        MPI_Recv(&ok, 1, MPI_INT, 0, CTL_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    }
-    return ok;
+    return test_ctl_all(ok, my_rank, nprocs);
 }
 
 /* Every rank's n result bytes identical to rank 0's (element granularity
@@ -503,7 +481,7 @@ static void check_identical(case_t *c, const void *mine, size_t n)
     if (0 == my_rank) {
         char *other = xmalloc(bytes);
         for (int r = 1; r < nprocs; r++) {
-            MPI_Recv(other, (int) bytes, MPI_BYTE, r, CTL_TAG + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(other, (int) bytes, MPI_BYTE, r, TEST_CTL_TAG + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             for (size_t i = 0; i < n; i++) {
                 val_t a = load(c->type, mine, i), b = load(c->type, other, i);
                 if (a.i != b.i || a.loc != b.loc || memcmp(&a.f, &b.f, sizeof(a.f))) {
@@ -518,7 +496,7 @@ static void check_identical(case_t *c, const void *mine, size_t n)
         }
         free(other);
     } else {
-        MPI_Send(mine, (int) bytes, MPI_BYTE, 0, CTL_TAG + 1, MPI_COMM_WORLD);
+        MPI_Send(mine, (int) bytes, MPI_BYTE, 0, TEST_CTL_TAG + 1, MPI_COMM_WORLD);
     }
 }
 

@@ -74,15 +74,7 @@
 
 #include "test_cuda.h"
 
-#define CU_CHECK(call)                                                         \
-    do {                                                                       \
-        CUresult r_ = (call);                                                  \
-        if (r_ != 0) {                                                         \
-            fprintf(stderr, "rank %d: %s failed: %d %s (%s:%d)\n", my_rank,    \
-                    #call, r_, cu_err(r_), __FILE__, __LINE__);                \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                      \
-        }                                                                      \
-    } while (0)
+#define CU_CHECK(call) TEST_CU_CHECK(my_rank, call)
 
 #define SCRIBBLE 0x5A
 #define MAX_FAIL_LINES 3
@@ -262,24 +254,10 @@ typedef struct {
 static int passed_cases, failed_cases;
 static uint64_t case_salt;
 
-/* Control traffic: point-to-point only, never a collective under test. */
-#define CTL_TAG 31337
+/* Control traffic (test_cuda.h): point-to-point only. */
 static int ctl_all(int ok)
 {
-    if (0 == my_rank) {
-        for (int r = 1; r < nprocs; r++) {
-            int o;
-            MPI_Recv(&o, 1, MPI_INT, r, CTL_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            ok = ok && o;
-        }
-        for (int r = 1; r < nprocs; r++) {
-            MPI_Send(&ok, 1, MPI_INT, r, CTL_TAG, MPI_COMM_WORLD);
-        }
-    } else {
-        MPI_Send(&ok, 1, MPI_INT, 0, CTL_TAG, MPI_COMM_WORLD);
-        MPI_Recv(&ok, 1, MPI_INT, 0, CTL_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    }
-    return ok;
+    return test_ctl_all(ok, my_rank, nprocs);
 }
 
 static void fail_line(case_t *c, int it, size_t index, const char *got, const char *want)
