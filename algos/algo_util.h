@@ -93,6 +93,26 @@ static inline void fold_out(xccl_sched_t *s, const fold_t *f, size_t bytes)
     }
 }
 
+/* The start of the builders that run on the core (Rabenseifner, Swing):
+ * the fold in (this rank's vector then in RECV: *cur, and SCRATCH holds
+ * bytes), and a rank folded out counts the 2 * steps rounds it waits
+ * through (the cost model).  Returns 1 for a rank of the core. */
+static inline int fold_core_begin(xccl_sched_t *s, const fold_t *f, size_t bytes, int steps,
+                                  xccl_buf_id_t *cur, size_t *scratch)
+{
+    if (fold_in(s, f, bytes)) {
+        *cur = XCCL_BUF_RECV;
+        *scratch = bytes;
+    }
+    if (f->vr >= 0) {
+        return 1;
+    }
+    for (int k = 0; k < 2 * steps; k++) {
+        xccl_sched_step(s);
+    }
+    return 0;
+}
+
 /* The byte range of blocks [b, b + n) of count elements cut into f->p2
  * chunks: *off, returns the length. */
 static inline size_t fold_blocks(const xccl_sched_t *s, const fold_t *f, size_t count, int b, int n,

@@ -37,17 +37,7 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count)
         steps++;
     }
 
-    if (fold_in(s, &f, bytes)) {
-        cur = XCCL_BUF_RECV;
-        scratch = bytes;
-    }
-
-    if (f.vr < 0) {
-        /* Folded out: count the rounds waited through (cost model). */
-        for (int k = 0; k < 2 * steps; k++) {
-            xccl_sched_step(s);
-        }
-    } else {
+    if (fold_core_begin(s, &f, bytes, steps, &cur, &scratch)) {
         /* Reduce-scatter by halving: [lo, lo + 2 mask) are the blocks this
          * rank holds partial sums of; keep the half that contains block vr,
          * send the other half to vr ^ mask, which keeps it. */

@@ -64,17 +64,7 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count)
         return -1;
     }
 
-    if (fold_in(s, &f, bytes)) {
-        cur = XCCL_BUF_RECV;
-        scratch = bytes;
-    }
-
-    if (f.vr < 0) {
-        /* Folded out: count the rounds waited through (cost model). */
-        for (int k = 0; k < 2 * steps; k++) {
-            xccl_sched_step(s);
-        }
-    } else {
+    if (fold_core_begin(s, &f, bytes, steps, &cur, &scratch)) {
         /* Reduce-scatter: at step k the classes have sz = p2 / 2^(k+1)
          * slots; keep the one holding my block, send the peer's. */
         for (int k = 0; k < steps; k++) {
