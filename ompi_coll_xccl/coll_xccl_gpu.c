@@ -84,19 +84,18 @@ int mca_coll_xccl_gpu_stage_call(const mca_coll_xccl_call_t *c, const mca_coll_x
     const size_t rspan = (size_t) opal_datatype_span(&c->rdtype->super, c->rn, &rgap);
     const size_t soff = (rspan + 63) & ~(size_t) 63;
     const char *error = NULL;
-    xccl_cucontext_t popped;
 
     memset(st, 0, sizeof(*st));
     st->ctx = w->ctx;
     if (NULL == cu) {
         return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "device buffer without a cuda driver");
     }
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) w->ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(w->ctx)) {
         return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
     }
     st->set = xccl_gpu_set_get((xccl_cucontext_t) w->ctx, soff + sspan,
                                mca_coll_xccl_component.gpu_pool_bytes, &error);
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     if (NULL == st->set) {
         return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, error);
     }
@@ -121,11 +120,10 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 {
     const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
-    xccl_cucontext_t popped;
     if (NULL == st->set || st->filled || st->pipe || st->direct) {
         return MPI_SUCCESS;
     }
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(st->ctx)) {
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
     }
     /* A blocking stream: after the application's work on the legacy
@@ -140,7 +138,7 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (NULL == error) {
         error = mca_coll_xccl_gpu_sync(cu, st->set->in);
     }
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     st->filled = NULL == error;
     return error ? mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, error) : MPI_SUCCESS;
 }
@@ -185,8 +183,7 @@ static int pipe_done(void *ctx, size_t step)
     }
     const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) p->h.ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(p->h.ctx)) {
         return mca_coll_xccl_gpu_hooks_fail(&p->h, "cuCtxPushCurrent failed");
     }
     for (size_t i = first; i < last && NULL == error; i++) {
@@ -195,7 +192,7 @@ static int pipe_done(void *ctx, size_t step)
                      (const char *) p->reg[pc->region].base + pc->off, pc->len, MCA_COLL_XCCL_FROM_HOST,
                      p->h.set->out);
     }
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     return error ? mca_coll_xccl_gpu_hooks_fail(&p->h, error) : 0;
 }
 
@@ -245,8 +242,7 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 
     const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(st->ctx)) {
         xccl_stage_plan_fini(&p->plan);
         free(p);
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
@@ -263,7 +259,7 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
             }
         }
     }
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     /* From here on stage_out owns p (it waits for what was queued). */
     st->pipe = p;
     if (error) {
@@ -282,12 +278,11 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
 {
     const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
-    xccl_cucontext_t popped;
     int rc = MPI_SUCCESS;
     if (NULL == st->set) {
         return MPI_SUCCESS;
     }
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(st->ctx)) {
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
     }
     struct mca_coll_xccl_gpu_pipe *p = st->pipe;
@@ -317,6 +312,6 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     }
     xccl_gpu_set_put(st->set, NULL != error);
     st->set = NULL;
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     return rc;
 }

@@ -87,12 +87,11 @@ static int direct_drain(void *ctx)
 static int direct_record(struct mca_coll_xccl_gpu_direct *d)
 {
     const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) d->h.ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(d->h.ctx)) {
         return mca_coll_xccl_gpu_hooks_fail(&d->h, "cuCtxPushCurrent failed");
     }
     xccl_curesult_t rc = cu->EventRecord(d->h.set->ev[0], d->h.set->in);
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     if (XCCL_CUDA_SUCCESS != rc) {
         return mca_coll_xccl_gpu_hooks_fail(&d->h, xccl_cu_error("cuEventRecord", rc));
     }
@@ -133,16 +132,14 @@ static int to_device(const mca_coll_xccl_gpu_stage_t *st, const void *p, int is_
 /* Loads the GPU kernels into ctx: NULL, or why not. */
 static const char *load_kernels(void *ctx)
 {
-    const xccl_cu_api_t *cu = xccl_cu();
     const char *why = NULL;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(ctx)) {
         return "cuCtxPushCurrent failed";
     }
     if (0 != xccl_gpu_kernels_load(&why) && NULL == why) {
         why = "the kernels did not load";
     }
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     return why;
 }
 
@@ -150,7 +147,6 @@ int mca_coll_xccl_gpu_direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                        mca_coll_xccl_gpu_stage_t *st, const xccl_sched_t *s, int gpu_dt,
                        int gpu_op, mca_coll_xccl_exec_hooks_t *hooks)
 {
-    const xccl_cu_api_t *cu = xccl_cu();
     const char *why = NULL, *error = NULL;
     void *dev[2] = { NULL, NULL };
     int reduces = 0;
@@ -178,7 +174,6 @@ int mca_coll_xccl_gpu_direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     }
 
     struct mca_coll_xccl_gpu_direct *d = calloc(1, sizeof(*d));
-    xccl_cucontext_t popped;
     if (NULL == d) {
         return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
     }
@@ -187,7 +182,7 @@ int mca_coll_xccl_gpu_direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     d->h.what = "device buffers straight to ucx";
     d->dt = gpu_dt;
     d->op = gpu_op;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) st->ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(st->ctx)) {
         free(d);
         return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "cuCtxPushCurrent failed");
     }
@@ -195,7 +190,7 @@ int mca_coll_xccl_gpu_direct_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         0 == xccl_gpu_set_scratch(st->set, s->scratch_bytes, &error)) {
         error = 0 == direct_record(d) ? NULL : d->h.error;
     }
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     /* From here on stage_out owns d (it waits for what was queued). */
     st->direct = d;
     if (error) {

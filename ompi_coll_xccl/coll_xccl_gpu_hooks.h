@@ -37,6 +37,21 @@ typedef struct mca_coll_xccl_gpu_stage {
 
 /* ------------------------------------------------------------ driver helpers */
 
+/* Every driver call of the device paths runs with the buffers' CUDA
+ * context current: pushed on top of the caller's before, popped after
+ * (the caller's current context stays; the hooks run from whatever thread
+ * progresses a call).  push: 0, or -1 when ctx cannot be made current. */
+static inline int mca_coll_xccl_gpu_push(void *ctx)
+{
+    return XCCL_CUDA_SUCCESS == xccl_cu()->CtxPushCurrent((xccl_cucontext_t) ctx) ? 0 : -1;
+}
+
+static inline void mca_coll_xccl_gpu_pop(void)
+{
+    xccl_cucontext_t popped;
+    xccl_cu()->CtxPopCurrent(&popped);
+}
+
 /* Shared by staging, device pointers straight to UCX
  * (coll_xccl_gpu_direct.c) and CUDA IPC: an asynchronous copy on stream
  * (UNIFIED addressing: the driver tells device, managed and host memory
@@ -84,25 +99,21 @@ static inline const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_c
 static inline const char *mca_coll_xccl_gpu_copy_in(void *ctx, void *dst, const void *src,
                                                     size_t bytes, int dir, xccl_custream_t stream)
 {
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(ctx)) {
         return "cuCtxPushCurrent failed";
     }
-    const char *error = mca_coll_xccl_gpu_copy(cu, dst, src, bytes, dir, stream);
-    cu->CtxPopCurrent(&popped);
+    const char *error = mca_coll_xccl_gpu_copy(xccl_cu(), dst, src, bytes, dir, stream);
+    mca_coll_xccl_gpu_pop();
     return error;
 }
 
 static inline const char *mca_coll_xccl_gpu_sync_in(void *ctx, xccl_custream_t stream)
 {
-    const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(ctx)) {
         return "cuCtxPushCurrent failed";
     }
-    const char *error = mca_coll_xccl_gpu_sync(cu, stream);
-    cu->CtxPopCurrent(&popped);
+    const char *error = mca_coll_xccl_gpu_sync(xccl_cu(), stream);
+    mca_coll_xccl_gpu_pop();
     return error;
 }
 
@@ -111,17 +122,15 @@ static inline const char *mca_coll_xccl_gpu_reduce_in(void *ctx, int dt, int op,
                                                       const void *a, const void *b, size_t count,
                                                       xccl_custream_t stream)
 {
-    const xccl_cu_api_t *cu = xccl_cu();
     const void *srcs[2] = { a, b };
     const char *error = NULL;
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(ctx)) {
         return "cuCtxPushCurrent failed";
     }
     if (0 != xccl_gpu_reduce((xccl_dtype_t) dt, (xccl_op_t) op, dst, srcs, 2, count, stream, &error)) {
         error = error ? error : "xccl_gpu_reduce failed";
     }
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     return error;
 }
 
@@ -157,12 +166,11 @@ static inline int mca_coll_xccl_gpu_hooks_done(mca_coll_xccl_gpu_hooks_t *h, xcc
                                                xccl_custream_t stream)
 {
     const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
-    if (XCCL_CUDA_SUCCESS != cu->CtxPushCurrent((xccl_cucontext_t) h->ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(h->ctx)) {
         return mca_coll_xccl_gpu_hooks_fail(h, "cuCtxPushCurrent failed");
     }
     xccl_curesult_t rc = ev ? cu->EventQuery(ev) : cu->StreamQuery(stream);
-    cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     if (XCCL_CUDA_SUCCESS == rc) {
         return 1;
     }

@@ -102,11 +102,10 @@ static char *map_open(void *cbctx, const xccl_cuipc_handle_t *handle, void *ctx)
 static void map_close(void *cbctx, char *ptr, void *ctx)
 {
     const xccl_cu_api_t *cu = xccl_cu();
-    xccl_cucontext_t popped;
     (void) cbctx;
-    if (NULL != cu && XCCL_CUDA_SUCCESS == cu->CtxPushCurrent((xccl_cucontext_t) ctx)) {
+    if (NULL != cu && 0 == mca_coll_xccl_gpu_push(ctx)) {
         cu->IpcCloseMemHandle((xccl_cudeviceptr_t) (uintptr_t) ptr);
-        cu->CtxPopCurrent(&popped);
+        mca_coll_xccl_gpu_pop();
     }
 }
 
@@ -287,7 +286,6 @@ static int call_reduce(void *ctx, void *dst, const void *a, const void *b, size_
 static int export_buf(ipc_call_t *c, ipc_slot_t *mine, const void *p, int k)
 {
     xccl_mem_info_t info;
-    xccl_cucontext_t popped;
     ipc_buf_t *b = &mine->buf[k];
     xccl_gpu_classify(p, &info);
     if (XCCL_MEM_DEVICE != info.type || info.ctx != c->ctx) {
@@ -297,12 +295,12 @@ static int export_buf(ipc_call_t *c, ipc_slot_t *mine, const void *p, int k)
                                                              info.buffer_id);
     if (known) {
         b->handle = *known;
-    } else if (XCCL_CUDA_SUCCESS != c->cu->CtxPushCurrent(info.ctx)) {
+    } else if (0 != mca_coll_xccl_gpu_push(info.ctx)) {
         return 0;
     } else {
         int got = XCCL_CUDA_SUCCESS ==
                   c->cu->IpcGetMemHandle(&b->handle, (xccl_cudeviceptr_t) (uintptr_t) info.base);
-        c->cu->CtxPopCurrent(&popped);
+        mca_coll_xccl_gpu_pop();
         if (!got) {
             return 0;
         }
@@ -367,12 +365,11 @@ static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t 
     }
     if (ok && c->reduction) {
         /* The kernels load into this context (once), or this rank is out. */
-        xccl_cucontext_t popped;
         const char *why = NULL;
-        ok = XCCL_CUDA_SUCCESS == call->cu->CtxPushCurrent((xccl_cucontext_t) call->ctx);
+        ok = 0 == mca_coll_xccl_gpu_push(call->ctx);
         if (ok) {
             ok = 0 == xccl_gpu_kernels_load(&why);
-            call->cu->CtxPopCurrent(&popped);
+            mca_coll_xccl_gpu_pop();
         }
         if (!ok) {
             mca_coll_xccl_log(2, "%s comm=%u rank=%d: no cuda ipc reduction: %s",
@@ -412,10 +409,9 @@ static int after_user_work(ipc_call_t *call)
 static int map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call, const xccl_sched_t *s)
 {
     struct mca_coll_xccl_ipc *ipc = call->ipc;
-    xccl_cucontext_t popped;
     int ok = 1;
     memset(ipc->mapped, 0, 2 * (size_t) m->size * sizeof(char *));
-    if (XCCL_CUDA_SUCCESS != call->cu->CtxPushCurrent((xccl_cucontext_t) call->ctx)) {
+    if (0 != mca_coll_xccl_gpu_push(call->ctx)) {
         return 0;
     }
     xccl_ipc_cache_begin(&ipc->maps);    /* this call's mappings stay */
@@ -445,20 +441,19 @@ static int map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call, const xccl_sch
     if (ok) {
         ok = after_user_work(call);
     }
-    call->cu->CtxPopCurrent(&popped);
+    mca_coll_xccl_gpu_pop();
     return ok;
 }
 
 static void release_set(ipc_call_t *call, int bad)
 {
-    xccl_cucontext_t popped;
     if (NULL == call->set) {
         return;
     }
-    int pushed = XCCL_CUDA_SUCCESS == call->cu->CtxPushCurrent((xccl_cucontext_t) call->ctx);
+    int pushed = 0 == mca_coll_xccl_gpu_push(call->ctx);
     xccl_gpu_set_put(call->set, bad);
     if (pushed) {
-        call->cu->CtxPopCurrent(&popped);
+        mca_coll_xccl_gpu_pop();
     }
     call->set = NULL;
 }
