@@ -48,6 +48,10 @@ static int ar_ring(xccl_sched_t *s, const xccl_coll_args_t *a)
 static int ar_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_recursive_doubling(s, a->count); }
 static int ar_rab(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_rabenseifner(s, a->count); }
 static int ar_swing(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_swing(s, a->count); }
+/* Double binary tree: chunks of at least 64 KiB per tree (at most
+ * XCCL_DBT_MAX_CHUNKS), so that latency stays 2 lg p steps plus the
+ * pipeline's depth. */
+static int ar_dbt(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_dbt(s, a->count, 64 * 1024); }
 static int ar_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -225,7 +229,8 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
      * hier 41.9 ms, swing 49.1 ms, docs/bench/multinode-rails.txt). */
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
         { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
-        { "swing", ar_swing }, { "mesh", ar_mesh }, { "shm", ar_shm }, { "shm_small", ar_shm_small } },
+        { "swing", ar_swing }, { "mesh", ar_mesh }, { "shm", ar_shm }, { "shm_small", ar_shm_small },
+        { "dbt", ar_dbt } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
         { "mesh", ag_mesh }, { "shm", ag_shm } },

@@ -49,6 +49,18 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count);
 /* "swing": Swing (Sensi et al., NSDI 2024), bandwidth-optimal form: peer at
  * step k is r +/- rho(k), rho(k) = sum_{i<=k} (-2)^i. */
 int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count);
+/* "dbt": NCCL's double binary tree (issue 31): two complementary binary
+ * trees (every leaf of one is an inner node or the root of the other),
+ * each reducing then broadcasting half of the vector (tree 0 the first
+ * (count + 1) / 2 elements, tree 1 the rest), pipelined in chunks of at
+ * least chunk bytes (0: one chunk), at most XCCL_DBT_MAX_CHUNKS per tree:
+ * C + 2 ceil(lg p) - 1 steps.  Each tree reduces in rank order with its own
+ * parenthesisation: (lower child's subtree op own) op higher child's. */
+#define XCCL_DBT_MAX_CHUNKS 64
+int xccl_build_allreduce_dbt(xccl_sched_t *s, size_t count, size_t chunk);
+/* The links of rank in tree 0 or 1 of p ranks: parent (-1: the root), and
+ * child[0] < rank < child[1] (-1: none). */
+void xccl_dbt_tree(int p, int tree, int rank, int *parent, int child[2]);
 /* "recursive_halving" and "pairwise" reduce_scatter (irregular counts). */
 int xccl_build_reduce_scatter_recursive_halving(xccl_sched_t *s, const size_t *counts, int in_place);
 int xccl_build_reduce_scatter_pairwise(xccl_sched_t *s, const size_t *counts, int in_place);

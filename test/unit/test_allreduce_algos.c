@@ -1,5 +1,7 @@
 /*
- * Allreduce by recursive doubling, Rabenseifner, Swing and the segmented
+ * Allreduce by recursive doubling, Rabenseifner, Swing, the double binary
+ * tree (dbt, also on its own below: p = 1..64, 100, 127, 1000, its trees and
+ * its float order) and the segmented
  * ring on the simulated transport: p = 1..64, 127, 128, 129, 255 and 1000, counts around p (0, 1,
  * p-1, p, p+1) and a large odd count, in place and not, five reduction
  * kinds.  Expected values come from scalar references written here, not
@@ -30,6 +32,12 @@ static int ring_seg12(xccl_sched_t *s, size_t count)
     return xccl_build_allreduce_ring_segmented(s, count, 12);
 }
 
+/* The double binary tree pipelined in small chunks. */
+static int dbt_chunk24(xccl_sched_t *s, size_t count)
+{
+    return xccl_build_allreduce_dbt(s, count, 24);
+}
+
 static const struct {
     allreduce_builder_t build;
     const char *name;
@@ -37,6 +45,7 @@ static const struct {
     { xccl_build_allreduce_recursive_doubling, "recursive_doubling" },
     { xccl_build_allreduce_rabenseifner, "rabenseifner" },
     { xccl_build_allreduce_swing, "swing" },
+    { dbt_chunk24, "dbt" },            /* chunks of 6 ints, 3 doubles */
     { ring_seg12, "ring" },            /* segments of 3 ints, 1.5 doubles: rounded down */
 };
 #define NBUILDERS ((int) (sizeof(builders) / sizeof(builders[0])))
@@ -365,6 +374,245 @@ START_TEST(shape_single_rank)
 }
 END_TEST
 
+
+/* ---------------------------------------------------------------- */
+/* Double binary tree (issue 31)                                     */
+/* ---------------------------------------------------------------- */
+
+static int lg_ceil(int p)
+{
+    int d = 0;
+    while ((1 << d) < p) {
+        d++;
+    }
+    return d;
+}
+
+/* Depth of r in tree t, walking parents; -1 if the walk does not reach a
+ * root within p steps (a cycle). */
+static int dbt_depth(int p, int t, int r)
+{
+    int d = 0, parent, child[2];
+    for (;;) {
+        xccl_dbt_tree(p, t, r, &parent, child);
+        if (parent < 0) {
+            return d;
+        }
+        if (++d > p) {
+            return -1;
+        }
+        r = parent;
+    }
+}
+
+/* The reduction of element i of tree t's subtree under r, float_input's
+ * values, in the tree's own order: (lower child op own) op higher child. */
+static float dbt_tree_sum(int p, int t, int r, size_t i)
+{
+    int parent, child[2];
+    xccl_dbt_tree(p, t, r, &parent, child);
+    float acc = float_input(r, i);
+    if (child[0] >= 0) {
+        acc = dbt_tree_sum(p, t, child[0], i) + acc;
+    }
+    if (child[1] >= 0) {
+        acc = acc + dbt_tree_sum(p, t, child[1], i);
+    }
+    return acc;
+}
+
+static const int dbt_big_ps[] = { 100, 127, 1000 };
+#define DBT_NBIG ((int) (sizeof(dbt_big_ps) / sizeof(dbt_big_ps[0])))
+#define DBT_NP (64 + DBT_NBIG)
+
+static int dbt_p(int i)
+{
+    return i < 64 ? i + 1 : dbt_big_ps[i - 64];
+}
+
+/* The trees: links agree both ways, one root, no cycle, depth at most
+ * ceil(lg p), a child below and one above each node, every subtree a
+ * contiguous range of ranks, and every leaf of tree 0 an inner node or the
+ * root of tree 1. */
+START_TEST(dbt_trees)
+{
+    const int p = dbt_p(_i), D = lg_ceil(p);
+    int *lo = xmalloc((size_t) p * sizeof(int)), *hi = xmalloc((size_t) p * sizeof(int));
+    for (int t = 0; t < 2; t++) {
+        int roots = 0;
+        for (int r = 0; r < p; r++) {
+            int parent, child[2];
+            xccl_dbt_tree(p, t, r, &parent, child);
+            roots += parent < 0;
+            const int d = dbt_depth(p, t, r);
+            ck_assert_msg(d >= 0 && d <= D, "p=%d tree %d rank %d: depth %d, bound %d", p, t, r, d, D);
+            ck_assert(child[0] < r && (child[1] < 0 || child[1] > r));
+            for (int k = 0; k < 2; k++) {
+                if (child[k] >= 0) {
+                    int pp, cc[2];
+                    ck_assert_int_lt(child[k], p);
+                    xccl_dbt_tree(p, t, child[k], &pp, cc);
+                    ck_assert_msg(pp == r, "p=%d tree %d: %d's child %d has parent %d", p, t, r, child[k], pp);
+                }
+            }
+            if (parent >= 0) {
+                int pp, cc[2];
+                xccl_dbt_tree(p, t, parent, &pp, cc);
+                ck_assert_msg(cc[0] == r || cc[1] == r, "p=%d tree %d: %d's parent %d does not list it", p, t,
+                              r, parent);
+            }
+            lo[r] = hi[r] = r;
+        }
+        ck_assert_int_eq(roots, 1);
+        /* Ranges, leaves first: a node's range is its children's and itself,
+         * adjacent (deepest first, so children are done before parents). */
+        for (int d = D; d >= 0; d--) {
+            for (int r = 0; r < p; r++) {
+                int parent, child[2];
+                if (dbt_depth(p, t, r) != d) {
+                    continue;
+                }
+                xccl_dbt_tree(p, t, r, &parent, child);
+                if (child[0] >= 0) {
+                    ck_assert_int_eq(hi[child[0]], r - 1);
+                    lo[r] = lo[child[0]];
+                }
+                if (child[1] >= 0) {
+                    ck_assert_int_eq(lo[child[1]], r + 1);
+                    hi[r] = hi[child[1]];
+                }
+                if (parent < 0) {
+                    ck_assert(lo[r] == 0 && hi[r] == p - 1);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < p && p > 1; r++) {
+        int p0, c0[2], p1, c1[2];
+        xccl_dbt_tree(p, 0, r, &p0, c0);
+        xccl_dbt_tree(p, 1, r, &p1, c1);
+        if (c0[0] < 0 && c0[1] < 0) {
+            ck_assert_msg(c1[0] >= 0 || c1[1] >= 0 || p1 < 0, "p=%d: rank %d is a leaf of both trees", p, r);
+        }
+    }
+    free(lo);
+    free(hi);
+}
+END_TEST
+
+/* One run of dbt (chunk bytes) at p, n elements of kind k: every rank's
+ * result bitwise identical to rank 0's and to the reference (float kinds
+ * whose sums depend on the order: the trees' own orders). */
+static void dbt_case(int p, int k, size_t n, size_t chunk, int in_place)
+{
+    const size_t es = kind_es(k);
+    xccl_reduce_fn_t fn = kind_fn(k);
+    char what[96];
+    snprintf(what, sizeof(what), "dbt p=%d n=%zu kind=%d chunk=%zu in_place=%d", p, n, k, chunk, in_place);
+    void *want = xmalloc(n * es);
+    if (KIND_FLT_ORDER == k) {
+        int root[2];
+        for (int t = 0; t < 2; t++) {
+            root[t] = 0;
+            for (int r = 0; r < p; r++) {
+                int parent, child[2];
+                xccl_dbt_tree(p, t, r, &parent, child);
+                root[t] = parent < 0 ? r : root[t];
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            const int t = i < (n + 1) / 2 ? 0 : 1;
+            ((float *) want)[i] = dbt_tree_sum(p, t, root[t], i);
+        }
+    } else {
+        kind_reference(k, p, want, n);
+    }
+    job_t *j = xmalloc(sizeof(*j));
+    job_init(j, p, es);
+    for (int r = 0; r < p; r++) {
+        ck_assert_msg(0 == xccl_build_allreduce_dbt(&j->sched[r], n, chunk), "%s: build failed", what);
+        j->rbuf[r] = xmalloc(n * es);
+        j->sbuf[r] = in_place ? j->rbuf[r] : job_sbuf(j, r, n * es);
+        kind_fill(k, r, j->sbuf[r], n);
+    }
+    job_run(j, fn, what);
+    const int bad_rank = first_differing_rank(j, n * es);
+    const long bad = first_mismatch(j->rbuf[0], want, n, es);
+    ck_assert_msg(bad_rank < 0 && bad < 0, "%s: rank %d differs from rank 0; rank 0 differs from the reference at %ld",
+                  what, bad_rank, bad);
+    job_fini(j);
+    free(j);
+    free(want);
+}
+
+/* Every kind (KIND_FLT_ORDER included), counts 0, 1, 7, around p and
+ * 1001, in place and not, pipelined in chunks of 12 bytes (many chunks,
+ * capped: uneven last ones) and of 40 bytes, and unpipelined. */
+START_TEST(dbt_allreduce)
+{
+    const int p = dbt_p(_i);
+    size_t counts[8], nc = counts_around(p, counts);
+    const size_t chunks[] = { 12, 40, 0 };
+    counts[nc++] = 7;
+    counts[nc++] = 1001;
+    for (int k = 0; k < NKINDS; k++) {
+        for (size_t ci = 0; ci < nc; ci++) {
+            for (int c = 0; c < 3; c++) {
+                /* p = 1000: the unpipelined trees, and the kinds past the
+                 * first two, on the larger counts only */
+                if (p >= 1000 && (c == 1 || (k >= 2 && k != KIND_FLT_ORDER && counts[ci] < 999))) {
+                    continue;
+                }
+                for (int in_place = 0; in_place < 2; in_place++) {
+                    dbt_case(p, k, counts[ci], chunks[c], in_place);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* Steps: C + 2 ceil(lg p) - 1, far fewer than the ring's 2(p-1) at
+ * p = 1000; every rank sends and receives about 2n bytes (the ring's
+ * 2(p-1)/p n), at most 8 transfers a step. */
+START_TEST(dbt_shape)
+{
+    const int ps[] = { 2, 3, 8, 64, 100, 1000 };
+    const size_t count = 1 << 20, es = 4, bytes = count * es, chunk = 64 * 1024;
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        const int p = ps[i];
+        const size_t C = (bytes / 2 + chunk - 1) / chunk > XCCL_DBT_MAX_CHUNKS ? XCCL_DBT_MAX_CHUNKS
+                                                                             : (bytes / 2 + chunk - 1) / chunk;
+        for (int r = 0; r < p; r++) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, p, es);
+            ck_assert_int_eq(xccl_build_allreduce_dbt(&s, count, chunk), 0);
+            ck_assert_uint_eq(s.rounds, C + 2 * (size_t) lg_ceil(p) - 1);
+            const tally_t t = tally(&s);
+            ck_assert_msg(t.sent <= 2 * bytes && t.received <= 2 * bytes && t.sent >= bytes / 2,
+                          "p=%d rank %d: sent %zu received %zu", p, r, t.sent, t.received);
+            ck_assert_uint_le(s.max_xfers, 8);
+            ck_assert_uint_le(s.scratch_bytes, 4 * (bytes / 2 / C + es));
+            if (0 == r) {
+                xccl_sched_t ring, rab;
+                xccl_sched_init(&ring, r, p, es);
+                xccl_sched_init(&rab, r, p, es);
+                ck_assert_int_eq(xccl_build_allreduce_ring(&ring, count), 0);
+                ck_assert_int_eq(xccl_build_allreduce_rabenseifner(&rab, count), 0);
+                printf("dbt steps p=%d: dbt %zu (C=%zu), ring %zu, rabenseifner %zu\n", p, s.rounds, C,
+                       ring.rounds, rab.rounds);
+                if (p >= 1000) {
+                    ck_assert_uint_lt(s.rounds * 10, ring.rounds);
+                }
+                xccl_sched_fini(&ring);
+                xccl_sched_fini(&rab);
+            }
+            xccl_sched_fini(&s);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("allreduce_algos");
@@ -374,11 +622,14 @@ int main(void)
     tcase_add_loop_test(tc, allreduce_big_p, 0, NBUILDERS * NBIG);
     /* Not the segmented rings: 2 x 999 steps of 1000 ranks in 12-byte
      * segments would take most of the suite's time; they run up to p = 255. */
-    tcase_add_loop_test(tc, allreduce_p1000, 0, 3);
+    tcase_add_loop_test(tc, allreduce_p1000, 0, 4);
     tcase_add_test(tc, shape_recursive_doubling);
     tcase_add_test(tc, shape_rabenseifner_swing);
     tcase_add_test(tc, shape_swing_contiguous);
     tcase_add_test(tc, shape_single_rank);
+    tcase_add_loop_test(tc, dbt_trees, 0, DBT_NP);
+    tcase_add_loop_test(tc, dbt_allreduce, 0, DBT_NP);
+    tcase_add_test(tc, dbt_shape);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }
