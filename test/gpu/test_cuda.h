@@ -161,6 +161,17 @@ static inline int test_ctl_all(int ok, int rank, int nprocs)
     }
     return ok;
 }
+
+/* malloc for the MPI tests: out of memory aborts the job, naming the rank. */
+static inline void *test_xmalloc(size_t n, int rank)
+{
+    void *p = malloc(n ? n : 1);
+    if (NULL == p) {
+        fprintf(stderr, "rank %d: out of memory (%zu bytes)\n", rank, n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
 #endif
 
 #endif /* XCCL_TEST_CUDA_H */

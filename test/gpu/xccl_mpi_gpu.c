@@ -163,12 +163,7 @@ static void buf_get(void *host, const buf_t *b, size_t n)
 
 static void *xmalloc(size_t n)
 {
-    void *p = malloc(n ? n : 1);
-    if (NULL == p) {
-        fprintf(stderr, "rank %d: out of memory (%zu bytes)\n", my_rank, n);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
+    return test_xmalloc(n, my_rank);
 }
 
 /* ------------------------------------------------------------ types, ops */

@@ -86,12 +86,7 @@ static CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
 /* ------------------------------------------------------------ buffers */
 static void *xmalloc(size_t n)
 {
-    void *p = malloc(n ? n : 1);
-    if (NULL == p) {
-        fprintf(stderr, "rank %d: out of memory (%zu bytes)\n", my_rank, n);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
+    return test_xmalloc(n, my_rank);
 }
 
 static void *buf_alloc(size_t bytes)
