@@ -41,6 +41,22 @@ check "-F: flag 1 ms prices shm and mesh past 1 ms" "$out" '$1 == 65536 && $(NF-
 echo "alpha=1e-6 beta=2e-10" >"$cost"
 out=$("$b/xccl_simulate" -c allgather -n 2 -F "$cost" 2>&1); [[ $? -eq 2 && $out == *"gamma= is missing"* ]] || { echo "FAIL: a cost file without gamma not refused: $out"; fail=1; }
 rm -f "$cost"
+# -N: the network.  Rabenseifner's far partners (8 and 16 nodes away)
+# leave their leaf of 2 nodes all at once: a 4:1 oversubscribed fat tree
+# slows it at 16 MiB; ring (one flow per node) barely; a bad network and a
+# torus too small for the nodes are refused
+base=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 16M) || fail=1
+tree=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 16M -N fattree:2:4) || fail=1
+rab0=$(awk '$1 == 16777216 { print $4 }' <<<"$base"); rab1=$(awk '$1 == 16777216 { print $4 }' <<<"$tree")
+ring0=$(awk '$1 == 16777216 { print $2 }' <<<"$base"); ring1=$(awk '$1 == 16777216 { print $2 }' <<<"$tree")
+if awk -v a="$rab0" -v b="$rab1" -v c="$ring0" -v d="$ring1" 'BEGIN { exit !(b > 2 * a && d < 1.01 * c) }'; then
+    echo "ok: -N fattree:2:4 slows rabenseifner ($rab0 -> $rab1 us), not ring ($ring0 -> $ring1 us)"
+else
+    echo "FAIL: -N fattree:2:4: rabenseifner $rab0 -> $rab1 us, ring $ring0 -> $ring1 us"; fail=1
+fi
+check "-N: the network in the header" "$tree" '/network fattree:2:4;/'
+out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -N torus:2x2 2>&1); [[ $? -eq 2 && $out == *"no room"* ]] || { echo "FAIL: a torus too small not refused: $out"; fail=1; }
+out=$("$b/xccl_simulate" -c allreduce -n 64 -N mesh:4 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -N mesh:4 not refused"; fail=1; }
 out=$("$b/xccl_simulate" -c nosuch 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: unknown collective not refused"; fail=1; }
 out=$("$b/xccl_info" --topo-file "$fx/topo/dgx-h100-nvswitch-ib.topo" -n 32 --sizes 1M) || fail=1
 n=$(grep -cE '^(allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast)$' <<<"$out")

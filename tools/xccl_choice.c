@@ -24,6 +24,7 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     xccl_select_policy_defaults(&policy);
     policy.intra = c->intra;
     policy.inter = c->inter;
+    policy.net = c->net;
     policy.margin = c->margin;
     if (NULL == counts || NULL == cache) {
         free(counts);

@@ -20,6 +20,7 @@ typedef struct {
     xccl_coll_t coll;
     const xccl_layout_t *layout;       /* never NULL: one node is a layout too */
     xccl_cost_model_t intra, inter;
+    xccl_net_t net;                    /* links between nodes (XCCL_NET_NONE: one beta) */
     double margin;                     /* auto keeps the first algorithm unless ... */
     size_t segment;                    /* ring allreduce segment */
     size_t shm_slot;                   /* the shared-memory level's slot bytes; 0: no level */

@@ -8,7 +8,13 @@
  *                 [-a alpha] [-b beta] [-g gamma] [-d delta]
  *                 [-A inter_alpha] [-B inter_beta] [-m margin]
  *                 [-S slot_bytes] [-P read|mapped] [-F cost_file]
+ *                 [-N none|fattree:LEAF[:OVERSUB]|torus:XxY[,nics=N]]
  *
+ * -N: the network between the nodes (xccl_net_t, algos/xccl_cost.h): a
+ * two-tier fat tree of LEAF nodes per leaf switch whose uplinks are
+ * oversubscribed OVERSUB:1, or a 2D torus of X by Y nodes; nics=N NICs per
+ * node (default one per rank).  Flows that share a link then share its
+ * bandwidth (the selection policy's net: the component prices the same).
  * -F: the intra-node model from a cost file (xccl_calibrate's, as
  * coll_xccl_cost_file); options after it override its values.
  * -S: the shared-memory level of a one-node communicator with slots of
@@ -34,7 +40,8 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f, "usage: %s [-c allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast] "
             "[-n ranks] [-s sizes] [-l layout] [-a alpha] [-b beta] [-g gamma] [-d delta] "
-            "[-A inter_alpha] [-B inter_beta] [-m margin] [-S slot_bytes] [-P read|mapped] [-F cost_file]\n", argv0);
+            "[-A inter_alpha] [-B inter_beta] [-m margin] [-S slot_bytes] [-P read|mapped] [-F cost_file] "
+            "[-N none|fattree:LEAF[:OVERSUB]|torus:XxY[,nics=N]]\n", argv0);
 }
 
 int main(int argc, char **argv)
@@ -45,7 +52,7 @@ int main(int argc, char **argv)
     /* The component's defaults (coll_xccl_cost_*). */
     xccl_choice_t c = xccl_choice_defaults();
 
-    while ((opt = getopt(argc, argv, "c:n:s:l:a:b:g:d:A:B:m:S:P:F:h")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:s:l:a:b:g:d:A:B:m:S:P:F:N:h")) != -1) {
         switch (opt) {
         case 'c': coll_name = optarg; break;
         case 'n': p = atoi(optarg); break;
@@ -77,6 +84,14 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'N': {
+            char err[160];
+            if (0 != xccl_net_parse(&c.net, optarg, err, sizeof(err))) {
+                fprintf(stderr, "xccl_simulate: -N %s: %s\n", optarg, err);
+                return 2;
+            }
+            break;
+        }
         case 'F': {
             char err[160];
             if (0 != xccl_cost_load(optarg, &c.intra, err, sizeof(err))) {
@@ -125,13 +140,20 @@ int main(int argc, char **argv)
         }
         free(ids);
     }
+    if (0 != xccl_net_check(&c.net, &layout, err, sizeof(err))) {
+        fprintf(stderr, "xccl_simulate: -N: %s\n", err);
+        xccl_layout_fini(&layout);
+        return 2;
+    }
     c.coll = (xccl_coll_t) coll;
     c.layout = &layout;
+    char net[64];
+    xccl_net_format(&c.net, net, sizeof(net));
     printf("# %s, %d ranks on %d node(s) (%d..%d per node); intra alpha %.3g s beta %.3g s/B, "
            "inter alpha %.3g s beta %.3g s/B, gamma %.3g s/B, delta %.3g s/B, shm flag %.3g s "
-           "peer %.3g s/B; predicted us\n",
+           "peer %.3g s/B; network %s; predicted us\n",
            coll_name, p, layout.nnodes, layout.min_ppn, layout.max_ppn, c.intra.alpha, c.intra.beta,
-           c.inter.alpha, c.inter.beta, c.intra.gamma, c.intra.delta, c.intra.flag, c.intra.peer);
+           c.inter.alpha, c.inter.beta, c.intra.gamma, c.intra.delta, c.intra.flag, c.intra.peer, net);
     clock_t t0 = clock();
     int rc = xccl_choice_print(&c, sizes, nsizes, stdout);
     printf("# computed in %.2f s\n", (double) (clock() - t0) / CLOCKS_PER_SEC);
