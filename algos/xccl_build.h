@@ -58,6 +58,12 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count);
  * parenthesisation: (lower child's subtree op own) op higher child's. */
 #define XCCL_DBT_MAX_CHUNKS 64
 int xccl_build_allreduce_dbt(xccl_sched_t *s, size_t count, size_t chunk);
+/* "nhr": nonuniform halving on a ring (issue 31, after HCCL's NHR): a
+ * reduce-scatter and an allgather of ceil(lg p) steps each for any p, no
+ * fold, (p-1)/p n bytes sent per phase; rank r sends to r + ceil(m/2) and
+ * receives from r - ceil(m/2) while its window of m blocks halves.
+ * SCRATCH: the vector rotated plus half of it. */
+int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count);
 /* The links of rank in tree 0 or 1 of p ranks: parent (-1: the root), and
  * child[0] < rank < child[1] (-1: none). */
 void xccl_dbt_tree(int p, int tree, int rank, int *parent, int child[2]);

@@ -1,8 +1,8 @@
 /*
- * Allreduce by recursive doubling, Rabenseifner, Swing, the double binary
- * tree (dbt, also on its own below: p = 1..64, 100, 127, 1000, its trees and
+ * Allreduce by recursive doubling, Rabenseifner, Swing, nonuniform halving
+ * on a ring (nhr, its shape below), the double binary tree (dbt, also on its own below: p = 1..64, 100, 127, 1000, its trees and
  * its float order) and the segmented
- * ring on the simulated transport: p = 1..64, 127, 128, 129, 255 and 1000, counts around p (0, 1,
+ * ring on the simulated transport: p = 1..64, 100, 127, 128, 129, 255 and 1000, counts around p (0, 1,
  * p-1, p, p+1) and a large odd count, in place and not, five reduction
  * kinds.  Expected values come from scalar references written here, not
  * from the kernels under test; every rank's result must be bitwise
@@ -46,6 +46,7 @@ static const struct {
     { xccl_build_allreduce_rabenseifner, "rabenseifner" },
     { xccl_build_allreduce_swing, "swing" },
     { dbt_chunk24, "dbt" },            /* chunks of 6 ints, 3 doubles */
+    { xccl_build_allreduce_nhr, "nhr" },
     { ring_seg12, "ring" },            /* segments of 3 ints, 1.5 doubles: rounded down */
 };
 #define NBUILDERS ((int) (sizeof(builders) / sizeof(builders[0])))
@@ -180,7 +181,7 @@ START_TEST(allreduce_small_p)
 }
 END_TEST
 
-static const int big_ps[] = { 127, 128, 129, 255 };
+static const int big_ps[] = { 100, 127, 128, 129, 255 };
 #define NBIG ((int) (sizeof(big_ps) / sizeof(big_ps[0])))
 
 /* _i = builder * NBIG + index into big_ps. */
@@ -613,6 +614,45 @@ START_TEST(dbt_shape)
 }
 END_TEST
 
+/* nhr: 2 ceil(lg p) + 1 rounds (the rotation, then the two phases) for
+ * any p, one message each way per step, and every rank sends and receives
+ * exactly the ring's 2(p-1)/p n bytes (no fold: Rabenseifner's folded
+ * ranks send n more); the peers are r +/- ceil(m/2), m the halving window. */
+START_TEST(nhr_shape)
+{
+    const int ps[] = { 2, 3, 5, 6, 7, 8, 100, 127, 1000 };
+    const size_t es = 4;
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        const int p = ps[i];
+        const size_t count = (size_t) p * 64, bytes = count * es;
+        for (int r = 0; r < p; r += p > 8 ? p / 7 : 1) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, p, es);
+            ck_assert_int_eq(xccl_build_allreduce_nhr(&s, count), 0);
+            ck_assert_uint_eq(s.rounds, 2 * (size_t) lg_ceil(p) + 1);
+            ck_assert_uint_le(s.max_xfers, 2);
+            const tally_t t = tally(&s);
+            ck_assert_msg(t.sent == 2 * (bytes - bytes / (size_t) p) && t.received == t.sent,
+                          "p=%d rank %d: sent %zu received %zu, want %zu", p, r, t.sent, t.received,
+                          2 * (bytes - bytes / (size_t) p));
+            ck_assert_uint_le(s.scratch_bytes, bytes + bytes / 2 + bytes / (size_t) p);
+            /* the first exchange: half the ring away (ceil(p/2)) */
+            const step_info_t si = step_info(&s, 1);
+            ck_assert_int_eq(si.send_peer, (r + (p + 1) / 2) % p);
+            ck_assert_int_eq(si.recv_peer, ((r - (p + 1) / 2) % p + p) % p);
+            if (0 == r && p & (p - 1)) {
+                xccl_sched_t rab;
+                xccl_sched_init(&rab, r, p, es);
+                ck_assert_int_eq(xccl_build_allreduce_rabenseifner(&rab, count), 0);
+                ck_assert_uint_gt(tally(&rab).sent, t.sent);
+                xccl_sched_fini(&rab);
+            }
+            xccl_sched_fini(&s);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("allreduce_algos");
@@ -620,9 +660,10 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, allreduce_small_p, 0, NBUILDERS * 64);
     tcase_add_loop_test(tc, allreduce_big_p, 0, NBUILDERS * NBIG);
-    /* Not the segmented rings: 2 x 999 steps of 1000 ranks in 12-byte
-     * segments would take most of the suite's time; they run up to p = 255. */
-    tcase_add_loop_test(tc, allreduce_p1000, 0, 4);
+    /* Not the segmented rings (the last builder): 2 x 999 steps of 1000
+     * ranks in 12-byte segments would take most of the suite's time; they
+     * run up to p = 255. */
+    tcase_add_loop_test(tc, allreduce_p1000, 0, NBUILDERS - 1);
     tcase_add_test(tc, shape_recursive_doubling);
     tcase_add_test(tc, shape_rabenseifner_swing);
     tcase_add_test(tc, shape_swing_contiguous);
@@ -630,6 +671,7 @@ int main(void)
     tcase_add_loop_test(tc, dbt_trees, 0, DBT_NP);
     tcase_add_loop_test(tc, dbt_allreduce, 0, DBT_NP);
     tcase_add_test(tc, dbt_shape);
+    tcase_add_test(tc, nhr_shape);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }

@@ -279,6 +279,30 @@ START_TEST(cost_file_loads)
 }
 END_TEST
 
+/* nhr: Rabenseifner's bandwidth at any p, ceil(lg p) steps a phase and
+ * the rotation's round: (2 ceil(lg p) + 1) a + 2((p-1)/p) n b + ((p-1)/p) n g. */
+static int b_allreduce_nhr(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_allreduce_nhr(s, n / 4); }
+
+START_TEST(nhr_allreduce_matches_formula)
+{
+    const double a = model.alpha, b = model.beta, g = model.gamma;
+    const int ps[] = { 2, 3, 5, 6, 7, 8, 12, 100 };
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        const int p = ps[i];
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        const size_t n = (size_t) p * 4 * 1024;
+        const double want = (2 * lg + 1) * a + 2.0 * (p - 1) / p * (double) n * b + (double) (p - 1) / p * (double) n * g;
+        for (int r = 0; r < p; r += p > 8 ? 7 : 1) {
+            const double got = cost_of(b_allreduce_nhr, r, p, n, 4);
+            ck_assert_msg(rel_err(got, want) < 1e-9, "p=%d rank %d: %g vs %g", p, r, got, want);
+        }
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ network */
 
 /* One step: every rank exchanges n bytes with rank r + shift (mod p). */
@@ -422,6 +446,7 @@ int main(void)
     tcase_add_test(tc, small_message_pays_every_round);
     tcase_add_test(tc, cost_file_parses);
     tcase_add_test(tc, cost_file_loads);
+    tcase_add_test(tc, nhr_allreduce_matches_formula);
     tcase_add_test(tc, net_prices_shared_links);
     tcase_add_test(tc, net_oversubscription_slows_far_flows);
     tcase_add_test(tc, net_parses);
