@@ -57,6 +57,20 @@ fi
 check "-N: the network in the header" "$tree" '/network fattree:2:4;/'
 out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -N torus:2x2 2>&1); [[ $? -eq 2 && $out == *"no room"* ]] || { echo "FAIL: a torus too small not refused: $out"; fail=1; }
 out=$("$b/xccl_simulate" -c allreduce -n 64 -N mesh:4 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -N mesh:4 not refused"; fail=1; }
+# the sweep (issue 31): -n and -s ranges print a table per rank count, a
+# row per power of two, and in every row auto is within 10 % of the best
+out=$("$b/xccl_simulate" -c allreduce -n 8..512 -l block:8 -s 8..1G) || fail=1
+tables=$(grep -c '^# size' <<<"$out"); rows=$(grep -vc '^#' <<<"$out")
+[[ $tables -eq 7 && $rows -eq $((7 * 28)) ]] && echo "ok: -n 8..512 -s 8..1G: 7 tables of 28 rows" ||
+    { echo "FAIL: -n 8..512 -s 8..1G: $tables tables, $rows rows"; fail=1; }
+worst=$(awk '/^# size/ { for (i = 3; i <= NF - 2; i++) name[i - 1] = $i; n = NF - 4; next }
+    /^#/ { next }
+    { best = -1; for (i = 2; i <= n + 1; i++) if ($i != "n/a") { t[name[i]] = $i; if (best < 0 || $i + 0 < best) best = $i + 0 }
+      r = best > 0 ? t[$NF] / best : 1; if (r > w) { w = r; at = $0 } }
+    END { printf "%.3f %s\n", w, at }' <<<"$out")
+awk -v w="${worst%% *}" 'BEGIN { exit !(w <= 1.1) }' && echo "ok: sweep: auto within 10 % of the best (worst ${worst%% *})" ||
+    { echo "FAIL: sweep: auto past 10 % of the best: $worst"; fail=1; }
+out=$("$b/xccl_simulate" -c allreduce -s 8..4 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -s 8..4 not refused"; fail=1; }
 out=$("$b/xccl_simulate" -c nosuch 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: unknown collective not refused"; fail=1; }
 out=$("$b/xccl_info" --topo-file "$fx/topo/dgx-h100-nvswitch-ib.topo" -n 32 --sizes 1M) || fail=1
 n=$(grep -cE '^(allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast)$' <<<"$out")
