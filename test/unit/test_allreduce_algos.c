@@ -614,10 +614,11 @@ START_TEST(dbt_shape)
 }
 END_TEST
 
-/* nhr: 2 ceil(lg p) + 1 rounds (the rotation, then the two phases) for
- * any p, one message each way per step, and every rank sends and receives
- * exactly the ring's 2(p-1)/p n bytes (no fold: Rabenseifner's folded
- * ranks send n more); the peers are r +/- ceil(m/2), m the halving window. */
+/* nhr: 2 ceil(lg p) rounds for any p, one message each way per step (two
+ * where the first and the last step's ranges wrap past block p-1), and
+ * every rank sends and receives exactly the ring's 2(p-1)/p n bytes (no
+ * fold: Rabenseifner's folded ranks send n more); the peers are
+ * r +/- ceil(m/2), m the halving window; at most half the vector copied. */
 START_TEST(nhr_shape)
 {
     const int ps[] = { 2, 3, 5, 6, 7, 8, 100, 127, 1000 };
@@ -629,15 +630,25 @@ START_TEST(nhr_shape)
             xccl_sched_t s;
             xccl_sched_init(&s, r, p, es);
             ck_assert_int_eq(xccl_build_allreduce_nhr(&s, count), 0);
-            ck_assert_uint_eq(s.rounds, 2 * (size_t) lg_ceil(p) + 1);
-            ck_assert_uint_le(s.max_xfers, 2);
+            ck_assert_uint_eq(s.rounds, 2 * (size_t) lg_ceil(p));
+            for (size_t st = 0; st < s.nsteps; st++) {
+                const step_info_t si = step_info(&s, st);
+                const int ends = 0 == st || st + 1 == s.nsteps;
+                ck_assert_msg(si.sends <= (ends ? 2u : 1u) && si.recvs <= (ends ? 2u : 1u),
+                              "p=%d rank %d step %zu: %zu sends, %zu receives", p, r, st, si.sends, si.recvs);
+            }
             const tally_t t = tally(&s);
+            size_t copied = 0;
+            for (size_t a = 0; a < s.nacts; a++) {
+                copied += XCCL_ACT_COPY == s.acts[a].kind ? s.acts[a].len : 0;
+            }
+            ck_assert_uint_le(copied, bytes / 2 + 2 * bytes / (size_t) p);
             ck_assert_msg(t.sent == 2 * (bytes - bytes / (size_t) p) && t.received == t.sent,
                           "p=%d rank %d: sent %zu received %zu, want %zu", p, r, t.sent, t.received,
                           2 * (bytes - bytes / (size_t) p));
             ck_assert_uint_le(s.scratch_bytes, bytes + bytes / 2 + bytes / (size_t) p);
             /* the first exchange: half the ring away (ceil(p/2)) */
-            const step_info_t si = step_info(&s, 1);
+            const step_info_t si = step_info(&s, 0);
             ck_assert_int_eq(si.send_peer, (r + (p + 1) / 2) % p);
             ck_assert_int_eq(si.recv_peer, ((r - (p + 1) / 2) % p + p) % p);
             if (0 == r && p & (p - 1)) {
