@@ -33,24 +33,34 @@ typedef struct {
 
 /* ------------------------------------------------------------ description */
 
+/* A whole number in [1, max] at *s, *s moved past it; -1 if none. */
+static int count_at(const char **s, long max)
+{
+    char *end;
+    const long v = strtol(*s, &end, 10);
+    if (end == *s || v < 1 || v > max) {
+        return -1;
+    }
+    *s = end;
+    return (int) v;
+}
+
 int xccl_net_parse(xccl_net_t *n, const char *spec, char *err, size_t errlen)
 {
     xccl_net_t t = { 0 };
     const char *rest = spec;
-    char *end;
     if (0 == strncmp(spec, "none", 4)) {
         rest = spec + 4;
     } else if (0 == strncmp(spec, "fattree:", 8)) {
         t.kind = XCCL_NET_FAT_TREE;
         t.oversub = 1.0;
-        long leaf = strtol(spec + 8, &end, 10);
-        if (end == spec + 8 || leaf < 1 || leaf > 1 << 20) {
+        rest = spec + 8;
+        if ((t.leaf_nodes = count_at(&rest, 1 << 20)) < 0) {
             snprintf(err, errlen, "fattree: needs the nodes per leaf switch (>= 1)");
             return -1;
         }
-        t.leaf_nodes = (int) leaf;
-        rest = end;
         if (':' == *rest) {
+            char *end;
             t.oversub = strtod(rest + 1, &end);
             if (end == rest + 1 || !(t.oversub >= 1.0 && t.oversub <= 1e6)) {
                 snprintf(err, errlen, "fattree: oversubscription must be a number >= 1");
@@ -60,33 +70,21 @@ int xccl_net_parse(xccl_net_t *n, const char *spec, char *err, size_t errlen)
         }
     } else if (0 == strncmp(spec, "torus:", 6)) {
         t.kind = XCCL_NET_TORUS;
-        long x = strtol(spec + 6, &end, 10), y = 0;
-        if (end != spec + 6 && 'x' == *end) {
-            const char *ys = end + 1;
-            y = strtol(ys, &end, 10);
-            if (end == ys) {
-                y = 0;
-            }
-        }
-        if (x < 1 || y < 1 || x > 1 << 20 || y > 1 << 20) {
+        rest = spec + 6;
+        if ((t.x = count_at(&rest, 1 << 20)) < 0 || 'x' != *rest++ || (t.y = count_at(&rest, 1 << 20)) < 0) {
             snprintf(err, errlen, "torus: needs XxY, both >= 1");
             return -1;
         }
-        t.x = (int) x;
-        t.y = (int) y;
-        rest = end;
     } else {
         snprintf(err, errlen, "\"%s\" is not none, fattree:LEAF[:OVERSUB] or torus:XxY", spec);
         return -1;
     }
     if (0 == strncmp(rest, ",nics=", 6) && XCCL_NET_NONE != t.kind) {
-        long nics = strtol(rest + 6, &end, 10);
-        if (end == rest + 6 || nics < 1 || nics > 1 << 16) {
+        rest += 6;
+        if ((t.nics = count_at(&rest, 1 << 16)) < 0) {
             snprintf(err, errlen, "nics= needs a number >= 1");
             return -1;
         }
-        t.nics = (int) nics;
-        rest = end;
     }
     if ('\0' != *rest) {
         snprintf(err, errlen, "unexpected \"%s\" in the network", rest);

@@ -30,13 +30,17 @@ human() {
         for (k = 1; k <= 3 && b >= 1024; k++) { b /= 1024; u = us[k] } printf "%g %s", b, u }'
 }
 
+header() {    # header <column>...: a markdown table's first two lines
+    printf '|'
+    for c in "$@"; do printf ' %s |' "$c"; done
+    printf '\n|'
+    for c in "$@"; do printf '%s' '---|'; done
+    printf '\n'
+}
+
 table() {    # table <layout> <net> <p list>
     local algos="ring rabenseifner swing dbt nhr"
-    printf '| p | size |'
-    for a in $algos; do printf ' %s |' "$a"; done
-    printf ' best | auto |\n|---|---|'
-    for a in $algos; do printf '%s' '---:|'; done
-    printf '%s\n' '---|---|'
+    header p size $algos best auto
     for p in $3; do
         predicted "$p" "$1" "$2" 8,64K,16M,1G | while read -r size rest; do
             printf '| %s | %s |' "$p" "$(human "$size")"
@@ -52,11 +56,7 @@ table() {    # table <layout> <net> <p list>
 
 winners() {    # winners <layout> <net> <p list>
     local sizes="8 64 512 4K 32K 256K 2M 16M 128M 1G"
-    printf '| p |'
-    for s in $sizes; do printf ' %s |' "$s"; done
-    printf '\n|---|'
-    for s in $sizes; do printf '%s' '---|'; done
-    printf '\n'
+    header p $sizes
     for p in $3; do
         printf '| %s |' "$p"
         predicted "$p" "$1" "$2" "$(tr ' ' , <<<"$sizes")" | while read -r size rest; do

@@ -345,38 +345,50 @@ static double net_bytes_factor(const char *layout_spec, int p, const char *spec,
     return (t - net_inter.alpha) / (net_inter.beta * (double) a.n);
 }
 
-#define ck_factor(got, want, what) \
-    ck_assert_msg(fabs((got) - (want)) < 1e-9, "%s: %g times the bytes, want %g", what, got, want)
-
 /* Link sharing is priced: two flows on one link take twice as long on it,
  * and flows that share nothing cost what they cost without a network. */
 START_TEST(net_prices_shared_links)
 {
-    /* no network: every rank its own beta, whatever the others do */
-    ck_factor(net_bytes_factor("block:1", 4, NULL, 2), 1.0, "none");
-    /* fat tree, leaves of 2 nodes: shift 2 crosses leaves, 2 flows per
-     * leaf; at 1:1 the uplinks carry 2 NICs, at 2:1 one */
-    ck_factor(net_bytes_factor("block:1", 4, "fattree:2", 2), 1.0, "fattree 1:1, across leaves");
-    ck_factor(net_bytes_factor("block:1", 4, "fattree:2:2", 2), 2.0, "fattree 2:1, across leaves");
-    ck_factor(net_bytes_factor("block:1", 8, "fattree:4:4", 4), 4.0, "fattree 4:1, across leaves");
-    /* shift 1 on leaves of 2: one flow of each leaf leaves it */
-    ck_factor(net_bytes_factor("block:1", 4, "fattree:2:2", 1), 1.0, "fattree 2:1, one flow up");
-    /* inside a leaf the oversubscription costs nothing */
-    ck_factor(net_bytes_factor("block:1", 4, "fattree:4:4", 2), 1.0, "fattree, one leaf");
-    /* one NIC per node: the two ranks of a node both leave it (twice), or
-     * one of them does (once); a NIC per rank (the default) shares none */
-    ck_factor(net_bytes_factor("block:2", 4, "fattree:2,nics=1", 2), 2.0, "one NIC, two flows");
-    ck_factor(net_bytes_factor("block:2", 4, "fattree:2,nics=1", 1), 1.0, "one NIC, one flow");
-    ck_factor(net_bytes_factor("block:2", 4, "fattree:2", 2), 1.0, "a NIC per rank");
-    /* torus of 4x1 nodes: a shift by 1 node loads each link with one flow,
-     * by 2 with two (every flow crosses two links) */
-    ck_factor(net_bytes_factor("block:1", 4, "torus:4x1", 1), 1.0, "torus, shift 1");
-    ck_factor(net_bytes_factor("block:1", 4, "torus:4x1", 2), 2.0, "torus, shift 2");
-    /* 4x4: a shift by a row is one hop in y, by two rows two; by 5
-     * ranks, (1, 1) but (1, 2) from the last column: two */
-    ck_factor(net_bytes_factor("block:1", 16, "torus:4x4", 4), 1.0, "torus 4x4, shift (0,1)");
-    ck_factor(net_bytes_factor("block:1", 16, "torus:4x4", 8), 2.0, "torus 4x4, shift (0,2)");
-    ck_factor(net_bytes_factor("block:1", 16, "torus:4x4", 5), 2.0, "torus 4x4, shift 5 ranks");
+    static const struct {
+        const char *layout;
+        int p;
+        const char *net;       /* NULL: none */
+        int shift;
+        double want;           /* the step's bytes, in n */
+        const char *what;
+    } cases[] = {
+        /* no network: every rank its own beta, whatever the others do */
+        { "block:1", 4, NULL, 2, 1.0, "none" },
+        /* fat tree, leaves of 2 nodes: shift 2 crosses leaves, 2 flows
+         * per leaf; at 1:1 the uplinks carry 2 NICs, at 2:1 one */
+        { "block:1", 4, "fattree:2", 2, 1.0, "fattree 1:1, across leaves" },
+        { "block:1", 4, "fattree:2:2", 2, 2.0, "fattree 2:1, across leaves" },
+        { "block:1", 8, "fattree:4:4", 4, 4.0, "fattree 4:1, across leaves" },
+        /* shift 1 on leaves of 2: one flow of each leaf leaves it */
+        { "block:1", 4, "fattree:2:2", 1, 1.0, "fattree 2:1, one flow up" },
+        /* inside a leaf the oversubscription costs nothing */
+        { "block:1", 4, "fattree:4:4", 2, 1.0, "fattree, one leaf" },
+        /* one NIC per node: the two ranks of a node both leave it (twice),
+         * or one of them does (once); a NIC per rank (the default) shares
+         * none */
+        { "block:2", 4, "fattree:2,nics=1", 2, 2.0, "one NIC, two flows" },
+        { "block:2", 4, "fattree:2,nics=1", 1, 1.0, "one NIC, one flow" },
+        { "block:2", 4, "fattree:2", 2, 1.0, "a NIC per rank" },
+        /* torus of 4x1 nodes: a shift by 1 node loads each link with one
+         * flow, by 2 with two (every flow crosses two links) */
+        { "block:1", 4, "torus:4x1", 1, 1.0, "torus, shift 1" },
+        { "block:1", 4, "torus:4x1", 2, 2.0, "torus, shift 2" },
+        /* 4x4: a shift by a row is one hop in y, by two rows two; by 5
+         * ranks, (1, 1) but (1, 2) from the last column: two */
+        { "block:1", 16, "torus:4x4", 4, 1.0, "torus 4x4, shift (0,1)" },
+        { "block:1", 16, "torus:4x4", 8, 2.0, "torus 4x4, shift (0,2)" },
+        { "block:1", 16, "torus:4x4", 5, 2.0, "torus 4x4, shift 5 ranks" },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const double got = net_bytes_factor(cases[k].layout, cases[k].p, cases[k].net, cases[k].shift);
+        ck_assert_msg(fabs(got - cases[k].want) < 1e-9, "%s: %g times the bytes, want %g", cases[k].what, got,
+                      cases[k].want);
+    }
 }
 END_TEST
 
