@@ -71,6 +71,9 @@ worst=$(awk '/^# size/ { for (i = 3; i <= NF - 2; i++) name[i - 1] = $i; n = NF 
 awk -v w="${worst%% *}" 'BEGIN { exit !(w <= 1.1) }' && echo "ok: sweep: auto within 10 % of the best (worst ${worst%% *})" ||
     { echo "FAIL: sweep: auto past 10 % of the best: $worst"; fail=1; }
 out=$("$b/xccl_simulate" -c allreduce -s 8..4 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -s 8..4 not refused"; fail=1; }
+out=$("$b/xccl_info" -n 64 --layout block:8 --sizes 16M --net fattree:2:4,nics=1) || fail=1
+check "xccl_info --net: the fat tree prices rabenseifner past 100 ms at 16 MiB" "$out" '$1 == 16777216 && $4 > 100000'
+out=$("$b/xccl_info" -n 8 --net torus:1x1 --layout block:1 2>&1); [[ $? -eq 2 && $out == *"no room"* ]] || { echo "FAIL: xccl_info --net torus:1x1 on 8 nodes not refused: $out"; fail=1; }
 out=$("$b/xccl_simulate" -c nosuch 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: unknown collective not refused"; fail=1; }
 out=$("$b/xccl_info" --topo-file "$fx/topo/dgx-h100-nvswitch-ib.topo" -n 32 --sizes 1M) || fail=1
 n=$(grep -cE '^(allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast)$' <<<"$out")
