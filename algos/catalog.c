@@ -53,6 +53,7 @@ static int ar_swing(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_bu
  * pipeline's depth. */
 static int ar_dbt(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_dbt(s, a->count, 64 * 1024); }
 static int ar_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_nhr(s, a->count); }
+static int ar_nb(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_nb(s, a->count); }
 static int ar_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -231,7 +232,7 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
         { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
         { "swing", ar_swing }, { "mesh", ar_mesh }, { "shm", ar_shm }, { "shm_small", ar_shm_small },
-        { "dbt", ar_dbt }, { "nhr", ar_nhr } },
+        { "dbt", ar_dbt }, { "nhr", ar_nhr }, { "nb", ar_nb } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
         { "mesh", ag_mesh }, { "shm", ag_shm } },

@@ -64,6 +64,12 @@ int xccl_build_allreduce_dbt(xccl_sched_t *s, size_t count, size_t chunk);
  * receives from r - ceil(m/2) while its window of m blocks halves.
  * SCRATCH: the vector rotated plus half of it. */
 int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count);
+/* "nb": nonuniform Bruck (issue 31, after HCCL's NB), nhr's mirror: a
+ * reduce-scatter whose stride doubles (1, 2, 4, ...) while the data
+ * halves, then the allgather back; ceil(lg p) steps each for any p, no
+ * fold, (p-1)/p n bytes sent per phase; the most bytes go to the nearest
+ * peers.  SCRATCH: the vector (in bit-reversed block order) plus half. */
+int xccl_build_allreduce_nb(xccl_sched_t *s, size_t count);
 /* The links of rank in tree 0 or 1 of p ranks: parent (-1: the root), and
  * child[0] < rank < child[1] (-1: none). */
 void xccl_dbt_tree(int p, int tree, int rank, int *parent, int child[2]);

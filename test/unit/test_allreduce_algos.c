@@ -1,6 +1,7 @@
 /*
  * Allreduce by recursive doubling, Rabenseifner, Swing, nonuniform halving
- * on a ring (nhr, its shape below), the double binary tree (dbt, also on its own below: p = 1..64, 100, 127, 1000, its trees and
+ * on a ring (nhr) and nonuniform Bruck (nb; their shapes below), the
+ * double binary tree (dbt, also on its own below: p = 1..64, 100, 127, 1000, its trees and
  * its float order) and the segmented
  * ring on the simulated transport: p = 1..64, 100, 127, 128, 129, 255 and 1000, counts around p (0, 1,
  * p-1, p, p+1) and a large odd count, in place and not, five reduction
@@ -47,6 +48,7 @@ static const struct {
     { xccl_build_allreduce_swing, "swing" },
     { dbt_chunk24, "dbt" },            /* chunks of 6 ints, 3 doubles */
     { xccl_build_allreduce_nhr, "nhr" },
+    { xccl_build_allreduce_nb, "nb" },
     { ring_seg12, "ring" },            /* segments of 3 ints, 1.5 doubles: rounded down */
 };
 #define NBUILDERS ((int) (sizeof(builders) / sizeof(builders[0])))
@@ -664,6 +666,45 @@ START_TEST(nhr_shape)
 }
 END_TEST
 
+/* nb: 2 ceil(lg p) + 1 rounds (the copy into bit-reversed order, then
+ * the two phases) for any p; in the reduce-scatter one message each way
+ * per step, the stride doubling (1, 2, 4, ...) and the bytes halving: half
+ * the vector to the next rank first; two messages at most in the
+ * allgather; every rank sends and receives exactly 2(p-1)/p n bytes. */
+START_TEST(nb_shape)
+{
+    const int ps[] = { 2, 3, 5, 6, 7, 8, 100, 127, 1000 };
+    const size_t es = 4;
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        const int p = ps[i], K = lg_ceil(p);
+        const size_t count = (size_t) p * 64, bytes = count * es, block = bytes / (size_t) p;
+        for (int r = 0; r < p; r += p > 8 ? p / 7 : 1) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, p, es);
+            ck_assert_int_eq(xccl_build_allreduce_nb(&s, count), 0);
+            ck_assert_uint_eq(s.rounds, 2 * (size_t) K + 1);
+            for (int k = 0; k < K; k++) {
+                const step_info_t rs = step_info(&s, 1 + (size_t) k), ag = step_info(&s, 1 + (size_t) (2 * K - 1 - k));
+                const int d = 1 << k;
+                ck_assert_msg(rs.sends == 1 && rs.recvs == 1 && rs.send_peer == (r + d) % p &&
+                              rs.recv_peer == ((r - d) % p + p) % p,
+                              "p=%d rank %d reduce-scatter step %d: %zu sends to %d, %zu receives from %d", p, r, k,
+                              rs.sends, rs.send_peer, rs.recvs, rs.recv_peer);
+                /* the blocks whose lowest set bit is k */
+                ck_assert_uint_eq(rs.send_bytes, (size_t) ((p - d + 2 * d - 1) / (2 * d)) * block);
+                ck_assert(ag.sends <= 2 && ag.recvs <= 2 && ag.send_bytes == rs.recv_bytes &&
+                          ag.recv_bytes == rs.send_bytes);
+            }
+            const tally_t t = tally(&s);
+            ck_assert_msg(t.sent == 2 * (bytes - block) && t.received == t.sent, "p=%d rank %d: sent %zu received %zu",
+                          p, r, t.sent, t.received);
+            ck_assert_uint_le(s.scratch_bytes, bytes + bytes / 2 + block);
+            xccl_sched_fini(&s);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("allreduce_algos");
@@ -683,6 +724,7 @@ int main(void)
     tcase_add_loop_test(tc, dbt_allreduce, 0, DBT_NP);
     tcase_add_test(tc, dbt_shape);
     tcase_add_test(tc, nhr_shape);
+    tcase_add_test(tc, nb_shape);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }

@@ -305,6 +305,34 @@ START_TEST(nhr_allreduce_matches_formula)
 }
 END_TEST
 
+/* nb: the same bandwidth, ceil(lg p) steps a phase and the round that
+ * orders the blocks: (2 ceil(lg p) + 1) a + 2((p-1)/p) n b + ((p-1)/p) n g
+ * where no allgather step sends around a missing block (powers of two);
+ * at most ceil(lg p) a more otherwise. */
+static int b_allreduce_nb(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_allreduce_nb(s, n / 4); }
+
+START_TEST(nb_allreduce_matches_formula)
+{
+    const double a = model.alpha, b = model.beta, g = model.gamma;
+    const int ps[] = { 2, 3, 5, 6, 7, 8, 12, 64, 100 };
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        const int p = ps[i];
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        const size_t n = (size_t) p * 4 * 1024;
+        const double want = (2 * lg + 1) * a + 2.0 * (p - 1) / p * (double) n * b + (double) (p - 1) / p * (double) n * g;
+        for (int r = 0; r < p; r += p > 8 ? 7 : 1) {
+            const double got = cost_of(b_allreduce_nb, r, p, n, 4);
+            ck_assert_msg(0 == (p & (p - 1)) ? rel_err(got, want) < 1e-9
+                                             : got > want * (1 - 1e-9) && got < want + lg * a + 1e-12,
+                          "p=%d rank %d: %g vs %g", p, r, got, want);
+        }
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ network */
 
 /* One step: every rank exchanges n bytes with rank r + shift (mod p). */
@@ -461,6 +489,7 @@ int main(void)
     tcase_add_test(tc, cost_file_parses);
     tcase_add_test(tc, cost_file_loads);
     tcase_add_test(tc, nhr_allreduce_matches_formula);
+    tcase_add_test(tc, nb_allreduce_matches_formula);
     tcase_add_test(tc, net_prices_shared_links);
     tcase_add_test(tc, net_oversubscription_slows_far_flows);
     tcase_add_test(tc, net_parses);

@@ -1,0 +1,171 @@
+/*
+ * Allreduce by nonuniform Bruck ("nb", issue 31): a reduce-scatter whose
+ * stride doubles while the data halves, then the allgather that undoes it
+ * (stride halving, data doubling), ceil(lg p) steps each for any p and no
+ * extra traffic: every rank sends (p-1)/p n bytes in each phase.  Our
+ * construction after the properties HCCL documents for its NB; the mirror
+ * of nhr (algos/allreduce_nhr.c), whose far steps carry the most data:
+ * here the nearest peers (stride 1) get half the vector, so on a machine
+ * of nodes and leaf switches most bytes stay close.
+ *
+ * Rank r owns block r; relative block j is block r+j (mod p).  Before the
+ * reduce-scatter step of stride d = 2^k, rank r holds partial sums of the
+ * j that are multiples of d; it sends those with lowest set bit k (j = d,
+ * 3d, 5d, ... < p) to rank r+d, to whom they are j - d, multiples of 2d,
+ * and reduces the same from r-d.  Relative block j then holds the ranks
+ * r-t for t in [0, min(d, p-j)) (by induction: [0, min(d, p-j)) and its
+ * shift by d from r-d), so block r (j = 0) ends with [0, p), every rank
+ * once.  A multiple of 2d in [p-d, p) (one at most: j*) gets nothing in
+ * that step; the others get one block each.
+ *
+ * In SCRATCH the relative blocks are ordered by their index's bits
+ * reversed (K = ceil(lg p) bits; the indices past p-1 left out): then the
+ * multiples of 2^k are a prefix, the blocks a step sends (lowest set bit
+ * k) the next range, and the map j -> j - d keeps the order, so a step
+ * sends one range and reduces what arrives into the prefix in one or two
+ * pieces (around j*).  The allgather sends that prefix (without j*: in one
+ * or two messages) to r-d, into its range of stride d.  The vector is
+ * copied into this order first (a round of copies) and back at the end.
+ * Cost (n bytes): (2 ceil(lg p) + 1) a + 2((p-1)/p) nb + ((p-1)/p) ng
+ * + 2 n d, plus a per allgather step that sends around j*.
+ *
+ * Every block is reduced once per combine and its final value computed by
+ * its owner alone, then copied to all: bitwise identical results
+ * everywhere.  A combine puts the owner's partial sum on the left.
+ */
+#include "algo_util.h"
+#include "xccl_build.h"
+
+#include <stdlib.h>
+
+/* This rank's blocks in SCRATCH order: the relative index at each place
+ * (the same on every rank) and each place's byte offset (this rank's). */
+typedef struct {
+    int *rel;                  /* [p]: rel[i] the relative block at place i */
+    size_t *at;                /* [p+1]: byte offset of place i; at[p] the vector */
+    int *place;                /* [p]: the place of relative block j */
+} nb_order_t;
+
+static int nb_order(nb_order_t *o, int p, int r, int K, size_t count, size_t es)
+{
+    o->rel = malloc((size_t) p * sizeof(int));
+    o->place = malloc((size_t) p * sizeof(int));
+    o->at = malloc(((size_t) p + 1) * sizeof(size_t));
+    if (NULL == o->rel || NULL == o->place || NULL == o->at) {
+        return -1;
+    }
+    int i = 0;
+    for (unsigned v = 0; v < 1u << K; v++) {
+        unsigned j = 0;
+        for (int b = 0; b < K; b++) {
+            j |= ((v >> b) & 1u) << (K - 1 - b);
+        }
+        if ((int) j < p) {
+            o->rel[i] = (int) j;
+            o->place[j] = i;
+            i++;
+        }
+    }
+    o->at[0] = 0;
+    for (i = 0; i < p; i++) {
+        o->at[i + 1] = o->at[i] + chunk_count(count, p, (r + o->rel[i]) % p) * es;
+    }
+    return 0;
+}
+
+static void nb_order_free(nb_order_t *o)
+{
+    free(o->rel);
+    free(o->place);
+    free(o->at);
+}
+
+/* Places [a, b) of o as a byte range of SCRATCH starting at base. */
+static xccl_ref_t places(const nb_order_t *o, size_t base, int a)
+{
+    return xccl_ref(XCCL_BUF_SCRATCH, base + o->at[a]);
+}
+
+static size_t span(const nb_order_t *o, int a, int b)
+{
+    return o->at[b] - o->at[a];
+}
+
+/* The multiples of 2d below p: the first ceil(p / 2d) places. */
+static int multiples(int p, int d2)
+{
+    return (p + d2 - 1) / d2;
+}
+
+/* The place of j*, the multiple of 2d in [p-d, p), or -1. */
+static int jstar(const nb_order_t *o, int p, int d)
+{
+    const int j = (p - d + 2 * d - 1) / (2 * d) * (2 * d);
+    return j < p ? o->place[j] : -1;
+}
+
+int xccl_build_allreduce_nb(xccl_sched_t *s, size_t count)
+{
+    const int p = s->size, r = s->rank;
+    const size_t es = s->elem_size, bytes = count * es;
+    int K = 0;
+
+    s->algo = "nb";
+    if (1 == p) {
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), bytes);
+        return xccl_sched_finalize(s);
+    }
+    while ((1 << K) < p) {
+        K++;
+    }
+    nb_order_t o;
+    if (0 != nb_order(&o, p, r, K, count, es)) {
+        nb_order_free(&o);
+        s->error = 1;
+        return xccl_sched_finalize(s);
+    }
+    const size_t recvd = bytes;    /* SCRATCH: the vector in order, then what arrives */
+    size_t scratch = bytes;
+
+    xccl_sched_step(s);
+    for (int i = 0; i < p; i++) {
+        xccl_sched_copy(s, places(&o, 0, i), xccl_ref(XCCL_BUF_SEND, chunk_first(count, p, (r + o.rel[i]) % p) * es),
+                        span(&o, i, i + 1));
+    }
+    for (int k = 0; k < K; k++) {
+        const int d = 1 << k, keep = multiples(p, 2 * d), sent_end = multiples(p, d), js = jstar(&o, p, d);
+        /* what arrives: the prefix [0, keep) without j* */
+        const size_t in = span(&o, 0, keep) - (js >= 0 ? span(&o, js, js + 1) : 0);
+        xccl_sched_step(s);
+        xccl_sched_recv(s, mod(r - d, p), xccl_ref(XCCL_BUF_SCRATCH, recvd), in);
+        xccl_sched_send(s, mod(r + d, p), places(&o, 0, keep), span(&o, keep, sent_end));
+        const int cut = js >= 0 ? js : keep;
+        xccl_sched_reduce(s, places(&o, 0, 0), places(&o, 0, 0), xccl_ref(XCCL_BUF_SCRATCH, recvd), span(&o, 0, cut));
+        if (js >= 0) {
+            xccl_sched_reduce(s, places(&o, 0, js + 1), places(&o, 0, js + 1),
+                              xccl_ref(XCCL_BUF_SCRATCH, recvd + span(&o, 0, js)), span(&o, js + 1, keep));
+        }
+        scratch = bytes + in > scratch ? bytes + in : scratch;
+    }
+    for (int k = K - 1; k >= 0; k--) {
+        const int d = 1 << k, keep = multiples(p, 2 * d), sent_end = multiples(p, d), js = jstar(&o, p, d);
+        const int cut = js >= 0 ? js : keep;
+        xccl_sched_step(s);
+        /* r+d's prefix without its j*, as its pieces, into places
+         * [keep, sent_end); this prefix without j* to r-d, likewise */
+        xccl_sched_recv(s, mod(r + d, p), places(&o, 0, keep), span(&o, keep, keep + cut));
+        xccl_sched_recv(s, mod(r + d, p), places(&o, 0, keep + cut), span(&o, keep + cut, sent_end));
+        xccl_sched_send(s, mod(r - d, p), places(&o, 0, 0), span(&o, 0, cut));
+        if (js >= 0) {
+            xccl_sched_send(s, mod(r - d, p), places(&o, 0, js + 1), span(&o, js + 1, keep));
+        }
+    }
+    /* Back to block order, after the last transfers. */
+    for (int i = 0; i < p; i++) {
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, chunk_first(count, p, (r + o.rel[i]) % p) * es), places(&o, 0, i),
+                        span(&o, i, i + 1));
+    }
+    nb_order_free(&o);
+    s->scratch_bytes = scratch;
+    return xccl_sched_finalize(s);
+}
