@@ -1,7 +1,7 @@
 #!/bin/bash
 # scale_table.sh: allreduce at scale as the cost model predicts it
 # (issue 31), in markdown, from xccl_simulate:
-#   1. ring, rabenseifner, swing, dbt and nhr at p = 1024, 8192, 65536 for
+#   1. ring, rabenseifner, swing, dbt, nhr and nb at p = 1024, 8192, 65536 for
 #      8 B, 64 KiB, 16 MiB and 1 GiB, with the best candidate and auto's
 #      pick, for each machine below;
 #   2. the winning candidate for p = 8 .. 65536 and 8 B .. 1 GiB.
@@ -39,7 +39,7 @@ header() {    # header <column>...: a markdown table's first two lines
 }
 
 table() {    # table <layout> <net> <p list>
-    local algos="ring rabenseifner swing dbt nhr"
+    local algos="ring rabenseifner swing dbt nhr nb"
     header p size $algos best auto
     for p in $3; do
         predicted "$p" "$1" "$2" 8,64K,16M,1G | while read -r size rest; do
@@ -102,14 +102,17 @@ $(table block:8 fattree:16:4,nics=1 "1024 8192")
   (100, 1000), where Rabenseifner's fold sends n more bytes from the
   folded ranks; at powers of two Rabenseifner stays a few per cent ahead
   (nhr copies half the vector and sends two messages where a range wraps
-  past block p-1).  dbt wins at 32 KiB from 32768 ranks (fewer bytes per
-  step than recursive doubling, fewer steps than the rest).
+  past block p-1).  At 32 KiB from 32768 ranks, where most blocks are
+  empty (8192 floats over 32768 ranks or more), nb is predicted fastest.
 - With the network described (fat tree, 4:1 uplinks, one NIC per node),
   every rank of Rabenseifner and nhr sends half the vector across the
   machine in the first step: 8 ranks on one NIC, 128 on a leaf's 4 NICs of
   uplink, 25x slower; ring, swing, dbt and the rails keep their flows near,
-  and auto turns to them.  The component prices no network yet: its
-  policy's net is none until a parameter sets it (xccl_simulate -N here).
+  and auto turns to them.  nb, nhr's mirror, sends its largest pieces to
+  the nearest ranks (stride 1, 2, 4, ...): about 10x faster than nhr
+  there, close to it (plus its copies) without a network.  The component
+  prices no network yet: its policy's net is none until a parameter sets
+  it (xccl_simulate -N here).
 
 ## Which candidate wins where
 
