@@ -29,6 +29,10 @@
  * Cost (n bytes): 2 ceil(lg p) a + 2((p-1)/p) nb + ((p-1)/p) ng + n/2 d,
  * plus at most 2a for the wrapped ranges.
  *
+ * The reduce-scatter alone is reduce_scatter's "nhr" (here too: the two
+ * share every step), with the blocks of counts[] and block r copied to
+ * RECV at the end.
+ *
  * Every block is reduced once per combine and its final value computed by
  * its owner alone, then copied to all: bitwise identical results
  * everywhere.  A combine puts the owner's partial sum on the left.
@@ -36,43 +40,51 @@
 #include "algo_util.h"
 #include "xccl_build.h"
 
-/* Byte offset of relative block j of rank r in the rotated vector. */
-static size_t rel_off(size_t count, int p, int r, int j, size_t es)
+#include <stdlib.h>
+
+/* The blocks: block b is bytes [at[b], at[b+1]) of the vector, at[p] its
+ * length; this rank r of p. */
+typedef struct {
+    size_t *at;
+    int p, r;
+} nhr_t;
+
+/* Byte offset of relative block j in the rotated vector. */
+static size_t rel_off(const nhr_t *o, int j)
 {
-    const size_t base = chunk_first(count, p, r);
-    return (r + j <= p ? chunk_first(count, p, r + j) - base
-                       : chunk_first(count, p, p) - base + chunk_first(count, p, r + j - p)) * es;
+    const int b = o->r + j;
+    return b <= o->p ? o->at[b] - o->at[o->r] : o->at[o->p] - o->at[o->r] + o->at[b - o->p];
 }
 
-/* Relative blocks [j0, j1) of rank r in block order: one or two byte
- * ranges (cut where they wrap past block p-1); returns how many. */
-static int pieces(size_t count, int p, int r, int j0, int j1, size_t es, size_t off[2], size_t len[2])
+/* Relative blocks [j0, j1) in block order: one or two byte ranges (cut
+ * where they wrap past block p-1); returns how many. */
+static int pieces(const nhr_t *o, int j0, int j1, size_t off[2], size_t len[2])
 {
-    int a = r + j0, b = r + j1;
-    if (a >= p) {
-        a -= p;
-        b -= p;
+    int a = o->r + j0, b = o->r + j1;
+    if (a >= o->p) {
+        a -= o->p;
+        b -= o->p;
     }
-    off[0] = chunk_first(count, p, a) * es;
-    if (b <= p) {
-        len[0] = chunk_first(count, p, b) * es - off[0];
+    off[0] = o->at[a];
+    if (b <= o->p) {
+        len[0] = o->at[b] - off[0];
         return 1;
     }
-    len[0] = chunk_first(count, p, p) * es - off[0];
+    len[0] = o->at[o->p] - off[0];
     off[1] = 0;
-    len[1] = chunk_first(count, p, b - p) * es;
+    len[1] = o->at[b - o->p];
     return 2;
 }
 
-/* Relative blocks [j0, j1) of this rank to or from peer, cut as pieces()
- * cuts them (the peer's view of the same blocks cuts alike): in block
- * order in buffer buf, or (buf SCRATCH) one after the other from at. */
+/* Relative blocks [j0, j1) to or from peer, cut as pieces() cuts them (the
+ * peer's view of the same blocks cuts alike): in block order in buf, or
+ * (buf SCRATCH) one after the other from at. */
 enum { SEND_TO, RECV_FROM };
-static void move(xccl_sched_t *s, int dir, int peer, size_t count, int j0, int j1, xccl_buf_id_t buf,
+static void move(xccl_sched_t *s, const nhr_t *o, int dir, int peer, int j0, int j1, xccl_buf_id_t buf,
                  size_t at)
 {
     size_t off[2], len[2];
-    const int n = pieces(count, s->size, s->rank, j0, j1, s->elem_size, off, len);
+    const int n = pieces(o, j0, j1, off, len);
     for (int k = 0; k < n; k++) {
         const xccl_ref_t ref = xccl_ref(buf, XCCL_BUF_SCRATCH == buf ? at : off[k]);
         if (SEND_TO == dir) {
@@ -84,74 +96,131 @@ static void move(xccl_sched_t *s, int dir, int peer, size_t count, int j0, int j
     }
 }
 
+/* The windows p, ceil(p/2), ..., 2 into win; returns how many. */
+static int windows(int p, int win[32])
+{
+    int n = 0;
+    for (int m = p; m > 1; m = (m + 1) / 2) {
+        win[n++] = m;
+    }
+    return n;
+}
+
+/* The reduce-scatter, from the vector in buffer in (block order): block r,
+ * reduced over every rank, ends at SCRATCH 0.  Returns the SCRATCH bytes. */
+static size_t nhr_reduce_scatter(xccl_sched_t *s, const nhr_t *o, xccl_buf_id_t in)
+{
+    const int p = o->p, r = o->r;
+    const size_t bytes = o->at[p], recvd = bytes;   /* SCRATCH: the rotated vector, then what arrives */
+    int win[32];
+    const int nsteps = windows(p, win);
+    size_t off[2], len[2];
+
+    /* The first step reads the input in block order: the received part of
+     * the window reduced into SCRATCH, the block in the middle of an odd
+     * window copied. */
+    const int h0 = (p + 1) / 2;
+    xccl_sched_step(s);
+    move(s, o, RECV_FROM, mod(r - h0, p), 0, p - h0, XCCL_BUF_SCRATCH, recvd);
+    move(s, o, SEND_TO, mod(r + h0, p), h0, p, in, 0);
+    size_t at = 0;
+    const int n = pieces(o, 0, h0, off, len);
+    const size_t red = rel_off(o, p - h0);
+    for (int k = 0; k < n; k++) {
+        const size_t rl = at >= red ? 0 : (red - at < len[k] ? red - at : len[k]);
+        xccl_sched_reduce(s, xccl_ref(XCCL_BUF_SCRATCH, at), xccl_ref(in, off[k]), xccl_ref(XCCL_BUF_SCRATCH, recvd + at),
+                          rl);
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_SCRATCH, at + rl), xccl_ref(in, off[k] + rl), len[k] - rl);
+        at += len[k];
+    }
+    for (int i = 1; i < nsteps; i++) {
+        const int m = win[i], h = (m + 1) / 2;
+        const size_t give = rel_off(o, h), keep_len = rel_off(o, m - h);
+        xccl_sched_step(s);
+        xccl_sched_recv(s, mod(r - h, p), xccl_ref(XCCL_BUF_SCRATCH, recvd), keep_len);
+        xccl_sched_send(s, mod(r + h, p), xccl_ref(XCCL_BUF_SCRATCH, give), rel_off(o, m) - give);
+        xccl_sched_reduce(s, xccl_ref(XCCL_BUF_SCRATCH, 0), xccl_ref(XCCL_BUF_SCRATCH, 0),
+                          xccl_ref(XCCL_BUF_SCRATCH, recvd), keep_len);
+    }
+    return bytes + red;
+}
+
+/* o->at from per-block element counts (counts NULL: count cut into p
+ * chunks).  0, or -1 out of memory (then s is marked failed). */
+static int nhr_init(nhr_t *o, xccl_sched_t *s, size_t count, const size_t *counts)
+{
+    o->p = s->size;
+    o->r = s->rank;
+    o->at = malloc(((size_t) o->p + 1) * sizeof(size_t));
+    if (NULL == o->at) {
+        s->error = 1;
+        return -1;
+    }
+    o->at[0] = 0;
+    for (int b = 0; b < o->p; b++) {
+        o->at[b + 1] = o->at[b] + (counts ? counts[b] : chunk_count(count, o->p, b)) * s->elem_size;
+    }
+    return 0;
+}
+
 int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count)
 {
     const int p = s->size, r = s->rank;
-    const size_t es = s->elem_size, bytes = count * es;
-    int win[32], nsteps = 0;       /* the windows: p, ceil(p/2), ..., 2 */
+    const size_t bytes = count * s->elem_size;
+    nhr_t o;
 
     s->algo = "nhr";
     if (1 == p) {
         xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), bytes);
         return xccl_sched_finalize(s);
     }
-    for (int m = p; m > 1; m = (m + 1) / 2) {
-        win[nsteps++] = m;
+    if (0 != nhr_init(&o, s, count, NULL)) {
+        return xccl_sched_finalize(s);
     }
-    const size_t recvd = bytes;    /* SCRATCH: the rotated vector, then what arrives */
-    size_t scratch = bytes, off[2], len[2];
-
-    /* The first step reads SEND in block order: the received part of the
-     * window reduced into SCRATCH, the block in the middle of an odd window
-     * copied. */
-    {
-        const int h = (p + 1) / 2;
-        xccl_sched_step(s);
-        move(s, RECV_FROM, mod(r - h, p), count, 0, p - h, XCCL_BUF_SCRATCH, recvd);
-        move(s, SEND_TO, mod(r + h, p), count, h, p, XCCL_BUF_SEND, 0);
-        size_t at = 0;
-        const int n = pieces(count, p, r, 0, h, es, off, len);
-        const size_t red = rel_off(count, p, r, p - h, es);
-        for (int k = 0; k < n; k++) {
-            const size_t rl = at >= red ? 0 : (red - at < len[k] ? red - at : len[k]);
-            xccl_sched_reduce(s, xccl_ref(XCCL_BUF_SCRATCH, at), xccl_ref(XCCL_BUF_SEND, off[k]),
-                              xccl_ref(XCCL_BUF_SCRATCH, recvd + at), rl);
-            xccl_sched_copy(s, xccl_ref(XCCL_BUF_SCRATCH, at + rl), xccl_ref(XCCL_BUF_SEND, off[k] + rl), len[k] - rl);
-            at += len[k];
-        }
-        scratch = bytes + red;
-    }
-    for (int i = 1; i < nsteps; i++) {
-        const int m = win[i], h = (m + 1) / 2;
-        const size_t give = rel_off(count, p, r, h, es), give_len = rel_off(count, p, r, m, es) - give;
-        const size_t keep_len = rel_off(count, p, r, m - h, es);
-        xccl_sched_step(s);
-        xccl_sched_recv(s, mod(r - h, p), xccl_ref(XCCL_BUF_SCRATCH, recvd), keep_len);
-        xccl_sched_send(s, mod(r + h, p), xccl_ref(XCCL_BUF_SCRATCH, give), give_len);
-        xccl_sched_reduce(s, xccl_ref(XCCL_BUF_SCRATCH, 0), xccl_ref(XCCL_BUF_SCRATCH, 0),
-                          xccl_ref(XCCL_BUF_SCRATCH, recvd), keep_len);
-    }
+    int win[32];
+    const int nsteps = windows(p, win);
+    s->scratch_bytes = nhr_reduce_scatter(s, &o, XCCL_BUF_SEND);
     for (int i = nsteps - 1; i > 0; i--) {
         const int m = win[i], h = (m + 1) / 2;
-        const size_t at = rel_off(count, p, r, h, es);
+        const size_t at = rel_off(&o, h);
         xccl_sched_step(s);
-        xccl_sched_recv(s, mod(r + h, p), xccl_ref(XCCL_BUF_SCRATCH, at), rel_off(count, p, r, m, es) - at);
-        xccl_sched_send(s, mod(r - h, p), xccl_ref(XCCL_BUF_SCRATCH, 0), rel_off(count, p, r, m - h, es));
+        xccl_sched_recv(s, mod(r + h, p), xccl_ref(XCCL_BUF_SCRATCH, at), rel_off(&o, m) - at);
+        xccl_sched_send(s, mod(r - h, p), xccl_ref(XCCL_BUF_SCRATCH, 0), rel_off(&o, m - h));
     }
     /* The last step writes RECV in block order; the half held is copied
      * there after its transfers. */
-    {
-        const int h = (p + 1) / 2;
-        xccl_sched_step(s);
-        move(s, RECV_FROM, mod(r + h, p), count, h, p, XCCL_BUF_RECV, 0);
-        move(s, SEND_TO, mod(r - h, p), count, 0, p - h, XCCL_BUF_SCRATCH, 0);
-        size_t at = 0;
-        const int n = pieces(count, p, r, 0, h, es, off, len);
-        for (int k = 0; k < n; k++) {
-            xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, off[k]), xccl_ref(XCCL_BUF_SCRATCH, at), len[k]);
-            at += len[k];
-        }
+    const int h = (p + 1) / 2;
+    size_t off[2], len[2], at = 0;
+    xccl_sched_step(s);
+    move(s, &o, RECV_FROM, mod(r + h, p), h, p, XCCL_BUF_RECV, 0);
+    move(s, &o, SEND_TO, mod(r - h, p), 0, p - h, XCCL_BUF_SCRATCH, 0);
+    const int n = pieces(&o, 0, h, off, len);
+    for (int k = 0; k < n; k++) {
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, off[k]), xccl_ref(XCCL_BUF_SCRATCH, at), len[k]);
+        at += len[k];
     }
-    s->scratch_bytes = scratch;
+    free(o.at);
+    return xccl_sched_finalize(s);
+}
+
+int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_place)
+{
+    const xccl_buf_id_t in = in_place ? XCCL_BUF_RECV : XCCL_BUF_SEND;
+    nhr_t o;
+
+    s->algo = "nhr";
+    if (1 == s->size) {
+        if (!in_place) {
+            xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), counts[0] * s->elem_size);
+        }
+        return xccl_sched_finalize(s);
+    }
+    if (0 != nhr_init(&o, s, 0, counts)) {
+        return xccl_sched_finalize(s);
+    }
+    s->scratch_bytes = nhr_reduce_scatter(s, &o, in);
+    /* block r, after the last step's reduction */
+    xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SCRATCH, 0), counts[s->rank] * s->elem_size);
+    free(o.at);
     return xccl_sched_finalize(s);
 }

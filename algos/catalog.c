@@ -70,6 +70,7 @@ static int ar_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
 static int rs_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
 static int rs_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_pairwise(s, a->counts, a->in_place); }
 static int rs_rh(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_recursive_halving(s, a->counts, a->in_place); }
+static int rs_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_nhr(s, a->counts, a->in_place); }
 static int rs_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -238,10 +239,10 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "mesh", ag_mesh }, { "shm", ag_shm } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
         { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck },
         { "mesh", a2a_mesh }, { "shm", a2a_shm } },

@@ -64,6 +64,9 @@ int xccl_build_allreduce_dbt(xccl_sched_t *s, size_t count, size_t chunk);
  * receives from r - ceil(m/2) while its window of m blocks halves.
  * SCRATCH: the vector rotated plus half of it. */
 int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count);
+/* "nhr" reduce_scatter: its reduce-scatter phase over the blocks of
+ * counts[] (irregular, zeros included), block r then copied to RECV. */
+int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_place);
 /* "nb": nonuniform Bruck (issue 31, after HCCL's NB), nhr's mirror: a
  * reduce-scatter whose stride doubles (1, 2, 4, ...) while the data
  * halves, then the allgather back; ceil(lg p) steps each for any p, no

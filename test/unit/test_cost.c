@@ -38,15 +38,24 @@ static int b_allreduce_ring(xccl_sched_t *s, int p, size_t n) { (void) p; return
 static int b_allgather_ring(xccl_sched_t *s, int p, size_t n) { return xccl_build_allgather_ring(s, n / (size_t) p); }
 static int b_alltoall_pairwise(xccl_sched_t *s, int p, size_t n) { return xccl_build_alltoall_pairwise(s, n / (size_t) p, 0); }
 static int b_bcast_binomial(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_bcast_binomial(s, n, 0); }
-static int b_reduce_scatter_ring(xccl_sched_t *s, int p, size_t n)
+static int b_reduce_scatter(xccl_sched_t *s, int p, size_t n,
+                            int (*build)(xccl_sched_t *, const size_t *, int))
 {
     size_t *c = malloc((size_t) p * sizeof(size_t));
     for (int i = 0; i < p; i++) {
         c[i] = n / 4 / (size_t) p;
     }
-    int rc = xccl_build_reduce_scatter_ring(s, c, 0);
+    int rc = build(s, c, 0);
     free(c);
     return rc;
+}
+static int b_reduce_scatter_ring(xccl_sched_t *s, int p, size_t n)
+{
+    return b_reduce_scatter(s, p, n, xccl_build_reduce_scatter_ring);
+}
+static int b_reduce_scatter_nhr(xccl_sched_t *s, int p, size_t n)
+{
+    return b_reduce_scatter(s, p, n, xccl_build_reduce_scatter_nhr);
 }
 
 START_TEST(ring_allreduce_matches_formula)
@@ -85,6 +94,14 @@ START_TEST(ring_reduce_scatter_matches_formula)
         double want = (p - 1) * a + (double) (p - 1) / p * (double) n * (b + g);
         double got = cost_of(b_reduce_scatter_ring, 0, p, n, 4);
         ck_assert_msg(rel_err(got, want) < 1e-9, "p=%d: %g vs %g", p, got, want);
+        /* nhr: ceil(lg p) a for the same bytes, at rank 0 (no range wraps) */
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        want += (lg - (p - 1)) * a;
+        got = cost_of(b_reduce_scatter_nhr, 0, p, n, 4);
+        ck_assert_msg(rel_err(got, want) < 1e-9, "nhr p=%d: %g vs %g", p, got, want);
     }
 }
 END_TEST

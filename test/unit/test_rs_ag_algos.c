@@ -1,12 +1,12 @@
 /*
- * reduce_scatter (recursive_halving, pairwise) and allgather
+ * reduce_scatter (recursive_halving, pairwise, nhr) and allgather
  * (recursive_doubling, bruck) on the simulated transport: every
- * communicator size 1..64 and a few large ones (127, 128, 129, 255, 1000),
+ * communicator size 1..64 and a few large ones (100, 127, 128, 129, 255, 1000),
  * regular and irregular counts (zeros included), several element kinds, in
  * place and not; float sums compared bit for bit with the reduction order
  * each algorithm documents; then the textbook shapes at a power of two.
  *
- * At 1000 ranks only recursive_halving runs reduce_scatter (pairwise posts
+ * At 1000 ranks only recursive_halving and nhr run reduce_scatter (pairwise posts
  * a million messages, slow on the simulator's list of unmatched requests).
  *
  * Expected values come from scalar references written here, not from the
@@ -30,7 +30,7 @@
 
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 
-static const int big_p[] = { 127, 128, 129, 255, 1000 };
+static const int big_p[] = { 100, 127, 128, 129, 255, 1000 };
 #define NBIG ((int) (sizeof(big_p) / sizeof(big_p[0])))
 
 /* ------------------------------------------------------------------------ */
@@ -45,6 +45,7 @@ static const struct {
 } rs_algos[] = {
     { "recursive_halving", xccl_build_reduce_scatter_recursive_halving },
     { "pairwise", xccl_build_reduce_scatter_pairwise },
+    { "nhr", xccl_build_reduce_scatter_nhr },
 };
 #define NRS ((int) (sizeof(rs_algos) / sizeof(rs_algos[0])))
 
@@ -156,10 +157,10 @@ START_TEST(reduce_scatter_big_p)
     const int p = big_p[_i];
     const size_t bases[] = { 0, 1, 37 };
     if (p >= 1000) {
-        /* One small base, recursive halving only: pairwise posts a million
-         * messages, seconds each on the simulator's unmatched list. */
+        /* One small base, recursive halving and nhr only: pairwise posts a
+         * million messages, seconds each on the simulator's unmatched list. */
         const size_t one[] = { 3 };
-        check_rs_all(p, one, 1, 1, 1u);
+        check_rs_all(p, one, 1, 1, 1u | 4u);
     } else {
         check_rs_all(p, bases, 3, RED_DBL_MAX + 1, ~0u);
     }
@@ -169,7 +170,9 @@ END_TEST
 /* Float sums, bit for bit against the order each algorithm documents:
  *   recursive_halving: fold (even + odd), then the halving tree, lower
  *     participant's partial on the left: w[i] = w[i] + w[i+m], m = p'/2..1;
- *   pairwise: ((x_r + x_{r-1}) + x_{r-2}) + ... + x_{r+1} on owner r. */
+ *   pairwise: ((x_r + x_{r-1}) + x_{r-2}) + ... + x_{r+1} on owner r;
+ *   nhr: windows m = p, ceil(p/2), ..., 2, h = ceil(m/2): relative block
+ *     j < m - h of rank q becomes (q's j) + (q-h's j+h), own on the left. */
 static float rh_float_ref(int p, size_t e)
 {
     int p2 = 1;
@@ -200,6 +203,27 @@ static float pairwise_float_ref(int p, int owner, size_t e)
     return acc;
 }
 
+/* nhr's value of rank q's relative block j (block q + j) after the first
+ * i of the n windows win[], element e of the vector. */
+static float nhr_float_val(int p, const int *win, int i, int q, int j, size_t e)
+{
+    if (0 == i) {
+        return float_input(q, e);
+    }
+    const int m = win[i - 1], h = (m + 1) / 2;
+    const float own = nhr_float_val(p, win, i - 1, q, j, e);
+    return j < m - h ? own + nhr_float_val(p, win, i - 1, ((q - h) % p + p) % p, j + h, e) : own;
+}
+
+static float nhr_float_ref(int p, int owner, size_t e)
+{
+    int win[32], n = 0;
+    for (int m = p; m > 1; m = (m + 1) / 2) {
+        win[n++] = m;
+    }
+    return nhr_float_val(p, win, n, owner, 0, e);
+}
+
 static void check_rs_float(int p)
 {
     xccl_reduce_fn_t fn = xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
@@ -214,8 +238,9 @@ static void check_rs_float(int p)
             while (e >= first[owner + 1]) {
                 owner++;
             }
-            want[e] = 0 == a ? rh_float_ref(p, e) : pairwise_float_ref(p, (int) owner, e);
-            if (1 == a && want[e] != rh_float_ref(p, e)) {
+            want[e] = 0 == a ? rh_float_ref(p, e)
+                      : 1 == a ? pairwise_float_ref(p, (int) owner, e) : nhr_float_ref(p, (int) owner, e);
+            if (0 != a && want[e] != rh_float_ref(p, e)) {
                 order_matters = 1;
             }
         }
