@@ -129,10 +129,11 @@ static double node_cap(const xccl_net_t *net, const xccl_layout_t *l, int node)
     return net->nics ? net->nics : xccl_layout_node_size(l, node);
 }
 
-/* The leaf of a node (fat tree); every node its own otherwise. */
-static int leaf_of(const xccl_net_t *net, int node)
+/* Whether a flow between nodes a and b leaves their leaf switch (a fat
+ * tree's; other networks have no leaves). */
+static int crosses_leaf(const xccl_net_t *net, int a, int b)
 {
-    return XCCL_NET_FAT_TREE == net->kind ? node / net->leaf_nodes : node;
+    return XCCL_NET_FAT_TREE == net->kind && a / net->leaf_nodes != b / net->leaf_nodes;
 }
 
 /* The nodes [*first, *last) of node's leaf. */
@@ -210,7 +211,7 @@ static int add_flows(const xccl_net_t *net, const xccl_layout_t *l, const xccl_s
             }
             const double len = (double) a->len;
             const int there = l->node_of[a->peer];
-            if (leaf_of(net, there) != leaf_of(net, me)) {
+            if (crosses_leaf(net, me, there)) {
                 *(send ? &v->leaf_up : &v->leaf_down) += len;
             }
             if (me != node) {
@@ -261,7 +262,8 @@ static void rank_shared(const xccl_net_t *net, const xccl_layout_t *l, const xcc
                         const loads_t *ld, double *shared)
 {
     const int me = l->node_of[s->rank];
-    const double ncap = node_cap(net, l, me), lcap = leaf_cap(net, l, me);
+    const double ncap = node_cap(net, l, me);
+    const double lcap = XCCL_NET_FAT_TREE == net->kind ? leaf_cap(net, l, me) : 1.0;
     for (size_t st = 0; st < s->nsteps; st++) {
         const size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
         double worst = 0.0;
@@ -274,7 +276,7 @@ static void rank_shared(const xccl_net_t *net, const xccl_layout_t *l, const xcc
             const step_load_t *v = &ld->v[st];
             const int there = l->node_of[a->peer];
             double t = (send ? v->up : v->down) / ncap;
-            if (leaf_of(net, there) != leaf_of(net, me)) {
+            if (crosses_leaf(net, me, there)) {
                 const double u = (send ? v->leaf_up : v->leaf_down) / lcap;
                 t = u > t ? u : t;
             }
