@@ -29,9 +29,10 @@
  * Cost (n bytes): 2 ceil(lg p) a + 2((p-1)/p) nb + ((p-1)/p) ng + n/2 d,
  * plus at most 2a for the wrapped ranges.
  *
- * The reduce-scatter alone is reduce_scatter's "nhr" (here too: the two
- * share every step), with the blocks of counts[] and block r copied to
- * RECV at the end.
+ * The reduce-scatter alone is reduce_scatter's "nhr", with the blocks of
+ * counts[] and block r copied to RECV at the end; the allgather alone is
+ * allgather's "nhr" (its first step sends SEND and copies it to SCRATCH).
+ * All three are here: they share every step.
  *
  * Every block is reduced once per combine and its final value computed by
  * its owner alone, then copied to all: bitwise identical results
@@ -145,9 +146,9 @@ static size_t nhr_reduce_scatter(xccl_sched_t *s, const nhr_t *o, xccl_buf_id_t 
     return bytes + red;
 }
 
-/* o->at from per-block element counts (counts NULL: count cut into p
- * chunks).  0, or -1 out of memory (then s is marked failed). */
-static int nhr_init(nhr_t *o, xccl_sched_t *s, size_t count, const size_t *counts)
+/* o->at from per-block counts of unit bytes (counts NULL: count cut into
+ * p chunks).  0, or -1 out of memory (then s is marked failed). */
+static int nhr_init(nhr_t *o, xccl_sched_t *s, size_t count, const size_t *counts, size_t unit)
 {
     o->p = s->size;
     o->r = s->rank;
@@ -158,47 +159,83 @@ static int nhr_init(nhr_t *o, xccl_sched_t *s, size_t count, const size_t *count
     }
     o->at[0] = 0;
     for (int b = 0; b < o->p; b++) {
-        o->at[b + 1] = o->at[b] + (counts ? counts[b] : chunk_count(count, o->p, b)) * s->elem_size;
+        o->at[b + 1] = o->at[b] + (counts ? counts[b] : chunk_count(count, o->p, b)) * unit;
     }
     return 0;
 }
 
-int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count)
+/* The allgather: block r (relative block 0) at own, which is SCRATCH 0
+ * or (allgather: p >= 3) a buffer that the first step copies there; every
+ * block ends in RECV, in block order. */
+static void nhr_allgather(xccl_sched_t *s, const nhr_t *o, xccl_ref_t own)
 {
-    const int p = s->size, r = s->rank;
-    const size_t bytes = count * s->elem_size;
-    nhr_t o;
-
-    s->algo = "nhr";
-    if (1 == p) {
-        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), bytes);
-        return xccl_sched_finalize(s);
-    }
-    if (0 != nhr_init(&o, s, count, NULL)) {
-        return xccl_sched_finalize(s);
-    }
+    const int p = o->p, r = o->r;
     int win[32];
     const int nsteps = windows(p, win);
-    s->scratch_bytes = nhr_reduce_scatter(s, &o, XCCL_BUF_SEND);
     for (int i = nsteps - 1; i > 0; i--) {
         const int m = win[i], h = (m + 1) / 2;
-        const size_t at = rel_off(&o, h);
+        const size_t at = rel_off(o, h);
+        const int first = nsteps - 1 == i;
         xccl_sched_step(s);
-        xccl_sched_recv(s, mod(r + h, p), xccl_ref(XCCL_BUF_SCRATCH, at), rel_off(&o, m) - at);
-        xccl_sched_send(s, mod(r - h, p), xccl_ref(XCCL_BUF_SCRATCH, 0), rel_off(&o, m - h));
+        xccl_sched_recv(s, mod(r + h, p), xccl_ref(XCCL_BUF_SCRATCH, at), rel_off(o, m) - at);
+        xccl_sched_send(s, mod(r - h, p), first ? own : xccl_ref(XCCL_BUF_SCRATCH, 0), rel_off(o, m - h));
+        if (first && XCCL_BUF_SCRATCH != own.buf) {
+            xccl_sched_copy(s, xccl_ref(XCCL_BUF_SCRATCH, 0), own, rel_off(o, 1));
+        }
     }
     /* The last step writes RECV in block order; the half held is copied
      * there after its transfers. */
     const int h = (p + 1) / 2;
     size_t off[2], len[2], at = 0;
     xccl_sched_step(s);
-    move(s, &o, RECV_FROM, mod(r + h, p), h, p, XCCL_BUF_RECV, 0);
-    move(s, &o, SEND_TO, mod(r - h, p), 0, p - h, XCCL_BUF_SCRATCH, 0);
-    const int n = pieces(&o, 0, h, off, len);
+    move(s, o, RECV_FROM, mod(r + h, p), h, p, XCCL_BUF_RECV, 0);
+    move(s, o, SEND_TO, mod(r - h, p), 0, p - h, XCCL_BUF_SCRATCH, 0);
+    const int n = pieces(o, 0, h, off, len);
     for (int k = 0; k < n; k++) {
         xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, off[k]), xccl_ref(XCCL_BUF_SCRATCH, at), len[k]);
         at += len[k];
     }
+}
+
+int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count)
+{
+    const size_t bytes = count * s->elem_size;
+    nhr_t o;
+
+    s->algo = "nhr";
+    if (1 == s->size) {
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), bytes);
+        return xccl_sched_finalize(s);
+    }
+    if (0 != nhr_init(&o, s, count, NULL, s->elem_size)) {
+        return xccl_sched_finalize(s);
+    }
+    s->scratch_bytes = nhr_reduce_scatter(s, &o, XCCL_BUF_SEND);
+    nhr_allgather(s, &o, xccl_ref(XCCL_BUF_SCRATCH, 0));
+    free(o.at);
+    return xccl_sched_finalize(s);
+}
+
+/* Blocks of block bytes (the rank's own first in SEND; in place SEND is
+ * RECV + rank * block).  p = 2 is one exchange. */
+int xccl_build_allgather_nhr(xccl_sched_t *s, size_t block)
+{
+    const int p = s->size, r = s->rank;
+    nhr_t o;
+
+    s->algo = "nhr";
+    if (p <= 2) {
+        xccl_sched_step(s);
+        xccl_sched_recv(s, 1 - r, xccl_ref(XCCL_BUF_RECV, (size_t) (1 - r) * block), 2 == p ? block : 0);
+        xccl_sched_send(s, 1 - r, xccl_ref(XCCL_BUF_SEND, 0), 2 == p ? block : 0);
+        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) r * block), xccl_ref(XCCL_BUF_SEND, 0), block);
+        return xccl_sched_finalize(s);
+    }
+    if (0 != nhr_init(&o, s, (size_t) p, NULL, block)) {
+        return xccl_sched_finalize(s);
+    }
+    nhr_allgather(s, &o, xccl_ref(XCCL_BUF_SEND, 0));
+    s->scratch_bytes = rel_off(&o, (p + 1) / 2);
     free(o.at);
     return xccl_sched_finalize(s);
 }
@@ -215,7 +252,7 @@ int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_
         }
         return xccl_sched_finalize(s);
     }
-    if (0 != nhr_init(&o, s, 0, counts)) {
+    if (0 != nhr_init(&o, s, 0, counts, s->elem_size)) {
         return xccl_sched_finalize(s);
     }
     s->scratch_bytes = nhr_reduce_scatter(s, &o, in);

@@ -88,6 +88,7 @@ static int rs_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
 static int ag_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
 static int ag_bruck(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_bruck(s, a->block); }
 static int ag_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_recursive_doubling(s, a->block); }
+static int ag_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_nhr(s, a->block); }
 static int ag_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -236,7 +237,7 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "dbt", ar_dbt }, { "nhr", ar_nhr }, { "nb", ar_nb } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
-        { "mesh", ag_mesh }, { "shm", ag_shm } },
+        { "mesh", ag_mesh }, { "shm", ag_shm }, { "nhr", ag_nhr } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
         { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr } },

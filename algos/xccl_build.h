@@ -67,6 +67,9 @@ int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count);
 /* "nhr" reduce_scatter: its reduce-scatter phase over the blocks of
  * counts[] (irregular, zeros included), block r then copied to RECV. */
 int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_place);
+/* "nhr" allgather: its allgather phase, ceil(lg p) steps for any p, the
+ * windows doubling to p. */
+int xccl_build_allgather_nhr(xccl_sched_t *s, size_t block);
 /* "nb": nonuniform Bruck (issue 31, after HCCL's NB), nhr's mirror: a
  * reduce-scatter whose stride doubles (1, 2, 4, ...) while the data
  * halves, then the allgather back; ceil(lg p) steps each for any p, no

@@ -400,7 +400,7 @@ algo_sets=(
     "allreduce=rabenseifner alltoall=linear bcast=chain"
     "allreduce=swing allgather=recursive_doubling reduce_scatter=recursive_halving reduce_scatter_block=recursive_halving alltoall=bruck"
     "allreduce=dbt"
-    "allreduce=nhr reduce_scatter=nhr reduce_scatter_block=nhr"
+    "allreduce=nhr allgather=nhr reduce_scatter=nhr reduce_scatter_block=nhr"
     "allreduce=nb"
     # two-level, on synthetic node layouts (coll_xccl_node_layout)
     "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"

@@ -1,6 +1,6 @@
 /*
  * reduce_scatter (recursive_halving, pairwise, nhr) and allgather
- * (recursive_doubling, bruck) on the simulated transport: every
+ * (recursive_doubling, bruck, nhr) on the simulated transport: every
  * communicator size 1..64 and a few large ones (100, 127, 128, 129, 255, 1000),
  * regular and irregular counts (zeros included), several element kinds, in
  * place and not; float sums compared bit for bit with the reduction order
@@ -303,6 +303,7 @@ static const struct {
 } ag_algos[] = {
     { "recursive_doubling", xccl_build_allgather_recursive_doubling },
     { "bruck", xccl_build_allgather_bruck },
+    { "nhr", xccl_build_allgather_nhr },
 };
 #define NAG ((int) (sizeof(ag_algos) / sizeof(ag_algos[0])))
 
@@ -485,6 +486,30 @@ START_TEST(allgather_structure)
         ck_assert_int_eq(xccl_build_allgather_recursive_doubling(&s, b), 0);
         ck_assert_uint_eq(s.rounds, 1 == r ? 2 : 0 == r ? 4 : 2);
         xccl_sched_fini(&s);
+    }
+    /* nhr at any p: ceil(lg p) rounds (windows 2, 3, 5, 10, 20, ... up to
+     * p), (p-1) blocks each way, one message per step but where the last
+     * step's range wraps past block p-1 (two), at most half the blocks in
+     * SCRATCH. */
+    static const int nps[] = { 2, 3, 5, 8, 20, 100, 1000 };
+    for (size_t i = 0; i < sizeof(nps) / sizeof(nps[0]); i++) {
+        const int p = nps[i];
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        for (int r = 0; r < p; r += p > 8 ? p / 7 : 1) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, p, 1);
+            ck_assert_int_eq(xccl_build_allgather_nhr(&s, b), 0);
+            const tally_t t = tally(&s);
+            ck_assert_uint_eq(s.rounds, (size_t) lg);
+            ck_assert_msg(t.sent == (size_t) (p - 1) * b && t.received == t.sent, "nhr p=%d rank %d: %zu, %zu", p, r,
+                          t.sent, t.received);
+            ck_assert_uint_le(t.sends, (size_t) lg + 1);
+            ck_assert_uint_le(s.scratch_bytes, (size_t) (p + 1) / 2 * b);
+            xccl_sched_fini(&s);
+        }
     }
 }
 END_TEST
