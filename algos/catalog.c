@@ -71,6 +71,7 @@ static int rs_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_bui
 static int rs_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_pairwise(s, a->counts, a->in_place); }
 static int rs_rh(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_recursive_halving(s, a->counts, a->in_place); }
 static int rs_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_nhr(s, a->counts, a->in_place); }
+static int rs_nb(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_nb(s, a->counts, a->in_place); }
 static int rs_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -89,6 +90,7 @@ static int ag_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_bui
 static int ag_bruck(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_bruck(s, a->block); }
 static int ag_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_recursive_doubling(s, a->block); }
 static int ag_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_nhr(s, a->block); }
+static int ag_nb(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_nb(s, a->block); }
 static int ag_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -237,13 +239,13 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "dbt", ar_dbt }, { "nhr", ar_nhr }, { "nb", ar_nb } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
-        { "mesh", ag_mesh }, { "shm", ag_shm }, { "nhr", ag_nhr } },
+        { "mesh", ag_mesh }, { "shm", ag_shm }, { "nhr", ag_nhr }, { "nb", ag_nb } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr }, { "nb", rs_nb } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr }, { "nb", rs_nb } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
         { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck },
         { "mesh", a2a_mesh }, { "shm", a2a_shm } },

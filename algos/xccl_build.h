@@ -76,6 +76,10 @@ int xccl_build_allgather_nhr(xccl_sched_t *s, size_t block);
  * fold, (p-1)/p n bytes sent per phase; the most bytes go to the nearest
  * peers.  SCRATCH: the vector (in bit-reversed block order) plus half. */
 int xccl_build_allreduce_nb(xccl_sched_t *s, size_t count);
+/* "nb" reduce_scatter and allgather: its two phases alone (the blocks of
+ * counts[]; blocks of block bytes). */
+int xccl_build_reduce_scatter_nb(xccl_sched_t *s, const size_t *counts, int in_place);
+int xccl_build_allgather_nb(xccl_sched_t *s, size_t block);
 /* The links of rank in tree 0 or 1 of p ranks: parent (-1: the root), and
  * child[0] < rank < child[1] (-1: none). */
 void xccl_dbt_tree(int p, int tree, int rank, int *parent, int child[2]);

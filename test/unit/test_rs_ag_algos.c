@@ -1,12 +1,12 @@
 /*
- * reduce_scatter (recursive_halving, pairwise, nhr) and allgather
- * (recursive_doubling, bruck, nhr) on the simulated transport: every
+ * reduce_scatter (recursive_halving, pairwise, nhr, nb) and allgather
+ * (recursive_doubling, bruck, nhr, nb) on the simulated transport: every
  * communicator size 1..64 and a few large ones (100, 127, 128, 129, 255, 1000),
  * regular and irregular counts (zeros included), several element kinds, in
  * place and not; float sums compared bit for bit with the reduction order
  * each algorithm documents; then the textbook shapes at a power of two.
  *
- * At 1000 ranks only recursive_halving and nhr run reduce_scatter (pairwise posts
+ * At 1000 ranks pairwise does not run reduce_scatter (it posts
  * a million messages, slow on the simulator's list of unmatched requests).
  *
  * Expected values come from scalar references written here, not from the
@@ -46,6 +46,7 @@ static const struct {
     { "recursive_halving", xccl_build_reduce_scatter_recursive_halving },
     { "pairwise", xccl_build_reduce_scatter_pairwise },
     { "nhr", xccl_build_reduce_scatter_nhr },
+    { "nb", xccl_build_reduce_scatter_nb },
 };
 #define NRS ((int) (sizeof(rs_algos) / sizeof(rs_algos[0])))
 
@@ -157,10 +158,10 @@ START_TEST(reduce_scatter_big_p)
     const int p = big_p[_i];
     const size_t bases[] = { 0, 1, 37 };
     if (p >= 1000) {
-        /* One small base, recursive halving and nhr only: pairwise posts a
+        /* One small base, not pairwise: it posts a
          * million messages, seconds each on the simulator's unmatched list. */
         const size_t one[] = { 3 };
-        check_rs_all(p, one, 1, 1, 1u | 4u);
+        check_rs_all(p, one, 1, 1, 1u | 4u | 8u);
     } else {
         check_rs_all(p, bases, 3, RED_DBL_MAX + 1, ~0u);
     }
@@ -172,7 +173,9 @@ END_TEST
  *     participant's partial on the left: w[i] = w[i] + w[i+m], m = p'/2..1;
  *   pairwise: ((x_r + x_{r-1}) + x_{r-2}) + ... + x_{r+1} on owner r;
  *   nhr: windows m = p, ceil(p/2), ..., 2, h = ceil(m/2): relative block
- *     j < m - h of rank q becomes (q's j) + (q-h's j+h), own on the left. */
+ *     j < m - h of rank q becomes (q's j) + (q-h's j+h), own on the left;
+ *   nb: strides d = 1, 2, 4, ...: relative block j (a multiple of 2d) of
+ *     rank q becomes (q's j) + (q-d's j+d) where j+d < p, own on the left. */
 static float rh_float_ref(int p, size_t e)
 {
     int p2 = 1;
@@ -224,6 +227,26 @@ static float nhr_float_ref(int p, int owner, size_t e)
     return nhr_float_val(p, win, n, owner, 0, e);
 }
 
+/* nb's value of rank q's relative block j after the strides below d. */
+static float nb_float_val(int p, int d, int q, int j, size_t e)
+{
+    if (1 == d) {
+        return float_input(q, e);
+    }
+    const int h = d / 2;
+    const float own = nb_float_val(p, h, q, j, e);
+    return j + h < p ? own + nb_float_val(p, h, ((q - h) % p + p) % p, j + h, e) : own;
+}
+
+static float nb_float_ref(int p, int owner, size_t e)
+{
+    int d = 1;
+    while (d < p) {
+        d *= 2;
+    }
+    return nb_float_val(p, d, owner, 0, e);
+}
+
 static void check_rs_float(int p)
 {
     xccl_reduce_fn_t fn = xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
@@ -239,7 +262,8 @@ static void check_rs_float(int p)
                 owner++;
             }
             want[e] = 0 == a ? rh_float_ref(p, e)
-                      : 1 == a ? pairwise_float_ref(p, (int) owner, e) : nhr_float_ref(p, (int) owner, e);
+                      : 1 == a ? pairwise_float_ref(p, (int) owner, e)
+                      : 2 == a ? nhr_float_ref(p, (int) owner, e) : nb_float_ref(p, (int) owner, e);
             if (0 != a && want[e] != rh_float_ref(p, e)) {
                 order_matters = 1;
             }
@@ -304,6 +328,7 @@ static const struct {
     { "recursive_doubling", xccl_build_allgather_recursive_doubling },
     { "bruck", xccl_build_allgather_bruck },
     { "nhr", xccl_build_allgather_nhr },
+    { "nb", xccl_build_allgather_nb },
 };
 #define NAG ((int) (sizeof(ag_algos) / sizeof(ag_algos[0])))
 
@@ -487,10 +512,11 @@ START_TEST(allgather_structure)
         ck_assert_uint_eq(s.rounds, 1 == r ? 2 : 0 == r ? 4 : 2);
         xccl_sched_fini(&s);
     }
-    /* nhr at any p: ceil(lg p) rounds (windows 2, 3, 5, 10, 20, ... up to
-     * p), (p-1) blocks each way, one message per step but where the last
-     * step's range wraps past block p-1 (two), at most half the blocks in
-     * SCRATCH. */
+    /* nhr and nb at any p: ceil(lg p) rounds (nhr's windows 2, 3, 5, 10,
+     * 20, ... up to p; nb's strides p/2 .. 1), (p-1) blocks each way, one
+     * message per step but where a range is cut in two (nhr: the last
+     * step's, past block p-1; nb: around a missing block); SCRATCH at most
+     * half the blocks (nhr), all of them (nb). */
     static const int nps[] = { 2, 3, 5, 8, 20, 100, 1000 };
     for (size_t i = 0; i < sizeof(nps) / sizeof(nps[0]); i++) {
         const int p = nps[i];
@@ -499,16 +525,18 @@ START_TEST(allgather_structure)
             lg++;
         }
         for (int r = 0; r < p; r += p > 8 ? p / 7 : 1) {
-            xccl_sched_t s;
-            xccl_sched_init(&s, r, p, 1);
-            ck_assert_int_eq(xccl_build_allgather_nhr(&s, b), 0);
-            const tally_t t = tally(&s);
-            ck_assert_uint_eq(s.rounds, (size_t) lg);
-            ck_assert_msg(t.sent == (size_t) (p - 1) * b && t.received == t.sent, "nhr p=%d rank %d: %zu, %zu", p, r,
-                          t.sent, t.received);
-            ck_assert_uint_le(t.sends, (size_t) lg + 1);
-            ck_assert_uint_le(s.scratch_bytes, (size_t) (p + 1) / 2 * b);
-            xccl_sched_fini(&s);
+            for (int nb = 0; nb < 2; nb++) {
+                xccl_sched_t s;
+                xccl_sched_init(&s, r, p, 1);
+                ck_assert_int_eq((nb ? xccl_build_allgather_nb : xccl_build_allgather_nhr)(&s, b), 0);
+                const tally_t t = tally(&s);
+                ck_assert_uint_eq(s.rounds, (size_t) lg);
+                ck_assert_msg(t.sent == (size_t) (p - 1) * b && t.received == t.sent, "%s p=%d rank %d: %zu, %zu",
+                              s.algo, p, r, t.sent, t.received);
+                ck_assert_uint_le(t.sends, nb ? 2 * (size_t) lg : (size_t) lg + 1);
+                ck_assert_uint_le(s.scratch_bytes, (size_t) (nb ? p : (p + 1) / 2) * b);
+                xccl_sched_fini(&s);
+            }
         }
     }
 }
