@@ -199,8 +199,7 @@ int xccl_build_allreduce_nb(xccl_sched_t *s, size_t count)
     nb_order_t o;
 
     s->algo = "nb";
-    if (1 == s->size) {
-        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), bytes);
+    if (one_rank_copy(s, bytes)) {
         return xccl_sched_finalize(s);
     }
     if (0 != nb_order(&o, s->size, s->rank, count, NULL, s->elem_size)) {
@@ -218,10 +217,7 @@ int xccl_build_reduce_scatter_nb(xccl_sched_t *s, const size_t *counts, int in_p
     nb_order_t o;
 
     s->algo = "nb";
-    if (1 == s->size) {
-        if (!in_place) {
-            xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), counts[0] * s->elem_size);
-        }
+    if (one_rank_copy(s, in_place ? 0 : counts[0] * s->elem_size)) {
         return xccl_sched_finalize(s);
     }
     if (0 != nb_order(&o, s->size, s->rank, 0, counts, s->elem_size)) {
@@ -240,8 +236,7 @@ int xccl_build_allgather_nb(xccl_sched_t *s, size_t block)
     nb_order_t o;
 
     s->algo = "nb";
-    if (1 == s->size) {
-        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), block);
+    if (one_rank_copy(s, block)) {
         return xccl_sched_finalize(s);
     }
     if (0 != nb_order(&o, s->size, s->rank, (size_t) s->size, NULL, block)) {

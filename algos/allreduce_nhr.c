@@ -203,8 +203,7 @@ int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count)
     nhr_t o;
 
     s->algo = "nhr";
-    if (1 == s->size) {
-        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), bytes);
+    if (one_rank_copy(s, bytes)) {
         return xccl_sched_finalize(s);
     }
     if (0 != nhr_init(&o, s, count, NULL, s->elem_size)) {
@@ -246,10 +245,7 @@ int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_
     nhr_t o;
 
     s->algo = "nhr";
-    if (1 == s->size) {
-        if (!in_place) {
-            xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), counts[0] * s->elem_size);
-        }
+    if (one_rank_copy(s, in_place ? 0 : counts[0] * s->elem_size)) {
         return xccl_sched_finalize(s);
     }
     if (0 != nhr_init(&o, s, 0, counts, s->elem_size)) {
