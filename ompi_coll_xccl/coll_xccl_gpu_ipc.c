@@ -2,10 +2,20 @@
  * CUDA IPC peer access inside a node (DESIGN 3a): a provider of
  * xccl_peer_t whose peer buffers are CUDA IPC mappings of the other ranks'
  * device buffers and whose flags are words in host shared memory.  A call
- * it takes runs its collective's "mesh" schedule (algos/..._mesh.c) through
- * the one executor, with the copies and reductions queued on a stream of
- * the buffers' CUDA context: the same schedules the simulator tests and
- * the cost model prices.
+ * it takes runs one of its collective's peer-access schedules through the
+ * one executor, with the copies and reductions queued on a stream of the
+ * buffers' CUDA context: the same schedules the simulator tests and the
+ * cost model prices.  Which one is a property of the communicator, found
+ * at its set-up:
+ *   - "leader" (algos/mesh_leader.c) where every rank's device is the
+ *     same GPU: a GPU runs one process's work at a time and switches
+ *     contexts between them (about 70 us a switch on an H200 without MPS,
+ *     docs/bench/gpu-stream-flags.md), so one rank does all the work and
+ *     the others only publish their buffers, flag and wait: one host
+ *     synchronisation per call on every rank, no switch;
+ *   - "mesh" (algos/..._mesh.c) across GPUs: every device does its share.
+ * A chain of reductions into one place (x0 op x1, then op x2, ...) goes to
+ * the GPU as one kernel over every source (fold order kept).
  *
  * Each rank owns one slot of shared memory (a POSIX segment that its peers
  * map once per communicator, at the first call that tries): its flag, and
@@ -51,6 +61,20 @@ typedef struct {
     int32_t valid, pad;
 } ipc_buf_t;
 
+/* What the ranks exchange once per communicator (setup_slots). */
+typedef struct {
+    char name[XCCL_IPC_NAME];        /* its slot's segment, "" none */
+    char pci[32];                    /* its current device, "" none */
+} ipc_hello_t;
+
+/* A chain of reductions not yet queued: dst = srcs[0] op ... op srcs[n-1]. */
+typedef struct {
+    void *dst;
+    const void *srcs[XCCL_GPU_MAX_SRCS];
+    int n;
+    size_t count;
+} ipc_chain_t;
+
 /* A rank's slot, written by that rank only. */
 typedef struct {
     uint64_t flag;                   /* the schedule's flag: seq << 32 | value */
@@ -71,6 +95,9 @@ typedef struct {
     xccl_dtype_t dt;
     xccl_op_t op;
     char error[200];                 /* the first driver error ("": none) */
+    int pushed;                      /* ctx is current from the go to close */
+    int queued;                      /* work queued since the last synchronisation */
+    ipc_chain_t chain;
     xccl_peer_t peer;
 } ipc_call_t;
 
@@ -78,6 +105,9 @@ struct mca_coll_xccl_ipc {
     xccl_ipc_cache_t maps;
     xccl_ipc_exports_t exports;
     int up;                          /* 1 slots mapped, -1 never (all ranks alike), 0 not tried */
+    int one_device;                  /* every rank's current device was the same GPU at set-up */
+    char pci[32];                    /* that device ("" none) */
+    void *device_ctx;                /* a context found on it (buffers elsewhere: no cuda ipc) */
     ipc_slot_t **slot;               /* [size] every rank's, this rank's too */
     size_t slot_bytes;
     uint64_t epoch;                  /* agreements so far, the same on every rank */
@@ -158,24 +188,35 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
 {
     static int segments;
     const int P = m->size, me = m->rank;
-    char mine[XCCL_IPC_NAME];
-    char *names = calloc((size_t) P, XCCL_IPC_NAME);
+    ipc_hello_t hello;
+    char *mine = hello.name;
+    ipc_hello_t *all = calloc((size_t) P, sizeof(*all));
     int ok, rc;
     ipc->slot_bytes = ((sizeof(ipc_slot_t) + 4095) / 4096) * 4096;
     ipc->slot = calloc((size_t) P, sizeof(*ipc->slot));
     ipc->mapped = calloc(2 * (size_t) P, sizeof(char *));
-    snprintf(mine, sizeof(mine), "/xccl-ipc-%d-%d", (int) getpid(),
+    memset(&hello, 0, sizeof(hello));
+    snprintf(mine, sizeof(hello.name), "/xccl-ipc-%d-%d", (int) getpid(),
              __atomic_fetch_add(&segments, 1, __ATOMIC_RELAXED));
-    ok = NULL != names && NULL != ipc->slot && NULL != ipc->mapped &&
+    if (0 != xccl_gpu_current_pci(hello.pci, sizeof(hello.pci))) {
+        hello.pci[0] = '\0';
+    }
+    ok = NULL != all && NULL != ipc->slot && NULL != ipc->mapped &&
          NULL != (ipc->slot[me] = map_segment(mine, 1, ipc->slot_bytes));
     if (!ok) {
         mine[0] = '\0';                /* the peers see this rank cannot */
     }
-    rc = NULL == names ? OMPI_ERR_OUT_OF_RESOURCE
-                       : m->prev.allgather(mine, XCCL_IPC_NAME, MPI_BYTE, names, XCCL_IPC_NAME,
-                                           MPI_BYTE, m->comm, m->prev.allgather_module);
+    rc = NULL == all ? OMPI_ERR_OUT_OF_RESOURCE
+                     : m->prev.allgather(&hello, (int) sizeof(hello), MPI_BYTE, all, (int) sizeof(hello),
+                                         MPI_BYTE, m->comm, m->prev.allgather_module);
+    ipc->one_device = MPI_SUCCESS == rc;
+    memcpy(ipc->pci, hello.pci, sizeof(ipc->pci));
+    for (int j = 0; MPI_SUCCESS == rc && j < P; j++) {
+        ipc->one_device = ipc->one_device && '\0' != all[j].pci[0] &&
+                          0 == strncmp(all[j].pci, all[0].pci, sizeof(all[0].pci));
+    }
     for (int j = 0; MPI_SUCCESS == rc && ok && j < P; j++) {
-        const char *name = names + (size_t) j * XCCL_IPC_NAME;
+        const char *name = all[j].name;
         ok = j == me || ('\0' != name[0] && NULL != (ipc->slot[j] = map_segment(name, 0,
                                                                                  ipc->slot_bytes)));
     }
@@ -186,12 +227,18 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
     if ('\0' != mine[0]) {
         shm_unlink(mine);
     }
-    free(names);
+    free(all);
     ipc->up = MPI_SUCCESS == rc && ok ? 1 : -1;
     if (ipc->up < 0) {
         unmap_slots(m, ipc);
         mca_coll_xccl_log(2, "comm comm=%u rank=%d: no cuda ipc: the ranks' shared slots did not "
                           "map", m->cid, m->world_rank);
+    } else {
+        mca_coll_xccl_log(2, "comm comm=%u rank=%d: cuda ipc set up: %s", m->cid, m->world_rank,
+                          ipc->one_device ? "every rank on one device: one rank does each call's "
+                                            "work (\"leader\")"
+                                          : "ranks on several devices (or one without a context): "
+                                            "each does its share (\"mesh\")");
     }
     return MPI_SUCCESS == rc ? rc : mca_coll_xccl_error(m, XCCL_COLL_ALLREDUCE, rc,
                                                         "cuda ipc set-up");
@@ -226,13 +273,36 @@ static void call_fail(ipc_call_t *c, const char *error)
     }
 }
 
+/* The call's driver work, with its context current (pushed from the go
+ * to close: one thread runs a blocking call). */
+
+/* Queues the pending chain of reductions as one kernel over its sources. */
+static void chain_flush(ipc_call_t *c)
+{
+    ipc_chain_t *ch = &c->chain;
+    const char *error = NULL;
+    if (0 == ch->n) {
+        return;
+    }
+    if (0 != xccl_gpu_reduce(c->dt, c->op, ch->dst, ch->srcs, ch->n, ch->count, c->set->in, &error)) {
+        call_fail(c, error ? error : "xccl_gpu_reduce failed");
+    }
+    ch->n = 0;
+    c->queued = 1;
+}
+
 /* What this rank queued must be done before a peer may read it (or, past
- * the last flag, reuse its buffers). */
+ * the last flag, reuse its buffers): one synchronisation, where anything
+ * was queued since the last. */
 static void call_sync(ipc_call_t *c)
 {
-    const char *error = mca_coll_xccl_gpu_sync_in(c->ctx, c->set->in);
-    if (error) {
-        call_fail(c, error);
+    chain_flush(c);
+    if (c->queued) {
+        const char *error = mca_coll_xccl_gpu_sync(c->cu, c->set->in);
+        if (error) {
+            call_fail(c, error);
+        }
+        c->queued = 0;
     }
 }
 
@@ -260,22 +330,45 @@ static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 static int call_copy(void *ctx, void *dst, const void *src, size_t len)
 {
     ipc_call_t *c = ctx;
-    const char *error = mca_coll_xccl_gpu_copy_in(c->ctx, dst, src, len,
-                                                  MCA_COLL_XCCL_DEVICE_TO_DEVICE, c->set->in);
+    chain_flush(c);
+    const char *error = mca_coll_xccl_gpu_copy(c->cu, dst, src, len, MCA_COLL_XCCL_DEVICE_TO_DEVICE,
+                                               c->set->in);
     if (error) {
         call_fail(c, error);
     }
+    c->queued = 1;
     return 0;
 }
 
+/* Whether p lies in the call's device scratch. */
+static int in_scratch(const ipc_call_t *c, const void *p)
+{
+    const char *lo = c->set->dev;
+    return NULL != lo && (const char *) p >= lo && (const char *) p < lo + c->set->dev_bytes;
+}
+
+/* dst = a op b: the next link of the pending chain where a is its result,
+ * else a new chain.  The chain's result stays where it is (dst the same)
+ * or moves out of the call's scratch (the in-place mesh allreduce folds in
+ * scratch and writes the last link to RECV): a partial result in scratch
+ * is never written then, which only a schedule that read it again would
+ * notice; every other action flushes the chain first. */
 static int call_reduce(void *ctx, void *dst, const void *a, const void *b, size_t count)
 {
     ipc_call_t *c = ctx;
-    const char *error = mca_coll_xccl_gpu_reduce_in(c->ctx, c->dt, c->op, dst, a, b, count,
-                                                    c->set->in);
-    if (error) {
-        call_fail(c, error);
+    ipc_chain_t *ch = &c->chain;
+    if (ch->n > 0 && a == ch->dst && count == ch->count && ch->n < XCCL_GPU_MAX_SRCS &&
+        (dst == ch->dst || in_scratch(c, ch->dst))) {
+        ch->srcs[ch->n++] = b;
+        ch->dst = dst;
+        return 0;
     }
+    chain_flush(c);
+    ch->dst = dst;
+    ch->srcs[0] = a;
+    ch->srcs[1] = b;
+    ch->n = 2;
+    ch->count = count;
     return 0;
 }
 
@@ -312,12 +405,33 @@ static int export_buf(ipc_call_t *c, ipc_slot_t *mine, const void *p, int k)
     return 1;
 }
 
-/* The buffers of the mesh schedule (SEND, RECV; see algos/xccl_build.h) at
+/* Whether ctx is a context of the communicator's one device. */
+static int on_the_device(struct mca_coll_xccl_ipc *ipc, void *ctx)
+{
+    char pci[sizeof(ipc->pci)];
+    if (ctx == ipc->device_ctx) {
+        return 1;
+    }
+    if (0 != mca_coll_xccl_gpu_push(ctx)) {
+        return 0;
+    }
+    const int same = 0 == xccl_gpu_current_pci(pci, sizeof(pci)) && 0 == strcmp(pci, ipc->pci);
+    mca_coll_xccl_gpu_pop();
+    if (same) {
+        ipc->device_ctx = ctx;
+    }
+    return same;
+}
+
+/* The buffers of the schedule (SEND, RECV; see algos/xccl_build.h) at
  * dev[], in the device memory of one context, and whether this rank can
- * take part: every buffer of one context, contiguous, a GPU kernel for a
- * reduction (loaded, buffers aligned).  Exports what its peers read. */
+ * take part: every buffer of one context (in the leader form, on the one
+ * device), contiguous, a GPU kernel for a reduction (loaded, buffers
+ * aligned).  Exports what its peers read or write: in the mesh form the
+ * inputs, allreduce's reduced slices and the bcast root's buffer; in the
+ * leader form (leader >= 0) every buffer of the others. */
 static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t *mine,
-                    char *dev[2])
+                    int leader, char *dev[2])
 {
     xccl_mem_info_t info;
     const int me = c->m->rank;
@@ -354,16 +468,19 @@ static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t 
         return 0;
     }
     call->ctx = info.ctx;
-    /* What the peers read: the inputs, and allreduce's reduced slices;
-     * bcast, the root's buffer. */
+    if (leader >= 0 && !on_the_device(call->ipc, call->ctx)) {
+        return 0;
+    }
     int ok = 1;
-    if (XCCL_COLL_BCAST != c->coll) {
+    const int send = leader >= 0 ? me != leader : 1, recv = leader >= 0 ? me != leader
+                                                  : XCCL_COLL_ALLREDUCE == c->coll || me == c->root;
+    if (XCCL_COLL_BCAST != c->coll && send) {
         ok = export_buf(call, mine, dev[XCCL_BUF_SEND], XCCL_BUF_SEND);
     }
-    if (ok && (XCCL_COLL_ALLREDUCE == c->coll || (XCCL_COLL_BCAST == c->coll && me == c->root))) {
+    if (ok && recv) {
         ok = export_buf(call, mine, r, XCCL_BUF_RECV);
     }
-    if (ok && c->reduction) {
+    if (ok && c->reduction && (leader < 0 || me == leader)) {
         /* The kernels load into this context (once), or this rank is out. */
         const char *why = NULL;
         ok = 0 == mca_coll_xccl_gpu_push(call->ctx);
@@ -401,6 +518,7 @@ static int after_user_work(ipc_call_t *call)
     } else if (XCCL_CUDA_SUCCESS != (rc = call->cu->StreamWaitEvent(call->set->in, call->set->ev[0], 0))) {
         call_fail(call, xccl_cu_error("cuStreamWaitEvent", rc));
     }
+    call->queued = 1;                  /* the first flag synchronises */
     return '\0' == call->error[0];
 }
 
@@ -474,33 +592,42 @@ static int ipc_usable(const mca_coll_xccl_module_t *m)
     return m->gpu_ipc && (NULL == m->ipc || m->ipc->up >= 0);
 }
 
+/* The communicator's slots, set up by its first call that tries (on every
+ * rank), and the schedules' form: "leader" where every rank is on one
+ * device, else "mesh"; NULL where the slots did not map (on every rank). */
+static const char *ipc_form(mca_coll_xccl_call_t *c, int *rc)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    struct mca_coll_xccl_ipc *ipc = m->ipc;
+    *rc = MPI_SUCCESS;
+    if (NULL == ipc) {
+        if (NULL == (ipc = m->ipc = calloc(1, sizeof(*ipc)))) {
+            *rc = mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
+            return NULL;
+        }
+        xccl_ipc_cache_init(&ipc->maps, XCCL_IPC_MAPS, map_open, map_close, NULL);
+    }
+    if (0 == ipc->up && MPI_SUCCESS != (*rc = setup_slots(m, ipc))) {
+        return NULL;
+    }
+    return ipc->up < 0 ? NULL : ipc->one_device ? "leader" : "mesh";
+}
+
 static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
                     mca_coll_xccl_exec_hooks_t *hooks, void **state, int *go)
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_ipc *ipc = m->ipc;
+    const int leader = !ipc->one_device ? -1 : XCCL_COLL_BCAST == c->coll ? c->root : 0;
     char *dev[2];
-    int rc;
     *go = 0;
-    if (NULL == ipc) {
-        if (NULL == (ipc = m->ipc = calloc(1, sizeof(*ipc)))) {
-            return mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
-        }
-        xccl_ipc_cache_init(&ipc->maps, XCCL_IPC_MAPS, map_open, map_close, NULL);
-    }
-    if (0 == ipc->up && MPI_SUCCESS != (rc = setup_slots(m, ipc))) {
-        return rc;
-    }
-    if (ipc->up < 0) {
-        return MPI_SUCCESS;            /* on every rank */
-    }
     ipc_call_t *call = &ipc->call;
     ipc_slot_t *mine = ipc->slot[m->rank];
     memset(call, 0, sizeof(*call));
     call->m = m;
     call->ipc = ipc;
     call->cu = xccl_cu();
-    mine->ok = own_part(c, call, mine, dev);
+    mine->ok = own_part(c, call, mine, leader, dev);
     agree_round(m, ipc, 1);
     int all = 1;
     for (int j = 0; j < m->size; j++) {
@@ -516,8 +643,14 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
         release_set(call, '\0' != call->error[0]);
         return MPI_SUCCESS;
     }
-    /* Every rank runs the mesh schedule now. */
+    /* Every rank runs the schedule now, with the context current until
+     * close (a failed push fails the call's driver work: its flags still
+     * go up). */
     *go = 1;
+    call->pushed = 0 == mca_coll_xccl_gpu_push(call->ctx);
+    if (!call->pushed) {
+        call_fail(call, "cuCtxPushCurrent failed");
+    }
     call->peer = (xccl_peer_t) { .ctx = call, .buf = peer_buf, .post = peer_post, .test = peer_test };
     hooks->bufs[XCCL_BUF_SEND] = dev[XCCL_BUF_SEND];
     hooks->bufs[XCCL_BUF_RECV] = dev[XCCL_BUF_RECV];
@@ -534,8 +667,13 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
 static int ipc_close_call(mca_coll_xccl_call_t *c, void *state, int rc)
 {
     ipc_call_t *call = state;
-    call_sync(call);                   /* nothing queued outlives the call */
-    release_set(call, '\0' != call->error[0]);
+    if (call->pushed) {
+        call_sync(call);               /* nothing queued outlives the call */
+        xccl_gpu_set_put(call->set, '\0' != call->error[0]);
+        call->set = NULL;
+        mca_coll_xccl_gpu_pop();
+    }
+    release_set(call, 1);              /* (a failed push) */
     if ('\0' != call->error[0]) {
         return mca_coll_xccl_error(c->m, c->coll, MPI_ERR_INTERN, call->error);
     }
@@ -546,6 +684,7 @@ const mca_coll_xccl_peer_provider_t mca_coll_xccl_gpu_ipc_provider = {
     .name = "cuda_ipc",
     .wanted = ipc_wanted,
     .usable = ipc_usable,
+    .form = ipc_form,
     .open = ipc_open,
     .close = ipc_close_call,
 };
