@@ -121,7 +121,7 @@ typedef struct {
     unsigned long long seq;
 } dep;
 
-enum { OP_COPY, OP_MEMSET, OP_KERNEL, OP_MARKER };
+enum { OP_COPY, OP_MEMSET, OP_KERNEL, OP_MARKER, OP_WAIT_VALUE, OP_WRITE_VALUE };
 typedef struct op {
     struct op *next;
     int kind;
@@ -134,6 +134,7 @@ typedef struct op {
     int nsrc;                         /* OP_KERNEL: its parameters, by value */
     unsigned long long count;
     xccl_gpu_srcs_t srcs;             /* (dst is dst) */
+    unsigned value32, flags32;        /* OP_WAIT_VALUE, OP_WRITE_VALUE (at dst) */
     unsigned long long delay_ns;      /* before it runs */
     int ndeps;
     dep *deps;                        /* what must have completed first */
@@ -505,10 +506,43 @@ static char *worker_addr(uintptr_t a)
     return is_device_kind(r) ? r->view + (a - r->base) : (char *) a;
 }
 
+/* cuStreamWaitValue32's conditions (CU_STREAM_WAIT_VALUE_GEQ 0, EQ 1,
+ * AND 2, NOR 3; GEQ compares cyclically, as the driver does). */
+static int wait_value_met(unsigned have, unsigned want, unsigned flags)
+{
+    switch (flags & 0xf) {
+    case 0:
+        return (int) (have - want) >= 0;
+    case 1:
+        return have == want;
+    case 2:
+        return 0 != (have & want);
+    default:
+        return 0 != ~(have | want);
+    }
+}
+
 /* Runs o with the lock released (the addresses translated under it). */
 static void execute(op *o)
 {
     if (OP_MARKER == o->kind) {
+        return;
+    }
+    if (OP_WRITE_VALUE == o->kind) {
+        __atomic_store_n((unsigned *) (void *) worker_addr((uintptr_t) o->dst), o->value32,
+                         __ATOMIC_RELEASE);
+        return;
+    }
+    if (OP_WAIT_VALUE == o->kind) {
+        /* Polls the word (another process may write it), the lock
+         * released, at an uneven pace. */
+        const unsigned *w = (const unsigned *) (void *) worker_addr((uintptr_t) o->dst);
+        while (!wait_value_met(__atomic_load_n(w, __ATOMIC_ACQUIRE), o->value32, o->flags32)) {
+            const unsigned long long pause = 2000 + rng() % 30000;
+            pthread_mutex_unlock(&lock);
+            sleep_ns(pause);
+            pthread_mutex_lock(&lock);
+        }
         return;
     }
     if (OP_KERNEL == o->kind) {
@@ -1626,6 +1660,62 @@ fcu_result cuStreamQuery(fcu_stream hStream)
         RET(e);
     }
     RET(s->done < s->enqueued ? FCU_ERROR_NOT_READY : FCU_SUCCESS);
+}
+
+/* ------------------------------------------------------------ stream memory operations */
+/* cuStreamWaitValue32 / cuStreamWriteValue32 (and their _v2 names, which
+ * CUDA 12's cuda.h maps them to): an operation of the stream like any
+ * other (late, in its stream's order).  The word must lie in device memory
+ * (an allocation or an IPC mapping: a peer process writes it) or in
+ * page-locked host memory, 4-byte aligned.  A wait holds its stream (and
+ * whatever waits for the stream) until the condition holds, polled while
+ * it runs; a write is a release store after the stream's earlier work. */
+static fcu_result value_op(fcu_stream h, fcu_dptr addr, unsigned value, unsigned flags, int kind)
+{
+    fcu_result e = need_ctx();
+    if (e) {
+        return e;
+    }
+    const region *r = find_region((uintptr_t) addr);
+    const unsigned known = OP_WAIT_VALUE == kind ? 0xfu | (1u << 30) : 1u;
+    if (0 != (addr & 3) || NULL == r || (uintptr_t) addr + 4 > r->base + r->size ||
+        (flags & ~known) || (OP_WAIT_VALUE == kind && (flags & 0xf) > 3)) {
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    struct fake_stream *s = resolve_stream(h, &e);
+    if (NULL == s) {
+        return e;
+    }
+    op o = { .kind = kind, .dst = (char *) (uintptr_t) addr, .value32 = value, .flags32 = flags };
+    return enqueue(s, &o, NULL, 0) ? FCU_SUCCESS : FCU_ERROR_OUT_OF_MEMORY;
+}
+
+fcu_result cuStreamWaitValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
+fcu_result cuStreamWaitValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+{
+    ENTER();
+    RET(value_op(stream, addr, value, flags, OP_WAIT_VALUE));
+}
+
+fcu_result cuStreamWaitValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
+fcu_result cuStreamWaitValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+{
+    ENTER();
+    RET(value_op(stream, addr, value, flags, OP_WAIT_VALUE));
+}
+
+fcu_result cuStreamWriteValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
+fcu_result cuStreamWriteValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+{
+    ENTER();
+    RET(value_op(stream, addr, value, flags, OP_WRITE_VALUE));
+}
+
+fcu_result cuStreamWriteValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
+fcu_result cuStreamWriteValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+{
+    ENTER();
+    RET(value_op(stream, addr, value, flags, OP_WRITE_VALUE));
 }
 
 /* ------------------------------------------------------------ events */

@@ -10,6 +10,15 @@
 #       bench_gpu.sh (xccl_bench -g at np 1, 2, 4 against the user's own
 #       staging, the goal line, the staged path pipelined and whole);
 #       BENCH_* variables pass through (e.g. BENCH_MAX=16M to be quicker)
+#   test/gpu/gpu_session.sh <builddir> transport [<outdir>]
+#       the CUDA IPC transport on the real driver: xccl_mpi_gpu_user at
+#       np 2, 3 and 4 with CUDA IPC at every size, then xccl_bench -g at np
+#       2 and 4 from 8 B to 64 MiB with CUDA IPC at every size, against
+#       the user's staging and a device-to-device copy of each size (the
+#       d2d and bound columns), without MPS and, where the machine has
+#       nvidia-cuda-mps-control, under MPS (TRANSPORT_MPS=0: not);
+#       TRANSPORT_BENCH_COLLS, TRANSPORT_BENCH_ARGS, TRANSPORT_TIMEOUT
+#       (seconds per run, default 150)
 #
 # <outdir> defaults to $OUT (the device tool brings it back: at most 8
 # files, so each phase writes <phase>.txt, its summary, and
@@ -27,7 +36,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-[[ $# -ge 2 ]] || { echo "usage: $0 <builddir> tests|bench [<outdir>]" >&2; exit 2; }
+[[ $# -ge 2 ]] || { echo "usage: $0 <builddir> tests|bench|transport [<outdir>]" >&2; exit 2; }
 bindir=$(cd "$1" && pwd) || exit 2
 phase=$2
 out=${3:-${OUT:-}}
@@ -77,8 +86,51 @@ bench)
     rc=${PIPESTATUS[0]}
     cp "$work/bench.txt" "$out/bench.txt"
     ;;
+transport)
+    tmo=${TRANSPORT_TIMEOUT:-150}
+    {
+        r=0
+        # shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
+        . "$here/../lib/ompi_env.sh"
+        xccl_ompi_env "$bindir/component" "$work" testing
+        for np in 2 3 4; do
+            echo "== xccl_mpi_gpu_user np $np, cuda ipc at every size"
+            timeout -k 5 "$tmo" mpirun "${ompi_base_args[@]}" --mca op ^avx --mca coll_xccl_verbose 1 \
+                --mca coll_xccl_gpu_ipc_bytes 1 -np "$np" "$bindir/xccl_mpi_gpu_user" \
+                >"$work/user-np$np.log" 2>&1 || r=1
+            grep -E '^RESULT: ' "$work/user-np$np.log" | tail -n 1
+            echo "   $(grep -cE 'via=cuda_ipc' "$work/user-np$np.log") calls through cuda ipc, forms:" \
+                "$(grep -oE 'algo=[a-z_]+ size=[0-9]+ via=cuda_ipc' "$work/user-np$np.log" | sort | uniq -c | tr '\n' ';')"
+            grep -E 'FAIL|wrong|error' "$work/user-np$np.log" | head -n 5
+        done
+        bench() {     # <tag> <more mpirun arguments>
+            local tag=$1 more=$2
+            echo "== xccl_bench -g ($tag), np 2 4, cuda ipc at every size"
+            BENCH_OUT_DIR="$work/bench-$tag" BENCH_NPS="2 4" BENCH_MIN=8 BENCH_MAX=64M \
+                BENCH_STAGED=0 BENCH_TIMEOUT="$tmo" BENCH_ARGS="${TRANSPORT_BENCH_ARGS:--r 3}" \
+                BENCH_COLLS="${TRANSPORT_BENCH_COLLS:-allreduce,allgather,reduce_scatter,alltoall,bcast}" \
+                MPIRUN_ARGS="--mca coll_xccl_gpu_ipc_bytes 1 $more ${MPIRUN_ARGS:-}" \
+                "$here/bench_gpu.sh" "$bindir" >"$work/bench-$tag.txt" 2>&1 || r=1
+            cat "$work/bench-$tag.txt"
+        }
+        bench nomps ""
+        if [[ ${TRANSPORT_MPS:-1} == 1 ]] && command -v nvidia-cuda-mps-control >/dev/null; then
+            export CUDA_MPS_PIPE_DIRECTORY=$work/mps CUDA_MPS_LOG_DIRECTORY=$work/mps-log
+            mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+            if timeout 10 nvidia-cuda-mps-control -d; then
+                bench mps "-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
+                echo quit | timeout 10 nvidia-cuda-mps-control || true
+            else
+                echo "MPS did not start"
+            fi
+        fi
+        exit $r
+    } 2>&1 | tee "$work/transport.txt"
+    rc=${PIPESTATUS[0]}
+    cp "$work/transport.txt" "$out/transport.txt"
+    ;;
 *)
-    echo "$0: phase '$phase': tests or bench" >&2
+    echo "$0: phase '$phase': tests, bench or transport" >&2
     exit 2
     ;;
 esac
