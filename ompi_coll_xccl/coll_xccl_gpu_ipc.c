@@ -23,10 +23,12 @@
  * two rounds through the slots, no message and no collective:
  *   1. each rank writes whether it can take part (device buffers of one
  *      context, contiguous, a GPU kernel for a reduction) and the IPC
- *      handles of the buffers its peers read, and waits for all;
+ *      handles of the buffers its peers read; one that cannot goes on at
+ *      once (nobody can take the call: a host-buffer call pays one store),
+ *      one that can waits for all;
  *   2. if every rank can, each maps what its schedule reads of the others;
  *      each writes whether that worked and waits for all.
- * Every rank reads the same slots, so all decide alike: the mesh schedule
+ * Every rank reads the same slots, so all decide alike: the schedule
  * on every rank, or nothing moved and the call goes on as any other (host
  * copies).  Round 2 is also what keeps a slot stable until every peer has
  * read it: nobody starts its next call's round 1 before all finished this
@@ -79,9 +81,9 @@ typedef struct {
 typedef struct {
     uint64_t flag;                   /* the schedule's flag: seq << 32 | value */
     char pad0[56];
-    uint64_t agree;                  /* the agreement: 2 * epoch + round */
-    int32_t ok;                      /* round 1: this rank can take part */
+    uint64_t agree;                  /* the agreement: 4 * epoch + stage (agree_*) */
     int32_t mapped;                  /* round 2: it mapped what it reads */
+    int32_t pad1;
     ipc_buf_t buf[2];                /* round 1: its SEND and RECV, as its peers read them */
 } ipc_slot_t;
 
@@ -229,6 +231,7 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
     }
     free(all);
     ipc->up = MPI_SUCCESS == rc && ok ? 1 : -1;
+    ipc->epoch = 1;                    /* the slots' 0 is "nothing yet" */
     if (ipc->up < 0) {
         unmap_slots(m, ipc);
         mca_coll_xccl_log(2, "comm comm=%u rank=%d: no cuda ipc: the ranks' shared slots did not "
@@ -244,17 +247,53 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
                                                         "cuda ipc set-up");
 }
 
-/* Round 1 or 2 of this call's agreement: publishes it, waits until every
- * rank has (they all make this call). */
-static void agree_round(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, int round)
+/* A rank's agreement word for call (epoch) e: 4 e + stage.  Call numbers
+ * rise by one per call that wants CUDA IPC, on every rank alike. */
+enum {
+    STAGE_OUT = 0,                   /* round 1: cannot take part (and went on) */
+    STAGE_IN = 1,                    /* round 1: can */
+    STAGE_MAPPED = 2                 /* round 2 done (`mapped` says how) */
+};
+
+static void publish(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, int stage)
 {
-    const uint64_t want = 2 * ipc->epoch + (uint64_t) round;
-    __atomic_store_n(&ipc->slot[m->rank]->agree, want, __ATOMIC_RELEASE);
+    __atomic_store_n(&ipc->slot[m->rank]->agree, 4 * ipc->epoch + (uint64_t) stage, __ATOMIC_RELEASE);
+}
+
+/* Round 1 of a rank that can take part: 1 once every rank said it can,
+ * 0 once one said it cannot.  A rank already past this call (a word of a
+ * later one) cannot have taken part: it would be waiting for this one. */
+static int round1_all(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
+{
+    const uint64_t base = 4 * ipc->epoch;
+    int all = 1;
+    publish(m, ipc, STAGE_IN);
+    for (int j = 0; j < m->size; j++) {
+        uint64_t w;
+        while ((w = __atomic_load_n(&ipc->slot[j]->agree, __ATOMIC_ACQUIRE)) < base) {
+            opal_progress();
+        }
+        all = all && (base + STAGE_IN == w || base + STAGE_MAPPED == w);
+    }
+    return all;
+}
+
+/* Round 2: 1 when every rank mapped what it reads.  Nobody passes this
+ * call before all published round 2, and `mapped` changes only in a later
+ * round 2, which needs this rank: it is stable here. */
+static int round2_all(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, int mapped)
+{
+    const uint64_t want = 4 * ipc->epoch + STAGE_MAPPED;
+    int all = 1;
+    ipc->slot[m->rank]->mapped = mapped;
+    publish(m, ipc, STAGE_MAPPED);
     for (int j = 0; j < m->size; j++) {
         while (__atomic_load_n(&ipc->slot[j]->agree, __ATOMIC_ACQUIRE) < want) {
             opal_progress();
         }
+        all = all && ipc->slot[j]->mapped;
     }
+    return all;
 }
 
 /* ------------------------------------------------------------ xccl_peer_t */
@@ -583,7 +622,7 @@ static int ipc_wanted(const mca_coll_xccl_call_t *c)
     const size_t min = mca_coll_xccl_component.gpu_ipc_bytes;
     /* As the hand-written CUDA IPC collectives did: blocking calls, not in
      * place for alltoall and reduce_scatter. */
-    return NULL == c->request && min > 0 && c->bytes >= min && c->m->size >= 2 &&
+    return NULL == c->request && min > 0 && c->bytes >= min && c->m->size >= 2 && !c->ipc_said &&
            !(c->in_place && XCCL_COLL_ALLREDUCE != c->coll && XCCL_COLL_ALLGATHER != c->coll);
 }
 
@@ -627,18 +666,13 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
     call->m = m;
     call->ipc = ipc;
     call->cu = xccl_cu();
-    mine->ok = own_part(c, call, mine, leader, dev);
-    agree_round(m, ipc, 1);
-    int all = 1;
-    for (int j = 0; j < m->size; j++) {
-        all = all && ipc->slot[j]->ok;
+    int all = own_part(c, call, mine, leader, dev);
+    if (!all) {
+        publish(m, ipc, STAGE_OUT);
+    } else if ((all = round1_all(m, ipc))) {
+        all = round2_all(m, ipc, map_peers(m, call, s));
     }
-    mine->mapped = all && map_peers(m, call, s);
-    agree_round(m, ipc, 2);
     ipc->epoch++;
-    for (int j = 0; j < m->size; j++) {
-        all = all && ipc->slot[j]->mapped;
-    }
     if (!all) {
         release_set(call, '\0' != call->error[0]);
         return MPI_SUCCESS;
@@ -678,6 +712,21 @@ static int ipc_close_call(mca_coll_xccl_call_t *c, void *state, int rc)
         return mca_coll_xccl_error(c->m, c->coll, MPI_ERR_INTERN, call->error);
     }
     return rc;
+}
+
+int mca_coll_xccl_gpu_ipc_pass(mca_coll_xccl_call_t *c)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    if (!m->gpu_ipc || !ipc_wanted(c) || (NULL != m->ipc && m->ipc->up < 0)) {
+        return 1;
+    }
+    if (NULL == m->ipc || 0 == m->ipc->up) {
+        return 0;                      /* the set-up is collective: the whole way */
+    }
+    publish(m, m->ipc, STAGE_OUT);
+    m->ipc->epoch++;
+    c->ipc_said = 1;                   /* should the call take the whole way after all */
+    return 1;
 }
 
 const mca_coll_xccl_peer_provider_t mca_coll_xccl_gpu_ipc_provider = {

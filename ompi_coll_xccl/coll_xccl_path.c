@@ -477,9 +477,9 @@ int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
      * CUDA driver, as run_decided tells them). */
     mca_coll_xccl_module_t *m = c->m;
     int rc;
-    if ((m->shm_lat_colls >> c->coll & 1u) && NULL == c->request && c->bytes < m->shm_lat_below &&
+    if ((m->shm_lat_colls >> c->coll & 1u) && NULL == c->request &&
         (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
-        mca_coll_xccl_shm_latency_try(c, &rc)) {
+        mca_coll_xccl_gpu_ipc_pass(c) && mca_coll_xccl_shm_latency_try(c, &rc)) {
         free(c->counts);
         c->counts = NULL;
         return rc;

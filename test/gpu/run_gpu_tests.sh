@@ -16,8 +16,9 @@
 # error, no hang).  Then xccl_mpi_gpu_user
 # (buffers overwritten as soon as a call returns, data changing from call
 # to call) at np 2, 3, 4 against the fake and at each np >= 2 of
-# GPU_TESTS_NPS against the real driver, each with CUDA IPC forced at
-# every size (coll_xccl_gpu_ipc_bytes 1), as configured, and off (0).
+# GPU_TESTS_NPS against the real driver, each with CUDA IPC from 64 KiB
+# (coll_xccl_gpu_ipc_bytes 65536: both sides of a threshold), as
+# configured (every size), and off (0).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -395,8 +396,8 @@ done
 # in place and not, sizes around every threshold, several iterations with
 # new data each, the send buffer overwritten (cuMemsetD8) as soon as a call
 # returns and results read back at once.  np 2, 3 (two fake devices), 4,
-# each with CUDA IPC at every size (gpu_ipc_bytes 1), as configured (64 KiB
-# and up), and off (0): results and leaks as in (1), and the verbose lines
+# each with CUDA IPC from 64 KiB (gpu_ipc_bytes 65536: both sides of a
+# threshold), as configured (every size), and off (0): results and leaks as in (1), and the verbose lines
 # must show calls through CUDA IPC in the first two and none in the last.
 # user_run <name> <np> <ld_library_path or -> <config> [env VAR=value...]
 user_run() {
@@ -405,7 +406,7 @@ user_run() {
     saved_extra=("${extra_args[@]}")
     extra_args+=(--mca coll_xccl_verbose 1)
     case $config in
-    ipc) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 1) ;;
+    ipc) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 65536) ;;
     off) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0) ;;
     esac
     PROG=$user_prog
