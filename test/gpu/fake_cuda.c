@@ -279,6 +279,23 @@ static void unlock_guard(int *unused)
     pthread_mutex_unlock(&lock);
 }
 
+/* Not CUDA: the fake's own, for tests that count driver calls
+ * (test/gpu/xccl_gpu_budget.c; dlsym them, a real driver has none).  The
+ * calls of entry point `name` so far, 0 if none; name NULL: of all. */
+unsigned long long fake_cuda_calls(const char *name);
+unsigned long long fake_cuda_calls(const char *name)
+{
+    unsigned long long n = 0;
+    pthread_mutex_lock(&lock);
+    for (counter *c = counters; c; c = c->next) {
+        if (NULL == name || 0 == strcmp(c->name, name)) {
+            n += c->calls;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 /* FAKE_CUDA_FAIL: the entry point and the call that fails. */
 static char fail_fn[64];
 static unsigned long long fail_call;
