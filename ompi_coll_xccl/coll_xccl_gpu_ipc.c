@@ -55,6 +55,9 @@
 /* Peers' buffers kept mapped between calls (at least). */
 #define XCCL_IPC_MAPS 32
 #define XCCL_IPC_NAME 48
+/* Flag values with an interprocess event each (1..XCCL_IPC_EVENTS): the
+ * peer-access schedules use 1..3. */
+#define XCCL_IPC_EVENTS 3
 
 /* One exported buffer. */
 typedef struct {
@@ -67,6 +70,9 @@ typedef struct {
 typedef struct {
     char name[XCCL_IPC_NAME];        /* its slot's segment, "" none */
     char pci[32];                    /* its current device, "" none */
+    int32_t events;                  /* ev[] are its flag events' handles */
+    int32_t pad;
+    xccl_cuipc_event_handle_t ev[XCCL_IPC_EVENTS];
 } ipc_hello_t;
 
 /* A chain of reductions not yet queued: dst = srcs[0] op ... op srcs[n-1]. */
@@ -110,6 +116,13 @@ struct mca_coll_xccl_ipc {
     int one_device;                  /* every rank's current device was the same GPU at set-up */
     char pci[32];                    /* that device ("" none) */
     void *device_ctx;                /* a context found on it (buffers elsewhere: no cuda ipc) */
+    /* Flags the GPUs wait for (every rank alike): flag value v of rank j
+     * is also an interprocess event, recorded on j's stream where j posts
+     * it, waited for by the streams of the ranks that wait for the flag:
+     * no host synchronisation but the call's last.  NULL: host flags
+     * only, each posted after a synchronisation. */
+    xccl_cuevent_t *ev;              /* [size * XCCL_IPC_EVENTS], this rank's own and its peers' opened */
+    void *ev_ctx;                    /* the context they belong to (calls elsewhere: no cuda ipc) */
     ipc_slot_t **slot;               /* [size] every rank's, this rank's too */
     size_t slot_bytes;
     uint64_t epoch;                  /* agreements so far, the same on every rank */
@@ -152,10 +165,28 @@ static void unmap_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc
     ipc->slot = NULL;
 }
 
+/* Destroys the flag events there are (own and opened) with their context
+ * current; without it (destroyed already) they went with it. */
+static void drop_events(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    if (NULL != ipc->ev && NULL != cu && 0 == mca_coll_xccl_gpu_push(ipc->ev_ctx)) {
+        for (int i = 0; i < m->size * XCCL_IPC_EVENTS; i++) {
+            if (NULL != ipc->ev[i]) {
+                cu->EventDestroy(ipc->ev[i]);
+            }
+        }
+        mca_coll_xccl_gpu_pop();
+    }
+    free(ipc->ev);
+    ipc->ev = NULL;
+}
+
 void mca_coll_xccl_gpu_ipc_fini(mca_coll_xccl_module_t *m)
 {
     struct mca_coll_xccl_ipc *ipc = m->ipc;
     if (NULL != ipc) {
+        drop_events(m, ipc);
         xccl_ipc_cache_fini(&ipc->maps);
         unmap_slots(m, ipc);
         free(ipc->mapped);
@@ -178,6 +209,43 @@ static void *map_segment(const char *name, int create, size_t bytes)
     }
     close(fd);
     return MAP_FAILED == p ? NULL : p;
+}
+
+/* This rank's flag events, in the current context, their handles in
+ * hello: 1, or 0 (no context, no driver, a call failed). */
+static int make_events(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, ipc_hello_t *hello)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    xccl_cucontext_t ctx = NULL;
+    if (NULL == cu || XCCL_CUDA_SUCCESS != cu->CtxGetCurrent(&ctx) || NULL == ctx ||
+        NULL == (ipc->ev = calloc((size_t) m->size * XCCL_IPC_EVENTS, sizeof(*ipc->ev)))) {
+        return 0;
+    }
+    ipc->ev_ctx = ctx;
+    xccl_cuevent_t *mine = ipc->ev + (size_t) m->rank * XCCL_IPC_EVENTS;
+    for (int v = 0; v < XCCL_IPC_EVENTS; v++) {
+        if (XCCL_CUDA_SUCCESS != cu->EventCreate(&mine[v], XCCL_CU_EVENT_INTERPROCESS |
+                                                               XCCL_CU_EVENT_DISABLE_TIMING) ||
+            XCCL_CUDA_SUCCESS != cu->IpcGetEventHandle(&hello->ev[v], mine[v])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Opens rank j's flag events (its hello): 1, or 0. */
+static int open_events(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, int j,
+                       const ipc_hello_t *hello)
+{
+    const xccl_cu_api_t *cu = xccl_cu();
+    (void) m;
+    for (int v = 0; hello->events && v < XCCL_IPC_EVENTS; v++) {
+        if (XCCL_CUDA_SUCCESS != cu->IpcOpenEventHandle(&ipc->ev[(size_t) j * XCCL_IPC_EVENTS + v],
+                                                         hello->ev[v])) {
+            return 0;
+        }
+    }
+    return hello->events;
 }
 
 /* Once per communicator, at the first call that tries, on every rank (the
@@ -203,6 +271,7 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
     if (0 != xccl_gpu_current_pci(hello.pci, sizeof(hello.pci))) {
         hello.pci[0] = '\0';
     }
+    hello.events = make_events(m, ipc, &hello);
     ok = NULL != all && NULL != ipc->slot && NULL != ipc->mapped &&
          NULL != (ipc->slot[me] = map_segment(mine, 1, ipc->slot_bytes));
     if (!ok) {
@@ -222,9 +291,17 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
         ok = j == me || ('\0' != name[0] && NULL != (ipc->slot[j] = map_segment(name, 0,
                                                                                  ipc->slot_bytes)));
     }
+    int agreed[2] = { ok, MPI_SUCCESS == rc && hello.events };
+    for (int j = 0; MPI_SUCCESS == rc && agreed[1] && j < P; j++) {
+        agreed[1] = j == me || open_events(m, ipc, j, &all[j]);
+    }
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, m->comm,
+        rc = m->prev.allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MIN, m->comm,
                                m->prev.allreduce_module);
+    }
+    ok = agreed[0];
+    if (MPI_SUCCESS != rc || !ok || !agreed[1]) {
+        drop_events(m, ipc);           /* on every rank alike */
     }
     if ('\0' != mine[0]) {
         shm_unlink(mine);
@@ -237,11 +314,13 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
         mca_coll_xccl_log(2, "comm comm=%u rank=%d: no cuda ipc: the ranks' shared slots did not "
                           "map", m->cid, m->world_rank);
     } else {
-        mca_coll_xccl_log(2, "comm comm=%u rank=%d: cuda ipc set up: %s", m->cid, m->world_rank,
+        mca_coll_xccl_log(2, "comm comm=%u rank=%d: cuda ipc set up: %s; %s", m->cid, m->world_rank,
                           ipc->one_device ? "every rank on one device: one rank does each call's "
                                             "work (\"leader\")"
                                           : "ranks on several devices (or one without a context): "
-                                            "each does its share (\"mesh\")");
+                                            "each does its share (\"mesh\")",
+                          ipc->ev ? "the GPUs wait for each other's flags (interprocess events)"
+                                  : "flags after a host synchronisation (no interprocess events)");
     }
     return MPI_SUCCESS == rc ? rc : mca_coll_xccl_error(m, XCCL_COLL_ALLREDUCE, rc,
                                                         "cuda ipc set-up");
@@ -345,23 +424,58 @@ static void call_sync(ipc_call_t *c)
     }
 }
 
-/* A failed step still posts its flags: no peer waits forever; the error
- * is this rank's call's. */
+/* Flag value val of rank j as an event, or NULL (host flags only). */
+static xccl_cuevent_t flag_event(const ipc_call_t *c, int j, uint32_t val)
+{
+    return NULL != c->ipc->ev && val >= 1 && val <= XCCL_IPC_EVENTS
+               ? c->ipc->ev[(size_t) j * XCCL_IPC_EVENTS + val - 1]
+               : NULL;
+}
+
+/* The flag goes up once what this rank queued before it is done: with
+ * events, on the GPU (the event recorded after that work; the host flag
+ * says it is recorded); else after a synchronisation.  A failed step
+ * still posts its flags: no peer waits forever; the error is this rank's
+ * call's.  An event is recorded again only in a later call, once every
+ * peer that waits for it has queued its wait: the schedules' later flags
+ * (and the call's end) need every such peer. */
 static int peer_post(void *ctx, uint32_t seq, uint32_t val)
 {
     ipc_call_t *c = ctx;
-    call_sync(c);
+    xccl_cuevent_t ev = flag_event(c, c->m->rank, val);
+    xccl_curesult_t rc;
+    if (NULL == ev) {
+        call_sync(c);
+    } else {
+        chain_flush(c);
+        if (XCCL_CUDA_SUCCESS != (rc = c->cu->EventRecord(ev, c->set->in))) {
+            call_fail(c, xccl_cu_error("cuEventRecord", rc));
+            call_sync(c);              /* the flag must not come early */
+        }
+        c->queued = 1;
+    }
     __atomic_store_n(&c->ipc->slot[c->m->rank]->flag, ((uint64_t) seq << 32) | val,
                      __ATOMIC_RELEASE);
     return 0;
 }
 
+/* Once the peer's flag is up: with events, the call's stream waits for
+ * the peer's work before it (what the step queues next follows). */
 static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 {
     ipc_call_t *c = ctx;
     const uint64_t f = __atomic_load_n(&c->ipc->slot[peer]->flag, __ATOMIC_ACQUIRE);
     const uint32_t fseq = (uint32_t) (f >> 32), fval = (uint32_t) f;
-    return (int32_t) (fseq - seq) > 0 || (fseq == seq && fval >= val);
+    if (!((int32_t) (fseq - seq) > 0 || (fseq == seq && fval >= val))) {
+        return 0;
+    }
+    xccl_cuevent_t ev = flag_event(c, peer, val);
+    xccl_curesult_t rc;
+    if (NULL != ev && XCCL_CUDA_SUCCESS != (rc = c->cu->StreamWaitEvent(c->set->in, ev, 0))) {
+        call_fail(c, xccl_cu_error("cuStreamWaitEvent", rc));
+    }
+    c->queued |= NULL != ev;
+    return 1;
 }
 
 /* The schedule's copies and reductions, queued on the call's stream; a
@@ -507,7 +621,8 @@ static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t 
         return 0;
     }
     call->ctx = info.ctx;
-    if (leader >= 0 && !on_the_device(call->ipc, call->ctx)) {
+    if ((leader >= 0 && !on_the_device(call->ipc, call->ctx)) ||
+        (NULL != call->ipc->ev && call->ctx != call->ipc->ev_ctx)) {
         return 0;
     }
     int ok = 1;

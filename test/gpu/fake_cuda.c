@@ -154,11 +154,20 @@ struct fake_stream {
     struct fake_stream *next;
 };
 
+/* An interprocess event's shared words (a memfd page): records issued
+ * (at the call) and records its stream has passed. */
+typedef struct {
+    unsigned recorded, completed;
+} ipc_event_words;
+
 struct fake_event {
     unsigned magic;
     unsigned flags;
     struct fake_stream *stream;  /* NULL: complete */
     unsigned long long seq;
+    ipc_event_words *ipc;        /* CU_EVENT_INTERPROCESS, exported or opened */
+    int ipc_fd;                  /* the exporter's memfd (-1: none) */
+    int opened;                  /* opened from another process's handle */
     struct fake_event *next;
 };
 
@@ -1748,6 +1757,10 @@ static int valid_event(fcu_event e)
 
 static int event_done(fcu_event e)
 {
+    if (e->opened) {
+        const unsigned want = __atomic_load_n(&e->ipc->recorded, __ATOMIC_ACQUIRE);
+        return (int) (__atomic_load_n(&e->ipc->completed, __ATOMIC_ACQUIRE) - want) >= 0;
+    }
     return NULL == e->stream || e->stream->done >= e->seq;
 }
 
@@ -1770,6 +1783,13 @@ fcu_result cuStreamWaitEvent(fcu_stream hStream, fcu_event hEvent, unsigned int 
     if (event_done(hEvent)) {
         RET(FCU_SUCCESS);
     }
+    if (hEvent->opened) {
+        /* another process's record, the latest one issued now: its
+         * stream's progress is seen through the shared words, polled */
+        op w = { .kind = OP_WAIT_VALUE, .dst = (char *) &hEvent->ipc->completed,
+                 .value32 = __atomic_load_n(&hEvent->ipc->recorded, __ATOMIC_ACQUIRE) };
+        RET(enqueue(s, &w, NULL, 0) ? FCU_SUCCESS : FCU_ERROR_OUT_OF_MEMORY);
+    }
     op o = { .kind = OP_MARKER };
     RET(enqueue(s, &o, hEvent->stream, hEvent->seq) ? FCU_SUCCESS : FCU_ERROR_OUT_OF_MEMORY);
 }
@@ -1782,12 +1802,31 @@ fcu_result cuEventCreate(fcu_event *phEvent, unsigned int Flags)
     if (e) {
         RET(e);
     }
-    if (NULL == phEvent || Flags > 7) {
+    if (NULL == phEvent || Flags > 7 ||
+        ((Flags & FCU_EVENT_INTERPROCESS) && !(Flags & FCU_EVENT_DISABLE_TIMING))) {
         RET(FCU_ERROR_INVALID_VALUE);
     }
     struct fake_event *ev = calloc(1, sizeof(*ev));
     if (NULL == ev) {
         RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    ev->ipc_fd = -1;
+    if (Flags & FCU_EVENT_INTERPROCESS) {
+        static unsigned long long n;
+        char name[64];
+        snprintf(name, sizeof(name), "fake_cuda_ev_%d_%llu", (int) getpid(), ++n);
+        ev->ipc_fd = memfd_create(name, 0);
+        void *p = ev->ipc_fd < 0 || 0 != ftruncate(ev->ipc_fd, (off_t) page_size)
+                      ? MAP_FAILED
+                      : mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_SHARED, ev->ipc_fd, 0);
+        if (MAP_FAILED == p) {
+            if (ev->ipc_fd >= 0) {
+                close(ev->ipc_fd);
+            }
+            free(ev);
+            RET(FCU_ERROR_OUT_OF_MEMORY);
+        }
+        ev->ipc = p;
     }
     ev->magic = EVENT_MAGIC;
     ev->flags = Flags;
@@ -1807,14 +1846,20 @@ fcu_result cuEventRecord(fcu_event hEvent, fcu_stream hStream)
     if (e) {
         RET(e);
     }
-    if (!valid_event(hEvent)) {
-        RET(FCU_ERROR_INVALID_HANDLE);
+    if (!valid_event(hEvent) || hEvent->opened) {
+        RET(FCU_ERROR_INVALID_HANDLE);   /* (the fake records only the exporter's) */
     }
     struct fake_stream *s = resolve_stream(hStream, &e);
     if (NULL == s) {
         RET(e);
     }
     op o = { .kind = OP_MARKER };
+    if (hEvent->ipc) {
+        /* issued now, passed when the stream gets there */
+        const unsigned n = __atomic_load_n(&hEvent->ipc->recorded, __ATOMIC_RELAXED) + 1;
+        o = (op) { .kind = OP_WRITE_VALUE, .dst = (char *) &hEvent->ipc->completed, .value32 = n };
+        __atomic_store_n(&hEvent->ipc->recorded, n, __ATOMIC_RELEASE);
+    }
     unsigned long long seq = enqueue(s, &o, NULL, 0);
     if (0 == seq) {
         RET(FCU_ERROR_OUT_OF_MEMORY);
@@ -1847,6 +1892,11 @@ fcu_result cuEventSynchronize(fcu_event hEvent)
     if (!valid_event(hEvent)) {
         RET(FCU_ERROR_INVALID_HANDLE);
     }
+    while (hEvent->opened && !event_done(hEvent)) {
+        pthread_mutex_unlock(&lock);
+        sleep_ns(20000);
+        pthread_mutex_lock(&lock);
+    }
     if (hEvent->stream) {
         wait_for(hEvent->stream, hEvent->seq);
     }
@@ -1870,7 +1920,85 @@ fcu_result cuEventDestroy_v2(fcu_event hEvent)
         }
     }
     hEvent->magic = 0;
+    if (hEvent->ipc) {
+        munmap(hEvent->ipc, page_size);
+    }
+    if (hEvent->ipc_fd >= 0) {
+        close(hEvent->ipc_fd);
+    }
     free(hEvent);
+    RET(FCU_SUCCESS);
+}
+
+/* Interprocess events: the handle names the exporter's memfd of shared
+ * words; the opener maps it (through /proc/<pid>/fd, as memory handles). */
+typedef struct {
+    unsigned magic;
+    int pid, fd;
+} ipc_event_payload;
+#define IPC_EVENT_MAGIC 0x45435046u
+
+fcu_result cuIpcGetEventHandle(fcu_ipc_event_handle *pHandle, fcu_event event);
+fcu_result cuIpcGetEventHandle(fcu_ipc_event_handle *pHandle, fcu_event event)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == pHandle || !valid_event(event) || event->opened || NULL == event->ipc) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    ipc_event_payload pl = { IPC_EVENT_MAGIC, (int) getpid(), event->ipc_fd };
+    memset(pHandle, 0, sizeof(*pHandle));
+    memcpy(pHandle->reserved, &pl, sizeof(pl));
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuIpcOpenEventHandle(fcu_event *phEvent, fcu_ipc_event_handle handle);
+fcu_result cuIpcOpenEventHandle(fcu_event *phEvent, fcu_ipc_event_handle handle)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    ipc_event_payload pl;
+    memcpy(&pl, handle.reserved, sizeof(pl));
+    if (NULL == phEvent || IPC_EVENT_MAGIC != pl.magic) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (pl.pid == (int) getpid()) {
+        RET(FCU_ERROR_INVALID_CONTEXT);   /* as the driver: not in the exporting process */
+    }
+    char path[64], link[256], want[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", pl.pid, pl.fd);
+    snprintf(want, sizeof(want), "/memfd:fake_cuda_ev_%d_", pl.pid);
+    ssize_t n = readlink(path, link, sizeof(link) - 1);
+    if (n < 0) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    link[n] = 0;
+    int fd = 0 == strncmp(link, want, strlen(want)) ? open(path, O_RDWR | O_CLOEXEC) : -1;
+    void *p = fd < 0 ? MAP_FAILED : mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0) {
+        close(fd);
+    }
+    struct fake_event *ev = MAP_FAILED == p ? NULL : calloc(1, sizeof(*ev));
+    if (NULL == ev) {
+        if (MAP_FAILED != p) {
+            munmap(p, page_size);
+        }
+        RET(fd < 0 ? FCU_ERROR_INVALID_HANDLE : FCU_ERROR_MAP_FAILED);
+    }
+    ev->magic = EVENT_MAGIC;
+    ev->flags = FCU_EVENT_INTERPROCESS | FCU_EVENT_DISABLE_TIMING;
+    ev->ipc = p;
+    ev->ipc_fd = -1;
+    ev->opened = 1;
+    ev->next = events;
+    events = ev;
+    *phEvent = ev;
     RET(FCU_SUCCESS);
 }
 

@@ -444,6 +444,32 @@ for np in "${user_nps[@]}"; do
     done
 done
 
+# The driver calls of a warm CUDA IPC call (xccl_gpu_budget.c, counted by
+# the fake): per call no IPC handle opened or exported, at most one host
+# synchronisation, a bounded number of calls that does not grow with the
+# size; np 2 and 4 on one fake device (the leader form), np 3 on two (the
+# mesh).  Every counted call must have gone through CUDA IPC: 5
+# collectives x 3 sizes x 13 calls per rank in the verbose lines.
+for np in 2 3 4; do
+    devices=1
+    [[ $np -ne 3 ]] || devices=2
+    name=fake.budget.np$np
+    saved_extra=("${extra_args[@]}")
+    extra_args+=(--mca coll_xccl_verbose 1)
+    PROG=$bindir/xccl_gpu_budget
+    run "$name" "$np" "$fake_ldp" FAKE_CUDA_DEVICES=$devices --
+    PROG=
+    extra_args=("${saved_extra[@]}")
+    ok=0
+    problems=$(
+        check_result "$name" || exit 1
+        n=$(grep -cE '^xccl: .* via=cuda_ipc' "$logdir/$name.log" || true)
+        [[ $n -eq $((np * 195)) ]] || { echo "$name: $n calls through cuda ipc, not $((np * 195))"; exit 1; }
+        grep -E '^(budget|FAIL):' "$logdir/$name.log" | sed 's/^/   /'
+    ) || ok=1
+    finish "$name" "$ok" "$problems"
+done
+
 # (2) the real driver, where there is one
 real_ldp=-
 if [[ ${LD_LIBRARY_PATH:-} == *"$fakedir"* ]]; then

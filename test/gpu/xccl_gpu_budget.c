@@ -14,8 +14,9 @@
  *   - at most BUDGET(p) driver calls in all, the same number at every
  *     size (nothing grows with the message).
  * Each rank's counts go to rank 0 point-to-point, which prints one line
- * per case (the largest rank's figures) and "FAIL: ..." for a broken
- * budget.  Exit 0 all held, 1 a budget broken, 77 no fake driver.
+ * per case (the largest rank's figures), "FAIL: ..." for a broken
+ * budget and "RESULT: N passed, M failed" (cases).  Exit 0 all held, 1 a
+ * budget broken, 77 no fake driver.  Arguments are ignored.
  *
  * The ranks must take the CUDA IPC path (coll_xccl_gpu_ipc_bytes 1, the
  * default); run_gpu_tests.sh checks the verbose lines say so.
@@ -74,7 +75,7 @@ static void one_call(int coll, CUdeviceptr s, CUdeviceptr r, int count, int p)
 
 int main(int argc, char **argv)
 {
-    int rank, p, bad = 0;
+    int rank, p, bad = 0, cases = 0;
     const char *skip = test_cuda_setup();
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -123,15 +124,18 @@ int main(int argc, char **argv)
                 printf("budget: %-20s %8zu B/rank np %d: per call (largest rank) %.1f driver calls "
                        "(budget %d), %.1f synchronisations, %.1f cuIpcOpenMemHandle, %.1f cuIpcGetMemHandle\n",
                        names[coll], sizes[k], p, mine[0], BUDGET(p), mine[1], mine[2], mine[3]);
+                int broken = 0;
                 if (mine[0] > BUDGET(p) || mine[1] > 1.0 || mine[2] > 0.0 || mine[3] > 0.0) {
                     printf("FAIL: %s %zu B: the budget is broken\n", names[coll], sizes[k]);
-                    bad = 1;
+                    broken = 1;
                 }
                 if (first_all >= 0 && mine[0] != first_all) {
                     printf("FAIL: %s: %.1f driver calls at %zu B, %.1f at %zu B: grows with the size\n",
                            names[coll], mine[0], sizes[k], first_all, sizes[0]);
-                    bad = 1;
+                    broken = 1;
                 }
+                bad += broken;
+                cases++;
                 first_all = first_all < 0 ? mine[0] : first_all;
             } else {
                 MPI_Send(mine, 4, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
@@ -142,9 +146,9 @@ int main(int argc, char **argv)
     TEST_CU_CHECK(rank, cu.MemFree(r));
     MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (0 == rank) {
-        printf("RESULT: %s\n", bad ? "budget broken" : "every budget held");
+        printf("RESULT: %d passed, %d failed\n", cases - bad, bad);
     }
     MPI_Finalize();
     test_cuda_release();
-    return bad;
+    return bad ? 1 : 0;
 }
