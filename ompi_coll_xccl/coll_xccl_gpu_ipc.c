@@ -105,7 +105,8 @@ typedef struct {
     char error[200];                 /* the first driver error ("": none) */
     int pushed;                      /* ctx is current from the go to close */
     int queued;                      /* work queued since the last synchronisation */
-    ipc_chain_t chain;
+    ipc_chain_t chain;               /* reductions not yet queued, or */
+    xccl_gpu_copies_t batch;         /* copies not yet queued (batch.n of them) */
     xccl_peer_t peer;
 } ipc_call_t;
 
@@ -114,13 +115,14 @@ struct mca_coll_xccl_ipc {
     xccl_ipc_exports_t exports;
     int up;                          /* 1 slots mapped, -1 never (all ranks alike), 0 not tried */
     int one_device;                  /* every rank's current device was the same GPU at set-up */
+    int no_batch;                    /* xccl_copy_batch did not launch: copies one by one */
     char pci[32];                    /* that device ("" none) */
     void *device_ctx;                /* a context found on it (buffers elsewhere: no cuda ipc) */
-    /* Flags the GPUs wait for (every rank alike): flag value v of rank j
-     * is also an interprocess event, recorded on j's stream where j posts
-     * it, waited for by the streams of the ranks that wait for the flag:
-     * no host synchronisation but the call's last.  NULL: host flags
-     * only, each posted after a synchronisation. */
+    /* Flags the GPUs wait for (every rank alike; ranks on several GPUs):
+     * flag value v of rank j is also an interprocess event, recorded on
+     * j's stream where j posts it, waited for by the streams of the ranks
+     * that wait for the flag: no host synchronisation but the call's last.
+     * NULL: host flags only, each posted after a synchronisation. */
     xccl_cuevent_t *ev;              /* [size * XCCL_IPC_EVENTS], this rank's own and its peers' opened */
     void *ev_ctx;                    /* the context they belong to (calls elsewhere: no cuda ipc) */
     ipc_slot_t **slot;               /* [size] every rank's, this rank's too */
@@ -291,7 +293,11 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
         ok = j == me || ('\0' != name[0] && NULL != (ipc->slot[j] = map_segment(name, 0,
                                                                                  ipc->slot_bytes)));
     }
-    int agreed[2] = { ok, MPI_SUCCESS == rc && hello.events };
+    /* On one GPU the ranks' streams never wait for each other's events: a
+     * wait for another process's event there costs about 290 us a call on
+     * an H200 (the context switches again, docs/bench/gpu-transport.md);
+     * the leader form's host flags cost one synchronisation per rank. */
+    int agreed[2] = { ok, MPI_SUCCESS == rc && hello.events && !ipc->one_device };
     for (int j = 0; MPI_SUCCESS == rc && agreed[1] && j < P; j++) {
         agreed[1] = j == me || open_events(m, ipc, j, &all[j]);
     }
@@ -395,7 +401,7 @@ static void call_fail(ipc_call_t *c, const char *error)
  * to close: one thread runs a blocking call). */
 
 /* Queues the pending chain of reductions as one kernel over its sources. */
-static void chain_flush(ipc_call_t *c)
+static void chain_queue(ipc_call_t *c)
 {
     ipc_chain_t *ch = &c->chain;
     const char *error = NULL;
@@ -409,12 +415,49 @@ static void chain_flush(ipc_call_t *c)
     c->queued = 1;
 }
 
+/* The pending copies: one kernel for several (xccl_copy_batch: a leader
+ * moves p^2 blocks, some 4 us each as copy-engine operations on an H200),
+ * the copy engine for one, or where the kernel does not launch. */
+static void batch_queue(ipc_call_t *c)
+{
+    xccl_gpu_copies_t *b = &c->batch;
+    const char *error = NULL;
+    if (b->n > 1 && !c->ipc->no_batch) {
+        if (0 == xccl_gpu_copy_batch(b, c->set->in, &error)) {
+            b->n = 0;
+            c->queued = 1;
+            return;
+        }
+        mca_coll_xccl_log(2, "cuda ipc: copies one by one from now: %s", error ? error : "?");
+        c->ipc->no_batch = 1;
+    }
+    for (int e = 0; e < b->n; e++) {
+        error = mca_coll_xccl_gpu_copy(c->cu, (void *) (uintptr_t) b->dst[e],
+                                       (const void *) (uintptr_t) b->src[e], (size_t) b->len[e],
+                                       MCA_COLL_XCCL_DEVICE_TO_DEVICE, c->set->in);
+        if (NULL != error) {
+            call_fail(c, error);
+            break;
+        }
+    }
+    c->queued |= b->n > 0;
+    b->n = 0;
+}
+
+/* Everything the schedule's actions asked for so far, queued in order
+ * (a chain or a batch is pending, never both). */
+static void flush(ipc_call_t *c)
+{
+    chain_queue(c);
+    batch_queue(c);
+}
+
 /* What this rank queued must be done before a peer may read it (or, past
  * the last flag, reuse its buffers): one synchronisation, where anything
  * was queued since the last. */
 static void call_sync(ipc_call_t *c)
 {
-    chain_flush(c);
+    flush(c);
     if (c->queued) {
         const char *error = mca_coll_xccl_gpu_sync(c->cu, c->set->in);
         if (error) {
@@ -447,7 +490,7 @@ static int peer_post(void *ctx, uint32_t seq, uint32_t val)
     if (NULL == ev) {
         call_sync(c);
     } else {
-        chain_flush(c);
+        flush(c);
         if (XCCL_CUDA_SUCCESS != (rc = c->cu->EventRecord(ev, c->set->in))) {
             call_fail(c, xccl_cu_error("cuEventRecord", rc));
             call_sync(c);              /* the flag must not come early */
@@ -480,16 +523,33 @@ static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 
 /* The schedule's copies and reductions, queued on the call's stream; a
  * failure is the call's (its flags are still posted). */
+static int overlap(unsigned long long a, unsigned long long an, uintptr_t b, size_t bn)
+{
+    return an && bn && a < b + bn && b < a + an;
+}
+
+/* Joins the pending batch, which the copy may not touch (else the batch
+ * goes first: copies run in order). */
 static int call_copy(void *ctx, void *dst, const void *src, size_t len)
 {
     ipc_call_t *c = ctx;
-    chain_flush(c);
-    const char *error = mca_coll_xccl_gpu_copy(c->cu, dst, src, len, MCA_COLL_XCCL_DEVICE_TO_DEVICE,
-                                               c->set->in);
-    if (error) {
-        call_fail(c, error);
+    xccl_gpu_copies_t *b = &c->batch;
+    chain_queue(c);
+    int clash = b->n >= XCCL_GPU_MAX_COPIES;
+    for (int e = 0; !clash && e < b->n; e++) {
+        clash = overlap(b->dst[e], b->len[e], (uintptr_t) dst, len) ||
+                overlap(b->src[e], b->len[e], (uintptr_t) dst, len) ||
+                overlap(b->dst[e], b->len[e], (uintptr_t) src, len);
     }
-    c->queued = 1;
+    if (clash) {
+        batch_queue(c);
+    }
+    if (len > 0) {
+        b->dst[b->n] = (uintptr_t) dst;
+        b->src[b->n] = (uintptr_t) src;
+        b->len[b->n] = len;
+        b->n++;
+    }
     return 0;
 }
 
@@ -516,7 +576,7 @@ static int call_reduce(void *ctx, void *dst, const void *a, const void *b, size_
         ch->dst = dst;
         return 0;
     }
-    chain_flush(c);
+    flush(c);
     ch->dst = dst;
     ch->srcs[0] = a;
     ch->srcs[1] = b;

@@ -235,7 +235,9 @@ typedef struct {
 
 #define FAKE_KERNEL_DEF(DT, tn, T, opn, OP) \
     { "xccl_reduce_" #tn "_" #opn, sizeof(T), _Alignof(T), fk_##tn##_##opn },
-static const kernel_def kernels[] = { XCCL_GPU_PAIRS(FAKE_KERNEL_DEF) };
+/* The last: xccl_copy_batch (gpu/xccl_kernels.cu), its own parameter
+ * (xccl_gpu_copies_t) and run (run NULL). */
+static const kernel_def kernels[] = { XCCL_GPU_PAIRS(FAKE_KERNEL_DEF) { "xccl_copy_batch", 1, 1, NULL } };
 #undef FAKE_KERNEL_DEF
 #define NKERNELS (sizeof(kernels) / sizeof(kernels[0]))
 
@@ -514,6 +516,13 @@ static int queued_work_uses(const region *r)
             for (int k = 0; OP_KERNEL == o->kind && k < o->nsrc && !uses; k++) {
                 uses = in_region(r, (const void *) (uintptr_t) o->srcs.p[k]);
             }
+            if (OP_KERNEL == o->kind && NULL == kernels[o->kernel].run) {
+                const xccl_gpu_copies_t *c = o->staged;
+                for (int k = 0; k < c->n && !uses; k++) {
+                    uses = in_region(r, (const void *) (uintptr_t) c->dst[k]) ||
+                           in_region(r, (const void *) (uintptr_t) c->src[k]);
+                }
+            }
             if (uses) {
                 return 1;
             }
@@ -569,6 +578,25 @@ static void execute(op *o)
             sleep_ns(pause);
             pthread_mutex_lock(&lock);
         }
+        return;
+    }
+    if (OP_KERNEL == o->kind && NULL == kernels[o->kernel].run) {
+        /* xccl_copy_batch: independent copies (checked at the launch), in
+         * a drawn order: a grid runs them all at once */
+        const xccl_gpu_copies_t *c = o->staged;
+        char *dst[XCCL_GPU_MAX_COPIES];
+        const char *src[XCCL_GPU_MAX_COPIES];
+        const int first = (int) (rng() % (unsigned long long) c->n);
+        for (int e = 0; e < c->n; e++) {
+            dst[e] = worker_addr((uintptr_t) c->dst[e]);
+            src[e] = worker_addr((uintptr_t) c->src[e]);
+        }
+        pthread_mutex_unlock(&lock);
+        for (int k = 0; k < c->n; k++) {
+            const int e = (first + k) % c->n;
+            memmove(dst[e], src[e], (size_t) c->len[e]);
+        }
+        pthread_mutex_lock(&lock);
         return;
     }
     if (OP_KERNEL == o->kind) {
@@ -2115,6 +2143,43 @@ static int kernel_range_ok(uintptr_t p, size_t bytes, size_t align)
  * outside 1..16; dst or a source outside the allocations, past the end of
  * one or not aligned to the element; dst overlapping a source other than
  * exactly; more than 256 threads a block (the kernels' launch bound). */
+/* xccl_copy_batch's launch: 1..XCCL_GPU_MAX_COPIES copies, each inside
+ * allocations the device reaches, none writing what another reads or
+ * writes (they run concurrently on a GPU): else CUDA_ERROR_INVALID_VALUE. */
+static fcu_result launch_copies(struct fake_function *fn, void **kernelParams, fcu_stream hStream)
+{
+    xccl_gpu_copies_t *c = malloc(sizeof(*c));
+    if (NULL == c) {
+        return FCU_ERROR_OUT_OF_MEMORY;
+    }
+    if (NULL == kernelParams[0]) {
+        free(c);
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    memcpy(c, kernelParams[0], sizeof(*c));
+    int bad = c->n < 1 || c->n > XCCL_GPU_MAX_COPIES;
+    for (int e = 0; !bad && e < c->n; e++) {
+        const uintptr_t d = (uintptr_t) c->dst[e], s = (uintptr_t) c->src[e];
+        const size_t n = (size_t) c->len[e];
+        bad = !kernel_range_ok(d, n, 1) || !kernel_range_ok(s, n, 1);
+        for (int f = 0; !bad && f < c->n; f++) {
+            const uintptr_t d2 = (uintptr_t) c->dst[f], s2 = (uintptr_t) c->src[f];
+            const size_t n2 = (size_t) c->len[f];
+            bad = n && n2 && ((d < s2 + n2 && s2 < d + n) || (f != e && d < d2 + n2 && d2 < d + n));
+        }
+    }
+    if (bad) {
+        free(c);
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    op o = { .kind = OP_KERNEL, .kernel = fn->kernel, .staged = c };
+    fcu_result r = submit(&o, hStream, 1, 1, 1);
+    if (FCU_SUCCESS != r && FCU_ERROR_OUT_OF_MEMORY != r) {
+        free(c);                       /* (submit frees it when it runs out of memory) */
+    }
+    return r;
+}
+
 fcu_result cuLaunchKernel(fcu_function f, unsigned int gridDimX, unsigned int gridDimY,
                           unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                           unsigned int blockDimZ, unsigned int sharedMemBytes, fcu_stream hStream,
@@ -2145,12 +2210,15 @@ fcu_result cuLaunchKernel(fcu_function f, unsigned int gridDimX, unsigned int gr
         sharedMemBytes > KERNEL_MAX_DYN_SHARED) {
         RET(FCU_ERROR_INVALID_VALUE);
     }
+    const kernel_def *k = &kernels[fn->kernel];
+    if (NULL == k->run) {
+        RET(launch_copies(fn, kernelParams, hStream));
+    }
     for (int i = 0; i < 4; i++) {
         if (NULL == kernelParams[i]) {
             RET(FCU_ERROR_INVALID_VALUE);
         }
     }
-    const kernel_def *k = &kernels[fn->kernel];
     void *dst;
     op o = { .kind = OP_KERNEL, .kernel = fn->kernel };
     memcpy(&dst, kernelParams[0], sizeof(dst));
