@@ -17,8 +17,12 @@
 #       the user's staging and a device-to-device copy of each size (the
 #       d2d and bound columns), without MPS and, where the machine has
 #       nvidia-cuda-mps-control, under MPS (TRANSPORT_MPS=0: not);
-#       TRANSPORT_BENCH_COLLS, TRANSPORT_BENCH_ARGS, TRANSPORT_TIMEOUT
-#       (seconds per run, default 150)
+#       TRANSPORT_BENCH_COLLS (TRANSPORT_MPS_COLLS under MPS),
+#       TRANSPORT_BENCH_ARGS, TRANSPORT_TIMEOUT (seconds per run, default 150)
+#   test/gpu/gpu_session.sh <builddir> host [<outdir>]
+#       host buffers on the machine's cores: test/bench/compare_stacks.sh
+#       (xccl against tuned and sm, interleaved) at HOST_NPS (default
+#       "8 16"), HOST_BENCH_ARGS (xccl_bench options), HOST_TIMEOUT (per np)
 #
 # <outdir> defaults to $OUT (the device tool brings it back: at most 8
 # files, so each phase writes <phase>.txt, its summary, and
@@ -36,7 +40,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-[[ $# -ge 2 ]] || { echo "usage: $0 <builddir> tests|bench|transport [<outdir>]" >&2; exit 2; }
+[[ $# -ge 2 ]] || { echo "usage: $0 <builddir> tests|bench|transport|host [<outdir>]" >&2; exit 2; }
 bindir=$(cd "$1" && pwd) || exit 2
 phase=$2
 out=${3:-${OUT:-}}
@@ -103,12 +107,12 @@ transport)
                 "$(grep -oE 'algo=[a-z_]+ size=[0-9]+ via=cuda_ipc' "$work/user-np$np.log" | sort | uniq -c | tr '\n' ';')"
             grep -E 'FAIL|wrong|error' "$work/user-np$np.log" | head -n 5
         done
-        bench() {     # <tag> <more mpirun arguments>
-            local tag=$1 more=$2
+        bench() {     # <tag> <more mpirun arguments> [<collectives>]
+            local tag=$1 more=$2 colls=${3:-${TRANSPORT_BENCH_COLLS:-allreduce,allgather,reduce_scatter,alltoall,bcast}}
             echo "== xccl_bench -g ($tag), np 2 4, cuda ipc at every size"
             BENCH_OUT_DIR="$work/bench-$tag" BENCH_NPS="2 4" BENCH_MIN=8 BENCH_MAX=64M \
                 BENCH_STAGED=0 BENCH_TIMEOUT="$tmo" BENCH_ARGS="${TRANSPORT_BENCH_ARGS:--r 3}" \
-                BENCH_COLLS="${TRANSPORT_BENCH_COLLS:-allreduce,allgather,reduce_scatter,alltoall,bcast}" \
+                BENCH_COLLS="$colls" \
                 MPIRUN_ARGS="--mca coll_xccl_gpu_ipc_bytes 1 $more ${MPIRUN_ARGS:-}" \
                 "$here/bench_gpu.sh" "$bindir" >"$work/bench-$tag.txt" 2>&1 || r=1
             cat "$work/bench-$tag.txt"
@@ -118,7 +122,7 @@ transport)
             export CUDA_MPS_PIPE_DIRECTORY=$work/mps CUDA_MPS_LOG_DIRECTORY=$work/mps-log
             mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
             if timeout 10 nvidia-cuda-mps-control -d; then
-                bench mps "-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
+                bench mps "-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY" "${TRANSPORT_MPS_COLLS:-}"
                 echo quit | timeout 10 nvidia-cuda-mps-control || true
             else
                 echo "MPS did not start"
@@ -129,8 +133,24 @@ transport)
     rc=${PIPESTATUS[0]}
     cp "$work/transport.txt" "$out/transport.txt"
     ;;
+host)
+    {
+        r=0
+        for np in ${HOST_NPS:-8 16}; do
+            echo "== compare_stacks.sh np $np (xccl, tuned, sm; host buffers)"
+            XCCL_BUILDDIR=$bindir timeout -k 5 "${HOST_TIMEOUT:-120}" "$here/../bench/compare_stacks.sh" \
+                -n "$np" -R 1 -s tuned,sm -o "$work/host" -- \
+                ${HOST_BENCH_ARGS:--c allreduce,allgather,reduce_scatter,alltoall,bcast -b 8 -e 16M -r 3} \
+                >"$work/host-np$np.log" 2>&1 || r=1
+            cat "$work/host/table-np$np.txt" 2>/dev/null || tail -n 20 "$work/host-np$np.log"
+        done
+        exit $r
+    } 2>&1 | tee "$work/host.txt"
+    rc=${PIPESTATUS[0]}
+    cp "$work/host.txt" "$out/host.txt"
+    ;;
 *)
-    echo "$0: phase '$phase': tests, bench or transport" >&2
+    echo "$0: phase '$phase': tests, bench, transport or host" >&2
     exit 2
     ;;
 esac
