@@ -48,10 +48,16 @@ out=${3:-${OUT:-}}
 mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-session.XXXXXX")
 
-# Open MPI from the bundle, unless this machine has its own mpirun.
-if ! command -v mpirun >/dev/null; then
+# Open MPI from the bundle where it travelled (the Open MPI the build was
+# made against, and the libraries of the unit tests: libsubunit), else the
+# machine's own.  (The 2026-11-27 runs took an Ubuntu machine's Open MPI
+# 4.1.6 while the bundle was there, and test_gpu_classify could not load.)
+if [[ -e $here/.device/env.sh ]]; then
     # shellcheck source=/dev/null
-    . "$here/.device/env.sh" || { echo "$0: no $here/.device/env.sh (device_bundle.sh)" >&2; exit 2; }
+    . "$here/.device/env.sh" || { echo "$0: $here/.device/env.sh failed" >&2; exit 2; }
+elif ! command -v mpirun >/dev/null; then
+    echo "$0: no mpirun and no $here/.device/env.sh (device_bundle.sh)" >&2
+    exit 2
 fi
 
 {
