@@ -72,6 +72,7 @@ typedef struct {
     double t[NMODE];           /* median seconds per call; < 0: not measured */
     int check[NMODE];          /* enum check */
     double d2d;                /* -g: seconds of one device-to-device copy of bytes (rank 0); 0: none */
+    double bound;              /* -g: the collective's least memory traffic at that speed, seconds */
 } row_t;
 
 typedef struct {

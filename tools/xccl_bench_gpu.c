@@ -204,9 +204,14 @@ double gpu_d2d(bench_t *B, size_t bytes)
  * (1), allgather and reduce_scatter read or write the row's size and the
  * other a p-th of it ((p + 1) / 2p), alltoall 1, bcast the root reads and
  * the others write (1/2). */
+static int ranks_per_device(const bench_t *B)
+{
+    return (B->size + cu_ndev - 1) / cu_ndev;
+}
+
 double gpu_bound_copies(const bench_t *B, int coll)
 {
-    const double p = B->size, k = (B->size + cu_ndev - 1) / cu_ndev;
+    const double p = B->size, k = ranks_per_device(B);
     switch (coll) {
     case C_ALLREDUCE:
     case C_ALLTOALL:

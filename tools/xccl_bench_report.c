@@ -134,9 +134,9 @@ void print_table_header(const bench_t *B, int coll)
            B->o->gpu ? "--------- staged ---------" : "---------- stock ---------");
     if (B->o->gpu) {
         printf("# d2d: one device-to-device copy of size on rank 0's device, same run; bound: the\n"
-               "#   least traffic on that device's memory (%.2f copies of size for %d rank(s) per\n"
-               "#   device) at the copy's speed; xccl/bound: xccl's time over it\n",
-               gpu_bound_copies(B, coll), (int)(gpu_bound_copies(B, C_ALLREDUCE) + 0.5));
+               "#   least traffic on that device's memory at the copy's speed (per rank sharing it:\n"
+               "#   allreduce, alltoall 1 copy of size; allgather, reduce_scatter (p+1)/2p; bcast\n"
+               "#   1/2); xccl/bound: xccl's time over it\n");
         printf(ROW_FMT_GPU, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
                "busbw", "ratio", "check", "d2d(us)", "bound(us)", "xccl/bound");
     } else {
@@ -180,11 +180,10 @@ void print_row(const bench_t *B, int coll, const row_t *r)
     if (B->o->gpu) {
         char d2d[16] = "-", bound[16] = "-", over[16] = "-";
         if (r->d2d > 0.0) {
-            const double b = gpu_bound_copies(B, coll) * r->d2d;
             snprintf(d2d, sizeof d2d, "%.2f", r->d2d * 1e6);
-            snprintf(bound, sizeof bound, "%.2f", b * 1e6);
+            snprintf(bound, sizeof bound, "%.2f", r->bound * 1e6);
             if (r->t[M_XCCL] > 0.0)
-                snprintf(over, sizeof over, "%.2f", r->t[M_XCCL] / b);
+                snprintf(over, sizeof over, "%.2f", r->t[M_XCCL] / r->bound);
         }
         printf(ROW_FMT_GPU, size, count, cell[M_XCCL][0], cell[M_XCCL][1], cell[M_XCCL][2],
                cell[M_STOCK][0], cell[M_STOCK][1], cell[M_STOCK][2], ratio, check, d2d, bound, over);
