@@ -105,10 +105,12 @@ int xccl_build_reduce_scatter_leader(xccl_sched_t *s, const size_t *counts, int 
     return leader_end(s);
 }
 
-int xccl_build_allgather_leader(xccl_sched_t *s, size_t block)
+/* Block q of every RECV j from rank q's SEND: at 0 (allgather; in place
+ * a SEND is the block in its own RECV: that copy is none) or at block j
+ * (alltoall). */
+static int move_blocks(xccl_sched_t *s, size_t block, int alltoall)
 {
     const int p = s->size;
-    s->algo = "leader";
     if (0 == block) {
         return xccl_sched_finalize(s);
     }
@@ -119,42 +121,28 @@ int xccl_build_allgather_leader(xccl_sched_t *s, size_t block)
     if (!leader_begin(s, 0)) {
         return xccl_sched_finalize(s);
     }
-    /* In place a SEND is the block in its own RECV: that copy is none. */
     for (int j = 0; j < p; j++) {
         for (int q = 0; q < p; q++) {
             xccl_sched_copy(s, mesh_ref(s, j, XCCL_BUF_RECV, (size_t) q * block),
-                            mesh_ref(s, q, XCCL_BUF_SEND, 0), block);
+                            mesh_ref(s, q, XCCL_BUF_SEND, alltoall ? (size_t) j * block : 0), block);
         }
     }
     return leader_end(s);
 }
 
+int xccl_build_allgather_leader(xccl_sched_t *s, size_t block)
+{
+    s->algo = "leader";
+    return move_blocks(s, block, 0);
+}
+
 int xccl_build_alltoall_leader(xccl_sched_t *s, size_t block, int in_place)
 {
-    const int p = s->size;
     s->algo = "leader";
-    if (in_place && p > 1) {
+    if (in_place && s->size > 1) {
         return XCCL_NOT_APPLICABLE;
     }
-    if (0 == block) {
-        return xccl_sched_finalize(s);
-    }
-    if (1 == p) {
-        if (!in_place) {
-            xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), block);
-        }
-        return xccl_sched_finalize(s);
-    }
-    if (!leader_begin(s, 0)) {
-        return xccl_sched_finalize(s);
-    }
-    for (int j = 0; j < p; j++) {
-        for (int q = 0; q < p; q++) {
-            xccl_sched_copy(s, mesh_ref(s, j, XCCL_BUF_RECV, (size_t) q * block),
-                            mesh_ref(s, q, XCCL_BUF_SEND, (size_t) j * block), block);
-        }
-    }
-    return leader_end(s);
+    return move_blocks(s, in_place ? 0 : block, 1);    /* in place on one rank: nothing */
 }
 
 int xccl_build_bcast_leader(xccl_sched_t *s, size_t bytes, int root)

@@ -50,6 +50,7 @@
 #include "coll_xccl_gpu_hooks.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
+#include "gpu/xccl_gpu_queue.h"
 #include "gpu/xccl_ipc_cache.h"
 
 /* Peers' buffers kept mapped between calls (at least). */
@@ -75,14 +76,6 @@ typedef struct {
     xccl_cuipc_event_handle_t ev[XCCL_IPC_EVENTS];
 } ipc_hello_t;
 
-/* A chain of reductions not yet queued: dst = srcs[0] op ... op srcs[n-1]. */
-typedef struct {
-    void *dst;
-    const void *srcs[XCCL_GPU_MAX_SRCS];
-    int n;
-    size_t count;
-} ipc_chain_t;
-
 /* A rank's slot, written by that rank only. */
 typedef struct {
     uint64_t flag;                   /* the schedule's flag: seq << 32 | value */
@@ -104,9 +97,7 @@ typedef struct {
     xccl_op_t op;
     char error[200];                 /* the first driver error ("": none) */
     int pushed;                      /* ctx is current from the go to close */
-    int queued;                      /* work queued since the last synchronisation */
-    ipc_chain_t chain;               /* reductions not yet queued, or */
-    xccl_gpu_copies_t batch;         /* copies not yet queued (batch.n of them) */
+    xccl_gpu_queue_t q;              /* the schedule's copies and reductions, coalesced */
     xccl_peer_t peer;
 } ipc_call_t;
 
@@ -115,7 +106,7 @@ struct mca_coll_xccl_ipc {
     xccl_ipc_exports_t exports;
     int up;                          /* 1 slots mapped, -1 never (all ranks alike), 0 not tried */
     int one_device;                  /* every rank's current device was the same GPU at set-up */
-    int no_batch;                    /* xccl_copy_batch did not launch: copies one by one */
+    int no_batch;                    /* xccl_copy_batch did not launch here: copies one by one */
     char pci[32];                    /* that device ("" none) */
     void *device_ctx;                /* a context found on it (buffers elsewhere: no cuda ipc) */
     /* Flags the GPUs wait for (every rank alike; ranks on several GPUs):
@@ -400,56 +391,14 @@ static void call_fail(ipc_call_t *c, const char *error)
 /* The call's driver work, with its context current (pushed from the go
  * to close: one thread runs a blocking call). */
 
-/* Queues the pending chain of reductions as one kernel over its sources. */
-static void chain_queue(ipc_call_t *c)
-{
-    ipc_chain_t *ch = &c->chain;
-    const char *error = NULL;
-    if (0 == ch->n) {
-        return;
-    }
-    if (0 != xccl_gpu_reduce(c->dt, c->op, ch->dst, ch->srcs, ch->n, ch->count, c->set->in, &error)) {
-        call_fail(c, error ? error : "xccl_gpu_reduce failed");
-    }
-    ch->n = 0;
-    c->queued = 1;
-}
-
-/* The pending copies: one kernel for several (xccl_copy_batch: a leader
- * moves p^2 blocks, some 4 us each as copy-engine operations on an H200),
- * the copy engine for one, or where the kernel does not launch. */
-static void batch_queue(ipc_call_t *c)
-{
-    xccl_gpu_copies_t *b = &c->batch;
-    const char *error = NULL;
-    if (b->n > 1 && !c->ipc->no_batch) {
-        if (0 == xccl_gpu_copy_batch(b, c->set->in, &error)) {
-            b->n = 0;
-            c->queued = 1;
-            return;
-        }
-        mca_coll_xccl_log(2, "cuda ipc: copies one by one from now: %s", error ? error : "?");
-        c->ipc->no_batch = 1;
-    }
-    for (int e = 0; e < b->n; e++) {
-        error = mca_coll_xccl_gpu_copy(c->cu, (void *) (uintptr_t) b->dst[e],
-                                       (const void *) (uintptr_t) b->src[e], (size_t) b->len[e],
-                                       MCA_COLL_XCCL_DEVICE_TO_DEVICE, c->set->in);
-        if (NULL != error) {
-            call_fail(c, error);
-            break;
-        }
-    }
-    c->queued |= b->n > 0;
-    b->n = 0;
-}
-
-/* Everything the schedule's actions asked for so far, queued in order
- * (a chain or a batch is pending, never both). */
+/* Everything the schedule's actions asked for so far, queued in order; a
+ * failure is the call's (its flags are still posted). */
 static void flush(ipc_call_t *c)
 {
-    chain_queue(c);
-    batch_queue(c);
+    xccl_gpu_queue_flush(&c->q);
+    if ('\0' != c->q.error[0]) {
+        call_fail(c, c->q.error);
+    }
 }
 
 /* What this rank queued must be done before a peer may read it (or, past
@@ -458,12 +407,12 @@ static void flush(ipc_call_t *c)
 static void call_sync(ipc_call_t *c)
 {
     flush(c);
-    if (c->queued) {
+    if (c->q.queued) {
         const char *error = mca_coll_xccl_gpu_sync(c->cu, c->set->in);
         if (error) {
             call_fail(c, error);
         }
-        c->queued = 0;
+        c->q.queued = 0;
     }
 }
 
@@ -495,7 +444,7 @@ static int peer_post(void *ctx, uint32_t seq, uint32_t val)
             call_fail(c, xccl_cu_error("cuEventRecord", rc));
             call_sync(c);              /* the flag must not come early */
         }
-        c->queued = 1;
+        c->q.queued = 1;
     }
     __atomic_store_n(&c->ipc->slot[c->m->rank]->flag, ((uint64_t) seq << 32) | val,
                      __ATOMIC_RELEASE);
@@ -517,71 +466,21 @@ static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
     if (NULL != ev && XCCL_CUDA_SUCCESS != (rc = c->cu->StreamWaitEvent(c->set->in, ev, 0))) {
         call_fail(c, xccl_cu_error("cuStreamWaitEvent", rc));
     }
-    c->queued |= NULL != ev;
+    c->q.queued |= NULL != ev;
     return 1;
 }
 
-/* The schedule's copies and reductions, queued on the call's stream; a
- * failure is the call's (its flags are still posted). */
-static int overlap(unsigned long long a, unsigned long long an, uintptr_t b, size_t bn)
-{
-    return an && bn && a < b + bn && b < a + an;
-}
-
-/* Joins the pending batch, which the copy may not touch (else the batch
- * goes first: copies run in order). */
+/* The schedule's copies and reductions, coalesced on the call's stream
+ * (gpu/xccl_gpu_queue.h). */
 static int call_copy(void *ctx, void *dst, const void *src, size_t len)
 {
-    ipc_call_t *c = ctx;
-    xccl_gpu_copies_t *b = &c->batch;
-    chain_queue(c);
-    int clash = b->n >= XCCL_GPU_MAX_COPIES;
-    for (int e = 0; !clash && e < b->n; e++) {
-        clash = overlap(b->dst[e], b->len[e], (uintptr_t) dst, len) ||
-                overlap(b->src[e], b->len[e], (uintptr_t) dst, len) ||
-                overlap(b->dst[e], b->len[e], (uintptr_t) src, len);
-    }
-    if (clash) {
-        batch_queue(c);
-    }
-    if (len > 0) {
-        b->dst[b->n] = (uintptr_t) dst;
-        b->src[b->n] = (uintptr_t) src;
-        b->len[b->n] = len;
-        b->n++;
-    }
+    xccl_gpu_queue_copy(&((ipc_call_t *) ctx)->q, dst, src, len);
     return 0;
 }
 
-/* Whether p lies in the call's device scratch. */
-static int in_scratch(const ipc_call_t *c, const void *p)
-{
-    const char *lo = c->set->dev;
-    return NULL != lo && (const char *) p >= lo && (const char *) p < lo + c->set->dev_bytes;
-}
-
-/* dst = a op b: the next link of the pending chain where a is its result,
- * else a new chain.  The chain's result stays where it is (dst the same)
- * or moves out of the call's scratch (the in-place mesh allreduce folds in
- * scratch and writes the last link to RECV): a partial result in scratch
- * is never written then, which only a schedule that read it again would
- * notice; every other action flushes the chain first. */
 static int call_reduce(void *ctx, void *dst, const void *a, const void *b, size_t count)
 {
-    ipc_call_t *c = ctx;
-    ipc_chain_t *ch = &c->chain;
-    if (ch->n > 0 && a == ch->dst && count == ch->count && ch->n < XCCL_GPU_MAX_SRCS &&
-        (dst == ch->dst || in_scratch(c, ch->dst))) {
-        ch->srcs[ch->n++] = b;
-        ch->dst = dst;
-        return 0;
-    }
-    flush(c);
-    ch->dst = dst;
-    ch->srcs[0] = a;
-    ch->srcs[1] = b;
-    ch->n = 2;
-    ch->count = count;
+    xccl_gpu_queue_reduce(&((ipc_call_t *) ctx)->q, dst, a, b, count);
     return 0;
 }
 
@@ -732,7 +631,7 @@ static int after_user_work(ipc_call_t *call)
     } else if (XCCL_CUDA_SUCCESS != (rc = call->cu->StreamWaitEvent(call->set->in, call->set->ev[0], 0))) {
         call_fail(call, xccl_cu_error("cuStreamWaitEvent", rc));
     }
-    call->queued = 1;                  /* the first flag synchronises */
+    call->q.queued = 1;                /* the first flag synchronises */
     return '\0' == call->error[0];
 }
 
@@ -771,6 +670,9 @@ static int map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call, const xccl_sch
              (0 == s->scratch_bytes || 0 == xccl_gpu_set_scratch(call->set, s->scratch_bytes, &error));
     }
     if (ok) {
+        xccl_gpu_queue_init(&call->q, call->set->in, call->dt, call->op,
+                            s->scratch_bytes ? call->set->dev : NULL, call->set->dev_bytes,
+                            call->ipc->no_batch);
         ok = after_user_work(call);
     }
     mca_coll_xccl_gpu_pop();
@@ -878,6 +780,7 @@ static int ipc_close_call(mca_coll_xccl_call_t *c, void *state, int rc)
     ipc_call_t *call = state;
     if (call->pushed) {
         call_sync(call);               /* nothing queued outlives the call */
+        call->ipc->no_batch |= call->q.one_by_one;
         xccl_gpu_set_put(call->set, '\0' != call->error[0]);
         call->set = NULL;
         mca_coll_xccl_gpu_pop();

@@ -292,12 +292,21 @@ static void unlock_guard(int *unused)
 
 /* Not CUDA: the fake's own, for tests that count driver calls
  * (test/gpu/xccl_gpu_budget.c; dlsym them, a real driver has none).  The
- * calls of entry point `name` so far, 0 if none; name NULL: of all. */
+ * calls of entry point `name` so far, 0 if none; name NULL: of all;
+ * "host<->device copies": the copies queued between host and device
+ * memory (any entry point). */
+static unsigned long long host_device_copies;
+
 unsigned long long fake_cuda_calls(const char *name);
 unsigned long long fake_cuda_calls(const char *name)
 {
     unsigned long long n = 0;
     pthread_mutex_lock(&lock);
+    if (name && 0 == strcmp(name, "host<->device copies")) {
+        n = host_device_copies;
+        pthread_mutex_unlock(&lock);
+        return n;
+    }
     for (counter *c = counters; c; c = c->next) {
         if (NULL == name || 0 == strcmp(c->name, name)) {
             n += c->calls;
@@ -820,6 +829,9 @@ static fcu_result submit(op *o, fcu_stream h, int async, int dst_dev, int src_de
     }
     const size_t ext = o->height ? (o->height - 1) * o->spitch + o->width : 0;
     const int pageable_src = OP_COPY == o->kind && !src_dev && ext && !is_pinned((uintptr_t) o->src, ext);
+    if (OP_COPY == o->kind && dst_dev != src_dev) {
+        host_device_copies++;          /* fake_cuda_calls("host<->device copies") */
+    }
     if (pageable_src && dst_dev) {
         if (NULL == (o->staged = malloc(ext))) {
             return FCU_ERROR_OUT_OF_MEMORY;
@@ -1744,25 +1756,11 @@ static fcu_result value_op(fcu_stream h, fcu_dptr addr, unsigned value, unsigned
     return enqueue(s, &o, NULL, 0) ? FCU_SUCCESS : FCU_ERROR_OUT_OF_MEMORY;
 }
 
-fcu_result cuStreamWaitValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
-fcu_result cuStreamWaitValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
-{
-    ENTER();
-    RET(value_op(stream, addr, value, flags, OP_WAIT_VALUE));
-}
-
 fcu_result cuStreamWaitValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
 fcu_result cuStreamWaitValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
 {
     ENTER();
     RET(value_op(stream, addr, value, flags, OP_WAIT_VALUE));
-}
-
-fcu_result cuStreamWriteValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
-fcu_result cuStreamWriteValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
-{
-    ENTER();
-    RET(value_op(stream, addr, value, flags, OP_WRITE_VALUE));
 }
 
 fcu_result cuStreamWriteValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
@@ -1771,6 +1769,12 @@ fcu_result cuStreamWriteValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned va
     ENTER();
     RET(value_op(stream, addr, value, flags, OP_WRITE_VALUE));
 }
+
+/* The unversioned names (before CUDA 12's cuda.h mapped them to _v2). */
+fcu_result cuStreamWaitValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+    __attribute__((alias("cuStreamWaitValue32_v2")));
+fcu_result cuStreamWriteValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+    __attribute__((alias("cuStreamWriteValue32_v2")));
 
 /* ------------------------------------------------------------ events */
 static int valid_event(fcu_event e)

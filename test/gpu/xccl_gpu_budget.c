@@ -12,14 +12,15 @@
  *   - at most one host synchronisation (cuStreamSynchronize,
  *     cuEventSynchronize, cuCtxSynchronize);
  *   - at most BUDGET(p) driver calls in all, the same number at every
- *     size (nothing grows with the message).
+ *     size (nothing grows with the message);
+ *   - no copy between host and device memory: nothing was staged, every
+ *     call went through CUDA IPC.
  * Each rank's counts go to rank 0 point-to-point, which prints one line
  * per case (the largest rank's figures), "FAIL: ..." for a broken
  * budget and "RESULT: N passed, M failed" (cases).  Exit 0 all held, 1 a
  * budget broken, 77 no fake driver.  Arguments are ignored.
  *
- * The ranks must take the CUDA IPC path (coll_xccl_gpu_ipc_bytes 1, the
- * default); run_gpu_tests.sh checks the verbose lines say so.
+ * The ranks take the CUDA IPC path by default (coll_xccl_gpu_ipc_bytes 1).
  */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -43,13 +44,13 @@ static unsigned long long (*calls)(const char *name);
 static const char *const syncs[] = { "cuStreamSynchronize", "cuEventSynchronize", "cuCtxSynchronize" };
 
 typedef struct {
-    double all, sync, ipc_open, ipc_get;
+    double all, sync, ipc_open, ipc_get, staged;
 } cost_t;
 
 static cost_t snapshot(void)
 {
     cost_t c = { (double) calls(NULL), 0, (double) calls("cuIpcOpenMemHandle_v2"),
-                 (double) calls("cuIpcGetMemHandle") };
+                 (double) calls("cuIpcGetMemHandle"), (double) calls("host<->device copies") };
     for (size_t i = 0; i < sizeof(syncs) / sizeof(syncs[0]); i++) {
         c.sync += (double) calls(syncs[i]);
     }
@@ -110,14 +111,15 @@ int main(int argc, char **argv)
                 one_call(coll, s, r, count, p);
             }
             const cost_t b = snapshot();
-            double mine[4] = { (b.all - a.all) / ITERS, (b.sync - a.sync) / ITERS,
-                               (b.ipc_open - a.ipc_open) / ITERS, (b.ipc_get - a.ipc_get) / ITERS };
+            double mine[5] = { (b.all - a.all) / ITERS, (b.sync - a.sync) / ITERS,
+                               (b.ipc_open - a.ipc_open) / ITERS, (b.ipc_get - a.ipc_get) / ITERS,
+                               (b.staged - a.staged) / ITERS };
             /* the largest of every rank's, at rank 0 (point-to-point) */
             if (0 == rank) {
                 for (int q = 1; q < p; q++) {
-                    double theirs[4];
-                    MPI_Recv(theirs, 4, MPI_DOUBLE, q, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                    for (int j = 0; j < 4; j++) {
+                    double theirs[5];
+                    MPI_Recv(theirs, 5, MPI_DOUBLE, q, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    for (int j = 0; j < 5; j++) {
                         mine[j] = theirs[j] > mine[j] ? theirs[j] : mine[j];
                     }
                 }
@@ -129,6 +131,11 @@ int main(int argc, char **argv)
                     printf("FAIL: %s %zu B: the budget is broken\n", names[coll], sizes[k]);
                     broken = 1;
                 }
+                if (mine[4] > 0.0) {
+                    printf("FAIL: %s %zu B: %.1f copies between host and device per call: staged, "
+                           "not through CUDA IPC\n", names[coll], sizes[k], mine[4]);
+                    broken = 1;
+                }
                 if (first_all >= 0 && mine[0] != first_all) {
                     printf("FAIL: %s: %.1f driver calls at %zu B, %.1f at %zu B: grows with the size\n",
                            names[coll], mine[0], sizes[k], first_all, sizes[0]);
@@ -138,7 +145,7 @@ int main(int argc, char **argv)
                 cases++;
                 first_all = first_all < 0 ? mine[0] : first_all;
             } else {
-                MPI_Send(mine, 4, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+                MPI_Send(mine, 5, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
             }
         }
     }

@@ -712,24 +712,46 @@ static int build_cat(xccl_sched_t *s, void *arg)
     return j->algo->build(s, &j->args);
 }
 
+/* What the catalog tests share: p = 8 ranks, counts of 1000, a layout of
+ * one node and one of two. */
+typedef struct {
+    size_t counts[8];
+    xccl_layout_t one, two;
+} cat_env_t;
+
+static void cat_env_init(cat_env_t *e)
+{
+    for (int r = 0; r < 8; r++) {
+        e->counts[r] = 1000;
+    }
+    ck_assert_int_eq(xccl_layout_parse(&e->one, "block:8", 8, NULL, 0), 0);
+    ck_assert_int_eq(xccl_layout_parse(&e->two, "block:4", 8, NULL, 0), 0);
+}
+
+/* Collective c's catalog (*algos, *n) and the index of `name` in it. */
+static int cat_index(int c, const char *name, const xccl_algo_t **algos, int *n)
+{
+    int at = -1;
+    *algos = xccl_coll_algos((xccl_coll_t) c, n);
+    for (int i = 0; i < *n; i++) {
+        at = 0 == strcmp((*algos)[i].name, name) ? i : at;
+    }
+    ck_assert_msg(at >= 0, "%s has no %s", xccl_coll_name((xccl_coll_t) c), name);
+    return at;
+}
+
 START_TEST(catalog_mesh_needs_peer_access)
 {
     const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA, 0, 0 };
     const int p = 8;
-    size_t counts[8];
-    for (int r = 0; r < p; r++) {
-        counts[r] = 1000;
-    }
-    xccl_layout_t one, two;
-    ck_assert_int_eq(xccl_layout_parse(&one, "block:8", p, NULL, 0), 0);
-    ck_assert_int_eq(xccl_layout_parse(&two, "block:4", p, NULL, 0), 0);
+    cat_env_t env;
+    cat_env_init(&env);
+    size_t *counts = env.counts;
+    xccl_layout_t one = env.one, two = env.two;
     for (int c = 0; c < XCCL_NCOLL; c++) {
-        int n, mesh = -1;
-        const xccl_algo_t *algos = xccl_coll_algos((xccl_coll_t) c, &n);
-        for (int i = 0; i < n; i++) {
-            mesh = 0 == strcmp(algos[i].name, "mesh") ? i : mesh;
-        }
-        ck_assert_msg(mesh >= 0, "%s has no mesh", xccl_coll_name((xccl_coll_t) c));
+        int n;
+        const xccl_algo_t *algos;
+        const int mesh = cat_index(c, "mesh", &algos, &n);
         cat_job_t j = { &algos[mesh], { .count = 8000, .counts = counts, .block = 1000, .bytes = 8000,
                                          .layout = &one } };
         /* Not applicable: no peer access (the default), or two nodes;
@@ -782,20 +804,14 @@ END_TEST
 START_TEST(catalog_leader_forms)
 {
     const int p = 8;
-    size_t counts[8];
-    for (int r = 0; r < p; r++) {
-        counts[r] = 1000;
-    }
-    xccl_layout_t one, two;
-    ck_assert_int_eq(xccl_layout_parse(&one, "block:8", p, NULL, 0), 0);
-    ck_assert_int_eq(xccl_layout_parse(&two, "block:4", p, NULL, 0), 0);
+    cat_env_t env;
+    cat_env_init(&env);
+    size_t *counts = env.counts;
+    xccl_layout_t one = env.one, two = env.two;
     for (int c = 0; c < XCCL_NCOLL; c++) {
-        int n, leader = -1;
-        const xccl_algo_t *algos = xccl_coll_algos((xccl_coll_t) c, &n);
-        for (int i = 0; i < n; i++) {
-            leader = 0 == strcmp(algos[i].name, "leader") ? i : leader;
-        }
-        ck_assert_msg(leader >= 0, "%s has no leader form", xccl_coll_name((xccl_coll_t) c));
+        int n;
+        const xccl_algo_t *algos;
+        const int leader = cat_index(c, "leader", &algos, &n);
         static const struct {
             int peer_access, two_nodes, in_place;
         } cases[] = { { XCCL_PEER_NONE, 0, 0 }, { XCCL_PEER_READ, 0, 0 }, { XCCL_PEER_MAPPED, 1, 0 },
