@@ -463,10 +463,13 @@ static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
     }
     xccl_cuevent_t ev = flag_event(c, peer, val);
     xccl_curesult_t rc;
-    if (NULL != ev && XCCL_CUDA_SUCCESS != (rc = c->cu->StreamWaitEvent(c->set->in, ev, 0))) {
-        call_fail(c, xccl_cu_error("cuStreamWaitEvent", rc));
+    if (NULL != ev) {
+        flush(c);                      /* the earlier steps' work need not wait */
+        if (XCCL_CUDA_SUCCESS != (rc = c->cu->StreamWaitEvent(c->set->in, ev, 0))) {
+            call_fail(c, xccl_cu_error("cuStreamWaitEvent", rc));
+        }
+        c->q.queued = 1;
     }
-    c->q.queued |= NULL != ev;
     return 1;
 }
 
@@ -585,8 +588,9 @@ static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t 
         return 0;
     }
     int ok = 1;
-    const int send = leader >= 0 ? me != leader : 1, recv = leader >= 0 ? me != leader
-                                                  : XCCL_COLL_ALLREDUCE == c->coll || me == c->root;
+    const int send = leader >= 0 ? me != leader : 1,
+              recv = leader >= 0 ? me != leader
+                                 : XCCL_COLL_ALLREDUCE == c->coll || (XCCL_COLL_BCAST == c->coll && me == c->root);
     if (XCCL_COLL_BCAST != c->coll && send) {
         ok = export_buf(call, mine, dev[XCCL_BUF_SEND], XCCL_BUF_SEND);
     }
