@@ -199,6 +199,34 @@ static int bc_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
     return mesh_ok(a) ? xccl_build_bcast_mesh(s, a->bytes, a->root) : XCCL_NOT_APPLICABLE;
 }
 
+/* One rank does the whole collective on everyone's buffers ("leader",
+ * algos/mesh_leader.c): it writes the peers' buffers too, so only where
+ * they are mapped (CUDA IPC: ranks that share one device), on one node. */
+static int leader_ok(const xccl_coll_args_t *a)
+{
+    return XCCL_PEER_MAPPED == a->peer_access && (NULL == a->layout || a->layout->nnodes <= 1);
+}
+static int ar_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_allreduce_leader(s, a->count) : XCCL_NOT_APPLICABLE;
+}
+static int rs_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_reduce_scatter_leader(s, a->counts, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int ag_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_allgather_leader(s, a->block) : XCCL_NOT_APPLICABLE;
+}
+static int a2a_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_alltoall_leader(s, a->block, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int bc_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_bcast_leader(s, a->bytes, a->root) : XCCL_NOT_APPLICABLE;
+}
+
 /* Shared memory ("shm"): every rank reads the others' slots of the node
  * segment; one node with a segment only. */
 static int ar_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
@@ -236,22 +264,22 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
         { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
         { "swing", ar_swing }, { "mesh", ar_mesh }, { "shm", ar_shm }, { "shm_small", ar_shm_small },
-        { "dbt", ar_dbt }, { "nhr", ar_nhr }, { "nb", ar_nb } },
+        { "dbt", ar_dbt }, { "leader", ar_leader }, { "nhr", ar_nhr }, { "nb", ar_nb } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
-        { "mesh", ag_mesh }, { "shm", ag_shm }, { "nhr", ag_nhr }, { "nb", ag_nb } },
+        { "mesh", ag_mesh }, { "shm", ag_shm }, { "leader", ag_leader }, { "nhr", ag_nhr }, { "nb", ag_nb } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr }, { "nb", rs_nb } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader }, { "nhr", rs_nhr }, { "nb", rs_nb } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm }, { "nhr", rs_nhr }, { "nb", rs_nb } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader }, { "nhr", rs_nhr }, { "nb", rs_nb } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
         { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck },
-        { "mesh", a2a_mesh }, { "shm", a2a_shm } },
+        { "mesh", a2a_mesh }, { "shm", a2a_shm }, { "leader", a2a_leader } },
     [XCCL_COLL_BCAST] = { { "binomial", bc_binomial }, { "scatter_allgather", bc_sag },
         { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails },
-        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm } },
+        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader } },
 };
 
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n)

@@ -130,6 +130,16 @@ int xccl_build_reduce_scatter_mesh(xccl_sched_t *s, const size_t *counts, int in
  * xccl_build_allreduce_mesh_read. */
 int xccl_build_reduce_scatter_mesh_read(xccl_sched_t *s, const size_t *counts, int in_place, size_t piece);
 
+/* One rank does the whole collective on every rank's buffers ("leader",
+ * mesh_leader.c): for ranks that share one device.  Peer access with
+ * mapped buffers that the leader also writes; s->algo is "leader".
+ * reduce_scatter and alltoall in place: XCCL_NOT_APPLICABLE. */
+int xccl_build_allreduce_leader(xccl_sched_t *s, size_t count);
+int xccl_build_reduce_scatter_leader(xccl_sched_t *s, const size_t *counts, int in_place);
+int xccl_build_allgather_leader(xccl_sched_t *s, size_t block);
+int xccl_build_alltoall_leader(xccl_sched_t *s, size_t block, int in_place);
+int xccl_build_bcast_leader(xccl_sched_t *s, size_t bytes, int root);
+
 /* Shared-memory ("shm") algorithms: the mesh algorithms for ranks of one
  * node that reach each other only through the node's shared segment
  * (DESIGN 3a): every rank copies what its peers need into its own slot

@@ -26,6 +26,8 @@ SAME_OFFSET(Height);
 _Static_assert(sizeof(xccl_cu_memcpy2d_t) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D");
 _Static_assert(sizeof(xccl_cudeviceptr_t) == sizeof(CUdeviceptr), "CUdeviceptr");
 _Static_assert(sizeof(xccl_cuipc_handle_t) == sizeof(CUipcMemHandle), "CUipcMemHandle");
+_Static_assert(sizeof(xccl_cuipc_event_handle_t) == sizeof(CUipcEventHandle), "CUipcEventHandle");
+_Static_assert(XCCL_CU_EVENT_INTERPROCESS == CU_EVENT_INTERPROCESS, "interprocess events");
 _Static_assert(XCCL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS == CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS &&
                XCCL_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                "ipc");
@@ -53,6 +55,7 @@ static const char *const symbols[] = {
     "cuMemHostAlloc", "cuMemFreeHost", "cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2",
     "cuIpcCloseMemHandle", "cuStreamQuery", "cuEventCreate", "cuEventDestroy_v2",
     "cuEventRecord", "cuEventQuery", "cuMemAlloc_v2", "cuMemFree_v2", "cuStreamWaitEvent",
+    "cuIpcGetEventHandle", "cuIpcOpenEventHandle",
 };
 _Static_assert(sizeof(symbols) / sizeof(symbols[0]) == sizeof(xccl_cu_api_t) / sizeof(void (*)(void)),
                "one symbol per member");

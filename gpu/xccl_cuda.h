@@ -25,6 +25,10 @@ typedef struct {
     char reserved[64];
 } xccl_cuipc_handle_t;
 #define XCCL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
+/* CUipcEventHandle, passed by value */
+typedef struct {
+    char reserved[64];
+} xccl_cuipc_event_handle_t;
 
 /* CUpointer_attribute */
 #define XCCL_CU_POINTER_ATTRIBUTE_CONTEXT 1
@@ -47,6 +51,7 @@ typedef struct {
 #define XCCL_CU_STREAM_LEGACY ((xccl_custream_t) 0x1)
 #define XCCL_CU_MEMHOSTALLOC_PORTABLE 1    /* pinned for every context */
 #define XCCL_CU_EVENT_DISABLE_TIMING 2
+#define XCCL_CU_EVENT_INTERPROCESS 4       /* with DISABLE_TIMING */
 
 typedef struct {
     size_t srcXInBytes, srcY;
@@ -92,6 +97,8 @@ typedef struct {
     xccl_curesult_t (*MemAlloc)(xccl_cudeviceptr_t *ptr, size_t bytes);
     xccl_curesult_t (*MemFree)(xccl_cudeviceptr_t ptr);
     xccl_curesult_t (*StreamWaitEvent)(xccl_custream_t stream, xccl_cuevent_t event, unsigned flags);
+    xccl_curesult_t (*IpcGetEventHandle)(xccl_cuipc_event_handle_t *handle, xccl_cuevent_t event);
+    xccl_curesult_t (*IpcOpenEventHandle)(xccl_cuevent_t *event, xccl_cuipc_event_handle_t handle);
 } xccl_cu_api_t;
 
 /* The driver's entry points, or NULL when the process has not loaded

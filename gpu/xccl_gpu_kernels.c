@@ -55,6 +55,14 @@ int xccl_gpu_reduce(xccl_dtype_t dt, xccl_op_t op, void *dst, const void *const 
     return -1;
 }
 
+int xccl_gpu_copy_batch(const xccl_gpu_copies_t *c, xccl_custream_t stream, const char **err)
+{
+    (void) c;
+    (void) stream;
+    *err = not_built;
+    return -1;
+}
+
 int xccl_gpu_kernels_load(const char **err)
 {
     *err = not_built;
@@ -128,6 +136,7 @@ typedef struct ctx_entry {
     char err[200];
     unsigned max_blocks;
     xccl_cufunction_t fn[XCCL_DT_COUNT][XCCL_OP_COUNT];
+    xccl_cufunction_t copy_fn;         /* xccl_copy_batch */
     struct ctx_entry *next;
 } ctx_entry_t;
 
@@ -386,6 +395,51 @@ int xccl_gpu_reduce(xccl_dtype_t dt, xccl_op_t op, void *dst, const void *const 
             *err = xccl_cu_error("cuLaunchKernel", rc);
             return -1;
         }
+    }
+    return 0;
+}
+
+int xccl_gpu_copy_batch(const xccl_gpu_copies_t *c, xccl_custream_t stream, const char **err)
+{
+    unsigned long long units = 0;
+    if (NULL == c || c->n < 1 || c->n > XCCL_GPU_MAX_COPIES) {
+        *err = "no copies, or too many";
+        return -1;
+    }
+    for (int e = 0; e < c->n; e++) {
+        if (0 == c->dst[e] || 0 == c->src[e]) {
+            *err = "a copy without source or destination";
+            return -1;
+        }
+        units += (c->len[e] + 15) / 16;
+    }
+    xccl_cufunction_t f = NULL;
+    unsigned max_blocks = 0;
+    pthread_mutex_lock(&drv.lock);
+    ctx_entry_t *e = context_locked(err);
+    if (NULL != e && NULL == e->mod) {
+        *err = e->err;
+    } else if (NULL != e) {
+        if (NULL == e->copy_fn &&
+            XCCL_CUDA_SUCCESS != drv.ModuleGetFunction(&e->copy_fn, e->mod, "xccl_copy_batch")) {
+            e->copy_fn = NULL;
+            *err = "cuModuleGetFunction failed: the fatbin lacks xccl_copy_batch";
+        }
+        f = e->copy_fn;
+        max_blocks = e->max_blocks;
+    }
+    pthread_mutex_unlock(&drv.lock);
+    if (NULL == f) {
+        return -1;
+    }
+    unsigned long long blocks = (units + BLOCK - 1) / BLOCK;
+    blocks = blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks;
+    xccl_gpu_copies_t arg = *c;
+    void *params[] = { &arg };
+    xccl_curesult_t rc = drv.LaunchKernel(f, (unsigned) blocks, 1, 1, BLOCK, 1, 1, 0, stream, params, NULL);
+    if (XCCL_CUDA_SUCCESS != rc) {
+        *err = xccl_cu_error("cuLaunchKernel", rc);
+        return -1;
     }
     return 0;
 }

@@ -49,6 +49,13 @@ size_t xccl_gpu_reduce_align(xccl_dtype_t dt);
 int xccl_gpu_reduce(xccl_dtype_t dt, xccl_op_t op, void *dst, const void *const *srcs, int nsrc,
                     size_t count, xccl_custream_t stream, const char **err);
 
+/* Enqueues on stream, in the calling thread's current CUDA context, the
+ * c->n (1..XCCL_GPU_MAX_COPIES) copies of c as one kernel launch: device
+ * (or IPC-mapped) pointers of that context, no copy's destination
+ * overlapping another's source or destination (they run concurrently).
+ * 0, or -1 and *err as xccl_gpu_reduce (nothing queued). */
+int xccl_gpu_copy_batch(const xccl_gpu_copies_t *c, xccl_custream_t stream, const char **err);
+
 /* Loads the module into the current context now (otherwise the first
  * xccl_gpu_reduce does): 0, or -1 and *err. */
 int xccl_gpu_kernels_load(const char **err);

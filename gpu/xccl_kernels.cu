@@ -105,3 +105,43 @@ __device__ __forceinline__ void reduce(void *dst_, const xccl_gpu_srcs_t &srcs, 
     }
 
 XCCL_GPU_PAIRS(XCCL_KERNEL)
+
+/*
+ *   extern "C" __global__ void xccl_copy_batch(xccl_gpu_copies_t c);
+ *
+ * The n copies of c (independent: none writes what another reads or
+ * writes), every thread of the grid on each in turn, 16 bytes at a time
+ * where both sides are 16-byte aligned: many small copies in one launch
+ * (a collective on one GPU moves p^2 blocks) instead of one copy-engine
+ * operation each.
+ */
+extern "C" __global__ void __launch_bounds__(256) xccl_copy_batch(xccl_gpu_copies_t c)
+{
+    __shared__ unsigned long long dst[XCCL_GPU_MAX_COPIES], src[XCCL_GPU_MAX_COPIES],
+        len[XCCL_GPU_MAX_COPIES];
+    if (threadIdx.x < XCCL_GPU_MAX_COPIES) {
+        dst[threadIdx.x] = c.dst[threadIdx.x];
+        src[threadIdx.x] = c.src[threadIdx.x];
+        len[threadIdx.x] = c.len[threadIdx.x];
+    }
+    __syncthreads();
+    const unsigned long long stride = (unsigned long long) gridDim.x * blockDim.x;
+    const unsigned long long tid = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
+    for (int e = 0; e < c.n; e++) {
+        unsigned long long done = 0;
+        if (((dst[e] | src[e]) & 15) == 0) {
+            const unsigned long long nv = len[e] / 16;
+            uint4 *d = (uint4 *) dst[e];
+            const uint4 *s = (const uint4 *) src[e];
+            for (unsigned long long j = tid; j < nv; j += stride) {
+                d[j] = s[j];
+            }
+            done = nv * 16;
+        }
+        char *d = (char *) dst[e];
+        const char *s = (const char *) src[e];
+        for (unsigned long long i = done + tid; i < len[e]; i += stride) {
+            d[i] = s[i];
+        }
+    }
+}

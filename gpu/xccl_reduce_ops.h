@@ -44,6 +44,15 @@ typedef struct {
     unsigned long long p[XCCL_GPU_MAX_SRCS];
 } xccl_gpu_srcs_t;
 
+/* xccl_copy_batch's parameter, by value: n independent copies (no copy's
+ * destination overlaps another copy's source or destination), run by one
+ * launch. */
+#define XCCL_GPU_MAX_COPIES 32
+typedef struct {
+    unsigned long long dst[XCCL_GPU_MAX_COPIES], src[XCCL_GPU_MAX_COPIES], len[XCCL_GPU_MAX_COPIES];
+    int n, pad;
+} xccl_gpu_copies_t;
+
 /* Element types: the C layouts of base/reduce_kernels.c (long is 64 bits
  * on every platform xccl builds for; test_gpu_kernels checks the sizes). */
 typedef struct { float re, im; } xccl_gpu_cfloat_t;          /* float _Complex */

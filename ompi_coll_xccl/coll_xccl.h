@@ -201,9 +201,9 @@ typedef struct {
                                       * rank yields when idle; else XCCL_TRIAL_OFF */
     /* The level on, one node: bit coll set where a small blocking call may
      * go to the latency path straight from the entry (no forced algorithm,
-     * no tuning rules), for calls of fewer than shm_lat_below bytes. */
+     * no tuning rules; on a CUDA IPC communicator it says so to the CUDA
+     * IPC agreement: mca_coll_xccl_gpu_ipc_pass). */
     unsigned shm_lat_colls;
-    size_t shm_lat_below;
     /* The level's schedules (one slot and one flag per rank) run one at a
      * time, in the order the calls were made, blocking and nonblocking
      * alike: a call takes ticket shm_ticket++ and runs once shm_turn (read

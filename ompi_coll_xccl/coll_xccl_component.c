@@ -204,13 +204,13 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_LOCAL, &c->gpu_direct);
 
-    c->gpu_ipc_bytes = 65536;
+    c->gpu_ipc_bytes = 1;
     (void) mca_base_component_var_register(v, "gpu_ipc_bytes",
         "Device buffers, every rank of the communicator on one node with a CUDA context: "
         "blocking calls moving at least this many bytes (alltoall and reduce_scatter not in "
-        "place) run the collective's mesh schedule straight on the ranks' device buffers "
-        "through CUDA IPC (0: never); costs two rounds of flags in host shared memory per "
-        "call to agree",
+        "place) run a peer-access schedule of the collective straight on the ranks' device "
+        "buffers through CUDA IPC (ranks on one GPU: one rank does the work, \"leader\"; "
+        "else \"mesh\") (0: never); two rounds of flags in host shared memory per call agree",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->gpu_ipc_bytes);
 

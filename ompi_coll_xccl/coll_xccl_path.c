@@ -7,8 +7,9 @@
  * tries the paths in order (paths[] below), each of one shape: it takes
  * the call, or the call goes on to the next:
  *
- *   peer_access   CUDA IPC inside a node: the mesh schedule on the peers'
- *                 mapped buffers, where every rank can (providers[]);
+ *   peer_access   CUDA IPC inside a node: a peer-access schedule ("mesh",
+ *                 or "leader" on one shared GPU) on the peers' mapped
+ *                 buffers, where every rank can (providers[]);
  *   staging       device buffers: the rest of the paths on host copies;
  *   fallback      the saved module's function;
  *   select        xccl's: work buffers, set-up on first use, the schedule
@@ -189,20 +190,27 @@ static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
         if (!pv->usable(m)) {
             continue;
         }
-        const int mesh = xccl_select_index(c->coll, "mesh");
+        const char *form = pv->form(c, rc);
+        if (MPI_SUCCESS != *rc) {
+            return 1;
+        }
+        if (NULL == form) {
+            continue;
+        }
+        const int algo = xccl_select_index(c->coll, form);
         c->args.layout = &m->layout;
         c->args.peer_access = XCCL_PEER_MAPPED;
         const xccl_sched_t *s = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes,
-                                                              c->es, mesh, &used, &predicted_us,
+                                                              c->es, algo, &used, &predicted_us,
                                                               NULL);
         c->args.peer_access = 0;
         if (NULL == s) {
             *rc = OMPI_ERR_OUT_OF_RESOURCE;
             return 1;
         }
-        *rc = used == mesh ? pv->open(c, s, &hooks, &state, &go) : MPI_SUCCESS;
+        *rc = used == algo ? pv->open(c, s, &hooks, &state, &go) : MPI_SUCCESS;
         if (go) {
-            mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, mesh, -1.0, NULL, pv->name);
+            mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, algo, -1.0, NULL, pv->name);
             *rc = mca_coll_xccl_exec_run(m, c->coll, s, &hooks, NULL);
             *rc = pv->close(c, state, *rc);
         }
@@ -469,9 +477,9 @@ int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
      * CUDA driver, as run_decided tells them). */
     mca_coll_xccl_module_t *m = c->m;
     int rc;
-    if ((m->shm_lat_colls >> c->coll & 1u) && NULL == c->request && c->bytes < m->shm_lat_below &&
+    if ((m->shm_lat_colls >> c->coll & 1u) && NULL == c->request &&
         (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
-        mca_coll_xccl_shm_latency_try(c, &rc)) {
+        mca_coll_xccl_gpu_ipc_pass(c) && mca_coll_xccl_shm_latency_try(c, &rc)) {
         free(c->counts);
         c->counts = NULL;
         return rc;

@@ -12,12 +12,16 @@ BEGIN_C_DECLS
 /* A way for the ranks of a node to reach each other's buffers and flags
  * (DESIGN 3a): CUDA IPC mappings of device buffers (coll_xccl_gpu_ipc.c);
  * the node's shared memory for host buffers plugs in the same way.  A call
- * a provider takes runs its collective's "mesh" schedule through the one
- * executor, with the provider's xccl_peer_t, copies and reductions.
+ * a provider takes runs one of its collective's peer-access schedules
+ * ("mesh", "leader") through the one executor, with the provider's
+ * xccl_peer_t, copies and reductions.
  *  wanted  whether every rank tries: from what all ranks share only (the
  *          call's form and size, parameters), before the set-up;
  *  usable  once the communicator is set up: whether it can (alike on
  *          every rank);
+ *  form    the catalog name of the schedule to run (alike on every rank;
+ *          it may set the provider up, collectively), NULL: not usable;
+ *          *rc an error;
  *  open    this rank's conditions (its buffers), then the ranks' agreement:
  *          *go alike on every rank.  With go, hooks hold the schedule's
  *          buffers, copies, reductions and peer access, and *state what
@@ -27,6 +31,7 @@ typedef struct {
     const char *name;                /* the verbose line's via= */
     int (*wanted)(const mca_coll_xccl_call_t *c);
     int (*usable)(const mca_coll_xccl_module_t *m);
+    const char *(*form)(mca_coll_xccl_call_t *c, int *rc);
     int (*open)(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
                 mca_coll_xccl_exec_hooks_t *hooks, void **state, int *go);
     int (*close)(mca_coll_xccl_call_t *c, void *state, int rc);

@@ -221,8 +221,7 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
     m->shm_small = mca_coll_xccl_component.shm_small && 1 == m->layout.nnodes;
     /* The entry's short way to the latency path: where the whole way would
      * always reach it too (no forced algorithm and no tuning rules: the
-     * level's rule chooses), and where it cannot meet CUDA IPC's agreement
-     * (coll_xccl_gpu_ipc.c: calls from gpu_ipc_bytes). */
+     * level's rule chooses). */
     const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
     unsigned colls = 0;
     for (int coll = 0; m->shm_small && coll < XCCL_NCOLL; coll++) {
@@ -230,7 +229,6 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
             colls |= 1u << coll;
         }
     }
-    m->shm_lat_below = m->gpu_ipc && k->gpu_ipc_bytes > 0 ? k->gpu_ipc_bytes : SIZE_MAX;
     mca_coll_xccl_log(2, "comm comm=%u rank=%d: shared-memory level on (%s segment, %zu B slots, "
                       "%d ranks on this node, single copies %s)", m->cid, m->world_rank,
                       XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",

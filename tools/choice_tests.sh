@@ -1,8 +1,9 @@
 #!/bin/bash
 # xccl_simulate and xccl_info: the choice table the component's auto
 # selection would make, on layouts that need not exist.
-#   - one node: the two-level algorithms do not apply (n/a), nor do mesh
-#     and shm (no peer access, no segment: not without -P and -S), auto
+#   - one node: the two-level algorithms do not apply (n/a), nor do mesh,
+#     shm and leader (no peer access, no segment: not without -P and -S;
+#     leader needs mapped peers, -P mapped), auto
 #     keeps a flat algorithm;
 #   - one node with the level (-S) and single copies (-P read): mesh and
 #     shm are predicted (the reductions' mesh copies pieces first), auto
@@ -22,12 +23,12 @@ check() {    # check <what> <command output> <awk condition on the rows>
     fi
 }
 out=$("$b/xccl_simulate" -c allreduce -n 16 -s 16M) || fail=1
-check "one node: hier, mesh and shm are n/a, auto flat" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 5 && $NF !~ /^(hier|mesh|shm)/'
+check "one node: hier, mesh, shm and leader are n/a, auto flat" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 6 && $NF !~ /^(hier|mesh|shm)/'
 out=$("$b/xccl_simulate" -c allreduce -n 2 -S 1M -P read -s 16K,16M) || fail=1
-check "level, single copies: only hier n/a, auto shm_small (level)" "$out" '$1 == 16384 && gsub(/n\/a/, "&") == 2 && $(NF-1) == "shm_small" && $NF == "(level)"'
-check "level, single copies, 16 MiB: auto shm (level)" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 2 && $(NF-1) == "shm" && $NF == "(level)"'
+check "level, single copies: only hier and leader n/a, auto shm_small (level)" "$out" '$1 == 16384 && gsub(/n\/a/, "&") == 3 && $(NF-1) == "shm_small" && $NF == "(level)"'
+check "level, single copies, 16 MiB: auto shm (level)" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 3 && $(NF-1) == "shm" && $NF == "(level)"'
 out=$("$b/xccl_simulate" -c reduce_scatter -n 4 -S 1M -P read -s 1M) || fail=1
-check "reduce_scatter, level, single copies: mesh predicted" "$out" '$1 == 1048576 && gsub(/n\/a/, "&") == 2 && $(NF-1) == "shm"'
+check "reduce_scatter, level, single copies: mesh predicted" "$out" '$1 == 1048576 && gsub(/n\/a/, "&") == 3 && $(NF-1) == "shm"'
 out=$("$b/xccl_simulate" -c allreduce -n 2 -P bogus 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -P bogus not refused"; fail=1; }
 out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 8,16M) || fail=1
 check "8x8, 16 MiB: auto two-level" "$out" '$1 == 16777216 && $NF ~ /^hier/'

@@ -451,6 +451,10 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
         for (int m = 0; m < NMODE; m++)
             if (on[m])
                 row->t[m] = median(samples + m * R, R);
+    if (o->gpu) {
+        row->d2d = gpu_d2d(B, bytes);
+        row->bound = gpu_bound_copies(B, coll) * row->d2d;
+    }
     free(samples);
 }
 

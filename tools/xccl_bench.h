@@ -71,6 +71,8 @@ typedef struct {
     size_t bytes, count;
     double t[NMODE];           /* median seconds per call; < 0: not measured */
     int check[NMODE];          /* enum check */
+    double d2d;                /* -g: seconds of one device-to-device copy of bytes (rank 0); 0: none */
+    double bound;              /* -g: the collective's least memory traffic at that speed, seconds */
 } row_t;
 
 typedef struct {
@@ -147,6 +149,8 @@ void gpu_free_buffers(bench_t *B);
 void print_gpu_header(const bench_t *B);
 void gpu_call(bench_t *B, int coll, size_t count, int root, int mode);
 void gpu_sync(void);
+double gpu_d2d(bench_t *B, size_t bytes);
+double gpu_bound_copies(const bench_t *B, int coll);
 int check_coll_gpu(bench_t *B, int coll, size_t count, int mode);
 
 #endif /* XCCL_BENCH_H */

@@ -179,6 +179,50 @@ void print_gpu_header(const bench_t *B)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* The memory's own speed at this size, in the same run: rank 0 times a
+ * device-to-device copy of bytes between its buffers (cuMemcpyDtoD, then
+ * cuCtxSynchronize: a call's fixed costs included), median of 5, while the
+ * others wait; 0 on the other ranks or without cuMemcpyDtoD. */
+double gpu_d2d(bench_t *B, size_t bytes)
+{
+    double t[5] = { 0 };
+    if (B->rank == 0 && cu.MemcpyDtoD) {
+        for (int r = 0; r < 5; r++) {
+            double t0 = MPI_Wtime();
+            CU_CHECK(cu.MemcpyDtoD(B->drbuf, B->dsbuf, bytes));
+            CU_CHECK(cu.CtxSynchronize());
+            t[r] = MPI_Wtime() - t0;
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return median(t, 5);
+}
+
+/* The least memory traffic of coll, in copies of the row's size (a copy
+ * reads and writes it once), on the memory that rank 0's device shares
+ * with k ranks: per rank, allreduce reads its input and writes its result
+ * (1), allgather and reduce_scatter read or write the row's size and the
+ * other a p-th of it ((p + 1) / 2p), alltoall 1, bcast the root reads and
+ * the others write (1/2). */
+static int ranks_per_device(const bench_t *B)
+{
+    return (B->size + cu_ndev - 1) / cu_ndev;
+}
+
+double gpu_bound_copies(const bench_t *B, int coll)
+{
+    const double p = B->size, k = ranks_per_device(B);
+    switch (coll) {
+    case C_ALLREDUCE:
+    case C_ALLTOALL:
+        return k;
+    case C_BCAST:
+        return k / 2.0;
+    default:
+        return k * (p + 1.0) / (2.0 * p);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* The timed calls                                                          */
 /* ------------------------------------------------------------------------ */

@@ -108,6 +108,8 @@ void print_header(const bench_t *B, const char *libver, double memcpy_gbs,
 
 /* Columns: size count | xccl time algbw busbw | stock time algbw busbw | ratio check */
 #define ROW_FMT "%12s %11s  %10s %7s %7s  %10s %7s %7s  %6s  %s\n"
+/* -g: then the copy reference (after check: scripts read the columns before) */
+#define ROW_FMT_GPU "%12s %11s  %10s %7s %7s  %10s %7s %7s  %6s  %-9s %9s %10s %10s\n"
 
 void print_table_header(const bench_t *B, int coll)
 {
@@ -130,8 +132,17 @@ void print_table_header(const bench_t *B, int coll)
         printf("# cvar %s not found: stock only\n", colls[coll].cvar);
     printf("#%25s%s  %s\n", "", "----------- xccl ---------",
            B->o->gpu ? "--------- staged ---------" : "---------- stock ---------");
-    printf(ROW_FMT, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
-           "busbw", "ratio", "check");
+    if (B->o->gpu) {
+        printf("# d2d: one device-to-device copy of size on rank 0's device, same run; bound: the\n"
+               "#   least traffic on that device's memory at the copy's speed (per rank sharing it:\n"
+               "#   allreduce, alltoall 1 copy of size; allgather, reduce_scatter (p+1)/2p; bcast\n"
+               "#   1/2); xccl/bound: xccl's time over it\n");
+        printf(ROW_FMT_GPU, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
+               "busbw", "ratio", "check", "d2d(us)", "bound(us)", "xccl/bound");
+    } else {
+        printf(ROW_FMT, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
+               "busbw", "ratio", "check");
+    }
     fflush(stdout);
 }
 
@@ -166,8 +177,20 @@ void print_row(const bench_t *B, int coll, const row_t *r)
         snprintf(ratio, sizeof ratio, "-");
     snprintf(check, sizeof check, "%s/%s", ck[r->check[M_XCCL]], ck[r->check[M_STOCK]]);
 
-    printf(ROW_FMT, size, count, cell[M_XCCL][0], cell[M_XCCL][1], cell[M_XCCL][2],
-           cell[M_STOCK][0], cell[M_STOCK][1], cell[M_STOCK][2], ratio, check);
+    if (B->o->gpu) {
+        char d2d[16] = "-", bound[16] = "-", over[16] = "-";
+        if (r->d2d > 0.0) {
+            snprintf(d2d, sizeof d2d, "%.2f", r->d2d * 1e6);
+            snprintf(bound, sizeof bound, "%.2f", r->bound * 1e6);
+            if (r->t[M_XCCL] > 0.0)
+                snprintf(over, sizeof over, "%.2f", r->t[M_XCCL] / r->bound);
+        }
+        printf(ROW_FMT_GPU, size, count, cell[M_XCCL][0], cell[M_XCCL][1], cell[M_XCCL][2],
+               cell[M_STOCK][0], cell[M_STOCK][1], cell[M_STOCK][2], ratio, check, d2d, bound, over);
+    } else {
+        printf(ROW_FMT, size, count, cell[M_XCCL][0], cell[M_XCCL][1], cell[M_XCCL][2],
+               cell[M_STOCK][0], cell[M_STOCK][1], cell[M_STOCK][2], ratio, check);
+    }
     fflush(stdout);
 }
 

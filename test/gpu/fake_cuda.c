@@ -121,7 +121,7 @@ typedef struct {
     unsigned long long seq;
 } dep;
 
-enum { OP_COPY, OP_MEMSET, OP_KERNEL, OP_MARKER };
+enum { OP_COPY, OP_MEMSET, OP_KERNEL, OP_MARKER, OP_WAIT_VALUE, OP_WRITE_VALUE };
 typedef struct op {
     struct op *next;
     int kind;
@@ -134,6 +134,7 @@ typedef struct op {
     int nsrc;                         /* OP_KERNEL: its parameters, by value */
     unsigned long long count;
     xccl_gpu_srcs_t srcs;             /* (dst is dst) */
+    unsigned value32, flags32;        /* OP_WAIT_VALUE, OP_WRITE_VALUE (at dst) */
     unsigned long long delay_ns;      /* before it runs */
     int ndeps;
     dep *deps;                        /* what must have completed first */
@@ -153,11 +154,20 @@ struct fake_stream {
     struct fake_stream *next;
 };
 
+/* An interprocess event's shared words (a memfd page): records issued
+ * (at the call) and records its stream has passed. */
+typedef struct {
+    unsigned recorded, completed;
+} ipc_event_words;
+
 struct fake_event {
     unsigned magic;
     unsigned flags;
     struct fake_stream *stream;  /* NULL: complete */
     unsigned long long seq;
+    ipc_event_words *ipc;        /* CU_EVENT_INTERPROCESS, exported or opened */
+    int ipc_fd;                  /* the exporter's memfd (-1: none) */
+    int opened;                  /* opened from another process's handle */
     struct fake_event *next;
 };
 
@@ -225,7 +235,9 @@ typedef struct {
 
 #define FAKE_KERNEL_DEF(DT, tn, T, opn, OP) \
     { "xccl_reduce_" #tn "_" #opn, sizeof(T), _Alignof(T), fk_##tn##_##opn },
-static const kernel_def kernels[] = { XCCL_GPU_PAIRS(FAKE_KERNEL_DEF) };
+/* The last: xccl_copy_batch (gpu/xccl_kernels.cu), its own parameter
+ * (xccl_gpu_copies_t) and run (run NULL). */
+static const kernel_def kernels[] = { XCCL_GPU_PAIRS(FAKE_KERNEL_DEF) { "xccl_copy_batch", 1, 1, NULL } };
 #undef FAKE_KERNEL_DEF
 #define NKERNELS (sizeof(kernels) / sizeof(kernels[0]))
 
@@ -276,6 +288,32 @@ static void unlock_guard(int *unused)
 {
     (void) unused;
     pthread_mutex_unlock(&lock);
+}
+
+/* Not CUDA: the fake's own, for tests that count driver calls
+ * (test/gpu/xccl_gpu_budget.c; dlsym them, a real driver has none).  The
+ * calls of entry point `name` so far, 0 if none; name NULL: of all;
+ * "host<->device copies": the copies queued between host and device
+ * memory (any entry point). */
+static unsigned long long host_device_copies;
+
+unsigned long long fake_cuda_calls(const char *name);
+unsigned long long fake_cuda_calls(const char *name)
+{
+    unsigned long long n = 0;
+    pthread_mutex_lock(&lock);
+    if (name && 0 == strcmp(name, "host<->device copies")) {
+        n = host_device_copies;
+        pthread_mutex_unlock(&lock);
+        return n;
+    }
+    for (counter *c = counters; c; c = c->next) {
+        if (NULL == name || 0 == strcmp(c->name, name)) {
+            n += c->calls;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
 }
 
 /* FAKE_CUDA_FAIL: the entry point and the call that fails. */
@@ -487,6 +525,13 @@ static int queued_work_uses(const region *r)
             for (int k = 0; OP_KERNEL == o->kind && k < o->nsrc && !uses; k++) {
                 uses = in_region(r, (const void *) (uintptr_t) o->srcs.p[k]);
             }
+            if (OP_KERNEL == o->kind && NULL == kernels[o->kernel].run) {
+                const xccl_gpu_copies_t *c = o->staged;
+                for (int k = 0; k < c->n && !uses; k++) {
+                    uses = in_region(r, (const void *) (uintptr_t) c->dst[k]) ||
+                           in_region(r, (const void *) (uintptr_t) c->src[k]);
+                }
+            }
             if (uses) {
                 return 1;
             }
@@ -505,10 +550,62 @@ static char *worker_addr(uintptr_t a)
     return is_device_kind(r) ? r->view + (a - r->base) : (char *) a;
 }
 
+/* cuStreamWaitValue32's conditions (CU_STREAM_WAIT_VALUE_GEQ 0, EQ 1,
+ * AND 2, NOR 3; GEQ compares cyclically, as the driver does). */
+static int wait_value_met(unsigned have, unsigned want, unsigned flags)
+{
+    switch (flags & 0xf) {
+    case 0:
+        return (int) (have - want) >= 0;
+    case 1:
+        return have == want;
+    case 2:
+        return 0 != (have & want);
+    default:
+        return 0 != ~(have | want);
+    }
+}
+
 /* Runs o with the lock released (the addresses translated under it). */
 static void execute(op *o)
 {
     if (OP_MARKER == o->kind) {
+        return;
+    }
+    if (OP_WRITE_VALUE == o->kind) {
+        __atomic_store_n((unsigned *) (void *) worker_addr((uintptr_t) o->dst), o->value32,
+                         __ATOMIC_RELEASE);
+        return;
+    }
+    if (OP_WAIT_VALUE == o->kind) {
+        /* Polls the word (another process may write it), the lock
+         * released, at an uneven pace. */
+        const unsigned *w = (const unsigned *) (void *) worker_addr((uintptr_t) o->dst);
+        while (!wait_value_met(__atomic_load_n(w, __ATOMIC_ACQUIRE), o->value32, o->flags32)) {
+            const unsigned long long pause = 2000 + rng() % 30000;
+            pthread_mutex_unlock(&lock);
+            sleep_ns(pause);
+            pthread_mutex_lock(&lock);
+        }
+        return;
+    }
+    if (OP_KERNEL == o->kind && NULL == kernels[o->kernel].run) {
+        /* xccl_copy_batch: independent copies (checked at the launch), in
+         * a drawn order: a grid runs them all at once */
+        const xccl_gpu_copies_t *c = o->staged;
+        char *dst[XCCL_GPU_MAX_COPIES];
+        const char *src[XCCL_GPU_MAX_COPIES];
+        const int first = (int) (rng() % (unsigned long long) c->n);
+        for (int e = 0; e < c->n; e++) {
+            dst[e] = worker_addr((uintptr_t) c->dst[e]);
+            src[e] = worker_addr((uintptr_t) c->src[e]);
+        }
+        pthread_mutex_unlock(&lock);
+        for (int k = 0; k < c->n; k++) {
+            const int e = (first + k) % c->n;
+            memmove(dst[e], src[e], (size_t) c->len[e]);
+        }
+        pthread_mutex_lock(&lock);
         return;
     }
     if (OP_KERNEL == o->kind) {
@@ -732,6 +829,9 @@ static fcu_result submit(op *o, fcu_stream h, int async, int dst_dev, int src_de
     }
     const size_t ext = o->height ? (o->height - 1) * o->spitch + o->width : 0;
     const int pageable_src = OP_COPY == o->kind && !src_dev && ext && !is_pinned((uintptr_t) o->src, ext);
+    if (OP_COPY == o->kind && dst_dev != src_dev) {
+        host_device_copies++;          /* fake_cuda_calls("host<->device copies") */
+    }
     if (pageable_src && dst_dev) {
         if (NULL == (o->staged = malloc(ext))) {
             return FCU_ERROR_OUT_OF_MEMORY;
@@ -1628,6 +1728,54 @@ fcu_result cuStreamQuery(fcu_stream hStream)
     RET(s->done < s->enqueued ? FCU_ERROR_NOT_READY : FCU_SUCCESS);
 }
 
+/* ------------------------------------------------------------ stream memory operations */
+/* cuStreamWaitValue32 / cuStreamWriteValue32 (and their _v2 names, which
+ * CUDA 12's cuda.h maps them to): an operation of the stream like any
+ * other (late, in its stream's order).  The word must lie in device memory
+ * (an allocation or an IPC mapping: a peer process writes it) or in
+ * page-locked host memory, 4-byte aligned.  A wait holds its stream (and
+ * whatever waits for the stream) until the condition holds, polled while
+ * it runs; a write is a release store after the stream's earlier work. */
+static fcu_result value_op(fcu_stream h, fcu_dptr addr, unsigned value, unsigned flags, int kind)
+{
+    fcu_result e = need_ctx();
+    if (e) {
+        return e;
+    }
+    const region *r = find_region((uintptr_t) addr);
+    const unsigned known = OP_WAIT_VALUE == kind ? 0xfu | (1u << 30) : 1u;
+    if (0 != (addr & 3) || NULL == r || (uintptr_t) addr + 4 > r->base + r->size ||
+        (flags & ~known) || (OP_WAIT_VALUE == kind && (flags & 0xf) > 3)) {
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    struct fake_stream *s = resolve_stream(h, &e);
+    if (NULL == s) {
+        return e;
+    }
+    op o = { .kind = kind, .dst = (char *) (uintptr_t) addr, .value32 = value, .flags32 = flags };
+    return enqueue(s, &o, NULL, 0) ? FCU_SUCCESS : FCU_ERROR_OUT_OF_MEMORY;
+}
+
+fcu_result cuStreamWaitValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
+fcu_result cuStreamWaitValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+{
+    ENTER();
+    RET(value_op(stream, addr, value, flags, OP_WAIT_VALUE));
+}
+
+fcu_result cuStreamWriteValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags);
+fcu_result cuStreamWriteValue32_v2(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+{
+    ENTER();
+    RET(value_op(stream, addr, value, flags, OP_WRITE_VALUE));
+}
+
+/* The unversioned names (before CUDA 12's cuda.h mapped them to _v2). */
+fcu_result cuStreamWaitValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+    __attribute__((alias("cuStreamWaitValue32_v2")));
+fcu_result cuStreamWriteValue32(fcu_stream stream, fcu_dptr addr, unsigned value, unsigned flags)
+    __attribute__((alias("cuStreamWriteValue32_v2")));
+
 /* ------------------------------------------------------------ events */
 static int valid_event(fcu_event e)
 {
@@ -1641,6 +1789,10 @@ static int valid_event(fcu_event e)
 
 static int event_done(fcu_event e)
 {
+    if (e->opened) {
+        const unsigned want = __atomic_load_n(&e->ipc->recorded, __ATOMIC_ACQUIRE);
+        return (int) (__atomic_load_n(&e->ipc->completed, __ATOMIC_ACQUIRE) - want) >= 0;
+    }
     return NULL == e->stream || e->stream->done >= e->seq;
 }
 
@@ -1663,6 +1815,13 @@ fcu_result cuStreamWaitEvent(fcu_stream hStream, fcu_event hEvent, unsigned int 
     if (event_done(hEvent)) {
         RET(FCU_SUCCESS);
     }
+    if (hEvent->opened) {
+        /* another process's record, the latest one issued now: its
+         * stream's progress is seen through the shared words, polled */
+        op w = { .kind = OP_WAIT_VALUE, .dst = (char *) &hEvent->ipc->completed,
+                 .value32 = __atomic_load_n(&hEvent->ipc->recorded, __ATOMIC_ACQUIRE) };
+        RET(enqueue(s, &w, NULL, 0) ? FCU_SUCCESS : FCU_ERROR_OUT_OF_MEMORY);
+    }
     op o = { .kind = OP_MARKER };
     RET(enqueue(s, &o, hEvent->stream, hEvent->seq) ? FCU_SUCCESS : FCU_ERROR_OUT_OF_MEMORY);
 }
@@ -1675,12 +1834,31 @@ fcu_result cuEventCreate(fcu_event *phEvent, unsigned int Flags)
     if (e) {
         RET(e);
     }
-    if (NULL == phEvent || Flags > 7) {
+    if (NULL == phEvent || Flags > 7 ||
+        ((Flags & FCU_EVENT_INTERPROCESS) && !(Flags & FCU_EVENT_DISABLE_TIMING))) {
         RET(FCU_ERROR_INVALID_VALUE);
     }
     struct fake_event *ev = calloc(1, sizeof(*ev));
     if (NULL == ev) {
         RET(FCU_ERROR_OUT_OF_MEMORY);
+    }
+    ev->ipc_fd = -1;
+    if (Flags & FCU_EVENT_INTERPROCESS) {
+        static unsigned long long n;
+        char name[64];
+        snprintf(name, sizeof(name), "fake_cuda_ev_%d_%llu", (int) getpid(), ++n);
+        ev->ipc_fd = memfd_create(name, 0);
+        void *p = ev->ipc_fd < 0 || 0 != ftruncate(ev->ipc_fd, (off_t) page_size)
+                      ? MAP_FAILED
+                      : mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_SHARED, ev->ipc_fd, 0);
+        if (MAP_FAILED == p) {
+            if (ev->ipc_fd >= 0) {
+                close(ev->ipc_fd);
+            }
+            free(ev);
+            RET(FCU_ERROR_OUT_OF_MEMORY);
+        }
+        ev->ipc = p;
     }
     ev->magic = EVENT_MAGIC;
     ev->flags = Flags;
@@ -1700,14 +1878,20 @@ fcu_result cuEventRecord(fcu_event hEvent, fcu_stream hStream)
     if (e) {
         RET(e);
     }
-    if (!valid_event(hEvent)) {
-        RET(FCU_ERROR_INVALID_HANDLE);
+    if (!valid_event(hEvent) || hEvent->opened) {
+        RET(FCU_ERROR_INVALID_HANDLE);   /* (the fake records only the exporter's) */
     }
     struct fake_stream *s = resolve_stream(hStream, &e);
     if (NULL == s) {
         RET(e);
     }
     op o = { .kind = OP_MARKER };
+    if (hEvent->ipc) {
+        /* issued now, passed when the stream gets there */
+        const unsigned n = __atomic_load_n(&hEvent->ipc->recorded, __ATOMIC_RELAXED) + 1;
+        o = (op) { .kind = OP_WRITE_VALUE, .dst = (char *) &hEvent->ipc->completed, .value32 = n };
+        __atomic_store_n(&hEvent->ipc->recorded, n, __ATOMIC_RELEASE);
+    }
     unsigned long long seq = enqueue(s, &o, NULL, 0);
     if (0 == seq) {
         RET(FCU_ERROR_OUT_OF_MEMORY);
@@ -1740,6 +1924,11 @@ fcu_result cuEventSynchronize(fcu_event hEvent)
     if (!valid_event(hEvent)) {
         RET(FCU_ERROR_INVALID_HANDLE);
     }
+    while (hEvent->opened && !event_done(hEvent)) {
+        pthread_mutex_unlock(&lock);
+        sleep_ns(20000);
+        pthread_mutex_lock(&lock);
+    }
     if (hEvent->stream) {
         wait_for(hEvent->stream, hEvent->seq);
     }
@@ -1763,7 +1952,85 @@ fcu_result cuEventDestroy_v2(fcu_event hEvent)
         }
     }
     hEvent->magic = 0;
+    if (hEvent->ipc) {
+        munmap(hEvent->ipc, page_size);
+    }
+    if (hEvent->ipc_fd >= 0) {
+        close(hEvent->ipc_fd);
+    }
     free(hEvent);
+    RET(FCU_SUCCESS);
+}
+
+/* Interprocess events: the handle names the exporter's memfd of shared
+ * words; the opener maps it (through /proc/<pid>/fd, as memory handles). */
+typedef struct {
+    unsigned magic;
+    int pid, fd;
+} ipc_event_payload;
+#define IPC_EVENT_MAGIC 0x45435046u
+
+fcu_result cuIpcGetEventHandle(fcu_ipc_event_handle *pHandle, fcu_event event);
+fcu_result cuIpcGetEventHandle(fcu_ipc_event_handle *pHandle, fcu_event event)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    if (NULL == pHandle || !valid_event(event) || event->opened || NULL == event->ipc) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    ipc_event_payload pl = { IPC_EVENT_MAGIC, (int) getpid(), event->ipc_fd };
+    memset(pHandle, 0, sizeof(*pHandle));
+    memcpy(pHandle->reserved, &pl, sizeof(pl));
+    RET(FCU_SUCCESS);
+}
+
+fcu_result cuIpcOpenEventHandle(fcu_event *phEvent, fcu_ipc_event_handle handle);
+fcu_result cuIpcOpenEventHandle(fcu_event *phEvent, fcu_ipc_event_handle handle)
+{
+    ENTER();
+    fcu_result e = need_ctx();
+    if (e) {
+        RET(e);
+    }
+    ipc_event_payload pl;
+    memcpy(&pl, handle.reserved, sizeof(pl));
+    if (NULL == phEvent || IPC_EVENT_MAGIC != pl.magic) {
+        RET(FCU_ERROR_INVALID_VALUE);
+    }
+    if (pl.pid == (int) getpid()) {
+        RET(FCU_ERROR_INVALID_CONTEXT);   /* as the driver: not in the exporting process */
+    }
+    char path[64], link[256], want[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", pl.pid, pl.fd);
+    snprintf(want, sizeof(want), "/memfd:fake_cuda_ev_%d_", pl.pid);
+    ssize_t n = readlink(path, link, sizeof(link) - 1);
+    if (n < 0) {
+        RET(FCU_ERROR_INVALID_HANDLE);
+    }
+    link[n] = 0;
+    int fd = 0 == strncmp(link, want, strlen(want)) ? open(path, O_RDWR | O_CLOEXEC) : -1;
+    void *p = fd < 0 ? MAP_FAILED : mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0) {
+        close(fd);
+    }
+    struct fake_event *ev = MAP_FAILED == p ? NULL : calloc(1, sizeof(*ev));
+    if (NULL == ev) {
+        if (MAP_FAILED != p) {
+            munmap(p, page_size);
+        }
+        RET(fd < 0 ? FCU_ERROR_INVALID_HANDLE : FCU_ERROR_MAP_FAILED);
+    }
+    ev->magic = EVENT_MAGIC;
+    ev->flags = FCU_EVENT_INTERPROCESS | FCU_EVENT_DISABLE_TIMING;
+    ev->ipc = p;
+    ev->ipc_fd = -1;
+    ev->opened = 1;
+    ev->next = events;
+    events = ev;
+    *phEvent = ev;
     RET(FCU_SUCCESS);
 }
 
@@ -1880,6 +2147,43 @@ static int kernel_range_ok(uintptr_t p, size_t bytes, size_t align)
  * outside 1..16; dst or a source outside the allocations, past the end of
  * one or not aligned to the element; dst overlapping a source other than
  * exactly; more than 256 threads a block (the kernels' launch bound). */
+/* xccl_copy_batch's launch: 1..XCCL_GPU_MAX_COPIES copies, each inside
+ * allocations the device reaches, none writing what another reads or
+ * writes (they run concurrently on a GPU): else CUDA_ERROR_INVALID_VALUE. */
+static fcu_result launch_copies(struct fake_function *fn, void **kernelParams, fcu_stream hStream)
+{
+    xccl_gpu_copies_t *c = malloc(sizeof(*c));
+    if (NULL == c) {
+        return FCU_ERROR_OUT_OF_MEMORY;
+    }
+    if (NULL == kernelParams[0]) {
+        free(c);
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    memcpy(c, kernelParams[0], sizeof(*c));
+    int bad = c->n < 1 || c->n > XCCL_GPU_MAX_COPIES;
+    for (int e = 0; !bad && e < c->n; e++) {
+        const uintptr_t d = (uintptr_t) c->dst[e], s = (uintptr_t) c->src[e];
+        const size_t n = (size_t) c->len[e];
+        bad = !kernel_range_ok(d, n, 1) || !kernel_range_ok(s, n, 1);
+        for (int f = 0; !bad && f < c->n; f++) {
+            const uintptr_t d2 = (uintptr_t) c->dst[f], s2 = (uintptr_t) c->src[f];
+            const size_t n2 = (size_t) c->len[f];
+            bad = n && n2 && ((d < s2 + n2 && s2 < d + n) || (f != e && d < d2 + n2 && d2 < d + n));
+        }
+    }
+    if (bad) {
+        free(c);
+        return FCU_ERROR_INVALID_VALUE;
+    }
+    op o = { .kind = OP_KERNEL, .kernel = fn->kernel, .staged = c };
+    fcu_result r = submit(&o, hStream, 1, 1, 1);
+    if (FCU_SUCCESS != r && FCU_ERROR_OUT_OF_MEMORY != r) {
+        free(c);                       /* (submit frees it when it runs out of memory) */
+    }
+    return r;
+}
+
 fcu_result cuLaunchKernel(fcu_function f, unsigned int gridDimX, unsigned int gridDimY,
                           unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                           unsigned int blockDimZ, unsigned int sharedMemBytes, fcu_stream hStream,
@@ -1910,12 +2214,15 @@ fcu_result cuLaunchKernel(fcu_function f, unsigned int gridDimX, unsigned int gr
         sharedMemBytes > KERNEL_MAX_DYN_SHARED) {
         RET(FCU_ERROR_INVALID_VALUE);
     }
+    const kernel_def *k = &kernels[fn->kernel];
+    if (NULL == k->run) {
+        RET(launch_copies(fn, kernelParams, hStream));
+    }
     for (int i = 0; i < 4; i++) {
         if (NULL == kernelParams[i]) {
             RET(FCU_ERROR_INVALID_VALUE);
         }
     }
-    const kernel_def *k = &kernels[fn->kernel];
     void *dst;
     op o = { .kind = OP_KERNEL, .kernel = fn->kernel };
     memcpy(&dst, kernelParams[0], sizeof(dst));

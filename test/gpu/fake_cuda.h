@@ -22,6 +22,10 @@ typedef struct fake_function *fcu_function; /* CUfunction */
 typedef struct {
     char reserved[FCU_IPC_HANDLE_SIZE];
 } fcu_ipc_mem_handle;                   /* CUipcMemHandle */
+typedef struct {
+    char reserved[FCU_IPC_HANDLE_SIZE];
+} fcu_ipc_event_handle;                 /* CUipcEventHandle */
+enum { FCU_EVENT_DISABLE_TIMING = 2, FCU_EVENT_INTERPROCESS = 4 };
 
 typedef struct {                        /* CUDA_MEMCPY2D (_v2) */
     size_t srcXInBytes;

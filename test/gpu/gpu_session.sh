@@ -10,6 +10,19 @@
 #       bench_gpu.sh (xccl_bench -g at np 1, 2, 4 against the user's own
 #       staging, the goal line, the staged path pipelined and whole);
 #       BENCH_* variables pass through (e.g. BENCH_MAX=16M to be quicker)
+#   test/gpu/gpu_session.sh <builddir> transport [<outdir>]
+#       the CUDA IPC transport on the real driver: xccl_mpi_gpu_user at
+#       np 2, 3 and 4 with CUDA IPC at every size, then xccl_bench -g at np
+#       2 and 4 from 8 B to 64 MiB with CUDA IPC at every size, against
+#       the user's staging and a device-to-device copy of each size (the
+#       d2d and bound columns), without MPS and, where the machine has
+#       nvidia-cuda-mps-control, under MPS (TRANSPORT_MPS=0: not);
+#       TRANSPORT_BENCH_COLLS (TRANSPORT_MPS_COLLS under MPS),
+#       TRANSPORT_BENCH_ARGS, TRANSPORT_TIMEOUT (seconds per run, default 150)
+#   test/gpu/gpu_session.sh <builddir> host [<outdir>]
+#       host buffers on the machine's cores: test/bench/compare_stacks.sh
+#       (xccl against tuned and sm, interleaved) at HOST_NPS (default
+#       "8 16"), HOST_BENCH_ARGS (xccl_bench options), HOST_TIMEOUT (per np)
 #
 # <outdir> defaults to $OUT (the device tool brings it back: at most 8
 # files, so each phase writes <phase>.txt, its summary, and
@@ -27,7 +40,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-[[ $# -ge 2 ]] || { echo "usage: $0 <builddir> tests|bench [<outdir>]" >&2; exit 2; }
+[[ $# -ge 2 ]] || { echo "usage: $0 <builddir> tests|bench|transport|host [<outdir>]" >&2; exit 2; }
 bindir=$(cd "$1" && pwd) || exit 2
 phase=$2
 out=${3:-${OUT:-}}
@@ -35,10 +48,16 @@ out=${3:-${OUT:-}}
 mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-session.XXXXXX")
 
-# Open MPI from the bundle, unless this machine has its own mpirun.
-if ! command -v mpirun >/dev/null; then
+# Open MPI from the bundle where it travelled (the Open MPI the build was
+# made against, and the libraries of the unit tests: libsubunit), else the
+# machine's own.  (The 2026-11-27 runs took an Ubuntu machine's Open MPI
+# 4.1.6 while the bundle was there, and test_gpu_classify could not load.)
+if [[ -e $here/.device/env.sh ]]; then
     # shellcheck source=/dev/null
-    . "$here/.device/env.sh" || { echo "$0: no $here/.device/env.sh (device_bundle.sh)" >&2; exit 2; }
+    . "$here/.device/env.sh" || { echo "$0: $here/.device/env.sh failed" >&2; exit 2; }
+elif ! command -v mpirun >/dev/null; then
+    echo "$0: no mpirun and no $here/.device/env.sh (device_bundle.sh)" >&2
+    exit 2
 fi
 
 {
@@ -77,8 +96,67 @@ bench)
     rc=${PIPESTATUS[0]}
     cp "$work/bench.txt" "$out/bench.txt"
     ;;
+transport)
+    tmo=${TRANSPORT_TIMEOUT:-150}
+    {
+        r=0
+        # shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
+        . "$here/../lib/ompi_env.sh"
+        xccl_ompi_env "$bindir/component" "$work" testing
+        for np in 2 3 4; do
+            echo "== xccl_mpi_gpu_user np $np, cuda ipc at every size"
+            timeout -k 5 "$tmo" mpirun "${ompi_base_args[@]}" --mca op ^avx --mca coll_xccl_verbose 1 \
+                --mca coll_xccl_gpu_ipc_bytes 1 -np "$np" "$bindir/xccl_mpi_gpu_user" \
+                >"$work/user-np$np.log" 2>&1 || r=1
+            grep -E '^RESULT: ' "$work/user-np$np.log" | tail -n 1
+            echo "   $(grep -cE 'via=cuda_ipc' "$work/user-np$np.log") calls through cuda ipc, forms:" \
+                "$(grep -oE 'algo=[a-z_]+ size=[0-9]+ via=cuda_ipc' "$work/user-np$np.log" | sort | uniq -c | tr '\n' ';')"
+            grep -E 'FAIL|wrong|error' "$work/user-np$np.log" | head -n 5
+        done
+        bench() {     # <tag> <more mpirun arguments> [<collectives>]
+            local tag=$1 more=$2 colls=${3:-${TRANSPORT_BENCH_COLLS:-allreduce,allgather,reduce_scatter,alltoall,bcast}}
+            echo "== xccl_bench -g ($tag), np 2 4, cuda ipc at every size"
+            BENCH_OUT_DIR="$work/bench-$tag" BENCH_NPS="2 4" BENCH_MIN=8 BENCH_MAX=64M \
+                BENCH_STAGED=0 BENCH_TIMEOUT="$tmo" BENCH_ARGS="${TRANSPORT_BENCH_ARGS:--r 3}" \
+                BENCH_COLLS="$colls" \
+                MPIRUN_ARGS="--mca coll_xccl_gpu_ipc_bytes 1 $more ${MPIRUN_ARGS:-}" \
+                "$here/bench_gpu.sh" "$bindir" >"$work/bench-$tag.txt" 2>&1 || r=1
+            cat "$work/bench-$tag.txt"
+        }
+        bench nomps ""
+        if [[ ${TRANSPORT_MPS:-1} == 1 ]] && command -v nvidia-cuda-mps-control >/dev/null; then
+            export CUDA_MPS_PIPE_DIRECTORY=$work/mps CUDA_MPS_LOG_DIRECTORY=$work/mps-log
+            mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+            if timeout 10 nvidia-cuda-mps-control -d; then
+                bench mps "-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY" "${TRANSPORT_MPS_COLLS:-}"
+                echo quit | timeout 10 nvidia-cuda-mps-control || true
+            else
+                echo "MPS did not start"
+            fi
+        fi
+        exit $r
+    } 2>&1 | tee "$work/transport.txt"
+    rc=${PIPESTATUS[0]}
+    cp "$work/transport.txt" "$out/transport.txt"
+    ;;
+host)
+    {
+        r=0
+        for np in ${HOST_NPS:-8 16}; do
+            echo "== compare_stacks.sh np $np (xccl, tuned, sm; host buffers)"
+            XCCL_BUILDDIR=$bindir timeout -k 5 "${HOST_TIMEOUT:-120}" "$here/../bench/compare_stacks.sh" \
+                -n "$np" -R 1 -s tuned,sm -o "$work/host" -- \
+                ${HOST_BENCH_ARGS:--c allreduce,allgather,reduce_scatter,alltoall,bcast -b 8 -e 16M -r 3} \
+                >"$work/host-np$np.log" 2>&1 || r=1
+            cat "$work/host/table-np$np.txt" 2>/dev/null || tail -n 20 "$work/host-np$np.log"
+        done
+        exit $r
+    } 2>&1 | tee "$work/host.txt"
+    rc=${PIPESTATUS[0]}
+    cp "$work/host.txt" "$out/host.txt"
+    ;;
 *)
-    echo "$0: phase '$phase': tests or bench" >&2
+    echo "$0: phase '$phase': tests, bench, transport or host" >&2
     exit 2
     ;;
 esac

@@ -16,8 +16,9 @@
 # error, no hang).  Then xccl_mpi_gpu_user
 # (buffers overwritten as soon as a call returns, data changing from call
 # to call) at np 2, 3, 4 against the fake and at each np >= 2 of
-# GPU_TESTS_NPS against the real driver, each with CUDA IPC forced at
-# every size (coll_xccl_gpu_ipc_bytes 1), as configured, and off (0).
+# GPU_TESTS_NPS against the real driver, each with CUDA IPC from 64 KiB
+# (coll_xccl_gpu_ipc_bytes 65536: both sides of a threshold), as
+# configured (every size), and off (0).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -395,8 +396,8 @@ done
 # in place and not, sizes around every threshold, several iterations with
 # new data each, the send buffer overwritten (cuMemsetD8) as soon as a call
 # returns and results read back at once.  np 2, 3 (two fake devices), 4,
-# each with CUDA IPC at every size (gpu_ipc_bytes 1), as configured (64 KiB
-# and up), and off (0): results and leaks as in (1), and the verbose lines
+# each with CUDA IPC from 64 KiB (gpu_ipc_bytes 65536: both sides of a
+# threshold), as configured (every size), and off (0): results and leaks as in (1), and the verbose lines
 # must show calls through CUDA IPC in the first two and none in the last.
 # user_run <name> <np> <ld_library_path or -> <config> [env VAR=value...]
 user_run() {
@@ -405,7 +406,7 @@ user_run() {
     saved_extra=("${extra_args[@]}")
     extra_args+=(--mca coll_xccl_verbose 1)
     case $config in
-    ipc) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 1) ;;
+    ipc) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 65536) ;;
     off) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0) ;;
     esac
     PROG=$user_prog
@@ -441,6 +442,35 @@ for np in "${user_nps[@]}"; do
         problems=$(user_check "$name" "$np" "$config" 1 2>&1) || ok=1
         finish "$name" "$ok" "$problems"
     done
+done
+
+# The driver calls of a warm CUDA IPC call (xccl_gpu_budget.c, counted by
+# the fake): per call no IPC handle opened or exported, at most one host
+# synchronisation, a bounded number of calls that does not grow with the
+# size, and no copy between host and device memory (nothing staged: every
+# counted call went through CUDA IPC); np 2 and 4 on one fake device (the
+# leader form), np 3 on two (the mesh): the summary lines at verbose 1 name
+# the form.
+for np in 2 3 4; do
+    devices=1
+    [[ $np -ne 3 ]] || devices=2
+    name=fake.budget.np$np
+    saved_extra=("${extra_args[@]}")
+    extra_args+=(--mca coll_xccl_verbose 1)
+    PROG=$bindir/xccl_gpu_budget
+    run "$name" "$np" "$fake_ldp" FAKE_CUDA_DEVICES=$devices --
+    PROG=
+    extra_args=("${saved_extra[@]}")
+    ok=0
+    problems=$(
+        check_result "$name" || exit 1
+        form=leader
+        [[ $np -ne 3 ]] || form=mesh
+        grep -qE "summary allreduce rank=[0-9]+ calls=[0-9]+ .* $form=[1-9]" "$logdir/$name.log" ||
+            { echo "$name: no allreduce through the $form form in the summaries"; exit 1; }
+        grep -E '^(budget|FAIL):' "$logdir/$name.log" | sed 's/^/   /'
+    ) || ok=1
+    finish "$name" "$ok" "$problems"
 done
 
 # (2) the real driver, where there is one

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU unit tests without MPI, under `make check`: test_gpu_classify
-# (classification, staging sets) and, where nvcc built it, test_gpu_kernels
-# (every GPU reduction kernel against the host's), each
+# (classification, staging sets), test_gpu_queue (a call's copies and
+# reductions coalesced) and, where nvcc built it, test_gpu_kernels (every
+# GPU reduction kernel against the host's), each
 #   (1) against the fake libcuda.so.1 of <builddir>/test/gpu/fake: must pass;
 #   (2) against the real driver: must pass where there is one, else prints
 #       "SKIP real GPU: <reason>" (not a pass).
@@ -22,7 +23,7 @@ export FAKE_CUDA_SEED=${FAKE_CUDA_SEED:-$(( $(date +%s%N) / 1000 % 1000000 ))}
 echo "fake_cuda seed: $FAKE_CUDA_SEED"
 
 failed=0
-for t in test_gpu_classify test_gpu_kernels; do
+for t in test_gpu_classify test_gpu_queue test_gpu_kernels; do
     if [[ ! -x $bindir/$t ]]; then
         echo "== $t: not built here (test_gpu_kernels needs nvcc at configure time)"
         [[ $t == test_gpu_kernels ]] || failed=1

@@ -47,6 +47,7 @@ static struct {
     CUresult (*DriverGetVersion)(int *);
     CUresult (*DeviceGetName)(char *, int, CUdevice);
     CUresult (*PointerGetAttributes)(unsigned, int *, void **, CUdeviceptr);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
 } cu;
 static void *libcuda;
 static CUdevice cu_dev;
@@ -94,6 +95,7 @@ static const char *test_cuda_setup(void)
     *(void **)&cu.DriverGetVersion = dlsym(libcuda, "cuDriverGetVersion");
     *(void **)&cu.DeviceGetName = dlsym(libcuda, "cuDeviceGetName");
     *(void **)&cu.PointerGetAttributes = dlsym(libcuda, "cuPointerGetAttributes");
+    *(void **)&cu.MemcpyDtoD = dlsym(libcuda, "cuMemcpyDtoD_v2");
     CUresult r = cu.Init(0);
     if (r) {
         snprintf(why, sizeof why, "cuInit: %d %s", r, cu_err(r));

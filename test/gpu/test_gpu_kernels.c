@@ -18,6 +18,11 @@
  *    the same sources.  Also in place (dst = src0) and with every pointer
  *    one element off 16-byte alignment (the kernels' scalar path).
  *
+ * 3. Device: xccl_copy_batch (xccl_gpu_copy_batch) with 1, 2, 7 and 32
+ *    copies of lengths 0 .. 3 MiB + 5, aligned and not, out of one source
+ *    buffer into distinct slices of a guarded destination: every byte
+ *    copied, nothing outside touched; too many copies refused.
+ *
  * Comparison: bit for bit, field by field (padding of the pair types is
  * not compared), except that a NaN result of SUM/PROD matches any NaN: the
  * sign and payload of an arithmetic NaN are the hardware's (x86 propagates
@@ -603,6 +608,74 @@ int main(void)
             runs += 2;
         }
         printf("%-24s %s\n", pr->name, failures == failures_before ? "ok" : "FAILED");
+    }
+
+    /* Batched copies: slices of d_src[0] (random bytes) into d_dst at
+     * shuffled, disjoint places. */
+    {
+        static const int ns[] = { 1, 2, 7, XCCL_GPU_MAX_COPIES };
+        const size_t cap = (alloc - 2 * GUARD) / 2;     /* source bytes used, dst span */
+        unsigned char *h = malloc(cap), *back = malloc(alloc);
+        if (NULL == h || NULL == back) {
+            fprintf(stderr, "FAIL: out of memory\n");
+            return 1;
+        }
+        rng_state = 0x13198a2e03707344ull;
+        for (size_t i = 0; i < cap; i++) {
+            h[i] = (unsigned char) rnd();
+        }
+        CK(cu.MemcpyHtoD(d_src[0], h, cap));
+        for (size_t t = 0; t < sizeof(ns) / sizeof(ns[0]); t++) {
+            xccl_gpu_copies_t c;
+            memset(&c, 0, sizeof(c));
+            c.n = ns[t];
+            size_t at = 0;
+            for (int e = 0; e < c.n; e++) {
+                /* lengths 0, odd, and up to 3 MiB + 5 for the single copy */
+                size_t len = 1 == c.n ? (3u << 20) + 5 : (e % 5 == 4 ? 0 : (size_t) (rnd() % 70000) + 1);
+                len = len > (cap - at) / 2 ? (cap - at) / 2 : len;
+                const size_t off = (e % 3 == 1) ? 1 : 0;    /* some off 16-byte alignment */
+                c.src[e] = d_src[0] + at + off;
+                c.dst[e] = d_dst + GUARD + at + off;
+                c.len[e] = len;
+                at += len + off + 16;
+            }
+            CK(cu.MemsetD8(d_dst, GUARD_BYTE, alloc));
+            if (0 != xccl_gpu_copy_batch(&c, stream, &err)) {
+                fprintf(stderr, "FAIL: xccl_gpu_copy_batch (%d copies): %s\n", c.n, err);
+                failures++;
+                continue;
+            }
+            CK(cu.StreamSynchronize(stream));
+            CK(cu.MemcpyDtoH(back, d_dst, alloc));
+            /* expected: GUARD_BYTE everywhere except the copies */
+            size_t bad = 0, first = 0;
+            for (size_t i = 0; i < alloc; i++) {
+                unsigned char want_b = GUARD_BYTE;
+                for (int e = 0; e < c.n; e++) {
+                    const size_t d = (size_t) (c.dst[e] - d_dst);
+                    if (i >= d && i < d + c.len[e]) {
+                        want_b = h[(size_t) (c.src[e] - d_src[0]) + (i - d)];
+                    }
+                }
+                if (back[i] != want_b && 0 == bad++) {
+                    first = i;
+                }
+            }
+            printf("copy batch of %2d: %s\n", c.n, bad ? "FAILED" : "ok");
+            if (bad) {
+                fprintf(stderr, "FAIL: copy batch of %d: %zu bytes wrong, first at %zu\n", c.n, bad, first);
+                failures++;
+            }
+            runs++;
+        }
+        xccl_gpu_copies_t none = { .n = XCCL_GPU_MAX_COPIES + 1 };
+        if (0 == xccl_gpu_copy_batch(&none, stream, &err)) {
+            fprintf(stderr, "FAIL: %d copies accepted\n", none.n);
+            failures++;
+        }
+        free(h);
+        free(back);
     }
 
     /* Refusals: no kernel for long double; count 0 touches nothing. */

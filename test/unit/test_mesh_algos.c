@@ -15,7 +15,10 @@
  *     schedule passes under the same seeds;
  *   - without peer access the executor refuses such a schedule;
  *   - the catalog: "mesh" applies only with peer access on one node, so
- *     the cost model never predicts it otherwise.
+ *     the cost model never predicts it otherwise;
+ *   - the same for the "leader" forms (algos/mesh_leader.c: one rank
+ *     does the whole collective on everyone's buffers), where they apply
+ *     (not in place for alltoall and reduce_scatter).
  *
  * Expected values come from scalar references (sim_harness.h), not from
  * the algorithms; buffers have their exact size (ASan).
@@ -37,6 +40,9 @@
 
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 #define LARGE 4099                     /* a large count / block, odd */
+
+/* The form the allgather, alltoall and bcast runs build: 0 mesh, 1 leader. */
+static int leader_form;
 
 static unsigned seed_of(int p, unsigned salt)
 {
@@ -62,11 +68,13 @@ static int run_allgather(int p, size_t b, int in_place, unsigned seed, char *bad
     char what[128];
     job_t j;
     int rc = 0;
-    snprintf(what, sizeof(what), "allgather mesh p=%d block=%zu in_place=%d", p, b, in_place);
+    snprintf(what, sizeof(what), "allgather %s p=%d block=%zu in_place=%d", leader_form ? "leader" : "mesh",
+             p, b, in_place);
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
-        ck_assert_int_eq(xccl_build_allgather_mesh(&j.sched[r], b), 0);
-        ck_assert_str_eq(j.sched[r].algo, "mesh");
+        ck_assert_int_eq(leader_form ? xccl_build_allgather_leader(&j.sched[r], b)
+                                     : xccl_build_allgather_mesh(&j.sched[r], b), 0);
+        ck_assert_str_eq(j.sched[r].algo, leader_form ? "leader" : "mesh");
         j.rbuf[r] = xmalloc(total);
         memset(j.rbuf[r], 0xEE, total);
         j.sbuf[r] = in_place ? j.rbuf[r] + (size_t) r * b : job_sbuf(&j, r, b);
@@ -93,7 +101,8 @@ static int run_allgather(int p, size_t b, int in_place, unsigned seed, char *bad
 
 START_TEST(allgather_mesh)
 {
-    const int p = _i;
+    const int p = (_i - 1) % SMALL_P + 1;
+    leader_form = _i > SMALL_P;
     size_t sz[8], n = sizes_at(p, sz);
     char bad[512] = "";
     for (size_t k = 0; k < n; k++) {
@@ -114,10 +123,15 @@ static int run_alltoall(int p, size_t b, int in_place, unsigned seed, char *bad,
     char what[128];
     job_t j;
     int rc = 0;
-    snprintf(what, sizeof(what), "alltoall mesh p=%d block=%zu in_place=%d", p, b, in_place);
+    if (leader_form && in_place && p > 1) {
+        return 0;                        /* not applicable (catalog_leader_forms) */
+    }
+    snprintf(what, sizeof(what), "alltoall %s p=%d block=%zu in_place=%d", leader_form ? "leader" : "mesh",
+             p, b, in_place);
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
-        ck_assert_int_eq(xccl_build_alltoall_mesh(&j.sched[r], b, in_place), 0);
+        ck_assert_int_eq(leader_form ? xccl_build_alltoall_leader(&j.sched[r], b, in_place)
+                                     : xccl_build_alltoall_mesh(&j.sched[r], b, in_place), 0);
         j.rbuf[r] = xmalloc(total);
         memset(j.rbuf[r], 0xEE, total);
         j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total);
@@ -153,7 +167,8 @@ static int run_alltoall(int p, size_t b, int in_place, unsigned seed, char *bad,
 
 START_TEST(alltoall_mesh)
 {
-    const int p = _i;
+    const int p = (_i - 1) % SMALL_P + 1;
+    leader_form = _i > SMALL_P;
     size_t sz[8], n = sizes_at(p, sz);
     char bad[512] = "";
     for (size_t k = 0; k < n; k++) {
@@ -175,10 +190,12 @@ static int run_bcast(int p, size_t n, int root, unsigned seed, char *bad, size_t
     char what[128];
     job_t j;
     int rc = 0;
-    snprintf(what, sizeof(what), "bcast mesh p=%d bytes=%zu root=%d", p, n, root);
+    snprintf(what, sizeof(what), "bcast %s p=%d bytes=%zu root=%d", leader_form ? "leader" : "mesh", p, n,
+             root);
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
-        ck_assert_int_eq(xccl_build_bcast_mesh(&j.sched[r], n, root), 0);
+        ck_assert_int_eq(leader_form ? xccl_build_bcast_leader(&j.sched[r], n, root)
+                                     : xccl_build_bcast_mesh(&j.sched[r], n, root), 0);
         j.rbuf[r] = xmalloc(n);
         for (size_t i = 0; i < n; i++) {
             j.rbuf[r][i] = r == root ? ag_pattern(root, i) : 0xEE;
@@ -203,7 +220,8 @@ static int run_bcast(int p, size_t n, int root, unsigned seed, char *bad, size_t
 
 START_TEST(bcast_mesh)
 {
-    const int p = _i;
+    const int p = (_i - 1) % SMALL_P + 1;
+    leader_form = _i > SMALL_P;
     size_t sz[8], n = sizes_at(p, sz);
     int roots[SMALL_P];
     const int nroots = pick_roots(p, SMALL_P, roots);     /* every root */
@@ -229,11 +247,16 @@ END_TEST
  * or only by copies (xccl_build_allreduce_mesh_read, the simulator's peers
  * read-only) in pieces of two elements (many pieces, the last one short)
  * or of 64 KiB. */
-enum { AR_MAPPED, AR_READ_2, AR_READ_64K, NAR };
+enum { AR_MAPPED, AR_READ_2, AR_READ_64K, NAR, AR_LEADER = NAR };
 
 static void build_allreduce(xccl_sched_t *s, int how, size_t count, int in_place)
 {
     const size_t piece = AR_READ_2 == how ? 2 * s->elem_size : (size_t) 64 << 10;
+    if (AR_LEADER == how) {
+        ck_assert_int_eq(xccl_build_allreduce_leader(s, count), 0);
+        ck_assert_str_eq(s->algo, "leader");
+        return;
+    }
     ck_assert_int_eq(AR_MAPPED == how ? xccl_build_allreduce_mesh(s, count, in_place)
                                       : xccl_build_allreduce_mesh_read(s, count, in_place, piece), 0);
     ck_assert_str_eq(s->algo, "mesh");
@@ -248,11 +271,12 @@ static int run_allreduce(int p, int k, int how, size_t count, int in_place, unsi
     char what[160];
     job_t j;
     int rc = 0;
-    snprintf(what, sizeof(what), "allreduce mesh%s p=%d kind=%d count=%zu in_place=%d%s",
-             AR_MAPPED == how ? "" : AR_READ_2 == how ? " (read, 2-element pieces)" : " (read)", p, k,
+    snprintf(what, sizeof(what), "allreduce %s%s p=%d kind=%d count=%zu in_place=%d%s",
+             AR_LEADER == how ? "leader" : "mesh",
+             AR_MAPPED == how || AR_LEADER == how ? "" : AR_READ_2 == how ? " (read, 2-element pieces)" : " (read)", p, k,
              count, in_place, planted ? " (planted)" : "");
     job_init(&j, p, es);
-    j.read_only = AR_MAPPED != how;
+    j.read_only = AR_MAPPED != how && AR_LEADER != how;
     for (int r = 0; r < p; r++) {
         if (planted) {
             xccl_sched_fini(&j.sched[r]);
@@ -297,13 +321,14 @@ static int run_allreduce(int p, int k, int how, size_t count, int in_place, unsi
 
 START_TEST(allreduce_mesh)
 {
-    const int p = _i;
+    const int p = (_i - 1) % SMALL_P + 1;
+    leader_form = _i > SMALL_P;
     size_t sz[8], n = sizes_at(p, sz);
     char bad[512] = "";
     for (int k = 0; k < NKINDS; k++) {
         for (size_t c = 0; c < n; c++) {
             for (int in_place = 0; in_place < 2; in_place++) {
-                for (int how = 0; how < NAR; how++) {
+                for (int how = leader_form ? AR_LEADER : 0; how < (leader_form ? AR_LEADER + 1 : NAR); how++) {
                     ck_assert_msg(0 == run_allreduce(p, k, how, sz[c], in_place, seed_of(p, 3), NULL, bad,
                                                      sizeof(bad)),
                                   "%s", bad);
@@ -357,6 +382,11 @@ static size_t make_counts(int p, int pat, size_t base, size_t *c)
 static void build_reduce_scatter(xccl_sched_t *s, int how, const size_t *counts, int in_place)
 {
     const size_t piece = AR_READ_2 == how ? 2 * s->elem_size : (size_t) 64 << 10;
+    if (AR_LEADER == how) {
+        ck_assert_int_eq(xccl_build_reduce_scatter_leader(s, counts, in_place), 0);
+        ck_assert_str_eq(s->algo, "leader");
+        return;
+    }
     ck_assert_int_eq(AR_MAPPED == how ? xccl_build_reduce_scatter_mesh(s, counts, in_place)
                                       : xccl_build_reduce_scatter_mesh_read(s, counts, in_place, piece), 0);
     ck_assert_str_eq(s->algo, "mesh");
@@ -369,11 +399,15 @@ static int run_reduce_scatter(int p, int k, int how, const size_t *counts, size_
     char what[160];
     job_t j;
     int rc = 0;
-    snprintf(what, sizeof(what), "reduce_scatter mesh%s p=%d kind=%d total=%zu in_place=%d%s",
-             AR_MAPPED == how ? "" : AR_READ_2 == how ? " (read, 2-element pieces)" : " (read)", p, k,
+    if (AR_LEADER == how && in_place && p > 1) {
+        return 0;                        /* not applicable (catalog_leader_forms) */
+    }
+    snprintf(what, sizeof(what), "reduce_scatter %s%s p=%d kind=%d total=%zu in_place=%d%s",
+             AR_LEADER == how ? "leader" : "mesh",
+             AR_MAPPED == how || AR_LEADER == how ? "" : AR_READ_2 == how ? " (read, 2-element pieces)" : " (read)", p, k,
              total, in_place, planted ? " (planted)" : "");
     job_init(&j, p, es);
-    j.read_only = AR_MAPPED != how;
+    j.read_only = AR_MAPPED != how && AR_LEADER != how;
     for (int r = 0; r < p; r++) {
         if (planted) {
             xccl_sched_fini(&j.sched[r]);
@@ -422,7 +456,8 @@ static int run_reduce_scatter(int p, int k, int how, const size_t *counts, size_
 
 START_TEST(reduce_scatter_mesh)
 {
-    const int p = _i;
+    const int p = (_i - 1) % SMALL_P + 1;
+    leader_form = _i > SMALL_P;
     const size_t bases[] = { 0, 1, 37, 1001 };
     size_t *counts = xmalloc((size_t) p * sizeof(size_t));
     char bad[512] = "";
@@ -433,7 +468,8 @@ START_TEST(reduce_scatter_mesh)
                 for (int in_place = 0; in_place < 2; in_place++) {
                     /* pieces of 2 elements: small blocks only (schedules grow with
                      * blocks / 2 x p actions per rank) */
-                    for (int how = 0; how < NAR; how += bases[bi] > 37 && AR_MAPPED == how ? 2 : 1) {
+                    for (int how = leader_form ? AR_LEADER : 0; how < (leader_form ? AR_LEADER + 1 : NAR);
+                         how += bases[bi] > 37 && AR_MAPPED == how ? 2 : 1) {
                         ck_assert_msg(0 == run_reduce_scatter(p, k, how, counts, total, in_place, seed_of(p, 4),
                                                               NULL, bad, sizeof(bad)),
                                       "%s", bad);
@@ -475,6 +511,19 @@ START_TEST(many_seeds)
                           "%s", bad);
         }
         ck_assert_msg(0 == run_bcast(p, 33, (int) (sd % (unsigned) p), seed, bad, sizeof(bad)), "%s", bad);
+        /* the leader forms */
+        leader_form = 1;
+        ck_assert_msg(0 == run_allgather(p, 7, (int) (sd % 2), seed, bad, sizeof(bad)), "%s", bad);
+        ck_assert_msg(0 == run_alltoall(p, 7, 0, seed, bad, sizeof(bad)), "%s", bad);
+        ck_assert_msg(0 == run_bcast(p, 33, (int) (sd % (unsigned) p), seed, bad, sizeof(bad)), "%s", bad);
+        ck_assert_msg(0 == run_allreduce(p, KIND_FLT_ORDER, AR_LEADER, (size_t) p * 3 + 1, (int) (sd % 2), seed,
+                                         NULL, bad, sizeof(bad)),
+                      "%s", bad);
+        const size_t total = make_counts(p, CNT_IRREGULAR, 5, counts);
+        ck_assert_msg(0 == run_reduce_scatter(p, RED_I32_SUM, AR_LEADER, counts, total, 0, seed, NULL, bad,
+                                              sizeof(bad)),
+                      "%s", bad);
+        leader_form = 0;
     }
 }
 END_TEST
@@ -517,11 +566,13 @@ static void strip_waits(const xccl_sched_t *s, uint32_t val, xccl_sched_t *out)
 static int planted_failures(int coll, int p, size_t count, int in_place, uint32_t val, char *first_bad,
                             size_t len)
 {
-    const int k = RED_I32_SUM, coll_rs = 1 == coll || 3 == coll, how = coll >= 2 ? AR_READ_2 : AR_MAPPED;
+    const int k = RED_I32_SUM, coll_rs = coll % 2,
+              how = coll >= 4 ? AR_LEADER : coll >= 2 ? AR_READ_2 : AR_MAPPED;
     size_t *counts = xmalloc((size_t) p * sizeof(size_t));
     const size_t total = make_counts(p, CNT_REGULAR, count, counts);
     xccl_sched_t *cut = xmalloc((size_t) p * sizeof(*cut));
     int caught = 0;
+    size_t removed = 0;
     char bad[512];
     first_bad[0] = '\0';
     for (int r = 0; r < p; r++) {
@@ -533,9 +584,10 @@ static int planted_failures(int coll, int p, size_t count, int in_place, uint32_
             build_allreduce(&s, how, count, in_place);
         }
         strip_waits(&s, val, &cut[r]);
-        ck_assert_uint_lt(cut[r].nacts, s.nacts);          /* something was removed */
+        removed += s.nacts - cut[r].nacts;
         xccl_sched_fini(&s);
     }
+    ck_assert_uint_gt(removed, 0);                          /* something was removed */
     for (unsigned sd = 0; sd < NSEEDS; sd++) {
         const unsigned seed = seed_of(p, 1000 + sd);
         int rc = coll_rs ? run_reduce_scatter(p, k, how, counts, total, in_place, seed, NULL, bad, sizeof(bad))
@@ -559,7 +611,8 @@ static int planted_failures(int coll, int p, size_t count, int in_place, uint32_
 }
 
 static const struct {
-    int rs;                    /* 0 allreduce, 1 reduce_scatter, 2 allreduce (read), 3 reduce_scatter (read) */
+    int rs;                    /* 0 allreduce, 1 reduce_scatter, 2 allreduce (read), 3 reduce_scatter (read),
+                                * 4 allreduce (leader), 5 reduce_scatter (leader) */
     int in_place;
     uint32_t val;              /* the barrier removed */
     const char *why;
@@ -575,6 +628,11 @@ static const struct {
     { 2, 0, 3, "exit: leaves while peers still read its slice" },
     { 3, 1, 2, "in place: overwrites RECV that peers still read as input" },
     { 3, 0, 2, "exit: leaves while peers still read its input" },
+    { 4, 0, 1, "leader: reads inputs of ranks that have not entered" },
+    { 4, 1, 1, "leader, in place: writes RECV of ranks that have not entered" },
+    { 4, 0, 2, "leader: the others leave before their result is written" },
+    { 5, 0, 1, "leader: reads inputs of ranks that have not entered" },
+    { 5, 0, 2, "leader: the others leave before their result is written" },
 };
 #define NPLANTS ((int) (sizeof(plants) / sizeof(plants[0])))
 
@@ -585,7 +643,8 @@ START_TEST(planted_missing_barrier_fails)
         const int caught = planted_failures(plants[_i].rs, p, 5, plants[_i].in_place, plants[_i].val, first,
                                             sizeof(first));
         fprintf(stderr, "planted %s barrier %u removed (%s), p=%d: %d of %d seeds fail; first: %s\n",
-                (const char *[]){ "allreduce", "reduce_scatter", "allreduce (read)", "reduce_scatter (read)" }[plants[_i].rs], plants[_i].val, plants[_i].why, p, caught, NSEEDS,
+                (const char *[]){ "allreduce", "reduce_scatter", "allreduce (read)", "reduce_scatter (read)",
+                                  "allreduce (leader)", "reduce_scatter (leader)" }[plants[_i].rs], plants[_i].val, plants[_i].why, p, caught, NSEEDS,
                 first);
         ck_assert_msg(caught > 0, "barrier %u removed, p=%d: no seed caught it", plants[_i].val, p);
     }
@@ -653,24 +712,46 @@ static int build_cat(xccl_sched_t *s, void *arg)
     return j->algo->build(s, &j->args);
 }
 
+/* What the catalog tests share: p = 8 ranks, counts of 1000, a layout of
+ * one node and one of two. */
+typedef struct {
+    size_t counts[8];
+    xccl_layout_t one, two;
+} cat_env_t;
+
+static void cat_env_init(cat_env_t *e)
+{
+    for (int r = 0; r < 8; r++) {
+        e->counts[r] = 1000;
+    }
+    ck_assert_int_eq(xccl_layout_parse(&e->one, "block:8", 8, NULL, 0), 0);
+    ck_assert_int_eq(xccl_layout_parse(&e->two, "block:4", 8, NULL, 0), 0);
+}
+
+/* Collective c's catalog (*algos, *n) and the index of `name` in it. */
+static int cat_index(int c, const char *name, const xccl_algo_t **algos, int *n)
+{
+    int at = -1;
+    *algos = xccl_coll_algos((xccl_coll_t) c, n);
+    for (int i = 0; i < *n; i++) {
+        at = 0 == strcmp((*algos)[i].name, name) ? i : at;
+    }
+    ck_assert_msg(at >= 0, "%s has no %s", xccl_coll_name((xccl_coll_t) c), name);
+    return at;
+}
+
 START_TEST(catalog_mesh_needs_peer_access)
 {
     const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA, 0, 0 };
     const int p = 8;
-    size_t counts[8];
-    for (int r = 0; r < p; r++) {
-        counts[r] = 1000;
-    }
-    xccl_layout_t one, two;
-    ck_assert_int_eq(xccl_layout_parse(&one, "block:8", p, NULL, 0), 0);
-    ck_assert_int_eq(xccl_layout_parse(&two, "block:4", p, NULL, 0), 0);
+    cat_env_t env;
+    cat_env_init(&env);
+    size_t *counts = env.counts;
+    xccl_layout_t one = env.one, two = env.two;
     for (int c = 0; c < XCCL_NCOLL; c++) {
-        int n, mesh = -1;
-        const xccl_algo_t *algos = xccl_coll_algos((xccl_coll_t) c, &n);
-        for (int i = 0; i < n; i++) {
-            mesh = 0 == strcmp(algos[i].name, "mesh") ? i : mesh;
-        }
-        ck_assert_msg(mesh >= 0, "%s has no mesh", xccl_coll_name((xccl_coll_t) c));
+        int n;
+        const xccl_algo_t *algos;
+        const int mesh = cat_index(c, "mesh", &algos, &n);
         cat_job_t j = { &algos[mesh], { .count = 8000, .counts = counts, .block = 1000, .bytes = 8000,
                                          .layout = &one } };
         /* Not applicable: no peer access (the default), or two nodes;
@@ -710,6 +791,47 @@ START_TEST(catalog_mesh_needs_peer_access)
             } else {
                 ck_assert(t[mesh] > 0);
             }
+        }
+    }
+    xccl_layout_fini(&one);
+    xccl_layout_fini(&two);
+}
+END_TEST
+
+/* "leader" writes the peers' buffers: only with mapped peers (not with
+ * peers that can only be read, not without peer access) on one node; not
+ * in place for alltoall and reduce_scatter. */
+START_TEST(catalog_leader_forms)
+{
+    const int p = 8;
+    cat_env_t env;
+    cat_env_init(&env);
+    size_t *counts = env.counts;
+    xccl_layout_t one = env.one, two = env.two;
+    for (int c = 0; c < XCCL_NCOLL; c++) {
+        int n;
+        const xccl_algo_t *algos;
+        const int leader = cat_index(c, "leader", &algos, &n);
+        static const struct {
+            int peer_access, two_nodes, in_place;
+        } cases[] = { { XCCL_PEER_NONE, 0, 0 }, { XCCL_PEER_READ, 0, 0 }, { XCCL_PEER_MAPPED, 1, 0 },
+                      { XCCL_PEER_MAPPED, 0, 0 }, { XCCL_PEER_MAPPED, 0, 1 } };
+        for (size_t v = 0; v < sizeof(cases) / sizeof(cases[0]); v++) {
+            const int no_in_place = XCCL_COLL_ALLTOALL == c || XCCL_COLL_REDUCE_SCATTER == c ||
+                                    XCCL_COLL_REDUCE_SCATTER_BLOCK == c;
+            const int applies = XCCL_PEER_MAPPED == cases[v].peer_access && !cases[v].two_nodes &&
+                                !(cases[v].in_place && no_in_place);
+            xccl_coll_args_t a = { .count = 8000, .counts = counts, .block = 1000, .bytes = 8000,
+                                   .in_place = cases[v].in_place, .peer_access = cases[v].peer_access,
+                                   .layout = cases[v].two_nodes ? &two : &one };
+            xccl_sched_t s;
+            xccl_sched_init(&s, 1, p, 4);
+            ck_assert_int_eq(algos[leader].build(&s, &a), applies ? 0 : XCCL_NOT_APPLICABLE);
+            if (applies) {
+                ck_assert_str_eq(s.algo, "leader");
+                ck_assert(s.peer_access);
+            }
+            xccl_sched_fini(&s);
         }
     }
     xccl_layout_fini(&one);
@@ -783,15 +905,16 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, refused_without_peer_access);
     tcase_add_test(tc, catalog_mesh_needs_peer_access);
+    tcase_add_test(tc, catalog_leader_forms);
     tcase_add_test(tc, append_mesh_child);
     tcase_add_loop_test(tc, planted_missing_barrier_fails, 0, NPLANTS);
     tcase_add_loop_test(tc, many_seeds, 0, (int) (sizeof(seed_ps) / sizeof(seed_ps[0])));
-    tcase_add_loop_test(tc, allgather_mesh, 1, SMALL_P + 1);
-    tcase_add_loop_test(tc, alltoall_mesh, 1, SMALL_P + 1);
-    tcase_add_loop_test(tc, bcast_mesh, 1, SMALL_P + 1);
-    tcase_add_loop_test(tc, allreduce_mesh, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, allgather_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
+    tcase_add_loop_test(tc, alltoall_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
+    tcase_add_loop_test(tc, bcast_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
+    tcase_add_loop_test(tc, allreduce_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
     tcase_add_test(tc, allreduce_mapped_fails_read_only);
-    tcase_add_loop_test(tc, reduce_scatter_mesh, 1, SMALL_P + 1);
+    tcase_add_loop_test(tc, reduce_scatter_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }

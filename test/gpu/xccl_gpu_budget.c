@@ -1,0 +1,161 @@
+/*
+ * xccl_gpu_budget: what a warm blocking collective on device buffers costs
+ * in driver calls, counted by the fake driver (test/gpu/fake_cuda.c's
+ * fake_cuda_calls; against a real driver: exit 77).
+ *
+ * For allreduce, allgather, reduce_scatter_block, alltoall and bcast, at
+ * 8 B, 64 KiB and 4 MiB per rank: 3 calls to warm up (mappings, exports,
+ * kernels, streams), then ITERS calls on the same buffers, the calls of
+ * every driver entry point counted around them.  Per call and rank:
+ *   - no cuIpcOpenMemHandle and no cuIpcGetMemHandle (peers' buffers are
+ *     mapped, this rank's exported, once per allocation);
+ *   - at most one host synchronisation (cuStreamSynchronize,
+ *     cuEventSynchronize, cuCtxSynchronize);
+ *   - at most BUDGET(p) driver calls in all, the same number at every
+ *     size (nothing grows with the message);
+ *   - no copy between host and device memory: nothing was staged, every
+ *     call went through CUDA IPC.
+ * Each rank's counts go to rank 0 point-to-point, which prints one line
+ * per case (the largest rank's figures), "FAIL: ..." for a broken
+ * budget and "RESULT: N passed, M failed" (cases).  Exit 0 all held, 1 a
+ * budget broken, 77 no fake driver.  Arguments are ignored.
+ *
+ * The ranks take the CUDA IPC path by default (coll_xccl_gpu_ipc_bytes 1).
+ */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "test_cuda.h"
+
+#define ITERS 10
+#define WARMUP 3
+/* Driver calls per warm call and rank: a fixed part and one per peer
+ * (the leader's copies to each peer, the mesh's per-peer copies). */
+#define BUDGET(p) (24 + 4 * (p) + (p) * (p))
+
+static unsigned long long (*calls)(const char *name);
+
+static const char *const syncs[] = { "cuStreamSynchronize", "cuEventSynchronize", "cuCtxSynchronize" };
+
+typedef struct {
+    double all, sync, ipc_open, ipc_get, staged;
+} cost_t;
+
+static cost_t snapshot(void)
+{
+    cost_t c = { (double) calls(NULL), 0, (double) calls("cuIpcOpenMemHandle_v2"),
+                 (double) calls("cuIpcGetMemHandle"), (double) calls("host<->device copies") };
+    for (size_t i = 0; i < sizeof(syncs) / sizeof(syncs[0]); i++) {
+        c.sync += (double) calls(syncs[i]);
+    }
+    return c;
+}
+
+enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, ALLTOALL, BCAST, NCOLL };
+static const char *const names[] = { "allreduce", "allgather", "reduce_scatter_block", "alltoall", "bcast" };
+
+static void one_call(int coll, CUdeviceptr s, CUdeviceptr r, int count, int p)
+{
+    void *sb = (void *) (uintptr_t) s, *rb = (void *) (uintptr_t) r;
+    switch (coll) {
+    case ALLREDUCE: MPI_Allreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case ALLGATHER: MPI_Allgather(sb, count / p, MPI_FLOAT, rb, count / p, MPI_FLOAT, MPI_COMM_WORLD); break;
+    case REDUCE_SCATTER:
+        MPI_Reduce_scatter_block(sb, rb, count / p, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case ALLTOALL: MPI_Alltoall(sb, count / p, MPI_FLOAT, rb, count / p, MPI_FLOAT, MPI_COMM_WORLD); break;
+    default: MPI_Bcast(rb, count, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rank, p, bad = 0, cases = 0;
+    const char *skip = test_cuda_setup();
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    if (NULL == skip && NULL == (*(void **) &calls = dlsym(libcuda, "fake_cuda_calls"))) {
+        skip = "not the fake driver (no fake_cuda_calls): nothing counts the calls";
+    }
+    if (!test_ctl_all(NULL == skip, rank, p)) {
+        if (0 == rank) {
+            printf("SKIP: %s\n", skip ? skip : "another rank cannot count driver calls");
+        }
+        MPI_Finalize();
+        return 77;
+    }
+    static const size_t sizes[] = { 8, 64 << 10, 4 << 20 };
+    const size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1] * (size_t) p;
+    CUdeviceptr s, r;
+    TEST_CU_CHECK(rank, cu.MemAlloc(&s, max));
+    TEST_CU_CHECK(rank, cu.MemAlloc(&r, max));
+    for (int coll = 0; coll < NCOLL; coll++) {
+        double first_all = -1;
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+            /* count: floats per rank's buffer; allgather, reduce_scatter
+             * and alltoall: at least one per rank */
+            int count = (int) (sizes[k] / sizeof(float));
+            count = count < p ? p : count - count % p;
+            for (int i = 0; i < WARMUP; i++) {
+                one_call(coll, s, r, count, p);
+            }
+            const cost_t a = snapshot();
+            for (int i = 0; i < ITERS; i++) {
+                one_call(coll, s, r, count, p);
+            }
+            const cost_t b = snapshot();
+            double mine[5] = { (b.all - a.all) / ITERS, (b.sync - a.sync) / ITERS,
+                               (b.ipc_open - a.ipc_open) / ITERS, (b.ipc_get - a.ipc_get) / ITERS,
+                               (b.staged - a.staged) / ITERS };
+            /* the largest of every rank's, at rank 0 (point-to-point) */
+            if (0 == rank) {
+                for (int q = 1; q < p; q++) {
+                    double theirs[5];
+                    MPI_Recv(theirs, 5, MPI_DOUBLE, q, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    for (int j = 0; j < 5; j++) {
+                        mine[j] = theirs[j] > mine[j] ? theirs[j] : mine[j];
+                    }
+                }
+                printf("budget: %-20s %8zu B/rank np %d: per call (largest rank) %.1f driver calls "
+                       "(budget %d), %.1f synchronisations, %.1f cuIpcOpenMemHandle, %.1f cuIpcGetMemHandle\n",
+                       names[coll], sizes[k], p, mine[0], BUDGET(p), mine[1], mine[2], mine[3]);
+                int broken = 0;
+                if (mine[0] > BUDGET(p) || mine[1] > 1.0 || mine[2] > 0.0 || mine[3] > 0.0) {
+                    printf("FAIL: %s %zu B: the budget is broken\n", names[coll], sizes[k]);
+                    broken = 1;
+                }
+                if (mine[4] > 0.0) {
+                    printf("FAIL: %s %zu B: %.1f copies between host and device per call: staged, "
+                           "not through CUDA IPC\n", names[coll], sizes[k], mine[4]);
+                    broken = 1;
+                }
+                if (first_all >= 0 && mine[0] != first_all) {
+                    printf("FAIL: %s: %.1f driver calls at %zu B, %.1f at %zu B: grows with the size\n",
+                           names[coll], mine[0], sizes[k], first_all, sizes[0]);
+                    broken = 1;
+                }
+                bad += broken;
+                cases++;
+                first_all = first_all < 0 ? mine[0] : first_all;
+            } else {
+                MPI_Send(mine, 5, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+            }
+        }
+    }
+    TEST_CU_CHECK(rank, cu.MemFree(s));
+    TEST_CU_CHECK(rank, cu.MemFree(r));
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (0 == rank) {
+        printf("RESULT: %d passed, %d failed\n", cases - bad, bad);
+    }
+    MPI_Finalize();
+    test_cuda_release();
+    return bad ? 1 : 0;
+}
