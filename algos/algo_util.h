@@ -14,6 +14,17 @@ static inline int mod(int a, int p)
     return ((a % p) + p) % p;
 }
 
+/* A group of one rank: its input is the result, copied from SEND to RECV
+ * (bytes 0 where it is in place).  Returns 1 if so (finalize then). */
+static inline int one_rank_copy(xccl_sched_t *s, size_t bytes)
+{
+    if (1 != s->size) {
+        return 0;
+    }
+    xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SEND, 0), bytes);
+    return 1;
+}
+
 /* n items cut into p chunks, the first n % p one larger: chunk c holds
  * [chunk_first(n, p, c), chunk_first(n, p, c + 1)); c == p gives n. */
 static inline size_t chunk_count(size_t n, int p, int c)

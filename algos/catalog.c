@@ -52,6 +52,8 @@ static int ar_swing(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_bu
  * XCCL_DBT_MAX_CHUNKS), so that latency stays 2 lg p steps plus the
  * pipeline's depth. */
 static int ar_dbt(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_dbt(s, a->count, 64 * 1024); }
+static int ar_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_nhr(s, a->count); }
+static int ar_nb(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allreduce_nb(s, a->count); }
 static int ar_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -68,6 +70,8 @@ static int ar_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
 static int rs_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
 static int rs_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_pairwise(s, a->counts, a->in_place); }
 static int rs_rh(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_recursive_halving(s, a->counts, a->in_place); }
+static int rs_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_nhr(s, a->counts, a->in_place); }
+static int rs_nb(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_nb(s, a->counts, a->in_place); }
 static int rs_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -85,6 +89,8 @@ static int rs_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
 static int ag_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
 static int ag_bruck(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_bruck(s, a->block); }
 static int ag_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_recursive_doubling(s, a->block); }
+static int ag_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_nhr(s, a->block); }
+static int ag_nb(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_nb(s, a->block); }
 static int ag_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -258,16 +264,16 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
         { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
         { "swing", ar_swing }, { "mesh", ar_mesh }, { "shm", ar_shm }, { "shm_small", ar_shm_small },
-        { "dbt", ar_dbt }, { "leader", ar_leader } },
+        { "dbt", ar_dbt }, { "leader", ar_leader }, { "nhr", ar_nhr }, { "nb", ar_nb } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
-        { "mesh", ag_mesh }, { "shm", ag_shm }, { "leader", ag_leader } },
+        { "mesh", ag_mesh }, { "shm", ag_shm }, { "leader", ag_leader }, { "nhr", ag_nhr }, { "nb", ag_nb } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader }, { "nhr", rs_nhr }, { "nb", rs_nb } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader }, { "nhr", rs_nhr }, { "nb", rs_nb } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
         { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck },
         { "mesh", a2a_mesh }, { "shm", a2a_shm }, { "leader", a2a_leader } },

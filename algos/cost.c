@@ -80,6 +80,13 @@ double xccl_sched_cost(const xccl_sched_t *s, const xccl_cost_model_t *m)
 double xccl_sched_cost_hier(const xccl_sched_t *s, const xccl_layout_t *l,
                             const xccl_cost_model_t *intra, const xccl_cost_model_t *inter)
 {
+    return xccl_sched_cost_shared(s, l, intra, inter, NULL, 0);
+}
+
+double xccl_sched_cost_shared(const xccl_sched_t *s, const xccl_layout_t *l,
+                              const xccl_cost_model_t *intra, const xccl_cost_model_t *inter,
+                              const double *shared, size_t nshared)
+{
     double t = 0.0, alpha_sum = 0.0;
     size_t transfer_steps = 0, flag_steps = 0;
     const int me = l->node_of[s->rank];
@@ -109,8 +116,12 @@ double xccl_sched_cost_hier(const xccl_sched_t *s, const xccl_layout_t *l,
         double link[2];
         for (int c = 0; c < 2; c++) {
             const xccl_cost_model_t *m = c ? inter : intra;
-            link[c] = m->alpha * (double) (sends[c] > recvs[c] ? sends[c] : recvs[c]) +
-                      m->beta * (double) (sent[c] > received[c] ? sent[c] : received[c]);
+            double bytes = (double) (sent[c] > received[c] ? sent[c] : received[c]);
+            /* between nodes, the busiest link this step's flows cross */
+            if (c && st < nshared && shared[st] > bytes) {
+                bytes = shared[st];
+            }
+            link[c] = m->alpha * (double) (sends[c] > recvs[c] ? sends[c] : recvs[c]) + m->beta * bytes;
         }
         flag_steps += 0 == sends[0] + recvs[0] + sends[1] + recvs[1] && waits > 0;
         if (sends[0] + recvs[0] + sends[1] + recvs[1] > 0) {
@@ -130,38 +141,7 @@ double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_bui
                          const int *ranks, int n, const xccl_cost_model_t *intra,
                          const xccl_cost_model_t *inter)
 {
-    int sample[8];
-    if (0 == n && l->size > 64) {
-        const int last = l->nnodes - 1;
-        sample[0] = 0;
-        sample[1] = l->size / 2;
-        sample[2] = l->size - 1;
-        sample[3] = xccl_layout_leader(l, 0);
-        sample[4] = xccl_layout_rank_at(l, 0, xccl_layout_node_size(l, 0) - 1);
-        sample[5] = xccl_layout_leader(l, last);
-        sample[6] = xccl_layout_rank_at(l, last, xccl_layout_node_size(l, last) - 1);
-        sample[7] = 1;
-        ranks = sample;
-        n = 8;
-    }
-    const int count = 0 == n ? l->size : n;
-    double worst = 0.0;
-    for (int i = 0; i < count; i++) {
-        xccl_sched_t s;
-        int r = 0 == n ? i : ranks[i];
-        if (r < 0 || r >= l->size) {
-            return -1.0;
-        }
-        xccl_sched_init(&s, r, l->size, elem_size);
-        int rc = build(&s, arg);
-        double t = 0 == rc ? xccl_sched_cost_hier(&s, l, intra, inter) : -1.0;
-        xccl_sched_fini(&s);
-        if (t < 0) {
-            return -1.0;
-        }
-        worst = t > worst ? t : worst;
-    }
-    return worst;
+    return xccl_predict_net(l, NULL, elem_size, build, arg, ranks, n, intra, inter);
 }
 
 int xccl_pick(const double *t, int n, double margin)

@@ -138,7 +138,7 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
     const xccl_algo_t *list = xccl_coll_algos(c, n);
     for (int i = 0; i < *n; i++) {
         predict_job_t j = { &list[i], a };
-        t[i] = xccl_predict_hier(a->layout, es, predict_build, &j, NULL, 0, &p->intra, &p->inter);
+        t[i] = xccl_predict_net(a->layout, &p->net, es, predict_build, &j, NULL, 0, &p->intra, &p->inter);
     }
     int best = xccl_pick(t, *n, p->margin);
     return best < 0 ? -1 : XCCL_SEL_FIRST + best;

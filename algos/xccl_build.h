@@ -58,6 +58,28 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count);
  * parenthesisation: (lower child's subtree op own) op higher child's. */
 #define XCCL_DBT_MAX_CHUNKS 64
 int xccl_build_allreduce_dbt(xccl_sched_t *s, size_t count, size_t chunk);
+/* "nhr": nonuniform halving on a ring (issue 31, after HCCL's NHR): a
+ * reduce-scatter and an allgather of ceil(lg p) steps each for any p, no
+ * fold, (p-1)/p n bytes sent per phase; rank r sends to r + ceil(m/2) and
+ * receives from r - ceil(m/2) while its window of m blocks halves.
+ * SCRATCH: the vector rotated plus half of it. */
+int xccl_build_allreduce_nhr(xccl_sched_t *s, size_t count);
+/* "nhr" reduce_scatter: its reduce-scatter phase over the blocks of
+ * counts[] (irregular, zeros included), block r then copied to RECV. */
+int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_place);
+/* "nhr" allgather: its allgather phase, ceil(lg p) steps for any p, the
+ * windows doubling to p. */
+int xccl_build_allgather_nhr(xccl_sched_t *s, size_t block);
+/* "nb": nonuniform Bruck (issue 31, after HCCL's NB), nhr's mirror: a
+ * reduce-scatter whose stride doubles (1, 2, 4, ...) while the data
+ * halves, then the allgather back; ceil(lg p) steps each for any p, no
+ * fold, (p-1)/p n bytes sent per phase; the most bytes go to the nearest
+ * peers.  SCRATCH: the vector (in bit-reversed block order) plus half. */
+int xccl_build_allreduce_nb(xccl_sched_t *s, size_t count);
+/* "nb" reduce_scatter and allgather: its two phases alone (the blocks of
+ * counts[]; blocks of block bytes). */
+int xccl_build_reduce_scatter_nb(xccl_sched_t *s, const size_t *counts, int in_place);
+int xccl_build_allgather_nb(xccl_sched_t *s, size_t block);
 /* The links of rank in tree 0 or 1 of p ranks: parent (-1: the root), and
  * child[0] < rank < child[1] (-1: none). */
 void xccl_dbt_tree(int p, int tree, int rank, int *parent, int child[2]);

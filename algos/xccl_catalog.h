@@ -55,7 +55,7 @@ typedef struct {
                                     * mesh without peer access or on several nodes) */
 } xccl_algo_t;
 
-#define XCCL_CATALOG_MAX 12
+#define XCCL_CATALOG_MAX 14
 
 /* The algorithms of c, its measured default first; *n of them. */
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n);

@@ -49,6 +49,7 @@ typedef struct {
     xccl_tuning_t tuning;              /* rules before the cost model */
     int small_bytes;                   /* auto: the fallback below this many bytes */
     xccl_cost_model_t intra, inter;    /* inside a node, between nodes */
+    xccl_net_t net;                    /* the links between nodes; zeroed: none */
     double margin;                     /* see xccl_pick */
     int trials;                        /* level trials: timed calls of each candidate
                                         * (xccl_trial_t); 0: the level's rule alone */

@@ -38,10 +38,45 @@ check "8x8, 8 B: auto recursive_doubling" "$out" '$1 == 8 && $NF == "recursive_d
 cost=$(mktemp)
 echo "alpha=1e-6 beta=2e-10 gamma=2e-10 delta=1e-10 flag=1e-3 peer=0" >"$cost"
 out=$("$b/xccl_simulate" -c allgather -n 2 -S 1M -P read -s 64K -F "$cost") || fail=1
-check "-F: flag 1 ms prices shm and mesh past 1 ms" "$out" '$1 == 65536 && $(NF-3) > 1000 && $(NF-4) > 1000 && $(NF-2) != "shm" && $(NF-2) != "mesh"'
+# (columns by name: the header's names sit one field right of the rows')
+check "-F: flag 1 ms prices shm and mesh past 1 ms" "$out" '/^# size/ { for (i = 3; i <= NF; i++) col[$i] = i - 1 }
+    $1 == 65536 && $col["shm"] > 1000 && $col["mesh"] > 1000 && $col["best"] != "shm" && $col["best"] != "mesh"'
 echo "alpha=1e-6 beta=2e-10" >"$cost"
 out=$("$b/xccl_simulate" -c allgather -n 2 -F "$cost" 2>&1); [[ $? -eq 2 && $out == *"gamma= is missing"* ]] || { echo "FAIL: a cost file without gamma not refused: $out"; fail=1; }
 rm -f "$cost"
+# -N: the network.  Rabenseifner's far partners (8 and 16 nodes away)
+# leave their leaf of 2 nodes all at once: a 4:1 oversubscribed fat tree
+# slows it at 16 MiB; ring (one flow per node) barely; a bad network and a
+# torus too small for the nodes are refused
+base=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 16M) || fail=1
+tree=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 16M -N fattree:2:4) || fail=1
+rab0=$(awk '$1 == 16777216 { print $4 }' <<<"$base"); rab1=$(awk '$1 == 16777216 { print $4 }' <<<"$tree")
+ring0=$(awk '$1 == 16777216 { print $2 }' <<<"$base"); ring1=$(awk '$1 == 16777216 { print $2 }' <<<"$tree")
+if awk -v a="$rab0" -v b="$rab1" -v c="$ring0" -v d="$ring1" 'BEGIN { exit !(b > 2 * a && d < 1.01 * c) }'; then
+    echo "ok: -N fattree:2:4 slows rabenseifner ($rab0 -> $rab1 us), not ring ($ring0 -> $ring1 us)"
+else
+    echo "FAIL: -N fattree:2:4: rabenseifner $rab0 -> $rab1 us, ring $ring0 -> $ring1 us"; fail=1
+fi
+check "-N: the network in the header" "$tree" '/network fattree:2:4;/'
+out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -N torus:2x2 2>&1); [[ $? -eq 2 && $out == *"no room"* ]] || { echo "FAIL: a torus too small not refused: $out"; fail=1; }
+out=$("$b/xccl_simulate" -c allreduce -n 64 -N mesh:4 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -N mesh:4 not refused"; fail=1; }
+# the sweep (issue 31): -n and -s ranges print a table per rank count, a
+# row per power of two, and in every row auto is within 10 % of the best
+out=$("$b/xccl_simulate" -c allreduce -n 8..512 -l block:8 -s 8..1G) || fail=1
+tables=$(grep -c '^# size' <<<"$out"); rows=$(grep -vc '^#' <<<"$out")
+[[ $tables -eq 7 && $rows -eq $((7 * 28)) ]] && echo "ok: -n 8..512 -s 8..1G: 7 tables of 28 rows" ||
+    { echo "FAIL: -n 8..512 -s 8..1G: $tables tables, $rows rows"; fail=1; }
+worst=$(awk '/^# size/ { for (i = 3; i <= NF - 2; i++) name[i - 1] = $i; n = NF - 4; next }
+    /^#/ { next }
+    { best = -1; for (i = 2; i <= n + 1; i++) if ($i != "n/a") { t[name[i]] = $i; if (best < 0 || $i + 0 < best) best = $i + 0 }
+      r = best > 0 ? t[$NF] / best : 1; if (r > w) { w = r; at = $0 } }
+    END { printf "%.3f %s\n", w, at }' <<<"$out")
+awk -v w="${worst%% *}" 'BEGIN { exit !(w <= 1.1) }' && echo "ok: sweep: auto within 10 % of the best (worst ${worst%% *})" ||
+    { echo "FAIL: sweep: auto past 10 % of the best: $worst"; fail=1; }
+out=$("$b/xccl_simulate" -c allreduce -s 8..4 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -s 8..4 not refused"; fail=1; }
+out=$("$b/xccl_info" -n 64 --layout block:8 --sizes 16M --net fattree:2:4,nics=1) || fail=1
+check "xccl_info --net: the fat tree prices rabenseifner past 100 ms at 16 MiB" "$out" '$1 == 16777216 && $4 > 100000'
+out=$("$b/xccl_info" -n 8 --net torus:1x1 --layout block:1 2>&1); [[ $? -eq 2 && $out == *"no room"* ]] || { echo "FAIL: xccl_info --net torus:1x1 on 8 nodes not refused: $out"; fail=1; }
 out=$("$b/xccl_simulate" -c nosuch 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: unknown collective not refused"; fail=1; }
 out=$("$b/xccl_info" --topo-file "$fx/topo/dgx-h100-nvswitch-ib.topo" -n 32 --sizes 1M) || fail=1
 n=$(grep -cE '^(allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast)$' <<<"$out")

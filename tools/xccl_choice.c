@@ -24,6 +24,7 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     xccl_select_policy_defaults(&policy);
     policy.intra = c->intra;
     policy.inter = c->inter;
+    policy.net = c->net;
     policy.margin = c->margin;
     if (NULL == counts || NULL == cache) {
         free(counts);
@@ -74,26 +75,55 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     return 0;
 }
 
+/* One size: a number with an optional K, M or G; *end past it, or -1. */
+static int parse_one(const char *s, const char **end, double *v)
+{
+    char *e;
+    *v = strtod(s, &e);
+    if (e == s || *v < 0) {
+        return -1;
+    }
+    if (e[-1] == '.' && e[0] == '.') {
+        e--;                   /* "8..": 8, then the range */
+    }
+    switch (*e) {
+    case 'k': case 'K': *v *= 1024; e++; break;
+    case 'm': case 'M': *v *= 1024.0 * 1024; e++; break;
+    case 'g': case 'G': *v *= 1024.0 * 1024 * 1024; e++; break;
+    default: break;
+    }
+    *end = e;
+    return 0;
+}
+
 int xccl_choice_parse_sizes(const char *list, size_t *sizes, int max)
 {
     int n = 0;
-    const char *s = list;
-    while (*s && n < max) {
-        char *end;
-        double v = strtod(s, &end);
-        if (end == s || v < 0) {
+    const char *s = list, *end;
+    while (*s) {
+        double v, hi;
+        if (0 != parse_one(s, &end, &v)) {
             return -1;
         }
-        switch (*end) {
-        case 'k': case 'K': v *= 1024; end++; break;
-        case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
-        case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-        default: break;
+        hi = v;
+        if ('.' == end[0] && '.' == end[1]) {
+            /* A..B: A, 2A, 4A, ... up to B */
+            if (0 != parse_one(end + 2, &end, &hi) || v < 1 || hi < v) {
+                return -1;
+            }
+        }
+        for (double x = v; x <= hi; x *= 2) {
+            if (n == max) {
+                return -1;
+            }
+            sizes[n++] = (size_t) x;
+            if (v == hi) {
+                break;
+            }
         }
         if (*end != ',' && *end != '\0') {
             return -1;
         }
-        sizes[n++] = (size_t) v;
         s = *end ? end + 1 : end;
     }
     return n;

@@ -20,6 +20,7 @@ typedef struct {
     xccl_coll_t coll;
     const xccl_layout_t *layout;       /* never NULL: one node is a layout too */
     xccl_cost_model_t intra, inter;
+    xccl_net_t net;                    /* links between nodes (XCCL_NET_NONE: one beta) */
     double margin;                     /* auto keeps the first algorithm unless ... */
     size_t segment;                    /* ring allreduce segment */
     size_t shm_slot;                   /* the shared-memory level's slot bytes; 0: no level */
@@ -47,7 +48,8 @@ static inline xccl_choice_t xccl_choice_defaults(void)
  * -1 (memory). */
 int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, FILE *out);
 
-/* "8,1K,1M" -> sizes; returns how many (at most max), -1 on a bad token. */
+/* "8,1K,1M" -> sizes, "8..1G" every power of two times 8 up to 1 GiB;
+ * returns how many, -1 on a bad token or more than max. */
 int xccl_choice_parse_sizes(const char *list, size_t *sizes, int max);
 
 #endif

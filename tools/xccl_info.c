@@ -29,6 +29,8 @@ static void usage(FILE *out)
             "                   block:<devices of this node, or its cores>)\n"
             "  --sizes LIST     sizes for the choice table (default 8,4K,64K,1M,16M)\n"
             "  --inter-alpha S, --inter-beta S   cost between nodes (default 2e-5, 9e-10)\n"
+            "  --net SPEC       the network between nodes: none, fattree:LEAF[:OVERSUB] or\n"
+            "                   torus:XxY, [,nics=N] (as xccl_simulate -N)\n"
             "  -h, --help       this text\n"
             "Default: print the summary and the matrix.\n");
 }
@@ -37,6 +39,7 @@ typedef struct {
     int ranks;                      /* 0: no choice table */
     const char *layout, *sizes;
     double inter_alpha, inter_beta;
+    xccl_net_t net;                 /* --net: the links between nodes */
 } choice_opts_t;
 
 /* Algorithm choice per collective and size for the given ranks and node
@@ -64,8 +67,14 @@ static int print_algorithm_choice(const xccl_topo_t *topo, const choice_opts_t *
         fprintf(stderr, "xccl_info: layout %s: %s\n", spec, err);
         return 2;
     }
+    if (0 != xccl_net_check(&o->net, &layout, err, sizeof(err))) {
+        fprintf(stderr, "xccl_info: --net: %s\n", err);
+        xccl_layout_fini(&layout);
+        return 2;
+    }
     xccl_choice_t c = xccl_choice_defaults();
     c.layout = &layout;
+    c.net = o->net;
     c.inter.alpha = o->inter_alpha;
     c.inter.beta = o->inter_beta;
     printf("\nxccl's choice for %d ranks, layout %s (%d nodes, %d..%d ranks each); predicted us "
@@ -89,7 +98,7 @@ int main(int argc, char **argv)
     const char *topo_file = NULL;
     int dump = 0;
     xccl_topo_detect_opts_t opts = { NULL, NULL, NULL, 0 };
-    choice_opts_t copts = { 0, NULL, "8,4K,64K,1M,16M", XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA };
+    choice_opts_t copts = { 0, NULL, "8,4K,64K,1M,16M", XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA, { 0 } };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
@@ -115,6 +124,12 @@ int main(int argc, char **argv)
             copts.inter_alpha = atof(argv[++i]);
         } else if (strcmp(a, "--inter-beta") == 0 && has_value) {
             copts.inter_beta = atof(argv[++i]);
+        } else if (strcmp(a, "--net") == 0 && has_value) {
+            char err[160];
+            if (0 != xccl_net_parse(&copts.net, argv[++i], err, sizeof(err))) {
+                fprintf(stderr, "xccl_info: --net %s: %s\n", argv[i], err);
+                return 2;
+            }
         } else if (strcmp(a, "--dump") == 0) {
             dump = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -400,6 +400,8 @@ algo_sets=(
     "allreduce=rabenseifner alltoall=linear bcast=chain"
     "allreduce=swing allgather=recursive_doubling reduce_scatter=recursive_halving reduce_scatter_block=recursive_halving alltoall=bruck"
     "allreduce=dbt"
+    "allreduce=nhr allgather=nhr reduce_scatter=nhr reduce_scatter_block=nhr"
+    "allreduce=nb allgather=nb reduce_scatter=nb reduce_scatter_block=nb"
     # two-level, on synthetic node layouts (coll_xccl_node_layout)
     "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"
     "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier_hd reduce_scatter_block=hier_hd alltoall=hier bcast=hier_rails"
@@ -435,6 +437,8 @@ for set in "${algo_sets[@]}"; do
     [[ $set == *=shm* || $set == *=mesh* ]] && nps="1 2 3 4 7"
     # trees: the mirrored (even) and the shifted (odd) second tree, depth 3
     [[ $set == allreduce=dbt ]] && nps="3 4 7"
+    # nhr, nb: windows of uneven halves, a missing block (3, 7) and none (4)
+    [[ $set == allreduce=nhr* || $set == allreduce=nb* ]] && nps="3 4 7"
     for np in $nps; do
         name=xccl_mpi_check.forced_$tag.np$np
         selected "$name" || continue

@@ -1,8 +1,9 @@
 /*
- * Allreduce by recursive doubling, Rabenseifner, Swing, the double binary
- * tree (dbt, also on its own below: p = 1..64, 100, 127, 1000, its trees and
+ * Allreduce by recursive doubling, Rabenseifner, Swing, nonuniform halving
+ * on a ring (nhr) and nonuniform Bruck (nb; their shapes below), the
+ * double binary tree (dbt, also on its own below: p = 1..64, 100, 127, 1000, its trees and
  * its float order) and the segmented
- * ring on the simulated transport: p = 1..64, 127, 128, 129, 255 and 1000, counts around p (0, 1,
+ * ring on the simulated transport: p = 1..64, 100, 127, 128, 129, 255 and 1000, counts around p (0, 1,
  * p-1, p, p+1) and a large odd count, in place and not, five reduction
  * kinds.  Expected values come from scalar references written here, not
  * from the kernels under test; every rank's result must be bitwise
@@ -46,6 +47,8 @@ static const struct {
     { xccl_build_allreduce_rabenseifner, "rabenseifner" },
     { xccl_build_allreduce_swing, "swing" },
     { dbt_chunk24, "dbt" },            /* chunks of 6 ints, 3 doubles */
+    { xccl_build_allreduce_nhr, "nhr" },
+    { xccl_build_allreduce_nb, "nb" },
     { ring_seg12, "ring" },            /* segments of 3 ints, 1.5 doubles: rounded down */
 };
 #define NBUILDERS ((int) (sizeof(builders) / sizeof(builders[0])))
@@ -180,7 +183,7 @@ START_TEST(allreduce_small_p)
 }
 END_TEST
 
-static const int big_ps[] = { 127, 128, 129, 255 };
+static const int big_ps[] = { 100, 127, 128, 129, 255 };
 #define NBIG ((int) (sizeof(big_ps) / sizeof(big_ps[0])))
 
 /* _i = builder * NBIG + index into big_ps. */
@@ -613,6 +616,100 @@ START_TEST(dbt_shape)
 }
 END_TEST
 
+/* The shape tests of the logarithmic builders at any p: each case's
+ * schedule (count = 64 p floats, a sample of ranks) to check, after the
+ * checks they share: every rank sends and receives exactly the ring's
+ * 2(p-1)/p n bytes (no fold: Rabenseifner's folded ranks send n more,
+ * checked at rank 0 where p is no power of two). */
+typedef void (*shape_check_t)(const xccl_sched_t *s, int p, int r, size_t bytes);
+
+static void shape_cases(allreduce_builder_t build, shape_check_t check)
+{
+    const int ps[] = { 2, 3, 5, 6, 7, 8, 100, 127, 1000 };
+    const size_t es = 4;
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        const int p = ps[i];
+        const size_t count = (size_t) p * 64, bytes = count * es, block = bytes / (size_t) p;
+        for (int r = 0; r < p; r += p > 8 ? p / 7 : 1) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, p, es);
+            ck_assert_int_eq(build(&s, count), 0);
+            const tally_t t = tally(&s);
+            ck_assert_msg(t.sent == 2 * (bytes - block) && t.received == t.sent,
+                          "%s p=%d rank %d: sent %zu received %zu, want %zu", s.algo, p, r, t.sent, t.received,
+                          2 * (bytes - block));
+            ck_assert_uint_le(s.scratch_bytes, bytes + bytes / 2 + block);
+            if (0 == r && p & (p - 1)) {
+                xccl_sched_t rab;
+                xccl_sched_init(&rab, r, p, es);
+                ck_assert_int_eq(xccl_build_allreduce_rabenseifner(&rab, count), 0);
+                ck_assert_uint_gt(tally(&rab).sent, t.sent);
+                xccl_sched_fini(&rab);
+            }
+            check(&s, p, r, bytes);
+            xccl_sched_fini(&s);
+        }
+    }
+}
+
+/* nhr: 2 ceil(lg p) rounds for any p, one message each way per step (two
+ * where the first and the last step's ranges wrap past block p-1); the
+ * peers are r +/- ceil(m/2), m the halving window, half the ring away
+ * first; at most half the vector copied. */
+static void nhr_check(const xccl_sched_t *s, int p, int r, size_t bytes)
+{
+    ck_assert_uint_eq(s->rounds, 2 * (size_t) lg_ceil(p));
+    for (size_t st = 0; st < s->nsteps; st++) {
+        const step_info_t si = step_info(s, st);
+        const int ends = 0 == st || st + 1 == s->nsteps;
+        ck_assert_msg(si.sends <= (ends ? 2u : 1u) && si.recvs <= (ends ? 2u : 1u),
+                      "p=%d rank %d step %zu: %zu sends, %zu receives", p, r, st, si.sends, si.recvs);
+    }
+    size_t copied = 0;
+    for (size_t a = 0; a < s->nacts; a++) {
+        copied += XCCL_ACT_COPY == s->acts[a].kind ? s->acts[a].len : 0;
+    }
+    ck_assert_uint_le(copied, bytes / 2 + 2 * bytes / (size_t) p);
+    const step_info_t si = step_info(s, 0);
+    ck_assert_int_eq(si.send_peer, (r + (p + 1) / 2) % p);
+    ck_assert_int_eq(si.recv_peer, ((r - (p + 1) / 2) % p + p) % p);
+}
+
+START_TEST(nhr_shape)
+{
+    shape_cases(xccl_build_allreduce_nhr, nhr_check);
+}
+END_TEST
+
+/* nb: 2 ceil(lg p) + 1 rounds (the copy into bit-reversed order, then
+ * the two phases) for any p; in the reduce-scatter one message each way
+ * per step, the stride doubling (1, 2, 4, ...) and the bytes halving: half
+ * the vector to the next rank first; two messages at most in the
+ * allgather, which sends what the reduce-scatter received. */
+static void nb_check(const xccl_sched_t *s, int p, int r, size_t bytes)
+{
+    const int K = lg_ceil(p);
+    const size_t block = bytes / (size_t) p;
+    ck_assert_uint_eq(s->rounds, 2 * (size_t) K + 1);
+    for (int k = 0; k < K; k++) {
+        const step_info_t rs = step_info(s, 1 + (size_t) k), ag = step_info(s, 1 + (size_t) (2 * K - 1 - k));
+        const int d = 1 << k;
+        ck_assert_msg(rs.sends == 1 && rs.recvs == 1 && rs.send_peer == (r + d) % p &&
+                      rs.recv_peer == ((r - d) % p + p) % p,
+                      "p=%d rank %d reduce-scatter step %d: %zu sends to %d, %zu receives from %d", p, r, k,
+                      rs.sends, rs.send_peer, rs.recvs, rs.recv_peer);
+        /* the blocks whose lowest set bit is k */
+        ck_assert_uint_eq(rs.send_bytes, (size_t) ((p - d + 2 * d - 1) / (2 * d)) * block);
+        ck_assert(ag.sends <= 2 && ag.recvs <= 2 && ag.send_bytes == rs.recv_bytes && ag.recv_bytes == rs.send_bytes);
+    }
+}
+
+START_TEST(nb_shape)
+{
+    shape_cases(xccl_build_allreduce_nb, nb_check);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("allreduce_algos");
@@ -620,9 +717,10 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, allreduce_small_p, 0, NBUILDERS * 64);
     tcase_add_loop_test(tc, allreduce_big_p, 0, NBUILDERS * NBIG);
-    /* Not the segmented rings: 2 x 999 steps of 1000 ranks in 12-byte
-     * segments would take most of the suite's time; they run up to p = 255. */
-    tcase_add_loop_test(tc, allreduce_p1000, 0, 4);
+    /* Not the segmented rings (the last builder): 2 x 999 steps of 1000
+     * ranks in 12-byte segments would take most of the suite's time; they
+     * run up to p = 255. */
+    tcase_add_loop_test(tc, allreduce_p1000, 0, NBUILDERS - 1);
     tcase_add_test(tc, shape_recursive_doubling);
     tcase_add_test(tc, shape_rabenseifner_swing);
     tcase_add_test(tc, shape_swing_contiguous);
@@ -630,6 +728,8 @@ int main(void)
     tcase_add_loop_test(tc, dbt_trees, 0, DBT_NP);
     tcase_add_loop_test(tc, dbt_allreduce, 0, DBT_NP);
     tcase_add_test(tc, dbt_shape);
+    tcase_add_test(tc, nhr_shape);
+    tcase_add_test(tc, nb_shape);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }

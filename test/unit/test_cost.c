@@ -6,6 +6,7 @@
 #include "xccl_sched.h"
 #include "xccl_build.h"
 #include "xccl_cost.h"
+#include "xccl_layout.h"
 
 #include <check.h>
 #include "check_main.h"
@@ -37,15 +38,24 @@ static int b_allreduce_ring(xccl_sched_t *s, int p, size_t n) { (void) p; return
 static int b_allgather_ring(xccl_sched_t *s, int p, size_t n) { return xccl_build_allgather_ring(s, n / (size_t) p); }
 static int b_alltoall_pairwise(xccl_sched_t *s, int p, size_t n) { return xccl_build_alltoall_pairwise(s, n / (size_t) p, 0); }
 static int b_bcast_binomial(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_bcast_binomial(s, n, 0); }
-static int b_reduce_scatter_ring(xccl_sched_t *s, int p, size_t n)
+static int b_reduce_scatter(xccl_sched_t *s, int p, size_t n,
+                            int (*build)(xccl_sched_t *, const size_t *, int))
 {
     size_t *c = malloc((size_t) p * sizeof(size_t));
     for (int i = 0; i < p; i++) {
         c[i] = n / 4 / (size_t) p;
     }
-    int rc = xccl_build_reduce_scatter_ring(s, c, 0);
+    int rc = build(s, c, 0);
     free(c);
     return rc;
+}
+static int b_reduce_scatter_ring(xccl_sched_t *s, int p, size_t n)
+{
+    return b_reduce_scatter(s, p, n, xccl_build_reduce_scatter_ring);
+}
+static int b_reduce_scatter_nhr(xccl_sched_t *s, int p, size_t n)
+{
+    return b_reduce_scatter(s, p, n, xccl_build_reduce_scatter_nhr);
 }
 
 START_TEST(ring_allreduce_matches_formula)
@@ -84,6 +94,14 @@ START_TEST(ring_reduce_scatter_matches_formula)
         double want = (p - 1) * a + (double) (p - 1) / p * (double) n * (b + g);
         double got = cost_of(b_reduce_scatter_ring, 0, p, n, 4);
         ck_assert_msg(rel_err(got, want) < 1e-9, "p=%d: %g vs %g", p, got, want);
+        /* nhr: ceil(lg p) a for the same bytes, at rank 0 (no range wraps) */
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        want += (lg - (p - 1)) * a;
+        got = cost_of(b_reduce_scatter_nhr, 0, p, n, 4);
+        ck_assert_msg(rel_err(got, want) < 1e-9, "nhr p=%d: %g vs %g", p, got, want);
     }
 }
 END_TEST
@@ -278,6 +296,186 @@ START_TEST(cost_file_loads)
 }
 END_TEST
 
+/* nhr and nb: Rabenseifner's bandwidth at any p in ceil(lg p) steps a
+ * phase, (2 ceil(lg p) + extra) a + 2((p-1)/p) n b + ((p-1)/p) n g, exact
+ * where no range is cut in two messages, at most `slack` a more elsewhere.
+ *   nhr: extra 0; exact at rank 0, whose ranges never wrap past block
+ *        p-1; slack 2 (its first and last step);
+ *   nb:  extra 1 (the round that orders the blocks); exact at powers of
+ *        two; slack ceil(lg p) (an allgather step may send around a
+ *        missing block). */
+static int b_allreduce_nhr(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_allreduce_nhr(s, n / 4); }
+static int b_allreduce_nb(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_allreduce_nb(s, n / 4); }
+
+static void lg_allreduce_formula(build_fn build, int extra, int nb)
+{
+    const double a = model.alpha, b = model.beta, g = model.gamma;
+    const int ps[] = { 2, 3, 5, 6, 7, 8, 12, 64, 100 };
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        const int p = ps[i];
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        const size_t n = (size_t) p * 4 * 1024;
+        const double want = (2 * lg + extra) * a + 2.0 * (p - 1) / p * (double) n * b + (double) (p - 1) / p * (double) n * g;
+        for (int r = 0; r < p; r += p > 8 ? 7 : 1) {
+            const double got = cost_of(build, r, p, n, 4);
+            const int exact = nb ? 0 == (p & (p - 1)) : 0 == r;
+            ck_assert_msg(exact ? rel_err(got, want) < 1e-9
+                                : got > want * (1 - 1e-9) && got < want + (nb ? lg : 2) * a + 1e-12,
+                          "p=%d rank %d: %g vs %g", p, r, got, want);
+        }
+    }
+}
+
+START_TEST(nhr_nb_allreduce_match_formula)
+{
+    lg_allreduce_formula(b_allreduce_nhr, 0, 0);
+    lg_allreduce_formula(b_allreduce_nb, 1, 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------ network */
+
+/* One step: every rank exchanges n bytes with rank r + shift (mod p). */
+typedef struct {
+    int shift;
+    size_t n;
+} shift_arg_t;
+
+static int b_shift(xccl_sched_t *s, void *arg)
+{
+    const shift_arg_t *a = arg;
+    const int p = s->size, r = s->rank;
+    xccl_sched_step(s);
+    xccl_sched_send(s, (r + a->shift) % p, xccl_ref(XCCL_BUF_SEND, 0), a->n);
+    xccl_sched_recv(s, (r - a->shift % p + p) % p, xccl_ref(XCCL_BUF_RECV, 0), a->n);
+    return xccl_sched_finalize(s);
+}
+
+static const xccl_cost_model_t net_intra = { 1e-6, 1e-10, 0, 0, 0, 0 };
+static const xccl_cost_model_t net_inter = { 1e-5, 1e-9, 0, 0, 0, 0 };
+
+/* The step's inter-node bytes on network spec (NULL: none), as the
+ * inter-node beta term's multiple of n: (t - alpha) / (beta n). */
+static double net_bytes_factor(const char *layout_spec, int p, const char *spec, int shift)
+{
+    xccl_layout_t l;
+    char err[128];
+    ck_assert_int_eq(xccl_layout_parse(&l, layout_spec, p, err, sizeof(err)), 0);
+    xccl_net_t net = { 0 };
+    if (spec) {
+        ck_assert_msg(0 == xccl_net_parse(&net, spec, err, sizeof(err)), "%s: %s", spec, err);
+        ck_assert_int_eq(xccl_net_check(&net, &l, err, sizeof(err)), 0);
+    }
+    shift_arg_t a = { shift, 1 << 20 };
+    const double t = xccl_predict_net(&l, &net, 1, b_shift, &a, NULL, 0, &net_intra, &net_inter);
+    xccl_layout_fini(&l);
+    ck_assert(t > 0);
+    return (t - net_inter.alpha) / (net_inter.beta * (double) a.n);
+}
+
+/* Link sharing is priced: two flows on one link take twice as long on it,
+ * and flows that share nothing cost what they cost without a network. */
+START_TEST(net_prices_shared_links)
+{
+    static const struct {
+        const char *layout;
+        int p;
+        const char *net;       /* NULL: none */
+        int shift;
+        double want;           /* the step's bytes, in n */
+        const char *what;
+    } cases[] = {
+        /* no network: every rank its own beta, whatever the others do */
+        { "block:1", 4, NULL, 2, 1.0, "none" },
+        /* fat tree, leaves of 2 nodes: shift 2 crosses leaves, 2 flows
+         * per leaf; at 1:1 the uplinks carry 2 NICs, at 2:1 one */
+        { "block:1", 4, "fattree:2", 2, 1.0, "fattree 1:1, across leaves" },
+        { "block:1", 4, "fattree:2:2", 2, 2.0, "fattree 2:1, across leaves" },
+        { "block:1", 8, "fattree:4:4", 4, 4.0, "fattree 4:1, across leaves" },
+        /* shift 1 on leaves of 2: one flow of each leaf leaves it */
+        { "block:1", 4, "fattree:2:2", 1, 1.0, "fattree 2:1, one flow up" },
+        /* inside a leaf the oversubscription costs nothing */
+        { "block:1", 4, "fattree:4:4", 2, 1.0, "fattree, one leaf" },
+        /* one NIC per node: the two ranks of a node both leave it (twice),
+         * or one of them does (once); a NIC per rank (the default) shares
+         * none */
+        { "block:2", 4, "fattree:2,nics=1", 2, 2.0, "one NIC, two flows" },
+        { "block:2", 4, "fattree:2,nics=1", 1, 1.0, "one NIC, one flow" },
+        { "block:2", 4, "fattree:2", 2, 1.0, "a NIC per rank" },
+        /* torus of 4x1 nodes: a shift by 1 node loads each link with one
+         * flow, by 2 with two (every flow crosses two links) */
+        { "block:1", 4, "torus:4x1", 1, 1.0, "torus, shift 1" },
+        { "block:1", 4, "torus:4x1", 2, 2.0, "torus, shift 2" },
+        /* 4x4: a shift by a row is one hop in y, by two rows two; by 5
+         * ranks, (1, 1) but (1, 2) from the last column: two */
+        { "block:1", 16, "torus:4x4", 4, 1.0, "torus 4x4, shift (0,1)" },
+        { "block:1", 16, "torus:4x4", 8, 2.0, "torus 4x4, shift (0,2)" },
+        { "block:1", 16, "torus:4x4", 5, 2.0, "torus 4x4, shift 5 ranks" },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const double got = net_bytes_factor(cases[k].layout, cases[k].p, cases[k].net, cases[k].shift);
+        ck_assert_msg(fabs(got - cases[k].want) < 1e-9, "%s: %g times the bytes, want %g", cases[k].what, got,
+                      cases[k].want);
+    }
+}
+END_TEST
+
+/* A schedule with two flows per uplink in one step (ring's neighbours vs
+ * recursive doubling's partners far away) is slower on an oversubscribed
+ * fat tree than without one, exactly by its shared step. */
+START_TEST(net_oversubscription_slows_far_flows)
+{
+    xccl_layout_t l;
+    char err[128];
+    ck_assert_int_eq(xccl_layout_parse(&l, "block:1", 8, err, sizeof(err)), 0);
+    xccl_net_t none = { 0 }, tree;
+    ck_assert_int_eq(xccl_net_parse(&tree, "fattree:4:2", err, sizeof(err)), 0);
+    /* recursive doubling, 8 ranks: partners at 1, 2 (inside a leaf of 4),
+     * then 4 (every rank of a leaf crosses: 4 flows on 2 NICs of uplink) */
+    shift_arg_t a = { 4, 1 << 20 };
+    const double t0 = xccl_predict_net(&l, &none, 1, b_shift, &a, NULL, 0, &net_intra, &net_inter);
+    const double t1 = xccl_predict_net(&l, &tree, 1, b_shift, &a, NULL, 0, &net_intra, &net_inter);
+    ck_assert_msg(fabs((t1 - net_inter.alpha) - 2 * (t0 - net_inter.alpha)) < 1e-12, "%g vs %g", t1, t0);
+    /* the none network is xccl_predict_hier */
+    ck_assert(t0 == xccl_predict_hier(&l, 1, b_shift, &a, NULL, 0, &net_intra, &net_inter));
+    xccl_layout_fini(&l);
+}
+END_TEST
+
+START_TEST(net_parses)
+{
+    char err[128], buf[64];
+    xccl_net_t n = { 0 };
+    ck_assert_int_eq(xccl_net_parse(&n, "fattree:16:4,nics=2", err, sizeof(err)), 0);
+    ck_assert(XCCL_NET_FAT_TREE == n.kind && 16 == n.leaf_nodes && 4.0 == n.oversub && 2 == n.nics);
+    xccl_net_format(&n, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "fattree:16:4,nics=2");
+    ck_assert_int_eq(xccl_net_parse(&n, "torus:8x4", err, sizeof(err)), 0);
+    ck_assert(XCCL_NET_TORUS == n.kind && 8 == n.x && 4 == n.y && 0 == n.nics);
+    xccl_net_format(&n, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "torus:8x4");
+    ck_assert_int_eq(xccl_net_parse(&n, "none", err, sizeof(err)), 0);
+    ck_assert_int_eq(n.kind, XCCL_NET_NONE);
+    static const char *const bad[] = { "", "fat", "fattree:", "fattree:0", "fattree:4:0.5", "fattree:4:x",
+                                       "torus:4", "torus:4x", "torus:0x4", "torus:4x4,nics=0",
+                                       "torus:4x4,nic=1", "none,nics=1", "fattree:4 " };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        xccl_net_t t = { 7, 7, 7, 7, 7, 7 };
+        err[0] = '\0';
+        ck_assert_msg(-1 == xccl_net_parse(&t, bad[i], err, sizeof(err)), "accepted \"%s\"", bad[i]);
+        ck_assert_msg(7 == t.kind && err[0], "\"%s\": changed or no reason", bad[i]);
+    }
+    xccl_layout_t l;
+    ck_assert_int_eq(xccl_layout_parse(&l, "block:1", 10, err, sizeof(err)), 0);
+    ck_assert_int_eq(xccl_net_parse(&n, "torus:3x3", err, sizeof(err)), 0);
+    ck_assert_int_eq(xccl_net_check(&n, &l, err, sizeof(err)), -1);
+    xccl_layout_fini(&l);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("cost");
@@ -293,6 +491,10 @@ int main(void)
     tcase_add_test(tc, small_message_pays_every_round);
     tcase_add_test(tc, cost_file_parses);
     tcase_add_test(tc, cost_file_loads);
+    tcase_add_test(tc, nhr_nb_allreduce_match_formula);
+    tcase_add_test(tc, net_prices_shared_links);
+    tcase_add_test(tc, net_oversubscription_slows_far_flows);
+    tcase_add_test(tc, net_parses);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);
 }

@@ -1,12 +1,12 @@
 /*
- * reduce_scatter (recursive_halving, pairwise) and allgather
- * (recursive_doubling, bruck) on the simulated transport: every
- * communicator size 1..64 and a few large ones (127, 128, 129, 255, 1000),
+ * reduce_scatter (recursive_halving, pairwise, nhr, nb) and allgather
+ * (recursive_doubling, bruck, nhr, nb) on the simulated transport: every
+ * communicator size 1..64 and a few large ones (100, 127, 128, 129, 255, 1000),
  * regular and irregular counts (zeros included), several element kinds, in
  * place and not; float sums compared bit for bit with the reduction order
  * each algorithm documents; then the textbook shapes at a power of two.
  *
- * At 1000 ranks only recursive_halving runs reduce_scatter (pairwise posts
+ * At 1000 ranks pairwise does not run reduce_scatter (it posts
  * a million messages, slow on the simulator's list of unmatched requests).
  *
  * Expected values come from scalar references written here, not from the
@@ -30,7 +30,7 @@
 
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 
-static const int big_p[] = { 127, 128, 129, 255, 1000 };
+static const int big_p[] = { 100, 127, 128, 129, 255, 1000 };
 #define NBIG ((int) (sizeof(big_p) / sizeof(big_p[0])))
 
 /* ------------------------------------------------------------------------ */
@@ -45,6 +45,8 @@ static const struct {
 } rs_algos[] = {
     { "recursive_halving", xccl_build_reduce_scatter_recursive_halving },
     { "pairwise", xccl_build_reduce_scatter_pairwise },
+    { "nhr", xccl_build_reduce_scatter_nhr },
+    { "nb", xccl_build_reduce_scatter_nb },
 };
 #define NRS ((int) (sizeof(rs_algos) / sizeof(rs_algos[0])))
 
@@ -156,10 +158,10 @@ START_TEST(reduce_scatter_big_p)
     const int p = big_p[_i];
     const size_t bases[] = { 0, 1, 37 };
     if (p >= 1000) {
-        /* One small base, recursive halving only: pairwise posts a million
-         * messages, seconds each on the simulator's unmatched list. */
+        /* One small base, not pairwise: it posts a
+         * million messages, seconds each on the simulator's unmatched list. */
         const size_t one[] = { 3 };
-        check_rs_all(p, one, 1, 1, 1u);
+        check_rs_all(p, one, 1, 1, 1u | 4u | 8u);
     } else {
         check_rs_all(p, bases, 3, RED_DBL_MAX + 1, ~0u);
     }
@@ -169,7 +171,11 @@ END_TEST
 /* Float sums, bit for bit against the order each algorithm documents:
  *   recursive_halving: fold (even + odd), then the halving tree, lower
  *     participant's partial on the left: w[i] = w[i] + w[i+m], m = p'/2..1;
- *   pairwise: ((x_r + x_{r-1}) + x_{r-2}) + ... + x_{r+1} on owner r. */
+ *   pairwise: ((x_r + x_{r-1}) + x_{r-2}) + ... + x_{r+1} on owner r;
+ *   nhr: windows m = p, ceil(p/2), ..., 2, h = ceil(m/2): relative block
+ *     j < m - h of rank q becomes (q's j) + (q-h's j+h), own on the left;
+ *   nb: strides d = 1, 2, 4, ...: relative block j (a multiple of 2d) of
+ *     rank q becomes (q's j) + (q-d's j+d) where j+d < p, own on the left. */
 static float rh_float_ref(int p, size_t e)
 {
     int p2 = 1;
@@ -200,6 +206,47 @@ static float pairwise_float_ref(int p, int owner, size_t e)
     return acc;
 }
 
+/* nhr's value of rank q's relative block j (block q + j) after the first
+ * i of the n windows win[], element e of the vector. */
+static float nhr_float_val(int p, const int *win, int i, int q, int j, size_t e)
+{
+    if (0 == i) {
+        return float_input(q, e);
+    }
+    const int m = win[i - 1], h = (m + 1) / 2;
+    const float own = nhr_float_val(p, win, i - 1, q, j, e);
+    return j < m - h ? own + nhr_float_val(p, win, i - 1, ((q - h) % p + p) % p, j + h, e) : own;
+}
+
+static float nhr_float_ref(int p, int owner, size_t e)
+{
+    int win[32], n = 0;
+    for (int m = p; m > 1; m = (m + 1) / 2) {
+        win[n++] = m;
+    }
+    return nhr_float_val(p, win, n, owner, 0, e);
+}
+
+/* nb's value of rank q's relative block j after the strides below d. */
+static float nb_float_val(int p, int d, int q, int j, size_t e)
+{
+    if (1 == d) {
+        return float_input(q, e);
+    }
+    const int h = d / 2;
+    const float own = nb_float_val(p, h, q, j, e);
+    return j + h < p ? own + nb_float_val(p, h, ((q - h) % p + p) % p, j + h, e) : own;
+}
+
+static float nb_float_ref(int p, int owner, size_t e)
+{
+    int d = 1;
+    while (d < p) {
+        d *= 2;
+    }
+    return nb_float_val(p, d, owner, 0, e);
+}
+
 static void check_rs_float(int p)
 {
     xccl_reduce_fn_t fn = xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
@@ -214,8 +261,10 @@ static void check_rs_float(int p)
             while (e >= first[owner + 1]) {
                 owner++;
             }
-            want[e] = 0 == a ? rh_float_ref(p, e) : pairwise_float_ref(p, (int) owner, e);
-            if (1 == a && want[e] != rh_float_ref(p, e)) {
+            want[e] = 0 == a ? rh_float_ref(p, e)
+                      : 1 == a ? pairwise_float_ref(p, (int) owner, e)
+                      : 2 == a ? nhr_float_ref(p, (int) owner, e) : nb_float_ref(p, (int) owner, e);
+            if (0 != a && want[e] != rh_float_ref(p, e)) {
                 order_matters = 1;
             }
         }
@@ -278,6 +327,8 @@ static const struct {
 } ag_algos[] = {
     { "recursive_doubling", xccl_build_allgather_recursive_doubling },
     { "bruck", xccl_build_allgather_bruck },
+    { "nhr", xccl_build_allgather_nhr },
+    { "nb", xccl_build_allgather_nb },
 };
 #define NAG ((int) (sizeof(ag_algos) / sizeof(ag_algos[0])))
 
@@ -460,6 +511,33 @@ START_TEST(allgather_structure)
         ck_assert_int_eq(xccl_build_allgather_recursive_doubling(&s, b), 0);
         ck_assert_uint_eq(s.rounds, 1 == r ? 2 : 0 == r ? 4 : 2);
         xccl_sched_fini(&s);
+    }
+    /* nhr and nb at any p: ceil(lg p) rounds (nhr's windows 2, 3, 5, 10,
+     * 20, ... up to p; nb's strides p/2 .. 1), (p-1) blocks each way, one
+     * message per step but where a range is cut in two (nhr: the last
+     * step's, past block p-1; nb: around a missing block); SCRATCH at most
+     * half the blocks (nhr), all of them (nb). */
+    static const int nps[] = { 2, 3, 5, 8, 20, 100, 1000 };
+    for (size_t i = 0; i < sizeof(nps) / sizeof(nps[0]); i++) {
+        const int p = nps[i];
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        for (int r = 0; r < p; r += p > 8 ? p / 7 : 1) {
+            for (int nb = 0; nb < 2; nb++) {
+                xccl_sched_t s;
+                xccl_sched_init(&s, r, p, 1);
+                ck_assert_int_eq((nb ? xccl_build_allgather_nb : xccl_build_allgather_nhr)(&s, b), 0);
+                const tally_t t = tally(&s);
+                ck_assert_uint_eq(s.rounds, (size_t) lg);
+                ck_assert_msg(t.sent == (size_t) (p - 1) * b && t.received == t.sent, "%s p=%d rank %d: %zu, %zu",
+                              s.algo, p, r, t.sent, t.received);
+                ck_assert_uint_le(t.sends, nb ? 2 * (size_t) lg : (size_t) lg + 1);
+                ck_assert_uint_le(s.scratch_bytes, (size_t) (nb ? p : (p + 1) / 2) * b);
+                xccl_sched_fini(&s);
+            }
+        }
     }
 }
 END_TEST
