@@ -223,6 +223,31 @@ void xccl_gpu_set_put(xccl_gpu_set_t *s, int bad)
     pthread_mutex_unlock(&sets_lock);
 }
 
+const char *xccl_gpu_copy(void *dst, const void *src, size_t bytes, xccl_gpu_copy_dir_t dir,
+                          xccl_custream_t stream)
+{
+    xccl_cu_memcpy2d_t d;
+    memset(&d, 0, sizeof(d));
+    if (XCCL_GPU_FROM_HOST == dir) {
+        d.srcMemoryType = XCCL_CU_MEMORYTYPE_HOST;
+        d.srcHost = src;
+    } else {
+        d.srcMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
+        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
+    }
+    if (XCCL_GPU_TO_HOST == dir) {
+        d.dstMemoryType = XCCL_CU_MEMORYTYPE_HOST;
+        d.dstHost = dst;
+    } else {
+        d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
+        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
+    }
+    d.srcPitch = d.dstPitch = d.WidthInBytes = bytes;
+    d.Height = 1;
+    xccl_curesult_t rc = xccl_cu()->Memcpy2DAsync(&d, stream);
+    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuMemcpy2DAsync", rc);
+}
+
 const char *xccl_gpu_status(void)
 {
     return xccl_cu() ? "cuda driver loaded" : "no cuda driver loaded";

@@ -62,6 +62,14 @@ int xccl_gpu_set_scratch(xccl_gpu_set_t *s, size_t bytes, const char **err);
 /* Back to the pool; bad = 1 after a driver error (then it is destroyed). */
 void xccl_gpu_set_put(xccl_gpu_set_t *s, int bad);
 
+/* An asynchronous copy of bytes on stream, in the calling thread's
+ * current context (UNIFIED addressing: the driver tells device, managed
+ * and host memory apart on the device side): NULL, or the driver's error
+ * text (valid until the thread's next driver error). */
+typedef enum { XCCL_GPU_TO_HOST, XCCL_GPU_FROM_HOST, XCCL_GPU_DEVICE_TO_DEVICE } xccl_gpu_copy_dir_t;
+const char *xccl_gpu_copy(void *dst, const void *src, size_t bytes, xccl_gpu_copy_dir_t dir,
+                          xccl_custream_t stream);
+
 /* "cuda driver loaded", "no cuda driver loaded" for the log. */
 const char *xccl_gpu_status(void);
 /* Frees every staging set and forgets the driver. */

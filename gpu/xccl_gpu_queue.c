@@ -1,5 +1,6 @@
 /* A call's device work, coalesced (gpu/xccl_gpu_queue.h). */
 #include "xccl_gpu_queue.h"
+#include "xccl_gpu.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -38,20 +39,6 @@ static void chain_queue(xccl_gpu_queue_t *q)
     q->queued = 1;
 }
 
-/* One device-to-device copy on the copy engine (unified addressing). */
-static const char *copy_one(xccl_gpu_queue_t *q, unsigned long long dst, unsigned long long src, size_t len)
-{
-    xccl_cu_memcpy2d_t d;
-    memset(&d, 0, sizeof(d));
-    d.srcMemoryType = d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-    d.srcDevice = (xccl_cudeviceptr_t) src;
-    d.dstDevice = (xccl_cudeviceptr_t) dst;
-    d.srcPitch = d.dstPitch = d.WidthInBytes = len;
-    d.Height = 1;
-    xccl_curesult_t rc = xccl_cu()->Memcpy2DAsync(&d, q->stream);
-    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuMemcpy2DAsync", rc);
-}
-
 static void batch_queue(xccl_gpu_queue_t *q)
 {
     xccl_gpu_copies_t *b = &q->batch;
@@ -65,7 +52,8 @@ static void batch_queue(xccl_gpu_queue_t *q)
         q->one_by_one = 1;            /* not built with kernels, or no module here */
     }
     for (int e = 0; e < b->n; e++) {
-        if (NULL != (error = copy_one(q, b->dst[e], b->src[e], (size_t) b->len[e]))) {
+        if (NULL != (error = xccl_gpu_copy((void *) (uintptr_t) b->dst[e], (const void *) (uintptr_t) b->src[e],
+                                           (size_t) b->len[e], XCCL_GPU_DEVICE_TO_DEVICE, q->stream))) {
             fail(q, error);
             break;
         }

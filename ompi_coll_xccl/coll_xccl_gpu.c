@@ -130,10 +130,10 @@ int mca_coll_xccl_gpu_stage_fill(mca_coll_xccl_module_t *m, xccl_coll_t coll,
      * default stream.  Work on its own non-blocking streams must be
      * complete before the call, as with any CUDA-aware MPI. */
     if (st->sspan) {
-        error = mca_coll_xccl_gpu_copy(cu, st->hs, st->sdev, st->sspan, MCA_COLL_XCCL_TO_HOST, st->set->in);
+        error = xccl_gpu_copy(st->hs, st->sdev, st->sspan, XCCL_GPU_TO_HOST, st->set->in);
     }
     if (NULL == error && st->copy_r && st->rspan) {
-        error = mca_coll_xccl_gpu_copy(cu, st->hr, st->rdev, st->rspan, MCA_COLL_XCCL_TO_HOST, st->set->in);
+        error = xccl_gpu_copy(st->hr, st->rdev, st->rspan, XCCL_GPU_TO_HOST, st->set->in);
     }
     if (NULL == error) {
         error = mca_coll_xccl_gpu_sync(cu, st->set->in);
@@ -181,16 +181,15 @@ static int pipe_done(void *ctx, size_t step)
     if (first == last) {
         return 0;
     }
-    const xccl_cu_api_t *cu = xccl_cu();
     const char *error = NULL;
     if (0 != mca_coll_xccl_gpu_push(p->h.ctx)) {
         return mca_coll_xccl_gpu_hooks_fail(&p->h, "cuCtxPushCurrent failed");
     }
     for (size_t i = first; i < last && NULL == error; i++) {
         const xccl_stage_piece_t *pc = &p->plan.out[i];
-        error = mca_coll_xccl_gpu_copy(cu, (char *) p->dev[pc->region] + pc->off,
-                     (const char *) p->reg[pc->region].base + pc->off, pc->len, MCA_COLL_XCCL_FROM_HOST,
-                     p->h.set->out);
+        error = xccl_gpu_copy((char *) p->dev[pc->region] + pc->off,
+                              (const char *) p->reg[pc->region].base + pc->off, pc->len, XCCL_GPU_FROM_HOST,
+                              p->h.set->out);
     }
     mca_coll_xccl_gpu_pop();
     return error ? mca_coll_xccl_gpu_hooks_fail(&p->h, error) : 0;
@@ -250,8 +249,8 @@ int mca_coll_xccl_gpu_stage_gate(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (0 == xccl_gpu_set_events(st->set, p->plan.nin, &error)) {
         for (size_t i = 0; i < p->plan.nin && NULL == error; i++) {
             const xccl_stage_piece_t *pc = &p->plan.in[i];
-            error = mca_coll_xccl_gpu_copy(cu, (char *) p->reg[pc->region].base + pc->off,
-                         p->dev[pc->region] + pc->off, pc->len, MCA_COLL_XCCL_TO_HOST, st->set->in);
+            error = xccl_gpu_copy((char *) p->reg[pc->region].base + pc->off,
+                                  p->dev[pc->region] + pc->off, pc->len, XCCL_GPU_TO_HOST, st->set->in);
             xccl_curesult_t rc;
             if (NULL == error &&
                 XCCL_CUDA_SUCCESS != (rc = cu->EventRecord(st->set->ev[i], st->set->in))) {
@@ -297,7 +296,7 @@ int mca_coll_xccl_gpu_stage_out(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     } else if (ok && st->filled && st->copy_out && st->rspan) {
         /* Filled for the fallback: all of RECV goes back.  (Never filled:
          * the host call touched no data, nothing to copy.) */
-        error = mca_coll_xccl_gpu_copy(cu, st->rdev, st->hr, st->rspan, MCA_COLL_XCCL_FROM_HOST, st->set->out);
+        error = xccl_gpu_copy(st->rdev, st->hr, st->rspan, XCCL_GPU_FROM_HOST, st->set->out);
         if (NULL == error) {
             error = mca_coll_xccl_gpu_sync(cu, st->set->out);
         }

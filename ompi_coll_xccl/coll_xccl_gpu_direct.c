@@ -49,7 +49,7 @@ static int direct_copy(void *ctx, void *dst, const void *src, size_t len)
 {
     struct mca_coll_xccl_gpu_direct *d = ctx;
     const char *error = mca_coll_xccl_gpu_copy_in(d->h.ctx, dst, src, len,
-                                                  MCA_COLL_XCCL_DEVICE_TO_DEVICE, d->h.set->in);
+                                                  XCCL_GPU_DEVICE_TO_DEVICE, d->h.set->in);
     d->queued = 1;
     d->copies++;
     return error ? mca_coll_xccl_gpu_hooks_fail(&d->h, error) : 0;

@@ -53,66 +53,28 @@ static inline void mca_coll_xccl_gpu_pop(void)
 }
 
 /* Shared by staging, device pointers straight to UCX
- * (coll_xccl_gpu_direct.c) and CUDA IPC: an asynchronous copy on stream
- * (UNIFIED addressing: the driver tells device, managed and host memory
- * apart) and a stream synchronisation; NULL or the driver's error text. */
-enum { MCA_COLL_XCCL_TO_HOST, MCA_COLL_XCCL_FROM_HOST, MCA_COLL_XCCL_DEVICE_TO_DEVICE };
-
-static inline const char *mca_coll_xccl_gpu_copy(const xccl_cu_api_t *cu, void *dst,
-                                                 const void *src, size_t bytes, int dir,
-                                                 xccl_custream_t stream)
-{
-    xccl_cu_memcpy2d_t d;
-    memset(&d, 0, sizeof(d));
-    if (MCA_COLL_XCCL_DEVICE_TO_DEVICE == dir) {
-        d.srcMemoryType = d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
-        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
-    } else if (MCA_COLL_XCCL_TO_HOST == dir) {
-        d.srcMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.srcDevice = (xccl_cudeviceptr_t) (uintptr_t) src;
-        d.dstMemoryType = XCCL_CU_MEMORYTYPE_HOST;
-        d.dstHost = dst;
-    } else {
-        d.srcMemoryType = XCCL_CU_MEMORYTYPE_HOST;
-        d.srcHost = src;
-        d.dstMemoryType = XCCL_CU_MEMORYTYPE_UNIFIED;
-        d.dstDevice = (xccl_cudeviceptr_t) (uintptr_t) dst;
-    }
-    d.srcPitch = d.dstPitch = d.WidthInBytes = bytes;
-    d.Height = 1;
-    xccl_curesult_t rc = cu->Memcpy2DAsync(&d, stream);
-    return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuMemcpy2DAsync", rc);
-}
-
+ * (coll_xccl_gpu_direct.c) and CUDA IPC: a stream synchronisation (the
+ * copies are gpu/xccl_gpu.h's xccl_gpu_copy); NULL or the driver's error
+ * text. */
 static inline const char *mca_coll_xccl_gpu_sync(const xccl_cu_api_t *cu, xccl_custream_t stream)
 {
     xccl_curesult_t rc = cu->StreamSynchronize(stream);
     return XCCL_CUDA_SUCCESS == rc ? NULL : xccl_cu_error("cuStreamSynchronize", rc);
 }
 
-/* The same with context ctx current around it (pushed, then popped: the
- * caller's current context stays), as the executor's hooks and the CUDA
- * IPC provider run them from whatever thread progresses the call: NULL
- * or the error text ("cuCtxPushCurrent failed" when ctx cannot be made
- * current). */
+/* A copy (xccl_gpu_copy) and a reduction with context ctx current around
+ * each (pushed, then popped: the caller's current context stays), as the
+ * executor's hooks of the direct path run them from whatever thread
+ * progresses the call: NULL or the error text ("cuCtxPushCurrent failed"
+ * when ctx cannot be made current). */
 static inline const char *mca_coll_xccl_gpu_copy_in(void *ctx, void *dst, const void *src,
-                                                    size_t bytes, int dir, xccl_custream_t stream)
+                                                    size_t bytes, xccl_gpu_copy_dir_t dir,
+                                                    xccl_custream_t stream)
 {
     if (0 != mca_coll_xccl_gpu_push(ctx)) {
         return "cuCtxPushCurrent failed";
     }
-    const char *error = mca_coll_xccl_gpu_copy(xccl_cu(), dst, src, bytes, dir, stream);
-    mca_coll_xccl_gpu_pop();
-    return error;
-}
-
-static inline const char *mca_coll_xccl_gpu_sync_in(void *ctx, xccl_custream_t stream)
-{
-    if (0 != mca_coll_xccl_gpu_push(ctx)) {
-        return "cuCtxPushCurrent failed";
-    }
-    const char *error = mca_coll_xccl_gpu_sync(xccl_cu(), stream);
+    const char *error = xccl_gpu_copy(dst, src, bytes, dir, stream);
     mca_coll_xccl_gpu_pop();
     return error;
 }
