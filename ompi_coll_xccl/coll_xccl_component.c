@@ -16,6 +16,7 @@
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_gpu_direct.h"
 #include "coll_xccl_log.h"
+#include "coll_xccl_path.h"
 #include "coll_xccl_request.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
@@ -395,11 +396,14 @@ static int xccl_open(void)
 static int progress(void)
 {
     int transfers;
+    /* (the providers' calls move nothing over UCX; one that falls back to
+     * a host schedule is a request below) */
+    int n = mca_coll_xccl_peer_progress();
     if (!mca_coll_xccl_requests_active(&transfers)) {
-        return 0;
+        return n;
     }
     /* (the shared-memory level's schedules move nothing over UCX) */
-    int n = transfers && mca_coll_xccl_component.ucx_ok ? (int) xccl_ucx_progress() : 0;
+    n += transfers && mca_coll_xccl_component.ucx_ok ? (int) xccl_ucx_progress() : 0;
     return n + mca_coll_xccl_progress_requests();
 }
 

@@ -46,8 +46,12 @@
 
 #include "opal/runtime/opal_progress.h"
 
+#include "ompi/request/request.h"
+
 #include "coll_xccl_gpu_ipc.h"
 #include "coll_xccl_gpu_hooks.h"
+#include "coll_xccl_request.h"
+#include "coll_xccl_select.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
 #include "gpu/xccl_gpu_queue.h"
@@ -59,6 +63,11 @@
 /* Flag values with an interprocess event each (1..XCCL_IPC_EVENTS): the
  * peer-access schedules use 1..3. */
 #define XCCL_IPC_EVENTS 3
+/* A nonblocking call's flags posted on the GPU and not yet seen done (at
+ * most; the schedules post up to 3 per call): events of its set 1..PEND,
+ * the user's work before the call 0, its end PEND + 1. */
+#define XCCL_IPC_PEND 4
+#define XCCL_IPC_SET_EVENTS (XCCL_IPC_PEND + 2)
 
 /* One exported buffer. */
 typedef struct {
@@ -97,6 +106,12 @@ typedef struct {
     xccl_op_t op;
     char error[200];                 /* the first driver error ("": none) */
     int pushed;                      /* ctx is current from the go to close */
+    /* A nonblocking call (async) never synchronises: a flag it posts is
+     * an event recorded on its stream, written to its slot once a query
+     * says the work before it is done (in order; pend[] the flag words). */
+    int async;
+    int npend, pend_head;
+    uint64_t pend[XCCL_IPC_PEND];
     xccl_gpu_queue_t q;              /* the schedule's copies and reductions, coalesced */
     xccl_peer_t peer;
 } ipc_call_t;
@@ -118,7 +133,13 @@ struct mca_coll_xccl_ipc {
     void *ev_ctx;                    /* the context they belong to (calls elsewhere: no cuda ipc) */
     ipc_slot_t **slot;               /* [size] every rank's, this rank's too */
     size_t slot_bytes;
-    uint64_t epoch;                  /* agreements so far, the same on every rank */
+    /* Calls that want CUDA IPC are numbered (epoch) in call order, the
+     * same on every rank; their agreements and schedules use the slots one
+     * at a time, in that order: turn is the number whose turn it is (a
+     * blocking call waits for its turn, progressing the nonblocking calls
+     * made before it).  Written by the thread that holds the turn. */
+    uint64_t epoch;                  /* the next call's number */
+    uint64_t turn;
     char **mapped;                   /* [2 * size] the call's peer buffers (SEND, RECV) */
     ipc_call_t call;
 };
@@ -305,7 +326,7 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
     }
     free(all);
     ipc->up = MPI_SUCCESS == rc && ok ? 1 : -1;
-    ipc->epoch = 1;                    /* the slots' 0 is "nothing yet" */
+    ipc->epoch = ipc->turn = 1;        /* the slots' 0 is "nothing yet" */
     if (ipc->up < 0) {
         unmap_slots(m, ipc);
         mca_coll_xccl_log(2, "comm comm=%u rank=%d: no cuda ipc: the ranks' shared slots did not "
@@ -331,45 +352,80 @@ enum {
     STAGE_MAPPED = 2                 /* round 2 done (`mapped` says how) */
 };
 
-static void publish(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, int stage)
+static void publish(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, uint64_t e, int stage)
 {
-    __atomic_store_n(&ipc->slot[m->rank]->agree, 4 * ipc->epoch + (uint64_t) stage, __ATOMIC_RELEASE);
+    __atomic_store_n(&ipc->slot[m->rank]->agree, 4 * e + (uint64_t) stage, __ATOMIC_RELEASE);
 }
 
-/* Round 1 of a rank that can take part: 1 once every rank said it can,
- * 0 once one said it cannot.  A rank already past this call (a word of a
- * later one) cannot have taken part: it would be waiting for this one. */
-static int round1_all(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
+/* Whether every rank's word for call e has reached stage. */
+static int reached(const mca_coll_xccl_module_t *m, const struct mca_coll_xccl_ipc *ipc,
+                   uint64_t e, int stage)
 {
-    const uint64_t base = 4 * ipc->epoch;
-    int all = 1;
-    publish(m, ipc, STAGE_IN);
     for (int j = 0; j < m->size; j++) {
-        uint64_t w;
-        while ((w = __atomic_load_n(&ipc->slot[j]->agree, __ATOMIC_ACQUIRE)) < base) {
-            opal_progress();
+        if (__atomic_load_n(&ipc->slot[j]->agree, __ATOMIC_ACQUIRE) < 4 * e + (uint64_t) stage) {
+            return 0;
         }
-        all = all && (base + STAGE_IN == w || base + STAGE_MAPPED == w);
+    }
+    return 1;
+}
+
+/* Round 1, once reached(e, STAGE_OUT): whether every rank said it can.  A
+ * rank already past this call (a word of a later one) cannot have taken
+ * part: it would be waiting for this one. */
+static int round1_in(const mca_coll_xccl_module_t *m, const struct mca_coll_xccl_ipc *ipc,
+                     uint64_t e)
+{
+    int all = 1;
+    for (int j = 0; j < m->size; j++) {
+        const uint64_t w = __atomic_load_n(&ipc->slot[j]->agree, __ATOMIC_ACQUIRE);
+        all = all && (4 * e + STAGE_IN == w || 4 * e + STAGE_MAPPED == w);
     }
     return all;
 }
 
-/* Round 2: 1 when every rank mapped what it reads.  Nobody passes this
- * call before all published round 2, and `mapped` changes only in a later
- * round 2, which needs this rank: it is stable here. */
-static int round2_all(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, int mapped)
+/* Round 2, once reached(e, STAGE_MAPPED): whether every rank mapped what
+ * it reads.  Nobody passes this call before all published round 2, and
+ * `mapped` changes only in a later round 2, which needs this rank: it is
+ * stable here. */
+static int round2_mapped(const mca_coll_xccl_module_t *m, const struct mca_coll_xccl_ipc *ipc)
 {
-    const uint64_t want = 4 * ipc->epoch + STAGE_MAPPED;
     int all = 1;
-    ipc->slot[m->rank]->mapped = mapped;
-    publish(m, ipc, STAGE_MAPPED);
     for (int j = 0; j < m->size; j++) {
-        while (__atomic_load_n(&ipc->slot[j]->agree, __ATOMIC_ACQUIRE) < want) {
-            opal_progress();
-        }
         all = all && ipc->slot[j]->mapped;
     }
     return all;
+}
+
+/* A blocking call's rounds: wait, with Open MPI's progress. */
+static int round1_all(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, uint64_t e)
+{
+    publish(m, ipc, e, STAGE_IN);
+    while (!reached(m, ipc, e, STAGE_OUT)) {
+        opal_progress();
+    }
+    return round1_in(m, ipc, e);
+}
+
+static int round2_all(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc, uint64_t e,
+                      int mapped)
+{
+    ipc->slot[m->rank]->mapped = mapped;
+    publish(m, ipc, e, STAGE_MAPPED);
+    while (!reached(m, ipc, e, STAGE_MAPPED)) {
+        opal_progress();
+    }
+    return round2_mapped(m, ipc);
+}
+
+static int my_turn(const struct mca_coll_xccl_ipc *ipc, uint64_t e)
+{
+    return e == __atomic_load_n(&ipc->turn, __ATOMIC_ACQUIRE);
+}
+
+/* The call holding the turn is done with the slots. */
+static void pass_turn(struct mca_coll_xccl_ipc *ipc)
+{
+    __atomic_store_n(&ipc->turn, ipc->turn + 1, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------ xccl_peer_t */
@@ -424,9 +480,50 @@ static xccl_cuevent_t flag_event(const ipc_call_t *c, int j, uint32_t val)
                : NULL;
 }
 
+/* A nonblocking call's flags whose work is done, written in order: 1 when
+ * none is left. */
+static int drain_posts(ipc_call_t *c)
+{
+    while (c->npend > 0) {
+        const xccl_curesult_t rc = c->cu->EventQuery(c->set->ev[1 + c->pend_head]);
+        if (XCCL_CUDA_ERROR_NOT_READY == rc) {
+            return 0;
+        }
+        if (XCCL_CUDA_SUCCESS != rc) {
+            call_fail(c, xccl_cu_error("cuEventQuery", rc));   /* the flag still goes up */
+        }
+        __atomic_store_n(&c->ipc->slot[c->m->rank]->flag, c->pend[c->pend_head], __ATOMIC_RELEASE);
+        c->pend_head = (c->pend_head + 1) % XCCL_IPC_PEND;
+        c->npend--;
+    }
+    return 1;
+}
+
+/* A nonblocking call's flag: an event after the work queued so far, the
+ * flag written once it is done (drain_posts); 0, or -1 when it must go up
+ * now (no event: after a synchronisation). */
+static int post_later(ipc_call_t *c, uint64_t word)
+{
+    xccl_curesult_t rc;
+    if (XCCL_IPC_PEND == c->npend) {
+        call_sync(c);                  /* (more flags than events: not in today's schedules) */
+        drain_posts(c);
+    }
+    const int k = (c->pend_head + c->npend) % XCCL_IPC_PEND;
+    if (XCCL_CUDA_SUCCESS != (rc = c->cu->EventRecord(c->set->ev[1 + k], c->set->in))) {
+        call_fail(c, xccl_cu_error("cuEventRecord", rc));
+        call_sync(c);
+        return -1;
+    }
+    c->pend[k] = word;
+    c->npend++;
+    return 0;
+}
+
 /* The flag goes up once what this rank queued before it is done: with
  * events, on the GPU (the event recorded after that work; the host flag
- * says it is recorded); else after a synchronisation.  A failed step
+ * says it is recorded); in a nonblocking call, once a query says that
+ * work is done; else after a synchronisation.  A failed step
  * still posts its flags: no peer waits forever; the error is this rank's
  * call's.  An event is recorded again only in a later call, once every
  * peer that waits for it has queued its wait: the schedules' later flags
@@ -436,7 +533,12 @@ static int peer_post(void *ctx, uint32_t seq, uint32_t val)
     ipc_call_t *c = ctx;
     xccl_cuevent_t ev = flag_event(c, c->m->rank, val);
     xccl_curesult_t rc;
-    if (NULL == ev) {
+    if (NULL == ev && c->async) {
+        flush(c);
+        if (0 == post_later(c, ((uint64_t) seq << 32) | val)) {
+            return 0;
+        }
+    } else if (NULL == ev) {
         call_sync(c);
     } else {
         flush(c);
@@ -456,6 +558,9 @@ static int peer_post(void *ctx, uint32_t seq, uint32_t val)
 static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 {
     ipc_call_t *c = ctx;
+    if (c->npend > 0) {
+        drain_posts(c);
+    }
     const uint64_t f = __atomic_load_n(&c->ipc->slot[peer]->flag, __ATOMIC_ACQUIRE);
     const uint32_t fseq = (uint32_t) (f >> 32), fval = (uint32_t) f;
     if (!((int32_t) (fseq - seq) > 0 || (fseq == seq && fval >= val))) {
@@ -491,10 +596,10 @@ static int call_reduce(void *ctx, void *dst, const void *a, const void *b, size_
 
 /* Exports device buffer p (its handle, once per allocation) as what the
  * peers read for buffer k; 0 if p is not device memory of c->ctx. */
-static int export_buf(ipc_call_t *c, ipc_slot_t *mine, const void *p, int k)
+static int export_buf(ipc_call_t *c, ipc_buf_t out[2], const void *p, int k)
 {
     xccl_mem_info_t info;
-    ipc_buf_t *b = &mine->buf[k];
+    ipc_buf_t *b = &out[k];
     xccl_gpu_classify(p, &info);
     if (XCCL_MEM_DEVICE != info.type || info.ctx != c->ctx) {
         return 0;
@@ -545,7 +650,7 @@ static int on_the_device(struct mca_coll_xccl_ipc *ipc, void *ctx)
  * aligned).  Exports what its peers read or write: in the mesh form the
  * inputs, allreduce's reduced slices and the bcast root's buffer; in the
  * leader form (leader >= 0) every buffer of the others. */
-static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t *mine,
+static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_buf_t out[2],
                     int leader, char *dev[2])
 {
     xccl_mem_info_t info;
@@ -559,7 +664,7 @@ static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t 
     } else {
         dev[XCCL_BUF_SEND] = (char *) c->sbuf + mca_coll_xccl_true_lb(c->sdtype);
     }
-    memset(mine->buf, 0, sizeof(mine->buf));
+    memset(out, 0, 2 * sizeof(*out));
     if (NULL == call->cu) {
         return 0;
     }
@@ -592,10 +697,10 @@ static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t 
               recv = leader >= 0 ? me != leader
                                  : XCCL_COLL_ALLREDUCE == c->coll || (XCCL_COLL_BCAST == c->coll && me == c->root);
     if (XCCL_COLL_BCAST != c->coll && send) {
-        ok = export_buf(call, mine, dev[XCCL_BUF_SEND], XCCL_BUF_SEND);
+        ok = export_buf(call, out, dev[XCCL_BUF_SEND], XCCL_BUF_SEND);
     }
     if (ok && recv) {
-        ok = export_buf(call, mine, r, XCCL_BUF_RECV);
+        ok = export_buf(call, out, r, XCCL_BUF_RECV);
     }
     if (ok && c->reduction && (leader < 0 || me == leader)) {
         /* The kernels load into this context (once), or this rank is out. */
@@ -624,19 +729,40 @@ static int own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_slot_t 
  * synchronisation of the call's stream (peer_post) so waits for it too.
  * (Work on the application's non-blocking streams must be complete before
  * the call, as with any CUDA-aware MPI.)  With the context current. */
-static int after_user_work(ipc_call_t *call)
+static int user_work_mark(ipc_call_t *call)
 {
     const char *error = NULL;
     xccl_curesult_t rc;
-    if (0 != xccl_gpu_set_events(call->set, 1, &error)) {
+    if (0 != xccl_gpu_set_events(call->set, call->async ? XCCL_IPC_SET_EVENTS : 1, &error)) {
         call_fail(call, error);
     } else if (XCCL_CUDA_SUCCESS != (rc = call->cu->EventRecord(call->set->ev[0], XCCL_CU_STREAM_LEGACY))) {
         call_fail(call, xccl_cu_error("cuEventRecord", rc));
-    } else if (XCCL_CUDA_SUCCESS != (rc = call->cu->StreamWaitEvent(call->set->in, call->set->ev[0], 0))) {
+    }
+    return '\0' == call->error[0];
+}
+
+static int after_user_work(ipc_call_t *call)
+{
+    xccl_curesult_t rc;
+    if (XCCL_CUDA_SUCCESS != (rc = call->cu->StreamWaitEvent(call->set->in, call->set->ev[0], 0))) {
         call_fail(call, xccl_cu_error("cuStreamWaitEvent", rc));
     }
     call->q.queued = 1;                /* the first flag synchronises */
     return '\0' == call->error[0];
+}
+
+/* The call's stream and device scratch (a set of its context, which is
+ * current), for a schedule needing scratch bytes: 1, or 0. */
+static int take_set(ipc_call_t *call, size_t scratch)
+{
+    const char *error = NULL;
+    call->set = xccl_gpu_set_get((xccl_cucontext_t) call->ctx, 0,
+                                 mca_coll_xccl_component.gpu_pool_bytes, &error);
+    if (NULL == call->set || (scratch && 0 != xccl_gpu_set_scratch(call->set, scratch, &error))) {
+        call_fail(call, error ? error : "no stream set");
+        return 0;
+    }
+    return 1;
 }
 
 /* Round 2's part: maps every peer buffer the schedule names, and takes the
@@ -666,12 +792,8 @@ static int map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call, const xccl_sch
             ipc->mapped[2 * q + refs[k].buf] = ok ? base + b->offset : NULL;
         }
     }
-    const char *error = NULL;
-    if (ok) {
-        call->set = xccl_gpu_set_get((xccl_cucontext_t) call->ctx, 0,
-                                     mca_coll_xccl_component.gpu_pool_bytes, &error);
-        ok = NULL != call->set &&
-             (0 == s->scratch_bytes || 0 == xccl_gpu_set_scratch(call->set, s->scratch_bytes, &error));
+    if (ok && NULL == call->set) {     /* (a nonblocking call took its set at the start) */
+        ok = take_set(call, s->scratch_bytes) && user_work_mark(call);
     }
     if (ok) {
         xccl_gpu_queue_init(&call->q, call->set->in, call->dt, call->op,
@@ -701,10 +823,14 @@ static void release_set(ipc_call_t *call, int bad)
 static int ipc_wanted(const mca_coll_xccl_call_t *c)
 {
     const size_t min = mca_coll_xccl_component.gpu_ipc_bytes;
-    /* As the hand-written CUDA IPC collectives did: blocking calls, not in
-     * place for alltoall and reduce_scatter. */
-    return NULL == c->request && min > 0 && c->bytes >= min && c->m->size >= 2 && !c->ipc_said &&
-           !(c->in_place && XCCL_COLL_ALLREDUCE != c->coll && XCCL_COLL_ALLGATHER != c->coll);
+    const struct mca_coll_xccl_ipc *ipc = c->m->ipc;
+    /* Not in place for alltoall and reduce_scatter.  A nonblocking call
+     * cannot set the slots up (that waits for the other ranks): it is
+     * wanted where a blocking call did (the same calls came before it on
+     * every rank, so every rank sees the same ipc->up). */
+    return min > 0 && c->bytes >= min && c->m->size >= 2 && !c->ipc_said &&
+           !(c->in_place && XCCL_COLL_ALLREDUCE != c->coll && XCCL_COLL_ALLGATHER != c->coll) &&
+           (NULL == c->request || (NULL != ipc && ipc->up > 0));
 }
 
 static int ipc_usable(const mca_coll_xccl_module_t *m)
@@ -739,23 +865,31 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_ipc *ipc = m->ipc;
     const int leader = !ipc->one_device ? -1 : XCCL_COLL_BCAST == c->coll ? c->root : 0;
+    const uint64_t e = ipc->epoch++;
     char *dev[2];
+    ipc_buf_t bufs[2];
     *go = 0;
     ipc_call_t *call = &ipc->call;
     ipc_slot_t *mine = ipc->slot[m->rank];
+    while (!my_turn(ipc, e)) {         /* the nonblocking calls made before it */
+        opal_progress();
+    }
     memset(call, 0, sizeof(*call));
     call->m = m;
     call->ipc = ipc;
     call->cu = xccl_cu();
-    int all = own_part(c, call, mine, leader, dev);
+    int all = own_part(c, call, bufs, leader, dev);
     if (!all) {
-        publish(m, ipc, STAGE_OUT);
-    } else if ((all = round1_all(m, ipc))) {
-        all = round2_all(m, ipc, map_peers(m, call, s));
+        publish(m, ipc, e, STAGE_OUT);
+    } else {
+        memcpy(mine->buf, bufs, sizeof(bufs));
+        if ((all = round1_all(m, ipc, e))) {
+            all = round2_all(m, ipc, e, map_peers(m, call, s));
+        }
     }
-    ipc->epoch++;
     if (!all) {
         release_set(call, '\0' != call->error[0]);
+        pass_turn(ipc);
         return MPI_SUCCESS;
     }
     /* Every rank runs the schedule now, with the context current until
@@ -790,6 +924,7 @@ static int ipc_close_call(mca_coll_xccl_call_t *c, void *state, int rc)
         mca_coll_xccl_gpu_pop();
     }
     release_set(call, 1);              /* (a failed push) */
+    pass_turn(call->ipc);
     if ('\0' != call->error[0]) {
         return mca_coll_xccl_error(c->m, c->coll, MPI_ERR_INTERN, call->error);
     }
@@ -802,13 +937,305 @@ int mca_coll_xccl_gpu_ipc_pass(mca_coll_xccl_call_t *c)
     if (!m->gpu_ipc || !ipc_wanted(c) || (NULL != m->ipc && m->ipc->up < 0)) {
         return 1;
     }
-    if (NULL == m->ipc || 0 == m->ipc->up) {
-        return 0;                      /* the set-up is collective: the whole way */
+    if (NULL == m->ipc || 0 == m->ipc->up || !my_turn(m->ipc, m->ipc->epoch)) {
+        return 0;                      /* the set-up is collective, or nonblocking calls are on
+                                        * their way: the whole way */
     }
-    publish(m, m->ipc, STAGE_OUT);
-    m->ipc->epoch++;
+    publish(m, m->ipc, m->ipc->epoch++, STAGE_OUT);
+    pass_turn(m->ipc);
     c->ipc_said = 1;                   /* should the call take the whole way after all */
     return 1;
+}
+
+/* ------------------------------------------------------------ nonblocking calls */
+
+/* A nonblocking call (start): this rank's part is found at the call (its
+ * buffers exported, its stream set taken, an event after the application's
+ * work so far), the rest runs from progress without waiting: its turn on
+ * the communicator, the two rounds, the schedule (flags posted when a
+ * query says their work is done), its end (an event after its last work).
+ * Where not every rank can, the host paths run it (job->host). */
+enum { JOB_TURN, JOB_ROUND1, JOB_ROUND2, JOB_RUN, JOB_END, JOB_HOST, JOB_INNER };
+
+typedef struct ipc_job {
+    struct ipc_job *next;
+    mca_coll_xccl_call_t c;          /* the call; c.seq taken at the start */
+    const xccl_sched_t *s;           /* a reference */
+    mca_coll_xccl_host_fn_t host;
+    ompi_request_t *promise, *inner; /* the application's; the host paths' */
+    uint64_t e;                      /* its number (ipc->epoch) */
+    int state, in, rc, algo;
+    ipc_buf_t bufs[2];
+    char *dev[2];
+    ipc_call_t call;
+    xccl_exec_t exec;
+    int exec_up;
+} ipc_job_t;
+
+/* Every module's calls in flight, oldest first. */
+static ipc_job_t *jobs, **jobs_tail = &jobs;
+static opal_mutex_t jobs_lock = OPAL_MUTEX_STATIC_INIT;
+static int jobs_active;
+
+static void job_free(ipc_job_t *job)
+{
+    if (job->exec_up) {
+        xccl_exec_fini(&job->exec);
+    }
+    if (job->s) {
+        xccl_select_put(job->s);
+    }
+    free(job->c.counts);
+    free(job);
+}
+
+/* The host paths take the call (not every rank could). */
+static void job_to_host(ipc_job_t *job)
+{
+    release_set(&job->call, '\0' != job->call.error[0]);
+    job->state = JOB_HOST;
+}
+
+/* Its schedule's executor, with the call's hooks: 1, or 0 (then it fails). */
+static int job_exec(ipc_job_t *job)
+{
+    ipc_call_t *call = &job->call;
+    mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
+    call->peer = (xccl_peer_t) { .ctx = call, .buf = peer_buf, .post = peer_post, .test = peer_test };
+    hooks.bufs[XCCL_BUF_SEND] = job->dev[XCCL_BUF_SEND];
+    hooks.bufs[XCCL_BUF_RECV] = job->dev[XCCL_BUF_RECV];
+    hooks.bufs[XCCL_BUF_SCRATCH] = job->s->scratch_bytes ? call->set->dev : NULL;
+    hooks.copy = call_copy;
+    hooks.copy_ctx = call;
+    hooks.reduce = call_reduce;
+    hooks.reduce_ctx = call;
+    hooks.peer = &call->peer;
+    job->exec_up = 0 == mca_coll_xccl_exec_init(&job->exec, job->c.m, job->s, &hooks, NULL, NULL,
+                                                (uint32_t) job->c.seq);
+    return job->exec_up;
+}
+
+/* One step of job, as far as it goes without waiting: 1 when it is over
+ * (job->rc its code), 0 not yet.  With jobs_lock held. */
+static int job_step(ipc_job_t *job)
+{
+    mca_coll_xccl_module_t *m = job->c.m;
+    struct mca_coll_xccl_ipc *ipc = m->ipc;
+    ipc_call_t *call = &job->call;
+    xccl_curesult_t q;
+    int rc;
+    switch (job->state) {
+    case JOB_TURN:
+        if (!my_turn(ipc, job->e)) {
+            return 0;
+        }
+        if (!job->in) {
+            publish(m, ipc, job->e, STAGE_OUT);
+            pass_turn(ipc);
+            job_to_host(job);
+            return job_step(job);
+        }
+        memcpy(ipc->slot[m->rank]->buf, job->bufs, sizeof(job->bufs));
+        publish(m, ipc, job->e, STAGE_IN);
+        job->state = JOB_ROUND1;
+        /* fall through */
+    case JOB_ROUND1:
+        if (!reached(m, ipc, job->e, STAGE_OUT)) {
+            return 0;
+        }
+        if (!round1_in(m, ipc, job->e)) {
+            pass_turn(ipc);
+            job_to_host(job);
+            return job_step(job);
+        }
+        ipc->slot[m->rank]->mapped = map_peers(m, call, job->s);
+        publish(m, ipc, job->e, STAGE_MAPPED);
+        job->state = JOB_ROUND2;
+        /* fall through */
+    case JOB_ROUND2:
+        if (!reached(m, ipc, job->e, STAGE_MAPPED)) {
+            return 0;
+        }
+        if (!round2_mapped(m, ipc)) {
+            pass_turn(ipc);
+            job_to_host(job);
+            return job_step(job);
+        }
+        mca_coll_xccl_log_call(m, job->c.coll, 1, job->c.bytes, job->algo, -1.0, NULL, "cuda_ipc");
+        if (!job_exec(job)) {
+            call_fail(call, "out of memory for the executor");
+        }
+        job->state = JOB_RUN;
+        /* fall through */
+    case JOB_RUN:
+        /* Every rank runs the schedule now; a failed step still posts its
+         * flags (the executor goes on), the error is this rank's. */
+        if (0 != mca_coll_xccl_gpu_push(call->ctx)) {
+            call_fail(call, "cuCtxPushCurrent failed");
+            job->rc = MPI_ERR_INTERN;
+            return 1;                  /* (the turn stays: the peers' call cannot end) */
+        }
+        rc = job->exec_up ? xccl_exec_progress(&job->exec) : -1;
+        if (0 == rc) {
+            mca_coll_xccl_gpu_pop();
+            return 0;
+        }
+        job->rc = 1 == rc ? MPI_SUCCESS : mca_coll_xccl_exec_failed(m, job->c.coll);
+        flush(call);
+        if (XCCL_CUDA_SUCCESS != (q = call->cu->EventRecord(call->set->ev[XCCL_IPC_PEND + 1],
+                                                            call->set->in))) {
+            call_fail(call, xccl_cu_error("cuEventRecord", q));
+            call_sync(call);
+        }
+        mca_coll_xccl_gpu_pop();
+        job->state = JOB_END;
+        /* fall through */
+    case JOB_END:
+        if (0 != mca_coll_xccl_gpu_push(call->ctx)) {
+            return 0;
+        }
+        q = XCCL_CUDA_SUCCESS;
+        if (drain_posts(call) && '\0' == call->error[0]) {
+            q = call->cu->EventQuery(call->set->ev[XCCL_IPC_PEND + 1]);
+        }
+        mca_coll_xccl_gpu_pop();
+        if (call->npend > 0 || XCCL_CUDA_ERROR_NOT_READY == q) {
+            return 0;
+        }
+        if (XCCL_CUDA_SUCCESS != q) {
+            call_fail(call, xccl_cu_error("cuEventQuery", q));
+        }
+        ipc->no_batch |= call->q.one_by_one;
+        release_set(call, '\0' != call->error[0]);
+        pass_turn(ipc);
+        if ('\0' != call->error[0]) {
+            job->rc = mca_coll_xccl_error(m, job->c.coll, MPI_ERR_INTERN, call->error);
+        }
+        return 1;
+    case JOB_HOST:
+        mca_coll_xccl_log(2, "i%s comm=%u rank=%d: not every rank can take the call through cuda "
+                          "ipc: host paths", xccl_coll_name(job->c.coll), m->cid, m->world_rank);
+        job->rc = job->host(&job->c, &job->inner);
+        if (MPI_SUCCESS != job->rc || NULL == job->inner) {
+            return 1;
+        }
+        job->state = JOB_INNER;
+        /* fall through */
+    case JOB_INNER:
+        if (!REQUEST_COMPLETE(job->inner)) {
+            return 0;
+        }
+        job->rc = job->inner->req_status.MPI_ERROR;
+        ompi_request_free(&job->inner);
+        return 1;
+    default:
+        return 1;
+    }
+}
+
+/* Advances every call in flight, oldest first; completes the ones that
+ * ended (outside the lock).  A thread that finds the lock taken goes on:
+ * another is at it. */
+static int ipc_progress(void)
+{
+    ipc_job_t *done = NULL, **done_tail = &done;
+    int n = 0;
+    if (0 == __atomic_load_n(&jobs_active, __ATOMIC_RELAXED) || 0 != OPAL_THREAD_TRYLOCK(&jobs_lock)) {
+        return 0;
+    }
+    for (ipc_job_t **pp = &jobs; *pp;) {
+        ipc_job_t *job = *pp;
+        if (!job_step(job)) {
+            pp = &job->next;
+            continue;
+        }
+        *pp = job->next;
+        if (jobs_tail == &job->next) {
+            jobs_tail = pp;
+        }
+        job->next = NULL;
+        *done_tail = job;
+        done_tail = &job->next;
+        __atomic_fetch_sub(&jobs_active, 1, __ATOMIC_RELAXED);
+        n++;
+    }
+    OPAL_THREAD_UNLOCK(&jobs_lock);
+    while (done) {
+        ipc_job_t *job = done;
+        done = job->next;
+        mca_coll_xccl_promise_keep(job->promise, job->rc);
+        job_free(job);
+    }
+    return n;
+}
+
+/* This rank's part of a nonblocking call, now: its buffers exported, its
+ * stream set, the event after the application's work (the call runs
+ * after what was queued before it, not after what comes later). */
+static int job_own_part(ipc_job_t *job, int leader)
+{
+    ipc_call_t *call = &job->call;
+    if (!own_part(&job->c, call, job->bufs, leader, job->dev)) {
+        return 0;
+    }
+    if (0 != mca_coll_xccl_gpu_push(call->ctx)) {
+        return 0;
+    }
+    int ok = take_set(call, job->s->scratch_bytes) && user_work_mark(call);
+    mca_coll_xccl_gpu_pop();
+    if (!ok) {
+        mca_coll_xccl_log(2, "i%s comm=%u rank=%d: no cuda ipc: %s", xccl_coll_name(job->c.coll),
+                          job->c.m->cid, job->c.m->world_rank, call->error);
+        release_set(call, 1);
+        call->error[0] = '\0';
+    }
+    return ok;
+}
+
+static int ipc_start(mca_coll_xccl_call_t *c, const xccl_sched_t *s, int algo,
+                     mca_coll_xccl_host_fn_t host)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    struct mca_coll_xccl_ipc *ipc = m->ipc;
+    ipc_job_t *job = calloc(1, sizeof(*job));
+    ompi_request_t *promise = NULL != job ? mca_coll_xccl_promise_new(m) : NULL;
+    size_t *counts = NULL;
+    /* (reduce_scatter's counts may be on the entry's stack) */
+    if (NULL != job && NULL != c->args.counts &&
+        NULL != (counts = malloc((size_t) m->size * sizeof(size_t)))) {
+        memcpy(counts, c->args.counts, (size_t) m->size * sizeof(size_t));
+    }
+    if (NULL == promise || (NULL != c->args.counts && NULL == counts)) {
+        free(counts);
+        free(job);
+        if (NULL != promise) {
+            mca_coll_xccl_promise_keep(promise, MPI_SUCCESS);
+            ompi_request_free(&promise);
+        }
+        xccl_select_put(s);
+        return mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+    }
+    /* Its numbers, in call order on every rank: the agreement's, and the
+     * call's (the schedule's flags, or the host paths' transfers). */
+    job->c = *c;
+    job->c.counts = counts;
+    job->c.args.counts = counts;
+    job->c.seq = m->seq++;
+    job->e = ipc->epoch++;
+    job->s = s;
+    job->algo = algo;
+    job->host = host;
+    job->promise = promise;
+    job->call = (ipc_call_t) { .m = m, .ipc = ipc, .cu = xccl_cu(), .async = 1 };
+    job->in = job_own_part(job, !ipc->one_device ? -1 : XCCL_COLL_BCAST == c->coll ? c->root : 0);
+    *c->request = promise;
+    OPAL_THREAD_LOCK(&jobs_lock);
+    *jobs_tail = job;
+    jobs_tail = &job->next;
+    __atomic_fetch_add(&jobs_active, 1, __ATOMIC_RELAXED);
+    OPAL_THREAD_UNLOCK(&jobs_lock);
+    ipc_progress();                    /* its first steps now */
+    return MPI_SUCCESS;
 }
 
 const mca_coll_xccl_peer_provider_t mca_coll_xccl_gpu_ipc_provider = {
@@ -818,4 +1245,6 @@ const mca_coll_xccl_peer_provider_t mca_coll_xccl_gpu_ipc_provider = {
     .form = ipc_form,
     .open = ipc_open,
     .close = ipc_close_call,
+    .start = ipc_start,
+    .progress = ipc_progress,
 };

@@ -166,6 +166,17 @@ static const mca_coll_xccl_peer_provider_t *const providers[] = {
     &mca_coll_xccl_gpu_ipc_provider,
 };
 
+static int peer_host(mca_coll_xccl_call_t *c, ompi_request_t **inner);
+
+int mca_coll_xccl_peer_progress(void)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
+        n += providers[i]->progress();
+    }
+    return n;
+}
+
 static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
@@ -182,8 +193,10 @@ static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
             continue;
         }
         /* Whether the communicator can is known once it is set up: such a
-         * call (blocking, on every rank) sets it up first. */
-        if (!mca_coll_xccl_setup_test(m) && MPI_SUCCESS != (*rc = mca_coll_xccl_setup(m, 1))) {
+         * call (blocking, on every rank) sets it up first; a nonblocking
+         * one is wanted only where that happened (pv->wanted). */
+        if (NULL == c->request && !mca_coll_xccl_setup_test(m) &&
+            MPI_SUCCESS != (*rc = mca_coll_xccl_setup(m, 1))) {
             *rc = mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed");
             return 1;
         }
@@ -206,6 +219,10 @@ static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
         c->args.peer_access = 0;
         if (NULL == s) {
             *rc = OMPI_ERR_OUT_OF_RESOURCE;
+            return 1;
+        }
+        if (NULL != c->request && used == algo) {
+            *rc = pv->start(c, s, algo, peer_host);   /* takes s */
             return 1;
         }
         *rc = used == algo ? pv->open(c, s, &hooks, &state, &go) : MPI_SUCCESS;
@@ -278,7 +295,8 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
      * rank).  Whether a call uses it never depends on its buffers (device
      * or host may differ between ranks): device data runs it on host
      * copies. */
-    c->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
+    c->args.shm_slot = XCCL_SHM_ON == m->shm_state && !c->no_level ? mca_coll_xccl_component.shm_bytes
+                                                                   : 0;
     /* Single copies from the peers' own buffers (process_vm_readv): the
      * mesh schedules of every collective (the reductions reduce pieces
      * copied into scratch), in blocking calls
@@ -357,7 +375,7 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     if (run->request) {
         /* the request takes the schedule and the packed copies */
         *rc = mca_coll_xccl_request_start(m, c->coll, run->sched, &run->hooks, red, &run->pk, level,
-                                          run->request);
+                                          c->seq, run->request);
         return 1;
     }
     if (level) {
@@ -410,6 +428,17 @@ static int path_staging(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     *rc = run_paths(c, run, PATH_STAGING + 1);
     *rc = mca_coll_xccl_staged_finish(c->m, c->coll, &st, *rc, inner, c->request);
     return 1;
+}
+
+/* A nonblocking call that a peer-access provider started and not every
+ * rank could take (coll_xccl_provider.h): the rest of the paths, from
+ * progress, as a request in inner. */
+static int peer_host(mca_coll_xccl_call_t *c, ompi_request_t **inner)
+{
+    run_t run = { .why = NULL, .s = c->sbuf, .r = c->rbuf, .request = inner };
+    c->request = inner;
+    c->no_level = 1;
+    return run_paths(c, &run, PATH_STAGING);
 }
 
 /* The paths from the from-th on, until one takes the call. */

@@ -16,6 +16,9 @@ BEGIN_C_DECLS
 /* Runs the call an entry point described: MPI_SUCCESS or an MPI error
  * code (logged).  Frees c->counts. */
 int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c);
+/* Advances the nonblocking calls of the peer-access providers (CUDA IPC):
+ * how many completed.  From the component's progress function. */
+int mca_coll_xccl_peer_progress(void);
 
 END_C_DECLS
 

@@ -26,7 +26,18 @@ BEGIN_C_DECLS
  *          *go alike on every rank.  With go, hooks hold the schedule's
  *          buffers, copies, reductions and peer access, and *state what
  *          close releases; without, nothing has moved;
- *  close   after the execution (rc): releases, returns the call's code. */
+ *  close   after the execution (rc): releases, returns the call's code;
+ *  start   a nonblocking call (c->request): this rank's conditions now,
+ *          then the agreement and the schedule in the background (progress),
+ *          never waiting for another rank; the provider completes
+ *          *c->request; it logs the call's line when it runs the schedule
+ *          (algo).  Takes the schedule reference.  Where not every rank
+ *          can take part, each runs host(c, inner) from progress: the call
+ *          on the paths after peer access, as a request in inner, with the
+ *          call number taken at the start (c->seq) and no schedule of the
+ *          shared-memory level (whose turns are taken in call order);
+ *  progress  advances the calls started: how many completed. */
+typedef int (*mca_coll_xccl_host_fn_t)(mca_coll_xccl_call_t *c, ompi_request_t **inner);
 typedef struct {
     const char *name;                /* the verbose line's via= */
     int (*wanted)(const mca_coll_xccl_call_t *c);
@@ -35,6 +46,9 @@ typedef struct {
     int (*open)(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
                 mca_coll_xccl_exec_hooks_t *hooks, void **state, int *go);
     int (*close)(mca_coll_xccl_call_t *c, void *state, int rc);
+    int (*start)(mca_coll_xccl_call_t *c, const xccl_sched_t *s, int algo,
+                 mca_coll_xccl_host_fn_t host);
+    int (*progress)(void);
 } mca_coll_xccl_peer_provider_t;
 
 END_C_DECLS

@@ -113,6 +113,46 @@ int mca_coll_xccl_staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     return MPI_SUCCESS;
 }
 
+/* ------------------------------------------------------------ promises */
+
+/* A nonblocking call that a peer-access provider runs in the background
+ * (coll_xccl_provider.h): the provider completes it. */
+typedef struct {
+    ompi_coll_base_nbc_request_t super;   /* see init_request */
+    mca_coll_xccl_module_t *module;  /* retained while active */
+} promise_t;
+
+static OBJ_CLASS_INSTANCE(promise_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+
+static int promise_free(ompi_request_t **rptr)
+{
+    promise_t *req = (promise_t *) *rptr;
+    OMPI_REQUEST_FINI(&req->super.super);
+    OBJ_RELEASE(req);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+ompi_request_t *mca_coll_xccl_promise_new(mca_coll_xccl_module_t *m)
+{
+    promise_t *req = OBJ_NEW(promise_t);
+    if (NULL == req) {
+        return NULL;
+    }
+    init_request(&req->super.super, sizeof(*req), promise_free);
+    OBJ_RETAIN(m);
+    req->module = m;
+    return &req->super.super;
+}
+
+void mca_coll_xccl_promise_keep(ompi_request_t *r, int rc)
+{
+    promise_t *req = (promise_t *) r;
+    req->super.super.req_status.MPI_ERROR = rc;
+    OBJ_RELEASE(req->module);
+    ompi_request_complete(&req->super.super, true);
+}
+
 /* ------------------------------------------------------------ schedules */
 
 typedef struct xccl_request {
@@ -125,6 +165,7 @@ typedef struct xccl_request {
     int level;                       /* holds a ticket (m->shm_ticket): runs and */
     uint32_t ticket;                 /* ends in its turn (a schedule of the level) */
     int err;                         /* building its schedule failed (logged) */
+    int no_level;                    /* never a schedule of the level (c->no_level) */
     xccl_coll_args_t args;           /* while waiting */
     size_t *counts;                  /* args.counts, owned */
     size_t bytes, es;
@@ -217,7 +258,9 @@ static int request_build(xccl_request_t *req)
     double predicted_us;
     int algo;
     req->args.layout = &m->layout;
-    req->args.shm_slot = XCCL_SHM_ON == m->shm_state ? mca_coll_xccl_component.shm_bytes : 0;
+    req->args.shm_slot = XCCL_SHM_ON == m->shm_state && !req->no_level
+                             ? mca_coll_xccl_component.shm_bytes
+                             : 0;
     req->args.peer_access = 0;
     req->args.trial = 0;
     req->sched = mca_coll_xccl_select_schedule(m, req->coll, &req->args, req->bytes, req->es, -1,
@@ -319,7 +362,8 @@ int mca_coll_xccl_progress_requests(void)
  * and pk's packed copies (both taken over). */
 static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                    const mca_coll_xccl_exec_hooks_t *hooks,
-                                   const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk)
+                                   const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk,
+                                   int64_t seq)
 {
     xccl_request_t *req = OBJ_NEW(xccl_request_t);
     if (NULL == req) {
@@ -343,7 +387,7 @@ static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     memset(pk, 0, sizeof(*pk));
     OBJ_RETAIN(m);
     req->module = m;
-    req->seq = m->seq++;
+    req->seq = seq >= 0 ? (uint32_t) seq : m->seq++;
     return req;
 }
 
@@ -376,9 +420,9 @@ static int request_drop(xccl_request_t *req, int err)
 int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                 const xccl_sched_t *s, const mca_coll_xccl_exec_hooks_t *hooks,
                                 const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk,
-                                int level, ompi_request_t **request)
+                                int level, int64_t seq, ompi_request_t **request)
 {
-    xccl_request_t *req = request_new(m, coll, hooks, red, pk);
+    xccl_request_t *req = request_new(m, coll, hooks, red, pk, seq);
     if (NULL == req) {
         xccl_select_put(s);
         mca_coll_xccl_packed_end(m, coll, pk, 0, 0);
@@ -400,7 +444,8 @@ int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_col
                                         const mca_coll_xccl_exec_hooks_t *hooks,
                                         mca_coll_xccl_packed_t *pk)
 {
-    xccl_request_t *req = request_new(m, c->coll, hooks, c->reduction ? &c->red : NULL, pk);
+    xccl_request_t *req = request_new(m, c->coll, hooks, c->reduction ? &c->red : NULL, pk,
+                                      c->seq);
     if (NULL == req) {
         mca_coll_xccl_packed_end(m, c->coll, pk, 0, 0);
         return mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE,
@@ -410,7 +455,8 @@ int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_col
     req->bytes = c->bytes;
     req->es = c->es;
     req->waiting = 1;
-    if (XCCL_SHM_OFF != m->shm_state) {
+    req->no_level = c->no_level;
+    if (XCCL_SHM_OFF != m->shm_state && !c->no_level) {
         /* it may run a schedule of the level: its turn, in call order */
         req->level = 1;
         req->ticket = m->shm_ticket++;

@@ -18,16 +18,24 @@ int mca_coll_xccl_requests_active(int *transfers);
 
 
 /* Starts s in the background (takes the schedule reference and pk); a
- * schedule of the shared-memory level (level) takes its turn first. */
+ * schedule of the shared-memory level (level) takes its turn first.  seq:
+ * the call number its transfers are tagged with (taken at the call, the
+ * same on every rank), or -1: the communicator's next. */
 int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                 const xccl_sched_t *s, const mca_coll_xccl_exec_hooks_t *hooks,
                                 const mca_coll_xccl_reduce_t *red, mca_coll_xccl_packed_t *pk,
-                                int level, ompi_request_t **request);
+                                int level, int64_t seq, ompi_request_t **request);
 /* Queues a call whose schedule is built once the communicator's set-up
  * agreement is in (copies the arguments; takes pk). */
 int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
                                         const mca_coll_xccl_exec_hooks_t *hooks,
                                         mca_coll_xccl_packed_t *pk);
+
+/* A request its owner completes (a provider's nonblocking call,
+ * coll_xccl_provider.h): new (NULL: out of memory), then keep once with
+ * the call's code. */
+ompi_request_t *mca_coll_xccl_promise_new(mca_coll_xccl_module_t *m);
+void mca_coll_xccl_promise_keep(ompi_request_t *r, int rc);
 
 /* A call on device buffers runs on host copies (coll_xccl_gpu.c); a
  * nonblocking one completes the copies back when the host call's request

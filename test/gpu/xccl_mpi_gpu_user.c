@@ -45,6 +45,15 @@
  * threshold and up from one; and, for reduce_scatter_block, allgather and
  * alltoall, the same sizes (up to 1 MiB) as each rank's block.
  *
+ * Nonblocking (-N): the ITERS iterations of a case are in flight together,
+ * each on buffers of its own: every input uploaded, the first ITERS - 1
+ * calls started as MPI_I<collective>, the last one blocking (it comes
+ * after them on the communicator), then MPI_Waitall; each send buffer is
+ * scribbled as soon as the wait returns, then every result is checked.
+ * With -M, rank 1 uses host buffers while the others use device buffers
+ * (a CUDA-aware MPI must take any mix: xccl cannot run such a call through
+ * CUDA IPC and must still be right).
+ *
  * Options: -q quiet (only failures and the summary)
  *          -n N  largest buffer in bytes (default 16 MiB; larger cases
  *                are skipped)
@@ -52,6 +61,8 @@
  *          -H    host buffers (malloc, memset, memcpy) instead of device
  *                buffers, nothing else changes: checks the test itself
  *                against stock Open MPI
+ *          -N    nonblocking, the iterations in flight together (above)
+ *          -M    rank 1 on host buffers, the others on device buffers
  * Output: FAIL <coll> count=<n> inplace=<0|1> iter=<i> rank=<r> index=<i>
  *              got=<..> want=<..> type=<t> op=<o> root=<r>
  *         (at most 3 per case and rank, then a "note:" with the number of
@@ -79,7 +90,7 @@
 #define SCRIBBLE 0x5A
 #define MAX_FAIL_LINES 3
 
-static int my_rank, nprocs, quiet, host_mode, iters = 3;
+static int my_rank, nprocs, quiet, host_mode, iters = 3, nonblocking, mixed;
 static size_t max_bytes = 16u << 20;
 static CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
 
@@ -364,12 +375,24 @@ static void sizes(const case_t *c, size_t *sbytes, size_t *rbytes, size_t *nres)
     *nres = res;
 }
 
-/* One iteration of the call. */
-static int call(const case_t *c, void *sb, void *rb)
+/* One iteration of the call: blocking (req NULL) or started into *req. */
+static int call(const case_t *c, void *sb, void *rb, MPI_Request *req)
 {
     const void *sp = c->inplace ? MPI_IN_PLACE : sb;
     MPI_Datatype dt = type_mpi(c->t);
     int n = (int) c->count;
+    if (req) {
+        switch (c->coll) {
+        case C_ALLREDUCE: return MPI_Iallreduce(sp, rb, n, dt, op_mpi(c->op), MPI_COMM_WORLD, req);
+        case C_RSB:
+            return MPI_Ireduce_scatter_block(sp, rb, n, dt, op_mpi(c->op), MPI_COMM_WORLD, req);
+        case C_RS:
+            return MPI_Ireduce_scatter(sp, rb, c->counts, dt, op_mpi(c->op), MPI_COMM_WORLD, req);
+        case C_ALLGATHER: return MPI_Iallgather(sp, n, dt, rb, n, dt, MPI_COMM_WORLD, req);
+        case C_ALLTOALL: return MPI_Ialltoall(sp, n, dt, rb, n, dt, MPI_COMM_WORLD, req);
+        default: return MPI_Ibcast(rb, n, dt, c->root, MPI_COMM_WORLD, req);
+        }
+    }
     switch (c->coll) {
     case C_ALLREDUCE: return MPI_Allreduce(sp, rb, n, dt, op_mpi(c->op), MPI_COMM_WORLD);
     case C_RSB: return MPI_Reduce_scatter_block(sp, rb, n, dt, op_mpi(c->op), MPI_COMM_WORLD);
@@ -380,13 +403,87 @@ static int call(const case_t *c, void *sb, void *rb)
     }
 }
 
-static void run_case(case_t *c)
+/* Iteration it's input, uploaded from pageable memory (host: scratch). */
+static void upload(const case_t *c, int it, void *sb, void *rb, size_t sbytes, size_t rbytes,
+                   unsigned char *host, size_t hbytes)
+{
+    const size_t es = type_size[c->t];
+    void *in = sb ? sb : rb;
+    size_t inbytes = sb ? sbytes : rbytes;
+    memset(host, SCRIBBLE, hbytes);
+    if (C_ALLGATHER == c->coll && c->inplace) {
+        fill(c, it, host + (size_t) my_rank * c->count * es, 0, c->count);
+    } else if (C_BCAST == c->coll) {
+        if (my_rank == c->root) {
+            fill(c, it, host, 0, c->count);
+        }
+    } else {
+        fill(c, it, host, 0, inbytes / es);
+    }
+    if (C_BCAST != c->coll || my_rank == c->root) {
+        buf_put(in, host, inbytes);
+    }
+}
+
+static void bad_rc(case_t *c, int it, int rc)
+{
+    char g[32];
+    snprintf(g, sizeof(g), "rc%d", rc);
+    fail_line(c, it, 0, g, "MPI_SUCCESS");
+    c->bad++;
+}
+
+/* -N: every iteration in flight at once, on buffers of its own. */
+static void run_case_nb(case_t *c)
 {
     const size_t es = type_size[c->t];
     size_t sbytes, rbytes, nres;
     sizes(c, &sbytes, &rbytes, &nres);
-    c->salt = ++case_salt;
-    c->lines = c->bad = 0;
+    void **sb = xmalloc((size_t) iters * sizeof(void *)), **rb = xmalloc((size_t) iters * sizeof(void *));
+    MPI_Request *req = xmalloc((size_t) iters * sizeof(MPI_Request));
+    size_t hbytes = sbytes > rbytes ? sbytes : rbytes;
+    unsigned char *host = xmalloc(hbytes);
+    for (int it = 0; it < iters; it++) {
+        sb[it] = c->inplace || C_BCAST == c->coll ? NULL : buf_alloc(sbytes);
+        rb[it] = buf_alloc(rbytes);
+        buf_scribble(rb[it], rbytes);
+        upload(c, it, sb[it], rb[it], sbytes, rbytes, host, hbytes);
+    }
+    for (int it = 0; it < iters; it++) {
+        const int last = it == iters - 1;
+        req[it] = MPI_REQUEST_NULL;
+        int rc = call(c, sb[it], rb[it], last ? NULL : &req[it]);
+        if (MPI_SUCCESS != rc) {
+            bad_rc(c, it, rc);
+        }
+    }
+    for (int it = 0; it < iters; it++) {
+        int rc = MPI_Wait(&req[it], MPI_STATUS_IGNORE);
+        if (sb[it]) {
+            buf_scribble(sb[it], sbytes);   /* the user's again */
+        }
+        if (MPI_SUCCESS != rc) {
+            bad_rc(c, it, rc);
+        }
+    }
+    for (int it = 0; it < iters; it++) {
+        memset(host, 0, hbytes);
+        buf_get(host, rb[it], nres * es);
+        check(c, it, host, nres);
+        buf_free(sb[it]);
+        buf_free(rb[it]);
+    }
+    free(host);
+    free(req);
+    free(sb);
+    free(rb);
+}
+
+static void run_case_blocking(case_t *c)
+{
+    const size_t es = type_size[c->t];
+    size_t sbytes, rbytes, nres;
+    sizes(c, &sbytes, &rbytes, &nres);
     void *sb = c->inplace || C_BCAST == c->coll ? NULL : buf_alloc(sbytes);
     void *rb = buf_alloc(rbytes);
     size_t hbytes = sbytes > rbytes ? sbytes : rbytes;
@@ -395,31 +492,14 @@ static void run_case(case_t *c)
     buf_scribble(rb, rbytes);
     for (int it = 0; it < iters; it++) {
         /* 1. this iteration's input, uploaded from pageable memory */
-        void *in = sb ? sb : rb;
-        size_t inbytes = sb ? sbytes : rbytes;
-        memset(host, SCRIBBLE, hbytes);
-        if (C_ALLGATHER == c->coll && c->inplace) {
-            fill(c, it, host + (size_t) my_rank * c->count * es, 0, c->count);
-        } else if (C_BCAST == c->coll) {
-            if (my_rank == c->root) {
-                fill(c, it, host, 0, c->count);
-            }
-        } else {
-            fill(c, it, host, 0, inbytes / es);
-        }
-        if (C_BCAST != c->coll || my_rank == c->root) {
-            buf_put(in, host, inbytes);
-        }
+        upload(c, it, sb, rb, sbytes, rbytes, host, hbytes);
         /* 2. the call; 3. the send buffer is the user's again */
-        int rc = call(c, sb, rb);
+        int rc = call(c, sb, rb, NULL);
         if (sb) {
             buf_scribble(sb, sbytes);
         }
         if (MPI_SUCCESS != rc) {
-            char g[32];
-            snprintf(g, sizeof(g), "rc%d", rc);
-            fail_line(c, it, 0, g, "MPI_SUCCESS");
-            c->bad++;
+            bad_rc(c, it, rc);
         }
         /* 4. the result, read back and checked */
         memset(host, 0, hbytes);
@@ -431,6 +511,19 @@ static void run_case(case_t *c)
     free(host);
     buf_free(sb);
     buf_free(rb);
+}
+
+static void run_case(case_t *c)
+{
+    size_t sbytes, rbytes, nres;
+    sizes(c, &sbytes, &rbytes, &nres);
+    c->salt = ++case_salt;
+    c->lines = c->bad = 0;
+    if (nonblocking) {
+        run_case_nb(c);
+    } else {
+        run_case_blocking(c);
+    }
     int ok = ctl_all(0 == c->bad);
     if (ok) {
         passed_cases++;
@@ -559,16 +652,18 @@ static void run_all(void)
 
 static void usage(const char *prog)
 {
-    fprintf(stderr, "usage: %s [-q] [-H] [-n max_bytes] [-i iterations]\n", prog);
+    fprintf(stderr, "usage: %s [-q] [-H] [-N] [-M] [-n max_bytes] [-i iterations]\n", prog);
 }
 
 int main(int argc, char **argv)
 {
     int opt;
-    while ((opt = getopt(argc, argv, "qHn:i:")) != -1) {
+    while ((opt = getopt(argc, argv, "qHNMn:i:")) != -1) {
         switch (opt) {
         case 'q': quiet = 1; break;
         case 'H': host_mode = 1; break;
+        case 'N': nonblocking = 1; break;
+        case 'M': mixed = 1; break;
         case 'n': max_bytes = strtoull(optarg, NULL, 0); break;
         case 'i': iters = atoi(optarg); break;
         default: usage(argv[0]); return 2;
@@ -587,6 +682,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    host_mode = host_mode || (mixed && 1 == my_rank);
     if (!ctl_all(NULL == skip)) {
         if (0 == my_rank) {
             printf("SKIP: %s\n", skip ? skip : "another rank has no device");
@@ -596,8 +692,9 @@ int main(int argc, char **argv)
         return 77;
     }
     if (0 == my_rank && !quiet) {
-        printf("xccl_mpi_gpu_user: %d ranks, %s buffers, max %zu bytes, %d iterations\n", nprocs,
-               host_mode ? "host (-H)" : "device", max_bytes, iters);
+        printf("xccl_mpi_gpu_user: %d ranks, %s buffers%s, max %zu bytes, %d iterations%s\n",
+               nprocs, host_mode ? "host (-H)" : "device", mixed ? " (rank 1: host)" : "",
+               max_bytes, iters, nonblocking ? " in flight together (-N)" : "");
     }
     double t0 = MPI_Wtime();
     run_all();
