@@ -463,6 +463,18 @@ static inline int small_level(mca_coll_xccl_module_t *m)
     return m->shm_small;
 }
 
+/* Whether a peer-access provider wants a nonblocking call (from what
+ * every rank shares: coll_xccl_provider.h). */
+static int peer_wanted(const mca_coll_xccl_call_t *c)
+{
+    for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
+        if (providers[i]->wanted(c) && providers[i]->usable(c->m)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Whether c goes to the fallback, from what every rank shares (enable,
  * forced, tuning rules, size): the reason, or NULL. */
 static inline const char *decide(const mca_coll_xccl_call_t *c)
@@ -476,9 +488,12 @@ static inline const char *decide(const mca_coll_xccl_call_t *c)
      * xccl's shared-memory level (its latency path) where the level is, or
      * may be, on (measured faster than tuned and coll/sm: docs/shm-level.md).
      * The fallback would compute some reductions wrongly: xccl keeps them. */
+    /* Small nonblocking calls where CUDA IPC is set up: through it (on
+     * device buffers one GPU round trip, no copy across PCIe). */
     if (xccl_select_why_small == why &&
         ((NULL == c->request && c->bytes <= XCCL_SHM_LAT_BYTES && small_level(c->m)) ||
-         (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)))) {
+         (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
+         (NULL != c->request && c->m->gpu_ipc && peer_wanted(c)))) {
         return NULL;
     }
     return why;

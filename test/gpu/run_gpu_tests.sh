@@ -18,7 +18,8 @@
 # to call) at np 2, 3, 4 against the fake and at each np >= 2 of
 # GPU_TESTS_NPS against the real driver, each with CUDA IPC from 64 KiB
 # (coll_xccl_gpu_ipc_bytes 65536: both sides of a threshold), as
-# configured (every size), and off (0).
+# configured (every size), and off (0); nonblocking (-N) at np 2, 3, 4
+# and with one rank on host buffers (-M).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -411,6 +412,10 @@ user_run() {
     esac
     PROG=$user_prog
     PROG_ARGS=("${user_test_args[@]}")
+    case $config in
+    nb) PROG_ARGS+=(-N) ;;
+    nbmixed) PROG_ARGS+=(-N -M) ;;
+    esac
     run "$name" "$np" "$ldp" "$@" --
     PROG=
     PROG_ARGS=()
@@ -426,7 +431,15 @@ user_check() {
         echo "$name: $n calls through cuda ipc with coll_xccl_gpu_ipc_bytes 0"
         return 1
     fi
-    if [[ $fake -eq 1 && $config != off && $n -eq 0 ]]; then
+    if [[ $config == nbmixed && $n -ne 0 ]]; then
+        echo "$name: $n calls through cuda ipc with a rank on host buffers"
+        return 1
+    fi
+    if [[ $config == nb ]] && ! grep -qE '^xccl: i[a-z_]+ .* via=cuda_ipc' "$logdir/$name.log"; then
+        echo "$name: no nonblocking call through cuda ipc"
+        return 1
+    fi
+    if [[ $fake -eq 1 && $config != off && $config != nbmixed && $n -eq 0 ]]; then
         echo "$name: no call through cuda ipc"
         return 1
     fi
@@ -444,9 +457,24 @@ for np in "${user_nps[@]}"; do
     done
 done
 
+# Nonblocking (xccl_mpi_gpu_user -N): the iterations of a case in flight
+# together, the last one blocking behind them; np 2 and 4 on one fake
+# device (leader form), np 3 on two (mesh, GPU events), as configured:
+# nonblocking calls must go through CUDA IPC; np 3 with rank 1 on host
+# buffers (-M): none can, every call must still be right (the host paths,
+# started from progress).
+for v in "2 1 nb" "3 2 nb" "4 1 nb" "3 2 nbmixed"; do
+    read -r np devices config <<<"$v"
+    name=fake.user.np$np.$config
+    user_run "$name" "$np" "$fake_ldp" "$config" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=$devices
+    ok=0
+    problems=$(user_check "$name" "$np" "$config" 1 2>&1) || ok=1
+    finish "$name" "$ok" "$problems"
+done
+
 # The driver calls of a warm CUDA IPC call (xccl_gpu_budget.c, counted by
 # the fake): per call no IPC handle opened or exported, at most one host
-# synchronisation, a bounded number of calls that does not grow with the
+# synchronisation (none in a nonblocking call), a bounded number of calls that does not grow with the
 # size, and no copy between host and device memory (nothing staged: every
 # counted call went through CUDA IPC); np 2 and 4 on one fake device (the
 # leader form), np 3 on two (the mesh): the summary lines at verbose 1 name
