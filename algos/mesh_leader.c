@@ -75,6 +75,17 @@ int xccl_build_allreduce_leader(xccl_sched_t *s, size_t count)
 
 int xccl_build_reduce_scatter_leader(xccl_sched_t *s, const size_t *counts, int in_place)
 {
+    return xccl_build_reduce_scatter_leader_at(s, counts, in_place,
+                                               XCCL_LEADER_FOLD_MAX(s->size));
+}
+
+/* Every block's fold is a reduction of its own (one GPU launch each on the
+ * device); up to fold_max bytes in all the leader folds the whole vector
+ * into its scratch at once and copies the blocks out (two launches
+ * whatever p; the same fold order, the same bits). */
+int xccl_build_reduce_scatter_leader_at(xccl_sched_t *s, const size_t *counts, int in_place,
+                                        size_t fold_max)
+{
     const int p = s->size;
     const size_t es = s->elem_size;
     size_t total = 0;
@@ -95,9 +106,17 @@ int xccl_build_reduce_scatter_leader(xccl_sched_t *s, const size_t *counts, int 
     if (!leader_begin(s, 0)) {
         return xccl_sched_finalize(s);
     }
+    const int whole = p > 2 && total * es <= fold_max;
+    if (whole) {
+        s->scratch_bytes = total * es;
+        reduce_all(s, xccl_ref(XCCL_BUF_SCRATCH, 0), 0, total * es);
+    }
     size_t off = 0;
     for (int j = 0; j < p; j++) {
-        if (counts[j]) {
+        if (counts[j] && whole) {
+            xccl_sched_copy(s, mesh_ref(s, j, XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SCRATCH, off),
+                            counts[j] * es);
+        } else if (counts[j]) {
             reduce_all(s, mesh_ref(s, j, XCCL_BUF_RECV, 0), off, counts[j] * es);
         }
         off += counts[j] * es;

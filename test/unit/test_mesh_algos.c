@@ -379,11 +379,17 @@ static size_t make_counts(int p, int pat, size_t base, size_t *c)
     return total;
 }
 
+/* The leader's reduce_scatter: the whole vector folded in scratch (0) or
+ * block by block (1); both are tested at every p (the default picks by
+ * size: xccl_build_reduce_scatter_leader). */
+static int rs_by_block;
+
 static void build_reduce_scatter(xccl_sched_t *s, int how, const size_t *counts, int in_place)
 {
     const size_t piece = AR_READ_2 == how ? 2 * s->elem_size : (size_t) 64 << 10;
     if (AR_LEADER == how) {
-        ck_assert_int_eq(xccl_build_reduce_scatter_leader(s, counts, in_place), 0);
+        ck_assert_int_eq(xccl_build_reduce_scatter_leader_at(s, counts, in_place,
+                                                              rs_by_block ? 0 : SIZE_MAX), 0);
         ck_assert_str_eq(s->algo, "leader");
         return;
     }
@@ -403,7 +409,7 @@ static int run_reduce_scatter(int p, int k, int how, const size_t *counts, size_
         return 0;                        /* not applicable (catalog_leader_forms) */
     }
     snprintf(what, sizeof(what), "reduce_scatter %s%s p=%d kind=%d total=%zu in_place=%d%s",
-             AR_LEADER == how ? "leader" : "mesh",
+             AR_LEADER == how ? (rs_by_block ? "leader (block by block)" : "leader (whole)") : "mesh",
              AR_MAPPED == how || AR_LEADER == how ? "" : AR_READ_2 == how ? " (read, 2-element pieces)" : " (read)", p, k,
              total, in_place, planted ? " (planted)" : "");
     job_init(&j, p, es);
@@ -470,10 +476,13 @@ START_TEST(reduce_scatter_mesh)
                      * blocks / 2 x p actions per rank) */
                     for (int how = leader_form ? AR_LEADER : 0; how < (leader_form ? AR_LEADER + 1 : NAR);
                          how += bases[bi] > 37 && AR_MAPPED == how ? 2 : 1) {
-                        ck_assert_msg(0 == run_reduce_scatter(p, k, how, counts, total, in_place, seed_of(p, 4),
-                                                              NULL, bad, sizeof(bad)),
-                                      "%s", bad);
+                        for (rs_by_block = 0; rs_by_block < (AR_LEADER == how ? 2 : 1); rs_by_block++) {
+                            ck_assert_msg(0 == run_reduce_scatter(p, k, how, counts, total, in_place,
+                                                                  seed_of(p, 4), NULL, bad, sizeof(bad)),
+                                          "%s", bad);
+                        }
                     }
+                    rs_by_block = 0;
                 }
             }
         }
