@@ -459,13 +459,14 @@ done
 
 # Nonblocking (xccl_mpi_gpu_user -N): the iterations of a case in flight
 # together, the last one blocking behind them; np 2 and 4 on one fake
-# device (leader form), np 3 on two (mesh, GPU events), as configured:
-# nonblocking calls must go through CUDA IPC; np 3 with rank 1 on host
-# buffers (-M): none can, every call must still be right (the host paths,
-# started from progress).
-for v in "2 1 nb" "3 2 nb" "4 1 nb" "3 2 nbmixed"; do
+# device (leader form), np 3 on two and np 4 on four (one rank per GPU,
+# the production case: mesh, GPU events), as configured: nonblocking calls
+# must go through CUDA IPC; np 3 with rank 1 on host buffers (-M): none
+# can, every call must still be right (the host paths, started from
+# progress).
+for v in "2 1 nb" "3 2 nb" "4 1 nb" "4 4 nb" "3 2 nbmixed"; do
     read -r np devices config <<<"$v"
-    name=fake.user.np$np.$config
+    name=fake.user.np$np.d$devices.$config
     user_run "$name" "$np" "$fake_ldp" "$config" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=$devices
     ok=0
     problems=$(user_check "$name" "$np" "$config" 1 2>&1) || ok=1
