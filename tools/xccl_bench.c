@@ -199,7 +199,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: xccl_bench [-c LIST] [-b MIN] [-e MAX] [-f FACTOR] [-r ROUNDS] [-n ITERS]\n"
-        "                  [-w WARMUP] [-k] [-g [-p]] [-q] [-h]\n"
+        "                  [-w WARMUP] [-k] [-g [-p]] [-i] [-q] [-h]\n"
         "  -c LIST    collectives, comma separated, from allreduce, allgather, reduce_scatter,\n"
         "             reduce_scatter_block, alltoall, bcast\n"
         "             (default " DEFAULT_COLLS ")\n"
@@ -218,6 +218,8 @@ static void usage(FILE *f)
         "             back, timed together); exit 77 and SKIP: without driver or device\n"
         "  -p         with -g: stage through pinned host memory (cuMemHostAlloc) instead\n"
         "             of pageable malloc memory\n"
+        "  -i         the xccl column nonblocking: MPI_I<collective>, then MPI_Wait (the\n"
+        "             stock or staged column stays blocking)\n"
         "  -q         less output (no explanatory notes)\n"
         "  -h         this help\n"
         "Size (nccl-tests convention, MPI_FLOAT elements): allreduce, bcast: the buffer;\n"
@@ -280,7 +282,7 @@ static bool parse_colls(const char *list, opts_t *o)
     return o->ncolls > 0;
 }
 
-#define OPTSTRING "c:b:e:f:r:n:w:kgpqh"
+#define OPTSTRING "c:b:e:f:r:n:w:kgpiqh"
 
 /* Is -g on the command line?  Looked at before MPI_Init (the context must
  * exist by then), silently; parse_args reports any error later. */
@@ -321,6 +323,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
         case 'k': o->kernels = true; break;
         case 'g': o->gpu = true; break;
         case 'p': o->pinned = true; break;
+        case 'i': o->nonblocking = true; break;
         case 'q': o->quiet = true; break;
         case 'h':
             if (rank == 0)
@@ -458,12 +461,48 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
     free(samples);
 }
 
+/* The nonblocking form of call_coll_on, waited for at once (-i). */
+static void icall_coll_on(bench_t *B, int coll, size_t count, int root, void *sbuf, void *rbuf)
+{
+    const int n = (int)count, blk = (int)(count / (size_t)B->size);
+    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Request q = MPI_REQUEST_NULL;
+    switch (coll) {
+    case C_ALLREDUCE:
+        MPI_Iallreduce(sbuf, rbuf, n, MPI_FLOAT, MPI_SUM, w, &q);
+        break;
+    case C_ALLGATHER:
+        MPI_Iallgather(sbuf, blk, MPI_FLOAT, rbuf, blk, MPI_FLOAT, w, &q);
+        break;
+    case C_REDUCE_SCATTER:
+        MPI_Ireduce_scatter(sbuf, rbuf, B->rcounts, MPI_FLOAT, MPI_SUM, w, &q);
+        break;
+    case C_REDUCE_SCATTER_BLOCK:
+        MPI_Ireduce_scatter_block(sbuf, rbuf, blk, MPI_FLOAT, MPI_SUM, w, &q);
+        break;
+    case C_ALLTOALL:
+        MPI_Ialltoall(sbuf, blk, MPI_FLOAT, rbuf, blk, MPI_FLOAT, w, &q);
+        break;
+    case C_BCAST:
+        MPI_Ibcast(rbuf, n, MPI_FLOAT, root, w, &q);
+        break;
+    default:
+        break;
+    }
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
 /* One call of COLL on SBUF/RBUF (host or device); errors abort (the
- * default MPI_ERRORS_ARE_FATAL handler). */
+ * default MPI_ERRORS_ARE_FATAL handler).  xccl's own calls nonblocking
+ * with -i (xccl_on: the xccl column). */
 void call_coll_on(bench_t *B, int coll, size_t count, int root, void *sbuf, void *rbuf)
 {
     const int n = (int)count, blk = (int)(count / (size_t)B->size);
     MPI_Comm w = MPI_COMM_WORLD;
+    if (B->o->nonblocking && B->xccl_on) {
+        icall_coll_on(B, coll, count, root, sbuf, rbuf);
+        return;
+    }
     switch (coll) {
     case C_ALLREDUCE:
         MPI_Allreduce(sbuf, rbuf, n, MPI_FLOAT, MPI_SUM, w);

@@ -55,6 +55,7 @@ typedef struct {
     bool quiet;
     bool gpu;                  /* -g: device buffers, xccl vs staged */
     bool pinned;               /* -p: staged through cuMemHostAlloc memory */
+    bool nonblocking;          /* -i: xccl's calls as MPI_I<collective> + MPI_Wait */
 } opts_t;
 
 /* One MPI_T control variable. */
@@ -85,6 +86,7 @@ typedef struct {
     /* -g only */
     unsigned long long dsbuf, drbuf;   /* device buffers (CUdeviceptr), cap + GUARD */
     bool no_xccl_col;          /* xccl inactive: device buffers would reach stock */
+    bool xccl_on;              /* the mode set is M_XCCL (set_mode) */
 } bench_t;
 
 /* Summary per collective: ratios of stock/xccl time, and check counts. */

@@ -200,5 +200,6 @@ void set_mode(bench_t *B, int coll, int mode)
     if (!cv->found)
         return;
     cvar_write(cv, colls[coll].cvar, mode == M_XCCL ? 1 : 0);
+    B->xccl_on = mode == M_XCCL;
     MPI_Barrier(MPI_COMM_WORLD);
 }

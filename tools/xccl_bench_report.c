@@ -84,6 +84,8 @@ void print_header(const bench_t *B, const char *libver, double memcpy_gbs,
                colls[C_ALLREDUCE].cvar);
     else
         printf("# xccl on/off per call: MPI_T cvars coll_xccl_<collective>_enable = 1/0\n");
+    if (o->nonblocking)
+        printf("# xccl column: nonblocking calls, MPI_I<collective> then MPI_Wait (-i)\n");
     if (o->quiet)
         return;
     const char *st = mode_names[M_STOCK];

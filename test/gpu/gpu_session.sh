@@ -16,7 +16,9 @@
 #       2 and 4 from 8 B to 64 MiB with CUDA IPC at every size, against
 #       the user's staging and a device-to-device copy of each size (the
 #       d2d and bound columns), without MPS and, where the machine has
-#       nvidia-cuda-mps-control, under MPS (TRANSPORT_MPS=0: not);
+#       nvidia-cuda-mps-control, under MPS (TRANSPORT_MPS=0: not); the
+#       user test also nonblocking (-N; -M: a rank on host buffers) and the
+#       bench once more with -i (nonblocking calls);
 #       TRANSPORT_BENCH_COLLS (TRANSPORT_MPS_COLLS under MPS),
 #       TRANSPORT_BENCH_ARGS, TRANSPORT_TIMEOUT (seconds per run, default 150)
 #   test/gpu/gpu_session.sh <builddir> host [<outdir>]
@@ -103,15 +105,19 @@ transport)
         # shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
         . "$here/../lib/ompi_env.sh"
         xccl_ompi_env "$bindir/component" "$work" testing
-        for np in 2 3 4; do
-            echo "== xccl_mpi_gpu_user np $np, cuda ipc at every size"
+        for v in "2 " "3 " "4 " "2 -N" "4 -N" "3 -N -M"; do
+            read -r np uargs <<<"$v"
+            t=np$np${uargs// /}
+            echo "== xccl_mpi_gpu_user np $np $uargs, cuda ipc at every size"
+            # shellcheck disable=SC2086
             timeout -k 5 "$tmo" mpirun "${ompi_base_args[@]}" --mca op ^avx --mca coll_xccl_verbose 1 \
-                --mca coll_xccl_gpu_ipc_bytes 1 -np "$np" "$bindir/xccl_mpi_gpu_user" \
-                >"$work/user-np$np.log" 2>&1 || r=1
-            grep -E '^RESULT: ' "$work/user-np$np.log" | tail -n 1
-            echo "   $(grep -cE 'via=cuda_ipc' "$work/user-np$np.log") calls through cuda ipc, forms:" \
-                "$(grep -oE 'algo=[a-z_]+ size=[0-9]+ via=cuda_ipc' "$work/user-np$np.log" | sort | uniq -c | tr '\n' ';')"
-            grep -E 'FAIL|wrong|error' "$work/user-np$np.log" | head -n 5
+                --mca coll_xccl_gpu_ipc_bytes 1 -np "$np" "$bindir/xccl_mpi_gpu_user" $uargs \
+                >"$work/user-$t.log" 2>&1 || r=1
+            grep -E '^RESULT: ' "$work/user-$t.log" | tail -n 1
+            echo "   $(grep -cE 'via=cuda_ipc' "$work/user-$t.log") calls through cuda ipc" \
+                "($(grep -cE '^xccl: i[a-z_]+ .*via=cuda_ipc' "$work/user-$t.log") nonblocking), forms:" \
+                "$(grep -oE 'algo=[a-z_]+ size=[0-9]+ via=cuda_ipc' "$work/user-$t.log" | sort | uniq -c | tr '\n' ';')"
+            grep -E 'FAIL|wrong|error' "$work/user-$t.log" | head -n 5
         done
         bench() {     # <tag> <more mpirun arguments> [<collectives>]
             local tag=$1 more=$2 colls=${3:-${TRANSPORT_BENCH_COLLS:-allreduce,allgather,reduce_scatter,alltoall,bcast}}
@@ -124,6 +130,9 @@ transport)
             cat "$work/bench-$tag.txt"
         }
         bench nomps ""
+        # nonblocking (xccl_bench -i: MPI_I<collective> + MPI_Wait) against
+        # the same staging; MPI_Wait should cost no more than the blocking call
+        TRANSPORT_BENCH_ARGS="${TRANSPORT_BENCH_ARGS:--r 3} -i" bench nomps-nonblocking ""
         if [[ ${TRANSPORT_MPS:-1} == 1 ]] && command -v nvidia-cuda-mps-control >/dev/null; then
             export CUDA_MPS_PIPE_DIRECTORY=$work/mps CUDA_MPS_LOG_DIRECTORY=$work/mps-log
             mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
