@@ -199,7 +199,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: xccl_bench [-c LIST] [-b MIN] [-e MAX] [-f FACTOR] [-r ROUNDS] [-n ITERS]\n"
-        "                  [-w WARMUP] [-k] [-g [-p]] [-i] [-q] [-h]\n"
+        "                  [-w WARMUP] [-k] [-g [-p] [-S]] [-i] [-q] [-h]\n"
         "  -c LIST    collectives, comma separated, from allreduce, allgather, reduce_scatter,\n"
         "             reduce_scatter_block, alltoall, bcast\n"
         "             (default " DEFAULT_COLLS ")\n"
@@ -218,6 +218,9 @@ static void usage(FILE *f)
         "             back, timed together); exit 77 and SKIP: without driver or device\n"
         "  -p         with -g: stage through pinned host memory (cuMemHostAlloc) instead\n"
         "             of pageable malloc memory\n"
+        "  -S         with -g: the staged call synchronises after its upload (cuMemcpyHtoD\n"
+        "             from pageable memory may return before the data is on the device;\n"
+        "             xccl's result is there when the call returns)\n"
         "  -i         the xccl column nonblocking: MPI_I<collective>, then MPI_Wait (the\n"
         "             stock or staged column stays blocking)\n"
         "  -q         less output (no explanatory notes)\n"
@@ -282,7 +285,7 @@ static bool parse_colls(const char *list, opts_t *o)
     return o->ncolls > 0;
 }
 
-#define OPTSTRING "c:b:e:f:r:n:w:kgpiqh"
+#define OPTSTRING "c:b:e:f:r:n:w:kgpiSqh"
 
 /* Is -g on the command line?  Looked at before MPI_Init (the context must
  * exist by then), silently; parse_args reports any error later. */
@@ -324,6 +327,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
         case 'g': o->gpu = true; break;
         case 'p': o->pinned = true; break;
         case 'i': o->nonblocking = true; break;
+        case 'S': o->staged_sync = true; break;
         case 'q': o->quiet = true; break;
         case 'h':
             if (rank == 0)
@@ -338,6 +342,8 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
         bad = "-g and -k exclude each other";
     if (!bad && o->pinned && !o->gpu)
         bad = "-p needs -g";
+    if (!bad && o->staged_sync && !o->gpu)
+        bad = "-S needs -g";
     if (!bad && o->minbytes < 1)
         bad = "-b: the smallest size must be at least 1 byte";
     if (!bad && o->maxbytes < o->minbytes)

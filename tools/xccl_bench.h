@@ -56,6 +56,7 @@ typedef struct {
     bool gpu;                  /* -g: device buffers, xccl vs staged */
     bool pinned;               /* -p: staged through cuMemHostAlloc memory */
     bool nonblocking;          /* -i: xccl's calls as MPI_I<collective> + MPI_Wait */
+    bool staged_sync;          /* -S: with -g, the staged call waits for its upload */
 } opts_t;
 
 /* One MPI_T control variable. */

@@ -146,8 +146,12 @@ void print_gpu_header(const bench_t *B)
         printf("# xccl:   the collective on the device buffers, xccl enabled\n"
                "# staged: cuMemcpyDtoH into %s host memory, the collective on the host\n"
                "#   buffers with xccl disabled (stock Open MPI), cuMemcpyHtoD back; all timed\n"
-               "#   (bcast: the root copies down, the others copy up)\n",
-               B->o->pinned ? "PINNED (cuMemHostAlloc, -p)" : "PAGEABLE (malloc; -p: pinned)");
+               "#   (bcast: the root copies down, the others copy up)%s\n",
+               B->o->pinned ? "PINNED (cuMemHostAlloc, -p)" : "PAGEABLE (malloc; -p: pinned)",
+               B->o->staged_sync ? ", then cuCtxSynchronize\n#   (-S: the result on the device "
+                                   "when the call returns, as xccl's)"
+                                 : "\n#   (the upload may still run when the call returns; -S: "
+                                   "synchronised)");
         printf("# staging copies (rank 0 alone, %zu KiB, median of %d): DtoH %.2f GB/s, "
                "HtoD %.2f GB/s\n", bytes >> 10, MEMCPY_REPS, median(gbs[0], MEMCPY_REPS),
                median(gbs[1], MEMCPY_REPS));
@@ -240,11 +244,13 @@ static void staged_call(bench_t *B, int coll, size_t count, int root)
         call_coll(B, coll, count, root);
         if (B->rank != root)
             CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, count * sizeof(float)));
-        return;
+    } else {
+        CU_CHECK(cu.MemcpyDtoH(B->sbuf, B->dsbuf, ns * sizeof(float)));
+        call_coll(B, coll, count, root);
+        CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, nr * sizeof(float)));
     }
-    CU_CHECK(cu.MemcpyDtoH(B->sbuf, B->dsbuf, ns * sizeof(float)));
-    call_coll(B, coll, count, root);
-    CU_CHECK(cu.MemcpyHtoD(B->drbuf, B->rbuf, nr * sizeof(float)));
+    if (B->o->staged_sync)     /* -S: the result on the device, as xccl returns it */
+        CU_CHECK(cu.CtxSynchronize());
 }
 
 /* The timed call of MODE with -g: xccl on the device buffers, or staged. */

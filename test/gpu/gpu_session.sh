@@ -122,7 +122,7 @@ transport)
         bench() {     # <tag> <more mpirun arguments> [<collectives>]
             local tag=$1 more=$2 colls=${3:-${TRANSPORT_BENCH_COLLS:-allreduce,allgather,reduce_scatter,alltoall,bcast}}
             echo "== xccl_bench -g ($tag), np 2 4, cuda ipc at every size"
-            BENCH_OUT_DIR="$work/bench-$tag" BENCH_NPS="2 4" BENCH_MIN=8 BENCH_MAX=64M \
+            BENCH_OUT_DIR="$work/bench-$tag" BENCH_NPS="2 4" BENCH_MIN=8 BENCH_MAX="${BENCH_MAX_OVERRIDE:-64M}" \
                 BENCH_STAGED=0 BENCH_TIMEOUT="$tmo" BENCH_ARGS="${TRANSPORT_BENCH_ARGS:--r 3}" \
                 BENCH_COLLS="$colls" \
                 MPIRUN_ARGS="--mca coll_xccl_gpu_ipc_bytes 1 $more ${MPIRUN_ARGS:-}" \
@@ -133,6 +133,10 @@ transport)
         # nonblocking (xccl_bench -i: MPI_I<collective> + MPI_Wait) against
         # the same staging; MPI_Wait should cost no more than the blocking call
         TRANSPORT_BENCH_ARGS="${TRANSPORT_BENCH_ARGS:--r 3} -i" bench nomps-nonblocking ""
+        # small sizes against staging that waits for its upload (-S), as
+        # xccl's result is on the device when the call returns
+        TRANSPORT_BENCH_ARGS="${TRANSPORT_BENCH_ARGS:--r 3} -S" BENCH_MAX_OVERRIDE=64K \
+            bench nomps-staged-sync ""
         if [[ ${TRANSPORT_MPS:-1} == 1 ]] && command -v nvidia-cuda-mps-control >/dev/null; then
             export CUDA_MPS_PIPE_DIRECTORY=$work/mps CUDA_MPS_LOG_DIRECTORY=$work/mps-log
             mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
