@@ -480,12 +480,14 @@ static xccl_cuevent_t flag_event(const ipc_call_t *c, int j, uint32_t val)
                : NULL;
 }
 
-/* A nonblocking call's flags whose work is done, written in order: 1 when
- * none is left. */
-static int drain_posts(ipc_call_t *c)
+/* A nonblocking call's flags whose work is done, written in order (all of
+ * them at once with now: the call failed, no peer may wait forever): 1
+ * when none is left. */
+static int drain_posts(ipc_call_t *c, int now)
 {
     while (c->npend > 0) {
-        const xccl_curesult_t rc = c->cu->EventQuery(c->set->ev[1 + c->pend_head]);
+        const xccl_curesult_t rc = now ? XCCL_CUDA_SUCCESS
+                                       : c->cu->EventQuery(c->set->ev[1 + c->pend_head]);
         if (XCCL_CUDA_ERROR_NOT_READY == rc) {
             return 0;
         }
@@ -507,7 +509,7 @@ static int post_later(ipc_call_t *c, uint64_t word)
     xccl_curesult_t rc;
     if (XCCL_IPC_PEND == c->npend) {
         call_sync(c);                  /* (more flags than events: not in today's schedules) */
-        drain_posts(c);
+        drain_posts(c, 0);
     }
     const int k = (c->pend_head + c->npend) % XCCL_IPC_PEND;
     if (XCCL_CUDA_SUCCESS != (rc = c->cu->EventRecord(c->set->ev[1 + k], c->set->in))) {
@@ -559,7 +561,7 @@ static int peer_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 {
     ipc_call_t *c = ctx;
     if (c->npend > 0) {
-        drain_posts(c);
+        drain_posts(c, 0);
     }
     const uint64_t f = __atomic_load_n(&c->ipc->slot[peer]->flag, __ATOMIC_ACQUIRE);
     const uint32_t fseq = (uint32_t) (f >> 32), fval = (uint32_t) f;
@@ -1023,7 +1025,7 @@ static int job_step(ipc_job_t *job)
     struct mca_coll_xccl_ipc *ipc = m->ipc;
     ipc_call_t *call = &job->call;
     xccl_curesult_t q;
-    int rc;
+    int rc, pushed;
     switch (job->state) {
     case JOB_TURN:
         if (!my_turn(ipc, job->e)) {
@@ -1069,15 +1071,18 @@ static int job_step(ipc_job_t *job)
         /* fall through */
     case JOB_RUN:
         /* Every rank runs the schedule now; a failed step still posts its
-         * flags (the executor goes on), the error is this rank's. */
-        if (0 != mca_coll_xccl_gpu_push(call->ctx)) {
+         * flags (the executor goes on; without the context every driver
+         * call fails and each flag goes up at once), the error is this
+         * rank's. */
+        pushed = 0 == mca_coll_xccl_gpu_push(call->ctx);
+        if (!pushed) {
             call_fail(call, "cuCtxPushCurrent failed");
-            job->rc = MPI_ERR_INTERN;
-            return 1;                  /* (the turn stays: the peers' call cannot end) */
         }
         rc = job->exec_up ? xccl_exec_progress(&job->exec) : -1;
         if (0 == rc) {
-            mca_coll_xccl_gpu_pop();
+            if (pushed) {
+                mca_coll_xccl_gpu_pop();
+            }
             return 0;
         }
         job->rc = 1 == rc ? MPI_SUCCESS : mca_coll_xccl_exec_failed(m, job->c.coll);
@@ -1087,18 +1092,22 @@ static int job_step(ipc_job_t *job)
             call_fail(call, xccl_cu_error("cuEventRecord", q));
             call_sync(call);
         }
-        mca_coll_xccl_gpu_pop();
+        if (pushed) {
+            mca_coll_xccl_gpu_pop();
+        }
         job->state = JOB_END;
         /* fall through */
     case JOB_END:
-        if (0 != mca_coll_xccl_gpu_push(call->ctx)) {
-            return 0;
-        }
         q = XCCL_CUDA_SUCCESS;
-        if (drain_posts(call) && '\0' == call->error[0]) {
-            q = call->cu->EventQuery(call->set->ev[XCCL_IPC_PEND + 1]);
+        if (0 != mca_coll_xccl_gpu_push(call->ctx)) {
+            call_fail(call, "cuCtxPushCurrent failed");
+            drain_posts(call, 1);
+        } else {
+            if (drain_posts(call, 0) && '\0' == call->error[0]) {
+                q = call->cu->EventQuery(call->set->ev[XCCL_IPC_PEND + 1]);
+            }
+            mca_coll_xccl_gpu_pop();
         }
-        mca_coll_xccl_gpu_pop();
         if (call->npend > 0 || XCCL_CUDA_ERROR_NOT_READY == q) {
             return 0;
         }

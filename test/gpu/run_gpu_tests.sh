@@ -393,6 +393,29 @@ for fault in cuEventQuery:30 cuMemcpy2DAsync_v2:40 cuLaunchKernel:25:direct; do
     finish "$name" "$ok" "$problems"
 done
 
+# The same for a nonblocking call through CUDA IPC (xccl_mpi_gpu_user -N,
+# CUDA IPC at every size): an event query of a call run from progress
+# fails; the flags still go up, the rank's wait returns MPI_ERR_INTERN
+# naming it, nobody hangs.
+name=fake.fault.cuEventQuery.ipc_nonblocking
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_verbose 1)
+PROG=$user_prog
+PROG_ARGS=(-N)
+run "$name" 2 "$fake_ldp" FAKE_CUDA_FAIL=cuEventQuery:30 --
+PROG=
+PROG_ARGS=()
+extra_args=("${saved_extra[@]}")
+ok=0
+problems=$({
+    { [[ $run_rc -ne 0 && $run_rc -ne 124 && $run_rc -lt 128 ]] ||
+        { echo "$name: exit status $run_rc, want an MPI error exit"; false; }; } &&
+    { grep -qE "xccl: .*cuEventQuery: unknown error \(999\); returns MPI_ERR_INTERN" \
+        "$logdir/$name.log" ||
+        { echo "$name: no xccl line naming the failed cuEventQuery and MPI_ERR_INTERN"; false; }; }
+} 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
 # User-style use of device buffers (xccl_mpi_gpu_user): every collective,
 # in place and not, sizes around every threshold, several iterations with
 # new data each, the send buffer overwritten (cuMemsetD8) as soon as a call
