@@ -33,6 +33,14 @@
  * copies).  Round 2 is also what keeps a slot stable until every peer has
  * read it: nobody starts its next call's round 1 before all finished this
  * call's reading.
+ *
+ * Calls that want CUDA IPC are numbered in call order (epoch, alike on
+ * every rank) and use the slots one at a time, in that order (turn).  A
+ * nonblocking call (ipc_start, "nonblocking calls" below) does its own part
+ * at the call and the rest from progress: the rounds tested, not waited
+ * for, flags posted when an event query says their work is done, the end
+ * by an event; where not every rank can, the host paths run it.  A blocking
+ * call waits for the nonblocking ones before it.
  */
 #include "ompi_config.h"
 
@@ -95,7 +103,8 @@ typedef struct {
     ipc_buf_t buf[2];                /* round 1: its SEND and RECV, as its peers read them */
 } ipc_slot_t;
 
-/* The call in progress (blocking: one at a time per communicator). */
+/* A call's driver work and peer access (blocking: ipc->call; nonblocking:
+ * its job's; one holds the slots at a time). */
 typedef struct {
     mca_coll_xccl_module_t *m;
     struct mca_coll_xccl_ipc *ipc;
