@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "xccl_bench.h"
+#include "xccl_bench_call.h"
 
 /* Input element i of rank r: a small positive integer, so float sums over
  * ranks are exact (below 2^24 for p < 16000), and neighbouring elements and

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "test/gpu/test_cuda.h"
-#include "xccl_bench.h"
+#include "xccl_bench_call.h"
 
 /* ------------------------------------------------------------------------ */
 /* CUDA driver API: test/gpu/test_cuda.h, shared with xccl_mpi_gpu.c        */

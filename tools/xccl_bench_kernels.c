@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/xccl_base.h"
-#include "xccl_bench.h"
+#include "xccl_bench_call.h"
 
 #define KERNEL_REPS   7
 #define KERNEL_WORK   ((size_t)32 << 20) /* operand bytes per timing sample */

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "xccl_bench.h"
+#include "xccl_bench_call.h"
 
 static const char *mpit_err_name(int rc)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xccl_bench.h"
+#include "xccl_bench_call.h"
 
 #define LINE_MAX_W    120
 

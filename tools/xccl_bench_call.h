@@ -1,8 +1,11 @@
 /*
- * xccl_bench.h: what the files of xccl_bench share (private to the tool).
+ * xccl_bench_call.h: what the files of xccl_bench share (private to the
+ * tool).
  *
  *   xccl_bench.c         main, the command line, the sweep (rounds, modes,
- *                        the timed calls), xmalloc and die
+ *                        the timed calls): above every other file
+ *   xccl_bench_call.c    the collectives as the tool calls them, the table
+ *                        of collectives, xmalloc and die: below every other
  *   xccl_bench_mpit.c    the MPI_T control variables that switch xccl on/off
  *   xccl_bench_check.c   the correctness check on host buffers: inputs,
  *                        references, element-by-element comparison
@@ -13,8 +16,8 @@
  *                        there only), device buffers, the staged column,
  *                        the device checks
  */
-#ifndef XCCL_BENCH_H
-#define XCCL_BENCH_H
+#ifndef XCCL_BENCH_CALL_H
+#define XCCL_BENCH_CALL_H
 
 #include <mpi.h>
 
@@ -156,4 +159,4 @@ double gpu_d2d(bench_t *B, size_t bytes);
 double gpu_bound_copies(const bench_t *B, int coll);
 int check_coll_gpu(bench_t *B, int coll, size_t count, int mode);
 
-#endif /* XCCL_BENCH_H */
+#endif /* XCCL_BENCH_CALL_H */
