@@ -366,6 +366,17 @@ finish "$name" "$ok" "$problems"
 # that names the failed driver call, not hang or crash.  An event query of
 # the pipeline, and a copy queued by it; a reduction kernel of a call
 # straight to UCX.
+# fault_check <name> <entry point>: an MPI error exit and the rank's own
+# line naming the failed call (Open MPI's abort message may be lost when
+# several ranks abort at once).
+fault_check() {
+    local name=$1 fn=$2
+    { [[ $run_rc -ne 0 && $run_rc -ne 124 && $run_rc -lt 128 ]] ||
+        { echo "$name: exit status $run_rc, want an MPI error exit"; false; }; } &&
+    { grep -qE "xccl: .*${fn%_v2}: unknown error \(999\); returns MPI_ERR_INTERN" \
+        "$logdir/$name.log" ||
+        { echo "$name: no xccl line naming the failed $fn and MPI_ERR_INTERN"; false; }; }
+}
 for fault in cuEventQuery:30 cuMemcpy2DAsync_v2:40 cuLaunchKernel:25:direct; do
     fn=${fault%%:*}
     name=fake.fault.$fn
@@ -381,15 +392,7 @@ for fault in cuEventQuery:30 cuMemcpy2DAsync_v2:40 cuLaunchKernel:25:direct; do
     run "$name" 2 "$fake_ldp" "${envs[@]}" --
     extra_args=("${saved_extra[@]}")
     ok=0
-    problems=$({
-        { [[ $run_rc -ne 0 && $run_rc -ne 124 && $run_rc -lt 128 ]] ||
-            { echo "$name: exit status $run_rc, want an MPI error exit"; false; }; } &&
-        # the rank's own line (Open MPI's abort message may be lost
-        # when several ranks abort at once)
-        { grep -qE "xccl: .*${fn%_v2}: unknown error \(999\); returns MPI_ERR_INTERN" \
-            "$logdir/$name.log" ||
-            { echo "$name: no xccl line naming the failed $fn and MPI_ERR_INTERN"; false; }; }
-    } 2>&1) || ok=1
+    problems=$(fault_check "$name" "$fn" 2>&1) || ok=1
     finish "$name" "$ok" "$problems"
 done
 
@@ -407,13 +410,7 @@ PROG=
 PROG_ARGS=()
 extra_args=("${saved_extra[@]}")
 ok=0
-problems=$({
-    { [[ $run_rc -ne 0 && $run_rc -ne 124 && $run_rc -lt 128 ]] ||
-        { echo "$name: exit status $run_rc, want an MPI error exit"; false; }; } &&
-    { grep -qE "xccl: .*cuEventQuery: unknown error \(999\); returns MPI_ERR_INTERN" \
-        "$logdir/$name.log" ||
-        { echo "$name: no xccl line naming the failed cuEventQuery and MPI_ERR_INTERN"; false; }; }
-} 2>&1) || ok=1
+problems=$(fault_check "$name" cuEventQuery 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
 # User-style use of device buffers (xccl_mpi_gpu_user): every collective,
