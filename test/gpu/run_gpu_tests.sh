@@ -493,6 +493,29 @@ for v in "2 1 nb" "3 2 nb" "4 1 nb" "4 4 nb" "3 2 nbmixed"; do
     finish "$name" "$ok" "$problems"
 done
 
+# Nonblocking device calls from two threads at once, a communicator each
+# (xccl_mpi_gpu_threads, MPI_THREAD_MULTIPLE): np 2 on one fake device, np
+# 3 on two; right results, leaks as in (1), and calls through CUDA IPC.
+for v in "2 1" "3 2"; do
+    read -r np devices <<<"$v"
+    name=fake.threads.np$np
+    saved_extra=("${extra_args[@]}")
+    extra_args+=(--mca coll_xccl_verbose 1)
+    PROG=$bindir/xccl_mpi_gpu_threads
+    run "$name" "$np" "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=$devices --
+    PROG=
+    extra_args=("${saved_extra[@]}")
+    ok=0
+    problems=$({
+        check_result "$name" && check_leaks "$name" "$np" &&
+        { grep -qE '^xccl: i[a-z_]+ .* via=cuda_ipc' "$logdir/$name.log" ||
+            { echo "$name: no nonblocking call through cuda ipc"; false; }; } &&
+        echo "$name: $(grep -E '^RESULT: ' "$logdir/$name.log" | tail -n 1)," \
+            "$(grep -cE '^xccl: i[a-z_]+ .* via=cuda_ipc' "$logdir/$name.log") nonblocking calls through cuda ipc"
+    } 2>&1) || ok=1
+    finish "$name" "$ok" "$problems"
+done
+
 # The driver calls of a warm CUDA IPC call (xccl_gpu_budget.c, counted by
 # the fake): per call no IPC handle opened or exported, at most one host
 # synchronisation (none in a nonblocking call), a bounded number of calls that does not grow with the
