@@ -163,6 +163,8 @@ static int bc_binomial(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl
 static int bc_sag(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_scatter_allgather(s, a->bytes, a->root); }
 /* 256 KiB segments: large enough to amortise a message, small enough to pipeline. */
 static int bc_chain(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_chain(s, a->bytes, a->root, 256 * 1024); }
+static int bc_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_nhr(s, a->bytes, a->root); }
+static int bc_nb(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_nb(s, a->bytes, a->root); }
 static int bc_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -310,7 +312,8 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "mesh", a2a_mesh }, { "shm", a2a_shm }, { "leader", a2a_leader } },
     [XCCL_COLL_BCAST] = { { "binomial", bc_binomial }, { "scatter_allgather", bc_sag },
         { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails },
-        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader } },
+        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader },
+        { "nhr", bc_nhr }, { "nb", bc_nb } },
 };
 
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n)
