@@ -27,7 +27,8 @@
 #       more " key=value" fields may follow.
 # With every algorithm forced in turn (a set of them per run), xccl_mpi_check -q runs
 # at np 3 and 4, with the same checks and (c): every algo= line names the
-# forced algorithm.
+# forced algorithm.  The pipelined ones (issue 31) run with -P (calls past
+# 4 MiB: several 2 MiB chunks) on block:2 at np 3, 4, 7 and cyclic:2 at np 4.
 # xccl_mpi_nb (nonblocking collectives) runs at np 2, 3, 4; with -l (the
 # shared-memory level voted on first, large calls and blocking calls among
 # the nonblocking ones) too, where every rank must show at least NB_CALLS
@@ -260,7 +261,7 @@ check_forced() {
         for kv in $set; do
             [[ ${kv%%=*} == layout || ${kv%%=*} == slot ]] && continue
             alt=algo=${kv#*=}
-            [[ ${kv#*=} == hier* ]] && alt="algo=${first_algo[${kv%%=*}]}"
+            [[ ${kv#*=} == hier* || ${kv#*=} == pipeline ]] && alt="algo=${first_algo[${kv%%=*}]}"
             # shm: nonblocking calls (no slot) and MPI_COMM_SELF run the
             # first; mesh too (single copies: blocking calls only)
             [[ ${kv#*=} == shm* || ${kv#*=} == mesh ]] && alt="algo=${first_algo[${kv%%=*}]}"
@@ -400,12 +401,16 @@ algo_sets=(
     "allreduce=rabenseifner alltoall=linear bcast=chain"
     "allreduce=swing allgather=recursive_doubling reduce_scatter=recursive_halving reduce_scatter_block=recursive_halving alltoall=bruck"
     "allreduce=dbt"
-    "allreduce=nhr allgather=nhr reduce_scatter=nhr reduce_scatter_block=nhr"
-    "allreduce=nb allgather=nb reduce_scatter=nb reduce_scatter_block=nb"
+    "allreduce=nhr allgather=nhr reduce_scatter=nhr reduce_scatter_block=nhr bcast=nhr"
+    "allreduce=nb allgather=nb reduce_scatter=nb reduce_scatter_block=nb bcast=nb"
     # two-level, on synthetic node layouts (coll_xccl_node_layout)
     "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"
     "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier_hd reduce_scatter_block=hier_hd alltoall=hier bcast=hier_rails"
     "layout=block:2 allgather=hier_bruck alltoall=hier_bruck bcast=hier_sag"
+    # pipelined (issue 31), with xccl_mpi_check -P: calls past 4 MiB, in
+    # several 2 MiB chunks; uneven nodes at np 3 and 7
+    "layout=block:2 allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline"
+    "layout=cyclic:2 allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline"
     # the shared-memory level (issue 15); slot=: coll_xccl_shm_bytes, small
     # slots make every message past a few KiB a pipeline of chunks
     "allreduce=shm allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
@@ -439,10 +444,19 @@ for set in "${algo_sets[@]}"; do
     [[ $set == allreduce=dbt ]] && nps="3 4 7"
     # nhr, nb: windows of uneven halves, a missing block (3, 7) and none (4)
     [[ $set == allreduce=nhr* || $set == allreduce=nb* ]] && nps="3 4 7"
+    # pipeline: big calls too; block:2 on uneven nodes (3, 7) and even (4)
+    extra=()
+    if [[ $set == *=pipeline* ]]; then
+        extra=(-P)
+        [[ $set == layout=block:2* ]] && nps="3 4 7" || nps="4"
+        tag=${set%% *}_$tag
+        tag=${tag#layout=}
+        tag=${tag/:/}
+    fi
     for np in $nps; do
         name=xccl_mpi_check.forced_$tag.np$np
         selected "$name" || continue
-        run_mpi "$name" "$np" "${force[@]}" "$bindir/xccl_mpi_check" -q
+        run_mpi "$name" "$np" "${force[@]}" "$bindir/xccl_mpi_check" -q "${extra[@]}"
         ok=0
         problems=$({ check_result "$name" && check_counts "$name" "$np" &&
             check_forced "$name" "$np" "$set"; } 2>&1) || ok=1
