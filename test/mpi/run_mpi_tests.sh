@@ -29,6 +29,10 @@
 # at np 3 and 4, with the same checks and (c): every algo= line names the
 # forced algorithm.  The pipelined ones (issue 31) run with -P (calls past
 # 4 MiB: several 2 MiB chunks) on block:2 at np 3, 4, 7 and cyclic:2 at np 4.
+# xccl_mpi_check.net_{fattree,bogus}.np4: coll_xccl_net named (verbose 2
+# names it on every rank) or refused (reported, none used); results right.
+# ompi_info.params: ompi_info lists 41 coll_xccl_* parameters, coll_xccl_net
+# among them.
 # xccl_mpi_nb (nonblocking collectives) runs at np 2, 3, 4; with -l (the
 # shared-memory level voted on first, large calls and blocking calls among
 # the nonblocking ones) too, where every rank must show at least NB_CALLS
@@ -464,6 +468,54 @@ for set in "${algo_sets[@]}"; do
         finish "$name" "$ok"
     done
 done
+
+# The network model named by coll_xccl_net (issue 31): the component says
+# at verbose 2 which it uses (the description xccl_simulate -N takes), a
+# bad one is reported and none used; the results stay right either way.
+saved_args=("${common_args[@]}")
+common_args=("${common_base[@]}" --mca coll_xccl_verbose 2 --mca coll_xccl_small_msg_bytes 0)
+for net in fattree:1:4,nics=1 bogus:3; do
+    name=xccl_mpi_check.net_${net%%:*}.np4
+    selected "$name" || continue
+    run_mpi "$name" 4 --mca coll_xccl_net "$net" --mca coll_xccl_node_layout block:2 \
+        "$bindir/xccl_mpi_check" -q
+    ok=0
+    problems=$({ check_result "$name" && check_counts "$name" 4 &&
+        if [[ $net == bogus* ]]; then
+            grep -q "xccl: coll_xccl_net $net: .*; no network model" "$logdir/$name.log" ||
+                { echo "$name: no line refusing coll_xccl_net $net"; exit 1; }
+            want="network none"
+        else
+            want="network fattree:1:4,nics=1"
+        fi
+        for ((r = 0; r < 4; r++)); do
+            per_rank_output "$name" "$r" | grep -q "init: cost model .*; $want\$" ||
+                { echo "$name: rank $r: no \"init: cost model ...; $want\" line"; exit 1; }
+        done; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
+common_args=("${saved_args[@]}")
+
+# ompi_info lists every parameter: 41 (issue 31 added coll_xccl_net); a
+# parameter added or removed changes this count, README's table and
+# docs/parameters.md together.
+name=ompi_info.params
+if selected "$name"; then
+    echo "== $name"
+    ran+=("$name")
+    OMPI_MCA_mca_base_component_path=$component_path ompi_info --param coll xccl --level 9 \
+        >"$logdir/$name.log" 2>&1
+    nparams=$(grep -oE 'parameter "coll_xccl_[a-z0-9_]+"' "$logdir/$name.log" | sort -u | wc -l)
+    ok=0
+    problems=$({
+        [[ $nparams -eq 41 ]] || { echo "$name: $nparams coll_xccl_* parameters, want 41"; exit 1; }
+        grep -q 'parameter "coll_xccl_net" (current value: "none"' "$logdir/$name.log" ||
+            { echo "$name: no coll_xccl_net parameter with value none"; exit 1; }
+    } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
 
 # A rank killed (SIGKILL) inside shared-memory collectives (allreduce and
 # bcast forced to shm, 2 MiB through a 64 KiB slot: pipelines of chunks):
