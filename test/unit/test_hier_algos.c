@@ -1447,6 +1447,74 @@ END_TEST
 
 /* Three phases in one parent, run on the simulator: phases 1 and 3 use the
  * same pairs, so phase 3's per-pair numbering must continue phase 1's. */
+/* xccl_sched_zip: children side by side by round.  Rank 2 of 6: a ring
+ * allgather on {1, 2, 3} (child rank 1: rounds 1, 2) zipped at round 0
+ * with a ring allgather on {0, 2, 4, 5} (child rank 1: rounds 1..3) at
+ * round 1: each child's round k lands on the parent's round at + k, where
+ * the two meet they share a step (round 2), every message goes to the
+ * peer its group names; a child with flags is refused. */
+START_TEST(zip_places_steps_by_round)
+{
+    const int g1[3] = { 1, 2, 3 }, g2[4] = { 0, 2, 4, 5 };
+    xccl_sched_t parent, c1, c2;
+    xccl_sched_init(&parent, 2, 6, 1);
+    xccl_sched_init(&c1, 1, 3, 1);
+    xccl_sched_init(&c2, 1, 4, 1);
+    ck_assert_int_eq(xccl_build_allgather_ring(&c1, 8), 0);
+    ck_assert_int_eq(xccl_build_allgather_ring(&c2, 8), 0);
+    xccl_zip_part_t parts[2];
+    parts[0].child = &c1;
+    parts[0].group = g1;
+    for (int b = 0; b < XCCL_NBUF; b++) {
+        parts[0].map.base[b] = parts[1].map.base[b] = xccl_ref((xccl_buf_id_t) b, 0);
+    }
+    parts[1].map.base[XCCL_BUF_RECV] = xccl_ref(XCCL_BUF_RECV, 100);
+    parts[0].at = 0;
+    parts[1].child = &c2;
+    parts[1].group = g2;
+    parts[1].at = 1;
+    ck_assert_int_eq(xccl_sched_zip(&parent, parts, 2), 0);
+    ck_assert_int_eq(xccl_sched_finalize(&parent), 0);
+    ck_assert_uint_eq(parent.rounds, 4);
+    /* round 0: c1's own-block copy; 1: c1 step 1 + c2's own-block copy;
+     * 2: c1 step 2 + c2 step 1; 3: c2 step 2; 4: c2 step 3 */
+    ck_assert_uint_eq(parent.nsteps, 5);
+    int per_step[5][2] = { { 0 } };    /* [step][child]: transfers */
+    for (size_t st = 0; st < parent.nsteps; st++) {
+        const size_t end = st + 1 < parent.nsteps ? parent.step_start[st + 1] : parent.nacts;
+        ck_assert_uint_eq(parent.step_round[st], st);
+        for (size_t i = parent.step_start[st]; i < end; i++) {
+            const xccl_action_t *a = &parent.acts[i];
+            if (XCCL_ACT_SEND == a->kind || XCCL_ACT_RECV == a->kind) {
+                const int in1 = 1 == a->peer || 3 == a->peer, in2 = 0 == a->peer || 4 == a->peer || 5 == a->peer;
+                ck_assert(in1 || in2);
+                per_step[st][in2]++;
+            }
+        }
+    }
+    const int want[5][2] = { { 0, 0 }, { 2, 0 }, { 2, 2 }, { 0, 2 }, { 0, 2 } };
+    for (int st = 0; st < 5; st++) {
+        ck_assert_msg(per_step[st][0] == want[st][0] && per_step[st][1] == want[st][1],
+                      "step %d: %d and %d transfers", st, per_step[st][0], per_step[st][1]);
+    }
+    /* flags: refused */
+    xccl_sched_t f, q;
+    xccl_sched_init(&f, 1, 3, 1);
+    xccl_sched_step(&f);
+    xccl_sched_post(&f, 1);
+    ck_assert_int_eq(xccl_sched_finalize(&f), 0);
+    xccl_sched_init(&q, 2, 6, 1);
+    parts[0].child = &f;
+    ck_assert_int_eq(xccl_sched_zip(&q, parts, 1), -1);
+    ck_assert_int_eq(q.error, 1);
+    xccl_sched_fini(&f);
+    xccl_sched_fini(&q);
+    xccl_sched_fini(&c1);
+    xccl_sched_fini(&c2);
+    xccl_sched_fini(&parent);
+}
+END_TEST
+
 START_TEST(append_phases_run)
 {
     const int p = 6;
@@ -1993,6 +2061,7 @@ int main(void)
     tcase_add_loop_test(tp, pipe_layouts, 0, nlays);
     tcase_add_test(tp, pipe_big);
     tcase_add_test(tp, cost_sees_pipeline_overlap);
+    tcase_add_test(tp, zip_places_steps_by_round);
     suite_add_tcase(su, tp);
     return xccl_check_run(su);
 }
