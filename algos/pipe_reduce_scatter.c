@@ -36,7 +36,7 @@ int xccl_build_pipe_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, cons
     const int K = pipe_chunks(total, es, chunk, max_chunks);
     int *order = malloc((size_t) p * sizeof(int)), *rail = malloc((size_t) N * sizeof(int));
     size_t *first = malloc(((size_t) p + 1) * sizeof(size_t));
-    size_t *seg = calloc((size_t) K * (size_t) L * (size_t) N, sizeof(size_t));   /* (chunk, group, node) */
+    size_t *seg = calloc((size_t) K * (size_t) N, sizeof(size_t));   /* (chunk, node) of my group */
     size_t *gtotal = calloc((size_t) K * (size_t) L, sizeof(size_t));             /* (chunk, group) */
     size_t *ctotal = calloc((size_t) K + 1, sizeof(size_t));                      /* chunk starts, packed */
     size_t *cc = malloc(((size_t) (ln > N ? ln : N)) * sizeof(size_t));
@@ -62,7 +62,7 @@ int xccl_build_pipe_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, cons
                 identity &= d == k;
                 order[k++] = d;
                 for (int c = 0; c < K; c++) {
-                    seg[((size_t) c * L + gg) * N + n] += SUB(d, c);
+                    seg[(size_t) c * N + n] += gg == g ? SUB(d, c) : 0;
                     gtotal[(size_t) c * L + gg] += SUB(d, c);
                 }
             }
@@ -80,7 +80,7 @@ int xccl_build_pipe_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, cons
     const int packed = !(1 == K && identity);
     for (int c = 0; c < K; c++) {
         boff[c + 1] = boff[c] + (carrier ? gtotal[(size_t) c * L + g] * es : 0);
-        coff[c + 1] = coff[c] + (carrier && !single ? seg[((size_t) c * L + g) * N + node] * es : 0);
+        coff[c + 1] = coff[c] + (carrier && !single ? seg[(size_t) c * N + node] * es : 0);
     }
     const size_t off_b = packed ? hier_align(total * es) : 0, off_c = off_b + hier_align(boff[K]);
     const size_t off_child = off_c + hier_align(coff[K]);
@@ -125,7 +125,7 @@ int xccl_build_pipe_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, cons
         const int c1 = t - 1;
         if (carrier && N > 1 && c1 >= 0 && c1 < K) {
             for (int n = 0; n < N; n++) {
-                cc[n] = seg[((size_t) c1 * L + g) * N + n];
+                cc[n] = seg[(size_t) c1 * N + n];
             }
             const xccl_ref_t out = single ? xccl_ref(XCCL_BUF_RECV, chunk_first(counts[r], K, c1) * es)
                                           : xccl_ref(XCCL_BUF_SCRATCH, off_c + coff[c1]);
