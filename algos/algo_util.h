@@ -38,6 +38,42 @@ static inline size_t chunk_first(size_t n, int p, int c)
     return (size_t) c * (n / (size_t) p) + ((size_t) c < rem ? (size_t) c : rem);
 }
 
+/* The first half of bcast's "nhr" and "nb" (issue 31): the root's bytes in
+ * RECV cut in p blocks (block b: chunk b, at its place), scattered so that
+ * rank b ends with block b.  Relative ranks (rank - root) split their
+ * range in uneven halves, [a, a+w) -> [a, a+h) kept, [a+h, a+w) sent to
+ * a+h (h = ceil(w/2)): ceil(lg p) rounds for any p, every rank steps in
+ * every one (the cost model sees the depth), (p-1)/p n bytes from the
+ * root.  A range that wraps past block p-1 travels as two messages. */
+static inline void halving_scatter(xccl_sched_t *s, size_t bytes, int root)
+{
+    const int p = s->size, v = mod(s->rank - root, p);
+    int a = 0, w = p;
+    for (int span = 1; span < p; span *= 2) {
+        const int h = (w + 1) / 2;
+        xccl_sched_step(s);
+        if (w > 1 && (v == a || v == a + h)) {
+            const int b0 = mod(root + a + h, p), n = w - h, wrap = b0 + n > p;
+            const size_t o[2] = { chunk_first(bytes, p, b0), 0 };
+            const size_t l[2] = { chunk_first(bytes, p, wrap ? p : b0 + n) - o[0],
+                                  wrap ? chunk_first(bytes, p, b0 + n - p) : 0 };
+            for (int k = 0; k < 1 + wrap; k++) {
+                if (v == a) {
+                    xccl_sched_send(s, mod(root + a + h, p), xccl_ref(XCCL_BUF_RECV, o[k]), l[k]);
+                } else {
+                    xccl_sched_recv(s, mod(root + a, p), xccl_ref(XCCL_BUF_RECV, o[k]), l[k]);
+                }
+            }
+        }
+        if (v >= a + h) {
+            a += h;
+            w -= h;
+        } else {
+            w = h;
+        }
+    }
+}
+
 /* The fold: p2 is the largest power of two <= p, extra = p - p2.  Of each
  * pair (2i, 2i+1), i < extra, the odd rank hands its vector to the even one
  * and sits out (vr = -1); the others are virtual ranks 0..p2-1 of the core. */

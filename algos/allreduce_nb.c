@@ -31,8 +31,10 @@
  *
  * The two phases alone are reduce_scatter's and allgather's "nb" (the
  * blocks of counts[], block r copied to RECV at the end; the allgather's
- * first step sends SEND and copies it into place): all three are here,
- * they share every step.
+ * first step sends SEND and copies it into place); bcast's "nb" is the
+ * root's blocks scattered by uneven halves (halving_scatter, algo_util.h)
+ * and then this allgather: (2 ceil(lg p) + 1) a + 2((p-1)/p) nb + 2 n d
+ * at most.  All four are here, they share every step.
  *
  * Every block is reduced once per combine and its final value computed by
  * its owner alone, then copied to all: bitwise identical results
@@ -244,6 +246,33 @@ int xccl_build_allgather_nb(xccl_sched_t *s, size_t block)
     } else {
         s->scratch_bytes = o.at[s->size];
         nb_allgather(s, &o, xccl_ref(XCCL_BUF_SEND, 0));
+    }
+    nb_order_free(&o);
+    return xccl_sched_finalize(s);
+}
+
+/* p = 2: the root's bytes to the other rank in one message. */
+int xccl_build_bcast_nb(xccl_sched_t *s, size_t bytes, int root)
+{
+    const int p = s->size, r = s->rank;
+    nb_order_t o;
+
+    s->algo = "nb";
+    if (p <= 2) {
+        xccl_sched_step(s);
+        if (2 == p && r == root) {
+            xccl_sched_send(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+        } else if (2 == p) {
+            xccl_sched_recv(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+        }
+        return xccl_sched_finalize(s);
+    }
+    if (0 != nb_order(&o, p, r, bytes, NULL, 1)) {
+        s->error = 1;
+    } else {
+        halving_scatter(s, bytes, root);
+        s->scratch_bytes = o.at[p];
+        nb_allgather(s, &o, xccl_ref(XCCL_BUF_RECV, o.first[r]));
     }
     nb_order_free(&o);
     return xccl_sched_finalize(s);

@@ -31,8 +31,11 @@
  *
  * The reduce-scatter alone is reduce_scatter's "nhr", with the blocks of
  * counts[] and block r copied to RECV at the end; the allgather alone is
- * allgather's "nhr" (its first step sends SEND and copies it to SCRATCH).
- * All three are here: they share every step.
+ * allgather's "nhr" (its first step sends SEND and copies it to SCRATCH);
+ * bcast's "nhr" is the root's blocks scattered by uneven halves
+ * (halving_scatter, algo_util.h) and then this allgather:
+ * 2 ceil(lg p) a + 2((p-1)/p) nb for any p, as HCCL's NHR bcast.  All
+ * four are here: they share every step.
  *
  * Every block is reduced once per combine and its final value computed by
  * its owner alone, then copied to all: bitwise identical results
@@ -254,6 +257,32 @@ int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_
     s->scratch_bytes = nhr_reduce_scatter(s, &o, in);
     /* block r, after the last step's reduction */
     xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SCRATCH, 0), counts[s->rank] * s->elem_size);
+    free(o.at);
+    return xccl_sched_finalize(s);
+}
+
+/* p = 2: the root's bytes to the other rank in one message. */
+int xccl_build_bcast_nhr(xccl_sched_t *s, size_t bytes, int root)
+{
+    const int p = s->size, r = s->rank;
+    nhr_t o;
+
+    s->algo = "nhr";
+    if (p <= 2) {
+        xccl_sched_step(s);
+        if (2 == p && r == root) {
+            xccl_sched_send(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+        } else if (2 == p) {
+            xccl_sched_recv(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+        }
+        return xccl_sched_finalize(s);
+    }
+    if (0 != nhr_init(&o, s, bytes, NULL, 1)) {
+        return xccl_sched_finalize(s);
+    }
+    halving_scatter(s, bytes, root);
+    nhr_allgather(s, &o, xccl_ref(XCCL_BUF_RECV, o.at[r]));
+    s->scratch_bytes = rel_off(&o, (p + 1) / 2);
     free(o.at);
     return xccl_sched_finalize(s);
 }

@@ -67,6 +67,17 @@ static int ar_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
                                     xccl_build_allreduce_rabenseifner, intra_agv(s, a));
 }
 
+/* Pipelined (issue 31): hier's stages on chunks, overlapped; ring inside
+ * the nodes, nhr on the rails (logarithmic at any node count, round-
+ * synchronous as the zip needs).  Never through the shared segment. */
+static int ar_pipe(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_pipe_allreduce(s, a->layout, a->count, a->in_place, XCCL_PIPE_CHUNK, XCCL_PIPE_MAX_CHUNKS,
+                                    xccl_build_reduce_scatter_ring, xccl_build_allreduce_nhr,
+                                    xccl_build_allgatherv_ring);
+}
+
 static int rs_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_ring(s, a->counts, a->in_place); }
 static int rs_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_pairwise(s, a->counts, a->in_place); }
 static int rs_rh(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_reduce_scatter_recursive_halving(s, a->counts, a->in_place); }
@@ -86,6 +97,14 @@ static int rs_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
                                          xccl_build_reduce_scatter_recursive_halving);
 }
 
+static int rs_pipe(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_pipe_reduce_scatter(s, a->layout, a->counts, a->in_place, XCCL_PIPE_CHUNK,
+                                         XCCL_PIPE_MAX_CHUNKS, xccl_build_reduce_scatter_ring,
+                                         xccl_build_reduce_scatter_nhr);
+}
+
 static int ag_ring(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_ring(s, a->block); }
 static int ag_bruck(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_bruck(s, a->block); }
 static int ag_rd(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_allgather_recursive_doubling(s, a->block); }
@@ -101,6 +120,14 @@ static int ag_hier_bruck(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
         : xccl_build_hier_allgather_any(s, a->layout, a->block, xccl_build_allgatherv_bruck, intra_agv(s, a));
+}
+
+/* Bruck on the rails (no allgatherv nhr; Bruck is round-synchronous too). */
+static int ag_pipe(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_pipe_allgather(s, a->layout, a->block, XCCL_PIPE_CHUNK, XCCL_PIPE_MAX_CHUNKS,
+                                    xccl_build_allgatherv_bruck, xccl_build_allgatherv_ring);
 }
 
 static int a2a_pw(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_alltoall_pairwise(s, a->block, a->in_place); }
@@ -136,6 +163,8 @@ static int bc_binomial(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl
 static int bc_sag(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_scatter_allgather(s, a->bytes, a->root); }
 /* 256 KiB segments: large enough to amortise a message, small enough to pipeline. */
 static int bc_chain(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_chain(s, a->bytes, a->root, 256 * 1024); }
+static int bc_nhr(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_nhr(s, a->bytes, a->root); }
+static int bc_nb(xccl_sched_t *s, const xccl_coll_args_t *a) { return xccl_build_bcast_nb(s, a->bytes, a->root); }
 static int bc_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
@@ -264,22 +293,27 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
         { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
         { "swing", ar_swing }, { "mesh", ar_mesh }, { "shm", ar_shm }, { "shm_small", ar_shm_small },
-        { "dbt", ar_dbt }, { "leader", ar_leader }, { "nhr", ar_nhr }, { "nb", ar_nb } },
+        { "dbt", ar_dbt }, { "leader", ar_leader }, { "nhr", ar_nhr }, { "nb", ar_nb },
+        { "pipeline", ar_pipe } },
     [XCCL_COLL_ALLGATHER] = { { "ring", ag_ring }, { "bruck", ag_bruck },
         { "recursive_doubling", ag_rd }, { "hier", ag_hier }, { "hier_bruck", ag_hier_bruck },
-        { "mesh", ag_mesh }, { "shm", ag_shm }, { "leader", ag_leader }, { "nhr", ag_nhr }, { "nb", ag_nb } },
+        { "mesh", ag_mesh }, { "shm", ag_shm }, { "leader", ag_leader }, { "nhr", ag_nhr }, { "nb", ag_nb },
+        { "pipeline", ag_pipe } },
     [XCCL_COLL_REDUCE_SCATTER] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader }, { "nhr", rs_nhr }, { "nb", rs_nb } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader }, { "nhr", rs_nhr }, { "nb", rs_nb },
+        { "pipeline", rs_pipe } },
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = { { "ring", rs_ring }, { "pairwise", rs_pw },
         { "recursive_halving", rs_rh }, { "hier", rs_hier }, { "hier_hd", rs_hier_hd },
-        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader }, { "nhr", rs_nhr }, { "nb", rs_nb } },
+        { "mesh", rs_mesh }, { "shm", rs_shm }, { "leader", rs_leader }, { "nhr", rs_nhr }, { "nb", rs_nb },
+        { "pipeline", rs_pipe } },
     [XCCL_COLL_ALLTOALL] = { { "pairwise", a2a_pw }, { "linear", a2a_linear },
         { "bruck", a2a_bruck }, { "hier", a2a_hier }, { "hier_bruck", a2a_hier_bruck },
         { "mesh", a2a_mesh }, { "shm", a2a_shm }, { "leader", a2a_leader } },
     [XCCL_COLL_BCAST] = { { "binomial", bc_binomial }, { "scatter_allgather", bc_sag },
         { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails },
-        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader } },
+        { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader },
+        { "nhr", bc_nhr }, { "nb", bc_nb } },
 };
 
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n)

@@ -16,6 +16,7 @@ void xccl_sched_fini(xccl_sched_t *s)
 {
     free(s->acts);
     free(s->step_start);
+    free(s->step_round);
     memset(s, 0, sizeof(*s));
 }
 
@@ -31,8 +32,9 @@ void xccl_sched_step(xccl_sched_t *s)
 
 static void new_step(xccl_sched_t *s)
 {
-    /* An empty step is merged with the next one. */
+    /* An empty step is merged with the next one (and takes its round). */
     if (s->nsteps > 0 && s->step_start[s->nsteps - 1] == s->nacts) {
+        s->step_round[s->nsteps - 1] = s->rounds;
         return;
     }
     if (s->nsteps + 1 >= s->steps_cap) {
@@ -43,8 +45,15 @@ static void new_step(xccl_sched_t *s)
             return;
         }
         s->step_start = p;
+        p = realloc(s->step_round, cap * sizeof(*p));
+        if (NULL == p) {
+            s->error = 1;
+            return;
+        }
+        s->step_round = p;
         s->steps_cap = cap;
     }
+    s->step_round[s->nsteps] = s->rounds;
     s->step_start[s->nsteps++] = s->nacts;
 }
 
@@ -226,7 +235,10 @@ static int bad_peer(const xccl_sched_t *parent, const xccl_sched_t *child, const
     return q < 0 || q >= child->size || group[q] < 0 || group[q] >= parent->size;
 }
 
-int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int *group,
+/* Whether child fits parent under group and map (peers exist in the
+ * parent, reductions mean the same); if so, the parent's scratch and slot
+ * grow to hold what the child uses.  0, or -1 with the parent failed. */
+static int child_fits(xccl_sched_t *parent, const xccl_sched_t *child, const int *group,
                       const xccl_buf_map_t *map)
 {
     if (parent->error) {
@@ -237,7 +249,6 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
         parent->error = 1;
         return -1;
     }
-    /* Peers must exist in the parent; reductions must mean the same. */
     size_t extent[XCCL_NBUF] = { 0, 0, child->scratch_bytes, 0 };
     for (size_t i = 0; i < child->nacts; i++) {
         const xccl_action_t *a = &child->acts[i];
@@ -277,6 +288,57 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
             parent->scratch_bytes = map->base[b].off + extent[b];
         }
     }
+    return 0;
+}
+
+/* Child action a, translated, to the parent's current step. */
+static void put_action(xccl_sched_t *parent, const xccl_action_t *a, const int *group,
+                       const xccl_buf_map_t *map, uint32_t flag_base)
+{
+    switch (a->kind) {
+    case XCCL_ACT_SEND:
+        xccl_sched_send(parent, group[a->peer], map_ref(map, group, a->a), a->len);
+        break;
+    case XCCL_ACT_RECV:
+        xccl_sched_recv(parent, group[a->peer], map_ref(map, group, a->dst), a->len);
+        break;
+    case XCCL_ACT_COPY:
+        xccl_sched_copy(parent, map_ref(map, group, a->dst), map_ref(map, group, a->a), a->len);
+        break;
+    case XCCL_ACT_POST:
+        xccl_sched_post(parent, flag_base + a->idx);
+        break;
+    case XCCL_ACT_WAIT:
+        if (a->len > 0 && flag_base > 0) {
+            /* "done with what came before": the earlier phases */
+            xccl_sched_wait(parent, group[a->peer], flag_base);
+        } else if (a->len > 0) {
+            xccl_sched_wait_before(parent, group[a->peer]);
+        } else {
+            xccl_sched_wait(parent, group[a->peer], flag_base + a->idx);
+        }
+        break;
+    default:
+        xccl_sched_reduce(parent, map_ref(map, group, a->dst), map_ref(map, group, a->a),
+                          map_ref(map, group, a->b), a->len);
+        break;
+    }
+}
+
+/* The parent's current step began at round r. */
+static void set_round(xccl_sched_t *parent, size_t r)
+{
+    if (!parent->error && parent->nsteps > 0) {
+        parent->step_round[parent->nsteps - 1] = r;
+    }
+}
+
+int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int *group,
+                      const xccl_buf_map_t *map)
+{
+    if (child_fits(parent, child, group, map) < 0) {
+        return -1;
+    }
     /* The child's flag values continue the parent's.  Ranks that wait for
      * each other inside the child must have posted the same highest value
      * before it: true when the earlier phases are the same on all of them. */
@@ -286,38 +348,91 @@ int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int
     for (size_t st = 0; st < child->nsteps; st++) {
         size_t end = st + 1 < child->nsteps ? child->step_start[st + 1] : child->nacts;
         new_step(parent);
+        set_round(parent, parent->rounds + child->step_round[st]);
         for (size_t i = child->step_start[st]; i < end; i++) {
-            const xccl_action_t *a = &child->acts[i];
-            switch (a->kind) {
-            case XCCL_ACT_SEND:
-                xccl_sched_send(parent, group[a->peer], map_ref(map, group, a->a), a->len);
-                break;
-            case XCCL_ACT_RECV:
-                xccl_sched_recv(parent, group[a->peer], map_ref(map, group, a->dst), a->len);
-                break;
-            case XCCL_ACT_COPY:
-                xccl_sched_copy(parent, map_ref(map, group, a->dst), map_ref(map, group, a->a), a->len);
-                break;
-            case XCCL_ACT_POST:
-                xccl_sched_post(parent, flag_base + a->idx);
-                break;
-            case XCCL_ACT_WAIT:
-                if (a->len > 0 && flag_base > 0) {
-                    /* "done with what came before": the earlier phases */
-                    xccl_sched_wait(parent, group[a->peer], flag_base);
-                } else if (a->len > 0) {
-                    xccl_sched_wait_before(parent, group[a->peer]);
-                } else {
-                    xccl_sched_wait(parent, group[a->peer], flag_base + a->idx);
-                }
-                break;
-            default:
-                xccl_sched_reduce(parent, map_ref(map, group, a->dst), map_ref(map, group, a->a),
-                                  map_ref(map, group, a->b), a->len);
-                break;
-            }
+            put_action(parent, &child->acts[i], group, map, flag_base);
         }
     }
     parent->rounds += child->rounds;
+    return parent->error ? -1 : 0;
+}
+
+/* The parent round (relative) of step st of part p, whose step st-1 went
+ * to round last: the rounds of a part's steps rise strictly (an appended
+ * phase may start at its parent's last round: its steps keep their order). */
+static size_t zip_round(const xccl_zip_part_t *p, size_t st, size_t last)
+{
+    const size_t k = p->at + p->child->step_round[st];
+    return st > 0 && k <= last ? last + 1 : k;
+}
+
+int xccl_sched_zip(xccl_sched_t *parent, const xccl_zip_part_t *parts, size_t n)
+{
+    int *ident = NULL;
+    size_t *next = calloc(n + 1, sizeof(size_t)), *key = calloc(n + 1, sizeof(size_t));
+    int maxsize = 0;
+    if (NULL == next || NULL == key) {
+        parent->error = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        maxsize = parts[i].child->size > maxsize ? parts[i].child->size : maxsize;
+    }
+    ident = malloc(((size_t) maxsize + 1) * sizeof(int));
+    if (NULL == ident) {
+        parent->error = 1;
+        goto out;
+    }
+    for (int q = 0; q < maxsize; q++) {
+        ident[q] = q;
+    }
+    size_t end_round = 0;
+    for (size_t i = 0; i < n; i++) {
+        const xccl_sched_t *c = parts[i].child;
+        if (c->peer_access || c->slot_bytes > 0 ||
+            child_fits(parent, c, parts[i].group ? parts[i].group : ident, &parts[i].map) < 0) {
+            parent->error = 1;
+            goto out;
+        }
+        if (parts[i].at + c->rounds > end_round) {
+            end_round = parts[i].at + c->rounds;
+        }
+    }
+    /* key[i]: the parent round of part i's last step emitted */
+    const size_t base = parent->rounds;
+    for (;;) {
+        size_t now = (size_t) -1;
+        for (size_t i = 0; i < n; i++) {
+            const xccl_sched_t *c = parts[i].child;
+            if (next[i] < c->nsteps) {
+                const size_t k = zip_round(&parts[i], next[i], key[i]);
+                now = k < now ? k : now;
+            }
+        }
+        if ((size_t) -1 == now) {
+            break;
+        }
+        new_step(parent);
+        set_round(parent, base + now);
+        end_round = now > end_round ? now : end_round;
+        for (size_t i = 0; i < n; i++) {
+            const xccl_sched_t *c = parts[i].child;
+            if (next[i] >= c->nsteps) {
+                continue;
+            }
+            if (zip_round(&parts[i], next[i], key[i]) == now) {
+                const size_t st = next[i]++, e = st + 1 < c->nsteps ? c->step_start[st + 1] : c->nacts;
+                key[i] = now;
+                for (size_t a = c->step_start[st]; a < e; a++) {
+                    put_action(parent, &c->acts[a], parts[i].group ? parts[i].group : ident, &parts[i].map, 0);
+                }
+            }
+        }
+    }
+    parent->rounds += end_round;
+out:
+    free(next);
+    free(key);
+    free(ident);
     return parent->error ? -1 : 0;
 }

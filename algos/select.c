@@ -136,9 +136,14 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
                       size_t es, double t[XCCL_CATALOG_MAX], int *n)
 {
     const xccl_algo_t *list = xccl_coll_algos(c, n);
+    /* A network with no room for this layout's nodes (a torus smaller than
+     * the communicator): priced without one.  The layout is every rank's. */
+    char err[96];
+    const xccl_net_t *net = NULL != a->layout && 0 == xccl_net_check(&p->net, a->layout, err, sizeof(err))
+                                ? &p->net : NULL;
     for (int i = 0; i < *n; i++) {
         predict_job_t j = { &list[i], a };
-        t[i] = xccl_predict_net(a->layout, &p->net, es, predict_build, &j, NULL, 0, &p->intra, &p->inter);
+        t[i] = xccl_predict_net(a->layout, net, es, predict_build, &j, NULL, 0, &p->intra, &p->inter);
     }
     int best = xccl_pick(t, *n, p->margin);
     return best < 0 ? -1 : XCCL_SEL_FIRST + best;

@@ -80,6 +80,13 @@ int xccl_build_allreduce_nb(xccl_sched_t *s, size_t count);
  * counts[]; blocks of block bytes). */
 int xccl_build_reduce_scatter_nb(xccl_sched_t *s, const size_t *counts, int in_place);
 int xccl_build_allgather_nb(xccl_sched_t *s, size_t block);
+/* bcast "nhr" and "nb" (issue 31, as HCCL uses them for bcast): the root's
+ * p blocks scattered by uneven halves in ceil(lg p) rounds, then nhr's or
+ * nb's allgather: 2 ceil(lg p) a + 2((p-1)/p) nb for any p (nb: one round
+ * of local copies more).  The root's buffer is rewritten with its own
+ * bytes by the allgather. */
+int xccl_build_bcast_nhr(xccl_sched_t *s, size_t bytes, int root);
+int xccl_build_bcast_nb(xccl_sched_t *s, size_t bytes, int root);
 /* The links of rank in tree 0 or 1 of p ranks: parent (-1: the root), and
  * child[0] < rank < child[1] (-1: none). */
 void xccl_dbt_tree(int p, int tree, int rank, int *parent, int child[2]);

@@ -76,6 +76,33 @@ int xccl_build_hier_bcast(xccl_sched_t *s, const xccl_layout_t *l, size_t bytes,
 int xccl_build_hier_bcast_rails(xccl_sched_t *s, const xccl_layout_t *l, size_t bytes, int root,
                                 xccl_bcast_build_fn inter, xccl_allgatherv_build_fn intra);
 
+/* ------------------------------------------------------------------------ */
+/* Pipelined two-level algorithms (issue 31)                                */
+/* ------------------------------------------------------------------------ */
+
+/* The stages of hier_allreduce, hier_reduce_scatter and hier_allgather_any
+ * on K chunks (at least chunk bytes each, at most max_chunks, at most one
+ * per element or byte), overlapped: the intra-node stage of one chunk runs
+ * beside the inter-node stage of another, in one step per round
+ * (xccl_sched_zip; algos/pipe_util.h has the slots and why they cannot
+ * deadlock).  The stages must be round-synchronous builders (ring, nhr,
+ * Bruck: the two ends of every message at the same round) and not the
+ * shared-memory level.  s->algo "pipeline".  Any layout; same buffer
+ * conventions and results as the hier builders. */
+int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count, int in_place,
+                              size_t chunk, int max_chunks, xccl_reduce_scatter_build_fn intra_rs,
+                              xccl_allreduce_build_fn inter_ar, xccl_allgatherv_build_fn intra_ag);
+int xccl_build_pipe_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, const size_t *counts, int in_place,
+                                   size_t chunk, int max_chunks, xccl_reduce_scatter_build_fn intra,
+                                   xccl_reduce_scatter_build_fn inter);
+int xccl_build_pipe_allgather(xccl_sched_t *s, const xccl_layout_t *l, size_t block, size_t chunk, int max_chunks,
+                              xccl_allgatherv_build_fn inter, xccl_allgatherv_build_fn intra);
+/* The catalog's: chunks of at least 2 MiB, at most 64 (xccl_simulate, 64
+ * and 1024 ranks on nodes of 8: fewer, larger chunks lose to hier_hd's
+ * latency below 4 MiB; smaller ones pay a slot's latency too often). */
+#define XCCL_PIPE_CHUNK ((size_t) 2 << 20)
+#define XCCL_PIPE_MAX_CHUNKS 64
+
 #ifdef __cplusplus
 }
 #endif

@@ -70,6 +70,8 @@ typedef struct {
     size_t *step_start;        /* step i = acts[step_start[i] .. step_start[i+1]) */
     size_t nsteps, steps_cap;
     size_t rounds;             /* xccl_sched_step calls, empty steps included (cost model) */
+    size_t *step_round;        /* step i began at round step_round[i] (the value of rounds
+                                * then): lines steps of different ranks up (xccl_sched_zip) */
     size_t max_xfers;          /* largest number of sends+recvs in one step */
     size_t scratch_bytes;
     size_t elem_size;          /* bytes per reduction element (1 if none) */
@@ -166,6 +168,33 @@ typedef struct {
 
 int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int *group,
                       const xccl_buf_map_t *map);
+
+/* Pipelined composition (issue 31): several children side by side, so that
+ * their transfers overlap.  Part i's child step that began at round k (its
+ * step_round) joins the parent step of round at + k, counted from the
+ * parent's rounds before the call; parts that land on one round share a
+ * parent step, in the order of parts[] (all transfers of the step, then
+ * the local actions of part 0, part 1, ...).  Peers, buffers and scratch
+ * are placed as xccl_sched_append places them (group NULL: the child's
+ * ranks are the parent's).  The parent's rounds grow by the last round
+ * used.
+ *
+ * The caller keeps it right: parts sharing a round touch disjoint regions
+ * and never name one peer pair (message order per pair is then each
+ * part's own), and every rank zips the same parts at the same rounds
+ * relative to what its peers in them do.  Deadlock-free when every part
+ * is round-synchronous (a message's two ends at the same round of their
+ * schedules, as in ring, nhr, Bruck): then both ends of a message land on
+ * the same parent round.  Children with flags (peer access) or a slot
+ * are refused.  0, or -1 (the parent is marked failed). */
+typedef struct {
+    const xccl_sched_t *child;
+    const int *group;          /* child rank i is parent rank group[i]; NULL: the same */
+    xccl_buf_map_t map;
+    size_t at;                 /* first parent round (relative) of the child's round 0 */
+} xccl_zip_part_t;
+
+int xccl_sched_zip(xccl_sched_t *parent, const xccl_zip_part_t *parts, size_t n);
 
 #ifdef __cplusplus
 }

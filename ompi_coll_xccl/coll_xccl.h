@@ -97,6 +97,7 @@ typedef struct {
     int gpu_direct;                  /* device pointers to UCX: -1 auto, 0 never, 1 always */
     double cost_alpha, cost_beta, cost_gamma, cost_delta;
     double cost_inter_alpha, cost_inter_beta;
+    char *net;                       /* coll_xccl_net as given; parsed into policy.net */
     char *cost_file;
     bool cost_from_file;               /* the intra-node model came from cost_file */
     char *node_layout;               /* synthetic layout, or NULL: host names */

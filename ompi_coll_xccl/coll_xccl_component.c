@@ -226,6 +226,7 @@ static int xccl_register(void)
      * tens of us per message); set them for the fabric at hand. */
     c->cost_inter_alpha = XCCL_COST_INTER_ALPHA;
     c->cost_inter_beta = XCCL_COST_INTER_BETA;
+    c->net = "none";
     c->node_layout = NULL;
     c->ucx_tls = XCCL_DEFAULT_TLS;
     c->ucx_rndv_scheme = XCCL_DEFAULT_RNDV_SCHEME;
@@ -247,6 +248,14 @@ static int xccl_register(void)
                MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_inter_alpha);
     reg_all_eq("cost_inter_beta", "Cost model between nodes: seconds per byte on the wire",
                MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_inter_beta);
+    reg_all_eq("net",
+               "The network between the nodes, for the cost model (issue 31; the description "
+               "xccl_simulate -N and xccl_info --net take): none (one alpha-beta pair between "
+               "nodes), fattree:LEAF[:OVERSUB] (two tiers: LEAF nodes per leaf switch, uplinks "
+               "oversubscribed OVERSUB:1) or torus:XxY (nodes on a 2D torus), each optionally "
+               "followed by ,nics=N (NICs per node; default one per rank).  Nodes are numbered "
+               "in each communicator's order.  Must be the same on all ranks",
+               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->net);
     reg_all_eq("node_layout",
                "Impose which ranks of each communicator share a node instead of the host "
                "names: block:K (every K consecutive ranks), cyclic:N (rank r on node r % N) "
@@ -381,6 +390,13 @@ static int xccl_open(void)
     inter->beta = c->cost_inter_beta;
     inter->flag = inter->peer = 0.0;   /* no flags or peer reads between nodes */
     c->cost_from_file = c->cost_file && c->cost_file[0] && read_cost_file(c->cost_file, intra);
+    /* A bad description is reported and none is used: every rank reads
+     * the same string, so every rank prices alike. */
+    char err[160];
+    memset(&c->policy.net, 0, sizeof(c->policy.net));
+    if (c->net && c->net[0] && 0 != xccl_net_parse(&c->policy.net, c->net, err, sizeof(err))) {
+        opal_output(0, "xccl: coll_xccl_net %s: %s; no network model", c->net, err);
+    }
     if (c->tuning_file && c->tuning_file[0]) {
         read_tuning_file(c->tuning_file, &c->policy.tuning);
     }
@@ -498,9 +514,11 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     mca_coll_xccl_gpu_init();
     load_topology(c);
     const xccl_cost_model_t *im = &c->policy.intra;
+    char net[96];
+    xccl_net_format(&c->policy.net, net, sizeof(net));
     mca_coll_xccl_log(2, "init: cost model %s: alpha=%.3e beta=%.3e gamma=%.3e delta=%.3e "
-                      "flag=%.3e peer=%.3e", c->cost_from_file ? c->cost_file : "built-in",
-                      im->alpha, im->beta, im->gamma, im->delta, im->flag, im->peer);
+                      "flag=%.3e peer=%.3e; network %s", c->cost_from_file ? c->cost_file : "built-in",
+                      im->alpha, im->beta, im->gamma, im->delta, im->flag, im->peer, net);
     mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s; device buffers %s",
                       c->ucx_ok ? "ok" : "failed",
                       xccl_ucx_tls(),

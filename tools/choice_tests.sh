@@ -8,7 +8,8 @@
 #   - one node with the level (-S) and single copies (-P read): mesh and
 #     shm are predicted (the reductions' mesh copies pieces first), auto
 #     is the level's rule;
-#   - 8 nodes x 8 ranks: at 16 MiB the model prefers a two-level allreduce,
+#   - 8 nodes x 8 ranks: at 16 MiB the model prefers a two-level allreduce
+#     (the pipelined one, issue 31),
 #     at 8 B recursive doubling (latency), as the textbook costs say;
 #   - xccl_info on the DGX-like fixture prints a row for every collective.
 set -uo pipefail
@@ -23,15 +24,15 @@ check() {    # check <what> <command output> <awk condition on the rows>
     fi
 }
 out=$("$b/xccl_simulate" -c allreduce -n 16 -s 16M) || fail=1
-check "one node: hier, mesh, shm and leader are n/a, auto flat" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 6 && $NF !~ /^(hier|mesh|shm)/'
+check "one node: hier, mesh, shm, leader and pipeline are n/a, auto flat" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 7 && $NF !~ /^(hier|mesh|shm|pipeline)/'
 out=$("$b/xccl_simulate" -c allreduce -n 2 -S 1M -P read -s 16K,16M) || fail=1
-check "level, single copies: only hier and leader n/a, auto shm_small (level)" "$out" '$1 == 16384 && gsub(/n\/a/, "&") == 3 && $(NF-1) == "shm_small" && $NF == "(level)"'
-check "level, single copies, 16 MiB: auto shm (level)" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 3 && $(NF-1) == "shm" && $NF == "(level)"'
+check "level, single copies: only hier, leader and pipeline n/a, auto shm_small (level)" "$out" '$1 == 16384 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm_small" && $NF == "(level)"'
+check "level, single copies, 16 MiB: auto shm (level)" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm" && $NF == "(level)"'
 out=$("$b/xccl_simulate" -c reduce_scatter -n 4 -S 1M -P read -s 1M) || fail=1
-check "reduce_scatter, level, single copies: mesh predicted" "$out" '$1 == 1048576 && gsub(/n\/a/, "&") == 3 && $(NF-1) == "shm"'
+check "reduce_scatter, level, single copies: mesh predicted" "$out" '$1 == 1048576 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm"'
 out=$("$b/xccl_simulate" -c allreduce -n 2 -P bogus 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -P bogus not refused"; fail=1; }
 out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -s 8,16M) || fail=1
-check "8x8, 16 MiB: auto two-level" "$out" '$1 == 16777216 && $NF ~ /^hier/'
+check "8x8, 16 MiB: auto two-level (pipelined)" "$out" '$1 == 16777216 && $NF == "pipeline"'
 check "8x8, 8 B: auto recursive_doubling" "$out" '$1 == 8 && $NF == "recursive_doubling"'
 # -F: a cost file's flag term reaches the shm and mesh predictions (1 ms per
 # flag wait puts both past 1000 us); a bad file is refused

@@ -27,7 +27,12 @@
 #       more " key=value" fields may follow.
 # With every algorithm forced in turn (a set of them per run), xccl_mpi_check -q runs
 # at np 3 and 4, with the same checks and (c): every algo= line names the
-# forced algorithm.
+# forced algorithm.  The pipelined ones (issue 31) run with -P (calls past
+# 4 MiB: several 2 MiB chunks) on block:2 at np 3, 4, 7 and cyclic:2 at np 4.
+# xccl_mpi_check.net_{fattree,bogus}.np4: coll_xccl_net named (verbose 2
+# names it on every rank) or refused (reported, none used); results right.
+# ompi_info.params: ompi_info lists 41 coll_xccl_* parameters, coll_xccl_net
+# among them.
 # xccl_mpi_nb (nonblocking collectives) runs at np 2, 3, 4; with -l (the
 # shared-memory level voted on first, large calls and blocking calls among
 # the nonblocking ones) too, where every rank must show at least NB_CALLS
@@ -260,7 +265,7 @@ check_forced() {
         for kv in $set; do
             [[ ${kv%%=*} == layout || ${kv%%=*} == slot ]] && continue
             alt=algo=${kv#*=}
-            [[ ${kv#*=} == hier* ]] && alt="algo=${first_algo[${kv%%=*}]}"
+            [[ ${kv#*=} == hier* || ${kv#*=} == pipeline ]] && alt="algo=${first_algo[${kv%%=*}]}"
             # shm: nonblocking calls (no slot) and MPI_COMM_SELF run the
             # first; mesh too (single copies: blocking calls only)
             [[ ${kv#*=} == shm* || ${kv#*=} == mesh ]] && alt="algo=${first_algo[${kv%%=*}]}"
@@ -400,12 +405,16 @@ algo_sets=(
     "allreduce=rabenseifner alltoall=linear bcast=chain"
     "allreduce=swing allgather=recursive_doubling reduce_scatter=recursive_halving reduce_scatter_block=recursive_halving alltoall=bruck"
     "allreduce=dbt"
-    "allreduce=nhr allgather=nhr reduce_scatter=nhr reduce_scatter_block=nhr"
-    "allreduce=nb allgather=nb reduce_scatter=nb reduce_scatter_block=nb"
+    "allreduce=nhr allgather=nhr reduce_scatter=nhr reduce_scatter_block=nhr bcast=nhr"
+    "allreduce=nb allgather=nb reduce_scatter=nb reduce_scatter_block=nb bcast=nb"
     # two-level, on synthetic node layouts (coll_xccl_node_layout)
     "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"
     "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier_hd reduce_scatter_block=hier_hd alltoall=hier bcast=hier_rails"
     "layout=block:2 allgather=hier_bruck alltoall=hier_bruck bcast=hier_sag"
+    # pipelined (issue 31), with xccl_mpi_check -P: calls past 4 MiB, in
+    # several 2 MiB chunks; uneven nodes at np 3 and 7
+    "layout=block:2 allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline"
+    "layout=cyclic:2 allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline"
     # the shared-memory level (issue 15); slot=: coll_xccl_shm_bytes, small
     # slots make every message past a few KiB a pipeline of chunks
     "allreduce=shm allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
@@ -439,10 +448,19 @@ for set in "${algo_sets[@]}"; do
     [[ $set == allreduce=dbt ]] && nps="3 4 7"
     # nhr, nb: windows of uneven halves, a missing block (3, 7) and none (4)
     [[ $set == allreduce=nhr* || $set == allreduce=nb* ]] && nps="3 4 7"
+    # pipeline: big calls too; block:2 on uneven nodes (3, 7) and even (4)
+    extra=()
+    if [[ $set == *=pipeline* ]]; then
+        extra=(-P)
+        [[ $set == layout=block:2* ]] && nps="3 4 7" || nps="4"
+        tag=${set%% *}_$tag
+        tag=${tag#layout=}
+        tag=${tag/:/}
+    fi
     for np in $nps; do
         name=xccl_mpi_check.forced_$tag.np$np
         selected "$name" || continue
-        run_mpi "$name" "$np" "${force[@]}" "$bindir/xccl_mpi_check" -q
+        run_mpi "$name" "$np" "${force[@]}" "$bindir/xccl_mpi_check" -q "${extra[@]}"
         ok=0
         problems=$({ check_result "$name" && check_counts "$name" "$np" &&
             check_forced "$name" "$np" "$set"; } 2>&1) || ok=1
@@ -450,6 +468,54 @@ for set in "${algo_sets[@]}"; do
         finish "$name" "$ok"
     done
 done
+
+# The network model named by coll_xccl_net (issue 31): the component says
+# at verbose 2 which it uses (the description xccl_simulate -N takes), a
+# bad one is reported and none used; the results stay right either way.
+saved_args=("${common_args[@]}")
+common_args=("${common_base[@]}" --mca coll_xccl_verbose 2 --mca coll_xccl_small_msg_bytes 0)
+for net in fattree:1:4,nics=1 bogus:3; do
+    name=xccl_mpi_check.net_${net%%:*}.np4
+    selected "$name" || continue
+    run_mpi "$name" 4 --mca coll_xccl_net "$net" --mca coll_xccl_node_layout block:2 \
+        "$bindir/xccl_mpi_check" -q
+    ok=0
+    problems=$({ check_result "$name" && check_counts "$name" 4 &&
+        if [[ $net == bogus* ]]; then
+            grep -q "xccl: coll_xccl_net $net: .*; no network model" "$logdir/$name.log" ||
+                { echo "$name: no line refusing coll_xccl_net $net"; exit 1; }
+            want="network none"
+        else
+            want="network fattree:1:4,nics=1"
+        fi
+        for ((r = 0; r < 4; r++)); do
+            per_rank_output "$name" "$r" | grep -q "init: cost model .*; $want\$" ||
+                { echo "$name: rank $r: no \"init: cost model ...; $want\" line"; exit 1; }
+        done; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
+common_args=("${saved_args[@]}")
+
+# ompi_info lists every parameter: 41 (issue 31 added coll_xccl_net); a
+# parameter added or removed changes this count, README's table and
+# docs/parameters.md together.
+name=ompi_info.params
+if selected "$name"; then
+    echo "== $name"
+    ran+=("$name")
+    OMPI_MCA_mca_base_component_path=$component_path ompi_info --param coll xccl --level 9 \
+        >"$logdir/$name.log" 2>&1
+    nparams=$(grep -oE 'parameter "coll_xccl_[a-z0-9_]+"' "$logdir/$name.log" | sort -u | wc -l)
+    ok=0
+    problems=$({
+        [[ $nparams -eq 41 ]] || { echo "$name: $nparams coll_xccl_* parameters, want 41"; exit 1; }
+        grep -q 'parameter "coll_xccl_net" (current value: "none"' "$logdir/$name.log" ||
+            { echo "$name: no coll_xccl_net parameter with value none"; exit 1; }
+    } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
 
 # A rank killed (SIGKILL) inside shared-memory collectives (allreduce and
 # bcast forced to shm, 2 MiB through a 64 KiB slot: pipelines of chunks):

@@ -28,6 +28,9 @@
  * Exit status: 0 when every case passed on every rank, 1 otherwise.
  *
  * Options: -q  quick mode (fewer counts, no 100003-element and 64 MiB cases).
+ *          -P  also messages past 4 MiB on MPI_COMM_WORLD (allreduce, reduce_scatter,
+ *              reduce_scatter_block, allgather, bcast; odd counts): the pipelined
+ *              algorithms' several 2 MiB chunks (issue 31), also in quick mode.
  *          -k  skip cases that hit known bugs of stock Open MPI 4.1.x, for
  *              developing this test without xccl: MPI_MAX/MPI_MIN on
  *              MPI_UNSIGNED_LONG compare as signed (open-mpi/ompi#10525).
@@ -607,7 +610,7 @@ typedef struct {
 } comm_ctx;
 
 static int world_rank, world_size;
-static bool quick, skip_stock_bugs;
+static bool quick, skip_stock_bugs, pipe_sizes;
 static long expect_cnt[NCOLL];  /* calls expected to be handled by xccl  */
 static long calls_cnt[NCOLL];   /* calls that reach the coll component   */
 static long passed, failed;     /* cases judged by this rank (comm roots) */
@@ -1103,6 +1106,16 @@ static void big_cases(comm_ctx *c)
     free(b);
 }
 
+/* -P: past 4 MiB per call (5.2 MB of ints to reduce; 1.6 MB a rank to
+ * gather or broadcast, at least 4.8 MB gathered from np 3 on), in and out
+ * of place, counts not divisible by the size. */
+static void pipe_cases(comm_ctx *c)
+{
+    dtype_t dint = predef(type_by_name("MPI_INT"));
+    reduction_cases(c, &dint, OP_SUM, 1300001, M_ALLRED);
+    movement_cases(c, &dint, 400003, M_AG | M_BC);
+}
+
 /* ------------------------------------------------------------------------ */
 /* User ops                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -1334,9 +1347,11 @@ int main(int argc, char **argv)
             quick = true;
         } else if (strcmp(argv[i], "-k") == 0) {
             skip_stock_bugs = true;
+        } else if (strcmp(argv[i], "-P") == 0) {
+            pipe_sizes = true;
         } else {
             if (world_rank == 0)
-                fprintf(stderr, "usage: %s [-q] [-k]\n", argv[0]);
+                fprintf(stderr, "usage: %s [-q] [-k] [-P]\n", argv[0]);
             MPI_Finalize();
             return 2;
         }
@@ -1382,6 +1397,8 @@ int main(int argc, char **argv)
         run_comm(&ctx[i]);
         if (i == 0 && !quick)
             big_cases(&ctx[0]);
+        if (i == 0 && pipe_sizes)
+            pipe_cases(&ctx[0]);
         judge_comm(&ctx[i]);
     }
 

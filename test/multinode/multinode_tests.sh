@@ -35,6 +35,15 @@
 #   xccl.3hosts.np5.map_by_node  the same on three hosts behind a bridge,
 #                                5 ranks: uneven (2, 2, 1), non-contiguous
 #                                (XCCLMN_TEST_3HOSTS=0: not run)
+#   xccl.forced_issue31.map_by_node, xccl.3hosts.forced_issue31.np5
+#                                issue 31's algorithms forced across the
+#                                hosts: allreduce, allgather and
+#                                reduce_scatter(_block) pipeline, bcast nhr
+#                                (2 hosts) or nb (3 hosts), xccl_mpi_check
+#                                -q -P (calls past 4 MiB: several chunks);
+#                                as xccl.* and every rank ran each forced
+#                                algorithm, and no call another (but the
+#                                collective's first, on one host)
 # Exit: 0 all passed, 1 a failure, 77 (with "SKIP: <reason>") when not root
 # or network namespaces / unshare do not work here.
 set -uo pipefail
@@ -226,6 +235,47 @@ for map in node slot; do
     finish "$name" "$ok" "$problems"
 done
 
+# check_forced_mn <name> <np> <coll=algo ...>: every rank ran each forced
+# algorithm at least once and no algo= line of that collective names
+# another one but the collective's first (a pipeline on a sub-communicator
+# inside one host does not apply).
+check_forced_mn() {
+    local name=$1 np=$2 r kv c a n other bad=0
+    shift 2
+    declare -A first=([allreduce]=ring [allgather]=ring [reduce_scatter]=ring
+        [reduce_scatter_block]=ring [bcast]=binomial)
+    for ((r = 0; r < np; r++)); do
+        for kv in "$@"; do
+            c=${kv%%=*} a=${kv#*=}
+            n=$(per_rank_output "$name" "$r" | awk -v c="$c" -v a="algo=$a" '$1 == "xccl:" && $2 == c && $6 == a' | wc -l)
+            other=$(per_rank_output "$name" "$r" | awk -v c="$c" -v a="algo=$a" -v b="algo=${first[$c]}" \
+                '$1 == "xccl:" && $2 == c && $6 ~ /^algo=/ && $6 != a && $6 != b' | head -n 1)
+            if ((n == 0)); then echo "$name: rank $r: forced $kv, but no call ran it"; bad=1; fi
+            if [[ -n $other ]]; then echo "$name: rank $r: forced $kv, got: $other"; bad=1; fi
+        done
+    done
+    return "$bad"
+}
+
+# 3b. Issue 31's algorithms forced across the two hosts (--map-by node:
+#     each host's ranks non-contiguous), with calls past 4 MiB (-P).
+forced31=(allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline)
+forced_mca() {    # forced_mca <coll=algo ...>: the --mca arguments
+    local kv
+    mca=()
+    for kv in "$@"; do mca+=(--mca "coll_xccl_${kv%%=*}_algorithm" "${kv#*=}"); done
+}
+name=xccl.forced_issue31.map_by_node
+forced_mca "${forced31[@]}" bcast=nhr
+run_job "$name" 4 --map-by node \
+    --mca coll xccl,tuned,basic,libnbc,self \
+    --mca coll_xccl_verbose 1 --mca coll_xccl_small_msg_bytes 0 "${mca[@]}" \
+    "$prog" -q -P
+ok=0
+problems=$({ check_exit_result "$name" && check_counts "$name" 4 &&
+    check_forced_mn "$name" 4 "${forced31[@]}" bcast=nhr; } 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
 # 4. Device buffers across the hosts, against the fake libcuda.so.1 (no
 #    GPU needed): xccl_mpi_gpu at np 4 --map-by node.  No CUDA IPC between
 #    hosts, so every call on device buffers is staged, its copies in 64 KiB
@@ -287,6 +337,16 @@ if [[ ${XCCLMN_TEST_3HOSTS:-1} != 0 ]]; then
             "$prog" -q
         ok=0
         problems=$({ check_exit_result "$name" && check_counts "$name" 5; } 2>&1) || ok=1
+        finish "$name" "$ok" "$problems"
+        name=xccl.3hosts.forced_issue31.np5
+        forced_mca "${forced31[@]}" bcast=nb
+        run_job "$name" 5 --map-by node \
+            --mca coll xccl,tuned,basic,libnbc,self \
+            --mca coll_xccl_verbose 1 --mca coll_xccl_small_msg_bytes 0 "${mca[@]}" \
+            "$prog" -q -P
+        ok=0
+        problems=$({ check_exit_result "$name" && check_counts "$name" 5 &&
+            check_forced_mn "$name" 5 "${forced31[@]}" bcast=nb; } 2>&1) || ok=1
         finish "$name" "$ok" "$problems"
     else
         run_secs=0 run_bytes=0

@@ -24,7 +24,7 @@
 #define SMALL_P 64                     /* every p in 1..SMALL_P */
 #define ALL_ROOTS_P 33                 /* every root up to this p */
 
-static const int big_p[] = { 127, 128, 129, 255, 1000 };
+static const int big_p[] = { 100, 127, 128, 129, 255, 1000 };
 #define NBIG ((int) (sizeof(big_p) / sizeof(big_p[0])))
 
 /* ------------------------------------------------------------------------ */
@@ -138,8 +138,22 @@ static int bc_sag(xccl_sched_t *s, size_t bytes, int root, size_t arg)
     return xccl_build_bcast_scatter_allgather(s, bytes, root);
 }
 
+static int bc_nhr(xccl_sched_t *s, size_t bytes, int root, size_t arg)
+{
+    (void) arg;
+    return xccl_build_bcast_nhr(s, bytes, root);
+}
+
+static int bc_nb(xccl_sched_t *s, size_t bytes, int root, size_t arg)
+{
+    (void) arg;
+    return xccl_build_bcast_nb(s, bytes, root);
+}
+
 static const bcast_algo_t bcast_algos[] = {
     { "scatter_allgather", bc_sag, 0 },
+    { "nhr", bc_nhr, 0 },
+    { "nb", bc_nb, 0 },
     { "chain/whole", xccl_build_bcast_chain, 0 },
     { "chain/1", xccl_build_bcast_chain, 1 },
     { "chain/7", xccl_build_bcast_chain, 7 },
@@ -264,6 +278,41 @@ START_TEST(alltoall_structure)
 }
 END_TEST
 
+/* bcast nhr and nb, p = 8 and 7, root 3: 2 ceil(lg p) rounds; the root
+ * sends (p-1)/p n in the scatter (n/2 + n/4 + ... at p = 8) and every rank
+ * gets the n - n/p it lacks in the allgather (the root's own bytes come
+ * back to it there); a leaf of the scatter receives n and sends its share
+ * of the allgather; no rank moves more than twice n. */
+START_TEST(bcast_nhr_nb_structure)
+{
+    const int root = 3;
+    const size_t n = 8 * 7 * 10;
+    for (int f = 0; f < 2; f++) {
+        for (int p = 7; p <= 8; p++) {
+            for (int r = 0; r < p; r++) {
+                xccl_sched_t s;
+                xccl_sched_init(&s, r, p, 1);
+                ck_assert_int_eq(f ? xccl_build_bcast_nb(&s, n, root) : xccl_build_bcast_nhr(&s, n, root), 0);
+                const tally_t t = tally(&s);
+                ck_assert_uint_eq(s.rounds, 2 * 3);
+                if (r == root) {
+                    ck_assert_uint_eq(t.sent, 2 * (n - n / (size_t) p));
+                    ck_assert_uint_eq(t.received, n - n / (size_t) p);
+                } else if (8 == p && 1 == (r - root + p) % 2) {
+                    /* a leaf of the scatter: its block, then the rest */
+                    ck_assert_uint_eq(t.received, n);
+                    ck_assert_uint_eq(t.sent, n - n / (size_t) p);
+                } else {
+                    ck_assert(t.received >= n && t.received <= 2 * n);
+                    ck_assert(t.sent >= n - n / (size_t) p && t.sent <= 2 * n);
+                }
+                xccl_sched_fini(&s);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(bcast_structure)
 {
     const int p = 8, root = 3;
@@ -357,6 +406,7 @@ int main(void)
     tcase_add_loop_test(tc, bcast_big_p, 0, NBIG);
     tcase_add_test(tc, alltoall_structure);
     tcase_add_test(tc, bcast_structure);
+    tcase_add_test(tc, bcast_nhr_nb_structure);
     tcase_add_test(tc, sim_large_deadlock);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);

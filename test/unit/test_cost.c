@@ -336,6 +336,45 @@ START_TEST(nhr_nb_allreduce_match_formula)
 }
 END_TEST
 
+/* bcast nhr and nb (issue 31): halving scatter + the allgather, at the root
+ * (reductions and copies priced 0): 2 ceil(lg p) a + 2((p-1)/p) n b, exact
+ * for nhr at powers of two; elsewhere, and for nb, at most ceil(lg p) a
+ * more (a range cut in two messages); no other rank costs more. */
+static int b_bcast_nhr(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_bcast_nhr(s, n, 0); }
+static int b_bcast_nb(xccl_sched_t *s, int p, size_t n) { (void) p; return xccl_build_bcast_nb(s, n, 0); }
+
+START_TEST(nhr_nb_bcast_match_formula)
+{
+    const xccl_cost_model_t m = { model.alpha, model.beta, 0, 0, 0, 0 };
+    const int ps[] = { 3, 4, 5, 7, 8, 12, 64, 100 };
+    const build_fn fns[] = { b_bcast_nhr, b_bcast_nb };
+    for (int f = 0; f < 2; f++) {
+        for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+            const int p = ps[i];
+            int lg = 0;
+            while ((1 << lg) < p) {
+                lg++;
+            }
+            const size_t n = (size_t) p * 1024;
+            const double want = 2 * lg * m.alpha + 2.0 * (p - 1) / p * (double) n * m.beta;
+            for (int r = 0; r < p; r += p > 8 ? 7 : 1) {
+                xccl_sched_t s;
+                xccl_sched_init(&s, r, p, 1);
+                ck_assert_int_eq(fns[f](&s, p, n), 0);
+                const double got = xccl_sched_cost(&s, &m);
+                xccl_sched_fini(&s);
+                /* the root sends (p-1)/p n in the scatter; the others
+                 * receive less there */
+                const int exact = 0 == f && 0 == (p & (p - 1)) && 0 == r;
+                ck_assert_msg(exact ? rel_err(got, want) < 1e-9
+                                    : got > (0 == r ? want * (1 - 1e-9) : 0) && got < want + lg * m.alpha + 1e-12,
+                              "%s p=%d rank %d: %g vs %g", f ? "nb" : "nhr", p, r, got, want);
+            }
+        }
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ network */
 
 /* One step: every rank exchanges n bytes with rank r + shift (mod p). */
@@ -492,6 +531,7 @@ int main(void)
     tcase_add_test(tc, cost_file_parses);
     tcase_add_test(tc, cost_file_loads);
     tcase_add_test(tc, nhr_nb_allreduce_match_formula);
+    tcase_add_test(tc, nhr_nb_bcast_match_formula);
     tcase_add_test(tc, net_prices_shared_links);
     tcase_add_test(tc, net_oversubscription_slows_far_flows);
     tcase_add_test(tc, net_parses);

@@ -183,6 +183,45 @@ START_TEST(auto_within_10_percent_across_scale)
 }
 END_TEST
 
+/* The policy's network (coll_xccl_net, issue 31) reaches the model's
+ * prediction: parsed by xccl_net_parse as xccl_simulate -N parses it, a
+ * 4:1 fat tree of 2-node leaves slows Rabenseifner's far partners at 64
+ * ranks on nodes of 8, 16 MiB, more than twice, and not ring (one flow per
+ * node); one NIC per node on a 4x2 torus slows Rabenseifner, whose 8
+ * ranks of a node all send between nodes at once; a torus with no room
+ * for the 8 nodes is priced as none. */
+START_TEST(policy_net_reaches_the_model)
+{
+    xccl_select_policy_t pol;
+    xccl_select_policy_defaults(&pol);
+    xccl_layout_t l;
+    char err[128];
+    ck_assert_int_eq(xccl_layout_parse(&l, "block:8", 64, err, sizeof(err)), 0);
+    xccl_coll_args_t a = { .count = (size_t) 4 << 20, .layout = &l, .segment = XCCL_RING_SEGMENT };
+    const int ring = xccl_select_index(XCCL_COLL_ALLREDUCE, "ring") - XCCL_SEL_FIRST;
+    const int rab = xccl_select_index(XCCL_COLL_ALLREDUCE, "rabenseifner") - XCCL_SEL_FIRST;
+    double none[XCCL_CATALOG_MAX], tree[XCCL_CATALOG_MAX], small[XCCL_CATALOG_MAX];
+    int n;
+    (void) xccl_select_model(&pol, XCCL_COLL_ALLREDUCE, &a, 4, none, &n);
+    ck_assert_int_eq(0, xccl_net_parse(&pol.net, "fattree:2:4", err, sizeof(err)));
+    (void) xccl_select_model(&pol, XCCL_COLL_ALLREDUCE, &a, 4, tree, &n);
+    ck_assert_msg(tree[rab] > 2 * none[rab] && tree[ring] < 1.01 * none[ring],
+                  "rabenseifner %g -> %g us, ring %g -> %g us", none[rab] * 1e6, tree[rab] * 1e6,
+                  none[ring] * 1e6, tree[ring] * 1e6);
+    /* one NIC per node on a torus that fits: Rabenseifner's 8 flows of a
+     * node share it */
+    ck_assert_int_eq(0, xccl_net_parse(&pol.net, "torus:4x2,nics=1", err, sizeof(err)));
+    (void) xccl_select_model(&pol, XCCL_COLL_ALLREDUCE, &a, 4, tree, &n);
+    ck_assert_msg(tree[rab] > 4 * none[rab], "rabenseifner %g -> %g us", none[rab] * 1e6, tree[rab] * 1e6);
+    ck_assert_int_eq(0, xccl_net_parse(&pol.net, "torus:2x2,nics=1", err, sizeof(err)));
+    (void) xccl_select_model(&pol, XCCL_COLL_ALLREDUCE, &a, 4, small, &n);
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(small[i] == none[i], "algorithm %d: %g against %g us", i, small[i] * 1e6, none[i] * 1e6);
+    }
+    xccl_layout_fini(&l);
+}
+END_TEST
+
 static int same_ref(xccl_ref_t x, xccl_ref_t y)
 {
     return x.buf == y.buf && x.off == y.off && x.peer_plus1 == y.peer_plus1;
@@ -599,6 +638,7 @@ int main(void)
     tcase_add_test(tc, shm_slot_in_cache_key_and_model);
     tcase_add_test(tc, shm_level_rule);
     tcase_add_test(tc, level_trials);
+    tcase_add_test(tc, policy_net_reaches_the_model);
     tcase_add_loop_test(tc, auto_within_10_percent_across_scale, 0, 2);
     suite_add_tcase(su, tc);
     return xccl_check_run(su);

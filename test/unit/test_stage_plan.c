@@ -507,9 +507,9 @@ START_TEST(a_gate_that_never_waits_is_caught)
         case_t c = { colls[ci], 4, 0, 1, 300, NULL, 1, 1 };
         size_t before = ops;
         int b = run_case(&c, &runs, &ops, &out, &whole);
-        if (XCCL_COLL_BCAST == colls[ci]) {
-            /* bcast schedules have no local actions: nothing to wait for */
-            ck_assert_uint_eq(ops, before);
+        if (XCCL_COLL_BCAST == colls[ci] && ops == before) {
+            /* bcast schedules without local actions: nothing to wait for
+             * (nhr and nb copy, issue 31: with them bcast is caught too) */
             ck_assert_int_eq(b, 0);
             continue;
         }

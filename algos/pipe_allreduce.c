@@ -1,0 +1,118 @@
+/*
+ * Pipelined two-level allreduce ("pipeline", issue 31, after HCCL's
+ * pipeline algorithm): hier's three stages (intra-node reduce-scatter of
+ * L = min ppn slices, allreduce of slice j on rail j, intra-node
+ * allgather) on K chunks of the vector, overlapped (algos/pipe_util.h):
+ * in slot t the intra-node lane reduce-scatters chunk t and then gathers
+ * chunk t-2 while the inter-node lane allreduces chunk t-1 on the rails.
+ * K + 2 slots, each as long as its longer lane: about
+ *   (K + 2) / K * max(intra time, inter time)
+ * where hier takes their sum.  Every element is reduced as hier reduces
+ * it (one rank of each node, then the rail's algorithm, the same bits on
+ * every rail member), and the allgather only copies: every rank ends with
+ * the same bits.
+ */
+#include "pipe_util.h"
+#include "xccl_build.h"
+#include "xccl_hier.h"
+
+#include <stdlib.h>
+
+int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count, int in_place,
+                              size_t chunk, int max_chunks, xccl_reduce_scatter_build_fn intra_rs,
+                              xccl_allreduce_build_fn inter_ar, xccl_allgatherv_build_fn intra_ag)
+{
+    if (NULL == l || l->size != s->size || NULL == intra_rs || NULL == inter_ar || NULL == intra_ag ||
+        max_chunks < 1) {
+        return -1;
+    }
+    const int r = s->rank, node = l->node_of[r], j = l->local_rank[r];
+    const int L = l->min_ppn, ln = xccl_layout_node_size(l, node), N = l->nnodes;
+    const int *members = xccl_layout_node_members(l, node);
+    const size_t es = s->elem_size;
+    const int K = pipe_chunks(count, es, chunk, max_chunks);
+    const int on_rail = j < L && N > 1;
+    size_t *counts = malloc((size_t) K * (size_t) ln * sizeof(size_t));
+    size_t *bytes = malloc((size_t) K * (size_t) ln * sizeof(size_t));
+    size_t *displs = malloc((size_t) K * (size_t) ln * sizeof(size_t));
+    int *rail = malloc((size_t) N * sizeof(int));
+    pipe_t pp;
+    int rc = -1, nr = 0;
+
+    if (pipe_init(&pp, s, 3 * (size_t) K) < 0 || NULL == counts || NULL == bytes || NULL == displs ||
+        NULL == rail) {
+        goto out;
+    }
+    s->algo = "pipeline";
+    if (on_rail) {
+        nr = xccl_layout_rail(l, j, rail);
+    }
+    /* Slices of chunk c: counts etc. + c * ln. */
+    for (int c = 0; c < K; c++) {
+        const size_t cc = chunk_count(count, K, c);
+        for (int i = 0; i < ln; i++) {
+            size_t *cn = counts + (size_t) c * ln, *by = bytes + (size_t) c * ln, *di = displs + (size_t) c * ln;
+            cn[i] = i < L ? chunk_count(cc, L, i) : 0;
+            by[i] = cn[i] * es;
+            di[i] = i < L ? chunk_first(cc, L, i) * es : 0;
+        }
+    }
+    const xccl_ref_t none = xccl_ref(XCCL_BUF_SCRATCH, 0);    /* placed by pipe_zip */
+    for (int t = 0; t < K + 2; t++) {
+        /* Intra lane: reduce-scatter chunk t (as hier: in place its slice
+         * lands at RECV's start, then moves to its place), ... */
+        if (t < K) {
+            const size_t cb = chunk_first(count, K, t) * es, *di = displs + (size_t) t * ln;
+            const size_t my_off = di[j], my_len = bytes[(size_t) t * ln + j];
+            xccl_sched_t *c = pipe_kid(&pp, members, ln);
+            if (NULL == c) {
+                goto out;
+            }
+            int brc = intra_rs(c, counts + (size_t) t * ln, in_place);
+            if (0 == brc && in_place && my_off > 0) {
+                xccl_sched_copy(c, xccl_ref(XCCL_BUF_RECV, my_off), xccl_ref(XCCL_BUF_RECV, 0), my_len);
+            }
+            xccl_buf_map_t map = in_place ? hier_map(xccl_ref(XCCL_BUF_RECV, cb), xccl_ref(XCCL_BUF_RECV, cb), none)
+                                          : hier_map(xccl_ref(XCCL_BUF_SEND, cb), xccl_ref(XCCL_BUF_RECV, cb + my_off), none);
+            if (pipe_add(&pp, brc, PIPE_INTRA, members, map) < 0) {
+                goto out;
+            }
+        }
+        /* ... while the inter lane allreduces chunk t-1 on the rail ... */
+        if (on_rail && t >= 1 && t - 1 < K) {
+            const size_t at = chunk_first(count, K, t - 1) * es + displs[(size_t) (t - 1) * ln + j];
+            xccl_sched_t *c = pipe_kid(&pp, rail, nr);
+            if (NULL == c ||
+                pipe_add(&pp, inter_ar(c, counts[(size_t) (t - 1) * ln + j]), PIPE_INTER, rail,
+                         hier_map(xccl_ref(XCCL_BUF_RECV, at), xccl_ref(XCCL_BUF_RECV, at), none)) < 0) {
+                goto out;
+            }
+        }
+        /* ... and the intra lane then gathers chunk t-2. */
+        if (t >= 2) {
+            const size_t cb = chunk_first(count, K, t - 2) * es, k = (size_t) (t - 2) * ln;
+            xccl_sched_t *c = pipe_kid(&pp, members, ln);
+            if (NULL == c ||
+                pipe_add(&pp, intra_ag(c, bytes + k, displs + k, 1), PIPE_INTRA, members,
+                         hier_map(xccl_ref(XCCL_BUF_RECV, cb + displs[k + j]), xccl_ref(XCCL_BUF_RECV, cb), none)) < 0) {
+                goto out;
+            }
+        }
+        pipe_next_slot(&pp);
+    }
+    if (pipe_zip(&pp, 0) < 0) {
+        goto out;
+    }
+    s->algo = "pipeline";
+    rc = xccl_sched_finalize(s);
+out:
+    if (rc != 0) {
+        s->error = 1;
+    }
+    pipe_fini(&pp);
+    free(counts);
+    free(bytes);
+    free(displs);
+    free(rail);
+    return rc;
+}
