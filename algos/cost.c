@@ -137,13 +137,6 @@ double xccl_sched_cost_shared(const xccl_sched_t *s, const xccl_layout_t *l,
     return t;
 }
 
-double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_build_fn build, void *arg,
-                         const int *ranks, int n, const xccl_cost_model_t *intra,
-                         const xccl_cost_model_t *inter)
-{
-    return xccl_predict_net(l, NULL, elem_size, build, arg, ranks, n, intra, inter);
-}
-
 int xccl_pick(const double *t, int n, double margin)
 {
     int best = -1;

@@ -374,3 +374,12 @@ double xccl_predict_net(const xccl_layout_t *l, const xccl_net_t *net, size_t el
     free(order);
     return worst;
 }
+
+/* (here, not in cost.c: the prediction with links shared is this file's,
+ * and cost.c stays below it) */
+double xccl_predict_hier(const xccl_layout_t *l, size_t elem_size, xccl_rank_build_fn build, void *arg,
+                         const int *ranks, int n, const xccl_cost_model_t *intra,
+                         const xccl_cost_model_t *inter)
+{
+    return xccl_predict_net(l, NULL, elem_size, build, arg, ranks, n, intra, inter);
+}
