@@ -6,7 +6,7 @@
  * speed: results, resident memory, a time limit.
  *
  * usage: xccl_comm_churn [-m unused|used|both] [-n cycles] [-r reps] [-b ints]
- *                        [-a ints] [-t ints] [-c dup|split] [-R cycles] [-T seconds]
+ *                        [-a ints] [-t ints] [-c dup|split|alt] [-R cycles] [-T seconds]
  *   -m  which cycles to time (default both):
  *         unused  MPI_Comm_dup, MPI_Comm_free
  *         used    MPI_Comm_dup, one MPI_Allreduce and one MPI_Alltoall, MPI_Comm_free
@@ -16,9 +16,10 @@
  *   -a  ints of the allreduce (default -b; the issue's cycle: -a 1024, 4 KiB)
  *   -t  ints per peer of the alltoall (default -b; the issue's cycle: -t 1)
  *   -c  how a cycle creates its communicator: dup (MPI_Comm_dup of
- *       MPI_COMM_WORLD, default) or split (MPI_Comm_split of MPI_COMM_WORLD,
+ *       MPI_COMM_WORLD, default), split (MPI_Comm_split of MPI_COMM_WORLD,
  *       one color, key the reversed rank: the same processes in another
- *       order)
+ *       order) or alt (dup and split in turn: each communicator's ranks
+ *       are in the other order than the one before)
  *   -R  then (or with -n 0: only) the resident-memory run: 200 used cycles
  *       to warm up, the resident set size (/proc/self/statm), R used and
  *       R unused cycles, the resident set size again
@@ -38,7 +39,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static int rank, size, checks, fails, ar_n = 4, aa_n = 4, split;
+static int rank, size, checks, fails, ar_n = 4, aa_n = 4;
+static int split;                    /* 0 dup, 1 split, 2 alternate */
+static unsigned long ncycles;
 static int *ar_in, *ar_out, *aa_in, *aa_out;
 
 static void expect(int ok, const char *what)
@@ -53,7 +56,7 @@ static void expect(int ok, const char *what)
 static void cycle(int used, int t)
 {
     MPI_Comm c;
-    if (split) {
+    if (1 == split || (2 == split && ncycles++ % 2)) {
         MPI_Comm_split(MPI_COMM_WORLD, 0, size - 1 - rank, &c);
     } else {
         MPI_Comm_dup(MPI_COMM_WORLD, &c);
@@ -137,7 +140,7 @@ int main(int argc, char **argv)
         } else if (0 == strcmp(a, "-t")) {
             aa_n = atoi(v);
         } else if (0 == strcmp(a, "-c")) {
-            split = 0 == strcmp(v, "split");
+            split = 0 == strcmp(v, "split") ? 1 : 0 == strcmp(v, "alt") ? 2 : 0;
             if (!split && 0 != strcmp(v, "dup")) {
                 goto usage;
             }
@@ -226,7 +229,7 @@ int main(int argc, char **argv)
 usage:
     if (0 == rank) {
         fprintf(stderr, "usage: %s [-m unused|used|both] [-n cycles] [-r reps] [-b ints] "
-                        "[-a ints] [-t ints] [-c dup|split] [-R cycles] [-T seconds]\n", argv[0]);
+                        "[-a ints] [-t ints] [-c dup|split|alt] [-R cycles] [-T seconds]\n", argv[0]);
     }
     MPI_Finalize();
     return 2;
