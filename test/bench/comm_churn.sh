@@ -17,8 +17,10 @@
 # (-a 1024 ints) and an MPI_Alltoall of one int per peer (-t 1), then
 # MPI_Comm_free; "unused": create and free only.
 #
-# Usage: comm_churn.sh [-n NP[,NP...]] [-R ROUNDS] [-c dup|split] [-o DIR]
-#                      [-- xccl_comm_churn options]
+# Usage: comm_churn.sh [-n NP[,NP...]] [-R ROUNDS] [-c dup|split] [-B DIR]
+#                      [-o DIR] [-- xccl_comm_churn options]
+#   -B DIR: also another build's component (DIR/component, e.g. the main
+#   branch's build) as a third stack "before", in the same rotation
 #   (default NP 2, ROUNDS 5, dup; xccl_comm_churn options after the
 #   defaults -a 1024 -t 1 -n 2000 -r 5, so they override them)
 # Every run takes ompi_base_args (test/lib/ompi_env.sh): --oversubscribe
@@ -32,14 +34,15 @@
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
-nps=2 rounds=5 out="" create=dup
-while getopts "n:R:c:o:h" c; do
+nps=2 rounds=5 out="" create=dup before=""
+while getopts "n:R:c:B:o:h" c; do
     case $c in
+    B) before=$OPTARG ;;
     n) nps=$OPTARG ;;
     R) rounds=$OPTARG ;;
     c) create=$OPTARG ;;
     o) out=$OPTARG ;;
-    *) sed -n '2,33p' "$0"; exit 2 ;;
+    *) sed -n '2,35p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -54,6 +57,14 @@ stock_args=("${ompi_base_args[@]}")
 # the same arguments but the coll list (the last --mca coll pair)
 stock_args[${#stock_args[@]} - 1]=tuned,basic,libnbc,self
 read -r -a extra <<<"${MPIRUN_EXTRA:-}"
+stacks=(xccl stock)
+if [[ -n $before ]]; then
+    [[ -e $before/component/mca_coll_xccl.so ]] ||
+        { echo "comm_churn: no $before/component/mca_coll_xccl.so" >&2; exit 2; }
+    xccl_ompi_env "$before/component" "$out/before" benchmarking
+    before_args=("${ompi_base_args[@]}")
+    stacks=(xccl before stock)
+fi
 
 IFS=, read -r -a np_list <<<"$nps"
 prog=("$bdir/xccl_comm_churn" -c "$create" -a 1024 -t 1 -n 2000 -r 5 "$@")
@@ -62,9 +73,13 @@ samples=$out/raw/churn.samples
 echo "comm_churn: ${prog[*]}; $(uptime)" >&2
 for ((i = 1; i <= rounds; i++)); do
     for np in "${np_list[@]}"; do
-        for st in xccl stock; do
+        for st in "${stacks[@]}"; do
             f=$out/raw/churn-np$np.$st.$i.txt
-            if [[ $st == xccl ]]; then args=("${xccl_args[@]}"); else args=("${stock_args[@]}"); fi
+            case $st in
+            xccl) args=("${xccl_args[@]}") ;;
+            before) args=("${before_args[@]}") ;;
+            *) args=("${stock_args[@]}") ;;
+            esac
             timeout -k 10 600 mpirun "${args[@]}" "${extra[@]}" -np "$np" "${prog[@]}" >"$f" 2>&1 ||
                 echo "comm_churn: np $np $st round $i failed (see $f)" >&2
             grep -q '^RESULT: [0-9]* passed, 0 failed' "$f" ||
@@ -78,8 +93,9 @@ for ((i = 1; i <= rounds; i++)); do
 done
 
 # mode, np: median over rounds of each stack (and its range), ratio
-printf '%-8s %4s %-7s %6s %10s %17s %10s %17s %7s\n' mode np create rounds xccl_us "(range)" \
+printf '%-8s %4s %-7s %6s %10s %17s %10s %17s %7s' mode np create rounds xccl_us "(range)" \
     stock_us "(range)" ratio
+[[ -z $before ]] && echo || printf ' %10s %17s %7s\n' before_us "(range)" b_ratio
 for mode in unused used; do
     for np in "${np_list[@]}"; do
         grep -q "^$mode $np " "$samples" || continue
@@ -94,8 +110,15 @@ for mode in unused used; do
         read -r s slo shi <<<"$(stat stock)"
         awk -v m="$mode" -v np="$np" -v c="$create" -v r="$rounds" -v x="$x" -v s="$s" \
             -v xr="$xlo-$xhi" -v sr="$slo-$shi" \
-            'BEGIN { printf "%-8s %4d %-7s %6d %10.2f %17s %10.2f %17s %7s\n", m, np, c, r, x, xr, s, sr,
+            'BEGIN { printf "%-8s %4d %-7s %6d %10.2f %17s %10.2f %17s %7s", m, np, c, r, x, xr, s, sr,
                      (s > 0 ? sprintf("%.2f", x / s) : "nan") }'
+        if [[ -z $before ]]; then
+            echo
+        else
+            read -r b blo bhi <<<"$(stat before)"
+            awk -v b="$b" -v s="$s" -v br="$blo-$bhi" \
+                'BEGIN { printf " %10.2f %17s %7s\n", b, br, (s > 0 ? sprintf("%.2f", b / s) : "nan") }'
+        fi
     done
 done
 echo "raw: $out/raw"
