@@ -485,74 +485,6 @@ static inline int short_way(mca_coll_xccl_call_t *c, int *rc)
     return 0;
 }
 
-/* The first call xccl runs on a communicator, folded into its set-up
- * (mca_coll_xccl_setup_folded): a blocking allreduce of a predefined op on
- * a predefined type of at most XCCL_FOLD_BYTES where the level's rule
- * would choose (nothing forced, no tuning rules), decided from what every
- * rank shares.  The agreement then carries every rank's input, and every
- * rank reduces them in communicator rank order (the same bits everywhere)
- * instead of a second exchange.  Measured np 2 and 4 (docs/bench/churn.md):
- * a communicator created, used once and freed. */
-#define XCCL_FOLD_BYTES 8192
-
-static size_t fold_bytes(mca_coll_xccl_call_t *c)
-{
-    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
-    mca_coll_xccl_module_t *m = c->m;
-    if (XCCL_COLL_ALLREDUCE != c->coll || NULL != c->request || XCCL_SETUP_NONE != m->setup ||
-        m->size < 2 || m->size > XCCL_AGREE_MAX_KEYS || 0 == c->bytes ||
-        c->bytes > XCCL_FOLD_BYTES || XCCL_SEL_AUTO != k->policy.forced[c->coll] ||
-        0 != k->policy.tuning.n) {
-        return 0;
-    }
-    if (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &c->red, &c->es) ||
-        NULL == c->red.kernel) {
-        return 0;
-    }
-    return c->bytes;
-}
-
-/* 1 where it ran the call (*rc its outcome); 0 where the call goes on (set
- * up now) because some rank could not give its input. */
-static int first_call_folded(mca_coll_xccl_call_t *c, size_t bytes, int *rc)
-{
-    mca_coll_xccl_module_t *m = c->m;
-    char *out = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
-    const char *in = c->in_place ? out : (const char *) c->sbuf + mca_coll_xccl_true_lb(c->rdtype);
-    /* this rank's input where it can read it in place (host memory, no
-     * gaps); else it says so and the call goes the whole way */
-    const int mine = (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
-                     mca_coll_xccl_is_contiguous(c->rdtype, c->rn);
-    char *all = NULL;
-    size_t stride = 0;
-    int everyone = 0;
-    *rc = mca_coll_xccl_setup_folded(m, mine ? in : NULL, bytes, &all, &stride, &everyone);
-    /* As any blocking call: the level's vote (where the pool could not
-     * spare it) over on this rank before the call returns.  A program may
-     * free the communicator next, and an abandoned vote's messages would
-     * meet the next communicator that gets its number. */
-    mca_coll_xccl_setup_settle(m);
-    if (MPI_SUCCESS != *rc || !everyone) {
-        free(all);
-        if (MPI_SUCCESS != *rc) {
-            *rc = mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed");
-            return 1;
-        }
-        return 0;
-    }
-    const size_t rec = XCCL_AGREE_INTS * sizeof(int), count = c->args.count;
-    c->red.kernel(out, all + rec, all + stride + rec, count);
-    for (int r = 2; r < m->size; r++) {
-        c->red.kernel(out, out, all + (size_t) r * stride + rec, count);
-    }
-    free(all);
-    m->seq++;                    /* a call number, as the executor's would take */
-    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, XCCL_SEL_AUTO, -1.0, NULL, "setup");
-    free(c->counts);
-    c->counts = NULL;
-    return 1;
-}
-
 int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
 {
     mca_coll_xccl_module_t *m = c->m;
@@ -573,10 +505,6 @@ int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
      * it may take the short way like the calls after it, without a
      * schedule built and cached for nothing (issue 30: a communicator
      * used once). */
-    size_t fold;
-    if (NULL == why && 0 != (fold = fold_bytes(c)) && first_call_folded(c, fold, &rc)) {
-        return rc;
-    }
     if (NULL == why && NULL == c->request && m->shm_small && XCCL_SETUP_DONE != m->setup &&
         c->bytes <= XCCL_SHM_LAT_BYTES && MPI_SUCCESS == mca_coll_xccl_setup(m, 1)) {
         mca_coll_xccl_setup_settle(m);

@@ -47,11 +47,9 @@
 #include "gpu/xccl_gpu.h"
 #include "topo/xccl_topo.h"
 
-/* The agreement's flags: what this rank could set up (bits 2-3: the
- * shared-memory level's, XCCL_AGREE_SHM_SHIFT). */
+/* The agreement's flags: what this rank could set up. */
 #define XCCL_OK_UCX 1                /* an endpoint to every peer */
 #define XCCL_OK_NODES 2              /* the node of every rank */
-#define XCCL_PAYLOAD 16              /* a folded first call's input follows the record */
 
 /* ------------------------------------------------------------ transports */
 
@@ -539,48 +537,6 @@ int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait)
         opal_progress();
     }
     return MPI_SUCCESS;
-}
-
-int mca_coll_xccl_setup_folded(mca_coll_xccl_module_t *m, const void *payload, size_t bytes,
-                               char **all, size_t *stride, int *everyone)
-{
-    const size_t rec = sizeof(m->agree_msg), st = rec + (bytes + 7) / 8 * 8;
-    *all = NULL;
-    *stride = st;
-    *everyone = 0;
-    if (XCCL_SETUP_NONE != m->setup || m->size < 2 || !with_keys(m) || st > INT_MAX ||
-        (size_t) m->size > SIZE_MAX / st) {
-        return MPI_ERR_INTERN;       /* the caller checks what every rank shares */
-    }
-    int rc = setup_local(m);
-    if (MPI_SUCCESS != rc) {
-        return rc;
-    }
-    char *mine = calloc(1, st);
-    *all = malloc(st * (size_t) m->size);
-    if (NULL == mine || NULL == *all) {
-        /* the peers wait in the exchange: as setup_local, which fails alike */
-        free(mine);
-        setup_finish(m, OMPI_ERR_OUT_OF_RESOURCE);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    if (NULL != payload) {
-        m->agree_msg[XCCL_AGREE_FLAGS] |= XCCL_PAYLOAD;
-        memcpy(mine + rec, payload, bytes);
-    }
-    memcpy(mine, m->agree_msg, rec);
-    struct ompi_datatype_t *byte = &ompi_mpi_byte.dt;
-    rc = m->prev.allgather(mine, (int) st, byte, *all, (int) st, byte, m->comm,
-                           m->prev.allgather_module);
-    free(mine);
-    int given = MPI_SUCCESS == rc;
-    for (int i = 0; MPI_SUCCESS == rc && i < m->size; i++) {
-        memcpy(m->agree_all + (size_t) i * XCCL_AGREE_INTS, *all + (size_t) i * st, rec);
-        given = given && (m->agree_all[(size_t) i * XCCL_AGREE_INTS + XCCL_AGREE_FLAGS] & XCCL_PAYLOAD);
-    }
-    setup_finish(m, rc);
-    *everyone = given;
-    return MPI_SUCCESS;              /* a failed exchange: setup_finish fell back */
 }
 
 void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m)
