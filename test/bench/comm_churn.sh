@@ -8,7 +8,9 @@
 # so that the machine's drifts, and the other users of a shared machine,
 # hit both alike.  Each run prints the median of its repetitions; the
 # table gives, per mode and NP, the median over rounds of each stack, the
-# range over rounds, and the ratio of the medians xccl / stock.  The goal
+# range over rounds, the ratio of the medians xccl / stock, and the median
+# over rounds of each round's own ratio (paired: the runs next to each
+# other in time; what to read on a shared machine).  The goal
 # (issue 30): within 1.2x of stock, used or not.  A benchmark, not a test:
 # nothing here passes or fails (wrong results are reported).
 #
@@ -84,8 +86,8 @@ for ((i = 1; i <= rounds; i++)); do
                 echo "comm_churn: np $np $st round $i failed (see $f)" >&2
             grep -q '^RESULT: [0-9]* passed, 0 failed' "$f" ||
                 echo "comm_churn: np $np $st round $i: wrong results (see $f)" >&2
-            awk -v st="$st" -v np="$np" '$1 == "churn" {
-                    for (k = 3; k <= NF; k++) if ($k ~ /^median_us=/) { split($k, kv, "="); print $2, np, st, kv[2] }
+            awk -v st="$st" -v np="$np" -v i="$i" '$1 == "churn" {
+                    for (k = 3; k <= NF; k++) if ($k ~ /^median_us=/) { split($k, kv, "="); print $2, np, st, kv[2], i }
                 }' "$f" >>"$samples"
         done
         echo "comm_churn: round $i np $np done ($(cut -d, -f3- <<<"$(uptime)"))" >&2
@@ -93,8 +95,8 @@ for ((i = 1; i <= rounds; i++)); do
 done
 
 # mode, np: median over rounds of each stack (and its range), ratio
-printf '%-8s %4s %-7s %6s %10s %17s %10s %17s %7s' mode np create rounds xccl_us "(range)" \
-    stock_us "(range)" ratio
+printf '%-8s %4s %-7s %6s %10s %17s %10s %17s %7s %7s' mode np create rounds xccl_us "(range)" \
+    stock_us "(range)" ratio paired
 [[ -z $before ]] && echo || printf ' %10s %17s %7s\n' before_us "(range)" b_ratio
 for mode in unused used; do
     for np in "${np_list[@]}"; do
@@ -108,10 +110,16 @@ for mode in unused used; do
         }
         read -r x xlo xhi <<<"$(stat xccl)"
         read -r s slo shi <<<"$(stat stock)"
+        # each round's xccl / stock, their median
+        paired=$(awk -v m="$mode" -v np="$np" '$1 == m && $2 == np { t[$5, $3] = $4; r[$5] = 1 }
+                END { for (i in r) if (t[i, "stock"] > 0 && t[i, "xccl"] != "") print t[i, "xccl"] / t[i, "stock"] }' \
+                "$samples" | sort -g |
+            awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else printf "%.2f\n",
+                  NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
         awk -v m="$mode" -v np="$np" -v c="$create" -v r="$rounds" -v x="$x" -v s="$s" \
-            -v xr="$xlo-$xhi" -v sr="$slo-$shi" \
-            'BEGIN { printf "%-8s %4d %-7s %6d %10.2f %17s %10.2f %17s %7s", m, np, c, r, x, xr, s, sr,
-                     (s > 0 ? sprintf("%.2f", x / s) : "nan") }'
+            -v xr="$xlo-$xhi" -v sr="$slo-$shi" -v p="$paired" \
+            'BEGIN { printf "%-8s %4d %-7s %6d %10.2f %17s %10.2f %17s %7s %7s", m, np, c, r, x, xr, s, sr,
+                     (s > 0 ? sprintf("%.2f", x / s) : "nan"), p }'
         if [[ -z $before ]]; then
             echo
         else
