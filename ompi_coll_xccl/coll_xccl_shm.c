@@ -6,15 +6,17 @@
  * Set-up rides on the communicator's set-up (coll_xccl_setup.c), never in
  * module_enable and never waiting for another rank there:
  *  - local part: the first rank of each node with two or more ranks creates
- *    the node's segment; its 64-byte descriptor goes into its agreement
- *    record;
+ *    the node's segment, or claims one a communicator of the same
+ *    processes left (the pool, below); its 64-byte descriptor goes into
+ *    its agreement record (the other ranks': the pooled segment they hold);
  *  - finish: every other rank of the node attaches with its leader's
  *    descriptor (no waiting: the segment exists since the leader's local
- *    part);
+ *    part), or rejoins it where it holds it;
  *  - vote: whether every rank attached must be known alike everywhere:
  *    each rank starts the vote as its set-up ends (over xccl's own
  *    transport, below), and every call reads the level's state only once
- *    the vote is over on its rank, so all calls decide alike.
+ *    the vote is over on its rank, so all calls decide alike; skipped
+ *    where the agreed records already say how it would end (the pool).
  *
  * Which calls use it: blocking and nonblocking calls, one schedule at a
  * time in call order (they share each rank's slot and flag: m->shm_turn).

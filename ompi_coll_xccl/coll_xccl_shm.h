@@ -23,7 +23,7 @@ struct mca_coll_xccl_shm {
     xccl_shm_peer_t peer;
     int *local_of;                   /* communicator rank -> rank in its node's segment */
     int node_size;
-    int leader;                      /* communicator rank that created this node's segment */
+    int leader;                      /* communicator rank that created (or claimed) this node's segment */
     int ok;                          /* this rank's vote: the node's segment is mapped here */
     /* Reuse (the pool of coll_xccl_shm.c): the node's members as a set;
      * a pooled segment this rank offered as a member (taken from the pool
