@@ -53,6 +53,7 @@ typedef struct {
     int warmup;
     bool kernels;
     bool quiet;
+    bool rotate;               /* -t: the root moves on every call (bcast) */
     bool gpu;                  /* -g: device buffers, xccl vs staged */
     bool pinned;               /* -p: staged through cuMemHostAlloc memory */
 } opts_t;
