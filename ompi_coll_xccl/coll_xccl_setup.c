@@ -244,6 +244,10 @@ static const char *connect_peers(mca_coll_xccl_module_t *m)
             why = "endpoint creation failed";
         } else {
             m->ep_keys[i] = key;
+            /* once per peer process for the process's life (the cache
+             * keeps it): xccl_comm_churn.reuse counts these */
+            mca_coll_xccl_log(2, "comm comm=%u rank=%d: new UCX endpoint to rank %d", m->cid,
+                              m->world_rank, i);
         }
         free(addr);
     }

@@ -55,7 +55,8 @@
 #   on every rank the level on in each, and in each after the first two
 #   on a pooled segment without the vote ("reused, no vote", verbose 2;
 #   the second's MPI_Comm_split sets the world up, which takes the
-#   first's segment).
+#   first's segment); at most one UCX endpoint created per peer process
+#   ("new UCX endpoint", verbose 2: the endpoints outlive communicators).
 # xccl_comm_churn.ucx_one_rank.np2: rank 1's UCX cannot start
 #   (coll_xccl_ucx_tls names no transport, on rank 1 only): 50 communicators
 #   created, used, freed in under 10 s with right results, and rank 1 says
@@ -798,6 +799,9 @@ for np in 2 3; do
         reused=$(grep -c 'shared-memory level on (memfd segment reused, no vote' <<<"$lines" || true)
         ((on == 40 && reused >= 38)) ||
             { echo "$name: rank $r: level on in $on communicators (want 40), $reused of them reused without a vote (want 38 or more)"; false; }
+        eps=$(per_rank_output "$name" "$r" | grep -c 'new UCX endpoint to rank' || true)
+        ((eps <= np - 1)) ||
+            { echo "$name: rank $r: $eps UCX endpoints created (want at most $((np - 1)): one per peer process)"; false; }
     done; } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
