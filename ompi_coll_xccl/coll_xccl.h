@@ -138,7 +138,11 @@ enum {
  * order inside the nodes and have no shared-memory level. */
 #define XCCL_AGREE_MAX_KEYS 4096
 /* The agreement record of a rank: flags, placement key, the descriptor of
- * its node's shared segment (node leaders; zeros elsewhere). */
+ * its node's shared segment (node leaders: the segment; the others: the
+ * pooled segment they would rejoin, or zeros). */
+#define XCCL_AGREE_FLAGS 0
+#define XCCL_AGREE_KEY 1
+#define XCCL_AGREE_DESC 2
 #define XCCL_AGREE_INTS (2 + 64 / (int) sizeof(int))
 
 /* The shared-memory level of a communicator (coll_xccl_shm.c).  The vote

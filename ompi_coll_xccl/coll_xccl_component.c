@@ -18,6 +18,7 @@
 #include "coll_xccl_log.h"
 #include "coll_xccl_path.h"
 #include "coll_xccl_request.h"
+#include "coll_xccl_shm.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
 #include "topo/xccl_topo.h"
@@ -547,6 +548,7 @@ static int xccl_close(void)
     /* Endpoints of communicators never freed are closed here, before the
      * worker and the context. */
     xccl_ucx_fini();
+    mca_coll_xccl_shm_pool_fini();   /* every communicator is gone */
     xccl_gpu_kernels_fini();
     xccl_gpu_fini();
     xccl_tuning_free(&c->policy.tuning);

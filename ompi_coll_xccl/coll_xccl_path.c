@@ -513,19 +513,27 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
     return rc;
 }
 
-int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
+/* Small blocking calls on one node with the level on: the latency path
+ * with the fewest steps, where the whole way would end there too (host
+ * buffers: in the heap, or any where the process has not loaded the CUDA
+ * driver, as run_decided tells them). */
+static inline int short_way(mca_coll_xccl_call_t *c, int *rc)
 {
-    /* Small blocking calls on one node with the level on: the latency path
-     * with the fewest steps, where the whole way would end there too (host
-     * buffers: in the heap, or any where the process has not loaded the
-     * CUDA driver, as run_decided tells them). */
-    mca_coll_xccl_module_t *m = c->m;
-    int rc;
-    if ((m->shm_lat_colls >> c->coll & 1u) && NULL == c->request &&
+    if ((c->m->shm_lat_colls >> c->coll & 1u) && NULL == c->request &&
         (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
-        mca_coll_xccl_gpu_ipc_pass(c) && mca_coll_xccl_shm_latency_try(c, &rc)) {
+        mca_coll_xccl_gpu_ipc_pass(c) && mca_coll_xccl_shm_latency_try(c, rc)) {
         free(c->counts);
         c->counts = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    int rc;
+    if (short_way(c, &rc)) {
         return rc;
     }
     const char *why = decide(c);
@@ -534,6 +542,19 @@ int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
     if (NULL != why && NULL == c->counts && mca_coll_xccl_gpu_surely_host(c)) {
         mca_coll_xccl_log_call(c->m, c->coll, NULL != c->request, c->bytes, -1, -1.0, why, NULL);
         return call_previous(c, c->sbuf, c->rbuf, c->request);
+    }
+    /* The first blocking call xccl runs on a communicator whose level may
+     * be on sets it up here, as path_select would in this same call on
+     * every rank (and path_peer_access before it, also set-up first): then
+     * it may take the short way like the calls after it, without a
+     * schedule built and cached for nothing (issue 30: a communicator
+     * used once). */
+    if (NULL == why && NULL == c->request && m->shm_small && XCCL_SETUP_DONE != m->setup &&
+        c->bytes <= XCCL_SHM_LAT_BYTES && MPI_SUCCESS == mca_coll_xccl_setup(m, 1)) {
+        mca_coll_xccl_setup_settle(m);
+        if (short_way(c, &rc)) {
+            return rc;
+        }
     }
     return run_call(c, why);
 }

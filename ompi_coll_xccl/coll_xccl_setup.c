@@ -244,6 +244,10 @@ static const char *connect_peers(mca_coll_xccl_module_t *m)
             why = "endpoint creation failed";
         } else {
             m->ep_keys[i] = key;
+            /* once per peer process for the process's life (the cache
+             * keeps it): xccl_comm_churn.reuse counts these */
+            mca_coll_xccl_log(2, "comm comm=%u rank=%d: new UCX endpoint to rank %d", m->cid,
+                              m->world_rank, i);
         }
         free(addr);
     }
@@ -398,8 +402,9 @@ static int setup_local(mca_coll_xccl_module_t *m)
     const char *nodes = map_nodes(m);
     const char *ucx = connect_peers(m);
     m->agree_msg[0] = (NULL == nodes ? XCCL_OK_NODES : 0) | (NULL == ucx ? XCCL_OK_UCX : 0);
-    m->agree_msg[1] = placement_key();
-    mca_coll_xccl_shm_local(m, NULL == nodes, &m->agree_msg[2]);
+    m->agree_msg[XCCL_AGREE_KEY] = placement_key();
+    m->agree_msg[XCCL_AGREE_FLAGS] |=
+        mca_coll_xccl_shm_local(m, NULL == nodes, &m->agree_msg[XCCL_AGREE_DESC]);
     if (nodes) {
         mca_coll_xccl_log(1, "comm comm=%u rank=%d: %s", m->cid, m->world_rank, nodes);
     }
@@ -448,7 +453,7 @@ static void setup_finish(mca_coll_xccl_module_t *m, int rc)
                 keys[i] = m->agree_all[XCCL_AGREE_INTS * i + 1];
             }
         }
-        mca_coll_xccl_shm_finish(m, flags & XCCL_OK_NODES, m->agree_all + 2, XCCL_AGREE_INTS);
+        mca_coll_xccl_shm_finish(m, flags & XCCL_OK_NODES, m->agree_all, XCCL_AGREE_INTS);
     } else {
         flags &= m->agree_all[0];
     }

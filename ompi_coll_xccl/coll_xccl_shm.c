@@ -6,15 +6,17 @@
  * Set-up rides on the communicator's set-up (coll_xccl_setup.c), never in
  * module_enable and never waiting for another rank there:
  *  - local part: the first rank of each node with two or more ranks creates
- *    the node's segment; its 64-byte descriptor goes into its agreement
- *    record;
+ *    the node's segment, or claims one a communicator of the same
+ *    processes left (the pool, below); its 64-byte descriptor goes into
+ *    its agreement record (the other ranks': the pooled segment they hold);
  *  - finish: every other rank of the node attaches with its leader's
  *    descriptor (no waiting: the segment exists since the leader's local
- *    part);
+ *    part), or rejoins it where it holds it;
  *  - vote: whether every rank attached must be known alike everywhere:
  *    each rank starts the vote as its set-up ends (over xccl's own
  *    transport, below), and every call reads the level's state only once
- *    the vote is over on its rank, so all calls decide alike.
+ *    the vote is over on its rank, so all calls decide alike; skipped
+ *    where the agreed records already say how it would end (the pool).
  *
  * Which calls use it: blocking and nonblocking calls, one schedule at a
  * time in call order (they share each rank's slot and flag: m->shm_turn).
@@ -25,11 +27,13 @@
 #include "ompi_config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ompi/op/op.h"
+#include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
 
 #include "algos/xccl_build.h"
@@ -53,22 +57,175 @@ static void set_why(struct mca_coll_xccl_shm *h, const char *what, int err)
     }
 }
 
-void mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
+/* ------------------------------------------------------------ the pool */
+
+/*
+ * Segments kept for the next communicator of the same processes (issue
+ * 30: creating, attaching, touching and unmapping a segment was half of
+ * what a communicator created, used once and freed cost).  When a
+ * communicator whose level was on goes, each of its ranks releases the
+ * node's segment (xccl_shm_release) and keeps it mapped here, under the
+ * set of its node's members.  The next communicator with that set:
+ *  - its node leader takes a pooled segment of that set and claims it
+ *    (xccl_shm_claim: only where every earlier user released it, so no
+ *    call of the old communicator still reads it; it is reset as if new)
+ *    and sends its descriptor in the agreement as if it had created it;
+ *  - every other member offers, in its own agreement record, the pooled
+ *    segment it holds for that set (taken from the pool until its finish);
+ *  - finish: a member whose offer names the leader's segment rejoins it
+ *    (no system call), the others attach as before;
+ *  - where the records show that on every node every member offered the
+ *    leader's segment and every rank knows what it votes on single copies
+ *    (the flags' XCCL_AGREE_SHM bits), every rank knows the vote's outcome
+ *    without running it: all attach, and the second round is the minimum
+ *    of those bits.  The decision reads only the agreed records, so every
+ *    rank takes it alike.
+ * At most XCCL_SHM_POOL segments per process (the oldest is unmapped): an
+ * idle segment costs the pages its calls touched (shared by the node).
+ */
+#define XCCL_SHM_POOL 4
+
+typedef struct {
+    xccl_shm_t *seg;                 /* NULL: empty */
+    uint64_t sig;                    /* the node's members as a set */
+    int probe;                       /* -1 unknown, 0, 1: single copies to every node peer */
+    uint64_t age;
+} pool_entry_t;
+
+static struct {
+    pthread_mutex_t lock;
+    pool_entry_t e[XCCL_SHM_POOL];
+    uint64_t clock;
+} pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int pool_fits(const xccl_shm_t *seg, int nranks)
+{
+    const mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
+    return xccl_shm_nranks(seg) == nranks && xccl_shm_slot_bytes(seg) == c->shm_bytes &&
+           (XCCL_SHM_AUTO == c->shm_kind || (int) xccl_shm_kind(seg) == c->shm_kind);
+}
+
+/* The newest pooled segment of sig with nranks slots of today's size and
+ * kind, taken out of the pool; NULL if none. */
+static xccl_shm_t *pool_take(uint64_t sig, int nranks, int *probe)
+{
+    xccl_shm_t *seg = NULL;
+    pthread_mutex_lock(&pool.lock);
+    pool_entry_t *best = NULL;
+    for (int i = 0; i < XCCL_SHM_POOL; i++) {
+        pool_entry_t *e = &pool.e[i];
+        if (NULL != e->seg && e->sig == sig && pool_fits(e->seg, nranks) &&
+            (NULL == best || e->age > best->age)) {
+            best = e;
+        }
+    }
+    if (NULL != best) {
+        seg = best->seg;
+        *probe = best->probe;
+        best->seg = NULL;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return seg;
+}
+
+/* Keeps seg mapped for a later communicator of sig; the oldest goes when
+ * the pool is full. */
+static void pool_put(xccl_shm_t *seg, uint64_t sig, int probe)
+{
+    xccl_shm_t *out = NULL;
+    pthread_mutex_lock(&pool.lock);
+    pool_entry_t *slot = &pool.e[0];
+    for (int i = 0; i < XCCL_SHM_POOL; i++) {
+        pool_entry_t *e = &pool.e[i];
+        if (NULL == e->seg) {
+            slot = e;
+            break;
+        }
+        if (e->age < slot->age) {
+            slot = e;
+        }
+    }
+    out = slot->seg;
+    slot->seg = seg;
+    slot->sig = sig;
+    slot->probe = probe;
+    slot->age = ++pool.clock;
+    pthread_mutex_unlock(&pool.lock);
+    if (NULL != out) {
+        xccl_shm_detach(out);
+    }
+}
+
+void mca_coll_xccl_shm_pool_fini(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    for (int i = 0; i < XCCL_SHM_POOL; i++) {
+        if (NULL != pool.e[i].seg) {
+            xccl_shm_detach(pool.e[i].seg);
+            pool.e[i].seg = NULL;
+        }
+    }
+    pthread_mutex_unlock(&pool.lock);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* The processes of node n as a set (their names sorted, mixed); the same
+ * on every rank.  0 where out of memory (never offered). */
+static uint64_t node_sig(mca_coll_xccl_module_t *m, int n)
+{
+    const int ln = xccl_layout_node_size(&m->layout, n);
+    const int *mem = xccl_layout_node_members(&m->layout, n);
+    uint64_t *names = malloc((size_t) ln * sizeof(uint64_t)), sig = 0x9E3779B97F4A7C15ull;
+    if (NULL == names) {
+        return 0;
+    }
+    for (int i = 0; i < ln; i++) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(m->comm, mem[i]);
+        const opal_process_name_t name = proc->super.proc_name;
+        names[i] = ((uint64_t) name.jobid << 32) | name.vpid;
+    }
+    qsort(names, (size_t) ln, sizeof(uint64_t), cmp_u64);
+    for (int i = 0; i < ln; i++) {
+        sig ^= names[i] + 0x9E3779B97F4A7C15ull + (sig << 6) + (sig >> 2);
+        sig *= 0xBF58476D1CE4E5B9ull;
+        sig ^= sig >> 31;
+    }
+    free(names);
+    return sig ? sig : 1;
+}
+
+/* What this rank votes in the second round (cma_vote) from what it knows
+ * of its node peers; -1 where it does not know. */
+static int known_cma_vote(int probe)
+{
+    if (!mca_coll_xccl_component.shm_cma) {
+        return 0;                    /* no second round: single copies off */
+    }
+    return probe < 0 ? -1 : !probe ? 0 : opal_progress_yield_when_idle ? 1 : 2;
+}
+
+int mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
 {
     const mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
     memset(desc, 0, XCCL_SHM_DESC_BYTES);
     if (XCCL_SHM_UNDECIDED != m->shm_state) {
-        return;
+        return 0;
     }
     struct mca_coll_xccl_shm *h = calloc(1, sizeof(*h));
     if (NULL == h || NULL == (h->local_of = malloc((size_t) m->size * sizeof(int)))) {
         free(h);
-        return;                      /* m->shm NULL: votes no */
+        return 0;                    /* m->shm NULL: votes no */
     }
     m->shm = h;
+    h->probe = -1;
     if (!nodes_ok) {
         set_why(h, "the nodes of the ranks are unknown", 0);
-        return;
+        return 0;
     }
     /* Segment ranks: the order of the members before placement ordering
      * (the same on every rank; schedules name communicator ranks). */
@@ -81,18 +238,80 @@ void mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
     }
     h->node_size = xccl_layout_node_size(&m->layout, node);
     h->leader = xccl_layout_node_members(&m->layout, node)[0];
+    /* The latency path's views, here rather than at the vote: a rank that
+     * could not have them must say so before the agreement (no hint). */
+    if (NULL == (h->line = calloc((size_t) h->node_size, sizeof(*h->line))) ||
+        NULL == (h->small = calloc((size_t) h->node_size, sizeof(*h->small))) ||
+        NULL == (h->seen = calloc((size_t) h->node_size, sizeof(*h->seen)))) {
+        set_why(h, "out of memory", 0);
+        return 0;
+    }
+    h->sig = node_sig(m, node);
+    int probe = -1;
+    xccl_shm_t *pooled = 0 != h->sig ? pool_take(h->sig, h->node_size, &probe) : NULL;
+    xccl_shm_desc_t d;
+    if (h->leader != m->rank) {
+        if (NULL == pooled) {
+            return 0;
+        }
+        /* the offer: the segment it would rejoin */
+        h->hint = pooled;
+        h->probe = probe;
+        xccl_shm_desc_of(pooled, &d);
+        memcpy(desc, d.bytes, XCCL_SHM_DESC_BYTES);
+        const int v = known_cma_vote(probe);
+        return v < 0 ? 0 : (v + 1) << XCCL_AGREE_SHM_SHIFT;
+    }
     /* A rank alone on its node gets a segment of its own too: the two-level
      * schedules give every rank's intra-node stage a slot. */
-    if (h->leader != m->rank) {
-        return;
+    if (NULL != pooled && 0 == xccl_shm_claim(pooled, h->local_of[m->rank])) {
+        h->seg = pooled;
+        h->probe = probe;
+        xccl_shm_desc_of(pooled, &d);
+        memcpy(desc, d.bytes, XCCL_SHM_DESC_BYTES);
+        const int v = known_cma_vote(probe);
+        return v < 0 ? 0 : (v + 1) << XCCL_AGREE_SHM_SHIFT;
     }
-    xccl_shm_desc_t d;
-    int rc = xccl_shm_create((xccl_shm_kind_t) c->shm_kind, h->node_size, 0, c->shm_bytes, &h->seg, &d);
+    if (NULL != pooled) {
+        pool_put(pooled, h->sig, probe);      /* held elsewhere still */
+    }
+    int rc = xccl_shm_create((xccl_shm_kind_t) c->shm_kind, h->node_size, h->local_of[m->rank],
+                             c->shm_bytes, &h->seg, &d);
     if (0 != rc) {
         set_why(h, "creating the node's segment failed", rc);
-        return;
+        return 0;
     }
     memcpy(desc, d.bytes, XCCL_SHM_DESC_BYTES);
+    return 0;
+}
+
+/* Whether every rank can skip the vote (the pool's comment): from the
+ * agreed records alone, so the same answer everywhere; *cma the second
+ * round's outcome then. */
+static int vote_known(mca_coll_xccl_module_t *m, const int *all, int stride, int *cma)
+{
+    *cma = 2;
+    for (int i = 0; i < m->size; i++) {
+        const int v = (all[(size_t) i * stride + XCCL_AGREE_FLAGS] >> XCCL_AGREE_SHM_SHIFT) &
+                      XCCL_AGREE_SHM_MASK;
+        if (0 == v) {
+            return 0;
+        }
+        *cma = v - 1 < *cma ? v - 1 : *cma;
+    }
+    for (int n = 0; n < m->layout.nnodes; n++) {
+        const int *mem = xccl_layout_node_members(&m->layout, n);
+        xccl_shm_desc_t lead, other;
+        memcpy(lead.bytes, all + (size_t) mem[0] * stride + XCCL_AGREE_DESC, XCCL_SHM_DESC_BYTES);
+        for (int i = 1; i < xccl_layout_node_size(&m->layout, n); i++) {
+            memcpy(other.bytes, all + (size_t) mem[i] * stride + XCCL_AGREE_DESC,
+                   XCCL_SHM_DESC_BYTES);
+            if (!xccl_shm_desc_same(&lead, &other)) {
+                return 0;
+            }
+        }
+    }
+    return 1;
 }
 
 void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int *all, int stride)
@@ -105,11 +324,27 @@ void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int
         set_why(h, "a rank does not know the nodes", 0);
         return;
     }
+    /* Where every rank offered (its flags' bits), every rank has its
+     * views and a segment to rejoin, or created, claimed: none failed. */
+    h->fast = vote_known(m, all, stride, &h->fast_cma);
     if (h->leader == m->rank) {
         h->ok = NULL != h->seg;
     } else {
         xccl_shm_desc_t d;
-        memcpy(d.bytes, all + (size_t) h->leader * (size_t) stride, XCCL_SHM_DESC_BYTES);
+        memcpy(d.bytes, all + (size_t) h->leader * (size_t) stride + XCCL_AGREE_DESC,
+               XCCL_SHM_DESC_BYTES);
+        if (NULL != h->hint && xccl_shm_desc_names(&d, h->hint) &&
+            0 == xccl_shm_rejoin(h->hint, h->local_of[m->rank])) {
+            h->seg = h->hint;
+            h->hint = NULL;
+            h->ok = 1;
+            return;
+        }
+        if (NULL != h->hint) {
+            pool_put(h->hint, h->sig, h->probe);     /* not the leader's: back */
+            h->hint = NULL;
+            h->probe = -1;
+        }
         int rc = xccl_shm_attach(&d, h->local_of[m->rank], &h->seg);
         if (0 != rc) {
             set_why(h, -EACCES == rc || -EPERM == rc
@@ -122,15 +357,23 @@ void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int
     }
 }
 
-/* Off for good: what the level held goes. */
+/* Off for good: what the level held goes; a segment of a level that was
+ * on (every rank attached, and each releases it) to the pool. */
 static void shm_off(mca_coll_xccl_module_t *m)
 {
     struct mca_coll_xccl_shm *h = m->shm;
+    const int was_on = XCCL_SHM_ON == m->shm_state;
     m->shm_small = 0;
     m->shm_trials = XCCL_TRIAL_OFF;
     m->shm_lat_colls = 0;
     if (NULL != h) {
-        if (NULL != h->seg) {
+        if (NULL != h->hint) {
+            pool_put(h->hint, h->sig, h->probe);     /* offered, never used */
+        }
+        if (NULL != h->seg && was_on && 0 != h->sig) {
+            xccl_shm_release(h->seg);
+            pool_put(h->seg, h->sig, h->probe);
+        } else if (NULL != h->seg) {
             xccl_shm_detach(h->seg);
         }
         free(h->local_of);
@@ -229,9 +472,10 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
             colls |= 1u << coll;
         }
     }
-    mca_coll_xccl_log(2, "comm comm=%u rank=%d: shared-memory level on (%s segment, %zu B slots, "
+    mca_coll_xccl_log(2, "comm comm=%u rank=%d: shared-memory level on (%s segment%s, %zu B slots, "
                       "%d ranks on this node, single copies %s)", m->cid, m->world_rank,
                       XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",
+                      h->fast ? " reused, no vote" : "",
                       mca_coll_xccl_component.shm_bytes, h->node_size,
                       !cma ? (!mca_coll_xccl_component.shm_cma ? "off (coll_xccl_shm_cma 0)"
                               : "off (process_vm_readv refused: see /proc/sys/kernel/yama/ptrace_scope)")
@@ -287,11 +531,11 @@ void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
         return;
     }
     int mine = NULL != h && h->ok;
-    if (mine && (NULL == (h->line = calloc((size_t) h->node_size, sizeof(*h->line))) ||
-                 NULL == (h->small = calloc((size_t) h->node_size, sizeof(*h->small))) ||
-                 NULL == (h->seen = calloc((size_t) h->node_size, sizeof(*h->seen))))) {
-        set_why(h, "out of memory", 0);
-        h->ok = mine = 0;
+    if (NULL != h && h->fast) {
+        /* every rank holds its node's segment and said what it votes */
+        m->shm_state = XCCL_SHM_VOTING;
+        vote_end(m, 0, 1, h->fast_cma);
+        return;
     }
     m->shm_state = XCCL_SHM_VOTING;
     if (0 != vote_round(m, 1, mine)) {
@@ -315,7 +559,9 @@ static void vote_progress(mca_coll_xccl_module_t *m)
     if (1 != rc) {
         vote_end(m, 1, 0, 0);
     } else if (1 == v->round && v->out && mca_coll_xccl_component.shm_cma) {
-        if (0 != vote_round(m, 2, cma_vote(m))) {
+        const int mine = cma_vote(m);
+        m->shm->probe = mine > 0;
+        if (0 != vote_round(m, 2, mine)) {
             vote_end(m, 1, 0, 0);
         }
     } else {

@@ -23,8 +23,17 @@ struct mca_coll_xccl_shm {
     xccl_shm_peer_t peer;
     int *local_of;                   /* communicator rank -> rank in its node's segment */
     int node_size;
-    int leader;                      /* communicator rank that created this node's segment */
+    int leader;                      /* communicator rank that created (or claimed) this node's segment */
     int ok;                          /* this rank's vote: the node's segment is mapped here */
+    /* Reuse (the pool of coll_xccl_shm.c): the node's members as a set;
+     * a pooled segment this rank offered as a member (taken from the pool
+     * until the finish); whether it can read every node peer's memory (-1
+     * unknown: not probed); the vote skipped (the agreement showed that
+     * every rank holds a pooled segment of its node and what it votes). */
+    uint64_t sig;
+    xccl_shm_t *hint;
+    int probe;
+    int fast, fast_cma;
     uint64_t lat_seq;                /* calls through the latency path */
     uint64_t lat_seen;               /* every peer was seen to have posted this f or later */
     unsigned lat_pos;                /* the next unit of the small areas (the same on every rank) */
@@ -48,8 +57,16 @@ struct mca_coll_xccl_shm {
  * record in all, stride ints per rank); the vote, started as set-up ends;
  * the end. */
 void mca_coll_xccl_shm_init(mca_coll_xccl_module_t *m);
-void mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc);
+int mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc);
 void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int *all, int stride);
+/* The bits of the agreement's flags (record int XCCL_AGREE_FLAGS) that
+ * mca_coll_xccl_shm_local returns: 0, or 1 + what this rank would vote
+ * in the level's second round (single copies) where it holds a pooled
+ * segment and knows. */
+#define XCCL_AGREE_SHM_SHIFT 2
+#define XCCL_AGREE_SHM_MASK 3
+/* The segments kept for reuse, unmapped (component close). */
+void mca_coll_xccl_shm_pool_fini(void);
 /* Starts the vote, at the end of the set-up (under its lock). */
 void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m);
 /* 1 when the level's state is settled (the vote is over, progressing it

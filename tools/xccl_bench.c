@@ -181,7 +181,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: xccl_bench [-c LIST] [-b MIN] [-e MAX] [-f FACTOR] [-r ROUNDS] [-n ITERS]\n"
-        "                  [-w WARMUP] [-k] [-g [-p] [-S]] [-i] [-q] [-h]\n"
+        "                  [-w WARMUP] [-k] [-g [-p] [-S]] [-i] [-t] [-q] [-h]\n"
         "  -c LIST    collectives, comma separated, from allreduce, allgather, reduce_scatter,\n"
         "             reduce_scatter_block, alltoall, bcast\n"
         "             (default " DEFAULT_COLLS ")\n"
@@ -205,6 +205,8 @@ static void usage(FILE *f)
         "             xccl's result is there when the call returns)\n"
         "  -i         the xccl column nonblocking: MPI_I<collective>, then MPI_Wait (the\n"
         "             stock or staged column stays blocking)\n"
+        "  -t         bcast: the root moves on every call (rank i %% size in call i),\n"
+        "             as a program whose root changes; default: one root per round\n"
         "  -q         less output (no explanatory notes)\n"
         "  -h         this help\n"
         "Size (nccl-tests convention, MPI_FLOAT elements): allreduce, bcast: the buffer;\n"
@@ -267,7 +269,7 @@ static bool parse_colls(const char *list, opts_t *o)
     return o->ncolls > 0;
 }
 
-#define OPTSTRING "c:b:e:f:r:n:w:kgpiSqh"
+#define OPTSTRING "c:b:e:f:r:n:w:kgpiSqth"
 
 /* Is -g on the command line?  Looked at before MPI_Init (the context must
  * exist by then), silently; parse_args reports any error later. */
@@ -311,6 +313,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
         case 'i': o->nonblocking = true; break;
         case 'S': o->staged_sync = true; break;
         case 'q': o->quiet = true; break;
+        case 't': o->rotate = true; break;
         case 'h':
             if (rank == 0)
                 usage(stdout);
@@ -420,11 +423,11 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
             set_mode(B, coll, mode);
             int root = r % B->size;
             for (int w = 0; w < o->warmup; w++)
-                bench_call(B, coll, count, root, mode);
+                bench_call(B, coll, count, o->rotate ? (root + w) % B->size : root, mode);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             for (int i = 0; i < iters; i++)
-                bench_call(B, coll, count, root, mode);
+                bench_call(B, coll, count, o->rotate ? (root + i) % B->size : root, mode);
             /* -g: a copy from pageable memory to the device may return
              * before its DMA ends; the loop's last one counts too. */
             if (o->gpu)

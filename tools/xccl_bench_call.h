@@ -56,6 +56,7 @@ typedef struct {
     int warmup;
     bool kernels;
     bool quiet;
+    bool rotate;               /* -t: the root moves on every call (bcast) */
     bool gpu;                  /* -g: device buffers, xccl vs staged */
     bool pinned;               /* -p: staged through cuMemHostAlloc memory */
     bool nonblocking;          /* -i: xccl's calls as MPI_I<collective> + MPI_Wait */

@@ -10,6 +10,7 @@
 #include "xccl_topo.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,24 +39,33 @@ static int gpu_key(const xccl_topo_t *topo, const char *pci)
     return XCCL_TOPO_KEY_CUDA;
 }
 
-int xccl_topo_placement_key(const xccl_topo_t *topo, const char *cuda_pci)
+/*
+ * Every communicator's set-up asks for the key (issue 30: a communicator
+ * created, used once and freed paid three file reads in /sys for it, a
+ * tenth of its cost).  The binding is asked each time (one system call:
+ * a thread may be rebound between communicators); what the files say of
+ * a CPU, and how many are online, is read once per process.  Racing
+ * threads read the same values and store the same words.
+ */
+static _Atomic long ncpu_once;                  /* 0: not read yet */
+static _Atomic int package_once[CPU_SETSIZE];   /* package + 1; 0: not read yet */
+
+static long online_cpus(void)
 {
-    int gpu = gpu_key(topo, cuda_pci);
-    if (gpu >= XCCL_TOPO_KEY_GPU) {
-        return gpu;
+    long n = atomic_load_explicit(&ncpu_once, memory_order_relaxed);
+    if (n <= 0) {
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+        atomic_store_explicit(&ncpu_once, n, memory_order_relaxed);
     }
-    const int cuda = gpu >= 0 ? XCCL_TOPO_KEY_CUDA : 0;
-    cpu_set_t set;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (0 != sched_getaffinity(0, sizeof(set), &set) || ncpu <= 0 || CPU_COUNT(&set) >= ncpu) {
-        return cuda | XCCL_TOPO_KEY_UNBOUND;
-    }
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set)) {
-        cpu++;
-    }
-    if (cpu >= CPU_SETSIZE || cpu >= 65536) {
-        return cuda | XCCL_TOPO_KEY_UNBOUND;
+    return n;
+}
+
+/* Package of cpu (< CPU_SETSIZE); 0 where /sys does not say. */
+static int package_of(int cpu)
+{
+    int p = atomic_load_explicit(&package_once[cpu], memory_order_relaxed);
+    if (p > 0) {
+        return p - 1;
     }
     char path[96];
     int package = 0;
@@ -69,7 +79,30 @@ int xccl_topo_placement_key(const xccl_topo_t *topo, const char *cuda_pci)
         }
         fclose(f);
     }
-    return cuda | (package * 65536 + cpu);
+    atomic_store_explicit(&package_once[cpu], package + 1, memory_order_relaxed);
+    return package;
+}
+
+int xccl_topo_placement_key(const xccl_topo_t *topo, const char *cuda_pci)
+{
+    int gpu = gpu_key(topo, cuda_pci);
+    if (gpu >= XCCL_TOPO_KEY_GPU) {
+        return gpu;
+    }
+    const int cuda = gpu >= 0 ? XCCL_TOPO_KEY_CUDA : 0;
+    cpu_set_t set;
+    long ncpu = online_cpus();
+    if (0 != sched_getaffinity(0, sizeof(set), &set) || ncpu <= 0 || CPU_COUNT(&set) >= ncpu) {
+        return cuda | XCCL_TOPO_KEY_UNBOUND;
+    }
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set)) {
+        cpu++;
+    }
+    if (cpu >= CPU_SETSIZE || cpu >= 65536) {
+        return cuda | XCCL_TOPO_KEY_UNBOUND;
+    }
+    return cuda | (package_of(cpu) * 65536 + cpu);
 }
 
 typedef struct {

@@ -25,7 +25,7 @@
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
 
 #define SHM_MAGIC 0x78636331736d6831ull     /* "xccl1smh" */
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u
 #define DESC_MAGIC 0x7863736du              /* "xcsm" */
 #define PAGE ((size_t) XCCL_SHM_SLOT_ALIGN)
 _Static_assert(XCCL_SHM_SMALL_BYTES % XCCL_SHM_SLOT_ALIGN == 0, "small areas keep the slots page-aligned");
@@ -43,8 +43,11 @@ typedef struct {
     uint64_t slot_bytes, slot_stride;
     uint64_t flags_off, slots_off;
     uint8_t key[16];
-    /* second cache line: written as ranks attach */
+    /* second cache line: written as ranks attach and release */
     _Alignas(64) _Atomic uint32_t nattached;
+    /* ranks that hold the segment for a communicator: nranks from its
+     * creation or a claim, one less at each release; 0: free to claim */
+    _Atomic uint32_t users;
 } shm_header_t;
 
 typedef struct {
@@ -86,6 +89,7 @@ struct xccl_shm {
     char *base;
     size_t total, slot_bytes, slot_stride, flags_off, small_off, slots_off;
     uint8_t key[16];
+    xccl_shm_desc_t desc;      /* what names it (from its creation) */
     /* CMA probe: peers read this word of ours with process_vm_readv. */
     volatile uint64_t probe_word;
 };
@@ -284,6 +288,7 @@ int xccl_shm_create(xccl_shm_kind_t kind, int nranks, int rank, size_t slot_byte
     h->flags_off = s->flags_off;
     h->slots_off = s->slots_off;
     memcpy(h->key, s->key, sizeof(h->key));
+    atomic_store_explicit(&h->users, (uint32_t) nranks, memory_order_relaxed);
     (void) join(s);
 
     shm_wire_t w;
@@ -300,6 +305,7 @@ int xccl_shm_create(xccl_shm_kind_t kind, int nranks, int rank, size_t slot_byte
     memcpy(w.key, s->key, sizeof(w.key));
     memset(desc, 0, sizeof(*desc));
     memcpy(desc->bytes, &w, sizeof(w));
+    s->desc = *desc;
     *seg = s;
     return 0;
 }
@@ -387,8 +393,75 @@ int xccl_shm_attach(const xccl_shm_desc_t *desc, int rank, xccl_shm_t **seg)
         free(s);
         return rc;
     }
+    s->desc = *desc;
     *seg = s;
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reuse                                                                    */
+/* ------------------------------------------------------------------------ */
+
+int xccl_shm_claim(xccl_shm_t *seg, int rank)
+{
+    shm_header_t *h = header(seg);
+    uint32_t none = 0;
+    if (rank < 0 || rank >= seg->nranks) {
+        return -EINVAL;
+    }
+    /* acquire: every access of the users that released comes before */
+    if (!atomic_compare_exchange_strong_explicit(&h->users, &none, (uint32_t) seg->nranks,
+                                                 memory_order_acquire, memory_order_relaxed)) {
+        return -EBUSY;
+    }
+    /* As created: no rank attached, no flag or line ever posted, nothing
+     * published.  The small areas and slots keep stale bytes, which
+     * nothing reads before a post of this use says they were written. */
+    atomic_store_explicit(&h->nattached, 0u, memory_order_relaxed);
+    memset(info(seg, 0), 0, (size_t) seg->nranks * sizeof(shm_info_t));
+    memset(flag(seg, 0), 0, (size_t) seg->nranks * sizeof(shm_flag_t));
+    atomic_thread_fence(memory_order_release);
+    return xccl_shm_rejoin(seg, rank);
+}
+
+int xccl_shm_rejoin(xccl_shm_t *seg, int rank)
+{
+    if (rank < 0 || rank >= seg->nranks) {
+        return -EINVAL;
+    }
+    const int was = seg->rank;
+    seg->rank = rank;
+    const int rc = join(seg);
+    if (0 != rc) {
+        seg->rank = was;
+    }
+    return rc;
+}
+
+void xccl_shm_release(xccl_shm_t *seg)
+{
+    /* release: this rank's last reads and writes come before a claim */
+    atomic_fetch_sub_explicit(&header(seg)->users, 1u, memory_order_release);
+}
+
+void xccl_shm_desc_of(const xccl_shm_t *seg, xccl_shm_desc_t *desc)
+{
+    *desc = seg->desc;
+}
+
+int xccl_shm_desc_names(const xccl_shm_desc_t *desc, const xccl_shm_t *seg)
+{
+    shm_wire_t w;
+    memcpy(&w, desc->bytes, sizeof(w));
+    return DESC_MAGIC == w.magic && 0 == memcmp(w.key, seg->key, sizeof(w.key));
+}
+
+int xccl_shm_desc_same(const xccl_shm_desc_t *a, const xccl_shm_desc_t *b)
+{
+    shm_wire_t x, y;
+    memcpy(&x, a->bytes, sizeof(x));
+    memcpy(&y, b->bytes, sizeof(y));
+    return DESC_MAGIC == x.magic && DESC_MAGIC == y.magic && 0 == memcmp(x.key, y.key, sizeof(x.key));
 }
 
 void xccl_shm_detach(xccl_shm_t *seg)

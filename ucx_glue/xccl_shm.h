@@ -90,6 +90,33 @@ int xccl_shm_attach(const xccl_shm_desc_t *desc, int rank, xccl_shm_t **seg);
 /* Unmaps (and closes the creator's fd).  The memory goes away with the
  * last process that maps it: there is nothing to remove. */
 void xccl_shm_detach(xccl_shm_t *seg);
+/* Reuse (issue 30: a communicator created, used once and freed paid a
+ * segment's creation, attachment, first touches and unmapping, about half
+ * of its cost).  A process may keep a segment mapped after its
+ * communicator is gone and hand it to the next communicator of the same
+ * processes: one rank claims it, and the others, which kept it mapped too,
+ * rejoin it, without a system call.
+ *   The header counts the ranks that hold the segment for a
+ *   communicator: nranks from the creation, each rank's release takes one
+ *   off (after its last access: release order).
+ *   claim: where no rank holds it (0: every user released), this process
+ *   takes it for nranks new users, resets it to what creation leaves (no
+ *   rank attached, no flag or latency line ever posted, nothing published)
+ *   and rejoins it as `rank`; -EBUSY where it is held (another claim won,
+ *   or a user has not released it).
+ *   rejoin: this process, which has it mapped, is rank `rank` of the
+ *   claimed segment (-EBUSY: that rank is attached already).
+ * Whoever claims must tell the others (the component: in its agreement,
+ * desc_of), so that nobody reads a flag before the reset. */
+int xccl_shm_claim(xccl_shm_t *seg, int rank);
+int xccl_shm_rejoin(xccl_shm_t *seg, int rank);
+void xccl_shm_release(xccl_shm_t *seg);
+/* The descriptor of a segment this process has mapped (its creator's);
+ * whether desc names seg (the same random key); whether two descriptors
+ * name the same segment (0 where either is not a descriptor). */
+void xccl_shm_desc_of(const xccl_shm_t *seg, xccl_shm_desc_t *desc);
+int xccl_shm_desc_names(const xccl_shm_desc_t *desc, const xccl_shm_t *seg);
+int xccl_shm_desc_same(const xccl_shm_desc_t *a, const xccl_shm_desc_t *b);
 /* 1 once every rank has attached (then the creator's fd is no longer
  * needed), else 0. */
 int xccl_shm_all_attached(const xccl_shm_t *seg);

@@ -16,7 +16,7 @@ typedef struct {
 typedef struct {
     uint64_t key;
     ucp_ep_h ep;
-    int refs;                  /* 0: free slot */
+    int refs;                  /* 0: free slot; the cache holds 1 of a live one */
 } ep_slot_t;
 
 static struct {
@@ -272,22 +272,6 @@ static int grow(void)
     return 0;
 }
 
-/* Backward-shift deletion keeps linear probing chains intact. */
-static void remove_slot(ep_slot_t *slot)
-{
-    size_t i = (size_t) (slot - g.eps), cap = g.neps_cap;
-    g.eps[i].refs = 0;
-    for (size_t j = (i + 1) & (cap - 1); g.eps[j].refs > 0; j = (j + 1) & (cap - 1)) {
-        size_t home = (size_t) (g.eps[j].key * 0x9E3779B97F4A7C15ull) & (cap - 1);
-        /* Move j into the hole at i if its home is not in (i, j]. */
-        if (((j - home) & (cap - 1)) >= ((j - i) & (cap - 1))) {
-            g.eps[i] = g.eps[j];
-            g.eps[j].refs = 0;
-            i = j;
-        }
-    }
-    g.neps--;
-}
 
 int xccl_ucx_ep_get(uint64_t key, const void *addr, size_t len, ucp_ep_h *ep)
 {
@@ -317,7 +301,7 @@ int xccl_ucx_ep_get(uint64_t key, const void *addr, size_t len, ucp_ep_h *ep)
     }
     slot->key = key;
     slot->ep = *ep;
-    slot->refs = 1;
+    slot->refs = 2;            /* the caller's and the cache's own (until fini) */
     g.neps++;
 out:
     pthread_mutex_unlock(&g.lock);
@@ -345,10 +329,8 @@ void xccl_ucx_ep_put(uint64_t key)
     pthread_mutex_lock(&g.lock);
     if (g.neps_cap > 0) {
         ep_slot_t *slot = find_slot(g.eps, g.neps_cap, key);
-        if (slot->refs > 0 && 0 == --slot->refs) {
-            close_ep(slot->ep);
-            slot->refs = 1;    /* remove_slot expects a live slot */
-            remove_slot(slot);
+        if (slot->refs > 1) {
+            slot->refs--;      /* the cache's own stays: open until fini */
         }
     }
     pthread_mutex_unlock(&g.lock);

@@ -6,12 +6,20 @@
  * speed: results, resident memory, a time limit.
  *
  * usage: xccl_comm_churn [-m unused|used|both] [-n cycles] [-r reps] [-b ints]
- *                        [-R cycles] [-T seconds]
+ *                        [-a ints] [-t ints] [-c dup|split|alt] [-R cycles] [-T seconds]
  *   -m  which cycles to time (default both):
  *         unused  MPI_Comm_dup, MPI_Comm_free
  *         used    MPI_Comm_dup, one MPI_Allreduce and one MPI_Alltoall, MPI_Comm_free
  *   -n  cycles per repetition (default 2000); -r repetitions (default 5)
- *   -b  ints per rank each use moves (default 4: a small message)
+ *   -b  ints per rank each use moves (default 4: a small message): sets -a
+ *       and -t both
+ *   -a  ints of the allreduce (default -b; the issue's cycle: -a 1024, 4 KiB)
+ *   -t  ints per peer of the alltoall (default -b; the issue's cycle: -t 1)
+ *   -c  how a cycle creates its communicator: dup (MPI_Comm_dup of
+ *       MPI_COMM_WORLD, default), split (MPI_Comm_split of MPI_COMM_WORLD,
+ *       one color, key the reversed rank: the same processes in another
+ *       order) or alt (dup and split in turn: each communicator's ranks
+ *       are in the other order than the one before)
  *   -R  then (or with -n 0: only) the resident-memory run: 200 used cycles
  *       to warm up, the resident set size (/proc/self/statm), R used and
  *       R unused cycles, the resident set size again
@@ -31,7 +39,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static int rank, size, checks, fails, nints = 4;
+static int rank, size, checks, fails, ar_n = 4, aa_n = 4;
+static int split;                    /* 0 dup, 1 split, 2 alternate */
+static unsigned long ncycles;
 static int *ar_in, *ar_out, *aa_in, *aa_out;
 
 static void expect(int ok, const char *what)
@@ -46,25 +56,32 @@ static void expect(int ok, const char *what)
 static void cycle(int used, int t)
 {
     MPI_Comm c;
-    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    if (1 == split || (2 == split && ncycles++ % 2)) {
+        MPI_Comm_split(MPI_COMM_WORLD, 0, size - 1 - rank, &c);
+    } else {
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    }
     if (used) {
-        for (int i = 0; i < nints; i++) {
-            ar_in[i] = rank + i + t;
+        int me, p;
+        MPI_Comm_rank(c, &me);
+        MPI_Comm_size(c, &p);
+        for (int i = 0; i < ar_n; i++) {
+            ar_in[i] = me + i + t;
         }
-        for (int i = 0; i < nints * size; i++) {
-            aa_in[i] = rank * 1000 + i + t;
+        for (int i = 0; i < aa_n * p; i++) {
+            aa_in[i] = me * 1000 + i + t;
         }
-        MPI_Allreduce(ar_in, ar_out, nints, MPI_INT, MPI_SUM, c);
-        MPI_Alltoall(aa_in, nints, MPI_INT, aa_out, nints, MPI_INT, c);
+        MPI_Allreduce(ar_in, ar_out, ar_n, MPI_INT, MPI_SUM, c);
+        MPI_Alltoall(aa_in, aa_n, MPI_INT, aa_out, aa_n, MPI_INT, c);
         int ok = 1;
-        for (int i = 0; i < nints && ok; i++) {
-            ok = ar_out[i] == size * (i + t) + size * (size - 1) / 2;
+        for (int i = 0; i < ar_n && ok; i++) {
+            ok = ar_out[i] == p * (i + t) + p * (p - 1) / 2;
         }
         expect(ok, "allreduce on a fresh communicator");
         ok = 1;
-        for (int r = 0; r < size && ok; r++) {
-            for (int i = 0; i < nints && ok; i++) {
-                ok = aa_out[r * nints + i] == r * 1000 + rank * nints + i + t;
+        for (int r = 0; r < p && ok; r++) {
+            for (int i = 0; i < aa_n && ok; i++) {
+                ok = aa_out[r * aa_n + i] == r * 1000 + me * aa_n + i + t;
             }
         }
         expect(ok, "alltoall on a fresh communicator");
@@ -117,7 +134,16 @@ int main(int argc, char **argv)
         } else if (0 == strcmp(a, "-r")) {
             reps = atoi(v);
         } else if (0 == strcmp(a, "-b")) {
-            nints = atoi(v);
+            ar_n = aa_n = atoi(v);
+        } else if (0 == strcmp(a, "-a")) {
+            ar_n = atoi(v);
+        } else if (0 == strcmp(a, "-t")) {
+            aa_n = atoi(v);
+        } else if (0 == strcmp(a, "-c")) {
+            split = 0 == strcmp(v, "split") ? 1 : 0 == strcmp(v, "alt") ? 2 : 0;
+            if (!split && 0 != strcmp(v, "dup")) {
+                goto usage;
+            }
         } else if (0 == strcmp(a, "-R")) {
             rss_cycles = atoi(v);
         } else if (0 == strcmp(a, "-T")) {
@@ -126,13 +152,13 @@ int main(int argc, char **argv)
             goto usage;
         }
     }
-    if (cycles < 0 || reps < 1 || nints < 1 || rss_cycles < 0) {
+    if (cycles < 0 || reps < 1 || ar_n < 1 || aa_n < 1 || rss_cycles < 0) {
         goto usage;
     }
-    ar_in = malloc((size_t) nints * sizeof(int));
-    ar_out = malloc((size_t) nints * sizeof(int));
-    aa_in = malloc((size_t) nints * size * sizeof(int));
-    aa_out = malloc((size_t) nints * size * sizeof(int));
+    ar_in = malloc((size_t) ar_n * sizeof(int));
+    ar_out = malloc((size_t) ar_n * sizeof(int));
+    aa_in = malloc((size_t) aa_n * size * sizeof(int));
+    aa_out = malloc((size_t) aa_n * size * sizeof(int));
 
     double total = 0;
     int t = 0;
@@ -203,7 +229,7 @@ int main(int argc, char **argv)
 usage:
     if (0 == rank) {
         fprintf(stderr, "usage: %s [-m unused|used|both] [-n cycles] [-r reps] [-b ints] "
-                        "[-R cycles] [-T seconds]\n", argv[0]);
+                        "[-a ints] [-t ints] [-c dup|split|alt] [-R cycles] [-T seconds]\n", argv[0]);
     }
     MPI_Finalize();
     return 2;

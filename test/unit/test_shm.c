@@ -726,6 +726,84 @@ START_TEST(segment_layout_and_flags)
 }
 END_TEST
 
+/* Reuse (issue 30): a segment every user released is claimed by one
+ * process, reset to what creation leaves, and rejoined by the others that
+ * kept it mapped, at any rank; it cannot be claimed while any user holds
+ * it. */
+START_TEST(segment_reuse)
+{
+    for (int kind = XCCL_SHM_MEMFD; kind <= XCCL_SHM_SYSV; kind++) {
+        xccl_shm_t *a, *b, *other;
+        xccl_shm_desc_t d, da, dother;
+        ck_assert_int_eq(xccl_shm_create((xccl_shm_kind_t) kind, 2, 0, 1000, &a, &d), 0);
+        ck_assert_int_eq(xccl_shm_attach(&d, 1, &b), 0);
+        ck_assert_int_eq(xccl_shm_create((xccl_shm_kind_t) kind, 2, 0, 1000, &other, &dother), 0);
+        /* the descriptors name the segment, in every process that maps it */
+        xccl_shm_desc_of(b, &da);
+        ck_assert(xccl_shm_desc_same(&d, &da));
+        ck_assert(xccl_shm_desc_names(&da, a));
+        ck_assert(!xccl_shm_desc_names(&dother, a));
+        ck_assert(!xccl_shm_desc_same(&d, &dother));
+        xccl_shm_desc_t zero;
+        memset(&zero, 0, sizeof(zero));
+        ck_assert(!xccl_shm_desc_same(&zero, &zero));
+        /* a use: flags of late calls, lines, publications */
+        const void *addrs[1] = { &kind };
+        ck_assert_int_eq(xccl_shm_flag_post(a, 900, 3), 0);
+        ck_assert_int_eq(xccl_shm_flag_post(b, 900, 1), 0);
+        memset(xccl_shm_line(a, 0), 0x55, XCCL_SHM_LINE_BYTES);
+        memset(xccl_shm_line(b, 1), 0x66, XCCL_SHM_LINE_BYTES);
+        ck_assert_int_eq(xccl_shm_publish(b, 900, 1, addrs), 0);
+        memset(xccl_shm_slot(a, 0), 0x77, 1000);
+        /* held: by both, then by one */
+        ck_assert_int_eq(xccl_shm_claim(a, 0), -EBUSY);
+        xccl_shm_release(a);
+        ck_assert_int_eq(xccl_shm_claim(b, 1), -EBUSY);
+        ck_assert_int_eq(xccl_shm_claim(a, 0), -EBUSY);
+        xccl_shm_release(b);
+        /* free: claimed as rank 1 by the process that was rank 0 */
+        ck_assert_int_eq(xccl_shm_claim(a, 2), -EINVAL);
+        ck_assert_int_eq(xccl_shm_claim(a, 1), 0);
+        ck_assert_int_eq(xccl_shm_rank(a), 1);
+        ck_assert_int_eq(xccl_shm_claim(b, 0), -EBUSY);          /* one claim wins */
+        /* as created: the old calls' flags, lines and publications gone */
+        for (int r = 0; r < 2; r++) {
+            ck_assert_int_eq(xccl_shm_flag_test(a, r, 1, 0), 0);
+            const unsigned char *l = xccl_shm_line(b, r);
+            for (size_t i = 0; i < XCCL_SHM_LINE_BYTES; i++) {
+                ck_assert_uint_eq(l[i], 0);
+            }
+        }
+        uint64_t addr = 0;
+        ck_assert_int_eq(xccl_shm_published(a, 1, 900, 0, &addr), -ESTALE);
+        ck_assert_int_eq(xccl_shm_pid(b, 0), 0);                  /* rank 0 not rejoined yet */
+        ck_assert_int_eq(xccl_shm_pid(b, 1), getpid());
+        ck_assert(!xccl_shm_all_attached(a));
+        /* the other rejoins as rank 0, once */
+        ck_assert_int_eq(xccl_shm_rejoin(b, 0), 0);
+        ck_assert_int_eq(xccl_shm_rejoin(b, 0), -EBUSY);
+        ck_assert_int_eq(xccl_shm_rejoin(b, 2), -EINVAL);
+        ck_assert(xccl_shm_all_attached(a));
+        /* flags of the new use's first calls, at the new ranks */
+        ck_assert_int_eq(xccl_shm_flag_post(a, 1, 0), 0);
+        ck_assert_int_eq(xccl_shm_flag_test(b, 1, 1, 0), 1);
+        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 1, 0), 0);
+        ck_assert_int_eq(xccl_shm_flag_post(b, 1, 0), 0);
+        ck_assert_int_eq(xccl_shm_flag_test(a, 0, 1, 0), 1);
+        /* the slots are the same memory still */
+        ck_assert_uint_eq(((unsigned char *) xccl_shm_slot(b, 0))[999], 0x77);
+        /* held again by its two new users */
+        ck_assert_int_eq(xccl_shm_claim(b, 0), -EBUSY);
+        xccl_shm_release(a);
+        xccl_shm_release(b);
+        ck_assert_int_eq(xccl_shm_claim(b, 0), 0);
+        xccl_shm_detach(b);
+        xccl_shm_detach(a);
+        xccl_shm_detach(other);
+    }
+}
+END_TEST
+
 START_TEST(segment_errors)
 {
     xccl_shm_t *a;
@@ -1262,6 +1340,7 @@ int main(void)
     TCase *tc = tcase(su, "segment");
     tcase_add_test(tc, segment_layout_and_flags);
     tcase_add_test(tc, segment_errors);
+    tcase_add_test(tc, segment_reuse);
     tc = tcase(su, "cma");
     tcase_add_test(tc, cma_probe_read_write);
     tcase_add_test(tc, not_dumpable_refuses);
