@@ -38,6 +38,23 @@ static inline size_t chunk_first(size_t n, int p, int c)
     return (size_t) c * (n / (size_t) p) + ((size_t) c < rem ? (size_t) c : rem);
 }
 
+/* bcast's "nhr" and "nb" on at most two ranks: the root's bytes to the
+ * other rank in one message.  Returns 1 if so (finalize then). */
+static inline int bcast_pair(xccl_sched_t *s, size_t bytes, int root)
+{
+    const int p = s->size, r = s->rank;
+    if (p > 2) {
+        return 0;
+    }
+    xccl_sched_step(s);
+    if (2 == p && r == root) {
+        xccl_sched_send(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+    } else if (2 == p) {
+        xccl_sched_recv(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
+    }
+    return 1;
+}
+
 /* The first half of bcast's "nhr" and "nb" (issue 31): the root's bytes in
  * RECV cut in p blocks (block b: chunk b, at its place), scattered so that
  * rank b ends with block b.  Relative ranks (rank - root) split their

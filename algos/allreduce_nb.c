@@ -251,20 +251,13 @@ int xccl_build_allgather_nb(xccl_sched_t *s, size_t block)
     return xccl_sched_finalize(s);
 }
 
-/* p = 2: the root's bytes to the other rank in one message. */
 int xccl_build_bcast_nb(xccl_sched_t *s, size_t bytes, int root)
 {
     const int p = s->size, r = s->rank;
     nb_order_t o;
 
     s->algo = "nb";
-    if (p <= 2) {
-        xccl_sched_step(s);
-        if (2 == p && r == root) {
-            xccl_sched_send(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
-        } else if (2 == p) {
-            xccl_sched_recv(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
-        }
+    if (bcast_pair(s, bytes, root)) {
         return xccl_sched_finalize(s);
     }
     if (0 != nb_order(&o, p, r, bytes, NULL, 1)) {

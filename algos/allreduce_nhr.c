@@ -261,20 +261,13 @@ int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_
     return xccl_sched_finalize(s);
 }
 
-/* p = 2: the root's bytes to the other rank in one message. */
 int xccl_build_bcast_nhr(xccl_sched_t *s, size_t bytes, int root)
 {
     const int p = s->size, r = s->rank;
     nhr_t o;
 
     s->algo = "nhr";
-    if (p <= 2) {
-        xccl_sched_step(s);
-        if (2 == p && r == root) {
-            xccl_sched_send(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
-        } else if (2 == p) {
-            xccl_sched_recv(s, 1 - r, xccl_ref(XCCL_BUF_RECV, 0), bytes);
-        }
+    if (bcast_pair(s, bytes, root)) {
         return xccl_sched_finalize(s);
     }
     if (0 != nhr_init(&o, s, bytes, NULL, 1)) {
