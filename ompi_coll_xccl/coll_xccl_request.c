@@ -32,11 +32,16 @@
  * own and crashed the progress of MPI_Iallreduce / MPI_Ibcast with derived
  * datatypes.  Zeroed past the ompi_request_t, as that constructor leaves
  * the rest. */
-static void init_request(ompi_request_t *r, size_t whole, ompi_request_free_fn_t free_fn)
+static void init_request(ompi_request_t *r, size_t whole, ompi_request_free_fn_t free_fn,
+                         mca_coll_xccl_module_t *m)
 {
     memset((char *) r + sizeof(*r), 0, whole - sizeof(*r));
     OMPI_REQUEST_INIT(r, false);
     r->req_type = OMPI_REQUEST_COLL;
+    /* A request that completes in error goes to its communicator's error
+     * handler (ompi_errhandler_request_invoke reads this; Open MPI 5
+     * crashed in MPI_Wait on a NULL one). */
+    r->req_mpi_object.comm = m->comm;
     r->req_state = OMPI_REQUEST_ACTIVE;
     r->req_free = free_fn;
     r->req_status.MPI_ERROR = MPI_SUCCESS;
@@ -102,7 +107,7 @@ int mca_coll_xccl_staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll,
         staged_end(m, coll, st, MPI_SUCCESS);
         return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
     }
-    init_request(&req->super.super, sizeof(*req), staged_request_free);
+    init_request(&req->super.super, sizeof(*req), staged_request_free, m);
     req->inner = inner;
     req->coll = coll;
     req->st = *st;
@@ -139,7 +144,7 @@ ompi_request_t *mca_coll_xccl_promise_new(mca_coll_xccl_module_t *m)
     if (NULL == req) {
         return NULL;
     }
-    init_request(&req->super.super, sizeof(*req), promise_free);
+    init_request(&req->super.super, sizeof(*req), promise_free, m);
     OBJ_RETAIN(m);
     req->module = m;
     return &req->super.super;
@@ -369,7 +374,7 @@ static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (NULL == req) {
         return NULL;
     }
-    init_request(&req->super.super, sizeof(*req), request_free);
+    init_request(&req->super.super, sizeof(*req), request_free, m);
     req->coll = coll;
     req->hooks = *hooks;
     if (red) {
