@@ -158,7 +158,8 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * faster: its chunks stay in cache.  So inside the level a measured rule
  * decides, like the fallback threshold:
  *   allreduce       shm_small up to 32 KiB (every rank reduces the whole
- *                   message: no slice exchange), shm above;
+ *                   message: no slice exchange), shm above; from np 5
+ *                   less (xccl_select_whole_max);
  *   the others      shm; for allgather, alltoall and bcast, where the
  *                   mesh over single copies (process_vm_readv,
  *                   a->peer_access) may run too, the level's trials choose
@@ -168,6 +169,25 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *                   EPYC VM (the kernel pins every page it copies; shm's
  *                   pieces stay in cache), 0.55-0.8x on an Intel Xeon VM. */
 #define XCCL_SHM_SMALL_MAX (32u << 10)
+
+/* Where the whole-vector forms (shm_small, and the latency path in
+ * ompi_coll_xccl/coll_xccl_shm_latency.c) stop with many ranks: each rank
+ * reads and reduces (n - 1) x bytes there, against about 2.5 x bytes
+ * and two more barriers in shm.  Measured on 16 cores (an H200 machine's
+ * Xeon, docs/bench/gpu-h200-2026-11-27/host-np8-np16.txt): at np 16 the
+ * latency path took 13 us at 4 KiB and 84 at 32 KiB (coll/sm 11 and 50),
+ * shm 34 at 64 KiB; at np 8, 24 at 16 KiB and 44 at 32 KiB, shm 28 at 64
+ * KiB.  Whole-vector while (n - 3) x bytes <= 32 KiB: unchanged up to np
+ * 4 (no 16-core figure says otherwise there), 16 KiB at np 5, 6.5 KiB at
+ * np 8, 2.5 KiB at np 16 (the break-even, about 2 KiB at np 16 and 8-16
+ * KiB at np 8, fitted with a barrier worth 32 KiB of reading). */
+size_t xccl_select_whole_max(int ranks)
+{
+    if (ranks <= 4) {
+        return XCCL_SHM_SMALL_MAX;
+    }
+    return XCCL_SHM_SMALL_MAX / (size_t) (ranks - 3);
+}
 
 int xccl_select_level_index(xccl_coll_t coll, xccl_level_algo_t which)
 {
@@ -181,15 +201,15 @@ int xccl_select_level_index(xccl_coll_t coll, xccl_level_algo_t which)
     return i;
 }
 
-static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes)
+static int shm_rule(xccl_coll_t coll, const xccl_coll_args_t *a, int ranks, size_t bytes)
 {
     if (0 == a->shm_slot || (NULL != a->layout && a->layout->nnodes > 1)) {
         return -1;
     }
     switch (coll) {
     case XCCL_COLL_ALLREDUCE:
-        return xccl_select_level_index(coll, bytes <= XCCL_SHM_SMALL_MAX ? XCCL_LEVEL_SHM_SMALL
-                                                                         : XCCL_LEVEL_SHM);
+        return xccl_select_level_index(coll, bytes <= xccl_select_whole_max(ranks) ? XCCL_LEVEL_SHM_SMALL
+                                                                                   : XCCL_LEVEL_SHM);
     default:
         return xccl_select_level_index(coll, XCCL_LEVEL_SHM);
     }
@@ -287,7 +307,7 @@ xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cac
     if (sel.algo >= XCCL_SEL_FIRST) {
         return sel;
     }
-    sel.algo = shm_rule(coll, a, bytes);
+    sel.algo = shm_rule(coll, a, ranks, bytes);
     sel.by = XCCL_BY_LEVEL;
     if (sel.algo >= XCCL_SEL_FIRST) {
         trial_rule(p, c, coll, a, bytes, &sel);

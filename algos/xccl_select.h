@@ -40,6 +40,10 @@ int xccl_select_index(xccl_coll_t c, const char *name);
  * once (no string compares on a call's path). */
 typedef enum { XCCL_LEVEL_SHM_SMALL, XCCL_LEVEL_SHM, XCCL_LEVEL_NALGOS } xccl_level_algo_t;
 int xccl_select_level_index(xccl_coll_t c, xccl_level_algo_t which);
+/* The largest allreduce (bytes per rank) that the level runs in a form
+ * where every rank reduces the whole vector (shm_small, the latency path)
+ * on a node of `ranks`; shm (reduce-scatter, allgather) above. */
+size_t xccl_select_whole_max(int ranks);
 
 /* Everything a choice depends on; the same on every rank of a job (the
  * component's parameters are registered for all ranks alike), so every

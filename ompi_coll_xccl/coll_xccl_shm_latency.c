@@ -322,6 +322,11 @@ int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
          c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
         return 0;
     }
+    /* with many ranks the level's selection takes shm for this allreduce
+     * (xccl_select_whole_max): the whole way decides */
+    if (XCCL_COLL_ALLREDUCE == c->coll && c->bytes > xccl_select_whole_max(m->size)) {
+        return 0;
+    }
     /* the level's trials, or their pick, may choose the mesh instead */
     if (mca_coll_xccl_shm_trial_wanted(m, c)) {
         return 0;

@@ -343,6 +343,40 @@ START_TEST(shm_slot_in_cache_key_and_model)
 }
 END_TEST
 
+/* Allreduce's whole-vector form (shm_small) shrinks with the node's rank
+ * count (xccl_select_whole_max): every rank reduces (n - 1) x bytes there.
+ * Unchanged up to np 4, then (n - 3) x bytes <= 32 KiB. */
+START_TEST(shm_small_shrinks_with_ranks)
+{
+    xccl_select_policy_t p;
+    xccl_select_policy_defaults(&p);
+    static const struct {
+        int n;
+        size_t bytes;
+        const char *want;
+    } cases[] = {
+        { 2, 32768, "shm_small" }, { 2, 32769, "shm" },     { 4, 32768, "shm_small" },
+        { 4, 32769, "shm" },       { 5, 16384, "shm_small" }, { 5, 16385, "shm" },
+        { 8, 6553, "shm_small" },  { 8, 6554, "shm" },      { 8, 16384, "shm" },
+        { 16, 2520, "shm_small" }, { 16, 2521, "shm" },     { 16, 4096, "shm" },
+        { 16, 8, "shm_small" },    { 64, 8, "shm_small" },  { 64, 4096, "shm" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        xccl_select_cache_t *c = calloc(1, sizeof(*c));
+        xccl_layout_t one = one_node(cases[i].n);
+        ck_assert_ptr_nonnull(c);
+        xccl_coll_args_t a = { .count = 2, .layout = &one, .shm_slot = 1 << 20 };
+        xccl_selection_t s = xccl_select_algo(&p, c, XCCL_COLL_ALLREDUCE, &a, cases[i].n, cases[i].bytes, 4);
+        ck_assert_msg(0 == strcmp(xccl_select_name(XCCL_COLL_ALLREDUCE, s.algo), cases[i].want),
+                      "np %d, %zu B: %s, want %s", cases[i].n, cases[i].bytes,
+                      xccl_select_name(XCCL_COLL_ALLREDUCE, s.algo), cases[i].want);
+        xccl_select_cache_fini(c);
+        free(c);
+        xccl_layout_fini(&one);
+    }
+}
+END_TEST
+
 /* Inside the shared-memory level of one node a measured rule chooses
  * (select.c shm_rule); a forced algorithm and tuning rules still win;
  * off the level (no slot, several nodes) the model decides, and its
@@ -637,6 +671,7 @@ int main(void)
     tcase_add_test(tc, cached_schedule_runs_again);
     tcase_add_test(tc, shm_slot_in_cache_key_and_model);
     tcase_add_test(tc, shm_level_rule);
+    tcase_add_test(tc, shm_small_shrinks_with_ranks);
     tcase_add_test(tc, level_trials);
     tcase_add_test(tc, policy_net_reaches_the_model);
     tcase_add_loop_test(tc, auto_within_10_percent_across_scale, 0, 2);
