@@ -163,6 +163,7 @@ typedef struct {
     xccl_exec_t e;
     int in, out, tmp;
     int round;                       /* 1: did every rank attach?  2: single copies everywhere? */
+    int gen;                         /* which pair of tags (coll_xccl_shm.c VOTE_SEQ) */
 } mca_coll_xccl_shm_vote_t;
 
 typedef struct {

@@ -193,12 +193,17 @@ static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
             continue;
         }
         /* Whether the communicator can is known once it is set up: such a
-         * call (blocking, on every rank) sets it up first; a nonblocking
-         * one is wanted only where that happened (pv->wanted). */
-        if (NULL == c->request && !mca_coll_xccl_setup_test(m) &&
-            MPI_SUCCESS != (*rc = mca_coll_xccl_setup(m, 1))) {
-            *rc = mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed");
-            return 1;
+         * call (blocking, on every rank) sets it up first, and lets the
+         * shared-memory level's vote end too (a communicator freed after
+         * this call while its vote ran would leave its peers' vote
+         * messages behind: coll_xccl_shm.c, vote_gen); a nonblocking one is
+         * wanted only where that happened (pv->wanted). */
+        if (NULL == c->request && !mca_coll_xccl_setup_test(m)) {
+            if (MPI_SUCCESS != (*rc = mca_coll_xccl_setup(m, 1))) {
+                *rc = mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed");
+                return 1;
+            }
+            mca_coll_xccl_setup_settle(m);
         }
         if (!pv->usable(m)) {
             continue;

@@ -404,7 +404,8 @@ static int setup_local(mca_coll_xccl_module_t *m)
     m->agree_msg[0] = (NULL == nodes ? XCCL_OK_NODES : 0) | (NULL == ucx ? XCCL_OK_UCX : 0);
     m->agree_msg[XCCL_AGREE_KEY] = placement_key();
     m->agree_msg[XCCL_AGREE_FLAGS] |=
-        mca_coll_xccl_shm_local(m, NULL == nodes, &m->agree_msg[XCCL_AGREE_DESC]);
+        mca_coll_xccl_shm_local(m, NULL == nodes, &m->agree_msg[XCCL_AGREE_DESC]) |
+        mca_coll_xccl_shm_vote_gen(m->cid) << XCCL_AGREE_VOTE_SHIFT;
     if (nodes) {
         mca_coll_xccl_log(1, "comm comm=%u rank=%d: %s", m->cid, m->world_rank, nodes);
     }
@@ -448,6 +449,9 @@ static void setup_finish(mca_coll_xccl_module_t *m, int rc)
     } else if (with_keys(m)) {
         keys = malloc((size_t) m->size * sizeof(int));
         for (int i = 0; i < m->size; i++) {
+            const int gen = m->agree_all[XCCL_AGREE_INTS * i] >> XCCL_AGREE_VOTE_SHIFT &
+                            XCCL_AGREE_VOTE_MASK;
+            m->shm_vote.gen = gen > m->shm_vote.gen ? gen : m->shm_vote.gen;
             flags &= m->agree_all[XCCL_AGREE_INTS * i];
             if (keys) {
                 keys[i] = m->agree_all[XCCL_AGREE_INTS * i + 1];

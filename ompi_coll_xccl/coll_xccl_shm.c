@@ -404,7 +404,42 @@ static void shm_off(mca_coll_xccl_module_t *m)
  * are the last two of the 16 bits in xccl's tags: no call of the
  * communicator takes them before the vote is over.
  */
-#define VOTE_SEQ(round) (0xfffeu + (uint32_t) (round) - 1u)
+#define VOTE_SEQ(gen, round) (0xfffeu - 2u * (uint32_t) (gen) + (uint32_t) (round) - 1u)
+
+/*
+ * A communicator freed while its vote runs cancels its receives: what its
+ * peers sent it stays in the worker's queue of unexpected messages, under
+ * the vote's tags of that context id, and Open MPI gives the id to a later
+ * communicator, whose vote would take those messages for its own (a stale
+ * "attached" against a peer that failed to attach: ranks that disagree on
+ * the level, a hang or wrong data).  So the process remembers, per context
+ * id, the first pair of tags not left behind (vote_gen: 0, or one past the
+ * pair of the vote it abandoned), every rank puts its number in the set-up
+ * agreement, and the vote takes the largest: a pair no member left
+ * messages under.  Where all pairs are spent (XCCL_AGREE_VOTE_MASK: 15
+ * votes abandoned on one id in one process) the level stays off for
+ * communicators of that id that need a vote.  The pairs sit below the 16-bit
+ * sequence numbers' end, which no call reaches before its vote is over.
+ */
+static uint8_t vote_gen[XCCL_UCX_MAX_CID + 1];
+
+int mca_coll_xccl_shm_vote_gen(uint32_t cid)
+{
+    return __atomic_load_n(&vote_gen[cid & XCCL_UCX_MAX_CID], __ATOMIC_RELAXED);
+}
+
+static void vote_abandoned(mca_coll_xccl_module_t *m)
+{
+    const int next = m->shm_vote.gen + 1 < XCCL_AGREE_VOTE_MASK ? m->shm_vote.gen + 1
+                                                                 : XCCL_AGREE_VOTE_MASK;
+    uint8_t *g = &vote_gen[m->cid & XCCL_UCX_MAX_CID], old = __atomic_load_n(g, __ATOMIC_RELAXED);
+    while (old < next && !__atomic_compare_exchange_n(g, &old, (uint8_t) next, false,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    mca_coll_xccl_log(2, "comm comm=%u rank=%d: freed while its shared-memory vote ran (round %d, "
+                      "tags %d): later votes on this context id take tags %d or later", m->cid,
+                      m->world_rank, m->shm_vote.round, m->shm_vote.gen, next);
+}
 
 static int vote_min(void *ctx, void *dst, const void *a, const void *b, size_t count)
 {
@@ -427,7 +462,8 @@ static int vote_round(mca_coll_xccl_module_t *m, int round, int value)
     v->out = 0;
     v->round = round;
     if (0 != xccl_build_allreduce_recursive_doubling(&v->s, 1) ||
-        0 != xccl_exec_init(&v->e, &v->s, &m->transport, bufs, vote_min, NULL, VOTE_SEQ(round))) {
+        0 != xccl_exec_init(&v->e, &v->s, &m->transport, bufs, vote_min, NULL,
+                           VOTE_SEQ(v->gen, round))) {
         return -1;
     }
     xccl_exec_progress(&v->e);           /* post the first messages now */
@@ -537,6 +573,14 @@ void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
         vote_end(m, 0, 1, h->fast_cma);
         return;
     }
+    if (XCCL_AGREE_VOTE_MASK == m->shm_vote.gen) {
+        /* known alike everywhere: the largest of the agreed numbers */
+        mca_coll_xccl_log(1, "comm comm=%u rank=%d: shared-memory level off: every pair of vote "
+                          "tags of this context id was left behind by a communicator freed while "
+                          "voting", m->cid, m->world_rank);
+        shm_off(m);
+        return;
+    }
     m->shm_state = XCCL_SHM_VOTING;
     if (0 != vote_round(m, 1, mine)) {
         /* Out of memory for one int's schedule: the peers' calls will wait
@@ -631,8 +675,10 @@ void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m)
 {
     if (XCCL_SHM_VOTING == m->shm_state) {
         /* Freed while its vote runs (a program whose last call on it
-         * returned before its peers voted): abandon the messages. */
+         * returned before its peers voted): abandon the messages, and
+         * their tags (vote_gen). */
         xccl_exec_fini(&m->shm_vote.e);
+        vote_abandoned(m);
     }
     xccl_sched_fini(&m->shm_vote.s);
     shm_off(m);

@@ -65,6 +65,14 @@ void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int
  * segment and knows. */
 #define XCCL_AGREE_SHM_SHIFT 2
 #define XCCL_AGREE_SHM_MASK 3
+/* The bits of the agreement's flags that say which pair of tags this
+ * rank's process needs the vote to use on this context id (0 until a
+ * vote on it was abandoned here: mca_coll_xccl_shm_vote_gen); the vote
+ * takes the largest of every rank's (shm_vote.gen), and the level stays
+ * off where that is XCCL_AGREE_VOTE_MASK (all pairs spent). */
+#define XCCL_AGREE_VOTE_SHIFT 8
+#define XCCL_AGREE_VOTE_MASK 15
+int mca_coll_xccl_shm_vote_gen(uint32_t cid);
 /* The segments kept for reuse, unmapped (component close). */
 void mca_coll_xccl_shm_pool_fini(void);
 /* Starts the vote, at the end of the set-up (under its lock). */

@@ -516,6 +516,37 @@ for v in "2 1" "3 2"; do
     finish "$name" "$ok" "$problems"
 done
 
+# Communicators made, used once on device buffers (blocking, through CUDA
+# IPC) and freed, then host calls on the next one of that context id
+# (xccl_mpi_gpu_churn): right results, and no communicator freed while its
+# shared-memory vote ran (its peers' vote messages would be left behind
+# under the tags of that context id: coll_xccl_shm.c, vote_gen).  np 2 on
+# one fake device, np 3 on two.
+for v in "2 1" "3 2"; do
+    read -r np devices <<<"$v"
+    name=fake.churn.np$np
+    saved_extra=("${extra_args[@]}")
+    extra_args+=(--mca coll_xccl_verbose 2)
+    PROG=$bindir/xccl_mpi_gpu_churn
+    run "$name" "$np" "$fake_ldp" FAKE_CUDA_DEVICES=$devices --
+    PROG=
+    extra_args=("${saved_extra[@]}")
+    ok=0
+    problems=$({
+        check_result "$name" &&
+        { grep -qE '^xccl: allreduce .* via=cuda_ipc' "$logdir/$name.log" ||
+            { echo "$name: no allreduce through cuda ipc"; false; }; } &&
+        { ! grep -E 'freed while its shared-memory vote ran' "$logdir/$name.log" ||
+            { echo "$name: a communicator was freed while its vote ran"; false; }; } &&
+        { ! grep -E 'unexpected tag-receive descriptor .* was not matched' "$logdir/$name.log" ||
+            { echo "$name: messages left unmatched in UCX at the end"; false; }; } &&
+        echo "$name: $(grep -E '^RESULT: ' "$logdir/$name.log" | tail -n 1)," \
+            "$(grep -cE '^xccl: allreduce .* via=cuda_ipc' "$logdir/$name.log") calls through cuda ipc," \
+            "$(grep -cE 'shared-memory level on' "$logdir/$name.log") level-on decisions"
+    } 2>&1) || ok=1
+    finish "$name" "$ok" "$problems"
+done
+
 # The driver calls of a warm CUDA IPC call (xccl_gpu_budget.c, counted by
 # the fake): per call no IPC handle opened or exported, at most one host
 # synchronisation (none in a nonblocking call), a bounded number of calls that does not grow with the
