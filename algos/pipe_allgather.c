@@ -50,6 +50,7 @@ int xccl_build_pipe_allgather(xccl_sched_t *s, const xccl_layout_t *l, size_t bl
     if (s->scratch_bytes < off_child) {
         s->scratch_bytes = off_child;
     }
+    pp.base = off_child;
 #define CB(c) chunk_count(block, K, c)
 #define AT(c, idx) xccl_ref(sb, (size_t) p * chunk_first(block, K, c) + (size_t) (idx) * CB(c))
 
@@ -126,16 +127,9 @@ int xccl_build_pipe_allgather(xccl_sched_t *s, const xccl_layout_t *l, size_t bl
     }
 #undef AT
 #undef CB
-    if (pipe_zip(&pp, off_child) < 0) {
-        goto out;
-    }
-    s->algo = "pipeline";
-    rc = xccl_sched_finalize(s);
+    rc = 0;
 out:
-    if (rc != 0) {
-        s->error = 1;
-    }
-    pipe_fini(&pp);
+    rc = pipe_end(&pp, rc);
     free(pos);
     free(start);
     free(bytes);

@@ -100,16 +100,9 @@ int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t co
         }
         pipe_next_slot(&pp);
     }
-    if (pipe_zip(&pp, 0) < 0) {
-        goto out;
-    }
-    s->algo = "pipeline";
-    rc = xccl_sched_finalize(s);
+    rc = 0;
 out:
-    if (rc != 0) {
-        s->error = 1;
-    }
-    pipe_fini(&pp);
+    rc = pipe_end(&pp, rc);
     free(counts);
     free(bytes);
     free(displs);

@@ -87,6 +87,7 @@ int xccl_build_pipe_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, cons
     if (s->scratch_bytes < off_child) {
         s->scratch_bytes = off_child;
     }
+    pp.base = off_child;
     const xccl_ref_t in = xccl_ref(in_place ? XCCL_BUF_RECV : XCCL_BUF_SEND, 0);
     if (packed) {
         hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
@@ -164,17 +165,10 @@ int xccl_build_pipe_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, cons
         }
         pipe_next_slot(&pp);
     }
-    if (pipe_zip(&pp, off_child) < 0) {
-        goto out;
-    }
-    s->algo = "pipeline";
-    rc = xccl_sched_finalize(s);
+    rc = 0;
 out:
 #undef SUB
-    if (rc != 0) {
-        s->error = 1;
-    }
-    pipe_fini(&pp);
+    rc = pipe_end(&pp, rc);
     free(order);
     free(rail);
     free(first);

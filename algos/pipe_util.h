@@ -37,6 +37,7 @@ typedef struct {
     xccl_sched_t *s;           /* the parent */
     size_t slot;               /* the current slot's first round */
     size_t len[2];             /* the rounds of its lanes so far */
+    size_t base;               /* where the children's scratch starts (pipe_zip) */
 } pipe_t;
 
 /* Chunks of a vector of n units of unit bytes: at least chunk bytes each
@@ -63,6 +64,7 @@ static inline int pipe_init(pipe_t *pp, xccl_sched_t *s, size_t cap)
     pp->s = s;
     pp->slot = 0;
     pp->len[0] = pp->len[1] = 0;
+    pp->base = 0;
     return NULL == pp->kid || NULL == pp->part || NULL == pp->lane ? -1 : 0;
 }
 
@@ -128,6 +130,24 @@ static inline int pipe_zip(pipe_t *pp, size_t base)
         pp->part[i].map.base[XCCL_BUF_SCRATCH] = xccl_ref(XCCL_BUF_SCRATCH, at);
     }
     return xccl_sched_zip(pp->s, pp->part, pp->n);
+}
+
+/* The end of every pipelined builder: where built is 0 (every child was
+ * added), the lanes zipped into the parent (scratch from pp->base), the parent
+ * named "pipeline" and finalized; where anything failed, the parent marked
+ * failed.  The children go either way.  0 or -1. */
+static inline int pipe_end(pipe_t *pp, int built)
+{
+    int rc = -1;
+    if (0 == built && pipe_zip(pp, pp->base) >= 0) {
+        pp->s->algo = "pipeline";
+        rc = xccl_sched_finalize(pp->s);
+    }
+    if (rc != 0) {
+        pp->s->error = 1;
+    }
+    pipe_fini(pp);
+    return rc;
 }
 
 #endif

@@ -1000,11 +1000,16 @@ static void job_free(ipc_job_t *job)
     free(job);
 }
 
-/* The host paths take the call (not every rank could). */
-static void job_to_host(ipc_job_t *job)
+static int job_step(ipc_job_t *job);
+
+/* The host paths take the call (not every rank could): the turn goes to
+ * the next call, the stream set back, and the job runs on (job_step). */
+static int job_to_host(ipc_job_t *job)
 {
+    pass_turn(job->c.m->ipc);
     release_set(&job->call, '\0' != job->call.error[0]);
     job->state = JOB_HOST;
+    return job_step(job);
 }
 
 /* Its schedule's executor, with the call's hooks: 1, or 0 (then it fails). */
@@ -1042,9 +1047,7 @@ static int job_step(ipc_job_t *job)
         }
         if (!job->in) {
             publish(m, ipc, job->e, STAGE_OUT);
-            pass_turn(ipc);
-            job_to_host(job);
-            return job_step(job);
+            return job_to_host(job);
         }
         memcpy(ipc->slot[m->rank]->buf, job->bufs, sizeof(job->bufs));
         publish(m, ipc, job->e, STAGE_IN);
@@ -1055,9 +1058,7 @@ static int job_step(ipc_job_t *job)
             return 0;
         }
         if (!round1_in(m, ipc, job->e)) {
-            pass_turn(ipc);
-            job_to_host(job);
-            return job_step(job);
+            return job_to_host(job);
         }
         ipc->slot[m->rank]->mapped = map_peers(m, call, job->s);
         publish(m, ipc, job->e, STAGE_MAPPED);
@@ -1068,9 +1069,7 @@ static int job_step(ipc_job_t *job)
             return 0;
         }
         if (!round2_mapped(m, ipc)) {
-            pass_turn(ipc);
-            job_to_host(job);
-            return job_step(job);
+            return job_to_host(job);
         }
         mca_coll_xccl_log_call(m, job->c.coll, 1, job->c.bytes, job->algo, -1.0, NULL, "cuda_ipc");
         if (!job_exec(job)) {
