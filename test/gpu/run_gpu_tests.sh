@@ -547,6 +547,30 @@ for v in "2 1" "3 2"; do
     finish "$name" "$ok" "$problems"
 done
 
+# xccl_bench on device buffers as the GPU session runs it (-g): the xccl
+# column nonblocking (-i), the staged column waiting for its upload (-S),
+# 8 B .. 32 KiB, np 2 on one fake device: every xccl result checked by the
+# bench, and its nonblocking calls through CUDA IPC.
+name=fake.bench.np2
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_verbose 1)
+PROG=$bindir/xccl_bench
+PROG_ARGS=(-g -i -S -b 8 -e 32K -f 8 -r 2)
+run "$name" 2 "$fake_ldp" FAKE_CUDA_DEVICES=1 --
+PROG=
+PROG_ARGS=()
+extra_args=("${saved_extra[@]}")
+ok=0
+problems=$({
+    { [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; false; }; } &&
+    { grep -q '^# result: all xccl checks passed' "$logdir/$name.log" ||
+        { echo "$name: $(grep '^# result: ' "$logdir/$name.log" || echo 'no result line')"; false; }; } &&
+    { grep -qE '^xccl: i[a-z_]+ .* via=cuda_ipc' "$logdir/$name.log" ||
+        { echo "$name: no nonblocking call through cuda ipc"; false; }; } &&
+    echo "$name: $(grep -cE '^xccl: i[a-z_]+ .* via=cuda_ipc' "$logdir/$name.log") nonblocking calls through cuda ipc"
+} 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
 # The driver calls of a warm CUDA IPC call (xccl_gpu_budget.c, counted by
 # the fake): per call no IPC handle opened or exported, at most one host
 # synchronisation (none in a nonblocking call), a bounded number of calls that does not grow with the

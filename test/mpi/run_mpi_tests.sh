@@ -51,6 +51,9 @@
 #   one message with different datatypes (MPI_INT on some ranks, a derived
 #   type with gaps on others); results, and no "fallback=noncontiguous_datatype"
 #   line for (i)bcast, (i)allgather, (i)alltoall: xccl packs those itself.
+# xccl_bench.nb_moving_root.np{2,3}: xccl_bench -i -t (the xccl column
+#   nonblocking, bcast's root moving every call), 8 B .. 256 KiB: exit 0,
+#   "# result: all xccl checks passed", nonblocking bcasts through xccl.
 # xccl_comm_churn.rss.np2: resident memory grows by less than 2 MiB over
 #   20 000 used and 20 000 unused communicators (after 200 to warm up).
 # xccl_comm_churn.reuse.np{2,3}: 40 communicators in turn from MPI_Comm_dup
@@ -956,6 +959,26 @@ if selected "$name"; then
     indent "$problems"
     finish "$name" "$ok"
 fi
+
+# xccl_bench as the GPU session and the docs use it, a short sweep: the
+# xccl column nonblocking (-i: MPI_I<collective> then MPI_Wait) and bcast's
+# root moving on every call (-t); every xccl result checked by the bench
+# ("# result: all xccl checks passed"), np 2 and 3.
+for np in 2 3; do
+    name=xccl_bench.nb_moving_root.np$np
+    selected "$name" || continue
+    run_mpi "$name" "$np" "$bindir/xccl_bench" -i -t -b 8 -e 256K -f 8 -r 2 -q
+    ok=0
+    problems=$({
+        { [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; false; }; } &&
+        { grep -q '^# result: all xccl checks passed' "$logdir/$name.log" ||
+            { echo "$name: $(grep '^# result: ' "$logdir/$name.log" || echo 'no result line')"; false; }; } &&
+        { grep -qE '^xccl: ibcast .* (algo|via)=' "$logdir/$name.log" ||
+            { echo "$name: no nonblocking bcast ran through xccl"; false; }; }
+    } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
 
 # Every fallback= line of every run that ran names its reason.
 name=fallback_reasons
