@@ -157,8 +157,8 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * level at every size from a few KiB, where the level measures 1.3-4x
  * faster: its chunks stay in cache.  So inside the level a measured rule
  * decides, like the fallback threshold:
- *   allreduce       shm_small up to 32 KiB (every rank reduces the whole
- *                   message: no slice exchange), shm above; from np 5
+ *   allreduce       shm_small up to 8 KiB (every rank reduces the whole
+ *                   message: no slice exchange), shm above; from np 8
  *                   less (xccl_select_whole_max);
  *   the others      shm; for allgather, alltoall and bcast, where the
  *                   mesh over single copies (process_vm_readv,
@@ -168,25 +168,26 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *                   copies from 64 KiB to 16 MiB at np 2 and 4 on an AMD
  *                   EPYC VM (the kernel pins every page it copies; shm's
  *                   pieces stay in cache), 0.55-0.8x on an Intel Xeon VM. */
-#define XCCL_SHM_SMALL_MAX (32u << 10)
+#define XCCL_SHM_SMALL_MAX (8u << 10)
+#define XCCL_SHM_FIT_BYTES ((size_t) 32 << 10)
 
 /* Where the whole-vector forms (shm_small, and the latency path in
- * ompi_coll_xccl/coll_xccl_shm_latency.c) stop with many ranks: each rank
- * reads and reduces (n - 1) x bytes there, against about 2.5 x bytes
- * and two more barriers in shm.  Measured on 16 cores (an H200 machine's
- * Xeon, docs/bench/gpu-h200-2026-11-27/host-np8-np16.txt): at np 16 the
- * latency path took 13 us at 4 KiB and 84 at 32 KiB (coll/sm 11 and 50),
- * shm 34 at 64 KiB; at np 8, 24 at 16 KiB and 44 at 32 KiB, shm 28 at 64
- * KiB.  Whole-vector while (n - 3) x bytes <= 32 KiB: unchanged up to np
- * 4 (no 16-core figure says otherwise there), 16 KiB at np 5, 6.5 KiB at
- * np 8, 2.5 KiB at np 16 (the break-even, about 2 KiB at np 16 and 8-16
- * KiB at np 8, fitted with a barrier worth 32 KiB of reading). */
+ * ompi_coll_xccl/coll_xccl_shm_latency.c) end: each rank reads and
+ * reduces (n - 1) x bytes there, against about 2.5 x bytes, half the
+ * reduction and two more barriers in shm.  At np 2 on an AMD EPYC VM
+ * (paired runs, xccl forced to each): shm 0.72 / 0.76 / 0.83 / 0.89 /
+ * 1.03 us at 6 / 8 / 10 / 12 / 16 KiB against shm_small's 0.67 / 0.79 /
+ * 0.94 / 1.12 / 1.48, and 1.91 against 3.04 at 32 KiB (Intel MPI 1.79):
+ * 8 KiB.  On 16 cores (an H200 machine's Xeon,
+ * docs/bench/gpu-h200-2026-11-27/host-np8-np16.txt) the latency path at np
+ * 16 took 13 us at 4 KiB and 84 at 32 KiB (coll/sm 11 and 50) while shm
+ * took 34 at 64 KiB; at np 8 24 us at 16 KiB and 44 at 32, shm 28 at 64:
+ * from np 8, (n - 3) x bytes <= 32 KiB (6.5 KiB at np 8, 2.5 KiB at np
+ * 16), fitted with a barrier worth 32 KiB of reading. */
 size_t xccl_select_whole_max(int ranks)
 {
-    if (ranks <= 4) {
-        return XCCL_SHM_SMALL_MAX;
-    }
-    return XCCL_SHM_SMALL_MAX / (size_t) (ranks - 3);
+    const size_t fit = ranks > 3 ? XCCL_SHM_FIT_BYTES / (size_t) (ranks - 3) : XCCL_SHM_SMALL_MAX;
+    return fit < XCCL_SHM_SMALL_MAX ? fit : XCCL_SHM_SMALL_MAX;
 }
 
 int xccl_select_level_index(xccl_coll_t coll, xccl_level_algo_t which)

@@ -343,9 +343,9 @@ START_TEST(shm_slot_in_cache_key_and_model)
 }
 END_TEST
 
-/* Allreduce's whole-vector form (shm_small) shrinks with the node's rank
- * count (xccl_select_whole_max): every rank reduces (n - 1) x bytes there.
- * Unchanged up to np 4, then (n - 3) x bytes <= 32 KiB. */
+/* Allreduce's whole-vector form (shm_small) ends at 8 KiB and shrinks with
+ * the node's rank count from np 8 (xccl_select_whole_max): every rank
+ * reduces (n - 1) x bytes there; (n - 3) x bytes <= 32 KiB. */
 START_TEST(shm_small_shrinks_with_ranks)
 {
     xccl_select_policy_t p;
@@ -355,8 +355,8 @@ START_TEST(shm_small_shrinks_with_ranks)
         size_t bytes;
         const char *want;
     } cases[] = {
-        { 2, 32768, "shm_small" }, { 2, 32769, "shm" },     { 4, 32768, "shm_small" },
-        { 4, 32769, "shm" },       { 5, 16384, "shm_small" }, { 5, 16385, "shm" },
+        { 2, 8192, "shm_small" },  { 2, 8193, "shm" },      { 2, 32768, "shm" },
+        { 4, 8192, "shm_small" },  { 4, 8193, "shm" },      { 7, 8192, "shm_small" },
         { 8, 6553, "shm_small" },  { 8, 6554, "shm" },      { 8, 16384, "shm" },
         { 16, 2520, "shm_small" }, { 16, 2521, "shm" },     { 16, 4096, "shm" },
         { 16, 8, "shm_small" },    { 64, 8, "shm_small" },  { 64, 4096, "shm" },
@@ -396,8 +396,8 @@ START_TEST(shm_level_rule)
         const char *want;
     } cases[] = {
         { XCCL_COLL_ALLREDUCE, 8, 0, "shm_small" },
-        { XCCL_COLL_ALLREDUCE, 32768, 0, "shm_small" },
-        { XCCL_COLL_ALLREDUCE, 32769, 0, "shm" },
+        { XCCL_COLL_ALLREDUCE, 8192, 0, "shm_small" },
+        { XCCL_COLL_ALLREDUCE, 8193, 0, "shm" },
         { XCCL_COLL_ALLREDUCE, 16 << 20, 0, "shm" },
         { XCCL_COLL_REDUCE_SCATTER, 8, 0, "shm" },
         { XCCL_COLL_REDUCE_SCATTER_BLOCK, 16 << 20, 0, "shm" },
@@ -576,9 +576,9 @@ START_TEST(level_trials)
     s = trial_sel(&p, c, XCCL_COLL_REDUCE_SCATTER_BLOCK, 1 << 20, 1, 1);
     ck_assert_int_eq(s.by, XCCL_BY_TRIAL);
     ck_assert_int_eq(s.trial->cand[1], xccl_select_index(XCCL_COLL_REDUCE_SCATTER_BLOCK, "mesh"));
-    /* allreduce: the rule's choice (shm_small up to 32 KiB) against mesh */
+    /* allreduce: the rule's choice (shm_small up to 8 KiB) against mesh */
     const xccl_coll_t ar = XCCL_COLL_ALLREDUCE;
-    s = trial_sel(&p, c, ar, 20000, 1, 1);
+    s = trial_sel(&p, c, ar, 6000, 1, 1);
     ck_assert_int_eq(s.by, XCCL_BY_TRIAL);
     ck_assert_int_eq(s.algo, xccl_select_index(ar, "shm_small"));
     ck_assert_int_eq(s.trial->cand[1], xccl_select_index(ar, "mesh"));
