@@ -96,9 +96,17 @@ static int lat_inline_get(const lat_line_t *l, void *dst, size_t len, uint64_t f
  * ring again (it did not fit after the part before) ends before that part
  * began, which lies past two such parts from the start.  (One ring of the
  * whole area made a stream of 32 KiB allgathers at np 2 3.3x slower once
- * the area grew to 192 KiB: every call wrote lines no cache held.) */
+ * the area grew to 192 KiB: every call wrote lines no cache held.)  The
+ * ring is never shorter than LAT_RING_MIN (below). */
 _Static_assert(3 * XCCL_SHM_LAT_BYTES <= XCCL_SHM_SMALL_BYTES && XCCL_SHM_SMALL_BYTES % XCCL_SHM_LAT_UNIT == 0,
                "latency units");
+/* The shortest ring, 48 KiB: small calls cycle through it as through the
+ * whole area before it grew, so a bcast root runs up to 192 one-unit calls
+ * ahead before it reads its readers' lines (a ring of three units made
+ * an 8-byte bcast at np 2 1.6x slower: the root read them every third
+ * call). */
+#define LAT_RING_MIN 192u
+_Static_assert(LAT_RING_MIN <= XCCL_SHM_LAT_UNITS, "latency ring");
 
 size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c)
 {
@@ -195,10 +203,10 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
     /* this call's units: [u, u + units) of every area */
     const unsigned units = (unsigned) ((len + XCCL_SHM_LAT_UNIT - 1) / XCCL_SHM_LAT_UNIT);
     /* the ring: three of the larger of this call's and the last call's
-     * parts (at most the whole area), so that a stream of calls of one
-     * size cycles through few cache lines */
+     * parts, at least LAT_RING_MIN units, at most the whole area */
     const unsigned big = units > h->lat_last ? units : h->lat_last;
-    const unsigned ring = 3 * big < XCCL_SHM_LAT_UNITS ? 3 * big : XCCL_SHM_LAT_UNITS;
+    const unsigned ring = 3 * big < LAT_RING_MIN ? LAT_RING_MIN
+                          : 3 * big < XCCL_SHM_LAT_UNITS ? 3 * big : XCCL_SHM_LAT_UNITS;
     if (h->lat_pos + units > ring) {
         h->lat_pos = 0;
     }
