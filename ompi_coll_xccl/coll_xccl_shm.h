@@ -37,6 +37,7 @@ struct mca_coll_xccl_shm {
     uint64_t lat_seq;                /* calls through the latency path */
     uint64_t lat_seen;               /* every peer was seen to have posted this f or later */
     unsigned lat_pos;                /* the next unit of the small areas (the same on every rank) */
+    unsigned lat_last;               /* the units of the call before (the same on every rank) */
     uint64_t lat_wrote[XCCL_SHM_LAT_UNITS];   /* the last call that wrote each unit of this rank's area */
     void **line;                     /* segment rank -> its latency line */
     unsigned char **small;           /* segment rank -> its small area */

@@ -90,12 +90,23 @@ static int lat_inline_get(const lat_line_t *l, void *dst, size_t len, uint64_t f
 }
 /* Consecutive calls never share a unit, so step 1 of call f waits for
  * f - 1 at most, which every peer posts without waiting for this rank's f
- * (sharing one deadlocked: measured).  The ring is at least three of the
- * largest parts long: a part that starts the ring again (it did not fit
- * after the part before) ends before that part began, past two largest
- * parts from the start. */
+ * (sharing one deadlocked: measured).  A call's ring is three times the
+ * larger of its part and the part of the call before (at most the whole
+ * area, which holds three of the largest parts): a part that starts the
+ * ring again (it did not fit after the part before) ends before that part
+ * began, which lies past two such parts from the start.  (One ring of the
+ * whole area made a stream of 32 KiB allgathers at np 2 3.3x slower once
+ * the area grew to 192 KiB: every call wrote lines no cache held.)  The
+ * ring is never shorter than LAT_RING_MIN (below). */
 _Static_assert(3 * XCCL_SHM_LAT_BYTES <= XCCL_SHM_SMALL_BYTES && XCCL_SHM_SMALL_BYTES % XCCL_SHM_LAT_UNIT == 0,
                "latency units");
+/* The shortest ring, 48 KiB: small calls cycle through it as through the
+ * whole area before it grew, so a bcast root runs up to 192 one-unit calls
+ * ahead before it reads its readers' lines (a ring of three units made
+ * an 8-byte bcast at np 2 1.6x slower: the root read them every third
+ * call). */
+#define LAT_RING_MIN 192u
+_Static_assert(LAT_RING_MIN <= XCCL_SHM_LAT_UNITS, "latency ring");
 
 size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c)
 {
@@ -191,12 +202,18 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
     lat_line_t *mine = h->line[me];
     /* this call's units: [u, u + units) of every area */
     const unsigned units = (unsigned) ((len + XCCL_SHM_LAT_UNIT - 1) / XCCL_SHM_LAT_UNIT);
-    if (h->lat_pos + units > XCCL_SHM_LAT_UNITS) {
+    /* the ring: three of the larger of this call's and the last call's
+     * parts, at least LAT_RING_MIN units, at most the whole area */
+    const unsigned big = units > h->lat_last ? units : h->lat_last;
+    const unsigned ring = 3 * big < LAT_RING_MIN ? LAT_RING_MIN
+                          : 3 * big < XCCL_SHM_LAT_UNITS ? 3 * big : XCCL_SHM_LAT_UNITS;
+    if (h->lat_pos + units > ring) {
         h->lat_pos = 0;
     }
     const unsigned u = h->lat_pos;
     const size_t at0 = (size_t) u * XCCL_SHM_LAT_UNIT;
     h->lat_pos += units;
+    h->lat_last = units;
 
     if (root == me && len > 0) {
         uint64_t last = 0;
@@ -207,7 +224,14 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
         if (last > 0 && h->lat_seen <= last && 0 != lat_wait_all(h, me, last + 1)) {
             goto gone;
         }
-        lat_copy(h->small[me] + at0, bcast ? wr : ws, len);
+        if (XCCL_COLL_ALLTOALL == c->coll) {
+            /* all but the own block, which goes straight to wr below */
+            const size_t b = c->args.block, mine_at = (size_t) m->rank * b;
+            lat_copy(h->small[me] + at0, ws, mine_at);
+            lat_copy(h->small[me] + at0 + mine_at + b, ws + mine_at + b, len - mine_at - b);
+        } else {
+            lat_copy(h->small[me] + at0, bcast ? wr : ws, len);
+        }
         if (bcast && len <= LAT_INLINE) {
             lat_inline_put(mine, wr, len, f);
         }

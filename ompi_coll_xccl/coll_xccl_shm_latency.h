@@ -15,7 +15,7 @@ BEGIN_C_DECLS
  * each rank copies its part into its own small area, posts, and reads
  * what it needs from the peers' areas.  Reductions need red.kernel.  On
  * ws and wr, the call's work buffers (coll_xccl_pack.c): MPI error codes. */
-#define XCCL_SHM_LAT_BYTES 16384
+#define XCCL_SHM_LAT_BYTES 65536
 
 /* Bytes each rank writes for c (the same on every rank), once its
  * reduction is planned. */

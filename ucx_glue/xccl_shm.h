@@ -156,7 +156,7 @@ void *xccl_shm_line(const xccl_shm_t *seg, int r);
  * creation, written only by rank r (never by this file), apart from the
  * slots: for a caller's small messages next to (not inside) the slots'
  * pipelines.  NULL if r is out of range. */
-#define XCCL_SHM_SMALL_BYTES 49152
+#define XCCL_SHM_SMALL_BYTES 196608
 void *xccl_shm_small(const xccl_shm_t *seg, int r);
 
 /* ---- cross-memory attach */

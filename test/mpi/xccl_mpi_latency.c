@@ -7,8 +7,8 @@
  * them, so that ranks drift apart and a fast rank starts calls while a slow
  * one still reads the last ones: every rank derives call i from (seed, i)
  * alone: the collective (allreduce, reduce_scatter, reduce_scatter_block,
- * allgather, alltoall, bcast), its size (mostly 1 byte to 16 KiB, the
- * latency path's parts; one call in eight past that, up to 16 KiB times the
+ * allgather, alltoall, bcast), its size (mostly 1 byte to 64 KiB, the
+ * latency path's parts; one call in eight past that, up to 64 KiB times the
  * number of ranks, the executor's schedules, so the two interleave), in
  * place or not, the bcast root (the same root for runs
  * of 1 to 4 calls: a root that gives data and waits for nobody runs
@@ -37,7 +37,7 @@ enum { ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, ALLGATHER, ALLTOALL, BCA
 static const char *const names[NCOLL] = { "allreduce", "reduce_scatter", "reduce_scatter_block",
                                           "allgather", "alltoall", "bcast" };
 #define GUARD 64
-#define LAT ((size_t) 16384)      /* the latency path's largest part per rank */
+#define LAT ((size_t) 65536)      /* the latency path's largest part per rank */
 
 static uint64_t mix(uint64_t x)
 {
