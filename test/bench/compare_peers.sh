@@ -253,8 +253,9 @@ elapsed=$(($(date +%s) - t_start))
 for f in "$work"/raw/np*.txt; do
     b=${f##*/}; b=${b%.txt}
     np=${b%%.*}; np=${np#np}; rest=${b#*.}; cfg=${rest%%.*}
-    awk -v np="$np" -v cfg="$cfg" '
-        $1 == "T" { print "T", np, cfg, $2, $3, $4, $7 }
+    rest=${rest#*.}; rnd=${rest%%.*}
+    awk -v np="$np" -v cfg="$cfg" -v rnd="$rnd" '
+        $1 == "T" { print "T", np, cfg, $2, $3, $4, $7, rnd }
         $1 == "C" && $4 != "ok" { print "W", np, cfg, $2, $3 }
         $1 == "S" { print "S", np, cfg, $2, $3, $4 }
         $1 == "V" && $3 != "1" { print "X", np, cfg, $2, $3 }
@@ -311,6 +312,8 @@ for np in "${np_list[@]}"; do
             key = $4 SUBSEP $5
             if (!(key in seen)) { seen[key] = 1; nsz[$4]++; szs[$4, nsz[$4]] = $5 + 0 }
             t[key, $3] = t[key, $3] " " $7
+            tr[key, $3, $8] = tr[key, $3, $8] " " $7
+            rnds[$8] = 1
             n[key, $3]++
             bytes[key] = $6
             have[$3] = 1
@@ -331,6 +334,9 @@ for np in "${np_list[@]}"; do
             printf "# reductions: MPI_FLOAT MPI_SUM; allgather, alltoall, bcast: MPI_BYTE; size: allreduce, bcast per rank,\n"
             printf "#   allgather received, reduce_scatter and alltoall sent per rank (nccl-tests); * = blocks rounded up to one element\n"
             printf "# best = fastest of the others; ratio = xccl / best (< 1: xccl faster)\n"
+            printf "# paired = the median over rounds of xccl / the best other in that round, each from that round'"'"'s\n"
+            printf "#   samples (a round runs the configurations within seconds of each other; a VM that changes speed\n"
+            printf "#   for minutes at a time can put one configuration'"'"'s samples in its fast spells, another'"'"'s in its slow)\n"
             printf "# busbw (GB/s, nccl-tests factors: allreduce 2(n-1)/n, allgather, reduce_scatter, alltoall (n-1)/n, bcast 1)\n"
             printf "#   and %%lim = busbw / one-copy limit, from 16 MiB\n"
             if (excl != "")
@@ -340,7 +346,7 @@ for np in "${np_list[@]}"; do
             for (c in skip) printf "# %s not measured:%s\n", c, skip[c]
             printf "%-15s %6s", "coll", "size"
             for (i = 1; i <= ncf; i++) if (cf[i] in have) printf " %10s", cf[i]
-            printf " %6s %6s %8s %5s %8s %5s\n", "best", "ratio", "bw_xccl", "%lim", "bw_best", "%lim"
+            printf " %6s %6s %6s %8s %5s %8s %5s\n", "best", "ratio", "paired", "bw_xccl", "%lim", "bw_best", "%lim"
             # Collectives in the order asked for, sizes ascending.
             for (ci = 1; ci <= ncl; ci++) {
                 c = cl[ci]
@@ -371,7 +377,20 @@ for np in "${np_list[@]}"; do
                     if (best < 0 || m < best) { best = m; bn = cc }
                 }
                 r = (x > 0 && best > 0) ? sprintf("%.2f", x / best) : "-"
-                printf " %6s %6s", bn, r
+                # per round: xccl against the best other of that round
+                pl = ""
+                for (rd in rnds) {
+                    xr = median(tr[order[k], "xccl", rd]); br = -1
+                    for (i = 1; i <= ncf; i++) {
+                        cc = cf[i]
+                        if (cc == "xccl" || cc == excl || !(cc in have) || ((order[k], cc) in wrong)) continue
+                        m = median(tr[order[k], cc, rd])
+                        if (m > 0 && (br < 0 || m < br)) br = m
+                    }
+                    if (xr > 0 && br > 0) pl = pl " " (xr / br)
+                }
+                pr = pl != "" ? sprintf("%.2f", median(pl)) : "-"
+                printf " %6s %6s %6s", bn, r, pr
                 if (sz >= 16777216 && lim > 0) {
                     f = factor(c)
                     bx = x > 0 ? bytes[order[k]] / x / 1e3 * f : 0
