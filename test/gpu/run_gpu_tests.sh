@@ -120,6 +120,20 @@ run() {
     [[ $run_rc -ne 124 ]] || echo "TIMEOUT after 300 s" >>"$log"
 }
 
+# run_prog <name> <np> <verbose level> <program> [VAR=value...]: run() of
+# <program> (with $PROG_ARGS, as set) against the fake driver, with
+# coll_xccl_verbose at that level; extra_args and PROG as they were after.
+run_prog() {
+    local name=$1 np=$2 level=$3 program=$4
+    shift 4
+    local saved=("${extra_args[@]}")
+    extra_args+=(--mca coll_xccl_verbose "$level")
+    PROG=$program
+    run "$name" "$np" "$fake_ldp" "$@" --
+    PROG=
+    extra_args=("${saved[@]}")
+}
+
 # Exit 0 and "RESULT: ... 0 failed".
 check_result() {
     local name=$1 result
@@ -499,12 +513,7 @@ done
 for v in "2 1" "3 2"; do
     read -r np devices <<<"$v"
     name=fake.threads.np$np
-    saved_extra=("${extra_args[@]}")
-    extra_args+=(--mca coll_xccl_verbose 1)
-    PROG=$bindir/xccl_mpi_gpu_threads
-    run "$name" "$np" "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=$devices --
-    PROG=
-    extra_args=("${saved_extra[@]}")
+    run_prog "$name" "$np" 1 "$bindir/xccl_mpi_gpu_threads" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=$devices
     ok=0
     problems=$({
         check_result "$name" && check_leaks "$name" "$np" &&
@@ -525,12 +534,7 @@ done
 for v in "2 1" "3 2"; do
     read -r np devices <<<"$v"
     name=fake.churn.np$np
-    saved_extra=("${extra_args[@]}")
-    extra_args+=(--mca coll_xccl_verbose 2)
-    PROG=$bindir/xccl_mpi_gpu_churn
-    run "$name" "$np" "$fake_ldp" FAKE_CUDA_DEVICES=$devices --
-    PROG=
-    extra_args=("${saved_extra[@]}")
+    run_prog "$name" "$np" 2 "$bindir/xccl_mpi_gpu_churn" FAKE_CUDA_DEVICES=$devices
     ok=0
     problems=$({
         check_result "$name" &&
@@ -552,14 +556,9 @@ done
 # 8 B .. 32 KiB, np 2 on one fake device: every xccl result checked by the
 # bench, and its nonblocking calls through CUDA IPC.
 name=fake.bench.np2
-saved_extra=("${extra_args[@]}")
-extra_args+=(--mca coll_xccl_verbose 1)
-PROG=$bindir/xccl_bench
 PROG_ARGS=(-g -i -S -b 8 -e 32K -f 8 -r 2)
-run "$name" 2 "$fake_ldp" FAKE_CUDA_DEVICES=1 --
-PROG=
+run_prog "$name" 2 1 "$bindir/xccl_bench" FAKE_CUDA_DEVICES=1
 PROG_ARGS=()
-extra_args=("${saved_extra[@]}")
 ok=0
 problems=$({
     { [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; false; }; } &&
@@ -582,12 +581,7 @@ for np in 2 3 4; do
     devices=1
     [[ $np -ne 3 ]] || devices=2
     name=fake.budget.np$np
-    saved_extra=("${extra_args[@]}")
-    extra_args+=(--mca coll_xccl_verbose 1)
-    PROG=$bindir/xccl_gpu_budget
-    run "$name" "$np" "$fake_ldp" FAKE_CUDA_DEVICES=$devices --
-    PROG=
-    extra_args=("${saved_extra[@]}")
+    run_prog "$name" "$np" 1 "$bindir/xccl_gpu_budget" FAKE_CUDA_DEVICES=$devices
     ok=0
     problems=$(
         check_result "$name" || exit 1
