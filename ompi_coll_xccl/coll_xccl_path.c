@@ -193,17 +193,13 @@ static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
             continue;
         }
         /* Whether the communicator can is known once it is set up: such a
-         * call (blocking, on every rank) sets it up first, and lets the
-         * shared-memory level's vote end too (a communicator freed after
-         * this call while its vote ran would leave its peers' vote
-         * messages behind: coll_xccl_shm.c, vote_gen); a nonblocking one is
-         * wanted only where that happened (pv->wanted). */
-        if (NULL == c->request && !mca_coll_xccl_setup_test(m)) {
-            if (MPI_SUCCESS != (*rc = mca_coll_xccl_setup(m, 1))) {
-                *rc = mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed");
-                return 1;
-            }
-            mca_coll_xccl_setup_settle(m);
+         * call (blocking, on every rank) sets it up first (its vote too);
+         * a nonblocking one is wanted only where that happened
+         * (pv->wanted). */
+        if (NULL == c->request && !mca_coll_xccl_setup_test(m) &&
+            MPI_SUCCESS != (*rc = mca_coll_xccl_setup(m, 1))) {
+            *rc = mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed");
+            return 1;
         }
         if (!pv->usable(m)) {
             continue;
@@ -283,9 +279,7 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
         *rc = run_end(c, run, 0, mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed"));
         return 1;
     }
-    if (NULL == run->request) {
-        mca_coll_xccl_setup_settle(m);
-    } else if (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
+    if (NULL != run->request && (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m))) {
         /* Device data is copied in now, the schedule is chosen later. */
         if (run->stage && MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, run->stage))) {
             *rc = run_end(c, run, 0, *rc);
@@ -556,7 +550,6 @@ int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
      * used once). */
     if (NULL == why && NULL == c->request && m->shm_small && XCCL_SETUP_DONE != m->setup &&
         c->bytes <= XCCL_SHM_LAT_BYTES && MPI_SUCCESS == mca_coll_xccl_setup(m, 1)) {
-        mca_coll_xccl_setup_settle(m);
         if (short_way(c, &rc)) {
             return rc;
         }

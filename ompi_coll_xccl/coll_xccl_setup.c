@@ -514,7 +514,9 @@ int mca_coll_xccl_setup_test(mca_coll_xccl_module_t *m)
     return done;
 }
 
-int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait)
+/* Starts the set-up (blocking: runs the agreement); mca_coll_xccl_setup
+ * waits for the rest. */
+static int setup_start(mca_coll_xccl_module_t *m, int wait)
 {
     if (mca_coll_xccl_setup_test(m)) {
         return MPI_SUCCESS;
@@ -539,12 +541,20 @@ int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait)
         }
         opal_atomic_wmb();
         m->setup = XCCL_SETUP_PENDING;
-        return MPI_SUCCESS;
-    }
-    while (wait && !mca_coll_xccl_setup_test(m)) {
-        opal_progress();
     }
     return MPI_SUCCESS;
+}
+
+/* Blocking, the vote ends too: a blocking call that returned before it
+ * could see its communicator freed while the vote ran, its peers' vote
+ * messages left behind (coll_xccl_shm.c, vote_gen). */
+int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait)
+{
+    const int rc = setup_start(m, wait);
+    if (MPI_SUCCESS == rc && wait) {
+        mca_coll_xccl_setup_settle(m);
+    }
+    return rc;
 }
 
 void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m)

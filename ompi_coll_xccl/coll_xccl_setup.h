@@ -12,7 +12,8 @@ BEGIN_C_DECLS
 
 /* A call that runs one of xccl's
  * schedules calls mca_coll_xccl_setup first: blocking (wait 1) it returns
- * with the set-up done; nonblocking (wait 0) it only starts the agreement
+ * with the set-up done and the shared-memory level's vote over
+ * (mca_coll_xccl_setup_settle); nonblocking (wait 0) it only starts the agreement
  * and never waits for another rank.  MPI error codes.  setup_test: 1 when
  * done (finishing a pending agreement that has arrived), never waits; safe
  * from Open MPI's progress engine. */
