@@ -45,7 +45,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
 # shellcheck source=SCRIPTDIR/../lib/verdict.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"   # finish
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"   # finish, check_bench
 
 bindir=${1:-${XCCL_BUILDDIR:-}}
 [[ -n $bindir ]] || { echo "usage: $0 <dir-with-xccl_mpi_gpu> [<component-dir>]" >&2; exit 2; }
@@ -561,9 +561,7 @@ run_prog "$name" 2 1 "$bindir/xccl_bench" FAKE_CUDA_DEVICES=1
 PROG_ARGS=()
 ok=0
 problems=$({
-    { [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; false; }; } &&
-    { grep -q '^# result: all xccl checks passed' "$logdir/$name.log" ||
-        { echo "$name: $(grep '^# result: ' "$logdir/$name.log" || echo 'no result line')"; false; }; } &&
+    check_bench "$name" &&
     { grep -qE '^xccl: i[a-z_]+ .* via=cuda_ipc' "$logdir/$name.log" ||
         { echo "$name: no nonblocking call through cuda ipc"; false; }; } &&
     echo "$name: $(grep -cE '^xccl: i[a-z_]+ .* via=cuda_ipc' "$logdir/$name.log") nonblocking calls through cuda ipc"

@@ -6,7 +6,11 @@
 #   prints the problems (when given) indented, counts the run in the
 #   caller's variables passed / failed, prints "passed", or "FAILED" and the
 #   last 40 lines of $logdir/<name>.log.
-# shellcheck disable=SC2154  # passed, failed, logdir are the caller's
+#
+# check_bench <name>
+#   an xccl_bench run (the caller's $run_rc and $logdir/<name>.log) exited 0
+#   and printed "# result: all xccl checks passed"; else prints why, returns 1.
+# shellcheck disable=SC2154  # passed, failed, logdir, run_rc are the caller's
 finish() {
     local name=$1 ok=$2 problems=${3:-}
     [[ -z $problems ]] || printf '%s\n' "$problems" | sed 's/^/   /'
@@ -18,4 +22,11 @@ finish() {
         echo "   FAILED, last lines of $logdir/$name.log:"
         tail -n 40 "$logdir/$name.log" | sed 's/^/   | /'
     fi
+}
+
+check_bench() {
+    local name=$1
+    [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; return 1; }
+    grep -q '^# result: all xccl checks passed' "$logdir/$name.log" ||
+        { echo "$name: $(grep '^# result: ' "$logdir/$name.log" || echo 'no result line')"; return 1; }
 }

@@ -93,7 +93,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib/ompi_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/ompi_env.sh"
 # shellcheck source=SCRIPTDIR/../lib/verdict.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"   # finish
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"   # finish, check_bench
 
 usage() {
     echo "usage: $0 <dir-with-test-binaries> <component-dir>" >&2
@@ -970,9 +970,7 @@ for np in 2 3; do
     run_mpi "$name" "$np" "$bindir/xccl_bench" -i -t -b 8 -e 256K -f 8 -r 2 -q
     ok=0
     problems=$({
-        { [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; false; }; } &&
-        { grep -q '^# result: all xccl checks passed' "$logdir/$name.log" ||
-            { echo "$name: $(grep '^# result: ' "$logdir/$name.log" || echo 'no result line')"; false; }; } &&
+        check_bench "$name" &&
         { grep -qE '^xccl: ibcast .* (algo|via)=' "$logdir/$name.log" ||
             { echo "$name: no nonblocking bcast ran through xccl"; false; }; }
     } 2>&1) || ok=1
