@@ -162,8 +162,7 @@ static int xccl_register(void)
     c->shm_small = true;
     (void) mca_base_component_var_register(v, "shm_small",
         "Blocking calls of the five collectives on a communicator whose ranks share one node, "
-        "where each rank gives at most 64 KiB (allreduce 8 KiB, less from np 8), run xccl's "
-        "latency path through the shared "
+        "where each rank gives at most 64 KiB, run xccl's latency path through the shared "
         "segment (each rank's data next to its sequence word or in its small area; no "
         "executor, no transport) instead of the fallback, even below small_msg_bytes "
         "(measured faster than tuned and coll/sm at np 2 and 4: docs/shm-level.md); false: "

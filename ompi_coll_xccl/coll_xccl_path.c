@@ -323,7 +323,7 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
     if (!(NULL == run->request && run->level && m->shm_small &&
-          run->algo == mca_coll_xccl_shm_lat_algo(c->coll) &&
+          mca_coll_xccl_shm_lat_runs(c->coll, run->algo) &&
           (!c->reduction || NULL != c->red.kernel) &&
           mca_coll_xccl_shm_lat_bytes(c) <= XCCL_SHM_LAT_BYTES)) {
         return 0;
@@ -339,7 +339,10 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     run->sched = NULL;
     m->seq++;                    /* a call number, as the executor's would take */
     const uint64_t t0 = NULL != run->trial ? now_ns() : 0;
-    *rc = run_end(c, run, t0, mca_coll_xccl_shm_latency(c, run->ws, run->wr));
+    *rc = run_end(c, run, t0,
+                  mca_coll_xccl_shm_latency(c, run->ws, run->wr,
+                                            run->algo != xccl_select_level_index(c->coll,
+                                                                                 XCCL_LEVEL_SHM_SMALL)));
     return 1;
 }
 

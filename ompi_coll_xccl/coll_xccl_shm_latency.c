@@ -190,7 +190,20 @@ static int lat_wait_all(struct mca_coll_xccl_shm *h, int me, uint64_t f)
     return 0;
 }
 
-int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
+/* The sliced allreduce's piece of segment rank s among n, in elements:
+ * [*at, *at + *count); pieces start on 64-byte lines where the element
+ * size divides 64 (a piece that splits lines costs the vector loads). */
+static void lat_slice(size_t count, size_t es, int n, int s, size_t *at, size_t *cnt)
+{
+    const size_t g = 64 % es ? 1 : 64 / es;
+    const size_t groups = (count + g - 1) / g, base = groups / n, rem = groups % n;
+    const size_t lo = ((size_t) s * base + ((size_t) s < rem ? (size_t) s : rem)) * g;
+    const size_t hi = lo + (base + ((size_t) s < rem)) * g;
+    *at = lo < count ? lo : count;
+    *cnt = (hi < count ? hi : count) - *at;
+}
+
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int sliced)
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_shm *h = m->shm;
@@ -198,6 +211,11 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
     const int *local_of = h->local_of;
     const size_t len = mca_coll_xccl_shm_lat_bytes(c);
     const uint64_t f = ++h->lat_seq;
+    /* the sliced allreduce posts twice: f with its vector in its area,
+     * f2 with its reduced piece there too (a peer that posted past f2 is
+     * done with this call: the ring below counts the call as f2) */
+    sliced = sliced && XCCL_COLL_ALLREDUCE == c->coll && n > 1;
+    const uint64_t f2 = sliced ? ++h->lat_seq : f;
     const int bcast = XCCL_COLL_BCAST == c->coll, root = bcast ? local_of[c->root] : me;
     lat_line_t *mine = h->line[me];
     /* this call's units: [u, u + units) of every area */
@@ -219,7 +237,7 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
         uint64_t last = 0;
         for (unsigned k = u; k < u + units; k++) {
             last = h->lat_wrote[k] > last ? h->lat_wrote[k] : last;
-            h->lat_wrote[k] = f;
+            h->lat_wrote[k] = f2;
         }
         if (last > 0 && h->lat_seen <= last && 0 != lat_wait_all(h, me, last + 1)) {
             goto gone;
@@ -284,7 +302,36 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr)
         if (0 != lat_wait_all(h, me, f)) {
             goto gone;
         }
-        if (count > 0 && 1 == n) {
+        if (sliced) {
+            /* rank s reduces piece s, in segment rank order (the bits of
+             * the whole form), into wr and over its own copy of piece s
+             * in its area (no peer reads that one), posts f2, and copies
+             * the peers' reduced pieces out of their areas.  (Reading the
+             * own piece from ws instead of copying it in was slower:
+             * 64 KiB at np 2 1.10x, user buffers off the 64-byte line
+             * split the vector loads.) */
+            size_t p_at, p_n;
+            lat_slice(count, c->es, n, me, &p_at, &p_n);
+            if (p_n > 0) {
+                char *d = wr + p_at * c->es;
+                const size_t o = at0 + p_at * c->es;
+                c->red.kernel(d, h->small[0] + o, h->small[1] + o, p_n);
+                for (int s = 2; s < n; s++) {
+                    c->red.kernel(d, d, h->small[s] + o, p_n);
+                }
+                lat_copy(h->small[me] + o, d, p_n * c->es);
+            }
+            atomic_store_explicit(&mine->seq, f2, memory_order_release);
+            if (0 != lat_wait_all(h, me, f2)) {
+                goto gone;
+            }
+            for (int s = 0; s < n; s++) {
+                lat_slice(count, c->es, n, s, &p_at, &p_n);
+                if (s != me && p_n > 0) {
+                    lat_copy(wr + p_at * c->es, h->small[s] + at0 + p_at * c->es, p_n * c->es);
+                }
+            }
+        } else if (count > 0 && 1 == n) {
             lat_copy(wr, h->small[0] + at0 + at, count * c->es);
         } else if (count > 0) {
             /* in segment rank order, the same on every rank; the first
@@ -346,18 +393,19 @@ int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
          c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
         return 0;
     }
-    /* with many ranks the level's selection takes shm for this allreduce
-     * (xccl_select_whole_max): the whole way decides */
-    if (XCCL_COLL_ALLREDUCE == c->coll && c->bytes > xccl_select_whole_max(m->size)) {
-        return 0;
-    }
+    /* allreduce: the whole vector on every rank up to
+     * xccl_select_whole_max, sliced above (as the level's rule picks
+     * shm_small or shm) */
+    const int sliced = XCCL_COLL_ALLREDUCE == c->coll && c->bytes > xccl_select_whole_max(m->size);
     /* the level's trials, or their pick, may choose the mesh instead */
     if (mca_coll_xccl_shm_trial_wanted(m, c)) {
         return 0;
     }
     m->seq++;                        /* a call number, as the executor's would take */
-    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, mca_coll_xccl_shm_lat_algo(c->coll), -1.0,
-                           NULL, "latency_path");
-    *rc = mca_coll_xccl_shm_latency(c, ws, wr);
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes,
+                           xccl_select_level_index(c->coll, sliced ? XCCL_LEVEL_SHM
+                                                                   : XCCL_LEVEL_SHM_SMALL),
+                           -1.0, NULL, "latency_path");
+    *rc = mca_coll_xccl_shm_latency(c, ws, wr, sliced);
     return 1;
 }

@@ -20,13 +20,17 @@ BEGIN_C_DECLS
 /* Bytes each rank writes for c (the same on every rank), once its
  * reduction is planned. */
 size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c);
-/* The level's algorithm whose small calls the latency path runs. */
-static inline int mca_coll_xccl_shm_lat_algo(xccl_coll_t coll)
+/* Whether the latency path runs the small calls of the level's algorithm
+ * algo: shm for every collective; for allreduce also shm_small (its
+ * whole-vector form; shm is its sliced form). */
+static inline int mca_coll_xccl_shm_lat_runs(xccl_coll_t coll, int algo)
 {
-    return xccl_select_level_index(coll, XCCL_COLL_ALLREDUCE == coll ? XCCL_LEVEL_SHM_SMALL
-                                                                     : XCCL_LEVEL_SHM);
+    return algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM) ||
+           (XCCL_COLL_ALLREDUCE == coll && algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM_SMALL));
 }
-int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr);
+/* sliced (allreduce): every rank reduces one piece and copies the others'
+ * (two posts); else every rank reduces the whole vector (one post). */
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int sliced);
 /* The latency path straight from the entry, where the rest of the call
  * path would take it too (m->shm_lat_colls, host buffers, contiguous data,
  * a reduction kernel): 1 and *rc, or 0 (the call goes the whole way, and

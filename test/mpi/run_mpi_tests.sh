@@ -704,7 +704,9 @@ run_small_modes xccl_mpi_mixed check_no_noncontig_fallback "$bindir/xccl_mpi_mix
 # xccl's defaults (small calls take the entry's short way; the level's
 # executor above small_msg_bytes) and with small_msg_bytes 0.  Results,
 # and for every rank and collective at least one verbose line
-# "via=latency_path" and one "algo=shm..." line without it (both paths ran).
+# "via=latency_path" and one "algo=shm..." line without it (both paths ran);
+# without -t, allreduce also "algo=shm ... via=latency_path" (its sliced
+# form, past xccl_select_whole_max).
 check_latency_lines() {
     local name=$1 np=$2 bad=0 r coll out
     for ((r = 0; r < np; r++)); do
@@ -724,7 +726,20 @@ check_latency_lines() {
     done
     return "$bad"
 }
-run_small_modes xccl_mpi_latency check_latency_lines "$bindir/xccl_mpi_latency" -n 3000
+# ... and allreduces past xccl_select_whole_max took its sliced form
+check_latency_sliced() {
+    local name=$1 np=$2 bad=0 r
+    check_latency_lines "$name" "$np" || bad=1
+    for ((r = 0; r < np; r++)); do
+        if ! per_rank_output "$name" "$r" |
+            grep -qE "^xccl: allreduce comm=0 rank=$r .*algo=shm size=.*via=latency_path"; then
+            echo "$name: rank $r: no allreduce took the latency path's sliced form (algo=shm)"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+run_small_modes xccl_mpi_latency check_latency_sliced "$bindir/xccl_mpi_latency" -n 3000
 # The same with tiny calls, half of them bcasts (-t): payloads that also
 # travel in the root's latency line, roots running ahead of the readers.
 run_small_modes xccl_mpi_latency.tiny check_latency_lines "$bindir/xccl_mpi_latency" -n 3000 -t
