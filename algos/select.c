@@ -158,8 +158,8 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * faster: its chunks stay in cache.  So inside the level a measured rule
  * decides, like the fallback threshold:
  *   allreduce       shm_small up to 8 KiB (every rank reduces the whole
- *                   message: no slice exchange), shm above; from np 8
- *                   less (xccl_select_whole_max);
+ *                   message: no slice exchange), shm above; at np 2 4 KiB,
+ *                   from np 8 less (xccl_select_whole_max);
  *   the others      shm; for allgather, alltoall and bcast, where the
  *                   mesh over single copies (process_vm_readv,
  *                   a->peer_access) may run too, the level's trials choose
@@ -183,9 +183,18 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * 16 took 13 us at 4 KiB and 84 at 32 KiB (coll/sm 11 and 50) while shm
  * took 34 at 64 KiB; at np 8 24 us at 16 KiB and 44 at 32, shm 28 at 64:
  * from np 8, (n - 3) x bytes <= 32 KiB (6.5 KiB at np 8, 2.5 KiB at np
- * 16), fitted with a barrier worth 32 KiB of reading. */
+ * 16), fitted with a barrier worth 32 KiB of reading.
+ * Since the latency path runs shm too (its sliced form, no executor), np 2
+ * ends at 4 KiB: both forced, paired over 7 rounds, sliced / whole 1.00 /
+ * 0.89 / 0.60 at 4 / 8 / 16 KiB, 1.42 at 1-2 KiB.  np 3-7 keep 8 KiB,
+ * measured only oversubscribed (np 4 on 2 cores: sliced / whole 1.53 /
+ * 1.36 at 4 / 8 KiB, its second post costs a turn of the scheduler). */
+#define XCCL_SHM_SMALL_MAX_NP2 (4u << 10)
 size_t xccl_select_whole_max(int ranks)
 {
+    if (2 == ranks) {
+        return XCCL_SHM_SMALL_MAX_NP2;
+    }
     const size_t fit = ranks > 3 ? XCCL_SHM_FIT_BYTES / (size_t) (ranks - 3) : XCCL_SHM_SMALL_MAX;
     return fit < XCCL_SHM_SMALL_MAX ? fit : XCCL_SHM_SMALL_MAX;
 }

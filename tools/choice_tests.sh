@@ -25,9 +25,9 @@ check() {    # check <what> <command output> <awk condition on the rows>
 }
 out=$("$b/xccl_simulate" -c allreduce -n 16 -s 16M) || fail=1
 check "one node: hier, mesh, shm, leader and pipeline are n/a, auto flat" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 7 && $NF !~ /^(hier|mesh|shm|pipeline)/'
-out=$("$b/xccl_simulate" -c allreduce -n 2 -S 1M -P read -s 8K,16K,16M) || fail=1
-check "level, single copies: only hier, leader and pipeline n/a, auto shm_small (level) at 8 KiB" "$out" '$1 == 8192 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm_small" && $NF == "(level)"'
-check "level, single copies, 16 KiB: auto shm (level), past shm_small's 8 KiB" "$out" '$1 == 16384 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm" && $NF == "(level)"'
+out=$("$b/xccl_simulate" -c allreduce -n 2 -S 1M -P read -s 4K,8K,16M) || fail=1
+check "level, single copies: only hier, leader and pipeline n/a, auto shm_small (level) at 4 KiB" "$out" '$1 == 4096 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm_small" && $NF == "(level)"'
+check "level, single copies, 8 KiB: auto shm (level), past shm_small's 4 KiB at np 2" "$out" '$1 == 8192 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm" && $NF == "(level)"'
 check "level, single copies, 16 MiB: auto shm (level)" "$out" '$1 == 16777216 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm" && $NF == "(level)"'
 out=$("$b/xccl_simulate" -c reduce_scatter -n 4 -S 1M -P read -s 1M) || fail=1
 check "reduce_scatter, level, single copies: mesh predicted" "$out" '$1 == 1048576 && gsub(/n\/a/, "&") == 4 && $(NF-1) == "shm"'

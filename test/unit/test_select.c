@@ -343,9 +343,10 @@ START_TEST(shm_slot_in_cache_key_and_model)
 }
 END_TEST
 
-/* Allreduce's whole-vector form (shm_small) ends at 8 KiB and shrinks with
- * the node's rank count from np 8 (xccl_select_whole_max): every rank
- * reduces (n - 1) x bytes there; (n - 3) x bytes <= 32 KiB. */
+/* Allreduce's whole-vector form (shm_small) ends at 4 KiB at np 2, 8 KiB
+ * at np 3-7, and shrinks with the node's rank count from np 8
+ * (xccl_select_whole_max): every rank reduces (n - 1) x bytes there;
+ * (n - 3) x bytes <= 32 KiB. */
 START_TEST(shm_small_shrinks_with_ranks)
 {
     xccl_select_policy_t p;
@@ -355,8 +356,8 @@ START_TEST(shm_small_shrinks_with_ranks)
         size_t bytes;
         const char *want;
     } cases[] = {
-        { 2, 8192, "shm_small" },  { 2, 8193, "shm" },      { 2, 32768, "shm" },
-        { 4, 8192, "shm_small" },  { 4, 8193, "shm" },      { 7, 8192, "shm_small" },
+        { 2, 4096, "shm_small" },  { 2, 4097, "shm" },      { 2, 32768, "shm" },
+        { 3, 8192, "shm_small" },  { 3, 8193, "shm" },      { 4, 8192, "shm_small" },  { 4, 8193, "shm" },      { 7, 8192, "shm_small" },
         { 8, 6553, "shm_small" },  { 8, 6554, "shm" },      { 8, 16384, "shm" },
         { 16, 2520, "shm_small" }, { 16, 2521, "shm" },     { 16, 4096, "shm" },
         { 16, 8, "shm_small" },    { 64, 8, "shm_small" },  { 64, 4096, "shm" },
