@@ -642,6 +642,9 @@ int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, siz
     }
     const int pick = xccl_trial_decide(t, slowest);
     const int k = xccl_size_class(bytes);       /* [2^(k-1), 2^k) */
+    if (pick == t->cand[0] && NULL != m->shm && k < 64) {
+        m->shm->lat_picked[coll] |= (uint64_t) 1 << k;
+    }
     const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
     mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu shm=%.1fus mesh=%.1fus pick=%s%s",
                       xccl_coll_name(coll), m->cid, m->world_rank, lo, lo ? 2 * lo - 1 : 0,

@@ -39,6 +39,11 @@ struct mca_coll_xccl_shm {
     unsigned lat_pos;                /* the next unit of the small areas (the same on every rank) */
     unsigned lat_last;               /* the units of the call before (the same on every rank) */
     uint64_t lat_wrote[XCCL_SHM_LAT_UNITS];   /* the last call that wrote each unit of this rank's area */
+    /* by collective, the size classes (xccl_size_class of the call's
+     * bytes) whose level trial picked shm: their calls take the entry's
+     * short way to the latency path, as the whole way would (the pick is
+     * agreed, so the same on every rank) */
+    uint64_t lat_picked[XCCL_NCOLL];
     void **line;                     /* segment rank -> its latency line */
     unsigned char **small;           /* segment rank -> its small area */
     uint64_t *seen;                  /* segment rank -> the latest number read from its line */

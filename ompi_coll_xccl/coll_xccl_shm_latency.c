@@ -397,15 +397,20 @@ int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
      * xccl_select_whole_max, sliced above (as the level's rule picks
      * shm_small or shm) */
     const int sliced = XCCL_COLL_ALLREDUCE == c->coll && c->bytes > xccl_select_whole_max(m->size);
-    /* the level's trials, or their pick, may choose the mesh instead */
-    if (mca_coll_xccl_shm_trial_wanted(m, c)) {
+    /* the level's trials, or their pick, may choose the mesh instead: the
+     * whole way runs the trials; once they picked shm for the call's size
+     * class, the short way (before that, every call of 16-64 KiB went the
+     * whole way: 4 % of a 16 KiB bcast's reader in path_peer_access) */
+    if (mca_coll_xccl_shm_trial_wanted(m, c) &&
+        !(h->lat_picked[c->coll] >> xccl_size_class(c->bytes) & 1u)) {
         return 0;
     }
     m->seq++;                        /* a call number, as the executor's would take */
-    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes,
-                           xccl_select_level_index(c->coll, sliced ? XCCL_LEVEL_SHM
-                                                                   : XCCL_LEVEL_SHM_SMALL),
-                           -1.0, NULL, "latency_path");
+    /* the level's algorithm this call runs: shm, or allreduce's shm_small */
+    const xccl_level_algo_t algo = XCCL_COLL_ALLREDUCE == c->coll && !sliced ? XCCL_LEVEL_SHM_SMALL
+                                                                             : XCCL_LEVEL_SHM;
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, xccl_select_level_index(c->coll, algo), -1.0,
+                           NULL, "latency_path");
     *rc = mca_coll_xccl_shm_latency(c, ws, wr, sliced);
     return 1;
 }

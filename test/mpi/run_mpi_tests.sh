@@ -711,6 +711,11 @@ check_latency_lines() {
     local name=$1 np=$2 bad=0 r coll out
     for ((r = 0; r < np; r++)); do
         out=$(per_rank_output "$name" "$r")
+        # every call names the algorithm it ran
+        if grep -qE "^xccl: .*algo=\(null\)" <<<"$out"; then
+            echo "$name: rank $r: calls logged without their algorithm (algo=(null))"
+            bad=1
+        fi
         for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall bcast; do
             if ! grep -qE "^xccl: $coll comm=0 rank=$r .*via=latency_path" <<<"$out"; then
                 echo "$name: rank $r: no $coll call took the latency path"
