@@ -7,7 +7,10 @@
  *   -> copy piece t of the block for this rank from every peer's slot.
  * In place (SEND is RECV): piece t - 1 of block q of RECV is written in
  * step t, after it was copied in (step t - 1); step t copies in piece t
- * first.  The own block stays (in place) or goes straight to RECV.
+ * first.  The own block stays (in place) or goes straight to RECV, piece
+ * t after the barrier that posted step t's pieces, while the peers read
+ * them (np 2, against the whole block first: 0.93-0.94x at 2-16 MiB,
+ * 0.96-1.0x elsewhere; right after the copy in instead: 1.0-1.04x of this).
  *   cost per rank: (p-1)/p n copied in and out; chunks + 1 barriers.
  */
 #include "shm_util.h"
@@ -18,11 +21,11 @@ int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place)
     const int p = s->size, r = s->rank, depth = 2;
 
     s->algo = "shm";
-    if (!in_place) {
-        xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) r * block), xccl_ref(XCCL_BUF_SEND, (size_t) r * block),
-                        block);
-    }
     if (0 == block || 1 == p) {
+        if (!in_place) {
+            xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) r * block),
+                            xccl_ref(XCCL_BUF_SEND, (size_t) r * block), block);
+        }
         return xccl_sched_finalize(s);
     }
     const size_t whole = shm_floor(shm_cap(s) / (size_t) depth, 1);
@@ -57,6 +60,13 @@ int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place)
             }
         }
         mesh_barrier(s, (uint32_t) (t + 1));
+        /* piece t of the own block, while the peers read step t's pieces */
+        if (!in_place && t < nchunks) {
+            size_t lo;
+            const size_t len = shm_piece(block, pc, t, &lo);
+            xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) r * block + lo),
+                            xccl_ref(XCCL_BUF_SEND, (size_t) r * block + lo), len);
+        }
     }
     return xccl_sched_finalize(s);
 }
