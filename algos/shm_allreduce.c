@@ -24,10 +24,8 @@
 #include "shm_util.h"
 #include "xccl_build.h"
 
-/* Slice j of a chunk of n elements: starts and sizes multiples of 64 bytes
- * where the element allows it, so that the reductions stream aligned data
- * (the last slices may be short or empty). */
-static size_t slice(size_t n, int p, size_t es, int j, size_t *first)
+/* Slice j of a chunk of n elements (xccl_build.h). */
+size_t xccl_build_shm_slice(size_t n, int p, size_t es, int j, size_t *first)
 {
     size_t u = 0 == SHM_ALIGN % es ? SHM_ALIGN / es : 1;
     size_t sl = shm_round_up((n + (size_t) p - 1) / (size_t) p, u);
@@ -72,7 +70,7 @@ int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count)
         if (t >= 1 && t - 1 < nchunks) {
             const size_t c = t - 1, n = c + 1 < nchunks ? ce : count - c * ce;
             size_t first;
-            const size_t len = slice(n, p, es, r, &first) * es;
+            const size_t len = xccl_build_shm_slice(n, p, es, r, &first) * es;
             const size_t at = shm_buf_off(buf, c, depth) + first * es;
             const xccl_ref_t out = xccl_ref(XCCL_BUF_SLOT, at);
             const xccl_ref_t acc = xccl_ref(XCCL_BUF_RECV, (c * ce + first) * es);
@@ -87,7 +85,7 @@ int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count)
             for (int k = 0; k < p; k++) {
                 const int j = mod(r + k, p);
                 size_t first;
-                const size_t len = slice(n, p, es, j, &first) * es;
+                const size_t len = xccl_build_shm_slice(n, p, es, j, &first) * es;
                 xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (c * ce + first) * es),
                                 mesh_ref(s, j, XCCL_BUF_SLOT, shm_buf_off(buf, c, depth) + first * es), len);
             }

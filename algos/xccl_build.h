@@ -174,6 +174,11 @@ int xccl_build_bcast_leader(xccl_sched_t *s, size_t bytes, int root);
  * messages: n/p reduced per rank).  In place needs no flag (SEND is read
  * only by the copy in). */
 int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count);
+/* Its slice j of n elements of es bytes among p ranks: the count, the
+ * first element in *first.  Slices start on 64-byte lines where es
+ * divides 64 (the reductions stream aligned data); the last may be short
+ * or empty.  The component's latency path slices the same way. */
+size_t xccl_build_shm_slice(size_t n, int p, size_t es, int j, size_t *first);
 /* "shm_small": per chunk copy in -> every rank reduces the whole chunk
  * over every slot into RECV (latency: two barriers for one chunk; up to
  * 256 bytes in a slot of 4 KiB or more one barrier: two regions of the

@@ -339,10 +339,7 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     run->sched = NULL;
     m->seq++;                    /* a call number, as the executor's would take */
     const uint64_t t0 = NULL != run->trial ? now_ns() : 0;
-    *rc = run_end(c, run, t0,
-                  mca_coll_xccl_shm_latency(c, run->ws, run->wr,
-                                            run->algo != xccl_select_level_index(c->coll,
-                                                                                 XCCL_LEVEL_SHM_SMALL)));
+    *rc = run_end(c, run, t0, mca_coll_xccl_shm_latency(c, run->ws, run->wr, run->algo));
     return 1;
 }
 

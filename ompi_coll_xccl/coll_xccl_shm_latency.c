@@ -12,6 +12,8 @@
 #include "ompi/op/op.h"
 #include "opal/runtime/opal_progress.h"
 
+#include "xccl_build.h"
+
 #include "coll_xccl_exec.h"
 #include "coll_xccl_pack.h"
 #include "coll_xccl_shm.h"
@@ -190,20 +192,7 @@ static int lat_wait_all(struct mca_coll_xccl_shm *h, int me, uint64_t f)
     return 0;
 }
 
-/* The sliced allreduce's piece of segment rank s among n, in elements:
- * [*at, *at + *count); pieces start on 64-byte lines where the element
- * size divides 64 (a piece that splits lines costs the vector loads). */
-static void lat_slice(size_t count, size_t es, int n, int s, size_t *at, size_t *cnt)
-{
-    const size_t g = 64 % es ? 1 : 64 / es;
-    const size_t groups = (count + g - 1) / g, base = groups / n, rem = groups % n;
-    const size_t lo = ((size_t) s * base + ((size_t) s < rem ? (size_t) s : rem)) * g;
-    const size_t hi = lo + (base + ((size_t) s < rem)) * g;
-    *at = lo < count ? lo : count;
-    *cnt = (hi < count ? hi : count) - *at;
-}
-
-int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int sliced)
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_shm *h = m->shm;
@@ -214,7 +203,8 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
     /* the sliced allreduce posts twice: f with its vector in its area,
      * f2 with its reduced piece there too (a peer that posted past f2 is
      * done with this call: the ring below counts the call as f2) */
-    sliced = sliced && XCCL_COLL_ALLREDUCE == c->coll && n > 1;
+    const int sliced = XCCL_COLL_ALLREDUCE == c->coll && n > 1 &&
+                       algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM);
     const uint64_t f2 = sliced ? ++h->lat_seq : f;
     const int bcast = XCCL_COLL_BCAST == c->coll, root = bcast ? local_of[c->root] : me;
     lat_line_t *mine = h->line[me];
@@ -310,8 +300,8 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
              * own piece from ws instead of copying it in was slower:
              * 64 KiB at np 2 1.10x, user buffers off the 64-byte line
              * split the vector loads.) */
-            size_t p_at, p_n;
-            lat_slice(count, c->es, n, me, &p_at, &p_n);
+            size_t p_at;
+            size_t p_n = xccl_build_shm_slice(count, n, c->es, me, &p_at);
             if (p_n > 0) {
                 char *d = wr + p_at * c->es;
                 const size_t o = at0 + p_at * c->es;
@@ -326,7 +316,7 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
                 goto gone;
             }
             for (int s = 0; s < n; s++) {
-                lat_slice(count, c->es, n, s, &p_at, &p_n);
+                p_n = xccl_build_shm_slice(count, n, c->es, s, &p_at);
                 if (s != me && p_n > 0) {
                     lat_copy(wr + p_at * c->es, h->small[s] + at0 + p_at * c->es, p_n * c->es);
                 }
@@ -393,10 +383,13 @@ int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
          c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
         return 0;
     }
-    /* allreduce: the whole vector on every rank up to
-     * xccl_select_whole_max, sliced above (as the level's rule picks
-     * shm_small or shm) */
-    const int sliced = XCCL_COLL_ALLREDUCE == c->coll && c->bytes > xccl_select_whole_max(m->size);
+    /* the level's algorithm, as its rule picks it: shm, or for allreduce
+     * shm_small (the whole vector on every rank) up to
+     * xccl_select_whole_max */
+    const int algo = xccl_select_level_index(c->coll, XCCL_COLL_ALLREDUCE == c->coll &&
+                                                          c->bytes <= xccl_select_whole_max(m->size)
+                                                          ? XCCL_LEVEL_SHM_SMALL
+                                                          : XCCL_LEVEL_SHM);
     /* the level's trials, or their pick, may choose the mesh instead: the
      * whole way runs the trials; once they picked shm for the call's size
      * class, the short way (before that, every call of 16-64 KiB went the
@@ -406,11 +399,7 @@ int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
         return 0;
     }
     m->seq++;                        /* a call number, as the executor's would take */
-    /* the level's algorithm this call runs: shm, or allreduce's shm_small */
-    const xccl_level_algo_t algo = XCCL_COLL_ALLREDUCE == c->coll && !sliced ? XCCL_LEVEL_SHM_SMALL
-                                                                             : XCCL_LEVEL_SHM;
-    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, xccl_select_level_index(c->coll, algo), -1.0,
-                           NULL, "latency_path");
-    *rc = mca_coll_xccl_shm_latency(c, ws, wr, sliced);
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, algo, -1.0, NULL, "latency_path");
+    *rc = mca_coll_xccl_shm_latency(c, ws, wr, algo);
     return 1;
 }

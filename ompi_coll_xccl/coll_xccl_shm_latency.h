@@ -28,9 +28,10 @@ static inline int mca_coll_xccl_shm_lat_runs(xccl_coll_t coll, int algo)
     return algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM) ||
            (XCCL_COLL_ALLREDUCE == coll && algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM_SMALL));
 }
-/* sliced (allreduce): every rank reduces one piece and copies the others'
- * (two posts); else every rank reduces the whole vector (one post). */
-int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int sliced);
+/* algo: the level's algorithm (mca_coll_xccl_shm_lat_runs); an allreduce
+ * of shm is sliced (every rank reduces one piece, posts again and copies
+ * the others'), of shm_small whole (every rank reduces all, one post). */
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo);
 /* The latency path straight from the entry, where the rest of the call
  * path would take it too (m->shm_lat_colls, host buffers, contiguous data,
  * a reduction kernel): 1 and *rc, or 0 (the call goes the whole way, and

@@ -357,7 +357,8 @@ START_TEST(shm_small_shrinks_with_ranks)
         const char *want;
     } cases[] = {
         { 2, 4096, "shm_small" },  { 2, 4097, "shm" },      { 2, 32768, "shm" },
-        { 3, 8192, "shm_small" },  { 3, 8193, "shm" },      { 4, 8192, "shm_small" },  { 4, 8193, "shm" },      { 7, 8192, "shm_small" },
+        { 3, 8192, "shm_small" },  { 3, 8193, "shm" },      { 4, 8192, "shm_small" },
+        { 4, 8193, "shm" },        { 7, 8192, "shm_small" },
         { 8, 6553, "shm_small" },  { 8, 6554, "shm" },      { 8, 16384, "shm" },
         { 16, 2520, "shm_small" }, { 16, 2521, "shm" },     { 16, 4096, "shm" },
         { 16, 8, "shm_small" },    { 64, 8, "shm_small" },  { 64, 4096, "shm" },
