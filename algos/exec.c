@@ -2,26 +2,109 @@
 #include "xccl_sched.h"
 #include "xccl_exec.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* memmove without a trap of `rep movsb` (glibc's memcpy for mid sizes):
- * when the destination lies 1..63 bytes past the source modulo 4 KiB, loads
- * alias the stores just made and it runs at a fraction of the speed (2.9
- * instead of 45 GB/s for 64 KiB on the development machine, AMD EPYC,
- * glibc 2.36; xccl_shm_bench).  A page-aligned slot copied to a buffer from
- * malloc (16 bytes into its page) is exactly that case.  Copies of at most
- * 2 KiB each take glibc's vector loop instead (18 GB/s there); large
- * copies, which glibc does with non-temporal stores, and every other case
- * go to memmove as they are. */
+ * on some CPUs, when the destination lies 1..63 bytes past the source
+ * modulo 4 KiB, loads alias the stores just made and it runs at a fraction
+ * of the speed (2.9 instead of 45 GB/s for 64 KiB on an AMD EPYC
+ * development machine, glibc 2.36; xccl_shm_bench).  A page-aligned slot
+ * copied to a buffer from malloc (16 bytes into its page) is exactly that
+ * case.  There, copies of at most 2 KiB each take glibc's vector loop
+ * instead (18 GB/s).  Other CPUs have no trap, and the pieces cost them:
+ * on an AMD EPYC of family 1Ah (Zen 5), glibc 2.36, 64 KiB in cache at
+ * distance 16, memmove 99 GB/s, 2 KiB pieces 71.  So the process measures
+ * its CPU once (xccl_memmove_pieces) and takes the pieces only where the
+ * trap is.  Large copies, which glibc does with non-temporal stores, and
+ * every other case go to memmove as they are. */
 #define XCCL_COPY_PIECE ((size_t) 2048)
 #define XCCL_COPY_ALIAS_MAX ((size_t) 8 << 20)
+/* The measurement: CAL_BYTES copied at distance 0 and CAL_AHEAD modulo 4
+ * KiB, CAL_COPIES copies a sample, the fastest of CAL_ROUNDS samples each
+ * (interleaved: a descheduled sample only lengthens that sample); a trap
+ * makes the aliased copy CAL_TRAP times slower or more (15 where it was
+ * seen, 1.35 on the Zen 5 above). */
+#define CAL_BYTES ((size_t) 32768)
+#define CAL_AHEAD 16
+#define CAL_COPIES 4
+#define CAL_ROUNDS 9
+#define CAL_TRAP 2.0
+
+static _Atomic int copy_pieces = -1;   /* -1: not measured yet */
+static double cal_us[2];               /* the last measurement: aligned, aliased */
+static volatile unsigned cal_sink;
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double) t.tv_sec * 1e6 + (double) t.tv_nsec * 1e-3;
+}
+
+/* 1 where memmove has the trap on this CPU, else 0; pieces where nothing
+ * could be measured (no memory: the safe side). */
+static int measure_trap(void)
+{
+    unsigned char *a = aligned_alloc(4096, CAL_BYTES + 4096);
+    unsigned char *b = aligned_alloc(4096, CAL_BYTES + 4096);
+    if (NULL == a || NULL == b) {
+        free(a);
+        free(b);
+        return 1;
+    }
+    memset(a, 1, CAL_BYTES + 4096);
+    memset(b, 2, CAL_BYTES + 4096);
+    double best[2] = { 1e30, 1e30 };
+    for (int r = 0; r < CAL_ROUNDS; r++) {
+        for (int k = 0; k < 2; k++) {
+            unsigned char *dst = b + (k ? CAL_AHEAD : 0);
+            memmove(dst, a, CAL_BYTES);            /* in cache before the clock */
+            const double t0 = now_us();
+            for (int i = 0; i < CAL_COPIES; i++) {
+                a[i] = (unsigned char) i;           /* each copy is a new one */
+                memmove(dst, a, CAL_BYTES);
+            }
+            const double t = (now_us() - t0) / CAL_COPIES;
+            best[k] = t < best[k] ? t : best[k];
+            cal_sink += dst[r];                     /* the copies are used */
+        }
+    }
+    free(a);
+    free(b);
+    cal_us[0] = best[0];
+    cal_us[1] = best[1];
+    return best[1] > CAL_TRAP * best[0];
+}
+
+int xccl_memmove_pieces(double *aligned_us, double *aliased_us)
+{
+    int v = atomic_load_explicit(&copy_pieces, memory_order_relaxed);
+    if (v < 0) {
+        v = measure_trap();                /* threads racing here agree, or nearly: any answer is correct */
+        atomic_store_explicit(&copy_pieces, v, memory_order_relaxed);
+    }
+    if (aligned_us) {
+        *aligned_us = cal_us[0];
+    }
+    if (aliased_us) {
+        *aliased_us = cal_us[1];
+    }
+    return v;
+}
+
+void xccl_memmove_force(int pieces)
+{
+    atomic_store_explicit(&copy_pieces, pieces < 0 ? -1 : !!pieces, memory_order_relaxed);
+}
 
 void xccl_memmove(void *dst, const void *src, size_t len)
 {
     const uintptr_t d = (uintptr_t) dst, s = (uintptr_t) src, ahead = (d - s) & 4095u;
     if (len <= XCCL_COPY_PIECE || len > XCCL_COPY_ALIAS_MAX || 0 == ahead || ahead >= 64 ||
-        (d < s + len && s < d + len)) {
+        (d < s + len && s < d + len) || !xccl_memmove_pieces(NULL, NULL)) {
         memmove(dst, src, len);
         return;
     }

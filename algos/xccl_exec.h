@@ -45,10 +45,18 @@ typedef int (*xccl_reduce_cb_t)(void *cbctx, void *dst, const void *a, const voi
  * negative error. */
 typedef int (*xccl_copy_cb_t)(void *cbctx, void *dst, const void *src, size_t len);
 /* The executor's host copy (memmove semantics): memmove, except where the
- * destination is 1..63 bytes past the source modulo 4 KiB, in which case
- * glibc's `rep movsb` runs several times slower and the copy is made in
- * pieces instead (exec.c).  For copy callbacks that copy on the host. */
+ * destination is 1..63 bytes past the source modulo 4 KiB on a CPU where
+ * glibc's `rep movsb` then runs several times slower: there the copy is
+ * made in pieces instead (exec.c).  For copy callbacks that copy on the
+ * host. */
 void xccl_memmove(void *dst, const void *src, size_t len);
+/* Whether xccl_memmove takes the pieces in this process: measured on the
+ * first call (a few microseconds), 1 or 0; the measurement's times per 32
+ * KiB copy, aligned and 16 bytes past, where the pointers are not NULL
+ * (0 where forced). */
+int xccl_memmove_pieces(double *aligned_us, double *aliased_us);
+/* Tests: 1 pieces, 0 memmove, -1 measure again on the next call. */
+void xccl_memmove_force(int pieces);
 
 #define XCCL_EXEC_INLINE_REQS 16
 

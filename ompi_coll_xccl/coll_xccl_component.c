@@ -520,6 +520,12 @@ static int xccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     mca_coll_xccl_log(2, "init: cost model %s: alpha=%.3e beta=%.3e gamma=%.3e delta=%.3e "
                       "flag=%.3e peer=%.3e; network %s", c->cost_from_file ? c->cost_file : "built-in",
                       im->alpha, im->beta, im->gamma, im->delta, im->flag, im->peer, net);
+    double al_us = 0.0, as_us = 0.0;
+    const int pieces = xccl_memmove_pieces(&al_us, &as_us);
+    mca_coll_xccl_log(2, "init: host copies %s (32 KiB in cache: %.3f us, 16 bytes past its "
+                      "source modulo 4 KiB %.3f us%s)", pieces ? "in 2 KiB pieces where the destination "
+                      "lies 1..63 bytes past the source modulo 4 KiB" : "by memmove", al_us, as_us,
+                      pieces ? ": memmove's rep movsb trap on this CPU" : "");
     mca_coll_xccl_log(2, "init: ucx %s tls=%s%s; node %s; %s; %s; device buffers %s",
                       c->ucx_ok ? "ok" : "failed",
                       xccl_ucx_tls(),

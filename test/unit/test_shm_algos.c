@@ -850,12 +850,24 @@ END_TEST
 
 /* xccl_memmove is memmove: disjoint buffers whose distance modulo 4 KiB is
  * every value around the pieces' trigger (1..63), and overlapping ranges
- * both ways (memmove's case), at lengths around the piece size. */
+ * both ways (memmove's case), at lengths around the piece size; with the
+ * pieces forced on, forced off, and as this CPU measures. */
 START_TEST(memmove_is_memmove)
 {
     static const size_t lens[] = { 0, 1, 63, 2047, 2048, 2049, 4097, 70001 };
     const size_t span = 2 * 70001 + 3 * 4096;
     unsigned char *a = xmalloc(span), *b = xmalloc(span), *want = xmalloc(span);
+    static const int forced[] = { 1, 0, -1 };    /* pieces, memmove, measured */
+    const int mode = forced[_i];
+    xccl_memmove_force(mode);
+    if (mode < 0) {
+        double al = 0.0, as = 0.0;
+        const int v = xccl_memmove_pieces(&al, &as);
+        ck_assert_msg((0 == v || 1 == v) && al > 0.0 && as > 0.0, "measured %d: %.3f / %.3f us", v, al, as);
+        ck_assert_int_eq(v, xccl_memmove_pieces(NULL, NULL));    /* measured once */
+    } else {
+        ck_assert_int_eq(xccl_memmove_pieces(NULL, NULL), mode);
+    }
     for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
         const size_t n = lens[li];
         for (int d = -70; d <= 70; d++) {
@@ -875,7 +887,8 @@ START_TEST(memmove_is_memmove)
                 memcpy(want, base, span);
                 memmove(want + (dst - base), overlap ? want + (src - a) : src, n);
                 xccl_memmove(dst, src, n);
-                ck_assert_msg(0 == memcmp(base, want, span), "len %zu distance %d overlap %d", n, d, overlap);
+                ck_assert_msg(0 == memcmp(base, want, span), "len %zu distance %d overlap %d mode %d", n, d,
+                              overlap, mode);
             }
         }
     }
@@ -1402,7 +1415,7 @@ int main(void)
     tcase_add_test(tc, hier_with_shm_stages);
     tcase_add_test(tc, cost_of_shm_schedules);
     tcase_add_test(tc, successive_calls_interleaved);
-    tcase_add_test(tc, memmove_is_memmove);
+    tcase_add_loop_test(tc, memmove_is_memmove, 0, 3);
     tcase_add_test(tc, catalog_shm);
     tcase_add_test(tc, catalog_shm_runs);
     tcase_add_loop_test(tc, planted_bugs_fail, 0, NCOLLS);
