@@ -38,7 +38,7 @@
 #
 # Usage: compare_peers.sh [-n 2,4] [-R ROUNDS] [-r REPS] [-s SIZES] [-c COLLS]
 #                         [-C xccl,tuned,sm,impi,mpich] [-o PREFIX] [-e ENVDIR]
-#                         [-k RAWDIR] [-T SECONDS] [-w CALLS] [-I]
+#                         [-k RAWDIR] [-T SECONDS] [-w CALLS] [-I] [-P]
 #   -n  rank counts (default 2,4)          -R  rounds (default 5)
 #   -r  timed repetitions per size and invocation (default 3)
 #   -s  sizes (peer_bench -s; default 8 B, 64 B, then powers of 4 up to 64 MiB)
@@ -49,6 +49,9 @@
 #       kept, so later runs skip the download)
 #   -k  keep the raw peer_bench outputs in RAWDIR
 #   -I  time the nonblocking forms (peer_bench -n: MPI_I<coll>, MPI_Wait)
+#   -P  time each call alone (peer_bench -P: a barrier before every call, the
+#       median over the calls of the slowest rank; bcast's root changes on
+#       every call)
 #   -w  warm up every size with at least CALLS calls (peer_bench -w; the
 #       OSU benchmarks warm up large messages with 10): xccl's level trials
 #       (coll_xccl_shm_trials) take 8-14 calls of a size class; without it a
@@ -61,10 +64,10 @@
 set -euo pipefail
 
 nps=2,4 rounds=5 reps=3 sizes="" colls="" configs=xccl,tuned,sm,impi,mpich
-prefix="" rawkeep="" deadline=240 nonblocking=0 warm=0
+prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0
 bdir=${XCCL_BUILDDIR:-$PWD/build}
 envdir=""
-while getopts "n:R:r:s:c:C:o:e:k:T:w:Ih" c; do
+while getopts "n:R:r:s:c:C:o:e:k:T:w:IPh" c; do
     case $c in
     n) nps=$OPTARG ;;
     R) rounds=$OPTARG ;;
@@ -77,6 +80,7 @@ while getopts "n:R:r:s:c:C:o:e:k:T:w:Ih" c; do
     k) rawkeep=$OPTARG ;;
     T) deadline=$OPTARG ;;
     I) nonblocking=1 ;;
+    P) percall=1 ;;
     w) warm=$OPTARG ;;
     *) sed -n '2,60p' "$0"; exit 2 ;;
     esac
@@ -204,6 +208,7 @@ t_start=$(date +%s)
 peer_args=(-r "$reps" -T "$deadline" -L 4)
 [[ -n $sizes ]] && peer_args+=(-s "$sizes")
 ((nonblocking)) && peer_args+=(-n)
+((percall)) && peer_args+=(-P)
 ((warm > 0)) && peer_args+=(-w "$warm")
 colls=${colls:-allreduce,allgather,reduce_scatter,alltoall,bcast}
 IFS=, read -r -a coll_list <<< "$colls"
@@ -274,6 +279,7 @@ for np in "${np_list[@]}"; do
         echo "# xccl vs other MPI stacks, np=$np on $ncores cores ($cpu)$( ((np > ncores)) && echo ', oversubscribed')"
         echo "# test/bench/compare_peers.sh: $rounds rounds x $reps reps, interleaved; $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s in all"
         ((nonblocking)) && echo "# nonblocking forms: MPI_I<coll> then MPI_Wait (peer_bench -n)"
+        ((percall)) && echo "# each call timed alone: barrier, call; median over calls of the slowest rank; bcast root = call % p (peer_bench -P)"
         ((warm > 0)) && echo "# warm-up: at least $warm calls per size (peer_bench -w $warm)"
         echo "# load average (1/5/15 min) before: $load_before, after: $load_after"
         for cfg in "${cfg_list[@]}"; do

@@ -23,6 +23,11 @@
  * MPI_Reduce_scatter runs with equal counts.  Bcast's root is rep % p.
  * -n times the nonblocking forms instead (each MPI_I<coll> followed by
  * MPI_Wait: the nonblocking path's cost, no overlap).
+ * -P times every call alone instead: a barrier, one call, this rank's
+ * time; a repetition's figure is the median over its K calls of each
+ * call's slowest rank, and bcast's root changes on every call (call i's
+ * root is i % p).  What a code that calls a collective now and then, and
+ * not in a loop, sees: no call hides behind the previous one's tail.
  *
  * The check runs the collective once on rank- and index-dependent data
  * (small integers for floats, so every sum is exact) and compares every
@@ -114,6 +119,7 @@ typedef struct {
     double slow;               /* -L seconds, 0: none */
     bool memcpy_mode;
     bool nonblocking;          /* -n: MPI_I<coll> + MPI_Wait */
+    bool per_call;             /* -P: each call timed alone, root i % p */
     size_t memcpy_bytes;
     const char *cvars[8];
     int ncvars;
@@ -152,6 +158,7 @@ static shape_t shape_of(const bench_t *B, int coll, size_t size);
 static void call_coll(bench_t *B, int coll, const shape_t *s, int root);
 static long check_coll(bench_t *B, int coll, const shape_t *s);
 static double timed_calls(bench_t *B, int coll, const shape_t *s, int root, long k);
+static double per_call_median(bench_t *B, int coll, const shape_t *s, long k);
 static double agree_double(const bench_t *B, double v);
 static void print_cvar(const bench_t *B, const char *name);
 static size_t parse_bytes(const char *s, bool *ok);
@@ -216,7 +223,7 @@ static void usage(void)
 {
     fprintf(stderr,
         "usage: peer_bench [-c COLLS] [-s SIZES] [-r REPS] [-p PAYLOAD] [-k KMAX]\n"
-        "                  [-T SECONDS] [-L SECONDS] [-w CALLS] [-V CVAR]...\n"
+        "                  [-T SECONDS] [-L SECONDS] [-w CALLS] [-V CVAR]... [-n] [-P]\n"
         "       peer_bench -m [-M BYTES] [-r REPS]\n"
         "  -c  collectives, comma-separated (default " DEFAULT_COLLS ";\n"
         "      also reduce_scatter_block)\n"
@@ -230,7 +237,9 @@ static void usage(void)
         "      default is 10; default: none beyond the timed batches)\n"
         "  -V  print the MPI_T control variable CVAR at the end (or 'absent')\n"
         "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n"
-        "  -n  time the nonblocking forms (MPI_I<coll>, then MPI_Wait)\n");
+        "  -n  time the nonblocking forms (MPI_I<coll>, then MPI_Wait)\n"
+        "  -P  time each call alone (barrier, call): the median over a\n"
+        "      repetition's calls of the slowest rank; bcast's root is call %% p\n");
 }
 
 static void parse_args(int argc, char **argv, opts_t *o, int rank)
@@ -264,6 +273,9 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
             continue;
         } else if (!strcmp(a, "-n")) {
             o->nonblocking = true;
+            continue;
+        } else if (!strcmp(a, "-P")) {
+            o->per_call = true;
             continue;
         } else {
             ok = false;
@@ -330,11 +342,13 @@ static void print_header(const bench_t *B)
         printf("# memcpy of %zu bytes on every rank at once, %d reps\n",
                B->o->memcpy_bytes, B->o->reps);
     else
-        printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g%s; reductions MPI_FLOAT "
+        printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g%s%s; reductions MPI_FLOAT "
                "MPI_SUM, others MPI_BYTE\n# T coll size bytes rep calls "
-               "us_per_call(max over ranks)\n",
+               "us_per_call(max over ranks%s)\n",
                B->o->reps, B->o->payload, B->o->kmax, B->o->deadline, B->o->slow,
-               B->o->nonblocking ? " nonblocking (MPI_I<coll> + MPI_Wait)" : "");
+               B->o->nonblocking ? " nonblocking (MPI_I<coll> + MPI_Wait)" : "",
+               B->o->per_call ? " per-call (barrier, one call; bcast root = call % p)" : "",
+               B->o->per_call ? "; median over the calls" : "");
     fflush(stdout);
 }
 
@@ -432,8 +446,13 @@ static void run_size(bench_t *B, int coll, size_t size)
     }
 
     for (int r = 0; r < o->reps; r++) {
-        double t = timed_calls(B, coll, &s, r % B->size, k) / (double)k, tmax = 0.0;
-        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        double t, tmax = 0.0;
+        if (o->per_call) {
+            tmax = per_call_median(B, coll, &s, k);
+        } else {
+            t = timed_calls(B, coll, &s, r % B->size, k) / (double)k;
+            MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        }
         if (B->rank == 0)
             printf("T %s %zu %zu %d %ld %.3f\n", name, size, s.bytes, r, k, tmax * 1e6);
     }
@@ -457,6 +476,36 @@ static shape_t shape_of(const bench_t *B, int coll, size_t size)
     }
     s.bytes = s.count * s.esize;
     return s;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* -P: K calls, each after a barrier and timed alone (bcast: call i's root
+ * is i % p); on rank 0 the median over the calls of the slowest rank's
+ * time, seconds (0 elsewhere). */
+static double per_call_median(bench_t *B, int coll, const shape_t *s, long k)
+{
+    double *t = xalloc((size_t)k * sizeof(double));
+    double *tmax = xalloc((size_t)k * sizeof(double));
+    for (long i = 0; i < k; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        call_coll(B, coll, s, (int)(i % B->size));
+        t[i] = MPI_Wtime() - t0;
+    }
+    MPI_Reduce(t, tmax, (int)k, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    double med = 0.0;
+    if (B->rank == 0) {
+        qsort(tmax, (size_t)k, sizeof(double), cmp_double);
+        med = k % 2 ? tmax[k / 2] : (tmax[k / 2 - 1] + tmax[k / 2]) / 2;
+    }
+    free(t);
+    free(tmax);
+    return med;
 }
 
 /* Barrier, K calls, this rank's elapsed time. */
