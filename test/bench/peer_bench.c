@@ -25,9 +25,11 @@
  * MPI_Wait: the nonblocking path's cost, no overlap).
  * -P times every call alone instead: a barrier, one call, this rank's
  * time; a repetition's figure is the median over its K calls of each
- * call's slowest rank, and bcast's root changes on every call (call i's
- * root is i % p).  What a code that calls a collective now and then, and
- * not in a loop, sees: no call hides behind the previous one's tail.
+ * call's slowest rank (the T line's last field but one; the last is their
+ * mean), and bcast's root changes on every call (call i's root is i % p).
+ * What a code that calls a collective now and then, and not in a loop,
+ * sees: no call hides behind the previous one's tail.  Where ranks share
+ * cores, the median and the mean can tell different stories.
  *
  * The check runs the collective once on rank- and index-dependent data
  * (small integers for floats, so every sum is exact) and compares every
@@ -53,6 +55,7 @@
  * Output, rank 0, one line per record (compare_peers.sh parses it):
  *   # comments (library version, np, options)
  *   T <coll> <size> <bytes> <rep> <calls> <us per call, max over ranks>
+ *     (-P: the median over the calls, then their mean)
  *   C <coll> <size> ok|WRONG <wrong elements, summed over ranks>
  *   S <coll> <size> deadline|slow     (not measured: -T out of time, or
  *                                     -L predicted slower)
@@ -158,7 +161,7 @@ static shape_t shape_of(const bench_t *B, int coll, size_t size);
 static void call_coll(bench_t *B, int coll, const shape_t *s, int root);
 static long check_coll(bench_t *B, int coll, const shape_t *s);
 static double timed_calls(bench_t *B, int coll, const shape_t *s, int root, long k);
-static double per_call_median(bench_t *B, int coll, const shape_t *s, long k);
+static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, double *mean);
 static double agree_double(const bench_t *B, double v);
 static void print_cvar(const bench_t *B, const char *name);
 static size_t parse_bytes(const char *s, bool *ok);
@@ -446,14 +449,17 @@ static void run_size(bench_t *B, int coll, size_t size)
     }
 
     for (int r = 0; r < o->reps; r++) {
-        double t, tmax = 0.0;
+        double t, tmax = 0.0, tmean = -1.0;
         if (o->per_call) {
-            tmax = per_call_median(B, coll, &s, k);
+            tmax = per_call_median(B, coll, &s, k, &tmean);
         } else {
             t = timed_calls(B, coll, &s, r % B->size, k) / (double)k;
             MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         }
-        if (B->rank == 0)
+        if (B->rank == 0 && tmean >= 0.0)
+            printf("T %s %zu %zu %d %ld %.3f %.3f\n", name, size, s.bytes, r, k, tmax * 1e6,
+                   tmean * 1e6);
+        else if (B->rank == 0)
             printf("T %s %zu %zu %d %ld %.3f\n", name, size, s.bytes, r, k, tmax * 1e6);
     }
     if (B->rank == 0)
@@ -486,8 +492,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* -P: K calls, each after a barrier and timed alone (bcast: call i's root
  * is i % p); on rank 0 the median over the calls of the slowest rank's
- * time, seconds (0 elsewhere). */
-static double per_call_median(bench_t *B, int coll, const shape_t *s, long k)
+ * time, seconds, and their mean in *mean (0 elsewhere). */
+static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, double *mean)
 {
     double *t = xalloc((size_t)k * sizeof(double));
     double *tmax = xalloc((size_t)k * sizeof(double));
@@ -499,7 +505,10 @@ static double per_call_median(bench_t *B, int coll, const shape_t *s, long k)
     }
     MPI_Reduce(t, tmax, (int)k, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     double med = 0.0;
+    *mean = 0.0;
     if (B->rank == 0) {
+        for (long i = 0; i < k; i++)
+            *mean += tmax[i] / (double)k;
         qsort(tmax, (size_t)k, sizeof(double), cmp_double);
         med = k % 2 ? tmax[k / 2] : (tmax[k / 2 - 1] + tmax[k / 2]) / 2;
     }
