@@ -20,7 +20,13 @@
  * Reductions are MPI_SUM on MPI_FLOAT; the other three move MPI_BYTE.
  * A block (size/p) is at least one element, so at 8 B and np 4
  * reduce_scatter moves 16 B: the lines print the bytes really moved.
- * MPI_Reduce_scatter runs with equal counts.  Bcast's root is rep % p.
+ * MPI_Reduce_scatter runs with equal counts.  Bcast's root changes on
+ * every call (call i of a repetition: (rep + i) % p), so that every root
+ * weighs the same in every figure: some MPIs are fast from one root and
+ * slow from another (Intel MPI 2021.18, np 2, 1 MiB: 18 us from root 0,
+ * 39-43 from root 1; xccl 19 from either), and a root fixed per
+ * repetition (rep % p, before 2026-11-27) let the median of 3 repetitions
+ * pick the root that came up twice.
  * -n times the nonblocking forms instead (each MPI_I<coll> followed by
  * MPI_Wait: the nonblocking path's cost, no overlap).
  * -P times every call alone instead: a barrier, one call, this rank's
@@ -160,7 +166,7 @@ static void run_size(bench_t *B, int coll, size_t size);
 static shape_t shape_of(const bench_t *B, int coll, size_t size);
 static void call_coll(bench_t *B, int coll, const shape_t *s, int root);
 static long check_coll(bench_t *B, int coll, const shape_t *s);
-static double timed_calls(bench_t *B, int coll, const shape_t *s, int root, long k);
+static double timed_calls(bench_t *B, int coll, const shape_t *s, int root0, long k);
 static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, double *mean);
 static double agree_double(const bench_t *B, double v);
 static void print_cvar(const bench_t *B, const char *name);
@@ -517,13 +523,18 @@ static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, do
     return med;
 }
 
-/* Barrier, K calls, this rank's elapsed time. */
-static double timed_calls(bench_t *B, int coll, const shape_t *s, int root, long k)
+/* Barrier, K calls, this rank's elapsed time; call i's root (bcast) is
+ * (root0 + i) % p. */
+static double timed_calls(bench_t *B, int coll, const shape_t *s, int root0, long k)
 {
+    int root = root0;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (long i = 0; i < k; i++)
+    for (long i = 0; i < k; i++) {
         call_coll(B, coll, s, root);
+        if (++root == B->size)
+            root = 0;
+    }
     return MPI_Wtime() - t0;
 }
 
