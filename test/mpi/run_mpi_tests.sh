@@ -748,6 +748,35 @@ run_small_modes xccl_mpi_latency check_latency_sliced "$bindir/xccl_mpi_latency"
 # The same with tiny calls, half of them bcasts (-t): payloads that also
 # travel in the root's latency line, roots running ahead of the readers.
 run_small_modes xccl_mpi_latency.tiny check_latency_lines "$bindir/xccl_mpi_latency" -n 3000 -t
+# Bcasts of 16-64 KiB (-b), which the latency path moves in 16 KiB pieces
+# posted one by one, the readers copying piece k while the root copies
+# k + 1; trials off, so that no size class goes to the mesh.  Every rank
+# must show such a bcast on the latency path.  (Planted, a reader that
+# waits for the first piece's post only: 4 / 499 / 48 checks wrong at np 2
+# / 3 / 4.)
+check_latency_pieces() {
+    local name=$1 np=$2 bad=0 r
+    for ((r = 0; r < np; r++)); do
+        if ! per_rank_output "$name" "$r" |
+            grep -qE "^xccl: bcast comm=0 rank=$r bytes=(1[6-9][0-9]{3}|[2-6][0-9]{4}) .*via=latency_path"; then
+            echo "$name: rank $r: no bcast of more than 16 KiB took the latency path"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+for np in 2 3 4; do
+    name=xccl_mpi_latency.pieces.np$np
+    selected "$name" || continue
+    saved=("${common_args[@]}")
+    common_args+=(--mca coll_xccl_shm_trials 0)
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_latency" -n 3000 -b
+    common_args=("${saved[@]}")
+    ok=0
+    problems=$({ check_result "$name" && check_latency_pieces "$name" "$np"; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
 
 # The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
 # allgather, alltoall, bcast, allreduce and reduce_scatter_block at 24 KiB (shm is the latency path

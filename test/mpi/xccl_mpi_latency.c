@@ -1,7 +1,7 @@
 /*
  * xccl_mpi_latency: the shared-memory level's latency path under skew.
  *
- * usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t]   (default 3000, 1)
+ * usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t | -b]   (default 3000, 1)
  *
  * One long sequence of small blocking collectives with no barrier between
  * them, so that ranks drift apart and a fast rank starts calls while a slow
@@ -20,6 +20,11 @@
  * -t (tiny): the small calls give 1 to 64 bytes, and every other call is a
  * bcast, so that bcast roots run ahead through the calls whose payload
  * also travels in the root's latency line (at most 48 bytes).
+ *
+ * -b (bcast pieces): every call is a bcast of 16 KiB + 1 to 64 KiB, which
+ * the latency path moves in 16 KiB pieces, each posted on its own: a
+ * reader that copied a piece before its post would read the call's bytes
+ * before the root wrote them (or an older call's).
  *
  * Output: "FAIL ..." lines (at most 10 per rank), then from rank 0
  *   RESULT: <passed> passed, <failed> failed
@@ -89,16 +94,18 @@ int main(int argc, char **argv)
     long iters = 3000;
     uint64_t seed = 1;
     int opt;
-    int tiny = 0;
-    while ((opt = getopt(argc, argv, "n:s:t")) != -1) {
+    int tiny = 0, pieces = 0;
+    while ((opt = getopt(argc, argv, "n:s:tb")) != -1) {
         if ('n' == opt) {
             iters = atol(optarg);
         } else if ('s' == opt) {
             seed = strtoull(optarg, NULL, 0);
         } else if ('t' == opt) {
             tiny = 1;
+        } else if ('b' == opt) {
+            pieces = 1;
         } else {
-            fprintf(stderr, "usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t]\n");
+            fprintf(stderr, "usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t | -b]\n");
             return 2;
         }
     }
@@ -115,11 +122,12 @@ int main(int argc, char **argv)
     int root = 0, run = 0;
     for (long i = 0; i < iters; i++) {
         const uint64_t h = h3(seed, (uint64_t) i, 7);
-        const int coll = tiny && (h >> 60) % 2 ? BCAST : (int) (h % NCOLL);
+        const int coll = pieces || (tiny && (h >> 60) % 2) ? BCAST : (int) (h % NCOLL);
         /* bytes: 1 in 8 calls past the latency path (allgather: past it
          * where a block is) */
-        const size_t bytes = (h >> 8) % 8 == 0 ? LAT + 1 + (h >> 16) % (LAT * (size_t) size)
-                                               : 1 + (h >> 16) % (tiny ? 64 : LAT);
+        const size_t bytes = pieces ? LAT / 4 + 1 + (h >> 16) % (LAT - LAT / 4)
+                             : (h >> 8) % 8 == 0 ? LAT + 1 + (h >> 16) % (LAT * (size_t) size)
+                                                 : 1 + (h >> 16) % (tiny ? 64 : LAT);
         const int inplace = (h >> 40) % 3 == 0;
         if (run-- <= 0) {
             root = (int) ((h >> 44) % (uint64_t) size);
