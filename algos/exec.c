@@ -119,8 +119,9 @@ void xccl_memmove(void *dst, const void *src, size_t len)
 static inline char *ref_ptr(const xccl_exec_t *e, xccl_ref_t r)
 {
     const int q = xccl_ref_owner(r);
-    /* a schedule that alternates slot regions: odd calls use the other */
-    const size_t off = r.off + (XCCL_BUF_SLOT == r.buf && (e->seq & 1u) ? e->s->slot_flip : 0);
+    /* a schedule that alternates slot regions: odd calls use the other
+     * (slot_flip, slot_alt: at most one of them is set) */
+    const size_t off = r.off + (XCCL_BUF_SLOT == r.buf && (e->seq & 1u) ? e->s->slot_flip + e->s->slot_alt : 0);
     if (q < 0 || q == e->s->rank) {
         return (char *) e->bufs[r.buf] + off;
     }
