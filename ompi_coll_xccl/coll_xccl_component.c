@@ -439,7 +439,11 @@ static void load_topology(mca_coll_xccl_component_t *c)
     if (NULL != c->topo_file && c->topo_file[0]) {
         rc = xccl_topo_load(c->topo_file, c->topo, err, sizeof(err));
     } else {
-        rc = xccl_topo_detect(c->topo, NULL, err, sizeof(err));
+        /* hwloc's I/O discovery only where an accelerator or RDMA device
+         * is (it read every PCI function's configuration space: 20 ms of
+         * a 2-rank job's start on a VM, for an Ethernet port) */
+        static const xccl_topo_detect_opts_t opts = { NULL, NULL, NULL, 0, 1 };
+        rc = xccl_topo_detect(c->topo, &opts, err, sizeof(err));
     }
     if (0 != rc) {
         mca_coll_xccl_log(1, "topology %s failed (%s): assuming plain shared memory and TCP",

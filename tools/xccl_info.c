@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 {
     const char *topo_file = NULL;
     int dump = 0;
-    xccl_topo_detect_opts_t opts = { NULL, NULL, NULL, 0 };
+    xccl_topo_detect_opts_t opts = { NULL, NULL, NULL, 0, 0 };     /* everything hwloc sees */
     choice_opts_t copts = { 0, NULL, "8,4K,64K,1M,16M", XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA, { 0 } };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

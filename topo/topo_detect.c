@@ -30,12 +30,14 @@ static void read_node(detect_t *d);
 static void read_devices(detect_t *d);
 static void read_rdma_nics(detect_t *d);
 static void read_eth_nics(detect_t *d);
+static void read_eth_nics_sysfs(detect_t *d);
+static int io_needed(const detect_t *d);
 static void read_nvlinks(detect_t *d, const xccl_topo_nvml_ops_t *ops);
 
 int xccl_topo_detect(xccl_topo_t *topo, const xccl_topo_detect_opts_t *opts,
                      char *err, size_t errlen)
 {
-    static const xccl_topo_detect_opts_t none = { NULL, NULL, NULL, 0 };
+    static const xccl_topo_detect_opts_t none = { NULL, NULL, NULL, 0, 0 };
     detect_t d;
     if (opts == NULL) {
         opts = &none;
@@ -49,8 +51,9 @@ int xccl_topo_detect(xccl_topo_t *topo, const xccl_topo_detect_opts_t *opts,
         return -1;
     }
     /* Bridges, accelerators, NICs and their OS devices; not every PCI
-     * function of the machine. */
-    hwloc_topology_set_io_types_filter(d.hw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+     * function of the machine.  None where nothing needs them (opts). */
+    const int io = !opts->io_if_needed || opts->hwloc_xml || io_needed(&d);
+    hwloc_topology_set_io_types_filter(d.hw, io ? HWLOC_TYPE_FILTER_KEEP_IMPORTANT : HWLOC_TYPE_FILTER_KEEP_NONE);
     if (opts->hwloc_xml && hwloc_topology_set_xml(d.hw, opts->hwloc_xml) != 0) {
         snprintf(err, errlen, "%s: cannot use as hwloc XML: %s", opts->hwloc_xml, strerror(errno));
         hwloc_topology_destroy(d.hw);
@@ -65,7 +68,11 @@ int xccl_topo_detect(xccl_topo_t *topo, const xccl_topo_detect_opts_t *opts,
     read_node(&d);
     read_devices(&d);
     read_rdma_nics(&d);
-    read_eth_nics(&d);
+    if (io) {
+        read_eth_nics(&d);
+    } else {
+        read_eth_nics_sysfs(&d);
+    }
     if (!opts->no_nvml) {
         read_nvlinks(&d, opts->nvml ? opts->nvml : xccl_topo_nvml_default());
     }
@@ -215,9 +222,9 @@ static void locate(detect_t *d, hwloc_obj_t pci, xccl_topo_loc_t *loc)
 /* Accelerators by PCI class and vendor: display / 3D controllers of the
  * GPU vendors and processing accelerators (class 0x12), never the BMC's
  * VGA or an NVSwitch (a bridge-class function). */
-static int accel_kind(hwloc_obj_t o)
+static int accel_kind_of(unsigned cls, unsigned vendor)
 {
-    unsigned cls = o->attr->pcidev.class_id, base = cls >> 8, vendor = o->attr->pcidev.vendor_id;
+    const unsigned base = cls >> 8;
     switch (vendor) {
     case 0x10de:                            /* NVIDIA */
         return base == 0x03 ? XCCL_TOPO_DEV_GPU : -1;
@@ -230,6 +237,11 @@ static int accel_kind(hwloc_obj_t o)
     default:
         return base == 0x12 ? XCCL_TOPO_DEV_ACCEL : -1;
     }
+}
+
+static int accel_kind(hwloc_obj_t o)
+{
+    return accel_kind_of(o->attr->pcidev.class_id, o->attr->pcidev.vendor_id);
 }
 
 static int by_busid(const void *a, const void *b)
@@ -472,6 +484,108 @@ static void read_eth_nics(detect_t *d)
         locate(d, pci, &nic->loc);
         d->nic_obj[d->topo->nnics++] = pci;
     }
+}
+
+/* Whether hwloc's I/O discovery has anything to find that detection
+ * uses: an accelerator among the PCI functions (their class and vendor
+ * files: the kernel's copy, no configuration-space read) or an RDMA
+ * device.  1 where the PCI functions cannot be listed (the safe side). */
+static int io_needed(const detect_t *d)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 64], buf[32];
+    char **names;
+    snprintf(dir, sizeof(dir), "%s/class/infiniband", d->sysfs);
+    int n = list_dir(dir, &names), need = n > 0;
+    free_list(names, n);
+    snprintf(dir, sizeof(dir), "%s/bus/pci/devices", d->sysfs);
+    n = list_dir(dir, &names);
+    need |= n == 0;
+    for (int i = 0; i < n && !need; i++) {
+        unsigned long cls, vendor;
+        snprintf(path, sizeof(path), "%s/%s/class", dir, names[i]);
+        if (read_line(path, buf, sizeof(buf)) != 0) {
+            continue;
+        }
+        cls = strtoul(buf, NULL, 0);
+        snprintf(path, sizeof(path), "%s/%s/vendor", dir, names[i]);
+        if (read_line(path, buf, sizeof(buf)) != 0) {
+            continue;
+        }
+        vendor = strtoul(buf, NULL, 0);
+        need = accel_kind_of((unsigned) (cls >> 8), (unsigned) vendor) >= 0;   /* 0xBBSSPP */
+    }
+    free_list(names, n);
+    return need;
+}
+
+/* The PCI function a sysfs device path lies under: the length of path up
+ * to and including its last "dddd:bb:dd.f" component, its bus id in
+ * busid; 0 where there is none (a virtual device). */
+static size_t pci_prefix(const char *path, char *busid, size_t len)
+{
+    size_t found = 0;
+    for (const char *c = path; (c = strchr(c, '/')) != NULL; c++) {
+        unsigned v[4];
+        int used = 0;
+        if (sscanf(c + 1, "%4x:%2x:%2x.%1x%n", &v[0], &v[1], &v[2], &v[3], &used) == 4 && used == 12 &&
+            (c[1 + used] == '/' || c[1 + used] == '\0')) {
+            found = (size_t) (c + 1 + used - path);
+            snprintf(busid, len, "%.12s", c + 1);
+        }
+    }
+    return found;
+}
+
+/* Plain Ethernet ports from sysfs, without hwloc's I/O objects (no RDMA
+ * device on this machine, io_needed): interfaces under an Ethernet-class
+ * PCI function, located by its NUMA node. */
+static void read_eth_nics_sysfs(detect_t *d)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 64], real[PATH_MAX], buf[64], busid[16];
+    char **names;
+    snprintf(dir, sizeof(dir), "%s/class/net", d->sysfs);
+    int n = list_dir(dir, &names);
+    for (int i = 0; i < n && d->topo->nnics < XCCL_TOPO_MAX_NICS; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        size_t at;
+        if (strlen(names[i]) >= XCCL_TOPO_NAME_LEN || realpath(path, real) == NULL ||
+            (at = pci_prefix(real, busid, sizeof(busid))) == 0) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%.*s/class", (int) at, real);
+        if (read_line(path, buf, sizeof(buf)) != 0 || (strtoul(buf, NULL, 0) >> 8) != 0x0200) {
+            continue;
+        }
+        xccl_topo_nic_t *nic = &d->topo->nics[d->topo->nnics];
+        memset(nic, 0, sizeof(*nic));
+        snprintf(nic->name, sizeof(nic->name), "%s", names[i]);
+        nic->type = XCCL_TOPO_NIC_ETH;
+        snprintf(path, sizeof(path), "%s/class/net/%s/operstate", d->sysfs, names[i]);
+        nic->ports = read_line(path, buf, sizeof(buf)) != 0 || strcmp(buf, "down") != 0;
+        snprintf(path, sizeof(path), "%s/class/net/%s/speed", d->sysfs, names[i]);
+        if (read_line(path, buf, sizeof(buf)) == 0 && atol(buf) > 0) {
+            nic->rate_gbps = atol(buf) / 1000.0;
+        }
+        xccl_topo_loc_t *loc = &nic->loc;
+        loc->numa = loc->package = -1;
+        loc->pcie[0] = '\0';
+        snprintf(loc->pci, sizeof(loc->pci), "%s", busid);
+        /* the function's NUMA node; -1 (unknown) with one node: that one */
+        long node = -1;
+        snprintf(path, sizeof(path), "%.*s/numa_node", (int) at, real);
+        if (read_line(path, buf, sizeof(buf)) == 0) {
+            node = strtol(buf, NULL, 10);
+        }
+        hwloc_obj_t m = node >= 0 ? hwloc_get_numanode_obj_by_os_index(d->hw, (unsigned) node)
+                        : count(d->hw, HWLOC_OBJ_NUMANODE) == 1 ? hwloc_get_obj_by_type(d->hw, HWLOC_OBJ_NUMANODE, 0)
+                                                                : NULL;
+        if (m != NULL) {
+            loc->numa = (int) m->os_index;
+            loc->package = package_of_cpuset(d->hw, m->cpuset);
+        }
+        d->nic_obj[d->topo->nnics++] = NULL;
+    }
+    free_list(names, n);
 }
 
 /* ------------------------------------------------------------ NVLink */

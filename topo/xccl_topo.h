@@ -177,6 +177,13 @@ typedef struct {
     const char *sysfs_root;                 /* NULL: "/sys" */
     const xccl_topo_nvml_ops_t *nvml;       /* NULL: NVML through dlopen */
     int no_nvml;                            /* 1: no NVLink queries at all */
+    /* 1 (this machine only, no hwloc_xml): hwloc's I/O discovery, which
+     * reads every PCI function's configuration space (about 1 ms each on
+     * a VM), only where sysfs shows an accelerator (PCI class and vendor,
+     * as detection counts them) or an RDMA device; elsewhere the Ethernet
+     * NICs come from sysfs (<root>/class/net), located by their PCI
+     * function's NUMA node, PCIe path unknown. */
+    int io_if_needed;
 } xccl_topo_detect_opts_t;
 
 /* Empty topology: no devices, no NICs, SHM, TCP. */

@@ -164,7 +164,7 @@ static int fake_link(void *ctx, const char *busid, unsigned link, xccl_topo_nvli
 static int detect_gpu4(fake_nvml_t *fake, const char *sysfs)
 {
     xccl_topo_nvml_ops_t ops = { fake, fake_open, fake_link, fake_close };
-    xccl_topo_detect_opts_t opts = { fixture("hwloc/gpu4-ib-2pkg.xml"), fixture(sysfs), &ops, 0 };
+    xccl_topo_detect_opts_t opts = { fixture("hwloc/gpu4-ib-2pkg.xml"), fixture(sysfs), &ops, 0, 0 };
     return xccl_topo_detect(&topo, &opts, err, sizeof(err));
 }
 
@@ -249,7 +249,7 @@ END_TEST
 
 START_TEST(xml_cpu_only_roce)
 {
-    xccl_topo_detect_opts_t opts = { fixture("hwloc/cpu-2pkg.xml"), fixture("sysfs/roce"), NULL, 1 };
+    xccl_topo_detect_opts_t opts = { fixture("hwloc/cpu-2pkg.xml"), fixture("sysfs/roce"), NULL, 1, 0 };
     ck_assert_msg(xccl_topo_detect(&topo, &opts, err, sizeof(err)) == 0, "%s", err);
     ck_assert_int_eq(topo.ndevs, 0);
     ck_assert_int_eq(topo.intra, XCCL_TOPO_INTRA_SHM);
@@ -271,7 +271,7 @@ END_TEST
 
 START_TEST(xml_cpu_only_tcp)
 {
-    xccl_topo_detect_opts_t opts = { fixture("hwloc/cpu-2pkg.xml"), fixture("sysfs/none"), NULL, 0 };
+    xccl_topo_detect_opts_t opts = { fixture("hwloc/cpu-2pkg.xml"), fixture("sysfs/none"), NULL, 0, 0 };
     ck_assert_msg(xccl_topo_detect(&topo, &opts, err, sizeof(err)) == 0, "%s", err);
     ck_assert_int_eq(topo.intra, XCCL_TOPO_INTRA_SHM);
     ck_assert_int_eq(topo.fabric, XCCL_TOPO_FABRIC_TCP);
@@ -282,9 +282,50 @@ START_TEST(xml_cpu_only_tcp)
 }
 END_TEST
 
+/* io_if_needed on this machine's hwloc with a sysfs fixture: no
+ * accelerator and no RDMA device in it, so no hwloc I/O discovery, and the
+ * Ethernet NICs come from the fixture's class/net: the interface under an
+ * Ethernet-class PCI function (behind a virtio device, as on a VM), not
+ * the one under a network-other function (0x0280) nor a virtual one. */
+START_TEST(io_skipped_eth_from_sysfs)
+{
+    xccl_topo_detect_opts_t opts = { NULL, fixture("sysfs/eth-only"), NULL, 1, 1 };
+    ck_assert_msg(xccl_topo_detect(&topo, &opts, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_int_eq(topo.ndevs, 0);
+    ck_assert_int_eq(topo.nnics, 1);
+    ck_assert_str_eq(topo.nics[0].name, "fxeth0");
+    ck_assert_int_eq(topo.nics[0].type, XCCL_TOPO_NIC_ETH);
+    ck_assert_int_eq(topo.nics[0].ports, 1);
+    ck_assert(topo.nics[0].rate_gbps == 25.0);
+    ck_assert_str_eq(topo.nics[0].loc.pci, "0000:00:03.0");
+    ck_assert_int_eq(topo.nics[0].loc.numa, 0);
+    ck_assert_int_eq(topo.fabric, XCCL_TOPO_FABRIC_TCP);
+    ck_assert_int_eq(topo.fabric_links, 1);
+}
+END_TEST
+
+/* The same fixture with an NVIDIA 3D controller among its PCI functions:
+ * hwloc's I/O discovery runs, and the NICs are this machine's (none of
+ * them the fixture's fxeth0); so they are with io_if_needed off. */
+START_TEST(io_kept_for_accelerators)
+{
+    xccl_topo_detect_opts_t opts = { NULL, fixture("sysfs/eth-accel"), NULL, 1, 1 };
+    for (int off = 0; off < 2; off++) {
+        if (off) {
+            opts.sysfs_root = fixture("sysfs/eth-only");
+            opts.io_if_needed = 0;
+        }
+        ck_assert_msg(xccl_topo_detect(&topo, &opts, err, sizeof(err)) == 0, "%s", err);
+        for (int i = 0; i < topo.nnics; i++) {
+            ck_assert_msg(strcmp(topo.nics[i].name, "fxeth0") != 0, "off %d: a fixture NIC", off);
+        }
+    }
+}
+END_TEST
+
 START_TEST(xml_missing_is_an_error)
 {
-    xccl_topo_detect_opts_t opts = { fixture("hwloc/no-such-file.xml"), NULL, NULL, 1 };
+    xccl_topo_detect_opts_t opts = { fixture("hwloc/no-such-file.xml"), NULL, NULL, 1, 0 };
     ck_assert_int_eq(xccl_topo_detect(&topo, &opts, err, sizeof(err)), -1);
     ck_assert_ptr_nonnull(strstr(err, "no-such-file.xml"));
 }
@@ -294,7 +335,7 @@ END_TEST
  * 12 links to NVSwitch and 6 to the next GPU from each GPU. */
 START_TEST(nvml_through_dlopen)
 {
-    xccl_topo_detect_opts_t opts = { fixture("hwloc/gpu4-ib-2pkg.xml"), fixture("sysfs/ib"), NULL, 0 };
+    xccl_topo_detect_opts_t opts = { fixture("hwloc/gpu4-ib-2pkg.xml"), fixture("sysfs/ib"), NULL, 0, 0 };
     ck_assert_int_eq(setenv("XCCL_NVML_LIBRARY", XCCL_TOP_BUILDDIR "/.libs/libxccl_fake_nvml.so", 1), 0);
     unsetenv("FAKE_NVML_NO_TYPE");
     int rc = xccl_topo_detect(&topo, &opts, err, sizeof(err));
@@ -872,6 +913,8 @@ int main(void)
     tcase_add_test(det, xml_cpu_only_roce);
     tcase_add_test(det, xml_cpu_only_tcp);
     tcase_add_test(det, xml_missing_is_an_error);
+    tcase_add_test(det, io_skipped_eth_from_sysfs);
+    tcase_add_test(det, io_kept_for_accelerators);
     tcase_add_test(det, nvml_through_dlopen);
     tcase_add_test(det, this_machine);
     tcase_set_timeout(det, 60);
