@@ -731,17 +731,24 @@ check_latency_lines() {
     done
     return "$bad"
 }
-# ... and allreduces past xccl_select_whole_max took its sliced form
-check_latency_sliced() {
-    local name=$1 np=$2 bad=0 r
-    check_latency_lines "$name" "$np" || bad=1
+# Every rank of run NAME logged a line matching ERE (RANK in it stands for
+# the rank's number); for each rank that did not, says WHAT.
+every_rank_logged() {
+    local name=$1 np=$2 ere=$3 what=$4 bad=0 r
     for ((r = 0; r < np; r++)); do
-        if ! per_rank_output "$name" "$r" |
-            grep -qE "^xccl: allreduce comm=0 rank=$r .*algo=shm size=.*via=latency_path"; then
-            echo "$name: rank $r: no allreduce took the latency path's sliced form (algo=shm)"
+        if ! per_rank_output "$name" "$r" | grep -qE "${ere//RANK/$r}"; then
+            echo "$name: rank $r: $what"
             bad=1
         fi
     done
+    return "$bad"
+}
+# ... and allreduces past xccl_select_whole_max took its sliced form
+check_latency_sliced() {
+    local name=$1 np=$2 bad=0
+    check_latency_lines "$name" "$np" || bad=1
+    every_rank_logged "$name" "$np" "^xccl: allreduce comm=0 rank=RANK .*algo=shm size=.*via=latency_path" \
+        "no allreduce took the latency path's sliced form (algo=shm)" || bad=1
     return "$bad"
 }
 run_small_modes xccl_mpi_latency check_latency_sliced "$bindir/xccl_mpi_latency" -n 3000
@@ -755,15 +762,9 @@ run_small_modes xccl_mpi_latency.tiny check_latency_lines "$bindir/xccl_mpi_late
 # waits for the first piece's post only: 4 / 499 / 48 checks wrong at np 2
 # / 3 / 4.)
 check_latency_pieces() {
-    local name=$1 np=$2 bad=0 r
-    for ((r = 0; r < np; r++)); do
-        if ! per_rank_output "$name" "$r" |
-            grep -qE "^xccl: bcast comm=0 rank=$r bytes=(1[6-9][0-9]{3}|[2-6][0-9]{4}) .*via=latency_path"; then
-            echo "$name: rank $r: no bcast of more than 16 KiB took the latency path"
-            bad=1
-        fi
-    done
-    return "$bad"
+    every_rank_logged "$1" "$2" \
+        "^xccl: bcast comm=0 rank=RANK bytes=(1[6-9][0-9]{3}|[2-6][0-9]{4}) .*via=latency_path" \
+        "no bcast of more than 16 KiB took the latency path"
 }
 for np in 2 3 4; do
     name=xccl_mpi_latency.pieces.np$np
