@@ -217,6 +217,7 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
      * last of which the ring counts the call as, like the sliced
      * allreduce's f2 */
     const size_t pieces = bcast && len > LAT_PIECE ? (len + LAT_PIECE - 1) / LAT_PIECE : 1;
+    const size_t piece = pieces > 1 ? LAT_PIECE : len;
     const uint64_t f2 = sliced ? ++h->lat_seq : (h->lat_seq += pieces - 1);
     lat_line_t *mine = h->line[me];
     /* this call's units: [u, u + units) of every area */
@@ -248,13 +249,14 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
             const size_t b = c->args.block, mine_at = (size_t) m->rank * b;
             lat_copy(h->small[me] + at0, ws, mine_at);
             lat_copy(h->small[me] + at0 + mine_at + b, ws + mine_at + b, len - mine_at - b);
-        } else if (pieces > 1) {
-            for (size_t k = 0, lo = 0; k < pieces; k++, lo += LAT_PIECE) {
-                lat_copy(h->small[me] + at0 + lo, wr + lo, len - lo < LAT_PIECE ? len - lo : LAT_PIECE);
-                atomic_store_explicit(&mine->seq, f + k, memory_order_release);
-            }
         } else {
-            lat_copy(h->small[me] + at0, bcast ? wr : ws, len);
+            const char *src = bcast ? wr : ws;
+            for (size_t k = 0, lo = 0; k < pieces; k++, lo += piece) {
+                lat_copy(h->small[me] + at0 + lo, src + lo, len - lo < piece ? len - lo : piece);
+                if (pieces > 1) {
+                    atomic_store_explicit(&mine->seq, f + k, memory_order_release);
+                }
+            }
         }
         if (bcast && len <= LAT_INLINE) {
             lat_inline_put(mine, wr, len, f);
@@ -266,18 +268,14 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
 
     switch (c->coll) {
     case XCCL_COLL_BCAST:
-        for (size_t k = 0, lo = 0; root != me && pieces > 1 && k < pieces; k++, lo += LAT_PIECE) {
+        /* each piece after its post (one piece: the whole part, or the
+         * payload in the root's line) */
+        for (size_t k = 0, lo = 0; root != me && k < pieces; k++, lo += piece) {
             if (0 != lat_wait(h, root, f + k)) {
                 goto gone;
             }
-            lat_copy(wr + lo, h->small[root] + at0 + lo, len - lo < LAT_PIECE ? len - lo : LAT_PIECE);
-        }
-        if (root != me && pieces == 1) {
-            if (0 != lat_wait(h, root, f)) {
-                goto gone;
-            }
             if (len > LAT_INLINE || !lat_inline_get(h->line[root], wr, len, f)) {
-                lat_copy(wr, h->small[root] + at0, len);
+                lat_copy(wr + lo, h->small[root] + at0 + lo, len - lo < piece ? len - lo : piece);
             }
         }
         break;
