@@ -449,12 +449,31 @@ static void read_rdma_nics(detect_t *d)
     free_list(devs, n);
 }
 
+/* The next NIC slot as Ethernet port `name` (shorter than
+ * XCCL_TOPO_NAME_LEN): its state and speed from sysfs, its location for
+ * the caller to fill. */
+static xccl_topo_nic_t *eth_nic(detect_t *d, const char *name)
+{
+    char path[PATH_MAX], buf[64];
+    xccl_topo_nic_t *nic = &d->topo->nics[d->topo->nnics];
+    memset(nic, 0, sizeof(*nic));
+    snprintf(nic->name, sizeof(nic->name), "%s", name);
+    nic->type = XCCL_TOPO_NIC_ETH;
+    /* Unknown state (no such file, e.g. under a fixture root): usable. */
+    snprintf(path, sizeof(path), "%s/class/net/%s/operstate", d->sysfs, name);
+    nic->ports = read_line(path, buf, sizeof(buf)) != 0 || strcmp(buf, "down") != 0;
+    snprintf(path, sizeof(path), "%s/class/net/%s/speed", d->sysfs, name);
+    if (read_line(path, buf, sizeof(buf)) == 0 && atol(buf) > 0) {
+        nic->rate_gbps = atol(buf) / 1000.0;     /* Mb/s; -1 when unknown */
+    }
+    return nic;
+}
+
 /* Plain Ethernet ports (Ethernet-class PCI functions with no RDMA device
  * on them): the NICs of a TCP node.  IPoIB ports are not counted: an IB
  * controller is an RDMA NIC or nothing. */
 static void read_eth_nics(detect_t *d)
 {
-    char path[PATH_MAX], buf[64];
     int nrdma = d->topo->nnics;
     for (hwloc_obj_t o = hwloc_get_next_osdev(d->hw, NULL); o && d->topo->nnics < XCCL_TOPO_MAX_NICS;
          o = hwloc_get_next_osdev(d->hw, o)) {
@@ -470,17 +489,7 @@ static void read_eth_nics(detect_t *d)
         if (taken) {
             continue;
         }
-        xccl_topo_nic_t *nic = &d->topo->nics[d->topo->nnics];
-        memset(nic, 0, sizeof(*nic));
-        snprintf(nic->name, sizeof(nic->name), "%s", o->name);
-        nic->type = XCCL_TOPO_NIC_ETH;
-        /* Unknown state (no such file, e.g. under a fixture root): usable. */
-        snprintf(path, sizeof(path), "%s/class/net/%s/operstate", d->sysfs, o->name);
-        nic->ports = read_line(path, buf, sizeof(buf)) != 0 || strcmp(buf, "down") != 0;
-        snprintf(path, sizeof(path), "%s/class/net/%s/speed", d->sysfs, o->name);
-        if (read_line(path, buf, sizeof(buf)) == 0 && atol(buf) > 0) {
-            nic->rate_gbps = atol(buf) / 1000.0;     /* Mb/s; -1 when unknown */
-        }
+        xccl_topo_nic_t *nic = eth_nic(d, o->name);
         locate(d, pci, &nic->loc);
         d->nic_obj[d->topo->nnics++] = pci;
     }
@@ -556,19 +565,8 @@ static void read_eth_nics_sysfs(detect_t *d)
         if (read_line(path, buf, sizeof(buf)) != 0 || (strtoul(buf, NULL, 0) >> 8) != 0x0200) {
             continue;
         }
-        xccl_topo_nic_t *nic = &d->topo->nics[d->topo->nnics];
-        memset(nic, 0, sizeof(*nic));
-        snprintf(nic->name, sizeof(nic->name), "%s", names[i]);
-        nic->type = XCCL_TOPO_NIC_ETH;
-        snprintf(path, sizeof(path), "%s/class/net/%s/operstate", d->sysfs, names[i]);
-        nic->ports = read_line(path, buf, sizeof(buf)) != 0 || strcmp(buf, "down") != 0;
-        snprintf(path, sizeof(path), "%s/class/net/%s/speed", d->sysfs, names[i]);
-        if (read_line(path, buf, sizeof(buf)) == 0 && atol(buf) > 0) {
-            nic->rate_gbps = atol(buf) / 1000.0;
-        }
-        xccl_topo_loc_t *loc = &nic->loc;
-        loc->numa = loc->package = -1;
-        loc->pcie[0] = '\0';
+        xccl_topo_loc_t *loc = &eth_nic(d, names[i])->loc;
+        loc->numa = loc->package = -1;         /* PCIe path unknown: "" */
         snprintf(loc->pci, sizeof(loc->pci), "%s", busid);
         /* the function's NUMA node; -1 (unknown) with one node: that one */
         long node = -1;
