@@ -462,11 +462,12 @@ static void run_size(bench_t *B, int coll, size_t size)
             t = timed_calls(B, coll, &s, r % B->size, k) / (double)k;
             MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         }
-        if (B->rank == 0 && tmean >= 0.0)
-            printf("T %s %zu %zu %d %ld %.3f %.3f\n", name, size, s.bytes, r, k, tmax * 1e6,
-                   tmean * 1e6);
-        else if (B->rank == 0)
-            printf("T %s %zu %zu %d %ld %.3f\n", name, size, s.bytes, r, k, tmax * 1e6);
+        if (B->rank == 0) {
+            printf("T %s %zu %zu %d %ld %.3f", name, size, s.bytes, r, k, tmax * 1e6);
+            if (tmean >= 0.0)
+                printf(" %.3f", tmean * 1e6);
+            printf("\n");
+        }
     }
     if (B->rank == 0)
         fflush(stdout);
