@@ -317,19 +317,18 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     return 0;
 }
 
-/* Small blocking calls of the level: the latency path, no executor (the
- * same choice on every rank: collective, sizes, op and type, algorithm). */
+/* Small calls of the level: the latency path, no executor (the same
+ * choice on every rank: collective, sizes, op and type, algorithm); a
+ * nonblocking one as a request, run from progress in its turn. */
 static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
-    if (!(NULL == run->request && run->level && m->shm_small &&
-          mca_coll_xccl_shm_lat_runs(c->coll, run->algo) &&
-          (!c->reduction || NULL != c->red.kernel) &&
-          mca_coll_xccl_shm_lat_bytes(c) <= XCCL_SHM_LAT_BYTES)) {
+    if (!(run->level && mca_coll_xccl_shm_lat_wanted(m, c->coll, run->algo, &c->args, c->es,
+                                                     c->reduction ? &c->red : NULL))) {
         return 0;
     }
-    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, run->algo, run->predicted_us, NULL,
-                           "latency_path");
+    mca_coll_xccl_log_call(m, c->coll, NULL != run->request, c->bytes, run->algo, run->predicted_us,
+                           NULL, "latency_path");
     /* Device data: the copies, filled first (the peers read them). */
     if (run->stage && MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, run->stage))) {
         *rc = run_end(c, run, 0, *rc);
@@ -337,6 +336,12 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     }
     xccl_select_put(run->sched);
     run->sched = NULL;
+    if (NULL != run->request) {
+        /* the request takes the packed copies */
+        run->have_pk = 0;
+        *rc = mca_coll_xccl_request_start_lat(m, c, &run->hooks, &run->pk, run->algo, run->request);
+        return 1;
+    }
     m->seq++;                    /* a call number, as the executor's would take */
     const uint64_t t0 = NULL != run->trial ? now_ns() : 0;
     *rc = run_end(c, run, t0, mca_coll_xccl_shm_latency(c, run->ws, run->wr, run->algo));

@@ -6,8 +6,10 @@
  * then takes its schedule (its sequence number is taken when it starts,
  * like every call's, so it is the same on all ranks).  A schedule of the
  * shared-memory level waits for its turn (the level's calls before it, in
- * call order, are done: they share the slots and flags).  A call on device
- * buffers wraps the host call's request (staged).
+ * call order, are done: they share the slots and flags).  A small call of
+ * the level runs its latency path (coll_xccl_shm_latency.h) in its turn,
+ * from progress, without a schedule.  A call on device buffers wraps the
+ * host call's request (staged).
  */
 #include "ompi_config.h"
 
@@ -22,7 +24,7 @@
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_setup.h"
 #include "coll_xccl_shm.h"
-#include "coll_xccl_gpu.h"
+#include "coll_xccl_shm_latency.h"
 
 /* An active collective request of xccl's: the ompi_request_t at the start
  * of an object of `whole` bytes.  It must be an ompi_coll_base_nbc_request_t
@@ -171,6 +173,8 @@ typedef struct xccl_request {
     uint32_t ticket;                 /* ends in its turn (a schedule of the level) */
     int err;                         /* building its schedule failed (logged) */
     int no_level;                    /* never a schedule of the level (c->no_level) */
+    int lat, lat_algo, lat_begun;    /* the level's latency path, for its algorithm; begun */
+    mca_coll_xccl_lat_t lat_st;
     xccl_coll_args_t args;           /* while waiting */
     size_t *counts;                  /* args.counts, owned */
     size_t bytes, es;
@@ -255,8 +259,18 @@ static int request_launch(xccl_request_t *req)
                                    req->scratch, req->seq);
 }
 
+/* A reduction's plan, NULL for the other collectives. */
+static const mca_coll_xccl_reduce_t *request_red(const xccl_request_t *req)
+{
+    return XCCL_COLL_ALLREDUCE == req->coll || XCCL_COLL_REDUCE_SCATTER == req->coll ||
+                   XCCL_COLL_REDUCE_SCATTER_BLOCK == req->coll
+               ? &req->red
+               : NULL;
+}
+
 /* A waiting request whose communicator is set up now: its schedule, then
- * launch.  MPI_SUCCESS, or an error code (logged). */
+ * launch (or the latency path, where the level would run it there).
+ * MPI_SUCCESS, or an error code (logged). */
 static int request_build(xccl_request_t *req)
 {
     mca_coll_xccl_module_t *m = req->module;
@@ -273,8 +287,17 @@ static int request_build(xccl_request_t *req)
     if (NULL == req->sched) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, predicted_us, NULL, NULL);
     req->waiting = 0;
+    if (mca_coll_xccl_sched_level(req->sched) && req->level &&
+        mca_coll_xccl_shm_lat_wanted(m, req->coll, algo, &req->args, req->es, request_red(req))) {
+        xccl_select_put(req->sched);
+        req->sched = NULL;
+        req->lat = 1;
+        req->lat_algo = algo;
+        mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, -1.0, NULL, "latency_path");
+        return MPI_SUCCESS;
+    }
+    mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, predicted_us, NULL, NULL);
     if (mca_coll_xccl_sched_level(req->sched) &&
         (!req->level || 0 != mca_coll_xccl_shm_hooks(m, &req->hooks, 0))) {
         /* (a schedule of the level always has its turn: the level was
@@ -296,7 +319,30 @@ int mca_coll_xccl_requests_active(int *transfers)
 /* Whether req may move data over the transport: counted while active. */
 static int request_transfers(const xccl_request_t *req)
 {
-    return NULL == req->sched || req->sched->max_xfers > 0;
+    return !req->lat && (NULL == req->sched || req->sched->max_xfers > 0);
+}
+
+/* A request of the latency path in its turn: its numbers first, then as
+ * far as it gets in a few tests.  1 done (also in error: req->err), 0 not
+ * yet. */
+static int request_lat_progress(xccl_request_t *req)
+{
+    if (!req->lat_begun) {
+        mca_coll_xccl_shm_lat_begin(&req->lat_st, req->module, req->coll, &req->args, req->es,
+                                    request_red(req), req->hooks.bufs[XCCL_BUF_SEND],
+                                    req->hooks.bufs[XCCL_BUF_RECV], req->lat_algo);
+        req->lat_begun = 1;
+    }
+    const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
+    int rc = 0;
+    for (unsigned k = 0; 0 == rc && k < spins; k++) {
+        rc = mca_coll_xccl_shm_lat_run(&req->lat_st, 0);
+    }
+    if (rc < 0) {
+        req->err = mca_coll_xccl_error(req->module, req->coll, MPI_ERR_INTERN, "a rank of this node is gone");
+        return 0;
+    }
+    return rc;
 }
 
 /* Called from Open MPI's progress loop (and from xccl's own waits). */
@@ -319,14 +365,16 @@ int mca_coll_xccl_progress_requests(void)
         if (MPI_SUCCESS == req->err && req->waiting && mca_coll_xccl_setup_test(req->module) &&
             mca_coll_xccl_shm_ready(req->module)) {
             req->err = request_build(req);
-            if (NULL != req->sched && !request_transfers(req)) {
+            if ((NULL != req->sched || req->lat) && !request_transfers(req)) {
                 __atomic_fetch_sub(&active_transfers, 1, __ATOMIC_RELAXED);   /* counted waiting */
             }
         }
         /* A request holding a ticket ends in its turn, also one that failed
          * (it passes the turn on). */
         const int turn = !req->level || mca_coll_xccl_shm_my_turn(req->module, req->ticket);
-        if (MPI_SUCCESS == req->err && !req->waiting && turn) {
+        if (MPI_SUCCESS == req->err && !req->waiting && turn && req->lat) {
+            rc = request_lat_progress(req);
+        } else if (MPI_SUCCESS == req->err && !req->waiting && turn) {
             rc = xccl_exec_progress(&req->exec);
             /* A transfer-free schedule (the level's) waits on flags:
              * test them a few times before the rest of opal_progress. */
@@ -445,37 +493,69 @@ int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     return MPI_SUCCESS;
 }
 
-int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
+/* A request for call c on the work buffers in hooks (takes pk), with a
+ * copy of its arguments; NULL: out of memory (*err, logged; pk ended). */
+static xccl_request_t *request_new_call(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
                                         const mca_coll_xccl_exec_hooks_t *hooks,
-                                        mca_coll_xccl_packed_t *pk)
+                                        mca_coll_xccl_packed_t *pk, int *err)
 {
     xccl_request_t *req = request_new(m, c->coll, hooks, c->reduction ? &c->red : NULL, pk,
                                       c->seq);
     if (NULL == req) {
         mca_coll_xccl_packed_end(m, c->coll, pk, 0, 0);
-        return mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE,
-                                   "out of memory for a request");
+        *err = mca_coll_xccl_error(m, c->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
+        return NULL;
     }
     req->args = c->args;
     req->bytes = c->bytes;
     req->es = c->es;
-    req->waiting = 1;
     req->no_level = c->no_level;
+    if (NULL != c->args.counts) {
+        const size_t n = (size_t) m->size * sizeof(size_t);
+        if (NULL == (req->counts = malloc(n))) {
+            *err = request_drop(req, OMPI_ERR_OUT_OF_RESOURCE);
+            return NULL;
+        }
+        memcpy(req->counts, c->args.counts, n);
+        req->args.counts = req->counts;
+    }
+    return req;
+}
+
+int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
+                                        const mca_coll_xccl_exec_hooks_t *hooks,
+                                        mca_coll_xccl_packed_t *pk)
+{
+    int err = MPI_SUCCESS;
+    xccl_request_t *req = request_new_call(m, c, hooks, pk, &err);
+    if (NULL == req) {
+        return err;
+    }
+    req->waiting = 1;
     if (XCCL_SHM_OFF != m->shm_state && !c->no_level) {
         /* it may run a schedule of the level: its turn, in call order */
         req->level = 1;
         req->ticket = m->shm_ticket++;
     }
-    if (NULL != c->args.counts) {
-        const size_t n = (size_t) m->size * sizeof(size_t);
-        if (NULL == (req->counts = malloc(n))) {
-            return request_drop(req, OMPI_ERR_OUT_OF_RESOURCE);
-        }
-        memcpy(req->counts, c->args.counts, n);
-        req->args.counts = req->counts;
-    }
     mca_coll_xccl_log(2, "i%s comm=%u rank=%d: waits for the communicator's set-up",
                       xccl_coll_name(c->coll), m->cid, m->world_rank);
     request_enqueue(req, c->request);
+    return MPI_SUCCESS;
+}
+
+int mca_coll_xccl_request_start_lat(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
+                                    const mca_coll_xccl_exec_hooks_t *hooks,
+                                    mca_coll_xccl_packed_t *pk, int algo, ompi_request_t **request)
+{
+    int err = MPI_SUCCESS;
+    xccl_request_t *req = request_new_call(m, c, hooks, pk, &err);
+    if (NULL == req) {
+        return err;
+    }
+    req->lat = 1;
+    req->lat_algo = algo;
+    req->level = 1;
+    req->ticket = m->shm_ticket++;
+    request_enqueue(req, request);
     return MPI_SUCCESS;
 }

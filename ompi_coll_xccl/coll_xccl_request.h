@@ -31,6 +31,13 @@ int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_col
                                         const mca_coll_xccl_exec_hooks_t *hooks,
                                         mca_coll_xccl_packed_t *pk);
 
+/* Queues a small call of the level for its latency path
+ * (coll_xccl_shm_latency.h), run from progress in its turn (copies the
+ * arguments; takes pk); algo: the level's algorithm. */
+int mca_coll_xccl_request_start_lat(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
+                                    const mca_coll_xccl_exec_hooks_t *hooks,
+                                    mca_coll_xccl_packed_t *pk, int algo, ompi_request_t **request);
+
 /* A request its owner completes (a provider's nonblocking call,
  * coll_xccl_provider.h): new (NULL: out of memory), then keep once with
  * the call's code. */

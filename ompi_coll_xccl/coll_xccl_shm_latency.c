@@ -117,23 +117,42 @@ _Static_assert(3 * XCCL_SHM_LAT_BYTES <= XCCL_SHM_SMALL_BYTES && XCCL_SHM_SMALL_
 #define LAT_RING_MIN 192u
 _Static_assert(LAT_RING_MIN <= XCCL_SHM_LAT_UNITS, "latency ring");
 
-size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c)
+/* Bytes each rank writes in a call of coll with args (es: the bytes of
+ * an element of a reduction). */
+static size_t lat_len(xccl_coll_t coll, const xccl_coll_args_t *a, size_t es, int size)
 {
-    switch (c->coll) {
+    size_t total = 0;
+    switch (coll) {
     case XCCL_COLL_ALLREDUCE:
-        return c->args.count * c->es;
+        return a->count * es;
     case XCCL_COLL_REDUCE_SCATTER:
     case XCCL_COLL_REDUCE_SCATTER_BLOCK:
-        return c->total * c->es;
+        for (int j = 0; j < size; j++) {
+            total += a->counts[j];
+        }
+        return total * es;
     case XCCL_COLL_ALLGATHER:
-        return c->args.block;
+        return a->block;
     case XCCL_COLL_ALLTOALL:
-        return c->args.block * (size_t) c->m->size;
+        return a->block * (size_t) size;
     case XCCL_COLL_BCAST:
-        return c->bytes;
+        return a->bytes;
     default:
         return SIZE_MAX;
     }
+}
+
+size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c)
+{
+    return lat_len(c->coll, &c->args, c->es, c->m->size);
+}
+
+int mca_coll_xccl_shm_lat_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
+                                 const xccl_coll_args_t *args, size_t es,
+                                 const mca_coll_xccl_reduce_t *red)
+{
+    return m->shm_small && mca_coll_xccl_shm_lat_runs(coll, algo) &&
+           (NULL == red || NULL != red->kernel) && lat_len(coll, args, es, m->size) <= XCCL_SHM_LAT_BYTES;
 }
 
 /* The copies of the latency path: glibc's memcpy of a few KiB between a
@@ -155,71 +174,92 @@ static inline void lat_copy(void *dst, const void *src, size_t len)
 /* Progress calls between two checks that the peer still lives. */
 #define LAT_LIVENESS_POLLS 256u
 
-/* Waits until segment rank s has posted f or later: 0, or -1 once its
- * process is gone.  A number once read stays true (they only grow), so a
- * rank that has run ahead (a bcast root) is not asked again: its line,
- * which it rewrites every call, costs a cache-line transfer per read. */
-static int lat_wait(struct mca_coll_xccl_shm *h, int s, uint64_t f)
+/* Whether segment rank s has posted f or later: 1, 0 not yet, -1 its
+ * process is gone.  wait: until it has (or is gone), spinning with Open
+ * MPI's progress engine between.  A number once read stays true (they
+ * only grow), so a rank that has run ahead (a bcast root) is not asked
+ * again: its line, which it rewrites every call, costs a cache-line
+ * transfer per read. */
+static int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
 {
+    struct mca_coll_xccl_shm *h = st->m->shm;
     if (h->seen[s] >= f) {
-        return 0;
+        return 1;
     }
     const lat_line_t *l = h->line[s];
-    const unsigned every = mca_coll_xccl_spins_per_progress(LAT_SPINS);
-    unsigned spins = 0, polls = 0;
+    const unsigned every = wait ? mca_coll_xccl_spins_per_progress(LAT_SPINS) : 1;
+    unsigned spins = 0;
     uint64_t v;
     while ((v = atomic_load_explicit(&l->seq, memory_order_acquire)) < f) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
         if (++spins >= every) {
             spins = 0;
-            opal_progress();
-            if (++polls == LAT_LIVENESS_POLLS) {
-                polls = 0;
+            if (++st->polls >= LAT_LIVENESS_POLLS) {
+                st->polls = 0;
                 if (0 == xccl_shm_peer_alive(h->seg, s)) {
                     return -1;
                 }
             }
+            if (!wait) {
+                return 0;
+            }
+            opal_progress();
         }
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
     }
     h->seen[s] = v;
-    return 0;
+    return 1;
 }
 
-/* Waits until every segment rank but this one has posted f or later. */
-static int lat_wait_all(struct mca_coll_xccl_shm *h, int me, uint64_t f)
+/* The same for every segment rank but this one. */
+static int lat_posted_all(mca_coll_xccl_lat_t *st, uint64_t f, int wait)
 {
+    struct mca_coll_xccl_shm *h = st->m->shm;
     for (int s = 0; s < h->node_size; s++) {
-        if (s != me && 0 != lat_wait(h, s, f)) {
-            return -1;
+        const int r = s != st->me ? lat_posted(st, s, f, wait) : 1;
+        if (1 != r) {
+            return r;
         }
     }
     h->lat_seen = f > h->lat_seen ? f : h->lat_seen;
-    return 0;
+    return 1;
 }
 
-int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
+void mca_coll_xccl_shm_lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m,
+                                 xccl_coll_t coll, const xccl_coll_args_t *args, size_t es,
+                                 const mca_coll_xccl_reduce_t *red, const char *ws, char *wr,
+                                 int algo)
 {
-    mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_shm *h = m->shm;
-    const int n = h->node_size, me = h->local_of[m->rank];
-    const int *local_of = h->local_of;
-    const size_t len = mca_coll_xccl_shm_lat_bytes(c);
-    const uint64_t f = ++h->lat_seq;
+    const size_t len = lat_len(coll, args, es, m->size);
+    const int bcast = XCCL_COLL_BCAST == coll;
+    *st = (mca_coll_xccl_lat_t) { .m = m, .coll = coll, .ws = ws, .wr = wr, .es = es, .len = len,
+                                  .kernel = NULL != red ? red->kernel : NULL, .block = args->block,
+                                  .me = h->local_of[m->rank] };
+    st->root = bcast ? h->local_of[args->root] : st->me;
+    /* allreduce: every element; reduce_scatter: this rank's block */
+    if (XCCL_COLL_ALLREDUCE == coll) {
+        st->count = args->count;
+    } else if (XCCL_COLL_REDUCE_SCATTER == coll || XCCL_COLL_REDUCE_SCATTER_BLOCK == coll) {
+        for (int j = 0; j < m->rank; j++) {
+            st->at += args->counts[j];
+        }
+        st->count = args->counts[m->rank];
+        st->at *= es;
+    }
+    st->f = ++h->lat_seq;
     /* the sliced allreduce posts twice: f with its vector in its area,
      * f2 with its reduced piece there too (a peer that posted past f2 is
      * done with this call: the ring below counts the call as f2) */
-    const int sliced = XCCL_COLL_ALLREDUCE == c->coll && n > 1 &&
-                       algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM);
-    const int bcast = XCCL_COLL_BCAST == c->coll, root = bcast ? local_of[c->root] : me;
+    st->sliced = XCCL_COLL_ALLREDUCE == coll && h->node_size > 1 &&
+                 algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM);
     /* a bcast in pieces takes a number a piece: f .. f + pieces - 1, the
      * last of which the ring counts the call as, like the sliced
      * allreduce's f2 */
-    const size_t pieces = bcast && len > LAT_PIECE ? (len + LAT_PIECE - 1) / LAT_PIECE : 1;
-    const size_t piece = pieces > 1 ? LAT_PIECE : len;
-    const uint64_t f2 = sliced ? ++h->lat_seq : (h->lat_seq += pieces - 1);
-    lat_line_t *mine = h->line[me];
+    st->pieces = bcast && len > LAT_PIECE ? (len + LAT_PIECE - 1) / LAT_PIECE : 1;
+    st->piece = st->pieces > 1 ? LAT_PIECE : len;
+    st->f2 = st->sliced ? ++h->lat_seq : (h->lat_seq += st->pieces - 1);
     /* this call's units: [u, u + units) of every area */
     const unsigned units = (unsigned) ((len + XCCL_SHM_LAT_UNIT - 1) / XCCL_SHM_LAT_UNIT);
     /* the ring: three of the larger of this call's and the last call's
@@ -231,137 +271,189 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
         h->lat_pos = 0;
     }
     const unsigned u = h->lat_pos;
-    const size_t at0 = (size_t) u * XCCL_SHM_LAT_UNIT;
+    st->at0 = (size_t) u * XCCL_SHM_LAT_UNIT;
     h->lat_pos += units;
     h->lat_last = units;
-
-    if (root == me && len > 0) {
-        uint64_t last = 0;
+    if (st->root == st->me && len > 0) {
         for (unsigned k = u; k < u + units; k++) {
-            last = h->lat_wrote[k] > last ? h->lat_wrote[k] : last;
-            h->lat_wrote[k] = f2;
+            st->last = h->lat_wrote[k] > st->last ? h->lat_wrote[k] : st->last;
+            h->lat_wrote[k] = st->f2;
         }
-        if (last > 0 && h->lat_seen <= last && 0 != lat_wait_all(h, me, last + 1)) {
-            goto gone;
+    }
+}
+
+/* Step 1 and 2 of the call: the own part into the own area (once every
+ * peer is done with the last call that wrote there), and the post. */
+static int lat_give(mca_coll_xccl_lat_t *st, int wait)
+{
+    struct mca_coll_xccl_shm *h = st->m->shm;
+    lat_line_t *mine = h->line[st->me];
+    unsigned char *area = h->small[st->me] + st->at0;
+    const size_t len = st->len;
+    if (st->root == st->me && len > 0) {
+        if (st->last > 0 && h->lat_seen <= st->last) {
+            const int r = lat_posted_all(st, st->last + 1, wait);
+            if (1 != r) {
+                return r;
+            }
         }
-        if (XCCL_COLL_ALLTOALL == c->coll) {
-            /* all but the own block, which goes straight to wr below */
-            const size_t b = c->args.block, mine_at = (size_t) m->rank * b;
-            lat_copy(h->small[me] + at0, ws, mine_at);
-            lat_copy(h->small[me] + at0 + mine_at + b, ws + mine_at + b, len - mine_at - b);
+        if (XCCL_COLL_ALLTOALL == st->coll) {
+            /* all but the own block, which goes straight to wr */
+            const size_t b = st->block, mine_at = (size_t) st->m->rank * b;
+            lat_copy(area, st->ws, mine_at);
+            lat_copy(area + mine_at + b, st->ws + mine_at + b, len - mine_at - b);
         } else {
-            const char *src = bcast ? wr : ws;
-            for (size_t k = 0, lo = 0; k < pieces; k++, lo += piece) {
-                lat_copy(h->small[me] + at0 + lo, src + lo, len - lo < piece ? len - lo : piece);
-                if (pieces > 1) {
-                    atomic_store_explicit(&mine->seq, f + k, memory_order_release);
+            const char *src = XCCL_COLL_BCAST == st->coll ? st->wr : st->ws;
+            for (size_t k = 0, lo = 0; k < st->pieces; k++, lo += st->piece) {
+                lat_copy(area + lo, src + lo, len - lo < st->piece ? len - lo : st->piece);
+                if (st->pieces > 1) {
+                    atomic_store_explicit(&mine->seq, st->f + k, memory_order_release);
                 }
             }
         }
-        if (bcast && len <= LAT_INLINE) {
-            lat_inline_put(mine, wr, len, f);
+        if (XCCL_COLL_BCAST == st->coll && len <= LAT_INLINE) {
+            lat_inline_put(mine, st->wr, len, st->f);
         }
     }
     /* the root of a bcast in pieces has posted them all (f2); the others
      * post f: entered this call, done reading the calls before */
-    atomic_store_explicit(&mine->seq, root == me && pieces > 1 ? f2 : f, memory_order_release);
-
-    switch (c->coll) {
-    case XCCL_COLL_BCAST:
-        /* each piece after its post (one piece: the whole part, or the
-         * payload in the root's line) */
-        for (size_t k = 0, lo = 0; root != me && k < pieces; k++, lo += piece) {
-            if (0 != lat_wait(h, root, f + k)) {
-                goto gone;
-            }
-            if (len > LAT_INLINE || !lat_inline_get(h->line[root], wr, len, f)) {
-                lat_copy(wr + lo, h->small[root] + at0 + lo, len - lo < piece ? len - lo : piece);
-            }
-        }
-        break;
-    case XCCL_COLL_ALLGATHER:
-    case XCCL_COLL_ALLTOALL: {
-        const size_t b = c->args.block;
-        const size_t at = XCCL_COLL_ALLTOALL == c->coll ? (size_t) m->rank * b : 0;
+    atomic_store_explicit(&mine->seq, st->root == st->me && st->pieces > 1 ? st->f2 : st->f,
+                          memory_order_release);
+    if (XCCL_COLL_ALLGATHER == st->coll || XCCL_COLL_ALLTOALL == st->coll) {
         /* the own block straight from ws, while the peers still copy in
          * (in place, an allgather's is already there) */
-        char *own = wr + (size_t) m->rank * b;
-        if (own != ws + at) {
-            lat_copy(own, ws + at, b);
+        const size_t b = st->block, at = XCCL_COLL_ALLTOALL == st->coll ? (size_t) st->m->rank * b : 0;
+        char *own = st->wr + (size_t) st->m->rank * b;
+        if (own != st->ws + at) {
+            lat_copy(own, st->ws + at, b);
         }
-        if (0 != lat_wait_all(h, me, f)) {
-            goto gone;
-        }
-        for (int j = 0; j < m->size; j++) {
-            if (j != m->rank) {
-                lat_copy(wr + (size_t) j * b, h->small[local_of[j]] + at0 + at, b);
-            }
-        }
-        break;
     }
-    case XCCL_COLL_ALLREDUCE:
-    case XCCL_COLL_REDUCE_SCATTER:
-    case XCCL_COLL_REDUCE_SCATTER_BLOCK: {
-        /* allreduce: every element; reduce_scatter: this rank's block */
-        size_t count = c->args.count, at = 0;
-        if (XCCL_COLL_ALLREDUCE != c->coll) {
-            for (int j = 0; j < m->rank; j++) {
-                at += c->args.counts[j];
-            }
-            count = c->args.counts[m->rank];
-            at *= c->es;
+    return 1;
+}
+
+/* Step 3 of a bcast: each piece after its post (one piece: the whole
+ * part, or the payload in the root's line). */
+static int lat_bcast_read(mca_coll_xccl_lat_t *st, int wait)
+{
+    struct mca_coll_xccl_shm *h = st->m->shm;
+    const size_t len = st->len;
+    for (; st->root != st->me && st->k < st->pieces; st->k++) {
+        const size_t lo = st->k * st->piece;
+        const int r = lat_posted(st, st->root, st->f + st->k, wait);
+        if (1 != r) {
+            return r;
         }
-        if (0 != lat_wait_all(h, me, f)) {
-            goto gone;
+        if (len > LAT_INLINE || !lat_inline_get(h->line[st->root], st->wr, len, st->f)) {
+            lat_copy(st->wr + lo, h->small[st->root] + st->at0 + lo,
+                     len - lo < st->piece ? len - lo : st->piece);
         }
-        if (sliced) {
-            /* rank s reduces piece s, in segment rank order (the bits of
-             * the whole form), into wr and over its own copy of piece s
-             * in its area (no peer reads that one), posts f2, and copies
-             * the peers' reduced pieces out of their areas.  (Reading the
-             * own piece from ws instead of copying it in was slower:
-             * 64 KiB at np 2 1.10x, user buffers off the 64-byte line
-             * split the vector loads.) */
-            size_t p_at;
-            size_t p_n = xccl_build_shm_slice(count, n, c->es, me, &p_at);
-            if (p_n > 0) {
-                char *d = wr + p_at * c->es;
-                const size_t o = at0 + p_at * c->es;
-                c->red.kernel(d, h->small[0] + o, h->small[1] + o, p_n);
+    }
+    return 1;
+}
+
+/* Step 3 of a reduction: in segment rank order, the same on every rank.
+ * Sliced: rank s reduces piece s into wr and over its own copy of piece
+ * s in its area (no peer reads that one), posts f2 (phase 2), then copies
+ * the peers' reduced pieces out of their areas.  (Reading the own piece
+ * from ws instead of copying it in was slower: 64 KiB at np 2 1.10x, user
+ * buffers off the 64-byte line split the vector loads; measured again for
+ * the executor's "shm" allreduce, 2026-11-27: 1.15x at 128 KiB.)  Whole:
+ * the first reduction writes wr from two areas (no copy first). */
+static int lat_reduce(mca_coll_xccl_lat_t *st, int wait)
+{
+    struct mca_coll_xccl_shm *h = st->m->shm;
+    const int n = h->node_size;
+    const size_t es = st->es, count = st->count;
+    const size_t o = st->at0 + st->at;
+    size_t p_at, p_n;
+    if (1 == st->phase) {
+        const int r = lat_posted_all(st, st->f, wait);
+        if (1 != r) {
+            return r;
+        }
+        if (!st->sliced) {
+            if (count > 0 && 1 == n) {
+                lat_copy(st->wr, h->small[0] + o, count * es);
+            } else if (count > 0) {
+                st->kernel(st->wr, h->small[0] + o, h->small[1] + o, count);
                 for (int s = 2; s < n; s++) {
-                    c->red.kernel(d, d, h->small[s] + o, p_n);
-                }
-                lat_copy(h->small[me] + o, d, p_n * c->es);
-            }
-            atomic_store_explicit(&mine->seq, f2, memory_order_release);
-            if (0 != lat_wait_all(h, me, f2)) {
-                goto gone;
-            }
-            for (int s = 0; s < n; s++) {
-                p_n = xccl_build_shm_slice(count, n, c->es, s, &p_at);
-                if (s != me && p_n > 0) {
-                    lat_copy(wr + p_at * c->es, h->small[s] + at0 + p_at * c->es, p_n * c->es);
+                    st->kernel(st->wr, st->wr, h->small[s] + o, count);
                 }
             }
-        } else if (count > 0 && 1 == n) {
-            lat_copy(wr, h->small[0] + at0 + at, count * c->es);
-        } else if (count > 0) {
-            /* in segment rank order, the same on every rank; the first
-             * reduction writes wr from two areas (no copy first) */
-            c->red.kernel(wr, h->small[0] + at0 + at, h->small[1] + at0 + at, count);
+            return 1;
+        }
+        p_n = xccl_build_shm_slice(count, n, es, st->me, &p_at);
+        if (p_n > 0) {
+            char *d = st->wr + p_at * es;
+            const size_t po = st->at0 + p_at * es;
+            st->kernel(d, h->small[0] + po, h->small[1] + po, p_n);
             for (int s = 2; s < n; s++) {
-                c->red.kernel(wr, wr, h->small[s] + at0 + at, count);
+                st->kernel(d, d, h->small[s] + po, p_n);
+            }
+            lat_copy(h->small[st->me] + po, d, p_n * es);
+        }
+        atomic_store_explicit(&((lat_line_t *) h->line[st->me])->seq, st->f2, memory_order_release);
+        st->phase = 2;
+    }
+    const int r = lat_posted_all(st, st->f2, wait);
+    if (1 != r) {
+        return r;
+    }
+    for (int s = 0; s < n; s++) {
+        p_n = xccl_build_shm_slice(count, n, es, s, &p_at);
+        if (s != st->me && p_n > 0) {
+            lat_copy(st->wr + p_at * es, h->small[s] + st->at0 + p_at * es, p_n * es);
+        }
+    }
+    return 1;
+}
+
+int mca_coll_xccl_shm_lat_run(mca_coll_xccl_lat_t *st, int wait)
+{
+    struct mca_coll_xccl_shm *h = st->m->shm;
+    if (0 == st->phase) {
+        const int r = lat_give(st, wait);
+        if (1 != r) {
+            return r;
+        }
+        st->phase = 1;
+    }
+    switch (st->coll) {
+    case XCCL_COLL_BCAST:
+        return lat_bcast_read(st, wait);
+    case XCCL_COLL_ALLGATHER:
+    case XCCL_COLL_ALLTOALL: {
+        const int r = lat_posted_all(st, st->f, wait);
+        if (1 != r) {
+            return r;
+        }
+        const size_t b = st->block, at = XCCL_COLL_ALLTOALL == st->coll ? (size_t) st->m->rank * b : 0;
+        for (int j = 0; j < st->m->size; j++) {
+            if (j != st->m->rank) {
+                lat_copy(st->wr + (size_t) j * b, h->small[h->local_of[j]] + st->at0 + at, b);
             }
         }
-        break;
+        return 1;
     }
     default:
-        return MPI_ERR_INTERN;
+        return lat_reduce(st, wait);
+    }
+}
+
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    mca_coll_xccl_lat_t st;
+    /* after the level's nonblocking calls made before this one */
+    while (!mca_coll_xccl_shm_lat_idle(m)) {
+        opal_progress();
+    }
+    mca_coll_xccl_shm_lat_begin(&st, m, c->coll, &c->args, c->es, c->reduction ? &c->red : NULL,
+                                ws, wr, algo);
+    if (1 != mca_coll_xccl_shm_lat_run(&st, 1)) {
+        return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "a rank of this node is gone");
     }
     return MPI_SUCCESS;
-
-gone:
-    return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "a rank of this node is gone");
 }
 
 int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc)
