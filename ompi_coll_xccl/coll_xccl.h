@@ -201,6 +201,11 @@ typedef struct {
     int shm_state;                   /* written with release once the vote is over */
     mca_coll_xccl_shm_vote_t shm_vote;
     int shm_small;
+    /* Whether a small nonblocking call runs xccl: fixed at enable from
+     * what every member sees alike (the level may run, all members are of
+     * this job and on this node), since a nonblocking call cannot wait
+     * for the vote, which ends at different calls on different ranks. */
+    int shm_small_nb;
     int shm_cma;                     /* every rank reads its node peers' memory (process_vm_readv) */
     int shm_trials;                  /* shm_cma: the level's trials time shm against mesh
                                       * (xccl_trial_t), XCCL_TRIAL_QUIET, or _NOISY where a

@@ -114,7 +114,8 @@ static int xccl_register(void)
     (void) mca_base_component_var_register(v, "small_msg_bytes",
         "With algorithm auto, calls moving fewer bytes than this go to the fallback module, "
         "whose latency is lower there (measured with xccl_bench at np 2 and 4 on the "
-        "development machine); 0: xccl runs every size",
+        "development machine), except on a communicator of one node with the shared-memory "
+        "level, whose latency path takes them (coll_xccl_shm_small); 0: xccl runs every size",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.small_bytes);
 
@@ -161,10 +162,11 @@ static int xccl_register(void)
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.trials);
     c->shm_small = true;
     (void) mca_base_component_var_register(v, "shm_small",
-        "Blocking calls of the five collectives on a communicator whose ranks share one node, "
+        "Calls of the five collectives on a communicator whose ranks share one node, "
         "where each rank gives at most 64 KiB, run xccl's latency path through the shared "
         "segment (each rank's data next to its sequence word or in its small area; no "
-        "executor, no transport) instead of the fallback, even below small_msg_bytes "
+        "executor, no transport; nonblocking ones from progress, in call order) instead of "
+        "the fallback, even below small_msg_bytes "
         "(measured faster than tuned and coll/sm at np 2 and 4: docs/shm-level.md); false: "
         "small calls go to the fallback, larger ones run the level's schedules",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,

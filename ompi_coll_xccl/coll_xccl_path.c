@@ -324,7 +324,8 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
     if (!(run->level && mca_coll_xccl_shm_lat_wanted(m, c->coll, run->algo, &c->args, c->es,
-                                                     c->reduction ? &c->red : NULL))) {
+                                                     c->reduction ? &c->red : NULL,
+                                                     NULL != run->request))) {
         return 0;
     }
     mca_coll_xccl_log_call(m, c->coll, NULL != run->request, c->bytes, run->algo, run->predicted_us,
@@ -492,10 +493,15 @@ static inline const char *decide(const mca_coll_xccl_call_t *c)
      * xccl's shared-memory level (its latency path) where the level is, or
      * may be, on (measured faster than tuned and coll/sm: docs/shm-level.md).
      * The fallback would compute some reductions wrongly: xccl keeps them. */
-    /* Small nonblocking calls where CUDA IPC is set up: through it (on
-     * device buffers one GPU round trip, no copy across PCIe). */
+    /* Small nonblocking calls where the level may run (m->shm_small_nb):
+     * its latency path as a request, or the executor where the vote turns
+     * the level off (np 2, 8 B - 1 KiB: libnbc 1.5-1.9x Intel MPI's time,
+     * 2026-11-27).  Small nonblocking calls where CUDA IPC is set up:
+     * through it (on device buffers one GPU round trip, no copy across
+     * PCIe). */
     if (xccl_select_why_small == why &&
         ((NULL == c->request && c->bytes <= XCCL_SHM_LAT_BYTES && small_level(c->m)) ||
+         (NULL != c->request && c->m->shm_small_nb) ||
          (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
          (NULL != c->request && c->m->gpu_ipc && peer_wanted(c)))) {
         return NULL;
@@ -517,20 +523,38 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
     return rc;
 }
 
-/* Small blocking calls on one node with the level on: the latency path
- * with the fewest steps, where the whole way would end there too (host
+/* Small calls on one node with the level on: the latency path with the
+ * fewest steps (a nonblocking one as a request: where m->shm_small_nb
+ * says xccl takes them, and not where CUDA IPC is set up, whose providers
+ * see every nonblocking call first), where the whole way would end there too (host
  * buffers: in the heap, or any where the process has not loaded the CUDA
  * driver, as run_decided tells them). */
 static inline int short_way(mca_coll_xccl_call_t *c, int *rc)
 {
-    if ((c->m->shm_lat_colls >> c->coll & 1u) && NULL == c->request &&
-        (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
-        mca_coll_xccl_gpu_ipc_pass(c) && mca_coll_xccl_shm_latency_try(c, rc)) {
-        free(c->counts);
-        c->counts = NULL;
-        return 1;
+    mca_coll_xccl_module_t *m = c->m;
+    const char *ws;
+    char *wr;
+    int algo;
+    if (!((m->shm_lat_colls >> c->coll & 1u) && (NULL == c->request || (m->shm_small_nb && !m->gpu_ipc)) &&
+          (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
+          mca_coll_xccl_gpu_ipc_pass(c) && mca_coll_xccl_shm_latency_short(c, &ws, &wr, &algo))) {
+        return 0;
     }
-    return 0;
+    mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, algo, -1.0, NULL, "latency_path");
+    if (NULL != c->request) {
+        /* a request in its turn, as the whole way would start it */
+        mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
+        mca_coll_xccl_packed_t none = { NULL, NULL, NULL, 0, 0, NULL, 0 };
+        hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
+        hooks.bufs[XCCL_BUF_RECV] = wr;
+        *rc = mca_coll_xccl_request_start_lat(m, c, &hooks, &none, algo, c->request);
+    } else {
+        m->seq++;                    /* a call number, as the executor's would take */
+        *rc = mca_coll_xccl_shm_latency(c, ws, wr, algo);
+    }
+    free(c->counts);
+    c->counts = NULL;
+    return 1;
 }
 
 int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)

@@ -48,6 +48,13 @@ void mca_coll_xccl_shm_init(mca_coll_xccl_module_t *m)
         m->shm_state = XCCL_SHM_UNDECIDED;
     }
     m->shm_small = XCCL_SHM_UNDECIDED == m->shm_state && c->shm_small;
+    m->shm_small_nb = m->shm_small && (NULL == c->node_layout || !c->node_layout[0]);
+    const ompi_proc_t *me = ompi_proc_local();
+    for (int i = 0; m->shm_small_nb && i < m->size; i++) {
+        const ompi_proc_t *proc = ompi_comm_peer_lookup(m->comm, i);
+        m->shm_small_nb = proc->super.proc_name.jobid == me->super.proc_name.jobid &&
+                          OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags);
+    }
 }
 
 static void set_why(struct mca_coll_xccl_shm *h, const char *what, int err)

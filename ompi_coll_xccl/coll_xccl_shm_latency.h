@@ -30,10 +30,11 @@ static inline int mca_coll_xccl_shm_lat_runs(xccl_coll_t coll, int algo)
 }
 /* Whether a call of coll with args, on a communicator whose level is
  * on, runs the latency path where the level's rule chose algo (the same
- * answer on every rank); red: a reduction's plan, NULL for the others. */
+ * answer on every rank); red: a reduction's plan, NULL for the others;
+ * nb: a nonblocking call. */
 int mca_coll_xccl_shm_lat_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
                                  const xccl_coll_args_t *args, size_t es,
-                                 const mca_coll_xccl_reduce_t *red);
+                                 const mca_coll_xccl_reduce_t *red, int nb);
 
 /* One call through the latency path: what mca_coll_xccl_shm_lat_begin
  * fixed (its numbers and units, the same on every rank) and how far it
@@ -78,11 +79,13 @@ static inline int mca_coll_xccl_shm_lat_idle(mca_coll_xccl_module_t *m)
  * and copies the others'), of shm_small whole (every rank reduces all, one
  * post). */
 int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo);
-/* The latency path straight from the entry, where the rest of the call
- * path would take it too (m->shm_lat_colls, host buffers, contiguous data,
- * a reduction kernel): 1 and *rc, or 0 (the call goes the whole way, and
+/* Whether c takes the latency path straight from the entry, where the
+ * rest of the call path would take it too (m->shm_lat_colls, host
+ * buffers, contiguous data, a reduction kernel): 1 with its work buffers
+ * and the level's algorithm, or 0 (the call goes the whole way, and
  * decides the same there from the same shared facts). */
-int mca_coll_xccl_shm_latency_try(mca_coll_xccl_call_t *c, int *rc);
+int mca_coll_xccl_shm_latency_short(mca_coll_xccl_call_t *c, const char **ws, char **wr,
+                                    int *algo);
 
 END_C_DECLS
 

@@ -36,7 +36,9 @@
 # xccl_mpi_nb (nonblocking collectives) runs at np 2, 3, 4; with -l (the
 # shared-memory level voted on first, large calls and blocking calls among
 # the nonblocking ones) too, where every rank must show at least NB_CALLS
-# nonblocking calls of the level (algo=shm or shm_small).
+# nonblocking calls of the level (algo=shm or shm_small), some of them
+# through its latency path (via=latency_path: the small ones, run from
+# progress as requests in their turn).
 # xccl_mpi_errors runs at np 2 and 3 with mpi_param_check 1 and 0 and must
 # exit 0 and print "RESULT: <n> passed, 0 failed".
 #
@@ -565,6 +567,18 @@ for np in 2 3; do
     finish "$name" "$ok"
 done
 
+# Every rank of run NAME logged a line matching ERE (RANK in it stands for
+# the rank's number); for each rank that did not, says WHAT.
+every_rank_logged() {
+    local name=$1 np=$2 ere=$3 what=$4 bad=0 r
+    for ((r = 0; r < np; r++)); do
+        if ! per_rank_output "$name" "$r" | grep -qE "${ere//RANK/$r}"; then
+            echo "$name: rank $r: $what"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
 # Nonblocking collectives: results, and every rank's nonblocking calls went
 # through xccl (at least NB_CALLS "xccl: i<coll> ... algo=" lines; Open MPI
 # adds its own, e.g. MPI_Comm_dup's nonblocking allreduce).
@@ -597,6 +611,8 @@ check_nb_level_lines() {
             bad=1
         fi
     done
+    every_rank_logged "$name" "$np" "^xccl: i[a-z_]+ comm=[0-9]+ rank=RANK .*via=latency_path" \
+        "no nonblocking call took the level's latency path" || bad=1
     return "$bad"
 }
 for np in 2 3 4; do
@@ -728,18 +744,6 @@ check_latency_lines() {
                 bad=1
             fi
         done
-    done
-    return "$bad"
-}
-# Every rank of run NAME logged a line matching ERE (RANK in it stands for
-# the rank's number); for each rank that did not, says WHAT.
-every_rank_logged() {
-    local name=$1 np=$2 ere=$3 what=$4 bad=0 r
-    for ((r = 0; r < np; r++)); do
-        if ! per_rank_output "$name" "$r" | grep -qE "${ere//RANK/$r}"; then
-            echo "$name: rank $r: $what"
-            bad=1
-        fi
     done
     return "$bad"
 }
