@@ -177,13 +177,18 @@ static inline void lat_copy(void *dst, const void *src, size_t len)
 /* Progress calls between two checks that the peer still lives. */
 #define LAT_LIVENESS_POLLS 256u
 
+/* The steps below, inlined into the blocking call (wait 1: its small
+ * calls had cost 15-20 % more through them as functions, np 2, 8 B) and
+ * into mca_coll_xccl_shm_lat_run for the requests. */
+#define LAT_FN static inline __attribute__((always_inline))
+
 /* Whether segment rank s has posted f or later: 1, 0 not yet, -1 its
  * process is gone.  wait: until it has (or is gone), spinning with Open
  * MPI's progress engine between.  A number once read stays true (they
  * only grow), so a rank that has run ahead (a bcast root) is not asked
  * again: its line, which it rewrites every call, costs a cache-line
  * transfer per read. */
-static int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
+LAT_FN int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     if (h->seen[s] >= f) {
@@ -216,7 +221,7 @@ static int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
 }
 
 /* The same for every segment rank but this one. */
-static int lat_posted_all(mca_coll_xccl_lat_t *st, uint64_t f, int wait)
+LAT_FN int lat_posted_all(mca_coll_xccl_lat_t *st, uint64_t f, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     for (int s = 0; s < h->node_size; s++) {
@@ -229,10 +234,9 @@ static int lat_posted_all(mca_coll_xccl_lat_t *st, uint64_t f, int wait)
     return 1;
 }
 
-void mca_coll_xccl_shm_lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m,
-                                 xccl_coll_t coll, const xccl_coll_args_t *args, size_t es,
-                                 const mca_coll_xccl_reduce_t *red, const char *ws, char *wr,
-                                 int algo)
+LAT_FN void lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                      const xccl_coll_args_t *args, size_t es, const mca_coll_xccl_reduce_t *red,
+                      const char *ws, char *wr, int algo)
 {
     struct mca_coll_xccl_shm *h = m->shm;
     const size_t len = lat_len(coll, args, es, m->size);
@@ -287,7 +291,7 @@ void mca_coll_xccl_shm_lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t
 
 /* Step 1 and 2 of the call: the own part into the own area (once every
  * peer is done with the last call that wrote there), and the post. */
-static int lat_give(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_give(mca_coll_xccl_lat_t *st, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     lat_line_t *mine = h->line[st->me];
@@ -336,7 +340,7 @@ static int lat_give(mca_coll_xccl_lat_t *st, int wait)
 
 /* Step 3 of a bcast: each piece after its post (one piece: the whole
  * part, or the payload in the root's line). */
-static int lat_bcast_read(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_bcast_read(mca_coll_xccl_lat_t *st, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     const size_t len = st->len;
@@ -362,7 +366,7 @@ static int lat_bcast_read(mca_coll_xccl_lat_t *st, int wait)
  * buffers off the 64-byte line split the vector loads; measured again for
  * the executor's "shm" allreduce, 2026-11-27: 1.15x at 128 KiB.)  Whole:
  * the first reduction writes wr from two areas (no copy first). */
-static int lat_reduce(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_reduce(mca_coll_xccl_lat_t *st, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     const int n = h->node_size;
@@ -411,7 +415,7 @@ static int lat_reduce(mca_coll_xccl_lat_t *st, int wait)
     return 1;
 }
 
-int mca_coll_xccl_shm_lat_run(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_run(mca_coll_xccl_lat_t *st, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     if (0 == st->phase) {
@@ -443,6 +447,19 @@ int mca_coll_xccl_shm_lat_run(mca_coll_xccl_lat_t *st, int wait)
     }
 }
 
+void mca_coll_xccl_shm_lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m,
+                                 xccl_coll_t coll, const xccl_coll_args_t *args, size_t es,
+                                 const mca_coll_xccl_reduce_t *red, const char *ws, char *wr,
+                                 int algo)
+{
+    lat_begin(st, m, coll, args, es, red, ws, wr, algo);
+}
+
+int mca_coll_xccl_shm_lat_run(mca_coll_xccl_lat_t *st, int wait)
+{
+    return lat_run(st, wait);
+}
+
 int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
 {
     mca_coll_xccl_module_t *m = c->m;
@@ -451,9 +468,8 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
     while (!mca_coll_xccl_shm_lat_idle(m)) {
         opal_progress();
     }
-    mca_coll_xccl_shm_lat_begin(&st, m, c->coll, &c->args, c->es, c->reduction ? &c->red : NULL,
-                                ws, wr, algo);
-    if (1 != mca_coll_xccl_shm_lat_run(&st, 1)) {
+    lat_begin(&st, m, c->coll, &c->args, c->es, c->reduction ? &c->red : NULL, ws, wr, algo);
+    if (1 != lat_run(&st, 1)) {
         return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "a rank of this node is gone");
     }
     return MPI_SUCCESS;
