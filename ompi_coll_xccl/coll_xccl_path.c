@@ -324,8 +324,7 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
     if (!(run->level && mca_coll_xccl_shm_lat_wanted(m, c->coll, run->algo, &c->args, c->es,
-                                                     c->reduction ? &c->red : NULL,
-                                                     NULL != run->request))) {
+                                                     c->reduction ? &c->red : NULL))) {
         return 0;
     }
     mca_coll_xccl_log_call(m, c->coll, NULL != run->request, c->bytes, run->algo, run->predicted_us,

@@ -289,7 +289,7 @@ static int request_build(xccl_request_t *req)
     }
     req->waiting = 0;
     if (mca_coll_xccl_sched_level(req->sched) && req->level &&
-        mca_coll_xccl_shm_lat_wanted(m, req->coll, algo, &req->args, req->es, request_red(req), 1)) {
+        mca_coll_xccl_shm_lat_wanted(m, req->coll, algo, &req->args, req->es, request_red(req))) {
         xccl_select_put(req->sched);
         req->sched = NULL;
         req->lat = 1;

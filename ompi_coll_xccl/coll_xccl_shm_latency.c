@@ -149,13 +149,10 @@ size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c)
 
 int mca_coll_xccl_shm_lat_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
                                  const xccl_coll_args_t *args, size_t es,
-                                 const mca_coll_xccl_reduce_t *red, int nb)
+                                 const mca_coll_xccl_reduce_t *red)
 {
-    /* A nonblocking bcast in pieces keeps the executor: 64 KiB at np 2
-     * took 1.08x its time (rotating roots, 5 rounds, 2026-11-27). */
-    const size_t most = nb && XCCL_COLL_BCAST == coll ? LAT_PIECE : XCCL_SHM_LAT_BYTES;
     return m->shm_small && mca_coll_xccl_shm_lat_runs(coll, algo) &&
-           (NULL == red || NULL != red->kernel) && lat_len(coll, args, es, m->size) <= most;
+           (NULL == red || NULL != red->kernel) && lat_len(coll, args, es, m->size) <= XCCL_SHM_LAT_BYTES;
 }
 
 /* The copies of the latency path: glibc's memcpy of a few KiB between a
@@ -512,8 +509,7 @@ int mca_coll_xccl_shm_latency_short(mca_coll_xccl_call_t *c, const char **ws_out
     }
     /* decide() (coll_xccl_path.c) hands the fallback the calls from
      * XCCL_SHM_LAT_BYTES up to small_msg_bytes */
-    const size_t most = NULL != c->request && XCCL_COLL_BCAST == c->coll ? LAT_PIECE : XCCL_SHM_LAT_BYTES;
-    if (mca_coll_xccl_shm_lat_bytes(c) > most ||
+    if (mca_coll_xccl_shm_lat_bytes(c) > XCCL_SHM_LAT_BYTES ||
         (c->bytes > XCCL_SHM_LAT_BYTES &&
          c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
         return 0;

@@ -30,11 +30,10 @@ static inline int mca_coll_xccl_shm_lat_runs(xccl_coll_t coll, int algo)
 }
 /* Whether a call of coll with args, on a communicator whose level is
  * on, runs the latency path where the level's rule chose algo (the same
- * answer on every rank); red: a reduction's plan, NULL for the others;
- * nb: a nonblocking call. */
+ * answer on every rank); red: a reduction's plan, NULL for the others. */
 int mca_coll_xccl_shm_lat_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
                                  const xccl_coll_args_t *args, size_t es,
-                                 const mca_coll_xccl_reduce_t *red, int nb);
+                                 const mca_coll_xccl_reduce_t *red);
 
 /* One call through the latency path: what mca_coll_xccl_shm_lat_begin
  * fixed (its numbers and units, the same on every rank) and how far it
