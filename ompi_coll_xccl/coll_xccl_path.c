@@ -338,7 +338,6 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     run->sched = NULL;
     if (NULL != run->request) {
         /* the request takes the packed copies */
-        run->have_pk = 0;
         *rc = mca_coll_xccl_request_start_lat(m, c, &run->hooks, &run->pk, run->algo, run->request);
         return 1;
     }
@@ -543,7 +542,7 @@ static inline int short_way(mca_coll_xccl_call_t *c, int *rc)
     if (NULL != c->request) {
         /* a request in its turn, as the whole way would start it */
         mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
-        mca_coll_xccl_packed_t none = { NULL, NULL, NULL, 0, 0, NULL, 0 };
+        mca_coll_xccl_packed_t none = { .s = NULL };   /* nothing packed */
         hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
         hooks.bufs[XCCL_BUF_RECV] = wr;
         *rc = mca_coll_xccl_request_start_lat(m, c, &hooks, &none, algo, c->request);

@@ -173,6 +173,7 @@ typedef struct xccl_request {
     uint32_t ticket;                 /* ends in its turn (a schedule of the level) */
     int err;                         /* building its schedule failed (logged) */
     int no_level;                    /* never a schedule of the level (c->no_level) */
+    int reduction;                   /* red holds the call's plan (c->reduction) */
     int lat, lat_algo, lat_begun;    /* the level's latency path, for its algorithm; begun */
     mca_coll_xccl_lat_t lat_st;
     xccl_coll_args_t args;           /* while waiting */
@@ -262,10 +263,7 @@ static int request_launch(xccl_request_t *req)
 /* A reduction's plan, NULL for the other collectives. */
 static const mca_coll_xccl_reduce_t *request_red(const xccl_request_t *req)
 {
-    return XCCL_COLL_ALLREDUCE == req->coll || XCCL_COLL_REDUCE_SCATTER == req->coll ||
-                   XCCL_COLL_REDUCE_SCATTER_BLOCK == req->coll
-               ? &req->red
-               : NULL;
+    return req->reduction ? &req->red : NULL;
 }
 
 /* A waiting request whose communicator is set up now: its schedule, then
@@ -426,6 +424,7 @@ static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     req->coll = coll;
     req->hooks = *hooks;
     if (red) {
+        req->reduction = 1;
         req->red = *red;
         if (NULL == req->red.kernel) {
             /* A user op and its datatype may be freed before completion. */

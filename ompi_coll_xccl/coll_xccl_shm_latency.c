@@ -196,6 +196,18 @@ LAT_FN int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
     unsigned spins = 0;
     uint64_t v;
     while ((v = atomic_load_explicit(&l->seq, memory_order_acquire)) < f) {
+        if (!wait) {
+            /* a request's test: the peer's process (a system call) after
+             * as many unmet tests as a blocking wait spins between two
+             * such checks, not every LAT_LIVENESS_POLLS tests */
+            if (++st->polls >= LAT_LIVENESS_POLLS * LAT_SPINS) {
+                st->polls = 0;
+                if (0 == xccl_shm_peer_alive(h->seg, s)) {
+                    return -1;
+                }
+            }
+            return 0;
+        }
         if (++spins >= every) {
             spins = 0;
             if (++st->polls >= LAT_LIVENESS_POLLS) {
@@ -203,9 +215,6 @@ LAT_FN int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
                 if (0 == xccl_shm_peer_alive(h->seg, s)) {
                     return -1;
                 }
-            }
-            if (!wait) {
-                return 0;
             }
             opal_progress();
         }

@@ -52,7 +52,8 @@ typedef struct {
     int me, root, sliced;            /* segment ranks */
     int phase;                       /* 0 give, 1 read, 2 the sliced allreduce's second half */
     size_t k;                        /* bcast: the next piece to read */
-    unsigned polls;                  /* unmet tests since the last liveness check */
+    unsigned polls;                  /* waits (blocking: progress calls; a request: unmet
+                                      * tests) since the last liveness check */
 } mca_coll_xccl_lat_t;
 
 /* Takes the call's numbers and units, in call order (no earlier call of
