@@ -37,8 +37,8 @@
 # shared-memory level voted on first, large calls and blocking calls among
 # the nonblocking ones) too, where every rank must show at least NB_CALLS
 # nonblocking calls of the level (algo=shm or shm_small), some of them
-# through its latency path (via=latency_path: the small ones, run from
-# progress as requests in their turn).
+# through its latency path (via=latency_path: run from progress as
+# requests in their turn).
 # xccl_mpi_errors runs at np 2 and 3 with mpi_param_check 1 and 0 and must
 # exit 0 and print "RESULT: <n> passed, 0 failed".
 #
@@ -651,7 +651,10 @@ done
 run_timeout=60
 
 # Every thread level; with the default small-message size as well, where
-# the small calls go to the fallback.
+# the small blocking calls and the small nonblocking ones of this one-node
+# communicator take the level's latency path (each rank must log
+# nonblocking calls below small_msg_bytes, 4096, there: they went to
+# libnbc before), the rest of the small calls the fallback.
 for level in single funneled serialized multiple; do
     for np in 2 4; do
         name=xccl_mpi_threads.$level.np$np
@@ -670,7 +673,10 @@ if selected "$name"; then
     run_mpi "$name" 2 "$bindir/xccl_mpi_threads" multiple
     common_args=("${saved_args[@]}")
     ok=0
-    problems=$(check_result "$name" 2>&1) || ok=1
+    problems=$({ check_result "$name" &&
+        every_rank_logged "$name" 2 \
+            "^xccl: i[a-z_]+ comm=[0-9]+ rank=RANK bytes=([0-9]{1,3}|[1-3][0-9]{3}|40[0-8][0-9]|409[0-5]) .*via=latency_path" \
+            "no nonblocking call below 4096 bytes took the level's latency path"; } 2>&1) || ok=1
     indent "$problems"
     finish "$name" "$ok"
 fi
