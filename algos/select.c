@@ -286,20 +286,21 @@ static int cmp_u32(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-void xccl_trial_medians(const xccl_trial_t *t, uint64_t med[2])
+void xccl_trial_medians(const xccl_trial_t *t, const uint32_t ns[2][XCCL_TRIAL_MAX],
+                        uint64_t med[2])
 {
     const int n = t->samples;
     for (int j = 0; j < 2; j++) {
         uint32_t v[XCCL_TRIAL_MAX];
-        memcpy(v, t->ns[j], (size_t) n * sizeof(v[0]));
+        memcpy(v, ns[j], (size_t) n * sizeof(v[0]));
         qsort(v, (size_t) n, sizeof(v[0]), cmp_u32);
         med[j] = n & 1 ? v[n / 2] : ((uint64_t) v[n / 2 - 1] + v[n / 2]) / 2;
     }
 }
 
-int xccl_trial_decide(xccl_trial_t *t, const uint64_t slowest[2])
+int xccl_trial_decide(xccl_trial_t *t, const uint64_t med[2])
 {
-    const uint64_t shm = slowest[0], mesh = slowest[1];
+    const uint64_t shm = med[0], mesh = med[1];
     t->pick = mesh < shm ? t->cand[1] : t->cand[0];
     return t->pick;
 }

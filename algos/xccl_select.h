@@ -131,11 +131,20 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *   other candidate, np 4 on 2 cores picked shm for alltoall at 256 KiB-16
  *   MiB and mesh for bcast at 1-16 MiB, both 1.2-1.8x slower in loops;
  *   in blocks of 3 the picks agreed with the loops' timings;
- * then each rank takes the median of each candidate, the ranks agree on
- * the slowest rank's medians (an allreduce MAX of integers, the same bits
- * everywhere: the caller's) and the faster candidate is the class's pick
- * from then on; a tie goes to shm.  Every rank makes the same calls in the
- * same order, so trials and picks are the same calls on every rank. */
+ * then the ranks agree on every timed call's time on its fastest rank (an
+ * allreduce MIN of the integers, element by element, the same bits
+ * everywhere: the caller's), and the candidate with the lower median of
+ * those is the class's pick from then on; a tie goes to shm.  The fastest
+ * rank, because a rank that comes late to the calls (descheduled, busy
+ * between calls) makes every other rank wait, whichever candidate runs,
+ * and is itself the one that waits least: at np 2 on a 2-core VM one rank
+ * took 19-30 us per 16 KiB call for a whole trial while its peer took
+ * 0.4-4; of 359 trials (5 collectives, 16 KiB - 4 MiB, 12 runs), the
+ * slowest rank's medians picked the mesh in 20, each 2-5x slower than shm
+ * in the same runs' loops; the fastest rank's times in none, the closest
+ * call 1.28x apart (np 4 on 2 cores: 3 of 150 against none).  Every rank
+ * makes the same calls in the same order, so trials and picks are the
+ * same calls on every rank. */
 #define XCCL_TRIAL_MAX 16              /* timed calls of each candidate, at most */
 #define XCCL_TRIAL_BLOCK 3             /* calls of one candidate in a row: the first untimed */
 #define XCCL_TRIAL_LARGE ((size_t) 1 << 20)
@@ -182,10 +191,13 @@ static inline int xccl_trial_next(const xccl_trial_t *t)
 /* Records that the trial call just made (xccl_trial_next's) took ns on this
  * rank: 1 if it was the last (agree, then xccl_trial_decide), else 0. */
 int xccl_trial_record(xccl_trial_t *t, uint64_t ns);
-/* This rank's median time of each candidate, after the last call. */
-void xccl_trial_medians(const xccl_trial_t *t, uint64_t med[2]);
-/* The pick from the slowest rank's medians (the same on every rank). */
-int xccl_trial_decide(xccl_trial_t *t, const uint64_t slowest[2]);
+/* The median of each candidate's times ns[j][0 .. t->samples - 1], after
+ * the last call: the agreed ones (the fastest rank's per call), or
+ * t->ns, this rank's. */
+void xccl_trial_medians(const xccl_trial_t *t, const uint32_t ns[2][XCCL_TRIAL_MAX],
+                        uint64_t med[2]);
+/* The pick from the agreed medians (the same on every rank). */
+int xccl_trial_decide(xccl_trial_t *t, const uint64_t med[2]);
 
 /* Per communicator: the choices made so far, by (collective, size class,
  * layout of the call), the level trials, and the schedules built for the

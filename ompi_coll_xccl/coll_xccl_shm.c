@@ -640,22 +640,37 @@ int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, siz
     if (!xccl_trial_record(t, ns)) {
         return MPI_SUCCESS;
     }
-    uint64_t mine[2], slowest[2] = { 0, 0 };
-    xccl_trial_medians(t, mine);
-    int rc = m->prev.allreduce(mine, slowest, 2, MPI_UINT64_T, MPI_MAX, m->comm,
-                               m->prev.allreduce_module);
-    if (MPI_SUCCESS != rc) {
-        slowest[0] = slowest[1] = 0;   /* a tie: shm */
+    /* every timed call's time on its fastest rank (xccl_trial_t) */
+    uint32_t fastest[2][XCCL_TRIAL_MAX];
+    uint64_t med[2] = { 0, 0 };                 /* a tie: shm */
+    int rc = m->prev.allreduce(t->ns, fastest, 2 * XCCL_TRIAL_MAX, MPI_UINT32_T, MPI_MIN,
+                               m->comm, m->prev.allreduce_module);
+    if (MPI_SUCCESS == rc) {
+        xccl_trial_medians(t, fastest, med);
     }
-    const int pick = xccl_trial_decide(t, slowest);
+    const int pick = xccl_trial_decide(t, med);
     const int k = xccl_size_class(bytes);       /* [2^(k-1), 2^k) */
     if (pick == t->cand[0] && NULL != m->shm && k < 64) {
         m->shm->lat_picked[coll] |= (uint64_t) 1 << k;
     }
     const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
+    if (mca_coll_xccl_component.verbose >= 2) {
+        char line[2][XCCL_TRIAL_MAX * 12 + 1];
+        for (int j = 0; j < 2; j++) {
+            size_t at = 0;
+            line[j][0] = '\0';
+            for (int i = 0; i < t->samples && at < sizeof(line[j]); i++) {
+                at += (size_t) snprintf(line[j] + at, sizeof(line[j]) - at, " %.1f",
+                                        (double) t->ns[j][i] / 1e3);
+            }
+        }
+        mca_coll_xccl_log(2, "trial times %s comm=%u rank=%d bytes=%zu..%zu, this rank's us: "
+                          "shm%s; mesh%s", xccl_coll_name(coll), m->cid, m->world_rank, lo,
+                          lo ? 2 * lo - 1 : 0, line[0], line[1]);
+    }
     mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu shm=%.1fus mesh=%.1fus pick=%s%s",
                       xccl_coll_name(coll), m->cid, m->world_rank, lo, lo ? 2 * lo - 1 : 0,
-                      (double) slowest[0] / 1e3, (double) slowest[1] / 1e3,
+                      (double) med[0] / 1e3, (double) med[1] / 1e3,
                       xccl_select_name(coll, pick),
                       MPI_SUCCESS != rc ? " (the agreement failed: shm)" : "");
     return rc;

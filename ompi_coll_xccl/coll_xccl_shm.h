@@ -101,6 +101,9 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
  * pick (an allreduce through the fallback, in this call on every rank),
  * logged at verbose 1 as
  *   xccl: trial <coll> comm=<cid> rank=<r> bytes=<lo>..<hi> shm=<us> mesh=<us> pick=<algo>
+ * (the medians of each call's time on its fastest rank: xccl_trial_t), at
+ * verbose 2 after this rank's own times:
+ *   xccl: trial times <coll> comm=<cid> rank=<r> bytes=<lo>..<hi>, this rank's us: shm <t>...; mesh <t>...
  * MPI_SUCCESS, or the agreement's error (then the pick is shm). */
 int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
                                 xccl_trial_t *t, uint64_t ns);
