@@ -266,7 +266,7 @@ static void trial_rule(const xccl_select_policy_t *p, xccl_select_cache_t *c, xc
     }
 }
 
-int xccl_trial_record(xccl_trial_t *t, uint64_t ns)
+int xccl_trial_record(xccl_trial_t *t, uint64_t t0, uint64_t t1)
 {
     const int i = t->calls++ - t->warm;
     if (i < 0) {
@@ -275,26 +275,29 @@ int xccl_trial_record(xccl_trial_t *t, uint64_t ns)
     const int per = XCCL_TRIAL_BLOCK - 1;              /* timed calls of a block */
     const int blk = i / XCCL_TRIAL_BLOCK, pos = i % XCCL_TRIAL_BLOCK - 1;
     if (pos >= 0) {
-        t->ns[blk & 1][blk / 2 * per + pos] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t) ns;
+        t->at[0][blk & 1][blk / 2 * per + pos] = t0;
+        t->at[1][blk & 1][blk / 2 * per + pos] = t1;
     }
     return i == 2 * (t->samples / per) * XCCL_TRIAL_BLOCK - 1;
 }
 
-static int cmp_u32(const void *x, const void *y)
+static int cmp_u64(const void *x, const void *y)
 {
-    const uint32_t a = *(const uint32_t *) x, b = *(const uint32_t *) y;
+    const uint64_t a = *(const uint64_t *) x, b = *(const uint64_t *) y;
     return (a > b) - (a < b);
 }
 
-void xccl_trial_medians(const xccl_trial_t *t, const uint32_t ns[2][XCCL_TRIAL_MAX],
+void xccl_trial_medians(const xccl_trial_t *t, const uint64_t at[2][2][XCCL_TRIAL_MAX],
                         uint64_t med[2])
 {
     const int n = t->samples;
     for (int j = 0; j < 2; j++) {
-        uint32_t v[XCCL_TRIAL_MAX];
-        memcpy(v, ns[j], (size_t) n * sizeof(v[0]));
-        qsort(v, (size_t) n, sizeof(v[0]), cmp_u32);
-        med[j] = n & 1 ? v[n / 2] : ((uint64_t) v[n / 2 - 1] + v[n / 2]) / 2;
+        uint64_t v[XCCL_TRIAL_MAX];
+        for (int i = 0; i < n; i++) {
+            v[i] = at[1][j][i] > at[0][j][i] ? at[1][j][i] - at[0][j][i] : 0;
+        }
+        qsort(v, (size_t) n, sizeof(v[0]), cmp_u64);
+        med[j] = n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     }
 }
 

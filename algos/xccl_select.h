@@ -131,20 +131,23 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *   other candidate, np 4 on 2 cores picked shm for alltoall at 256 KiB-16
  *   MiB and mesh for bcast at 1-16 MiB, both 1.2-1.8x slower in loops;
  *   in blocks of 3 the picks agreed with the loops' timings;
- * then the ranks agree on every timed call's time on its fastest rank (an
- * allreduce MIN of the integers, element by element, the same bits
- * everywhere: the caller's), and the candidate with the lower median of
- * those is the class's pick from then on; a tie goes to shm.  The fastest
- * rank, because a rank that comes late to the calls (descheduled, busy
- * between calls) makes every other rank wait, whichever candidate runs,
- * and is itself the one that waits least: at np 2 on a 2-core VM one rank
- * took 19-30 us per 16 KiB call for a whole trial while its peer took
- * 0.4-4; of 359 trials (5 collectives, 16 KiB - 4 MiB, 12 runs), the
- * slowest rank's medians picked the mesh in 20, each 2-5x slower than shm
- * in the same runs' loops; the fastest rank's times in none, the closest
- * call 1.28x apart (np 4 on 2 cores: 3 of 150 against none).  Every rank
- * makes the same calls in the same order, so trials and picks are the
- * same calls on every rank. */
+ * then the ranks agree on when every timed call began on its last rank
+ * and ended on its last rank (an allreduce MAX of each rank's clock
+ * readings, element by element, the same bits everywhere: the caller's;
+ * the ranks of a node read one clock, CLOCK_MONOTONIC), and the candidate
+ * with the lower median of those spans (last start to last end) is the
+ * class's pick from then on; a tie goes to shm.  The span, because a rank
+ * that comes late to the calls (descheduled, busy between calls) makes
+ * every other rank wait whichever candidate runs: at np 2 on a 2-core VM
+ * one rank took 19-30 us per 16 KiB call for a whole trial while its peer
+ * took 0.4-4.  Of 360 trials there (5 collectives, 16 KiB - 4 MiB, 12
+ * runs) the slowest rank's medians of their own times picked the mesh in
+ * 23, 2-5x slower than shm in the other runs; the medians of each call's
+ * fastest rank (the late one, which waits least) in 3 near-ties, but a
+ * rank that finishes early is no measure of an algorithm whose ranks
+ * finish apart (a bcast's readers of one root): the span counts the last
+ * one.  Every rank makes the same calls in the same order, so trials and
+ * picks are the same calls on every rank. */
 #define XCCL_TRIAL_MAX 16              /* timed calls of each candidate, at most */
 #define XCCL_TRIAL_BLOCK 3             /* calls of one candidate in a row: the first untimed */
 #define XCCL_TRIAL_LARGE ((size_t) 1 << 20)
@@ -179,7 +182,8 @@ typedef struct xccl_trial {
     int noisy;                         /* XCCL_TRIAL_NOISY: longer */
     int cand[2];                       /* shm, mesh (algorithm indices) */
     int pick;                          /* the agreed one; 0 while trials run */
-    uint32_t ns[2][XCCL_TRIAL_MAX];    /* this rank's times of each candidate */
+    uint64_t at[2][2][XCCL_TRIAL_MAX]; /* [0 start, 1 end][candidate][timed call]:
+                                        * this rank's clock (ns) */
 } xccl_trial_t;
 
 /* The candidate the next trial call runs. */
@@ -188,13 +192,14 @@ static inline int xccl_trial_next(const xccl_trial_t *t)
     const int i = t->calls - t->warm;
     return t->cand[i < 0 ? t->calls & 1 : (i / XCCL_TRIAL_BLOCK) & 1];
 }
-/* Records that the trial call just made (xccl_trial_next's) took ns on this
- * rank: 1 if it was the last (agree, then xccl_trial_decide), else 0. */
-int xccl_trial_record(xccl_trial_t *t, uint64_t ns);
-/* The median of each candidate's times ns[j][0 .. t->samples - 1], after
- * the last call: the agreed ones (the fastest rank's per call), or
- * t->ns, this rank's. */
-void xccl_trial_medians(const xccl_trial_t *t, const uint32_t ns[2][XCCL_TRIAL_MAX],
+/* Records that the trial call just made (xccl_trial_next's) ran from t0 to
+ * t1 (ns, CLOCK_MONOTONIC) on this rank: 1 if it was the last (agree, then
+ * xccl_trial_decide), else 0. */
+int xccl_trial_record(xccl_trial_t *t, uint64_t t0, uint64_t t1);
+/* The median over each candidate's timed calls of at[1][j][i] - at[0][j][i]
+ * (0 where negative), after the last call: the agreed readings (every
+ * rank's MAX: last start, last end), or t->at, this rank's own. */
+void xccl_trial_medians(const xccl_trial_t *t, const uint64_t at[2][2][XCCL_TRIAL_MAX],
                         uint64_t med[2]);
 /* The pick from the agreed medians (the same on every rank). */
 int xccl_trial_decide(xccl_trial_t *t, const uint64_t med[2]);

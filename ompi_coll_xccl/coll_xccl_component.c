@@ -154,8 +154,9 @@ static int xccl_register(void)
         "latency path (shm) against single copies (mesh): after two untimed calls of each "
         "(from 1 MiB: one), blocks of three calls of one, the first untimed, until each has "
         "this many timed calls (rounded up to even; from 1 MiB at most 4), and "
-        "keep the one with the lower median of each call's time on its fastest rank (a "
-        "rank late to the calls makes the others wait, whichever runs; which wins depends on the "
+        "keep the one with the lower median of each call's span from its last rank's start to its "
+        "last rank's end (a rank late to the calls makes the others wait, whichever runs; one "
+        "clock on a node; which wins depends on the "
         "machine: docs/shm-level.md).  Where a rank yields when idle (oversubscribed), "
         "twice this many plus one (from 1 MiB at most 6).  "
         "Verbose 1 logs each decision.  0: no trials, shm unless forced; at most 16",

@@ -87,6 +87,8 @@ static __opal_attribute_noinline__ int call_previous(const mca_coll_xccl_call_t 
     }
 }
 
+/* CLOCK_MONOTONIC: one clock for every process of a node (the level's
+ * trials compare readings of several ranks) */
 static inline uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -94,8 +96,8 @@ static inline uint64_t now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* The end of a call of a level trial (NULL: none) that began at t0 and
- * returned rc: every rank records it (in step also after an error, a
+/* The end of a call of a level trial (NULL: none) that began at t0
+ * (now_ns) and returned rc: every rank records it (in step also after an error, a
  * local one included, so that the agreement's allreduce is the same call
  * everywhere), and the call returns rc, else the agreement's error. */
 static int trial_end(mca_coll_xccl_call_t *c, xccl_trial_t *trial, uint64_t t0, int rc)
@@ -103,7 +105,7 @@ static int trial_end(mca_coll_xccl_call_t *c, xccl_trial_t *trial, uint64_t t0, 
     if (NULL == trial) {
         return rc;
     }
-    const int rc2 = mca_coll_xccl_shm_trial_end(c->m, c->coll, c->bytes, trial, now_ns() - t0);
+    const int rc2 = mca_coll_xccl_shm_trial_end(c->m, c->coll, c->bytes, trial, t0, now_ns());
     return MPI_SUCCESS != rc ? rc : rc2;
 }
 

@@ -635,18 +635,18 @@ int mca_coll_xccl_shm_ready(mca_coll_xccl_module_t *m)
 }
 
 int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
-                                xccl_trial_t *t, uint64_t ns)
+                                xccl_trial_t *t, uint64_t t0, uint64_t t1)
 {
-    if (!xccl_trial_record(t, ns)) {
+    if (!xccl_trial_record(t, t0, t1)) {
         return MPI_SUCCESS;
     }
-    /* every timed call's time on its fastest rank (xccl_trial_t) */
-    uint32_t fastest[2][XCCL_TRIAL_MAX];
+    /* every timed call's last start and last end (xccl_trial_t) */
+    uint64_t last[2][2][XCCL_TRIAL_MAX];
     uint64_t med[2] = { 0, 0 };                 /* a tie: shm */
-    int rc = m->prev.allreduce(t->ns, fastest, 2 * XCCL_TRIAL_MAX, MPI_UINT32_T, MPI_MIN,
+    int rc = m->prev.allreduce(t->at, last, 2 * 2 * XCCL_TRIAL_MAX, MPI_UINT64_T, MPI_MAX,
                                m->comm, m->prev.allreduce_module);
     if (MPI_SUCCESS == rc) {
-        xccl_trial_medians(t, fastest, med);
+        xccl_trial_medians(t, last, med);
     }
     const int pick = xccl_trial_decide(t, med);
     const int k = xccl_size_class(bytes);       /* [2^(k-1), 2^k) */
@@ -661,7 +661,7 @@ int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, siz
             line[j][0] = '\0';
             for (int i = 0; i < t->samples && at < sizeof(line[j]); i++) {
                 at += (size_t) snprintf(line[j] + at, sizeof(line[j]) - at, " %.1f",
-                                        (double) t->ns[j][i] / 1e3);
+                                        (double) (t->at[1][j][i] - t->at[0][j][i]) / 1e3);
             }
         }
         mca_coll_xccl_log(2, "trial times %s comm=%u rank=%d bytes=%zu..%zu, this rank's us: "

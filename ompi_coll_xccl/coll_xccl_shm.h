@@ -96,17 +96,19 @@ void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m);
 int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
                             int publish);
 
-/* After a call of a level trial (xccl_trial_t) that ran for ns on this
- * rank: records it; after the trial's last call the ranks agree on the
+/* After a call of a level trial (xccl_trial_t) that ran from t0 to t1 on
+ * this rank (ns, CLOCK_MONOTONIC): records it; after the trial's last
+ * call the ranks agree on the
  * pick (an allreduce through the fallback, in this call on every rank),
  * logged at verbose 1 as
  *   xccl: trial <coll> comm=<cid> rank=<r> bytes=<lo>..<hi> shm=<us> mesh=<us> pick=<algo>
- * (the medians of each call's time on its fastest rank: xccl_trial_t), at
+ * (the medians of each call's span from its last rank's start to its
+ * last rank's end: xccl_trial_t), at
  * verbose 2 after this rank's own times:
  *   xccl: trial times <coll> comm=<cid> rank=<r> bytes=<lo>..<hi>, this rank's us: shm <t>...; mesh <t>...
  * MPI_SUCCESS, or the agreement's error (then the pick is shm). */
 int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
-                                xccl_trial_t *t, uint64_t ns);
+                                xccl_trial_t *t, uint64_t t0, uint64_t t1);
 /* Whether s is a schedule of the shared-memory level: it uses the own slot
  * or reaches the peers' memory (a bcast's non-root reads the root's slot
  * and has none of its own). */

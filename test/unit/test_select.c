@@ -453,8 +453,8 @@ END_TEST
  * peer access), the calls of a collective and size class run shm, mesh,
  * shm, mesh untimed, then blocks of three calls of one candidate, shm's
  * first, each block's first call untimed; the pick is the lower of the
- * agreed medians (of each call's fastest rank; a tie: shm; noisy trials
- * too) and stays.  Each class has its own trial; large ones are
+ * agreed medians (of each call's span, last start to last end; a tie:
+ * shm; noisy trials too) and stays.  Each class has its own trial; large ones are
  * shorter, noisy ones longer; without a->trial, peer access or policy
  * trials the rule stands; forced and tuning rules win. */
 static xccl_selection_t trial_sel(const xccl_select_policy_t *p, xccl_select_cache_t *c,
@@ -471,10 +471,12 @@ static xccl_selection_t trial_sel(const xccl_select_policy_t *p, xccl_select_cac
 /* Runs one trial to its end: the calls must follow seq ('s' shm, 'm'
  * mesh; upper case: timed), the timed calls of each candidate take
  * t_shm[k] and t_mesh[k] in turn, the untimed ones 5 ms (a median that
- * took one would show it).  Returns the trial (decided by the caller). */
-static xccl_trial_t *run_trial(const xccl_select_policy_t *p, xccl_select_cache_t *c,
-                               xccl_coll_t coll, size_t bytes, int mode, const char *seq,
-                               const uint64_t *t_shm, const uint64_t *t_mesh)
+ * took one would show it); call i starts at 10 ms x i plus late[i] (late
+ * NULL: 0).  Returns the trial (decided by the caller). */
+static xccl_trial_t *run_trial_late(const xccl_select_policy_t *p, xccl_select_cache_t *c,
+                                    xccl_coll_t coll, size_t bytes, int mode, const char *seq,
+                                    const uint64_t *t_shm, const uint64_t *t_mesh,
+                                    const uint64_t *late)
 {
     const int shm = xccl_select_index(coll, "shm"), mesh = xccl_select_index(coll, "mesh");
     const int n = (int) strlen(seq);
@@ -493,10 +495,18 @@ static xccl_trial_t *run_trial(const xccl_select_policy_t *p, xccl_select_cache_
         } else if ('M' == want) {
             ns = t_mesh[km++];
         }
-        ck_assert_int_eq(xccl_trial_record(s.trial, ns), i == n - 1);
+        const uint64_t t0 = 10000000u * (uint64_t) i + (late ? late[i] : 0);
+        ck_assert_int_eq(xccl_trial_record(s.trial, t0, t0 + ns), i == n - 1);
         t = s.trial;
     }
     return t;
+}
+
+static xccl_trial_t *run_trial(const xccl_select_policy_t *p, xccl_select_cache_t *c,
+                               xccl_coll_t coll, size_t bytes, int mode, const char *seq,
+                               const uint64_t *t_shm, const uint64_t *t_mesh)
+{
+    return run_trial_late(p, c, coll, bytes, mode, seq, t_shm, t_mesh, NULL);
 }
 
 START_TEST(level_trials)
@@ -514,7 +524,7 @@ START_TEST(level_trials)
                    t_mesh[6] = { 80, 79, 81, 80000, 80, 80 };
     xccl_trial_t *t = run_trial(&p, c, ag, 65536, XCCL_TRIAL_QUIET, quiet, t_shm, t_mesh);
     uint64_t med[2];
-    xccl_trial_medians(t, t->ns, med);
+    xccl_trial_medians(t, t->at, med);
     ck_assert_uint_eq(med[0], 100);          /* 100 100 100 100 101 900000 */
     ck_assert_uint_eq(med[1], 80);           /* 79 80 80 80 81 80000 */
     /* the agreed medians decide */
@@ -526,37 +536,64 @@ START_TEST(level_trials)
         ck_assert_int_eq(s.by, XCCL_BY_TRIAL);
         ck_assert_ptr_null(s.trial);
     }
-    /* Two ranks, rank 1 late to every call of the trial (descheduled):
-     * rank 0 waits for it whichever candidate runs, rank 1 waits for
-     * nobody.  Their medians would pick the mesh (the slowest rank's: shm
-     * 20100 against mesh 20080); each call's fastest rank (the
-     * component's MIN over the ranks) shows shm at 100 against 400. */
+    /* Agreement (the component's allreduce MAX of every rank's readings):
+     * each call's span from its last start to its last end. */
     {
-        xccl_select_cache_t *c2[2] = { calloc(1, sizeof(*c)), calloc(1, sizeof(*c)) };
-        ck_assert(c2[0] && c2[1]);
+        xccl_select_cache_t *c2[3] = { calloc(1, sizeof(*c)), calloc(1, sizeof(*c)),
+                                       calloc(1, sizeof(*c)) };
+        ck_assert(c2[0] && c2[1] && c2[2]);
+        /* Two ranks, rank 1 starts every call 20 us late (descheduled):
+         * rank 0 waits for it whichever candidate runs (each call ends 100
+         * ns (shm) or 400 ns (mesh) after rank 1's start), rank 1 for
+         * nobody.  The slowest rank's medians would pick the mesh (shm
+         * 20100 against 20080 on rank 0 in this trial); the span shows
+         * shm at 100 against 400. */
+        const int n = (int) strlen(quiet);
+        uint64_t late[32] = { 0 };
+        for (int i = 0; i < n; i++) {
+            late[i] = 20000;
+        }
         const uint64_t r0_shm[6] = { 20100, 20100, 20100, 20100, 20100, 20100 },
                        r0_mesh[6] = { 20080, 20080, 20080, 20080, 20080, 20080 },
                        r1_shm[6] = { 100, 100, 100, 100, 100, 100 },
                        r1_mesh[6] = { 400, 400, 400, 400, 400, 400 };
         xccl_trial_t *t0 = run_trial(&p, c2[0], ag, 65536, XCCL_TRIAL_QUIET, quiet, r0_shm, r0_mesh),
-                     *t1 = run_trial(&p, c2[1], ag, 65536, XCCL_TRIAL_QUIET, quiet, r1_shm, r1_mesh);
+                     *t1 = run_trial_late(&p, c2[1], ag, 65536, XCCL_TRIAL_QUIET, quiet, r1_shm,
+                                          r1_mesh, late);
         uint64_t m0[2], m1[2];
-        xccl_trial_medians(t0, t0->ns, m0);
-        xccl_trial_medians(t1, t1->ns, m1);
-        const uint64_t slowest_shm = m0[0] > m1[0] ? m0[0] : m1[0],
-                       slowest_mesh = m0[1] > m1[1] ? m0[1] : m1[1];
-        ck_assert_uint_lt(slowest_mesh, slowest_shm);       /* the rule before: mesh */
-        uint32_t fastest[2][XCCL_TRIAL_MAX];
-        for (int j = 0; j < 2; j++) {
-            for (int i = 0; i < XCCL_TRIAL_MAX; i++) {
-                fastest[j][i] = t0->ns[j][i] < t1->ns[j][i] ? t0->ns[j][i] : t1->ns[j][i];
+        xccl_trial_medians(t0, t0->at, m0);
+        xccl_trial_medians(t1, t1->at, m1);
+        ck_assert_uint_eq(m0[1], 20080);
+        ck_assert_uint_lt(m0[1] > m1[1] ? m0[1] : m1[1], m0[0] > m1[0] ? m0[0] : m1[0]);
+        uint64_t last[2][2][XCCL_TRIAL_MAX];
+        for (int e = 0; e < 2; e++) {
+            for (int j = 0; j < 2; j++) {
+                for (int i = 0; i < XCCL_TRIAL_MAX; i++) {
+                    last[e][j][i] = t0->at[e][j][i] > t1->at[e][j][i] ? t0->at[e][j][i]
+                                                                      : t1->at[e][j][i];
+                }
             }
         }
-        xccl_trial_medians(t0, fastest, med);
+        xccl_trial_medians(t0, last, med);
         ck_assert_uint_eq(med[0], 100);
         ck_assert_uint_eq(med[1], 400);
         ck_assert_int_eq(xccl_trial_decide(t0, med), shm);
-        for (int k = 0; k < 2; k++) {
+        /* A third rank (a bcast's reader) that ends 900 ns after the others
+         * with mesh: the span counts it (the fastest rank would not). */
+        const uint64_t r2_shm[6] = { 20100, 20100, 20100, 20100, 20100, 20100 },
+                       r2_mesh[6] = { 20980, 20980, 20980, 20980, 20980, 20980 };
+        xccl_trial_t *t2 = run_trial(&p, c2[2], ag, 65536, XCCL_TRIAL_QUIET, quiet, r2_shm, r2_mesh);
+        for (int e = 0; e < 2; e++) {
+            for (int j = 0; j < 2; j++) {
+                for (int i = 0; i < XCCL_TRIAL_MAX; i++) {
+                    last[e][j][i] = last[e][j][i] > t2->at[e][j][i] ? last[e][j][i] : t2->at[e][j][i];
+                }
+            }
+        }
+        xccl_trial_medians(t0, last, med);
+        ck_assert_uint_eq(med[0], 100);
+        ck_assert_uint_eq(med[1], 980);
+        for (int k = 0; k < 3; k++) {
             xccl_select_cache_fini(c2[k]);
             free(c2[k]);
         }
@@ -564,7 +601,7 @@ START_TEST(level_trials)
     /* the next class has its own trial; mesh lower */
     const uint64_t fast[6] = { 50, 50, 50, 50, 50, 50 }, slow[6] = { 60, 60, 60, 60, 60, 60 };
     t = run_trial(&p, c, ag, 131072, XCCL_TRIAL_QUIET, quiet, slow, fast);
-    xccl_trial_medians(t, t->ns, med);
+    xccl_trial_medians(t, t->at, med);
     ck_assert_int_eq(xccl_trial_decide(t, med), mesh);
     ck_assert_int_eq(trial_sel(&p, c, ag, 131072, 1, 1).algo, mesh);
     ck_assert_int_eq(trial_sel(&p, c, ag, 65536, 1, 1).algo, shm);
@@ -578,7 +615,7 @@ START_TEST(level_trials)
     const uint64_t a_shm[4] = { 1006, 1000, 1004, 1002 }, a_mesh[4] = { 70, 10, 50, 30 };
     t = run_trial(&p, c, XCCL_COLL_ALLTOALL, 32768, XCCL_TRIAL_QUIET, "smsm" "sSSmMM" "sSSmMM",
                   a_shm, a_mesh);
-    xccl_trial_medians(t, t->ns, med);
+    xccl_trial_medians(t, t->at, med);
     ck_assert_uint_eq(med[0], 1003);
     ck_assert_uint_eq(med[1], 40);
     /* noisy (a rank yields when idle): 2n+1 = 11 timed calls, 12 in whole
@@ -588,7 +625,7 @@ START_TEST(level_trials)
     const uint64_t n_shm[12] = { 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000 };
     const uint64_t n_mesh[12] = { 890, 890, 890, 890, 890, 890, 890, 890, 890, 890, 890, 890 };
     t = run_trial(&p, c, ag, 1 << 18, XCCL_TRIAL_NOISY, noisy, n_shm, n_mesh);
-    xccl_trial_medians(t, t->ns, med);
+    xccl_trial_medians(t, t->at, med);
     ck_assert_uint_eq(med[1], 890);
     ck_assert_int_eq(xccl_trial_decide(t, med), mesh);
     ck_assert_int_eq(trial_sel(&p, c, ag, 1 << 18, XCCL_TRIAL_NOISY, 1).algo, mesh);
@@ -598,7 +635,7 @@ START_TEST(level_trials)
     ck_assert_int_eq(xccl_trial_decide(t, tie), xccl_select_index(XCCL_COLL_ALLTOALL, "shm"));
     /* quiet, the same times: the mesh */
     t = run_trial(&p, c, ag, 1 << 19, XCCL_TRIAL_QUIET, quiet, n_shm, n_mesh);
-    xccl_trial_medians(t, t->ns, med);
+    xccl_trial_medians(t, t->at, med);
     ck_assert_int_eq(xccl_trial_decide(t, med), mesh);
     /* noisy and large: at most 6 timed calls of each */
     t = run_trial(&p, c, bc, 16 << 20, XCCL_TRIAL_NOISY, "sm" "sSSmMM" "sSSmMM" "sSSmMM", n_shm,
