@@ -97,9 +97,10 @@ static inline uint64_t now_ns(void)
 }
 
 /* The end of a call of a level trial (NULL: none) that began at t0
- * (now_ns) and returned rc: every rank records it (in step also after an error, a
- * local one included, so that the agreement's allreduce is the same call
- * everywhere), and the call returns rc, else the agreement's error. */
+ * (now_ns) and returned rc: every rank records it (in step also after an
+ * error, a local one included, so that the agreement's allreduce is the
+ * same call everywhere), and the call returns rc, else the agreement's
+ * error. */
 static int trial_end(mca_coll_xccl_call_t *c, xccl_trial_t *trial, uint64_t t0, int rc)
 {
     if (NULL == trial) {
