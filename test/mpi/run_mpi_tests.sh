@@ -76,7 +76,8 @@
 #   it, only it after), with mpi_yield_when_idle 0: short trials (at np 3
 #   Open MPI 5 still makes ranks yield: long ones, every rank alike);
 #   .yield.np2 with 1: long trials; .off.np2 with coll_xccl_shm_trials 0:
-#   no trials, no mesh.
+#   no trials, no mesh; .late.np2: the last rank 5 ms late to every call,
+#   the agreed trial times below 2.5 ms (they leave the wait for it out).
 # xccl_calibrate.np2: the cost file has the six terms, each within sane
 #   bounds; xccl_simulate -F takes it; the component takes it (.component:
 #   verbose 2 prints the file's values) or refuses a bad one with its reason
@@ -864,6 +865,21 @@ check_trials_as_voted() {
     ((long == 0)) || echo "$name: (long trials: a rank yields when idle)"
     check_trial_lines "$name" "$np"
 }
+# check_trial_times <name> <np> <max_us>: every trial line's agreed shm=
+# and mesh= times below max_us (xccl_mpi_trials -L: the last rank comes
+# 2 max_us late to every call; times that counted the wait for it would
+# be above).
+check_trial_times() {
+    local name=$1 np=$2 max=$3 r
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | grep -E '^xccl: trial (allgather|alltoall|bcast|allreduce|reduce_scatter_block) ' |
+            awk -v name="$name" -v r="$r" -v max="$max" '
+                { for (i = 1; i <= NF; i++) if ($i ~ /^(shm|mesh)=[0-9.]+us$/) {
+                      split($i, kv, "="); v = kv[2] + 0; n++
+                      if (v >= max) { print name ": rank " r ": " $3 " " $6 " " $i ", want below " max " us"; bad = 1 } } }
+                END { if (n < 2) { print name ": rank " r ": no trial times"; bad = 1 } exit bad }' || return 1
+    done
+}
 saved=("${common_args[@]}")
 trial_base=()
 for ((i = 0; i < ${#saved[@]}; i++)); do
@@ -873,17 +889,25 @@ for ((i = 0; i < ${#saved[@]}; i++)); do
     fi
     trial_base+=("${saved[i]}")
 done
-for run in np2:0:short np3:0:either yield.np2:1:long off.np2:0:none; do
+# .late.np2: the last rank 5 ms late to every call (-L 5000): the agreed
+# times (each call from its last rank's start to its last rank's end) stay
+# below 2.5 ms; each rank's own times would hold the 5 ms wait.
+for run in np2:0:short np3:0:either yield.np2:1:long off.np2:0:none late.np2:0:short; do
     IFS=: read -r tag yield want <<<"$run"
     name=xccl_mpi_trials.$tag
     np=${tag#*np}
     selected "$name" || continue
+    late=()
+    [[ $tag != late.* ]] || late=(-L 5000)
     common_args=("${trial_base[@]}" --mca mpi_yield_when_idle "$yield" --mca coll_xccl_verbose 2)
     [[ $want != none ]] || common_args+=(--mca coll_xccl_shm_trials 0)
-    run_mpi "$name" "$np" "$bindir/xccl_mpi_trials"
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_trials" "${late[@]}"
     common_args=("${saved[@]}")
     ok=0
-    if [[ $want != none ]]; then
+    if ((${#late[@]})); then
+        problems=$({ check_result "$name" && check_trials_as_voted "$name" "$np" "$want" &&
+            check_trial_times "$name" "$np" 2500; } 2>&1) || ok=1
+    elif [[ $want != none ]]; then
         problems=$({ check_result "$name" && check_trials_as_voted "$name" "$np" "$want"; } 2>&1) || ok=1
     else
         problems=$({ check_result "$name" && check_no_trials "$name" "$np"; } 2>&1) || ok=1

@@ -15,6 +15,10 @@
  * every call; the verdicts are summed with MPI_Reduce on MPI_COMM_WORLD,
  * which is not a collective under test.
  *
+ * -L USEC: the last rank sleeps USEC before every call, late to each as a
+ * descheduled rank is (the others wait for it in every call, whichever
+ * candidate runs; the trials' agreed times must not count that).
+ *
  * run_mpi_tests.sh checks xccl's verbose lines: on every rank one
  * "xccl: trial <coll> ..." line per collective and size class, the same
  * pick on every rank, both candidates run before it, and only the pick
@@ -37,6 +41,8 @@ static unsigned char val(int rank, int call, size_t i)
 }
 
 /* Calls of one collective at one size; the number of wrong calls here. */
+static int late_us;                         /* -L */
+
 static int run(const char *coll, size_t bytes, int calls, int rank, int p)
 {
     const size_t block = bytes / (size_t) p;
@@ -49,6 +55,9 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
     for (int c = 0; c < calls; c++) {
         const int root = c % p;
         memset(r, 0xee, bytes);
+        if (late_us > 0 && rank == p - 1) {
+            usleep((useconds_t) late_us);
+        }
         if (0 == strcmp(coll, "allgather")) {
             for (size_t i = 0; i < block; i++) {
                 s[i] = val(rank, c, i);
@@ -131,16 +140,18 @@ int main(int argc, char **argv)
     size_t sizes[8] = { 24576, 65536, 2 << 20 };
     int nsizes = 3, calls = 48, opt;
     MPI_Init(&argc, &argv);
-    while ((opt = getopt(argc, argv, "n:s:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:L:")) != -1) {
         if ('n' == opt) {
             calls = atoi(optarg);
+        } else if ('L' == opt) {
+            late_us = atoi(optarg);
         } else if ('s' == opt) {
             nsizes = 0;
             for (char *t = strtok(optarg, ","); t && nsizes < 8; t = strtok(NULL, ",")) {
                 sizes[nsizes++] = strtoull(t, NULL, 0);
             }
         } else {
-            fprintf(stderr, "usage: xccl_mpi_trials [-n CALLS] [-s BYTES,...]\n");
+            fprintf(stderr, "usage: xccl_mpi_trials [-n CALLS] [-s BYTES,...] [-L USEC]\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
