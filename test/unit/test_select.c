@@ -578,8 +578,9 @@ START_TEST(level_trials)
         ck_assert_uint_eq(med[0], 100);
         ck_assert_uint_eq(med[1], 400);
         ck_assert_int_eq(xccl_trial_decide(t0, med), shm);
-        /* A third rank (a bcast's reader) that ends 900 ns after the others
-         * with mesh: the span counts it (the fastest rank would not). */
+        /* A third rank (a bcast's reader) that ends 580 ns after the others
+         * with mesh: the span counts it (980 ns against 400; each call's
+         * fastest rank would not). */
         const uint64_t r2_shm[6] = { 20100, 20100, 20100, 20100, 20100, 20100 },
                        r2_mesh[6] = { 20980, 20980, 20980, 20980, 20980, 20980 };
         xccl_trial_t *t2 = run_trial(&p, c2[2], ag, 65536, XCCL_TRIAL_QUIET, quiet, r2_shm, r2_mesh);
