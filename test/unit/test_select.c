@@ -502,6 +502,19 @@ static xccl_trial_t *run_trial_late(const xccl_select_policy_t *p, xccl_select_c
     return t;
 }
 
+/* What the component's agreement does with one more rank's readings: the
+ * MAX, element by element, into last. */
+static void agree_max(uint64_t last[2][2][XCCL_TRIAL_MAX], const xccl_trial_t *t)
+{
+    for (int e = 0; e < 2; e++) {
+        for (int j = 0; j < 2; j++) {
+            for (int i = 0; i < XCCL_TRIAL_MAX; i++) {
+                last[e][j][i] = t->at[e][j][i] > last[e][j][i] ? t->at[e][j][i] : last[e][j][i];
+            }
+        }
+    }
+}
+
 static xccl_trial_t *run_trial(const xccl_select_policy_t *p, xccl_select_cache_t *c,
                                xccl_coll_t coll, size_t bytes, int mode, const char *seq,
                                const uint64_t *t_shm, const uint64_t *t_mesh)
@@ -565,15 +578,9 @@ START_TEST(level_trials)
         xccl_trial_medians(t1, t1->at, m1);
         ck_assert_uint_eq(m0[1], 20080);
         ck_assert_uint_lt(m0[1] > m1[1] ? m0[1] : m1[1], m0[0] > m1[0] ? m0[0] : m1[0]);
-        uint64_t last[2][2][XCCL_TRIAL_MAX];
-        for (int e = 0; e < 2; e++) {
-            for (int j = 0; j < 2; j++) {
-                for (int i = 0; i < XCCL_TRIAL_MAX; i++) {
-                    last[e][j][i] = t0->at[e][j][i] > t1->at[e][j][i] ? t0->at[e][j][i]
-                                                                      : t1->at[e][j][i];
-                }
-            }
-        }
+        uint64_t last[2][2][XCCL_TRIAL_MAX] = { { { 0 } } };
+        agree_max(last, t0);
+        agree_max(last, t1);
         xccl_trial_medians(t0, last, med);
         ck_assert_uint_eq(med[0], 100);
         ck_assert_uint_eq(med[1], 400);
@@ -584,13 +591,7 @@ START_TEST(level_trials)
         const uint64_t r2_shm[6] = { 20100, 20100, 20100, 20100, 20100, 20100 },
                        r2_mesh[6] = { 20980, 20980, 20980, 20980, 20980, 20980 };
         xccl_trial_t *t2 = run_trial(&p, c2[2], ag, 65536, XCCL_TRIAL_QUIET, quiet, r2_shm, r2_mesh);
-        for (int e = 0; e < 2; e++) {
-            for (int j = 0; j < 2; j++) {
-                for (int i = 0; i < XCCL_TRIAL_MAX; i++) {
-                    last[e][j][i] = last[e][j][i] > t2->at[e][j][i] ? last[e][j][i] : t2->at[e][j][i];
-                }
-            }
-        }
+        agree_max(last, t2);
         xccl_trial_medians(t0, last, med);
         ck_assert_uint_eq(med[0], 100);
         ck_assert_uint_eq(med[1], 980);
