@@ -3,16 +3,19 @@
  * a mesh, each rank reducing its own block over every rank's copy of it,
  * in rank order ((x0 op x1) op x2) ... (the same bits wherever it runs).
  * Two stages per chunk, two buffers in the slot:
- *   copy piece t of every block of SEND into the own slot
- *   -> reduce piece t of the own block over every rank's slot into RECV.
+ *   copy piece t of every other block of SEND into the own slot
+ *   -> reduce piece t of the own block over every rank's slot into RECV,
+ *      the own input straight from SEND.
  * Where all of SEND fits one buffer it is copied in one piece, blocks at
  * their SEND offsets; else buffer = p pieces of pc bytes, piece j holding
  * part of block j (irregular counts: the longest block sets the chunks).
  * In place (the input is RECV): RECV[t pc, (t+1) pc) is written in step
  * t + 1, after every input byte below (t+1) pc was copied in (steps <= t;
- * step t + 1 copies in before it reduces, and only higher bytes).
- *   cost per rank: total copied in, counts[r] reduced p-1 times;
- *   chunks + 1 barriers.
+ * step t + 1 copies in before it reduces, and only higher bytes).  The own
+ * block, which the output may overlap at another offset, is then copied
+ * in as well and read from the slot.
+ *   cost per rank: total - counts[r] copied in (in place: total),
+ *   counts[r] reduced p-1 times; chunks + 1 barriers.
  */
 #include "shm_util.h"
 #include "xccl_build.h"
@@ -25,7 +28,6 @@ int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_
     const size_t es = s->elem_size;
     size_t total = 0, longest = 0, first_r = 0;
 
-    (void) in_place;           /* see above: nothing to do differently */
     s->algo = "shm";
     for (int q = 0; q < p; q++) {
         first_r += q < r ? counts[q] : 0;
@@ -60,6 +62,9 @@ int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_
             const size_t at = shm_buf_off(buf, t, depth);
             hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
             for (int j = 0; j < p; j++) {
+                if (j == r && !in_place) {
+                    continue;
+                }
                 size_t lo;
                 const size_t len = shm_piece(counts[j] * es, pc, t, &lo);
                 const size_t to = at + (one ? first[j] * es : (size_t) j * pc);
@@ -75,9 +80,11 @@ int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_
             const size_t len = shm_piece(counts[r] * es, pc, t - 1, &lo);
             const size_t at = shm_buf_off(buf, t - 1, depth) + (one ? first_r * es : (size_t) r * pc);
             const xccl_ref_t acc = xccl_ref(XCCL_BUF_RECV, lo);
+            const xccl_ref_t own = in_place ? xccl_ref(XCCL_BUF_SLOT, at) : xccl_ref(XCCL_BUF_SEND, first_r * es + lo);
             for (int q = 1; q < p && len > 0; q++) {
-                const xccl_ref_t left = 1 == q ? mesh_ref(s, 0, XCCL_BUF_SLOT, at) : acc;
-                xccl_sched_reduce(s, acc, left, mesh_ref(s, q, XCCL_BUF_SLOT, at), len);
+                const xccl_ref_t left = 1 < q ? acc : 0 == r ? own : mesh_ref(s, 0, XCCL_BUF_SLOT, at);
+                const xccl_ref_t right = q == r ? own : mesh_ref(s, q, XCCL_BUF_SLOT, at);
+                xccl_sched_reduce(s, acc, left, right, len);
             }
         }
         mesh_barrier(s, (uint32_t) (t + 1));
