@@ -276,11 +276,11 @@ static int ag_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
 }
 static int a2a_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return shm_flat(s, a) ? xccl_build_alltoall_shm(s, a->block, a->in_place) : XCCL_NOT_APPLICABLE;
+    return shm_flat(s, a) ? xccl_build_alltoall_shm_whole(s, a->block, a->in_place) : XCCL_NOT_APPLICABLE;
 }
 static int bc_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return shm_flat(s, a) ? xccl_build_bcast_shm(s, a->bytes, a->root) : XCCL_NOT_APPLICABLE;
+    return shm_flat(s, a) ? xccl_build_bcast_shm_whole(s, a->bytes, a->root) : XCCL_NOT_APPLICABLE;
 }
 
 /* The first algorithm of each collective is its measured default (auto

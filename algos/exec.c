@@ -119,9 +119,14 @@ void xccl_memmove(void *dst, const void *src, size_t len)
 static inline char *ref_ptr(const xccl_exec_t *e, xccl_ref_t r)
 {
     const int q = xccl_ref_owner(r);
-    /* a schedule that alternates slot regions: odd calls use the other
-     * (slot_flip, slot_alt: at most one of them is set) */
-    const size_t off = r.off + (XCCL_BUF_SLOT == r.buf && (e->seq & 1u) ? e->s->slot_flip + e->s->slot_alt : 0);
+    /* a schedule that moves between slot regions from call to call: odd
+     * calls use the other (slot_flip), or call seq region seq % slot_nalt
+     * (slot_alt); at most one of them is set */
+    size_t off = r.off;
+    if (XCCL_BUF_SLOT == r.buf) {
+        off += (e->seq & 1u) * e->s->slot_flip;
+        off += e->s->slot_nalt ? e->seq % e->s->slot_nalt * e->s->slot_alt : 0;
+    }
     if (q < 0 || q == e->s->rank) {
         return (char *) e->bufs[r.buf] + off;
     }

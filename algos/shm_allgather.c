@@ -12,12 +12,13 @@
  * instead, 1.03-1.05x at 1 MiB).
  *   cost per rank: own block copied in and out, the others' copied out;
  *   chunks + 1 barriers.
- * A flat allgather of one chunk alternates between the slot's two buffers
- * from call to call (slot_alt): a rank then does not write the lines its
- * peers read in the last call and may still hold, which costs a probe of
- * their caches per line (np 2, 9 rounds against buffer 0 on every call:
- * 512 / 768 KiB 0.84 / 0.91x, 192 KiB - 1 MiB otherwise 0.98-1.00x).  Not
- * as a stage of a two-level schedule (those are appended).
+ * A flat allgather whose slot holds its buffers twice or more moves
+ * through them from call to call (shm_rotate): a rank then does not write
+ * the lines its peers read in the last calls and may still hold, which
+ * costs a probe of their caches per line (np 2, two buffers against buffer
+ * 0 on every call, 9 rounds: 512 / 768 KiB 0.84 / 0.91x, 192 KiB - 1 MiB
+ * otherwise 0.98-1.00x).  Not as a stage of a two-level schedule (those
+ * are appended).
  */
 #include "shm_util.h"
 #include "xccl_build.h"
@@ -46,10 +47,6 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         return shm_fail(s);
     }
     const size_t nchunks = (longest + pc - 1) / pc;
-    if (alternate && 1 == nchunks) {
-        s->slot_alt = pc;                  /* odd calls: buffer 1 */
-        shm_use(s, pc + longest);
-    }
     for (size_t t = 0; t < nchunks + 1; t++) {
         if (t < nchunks) {
             size_t lo;
@@ -72,6 +69,9 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
             }
         }
         mesh_barrier(s, (uint32_t) (t + 1));
+    }
+    if (alternate) {
+        shm_rotate(s, 1 == nchunks ? longest : (size_t) depth * pc);
     }
     return xccl_sched_finalize(s);
 }

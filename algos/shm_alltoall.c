@@ -12,11 +12,13 @@
  * them (np 2, against the whole block first: 0.93-0.94x at 2-16 MiB,
  * 0.96-1.0x elsewhere; right after the copy in instead: 1.0-1.04x of this).
  *   cost per rank: (p-1)/p n copied in and out; chunks + 1 barriers.
+ * A whole schedule whose slot holds the buffers twice or more moves
+ * through them from call to call (shm_rotate, algos/shm_util.h).
  */
 #include "shm_util.h"
 #include "xccl_build.h"
 
-int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place)
+static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
 {
     const int p = s->size, r = s->rank, depth = 2;
 
@@ -68,5 +70,18 @@ int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place)
                             xccl_ref(XCCL_BUF_SEND, (size_t) r * block + lo), len);
         }
     }
+    if (rotate) {
+        shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * buf);
+    }
     return xccl_sched_finalize(s);
+}
+
+int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place)
+{
+    return build(s, block, in_place, 0);
+}
+
+int xccl_build_alltoall_shm_whole(xccl_sched_t *s, size_t block, int in_place)
+{
+    return build(s, block, in_place, 1);
 }

@@ -14,6 +14,10 @@
  * piece t out while the root copies piece t + 1 in, and a piece costs a
  * flag, about what 4 KiB cost to copy.  (One piece of half the slot, as
  * before, left the copies of a message up to 512 KiB one after the other.)
+ * A whole schedule whose slot holds the pieces of a call twice or more
+ * moves through them from call to call (shm_rotate, algos/shm_util.h; the
+ * root leaves only after every
+ * reader is done with its slot, so any region is free at the next call).
  */
 #include "shm_util.h"
 #include "xccl_build.h"
@@ -30,7 +34,7 @@ static size_t bcast_piece(size_t n, size_t max)
     return pc < max ? pc : max;
 }
 
-int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root)
+static int build(xccl_sched_t *s, size_t bytes, int root, int rotate)
 {
     const int p = s->size, r = s->rank;
 
@@ -71,5 +75,18 @@ int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root)
             xccl_sched_wait(s, mod(r + k, p), (uint32_t) (nchunks + 1));
         }
     }
+    if (rotate) {
+        shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * pc);
+    }
     return xccl_sched_finalize(s);
+}
+
+int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root)
+{
+    return build(s, bytes, root, 0);
+}
+
+int xccl_build_bcast_shm_whole(xccl_sched_t *s, size_t bytes, int root)
+{
+    return build(s, bytes, root, 1);
 }

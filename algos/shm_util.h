@@ -43,6 +43,7 @@ static inline size_t shm_round_up(size_t n, size_t u)
 #define SHM_FAST_BYTES ((size_t) 256)
 #define SHM_FAST_MIN_SLOT ((size_t) 4096)
 
+
 static inline int shm_has_fast(const xccl_sched_t *s)
 {
     return s->slot_cap >= SHM_FAST_MIN_SLOT;
@@ -90,6 +91,29 @@ static inline size_t shm_piece(size_t n, size_t pc, size_t t, size_t *lo)
 {
     *lo = t * pc;
     return *lo >= n ? 0 : (n - *lo < pc ? n - *lo : pc);
+}
+
+/* A whole schedule (never appended) that keeps its exit barrier and whose
+ * ranks' slots use at most [0, used) (the same on every rank: a bcast's
+ * readers write nothing there): where the slot holds two or more
+ * page-aligned copies of that, call seq uses copy seq % n (at most
+ * SHM_ROT_MAX; xccl_sched_t.slot_alt), so that a rank does not write the
+ * lines its peers read in the last calls and may still hold: the write
+ * then waits for their caches to give the lines up, a probe per line
+ * (test/bench/line_probe.c: refilling 128 KiB a peer has just read took
+ * 2.7-30 us on one VM, 1.6-2.6 us for lines nobody else holds). */
+#define SHM_ROT_MAX 8u
+#define SHM_ROT_ALIGN ((size_t) 4096)
+
+static inline void shm_rotate(xccl_sched_t *s, size_t used)
+{
+    const size_t stride = shm_round_up(used, SHM_ROT_ALIGN);
+    const size_t n = stride > 0 ? shm_cap(s) / stride : 0;
+    if (n >= 2) {
+        s->slot_alt = stride;
+        s->slot_nalt = (unsigned) (n < SHM_ROT_MAX ? n : SHM_ROT_MAX);
+        shm_use(s, (s->slot_nalt - 1) * stride + used);
+    }
 }
 
 #endif

@@ -186,13 +186,18 @@ size_t xccl_build_shm_slice(size_t n, int p, size_t es, int j, size_t *first);
 int xccl_build_allreduce_shm_small(xccl_sched_t *s, size_t count);
 /* "shm": rank j reduces piece after piece of its block over every slot. */
 int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_place);
-/* "shm": each rank's block through its slot to every other rank. */
+/* "shm": each rank's block through its slot to every other rank.  The
+ * builders named *_whole (and allgather_shm) make whole schedules, which
+ * move through the regions of the slot from call to call (slot_alt);
+ * the others stages that a two-level schedule appends. */
 int xccl_build_allgather_shm(xccl_sched_t *s, size_t block);
 int xccl_build_allgatherv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
 /* "shm": the blocks for every peer through the sender's slot. */
 int xccl_build_alltoall_shm(xccl_sched_t *s, size_t block, int in_place);
+int xccl_build_alltoall_shm_whole(xccl_sched_t *s, size_t block, int in_place);
 /* "shm": the root's data through its slot; only the root waits for all. */
 int xccl_build_bcast_shm(xccl_sched_t *s, size_t bytes, int root);
+int xccl_build_bcast_shm_whole(xccl_sched_t *s, size_t bytes, int root);
 
 /* A builder, or a catalog entry (xccl_algo_t), that does not fit its
  * arguments returns this: a two-level builder on a layout that needs a

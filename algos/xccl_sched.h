@@ -92,14 +92,16 @@ typedef struct {
      * slot_flip bytes further (algos/shm_util.h: the latency path, which
      * needs no exit barrier).  A schedule with slot_flip is not appended. */
     size_t slot_flip;
-    /* 0, or the same alternation for a schedule that keeps its exit
-     * barrier: on odd calls every slot offset is slot_alt bytes further, so
-     * that a call does not write the lines its peers read in the last one
-     * (they may still hold them; algos/shm_allgather.c).  Nothing else
-     * changes (no peer reads a slot after its exit barrier), so the
-     * simulator checks such schedules as strictly as any.  A schedule with
-     * slot_alt is not appended. */
+    /* 0, or a rotation for a schedule that keeps its exit barrier: call
+     * seq uses the slot's region seq % slot_nalt, every slot offset
+     * (seq % slot_nalt) * slot_alt bytes further, so that a call does not
+     * write the lines its peers read in the last slot_nalt - 1 calls (they
+     * may still hold them; algos/shm_allgather.c).  Nothing else changes
+     * (no peer reads a slot after its exit barrier), so the simulator
+     * checks such schedules as strictly as any.  A schedule with slot_alt
+     * is not appended. */
     size_t slot_alt;
+    unsigned slot_nalt;
 } xccl_sched_t;
 
 void xccl_sched_init(xccl_sched_t *s, int rank, int size, size_t elem_size);

@@ -941,14 +941,19 @@ static int mc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
     return mc_cur->flag[peer].posted && (fs == seq ? mc_cur->flag[peer].val >= val : (int32_t) (fs - seq) > 0);
 }
 
-enum { MC_FAST, MC_EMPTY, MC_SMALL_BIG, MC_SLICED, MC_BCAST, MC_AG, MC_NKINDS };
+enum { MC_FAST, MC_EMPTY, MC_SMALL_BIG, MC_SLICED, MC_BCAST, MC_AG, MC_A2A, MC_NKINDS };
 #define MC_CALLS 40
-#define MC_SLOT 8192
+/* bcast, allgather and alltoall move through 2-7 regions of it from call
+ * to call (slot_alt); the two allreduce pipelines take 3 chunks */
+#define MC_SLOT 32768
 
 /* The kind of call i (the same list on every rank). */
 static int mc_kind(int i, unsigned mix)
 {
-    return (int) ((unsigned) i * 7u + mix * (unsigned) i * (unsigned) i) % MC_NKINDS;
+    if (i % 9 == 8) {
+        return MC_A2A;
+    }
+    return (int) ((unsigned) i * 7u + mix * (unsigned) i * (unsigned) i) % MC_A2A;
 }
 
 /* One call: its schedule and buffers on rank r. */
@@ -962,7 +967,7 @@ typedef struct {
 
 static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant_before)
 {
-    static const size_t sizes[MC_NKINDS] = { 13, 0, 3000, 2500, 777, 333 };
+    static const size_t sizes[MC_NKINDS] = { 13, 0, 9000, 7000, 777, 333, 200 };
     c->n = sizes[kind] + (size_t) (call % 5);
     if (MC_EMPTY == kind) {
         c->n = 0;
@@ -973,11 +978,15 @@ static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant_b
     switch (kind) {
     case MC_FAST: case MC_EMPTY: case MC_SMALL_BIG: rc = xccl_build_allreduce_shm_small(&c->s, c->n); break;
     case MC_SLICED: rc = xccl_build_allreduce_shm(&c->s, c->n); break;
-    case MC_BCAST: rc = xccl_build_bcast_shm(&c->s, c->n * 4, call % p); break;
+    case MC_BCAST: rc = xccl_build_bcast_shm_whole(&c->s, c->n * 4, call % p); break;
+    case MC_A2A: rc = xccl_build_alltoall_shm_whole(&c->s, c->n * 4, 0); break;
     default: rc = xccl_build_allgather_shm(&c->s, c->n * 4); break;
     }
     ck_assert_int_eq(rc, 0);
     ck_assert(c->s.slot_bytes <= MC_SLOT);
+    if (MC_BCAST == kind || MC_AG == kind || (MC_A2A == kind && p <= 6)) {
+        ck_assert_uint_ge(c->s.slot_nalt, 2);
+    }
     if (MC_FAST == kind) {
         ck_assert_uint_eq(c->s.slot_flip, SHM_FAST_BYTES_TEST);
     }
@@ -994,10 +1003,12 @@ static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant_b
         }
         c->s.nacts = w;
     }
-    const size_t in_n = MC_AG == kind ? c->n : c->n, out_n = MC_AG == kind ? (size_t) p * c->n : c->n;
+    const size_t in_n = MC_A2A == kind ? (size_t) p * c->n : c->n;
+    const size_t out_n = MC_AG == kind || MC_A2A == kind ? (size_t) p * c->n : c->n;
     c->in = xmalloc(in_n * 4);
     c->out = xmalloc(out_n * 4);
     for (size_t i = 0; i < in_n; i++) {
+        /* alltoall: block q for rank q */
         c->in[i] = (int32_t) (call * 100003 + r * 1009 + (int) i);
     }
     memset(c->out, 0xEE, out_n * 4);
@@ -1008,9 +1019,11 @@ static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant_b
 
 static int mc_check(const mc_call_t *c, int kind, int r, int p, int call)
 {
-    for (size_t i = 0; i < (MC_AG == kind ? (size_t) p * c->n : c->n); i++) {
+    for (size_t i = 0; i < (MC_AG == kind || MC_A2A == kind ? (size_t) p * c->n : c->n); i++) {
         int32_t want = 0;
-        if (MC_BCAST == kind) {
+        if (MC_A2A == kind) {          /* block q from rank q, its block r */
+            want = (int32_t) (call * 100003 + (int) (i / c->n) * 1009 + (int) ((size_t) r * c->n + i % c->n));
+        } else if (MC_BCAST == kind) {
             want = (int32_t) (call * 100003 + (call % p) * 1009 + (int) i);
         } else if (MC_AG == kind) {
             want = (int32_t) (call * 100003 + (int) (i / c->n) * 1009 + (int) (i % c->n));
