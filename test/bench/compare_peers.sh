@@ -301,6 +301,11 @@ for np in "${np_list[@]}"; do
             }
             return n % 2 ? a[(n + 1) / 2] + 0 : (a[n / 2] + a[n / 2 + 1]) / 2
         }
+        function minv(s,   a, n, i, m) {
+            n = split(s, a, " "); m = -1
+            for (i = 1; i <= n; i++) if (m < 0 || a[i] + 0 < m) m = a[i] + 0
+            return m
+        }
         function human(b) {
             if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
             if (b >= 1024 && b % 1024 == 0) return (b / 1024) "K"
@@ -343,6 +348,9 @@ for np in "${np_list[@]}"; do
             printf "# paired = the median over rounds of xccl / the best other in that round, each from that round'"'"'s\n"
             printf "#   samples (a round runs the configurations within seconds of each other; a VM that changes speed\n"
             printf "#   for minutes at a time can put one configuration'"'"'s samples in its fast spells, another'"'"'s in its slow)\n"
+            printf "# fast = xccl'"'"'s fastest sample / the fastest sample of the best other: each at its best (a VM whose\n"
+            printf "#   cores pass cache lines in regimes 3x apart that change within a second, test/bench/line_probe.c,\n"
+            printf "#   puts any configuration'"'"'s samples in any regime; the fastest are those of the fast regime)\n"
             printf "# busbw (GB/s, nccl-tests factors: allreduce 2(n-1)/n, allgather, reduce_scatter, alltoall (n-1)/n, bcast 1)\n"
             printf "#   and %%lim = busbw / one-copy limit, from 16 MiB\n"
             if (excl != "")
@@ -352,7 +360,7 @@ for np in "${np_list[@]}"; do
             for (c in skip) printf "# %s not measured:%s\n", c, skip[c]
             printf "%-15s %6s", "coll", "size"
             for (i = 1; i <= ncf; i++) if (cf[i] in have) printf " %10s", cf[i]
-            printf " %6s %6s %6s %8s %5s %8s %5s\n", "best", "ratio", "paired", "bw_xccl", "%lim", "bw_best", "%lim"
+            printf " %6s %6s %6s %6s %8s %5s %8s %5s\n", "best", "ratio", "paired", "fast", "bw_xccl", "%lim", "bw_best", "%lim"
             # Collectives in the order asked for, sizes ascending.
             for (ci = 1; ci <= ncl; ci++) {
                 c = cl[ci]
@@ -396,7 +404,16 @@ for np in "${np_list[@]}"; do
                     if (xr > 0 && br > 0) pl = pl " " (xr / br)
                 }
                 pr = pl != "" ? sprintf("%.2f", median(pl)) : "-"
-                printf " %6s %6s %6s", bn, r, pr
+                # the fastest sample of each configuration
+                fx = minv(t[order[k], "xccl"]); fb = -1
+                for (i = 1; i <= ncf; i++) {
+                    cc = cf[i]
+                    if (cc == "xccl" || cc == excl || !(cc in have) || ((order[k], cc) in wrong)) continue
+                    m = minv(t[order[k], cc])
+                    if (m > 0 && (fb < 0 || m < fb)) fb = m
+                }
+                fr = fx > 0 && fb > 0 ? sprintf("%.2f", fx / fb) : "-"
+                printf " %6s %6s %6s %6s", bn, r, pr, fr
                 if (sz >= 16777216 && lim > 0) {
                     f = factor(c)
                     bx = x > 0 ? bytes[order[k]] / x / 1e3 * f : 0
