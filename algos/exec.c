@@ -3,9 +3,13 @@
 #include "xccl_exec.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* memmove without a trap of `rep movsb` (glibc's memcpy for mid sizes):
  * on some CPUs, when the destination lies 1..63 bytes past the source
@@ -98,6 +102,36 @@ int xccl_memmove_pieces(double *aligned_us, double *aliased_us)
 void xccl_memmove_force(int pieces)
 {
     atomic_store_explicit(&copy_pieces, pieces < 0 ? -1 : !!pieces, memory_order_relaxed);
+}
+
+void xccl_copy_stream(void *dst, const void *src, size_t len)
+{
+    const uintptr_t d = (uintptr_t) dst, s = (uintptr_t) src;
+#if defined(__SSE2__)
+    if (len >= 4096 && !(d < s + len && s < d + len)) {
+        const size_t head = (16u - (d & 15u)) & 15u;
+        memcpy(dst, src, head);
+        char *o = (char *) dst + head;
+        const char *i = (const char *) src + head;
+        const size_t body = (len - head) & ~(size_t) 63;
+        for (size_t k = 0; k < body; k += 64) {
+            const __m128i x0 = _mm_loadu_si128((const __m128i *) (i + k));
+            const __m128i x1 = _mm_loadu_si128((const __m128i *) (i + k + 16));
+            const __m128i x2 = _mm_loadu_si128((const __m128i *) (i + k + 32));
+            const __m128i x3 = _mm_loadu_si128((const __m128i *) (i + k + 48));
+            _mm_stream_si128((__m128i *) (o + k), x0);
+            _mm_stream_si128((__m128i *) (o + k + 16), x1);
+            _mm_stream_si128((__m128i *) (o + k + 32), x2);
+            _mm_stream_si128((__m128i *) (o + k + 48), x3);
+        }
+        memcpy(o + body, i + body, len - head - body);
+        _mm_sfence();
+        return;
+    }
+#endif
+    (void) d;
+    (void) s;
+    xccl_memmove(dst, src, len);
 }
 
 void xccl_memmove(void *dst, const void *src, size_t len)
@@ -242,7 +276,11 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
                         return rc;
                     }
                 } else {
-                    xccl_memmove(dst, src, a->len);
+                    if (e->s->stream_recv && XCCL_BUF_RECV == a->dst.buf && 0 == a->dst.peer_plus1) {
+                        xccl_copy_stream(dst, src, a->len);
+                    } else {
+                        xccl_memmove(dst, src, a->len);
+                    }
                 }
             }
         } else if (XCCL_ACT_REDUCE == a->kind) {

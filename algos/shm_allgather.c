@@ -72,6 +72,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
     }
     if (alternate) {
         shm_rotate(s, 1 == nchunks ? longest : (size_t) depth * pc);
+        s->stream_recv = displs[p - 1] + bytes[p - 1] >= XCCL_STREAM_BYTES;
     }
     return xccl_sched_finalize(s);
 }

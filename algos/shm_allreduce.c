@@ -103,6 +103,7 @@ int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count)
         }
         mesh_barrier(s, (uint32_t) (t + 1));
     }
+    s->stream_recv = count * es >= XCCL_STREAM_BYTES;
     return xccl_sched_finalize(s);
 }
 

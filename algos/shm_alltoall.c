@@ -72,6 +72,7 @@ static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
     }
     if (rotate) {
         shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * buf);
+        s->stream_recv = (size_t) p * block >= XCCL_STREAM_BYTES;
     }
     return xccl_sched_finalize(s);
 }

@@ -77,6 +77,7 @@ static int build(xccl_sched_t *s, size_t bytes, int root, int rotate)
     }
     if (rotate) {
         shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * pc);
+        s->stream_recv = bytes >= XCCL_STREAM_BYTES;
     }
     return xccl_sched_finalize(s);
 }

@@ -50,6 +50,11 @@ typedef int (*xccl_copy_cb_t)(void *cbctx, void *dst, const void *src, size_t le
  * made in pieces instead (exec.c).  For copy callbacks that copy on the
  * host. */
 void xccl_memmove(void *dst, const void *src, size_t len);
+/* A copy with non-temporal stores (x86: the lines go to memory, not into
+ * the caches, and are not read first), ordered before what follows (a
+ * flag's post) by a store fence; memmove where the ranges overlap or
+ * there is no such store. */
+void xccl_copy_stream(void *dst, const void *src, size_t len);
 /* Whether xccl_memmove takes the pieces in this process: measured on the
  * first call (a few microseconds), 1 or 0; the measurement's times per 32
  * KiB copy, aligned and 16 bytes past, where the pointers are not NULL

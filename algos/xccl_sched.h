@@ -102,7 +102,15 @@ typedef struct {
      * is not appended. */
     size_t slot_alt;
     unsigned slot_nalt;
+    /* Copies into this rank's RECV go to memory past the caches
+     * (non-temporal stores; xccl_copy_stream): set by builders whose RECV
+     * is larger than the caches and not read again in the call. */
+    int stream_recv;
 } xccl_sched_t;
+
+/* The shm builders of whole schedules set stream_recv for a RECV of at
+ * least this many bytes. */
+#define XCCL_STREAM_BYTES ((size_t) 8 << 20)
 
 void xccl_sched_init(xccl_sched_t *s, int rank, int size, size_t elem_size);
 void xccl_sched_fini(xccl_sched_t *s);

@@ -1104,6 +1104,10 @@ static void big_cases(comm_ctx *c)
     check_untouched(&dbyte, b, nb, nb);
     case_end(true, fnv(0xcbf29ce484222325ull, b, nb));
     free(b);
+    /* allgather and alltoall past 8 MiB received (the shared-memory
+     * level's copies out with non-temporal stores from there), in and
+     * out of place, blocks of an odd count */
+    movement_cases(c, &dint, 1100003, M_AG | M_A2A);
 }
 
 /* -P: past 4 MiB per call (5.2 MB of ints to reduce; 1.6 MB a rank to

@@ -848,6 +848,39 @@ END_TEST
 /* The executor's host copy                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* xccl_copy_stream is memmove too: every destination alignment mod 64,
+ * lengths below and above its 4 KiB start, around its 64-byte body
+ * (head and tail by memcpy), overlapping ranges both ways (memmove's),
+ * nothing written outside [dst, dst + n). */
+START_TEST(copy_stream_is_memmove)
+{
+    static const size_t lens[] = { 0, 1, 4095, 4096, 4097, 4096 + 63, 4096 + 64 + 15, 65536 + 17, 300001 };
+    const size_t span = 2 * 300001 + 4096;
+    unsigned char *a = xmalloc(span), *b = xmalloc(span), *want = xmalloc(span);
+    for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+        const size_t n = lens[li];
+        for (int d = 0; d < 64; d += (n > 70000 ? 7 : 1)) {
+            for (int overlap = 0; overlap < 3; overlap++) {
+                for (size_t i = 0; i < span; i++) {
+                    a[i] = (unsigned char) (i * 7 + 1);
+                    b[i] = (unsigned char) (i * 13 + 5);
+                }
+                /* 0: src in a, dst in b; 1: dst d bytes above src in a; 2: below */
+                unsigned char *src = a + 2048 + 3, *base = 0 == overlap ? b : a;
+                unsigned char *dst = 0 == overlap ? b + 64 + (size_t) d : 1 == overlap ? src + d : src - d - 1;
+                memcpy(want, base, span);
+                memmove(want + (dst - base), 0 == overlap ? src : want + (src - a), n);
+                xccl_copy_stream(dst, src, n);
+                ck_assert_msg(0 == memcmp(base, want, span), "len %zu dst +%d overlap %d", n, d, overlap);
+            }
+        }
+    }
+    free(a);
+    free(b);
+    free(want);
+}
+END_TEST
+
 /* xccl_memmove is memmove: disjoint buffers whose distance modulo 4 KiB is
  * every value around the pieces' trigger (1..63), and overlapping ranges
  * both ways (memmove's case), at lengths around the piece size; with the
@@ -1429,6 +1462,7 @@ int main(void)
     tcase_add_test(tc, cost_of_shm_schedules);
     tcase_add_test(tc, successive_calls_interleaved);
     tcase_add_loop_test(tc, memmove_is_memmove, 0, 3);
+    tcase_add_test(tc, copy_stream_is_memmove);
     tcase_add_test(tc, catalog_shm);
     tcase_add_test(tc, catalog_shm_runs);
     tcase_add_loop_test(tc, planted_bugs_fail, 0, NCOLLS);
