@@ -275,12 +275,10 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
                     if (rc < 0) {
                         return rc;
                     }
+                } else if (e->s->stream_recv && XCCL_BUF_RECV == a->dst.buf && 0 == a->dst.peer_plus1) {
+                    xccl_copy_stream(dst, src, a->len);
                 } else {
-                    if (e->s->stream_recv && XCCL_BUF_RECV == a->dst.buf && 0 == a->dst.peer_plus1) {
-                        xccl_copy_stream(dst, src, a->len);
-                    } else {
-                        xccl_memmove(dst, src, a->len);
-                    }
+                    xccl_memmove(dst, src, a->len);
                 }
             }
         } else if (XCCL_ACT_REDUCE == a->kind) {

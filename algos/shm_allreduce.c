@@ -82,13 +82,8 @@ int xccl_build_allreduce_shm(xccl_sched_t *s, size_t count)
             size_t first;
             const size_t len = xccl_build_shm_slice(n, p, es, r, &first) * es;
             const size_t at = shm_buf_off(buf, c, depth) + first * es;
-            const xccl_ref_t acc = xccl_ref(XCCL_BUF_SLOT, at);
-            const xccl_ref_t own = xccl_ref(XCCL_BUF_SEND, (c * ce + first) * es);
-            for (int q = 1; q < p && len > 0; q++) {
-                const xccl_ref_t left = 1 < q ? acc : 0 == r ? own : mesh_ref(s, 0, XCCL_BUF_SLOT, at);
-                const xccl_ref_t right = q == r ? own : mesh_ref(s, q, XCCL_BUF_SLOT, at);
-                xccl_sched_reduce(s, acc, left, right, len);
-            }
+            shm_reduce_ranks(s, xccl_ref(XCCL_BUF_SLOT, at), xccl_ref(XCCL_BUF_SEND, (c * ce + first) * es), at,
+                             len);
         }
         /* stage 2: every slice of chunk t - 2 from its owner's slot */
         if (t >= 2 && t - 2 < nchunks) {
@@ -129,11 +124,7 @@ static int latency_path(xccl_sched_t *s, size_t count)
     for (int k = 1; k < p; k++) {
         xccl_sched_wait(s, mod(r + k, p), 1);
     }
-    const xccl_ref_t acc = xccl_ref(XCCL_BUF_RECV, 0);
-    for (int q = 1; q < p; q++) {
-        const xccl_ref_t left = 1 == q ? mesh_ref(s, 0, XCCL_BUF_SLOT, at) : acc;
-        xccl_sched_reduce(s, acc, left, mesh_ref(s, q, XCCL_BUF_SLOT, at), n);
-    }
+    shm_reduce_ranks(s, xccl_ref(XCCL_BUF_RECV, 0), xccl_ref(XCCL_BUF_SLOT, at), at, n);
     return xccl_sched_finalize(s);
 }
 
@@ -167,11 +158,7 @@ int xccl_build_allreduce_shm_small(xccl_sched_t *s, size_t count)
         if (t >= 1) {
             const size_t c = t - 1, n = (c + 1 < nchunks ? ce : count - c * ce) * es;
             const size_t at = shm_buf_off(buf, c, depth);
-            const xccl_ref_t acc = xccl_ref(XCCL_BUF_RECV, c * ce * es);
-            for (int q = 1; q < p; q++) {
-                const xccl_ref_t left = 1 == q ? mesh_ref(s, 0, XCCL_BUF_SLOT, at) : acc;
-                xccl_sched_reduce(s, acc, left, mesh_ref(s, q, XCCL_BUF_SLOT, at), n);
-            }
+            shm_reduce_ranks(s, xccl_ref(XCCL_BUF_RECV, c * ce * es), xccl_ref(XCCL_BUF_SLOT, at), at, n);
         }
         mesh_barrier(s, (uint32_t) (t + 1));
     }

@@ -16,8 +16,8 @@
  * before, left the copies of a message up to 512 KiB one after the other.)
  * A whole schedule whose slot holds the pieces of a call twice or more
  * moves through them from call to call (shm_rotate, algos/shm_util.h; the
- * root leaves only after every
- * reader is done with its slot, so any region is free at the next call).
+ * root leaves only after every reader is done with its slot, so any region
+ * is free at the next call).
  */
 #include "shm_util.h"
 #include "xccl_build.h"

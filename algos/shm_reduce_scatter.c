@@ -79,13 +79,8 @@ int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_
             size_t lo;
             const size_t len = shm_piece(counts[r] * es, pc, t - 1, &lo);
             const size_t at = shm_buf_off(buf, t - 1, depth) + (one ? first_r * es : (size_t) r * pc);
-            const xccl_ref_t acc = xccl_ref(XCCL_BUF_RECV, lo);
             const xccl_ref_t own = in_place ? xccl_ref(XCCL_BUF_SLOT, at) : xccl_ref(XCCL_BUF_SEND, first_r * es + lo);
-            for (int q = 1; q < p && len > 0; q++) {
-                const xccl_ref_t left = 1 < q ? acc : 0 == r ? own : mesh_ref(s, 0, XCCL_BUF_SLOT, at);
-                const xccl_ref_t right = q == r ? own : mesh_ref(s, q, XCCL_BUF_SLOT, at);
-                xccl_sched_reduce(s, acc, left, right, len);
-            }
+            shm_reduce_ranks(s, xccl_ref(XCCL_BUF_RECV, lo), own, at, len);
         }
         mesh_barrier(s, (uint32_t) (t + 1));
     }

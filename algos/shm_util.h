@@ -43,7 +43,6 @@ static inline size_t shm_round_up(size_t n, size_t u)
 #define SHM_FAST_BYTES ((size_t) 256)
 #define SHM_FAST_MIN_SLOT ((size_t) 4096)
 
-
 static inline int shm_has_fast(const xccl_sched_t *s)
 {
     return s->slot_cap >= SHM_FAST_MIN_SLOT;
@@ -91,6 +90,20 @@ static inline size_t shm_piece(size_t n, size_t pc, size_t t, size_t *lo)
 {
     *lo = t * pc;
     return *lo >= n ? 0 : (n - *lo < pc ? n - *lo : pc);
+}
+
+/* acc = x0 op x1 op ... op x(p-1), len bytes, in rank order (the same
+ * bits on every rank): rank q's input at offset at of its slot, this
+ * rank's own at own (its slot, or SEND where it did not copy it in).
+ * Partial results go to acc, which no operand may overlap but as the
+ * same range. */
+static inline void shm_reduce_ranks(xccl_sched_t *s, xccl_ref_t acc, xccl_ref_t own, size_t at, size_t len)
+{
+    for (int q = 1; q < s->size && len > 0; q++) {
+        const xccl_ref_t left = 1 < q ? acc : 0 == s->rank ? own : mesh_ref(s, 0, XCCL_BUF_SLOT, at);
+        const xccl_ref_t right = q == s->rank ? own : mesh_ref(s, q, XCCL_BUF_SLOT, at);
+        xccl_sched_reduce(s, acc, left, right, len);
+    }
 }
 
 /* A whole schedule (never appended) that keeps its exit barrier and whose

@@ -189,7 +189,7 @@ int xccl_build_reduce_scatter_shm(xccl_sched_t *s, const size_t *counts, int in_
 /* "shm": each rank's block through its slot to every other rank.  The
  * builders named *_whole (and allgather_shm) make whole schedules, which
  * move through the regions of the slot from call to call (slot_alt);
- * the others stages that a two-level schedule appends. */
+ * the others are stages that a two-level schedule appends. */
 int xccl_build_allgather_shm(xccl_sched_t *s, size_t block);
 int xccl_build_allgatherv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
 /* "shm": the blocks for every peer through the sender's slot. */
