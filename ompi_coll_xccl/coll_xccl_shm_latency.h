@@ -12,8 +12,9 @@ BEGIN_C_DECLS
 /* The latency path of the level (coll_xccl_shm_latency.c): a blocking call of any
  * of the five collectives on one node whose every rank writes at most
  * XCCL_SHM_LAT_BYTES (mca_coll_xccl_shm_lat_bytes), without the executor:
- * each rank copies its part into its own small area, posts, and reads
- * what it needs from the peers' areas.  Reductions need red.kernel.  On
+ * each rank copies its part into a small area (its own; of two ranks, the
+ * one its peer wrote the last time), posts, and reads what it needs from
+ * the areas its peers wrote.  Reductions need red.kernel.  On
  * ws and wr, the call's work buffers (coll_xccl_pack.c): MPI error codes. */
 #define XCCL_SHM_LAT_BYTES 65536
 
@@ -50,6 +51,8 @@ typedef struct {
     size_t block;                    /* allgather, alltoall */
     uint64_t f, f2, last;            /* its numbers; the last call that wrote its units */
     int me, root, sliced;            /* segment ranks */
+    int pair, flip;                  /* two ranks: the pair layout, and segment rank s writes
+                                      * area s ^ flip (coll_xccl_shm_latency.c) */
     int phase;                       /* 0 give, 1 read, 2 the sliced allreduce's second half */
     size_t k;                        /* bcast: the next piece to read */
     unsigned polls;                  /* waits (blocking: progress calls; a request: unmet
