@@ -150,9 +150,18 @@ void xccl_memmove(void *dst, const void *src, size_t len)
 
 /* The address of r, or NULL: a peer's buffer the peer access cannot give.
  * Own buffers (also named as a peer ref to this rank) never fail. */
-static inline char *ref_ptr(const xccl_exec_t *e, xccl_ref_t r)
+static inline int ref_owner(const xccl_exec_t *e, xccl_ref_t r)
 {
     const int q = xccl_ref_owner(r);
+    if (XCCL_BUF_SLOT == r.buf && e->s->slot_swap && (e->seq & 1u)) {
+        return 1 - (q < 0 ? e->s->rank : q);    /* two ranks: the other slot */
+    }
+    return q;
+}
+
+static inline char *ref_ptr(const xccl_exec_t *e, xccl_ref_t r)
+{
+    const int q = ref_owner(e, r);
     /* a schedule that moves between slot regions from call to call: odd
      * calls use the other (slot_flip), or call seq region seq % slot_nalt
      * (slot_alt); at most one of them is set */
@@ -259,7 +268,7 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
             char *dst = ref_ptr(e, a->dst), *src = ref_ptr(e, a->a);
             if (NULL != dst && NULL == src && e->peer->read) {
                 /* a peer's buffer the provider reads but cannot map */
-                int rc = e->peer->read(e->peer->ctx, xccl_ref_owner(a->a), (xccl_buf_id_t) a->a.buf, a->a.off,
+                int rc = e->peer->read(e->peer->ctx, ref_owner(e, a->a), (xccl_buf_id_t) a->a.buf, a->a.off,
                                        dst, a->len);
                 if (rc < 0) {
                     return rc;

@@ -245,7 +245,8 @@ static int child_fits(xccl_sched_t *parent, const xccl_sched_t *child, const int
         return -1;
     }
     if (child->error || child->rank < 0 || child->rank >= child->size ||
-        group[child->rank] != parent->rank || child->slot_flip > 0 || child->slot_alt > 0) {
+        group[child->rank] != parent->rank || child->slot_flip > 0 || child->slot_alt > 0 ||
+        child->slot_swap) {
         parent->error = 1;
         return -1;
     }

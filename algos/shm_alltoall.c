@@ -2,8 +2,10 @@
  * Alltoall through the node's shared segment (algos/shm_util.h): each rank
  * copies what it sends into its slot, every rank reads its blocks from the
  * others' slots.  Two stages per chunk, two buffers in the slot:
- *   copy piece t of every block for a peer into the own slot (block q at
- *   q * pc: the whole SEND in one copy, less the own block, when it fits)
+ *   copy piece t of every block for a peer into the own slot (the block
+ *   for q at ((q - r - 1) mod p) * pc: of two ranks both at 0, where the
+ *   slots trading places finds them, shm_swap; SEND in two copies, less
+ *   the own block, when it fits)
  *   -> copy piece t of the block for this rank from every peer's slot.
  * In place (SEND is RECV): piece t - 1 of block q of RECV is written in
  * step t, after it was copied in (step t - 1); step t copies in piece t
@@ -12,8 +14,9 @@
  * them (np 2, against the whole block first: 0.93-0.94x at 2-16 MiB,
  * 0.96-1.0x elsewhere; right after the copy in instead: 1.0-1.04x of this).
  *   cost per rank: (p-1)/p n copied in and out; chunks + 1 barriers.
- * A whole schedule whose slot holds the buffers twice or more moves
- * through them from call to call (shm_rotate, algos/shm_util.h).
+ * A whole schedule of two ranks swaps the slots from call to call
+ * (shm_swap); of more, where its slot holds the buffers twice or more, it
+ * moves through them (shm_rotate, algos/shm_util.h).
  */
 #include "shm_util.h"
 #include "xccl_build.h"
@@ -43,22 +46,23 @@ static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
             for (int q = 0; q < p; q++) {
                 size_t lo;
                 const size_t len = q == r ? 0 : shm_piece(block, pc, t, &lo);
-                hier_copy_add(&cp, xccl_ref(XCCL_BUF_SLOT, at + (size_t) q * pc),
-                              xccl_ref(XCCL_BUF_SEND, (size_t) q * block + lo), len);
+                const size_t to = at + (size_t) mod(q - r - 1, p) * pc;
+                hier_copy_add(&cp, xccl_ref(XCCL_BUF_SLOT, to), xccl_ref(XCCL_BUF_SEND, (size_t) q * block + lo),
+                              len);
                 if (len) {
-                    shm_use(s, at + (size_t) q * pc + len);
+                    shm_use(s, to + len);
                 }
             }
             hier_copy_flush(&cp);
         }
         if (t >= 1) {
-            const size_t at = shm_buf_off(buf, t - 1, depth) + (size_t) r * pc;
+            const size_t at = shm_buf_off(buf, t - 1, depth);
             for (int k = 1; k < p; k++) {
                 const int q = mod(r + k, p);
                 size_t lo;
                 const size_t len = shm_piece(block, pc, t - 1, &lo);
                 xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) q * block + lo),
-                                xccl_ref_peer(q, XCCL_BUF_SLOT, at), len);
+                                xccl_ref_peer(q, XCCL_BUF_SLOT, at + (size_t) mod(r - q - 1, p) * pc), len);
             }
         }
         mesh_barrier(s, (uint32_t) (t + 1));
@@ -70,8 +74,12 @@ static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
                             xccl_ref(XCCL_BUF_SEND, (size_t) r * block + lo), len);
         }
     }
-    if (rotate) {
+    if (rotate && 2 == p) {
+        shm_swap(s);
+    } else if (rotate) {
         shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * buf);
+    }
+    if (rotate) {
         s->stream_recv = (size_t) p * block >= XCCL_STREAM_BYTES;
     }
     return xccl_sched_finalize(s);

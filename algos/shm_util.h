@@ -115,6 +115,19 @@ static inline void shm_reduce_ranks(xccl_sched_t *s, xccl_ref_t acc, xccl_ref_t 
  * then waits for their caches to give the lines up, a probe per line
  * (test/bench/line_probe.c: refilling 128 KiB a peer has just read took
  * 2.7-30 us on one VM, 1.6-2.6 us for lines nobody else holds). */
+/* Two ranks instead (slot_swap): on odd calls every slot reference names
+ * the other rank's slot, so that each rank writes the lines it read in the
+ * call before, where its peer wrote them (a whole schedule that keeps its
+ * exit barrier; test/bench/lat_pair.c: 32 KiB rewritten where the peer
+ * read it took 3x as long on the AMD VM).  Only where both ranks put what
+ * they give each other at the same offsets of their slots (a bcast's root
+ * that stays the same would alternate between two places, against up to
+ * SHM_ROT_MAX in the regions of shm_rotate). */
+static inline void shm_swap(xccl_sched_t *s)
+{
+    s->slot_swap = 2 == s->size;
+}
+
 #define SHM_ROT_MAX 8u
 #define SHM_ROT_ALIGN ((size_t) 4096)
 

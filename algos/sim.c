@@ -174,7 +174,10 @@ static void *peer_buf(void *ctx, int peer, xccl_buf_id_t id)
     const char *why = NULL;
     if (NULL == sim->execs || peer < 0 || peer >= sim->nexecs || (int) id < 0 || id >= XCCL_NBUF) {
         why = "not a rank of the run";
-    } else if (!sim->entered[peer]) {
+    } else if (!sim->entered[peer] && !(XCCL_BUF_SLOT == id && sim->execs[r->rank].s->slot_swap)) {
+        /* (where the two slots trade places from call to call, a rank
+         * writes the other's from the start: the last call's exit barrier
+         * kept it safe) */
         why = "before it entered the call";
     } else if (sim->execs[peer].status > 0 && !(XCCL_BUF_SLOT == id && sim->execs[peer].s->slot_flip)) {
         /* (a schedule alternating slot regions has no exit barrier: its

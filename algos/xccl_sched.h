@@ -102,6 +102,14 @@ typedef struct {
      * is not appended. */
     size_t slot_alt;
     unsigned slot_nalt;
+    /* 0, or (two ranks, a schedule that keeps its exit barrier) on odd
+     * calls the two ranks' slots trade places: every slot reference names
+     * the other rank's slot.  A line a core has just read is in its cache,
+     * perhaps its alone (AMD takes a line over on such a read), so a rank
+     * writes the lines it read in the last call instead of pulling back
+     * the ones its peer read (algos/shm_util.h, shm_swap).  Nothing else
+     * changes; a schedule with slot_swap is not appended. */
+    int slot_swap;
     /* Copies into this rank's RECV go to memory past the caches
      * (non-temporal stores; xccl_copy_stream): set by builders whose RECV
      * is larger than the caches and not read again in the call. */

@@ -1017,13 +1017,21 @@ static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant_b
     }
     ck_assert_int_eq(rc, 0);
     ck_assert(c->s.slot_bytes <= MC_SLOT);
-    if (MC_BCAST == kind || MC_AG == kind || (MC_A2A == kind && p <= 6)) {
+    if (2 == p && (MC_AG == kind || MC_A2A == kind || MC_SLICED == kind)) {
+        /* two ranks: the slots trade places on odd calls instead */
+        ck_assert_int_eq(c->s.slot_swap, 1);
+        ck_assert_uint_eq(c->s.slot_nalt, 0);
+    } else if (MC_BCAST == kind || MC_AG == kind || (MC_A2A == kind && p <= 6)) {
         ck_assert_uint_ge(c->s.slot_nalt, 2);
+        ck_assert_int_eq(c->s.slot_swap, 0);
+    }
+    if (2 == plant_before) {           /* the slots trade places on rank 0 only */
+        c->s.slot_swap = 0 == r && 2 == p && MC_BCAST != kind;
     }
     if (MC_FAST == kind) {
         ck_assert_uint_eq(c->s.slot_flip, SHM_FAST_BYTES_TEST);
     }
-    if (plant_before) {                /* the waits one call back removed */
+    if (1 == plant_before) {           /* the waits one call back removed */
         size_t w = 0;
         for (size_t st = 0; st < c->s.nsteps; st++) {
             const size_t b = c->s.step_start[st], e = st + 1 < c->s.nsteps ? c->s.step_start[st + 1] : c->s.nacts;
@@ -1189,6 +1197,13 @@ START_TEST(successive_calls_interleaved)
     }
     fprintf(stderr, "planted: latency path without its wait one call back: %s\n", caught ? bad : "NOT CAUGHT");
     ck_assert_msg(caught, "the latency path without its wait one call back was not caught");
+    /* two ranks that disagree on which slot is whose in odd calls */
+    caught = 0;
+    for (unsigned sd = 0; sd < 4 && !caught; sd++) {
+        caught = 0 != run_successive(2, seed_of(2, 950 + sd), sd % 4, 2, bad, sizeof(bad));
+    }
+    fprintf(stderr, "planted: slots swapped on one rank only: %s\n", caught ? bad : "NOT CAUGHT");
+    ck_assert_msg(caught, "slots swapped on one rank only was not caught");
 }
 END_TEST
 
