@@ -17,7 +17,9 @@
  * A whole schedule whose slot holds the pieces of a call twice or more
  * moves through them from call to call (shm_rotate, algos/shm_util.h; the
  * root leaves only after every reader is done with its slot, so any region
- * is free at the next call).
+ * is free at the next call); of two ranks the slots also trade places on
+ * odd calls (shm_swap: the rank that reads a call is the only one that may
+ * start the next before the root leaves, and it is done).
  */
 #include "shm_util.h"
 #include "xccl_build.h"
@@ -76,6 +78,7 @@ static int build(xccl_sched_t *s, size_t bytes, int root, int rotate)
         }
     }
     if (rotate) {
+        shm_swap(s);
         shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * pc);
         s->stream_recv = bytes >= XCCL_STREAM_BYTES;
     }

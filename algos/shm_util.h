@@ -120,9 +120,11 @@ static inline void shm_reduce_ranks(xccl_sched_t *s, xccl_ref_t acc, xccl_ref_t 
  * call before, where its peer wrote them (a whole schedule that keeps its
  * exit barrier; test/bench/lat_pair.c: 32 KiB rewritten where the peer
  * read it took 3x as long on the AMD VM).  Only where both ranks put what
- * they give each other at the same offsets of their slots (a bcast's root
- * that stays the same would alternate between two places, against up to
- * SHM_ROT_MAX in the regions of shm_rotate). */
+ * they give each other at the same offsets of their slots.  A bcast swaps
+ * and rotates (shm_rotate after shm_swap): an odd number of regions, so
+ * that a root that changes every call finds in each region the other
+ * slot's turn, where its peer wrote and it read, and one that stays the
+ * same moves through twice as many places. */
 static inline void shm_swap(xccl_sched_t *s)
 {
     s->slot_swap = 2 == s->size;
@@ -134,10 +136,14 @@ static inline void shm_swap(xccl_sched_t *s)
 static inline void shm_rotate(xccl_sched_t *s, size_t used)
 {
     const size_t stride = shm_round_up(used, SHM_ROT_ALIGN);
-    const size_t n = stride > 0 ? shm_cap(s) / stride : 0;
+    size_t n = stride > 0 ? shm_cap(s) / stride : 0;
+    n = n < SHM_ROT_MAX ? n : SHM_ROT_MAX;
+    if (s->slot_swap && 0 == n % 2) {
+        n--;        /* an odd count: a region's next call has the other parity */
+    }
     if (n >= 2) {
         s->slot_alt = stride;
-        s->slot_nalt = (unsigned) (n < SHM_ROT_MAX ? n : SHM_ROT_MAX);
+        s->slot_nalt = (unsigned) n;
         shm_use(s, (s->slot_nalt - 1) * stride + used);
     }
 }

@@ -1021,12 +1021,17 @@ static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant_b
         /* two ranks: the slots trade places on odd calls instead */
         ck_assert_int_eq(c->s.slot_swap, 1);
         ck_assert_uint_eq(c->s.slot_nalt, 0);
+    } else if (2 == p && MC_BCAST == kind) {
+        /* and a bcast's also move through an odd number of regions */
+        ck_assert_int_eq(c->s.slot_swap, 1);
+        ck_assert_uint_ge(c->s.slot_nalt, 3);
+        ck_assert_uint_eq(c->s.slot_nalt % 2, 1);
     } else if (MC_BCAST == kind || MC_AG == kind || (MC_A2A == kind && p <= 6)) {
         ck_assert_uint_ge(c->s.slot_nalt, 2);
         ck_assert_int_eq(c->s.slot_swap, 0);
     }
     if (2 == plant_before) {           /* the slots trade places on rank 0 only */
-        c->s.slot_swap = 0 == r && 2 == p && MC_BCAST != kind;
+        c->s.slot_swap = 0 == r && 2 == p;
     }
     if (MC_FAST == kind) {
         ck_assert_uint_eq(c->s.slot_flip, SHM_FAST_BYTES_TEST);
