@@ -40,8 +40,8 @@ struct mca_coll_xccl_shm {
     unsigned lat_last;               /* the units of the call before (the same on every rank) */
     uint64_t lat_wrote[XCCL_SHM_LAT_UNITS];   /* the last call in which this rank wrote each unit
                                                * (of its area; two ranks: of either area) */
-    unsigned char lat_flip[XCCL_SHM_LAT_UNITS]; /* two ranks: f where each unit of area a was
-                                                 * last written by segment rank a ^ f */
+    unsigned char lat_flip[XCCL_SHM_LAT_UNITS]; /* two ranks: the next call on each unit has
+                                                 * segment rank s write area s ^ lat_flip */
     /* by collective, the size classes (xccl_size_class of the call's
      * bytes) whose level trial picked shm: their calls take the entry's
      * short way to the latency path, as the whole way would (the pick is

@@ -52,9 +52,9 @@
  * 4.0 us written into the area the peer wrote last against 21 us into
  * its own, an allreduce of 64 KiB 4.9 against 10-13 us.  So in each call
  * segment rank s writes its part at the start of area s ^ flip, where
- * flip says, per unit, which rank wrote each area last (lat_flip, the
- * same on every rank: it follows from the calls alone): s then writes
- * over what its peer wrote and s read.  A part is only what the other
+ * flip is kept per unit (lat_flip, the same on every rank: it follows
+ * from the calls alone) so that s writes over what its peer wrote and s
+ * read.  A part is only what the other
  * rank needs (alltoall: its block; reduce_scatter: its block; the sliced
  * allreduce: its piece, whose reduced values its reducer writes back in
  * place, where the giver reads them and next writes); a rank's own share
@@ -310,12 +310,15 @@ LAT_FN void lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m, xccl_c
     st->pair = 2 == h->node_size;
     if (st->pair && units > 0) {
         /* s writes where 1 - s wrote last; after the sliced allreduce
-         * the reducer (the peer) wrote last, in place */
-        st->flip = !h->lat_flip[u];
-        memset(h->lat_flip + u, st->sliced ? !st->flip : st->flip, units);
+         * the reducer (the peer) wrote last, in place, so the next call
+         * keeps the flip (0 at first: every rank its own area, the pages
+         * it made) */
+        st->flip = h->lat_flip[u];
+        memset(h->lat_flip + u, st->sliced ? st->flip : !st->flip, units);
     }
-    /* a rank that gives nothing reads (of two ranks: is the only reader
-     * of the call): only a rank's own writes put its later ones at risk */
+    /* a rank records (and later waits for) only the calls it gives in:
+     * with more ranks nobody else writes its area; of two ranks, a call it
+     * gives nothing in (a bcast it reads) had it as its only reader */
     if (st->root == st->me && len > 0) {
         for (unsigned k = u; k < u + units; k++) {
             st->last = h->lat_wrote[k] > st->last ? h->lat_wrote[k] : st->last;

@@ -92,6 +92,7 @@ struct xccl_shm {
     xccl_shm_desc_t desc;      /* what names it (from its creation) */
     /* CMA probe: peers read this word of ours with process_vm_readv. */
     volatile uint64_t probe_word;
+    uint64_t *faulted;         /* small areas mapped here (xccl_shm_prefault_small), by rank */
 };
 
 static size_t round_up(size_t n, size_t a)
@@ -128,6 +129,31 @@ void *xccl_shm_small(const xccl_shm_t *seg, int r)
         return NULL;
     }
     return seg->base + seg->small_off + (size_t) r * XCCL_SHM_SMALL_BYTES;
+}
+
+int xccl_shm_prefault_small(xccl_shm_t *seg, int r)
+{
+    void *a = xccl_shm_small(seg, r);
+    if (NULL == a) {
+        return -EINVAL;
+    }
+    /* once per mapping: a pooled segment's next user has them (the walk
+     * over mapped pages cost about 7 us an area, half a communicator's
+     * life in test/bench/comm_churn.sh) */
+    if (NULL == seg->faulted && NULL == (seg->faulted = calloc(((size_t) seg->nranks + 63) / 64, 8))) {
+        return -ENOMEM;
+    }
+    const uint64_t bit = (uint64_t) 1 << (r % 64);
+    if (seg->faulted[r / 64] & bit) {
+        return 0;
+    }
+#ifdef MADV_POPULATE_WRITE
+    if (0 != madvise(a, XCCL_SHM_SMALL_BYTES, MADV_POPULATE_WRITE) && EINVAL != errno) {
+        return -errno;
+    }
+#endif
+    seg->faulted[r / 64] |= bit;
+    return 0;
 }
 
 static uint64_t probe_value(const uint8_t key[16], int r)
@@ -471,6 +497,7 @@ void xccl_shm_detach(xccl_shm_t *seg)
     }
     xccl_shm_release_fd(seg);
     unmap(seg);
+    free(seg->faulted);
     free(seg);
 }
 

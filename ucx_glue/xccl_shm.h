@@ -153,11 +153,18 @@ int xccl_shm_peer_alive(const xccl_shm_t *seg, int peer);
 #define XCCL_SHM_LINE_BYTES 64
 void *xccl_shm_line(const xccl_shm_t *seg, int r);
 /* The small area of rank r: XCCL_SHM_SMALL_BYTES, page-aligned, zero at
- * creation, written only by rank r (never by this file), apart from the
- * slots: for a caller's small messages next to (not inside) the slots'
- * pipelines.  NULL if r is out of range. */
+ * creation, apart from the slots, never written by this file: for a
+ * caller's small messages next to (not inside) the slots' pipelines.
+ * NULL if r is out of range. */
 #define XCCL_SHM_SMALL_BYTES 196608
 void *xccl_shm_small(const xccl_shm_t *seg, int r);
+/* Maps every page of rank r's small area in this process now
+ * (MADV_POPULATE_WRITE; the data stays as it is), so that its first uses
+ * take no page faults; a page nobody touched yet is allocated here (on
+ * this process's NUMA node: the rank's own area first).  Nothing where
+ * the kernel lacks it (before 5.14).  Once per area and mapping (later
+ * calls return at once).  0 or -errno. */
+int xccl_shm_prefault_small(xccl_shm_t *seg, int r);
 
 /* ---- cross-memory attach */
 

@@ -804,6 +804,63 @@ START_TEST(segment_reuse)
 }
 END_TEST
 
+/* Pages of [a, a + len) mapped in this process (/proc/self/pagemap's
+ * present bit, readable without privileges), or -1 where it cannot tell. */
+static long pages_present(const void *a, size_t len)
+{
+    const long pg = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/pagemap", "rb");
+    if (NULL == f) {
+        return -1;
+    }
+    long n = 0;
+    for (uintptr_t v = (uintptr_t) a; v < (uintptr_t) a + len; v += (uintptr_t) pg) {
+        uint64_t e;
+        if (0 != fseek(f, (long) (v / (uintptr_t) pg * 8), SEEK_SET) || 1 != fread(&e, 8, 1, f)) {
+            fclose(f);
+            return -1;
+        }
+        n += (long) (e >> 63);
+    }
+    fclose(f);
+    return n;
+}
+
+/* xccl_shm_prefault_small maps a small area's pages here (allocating the
+ * ones nobody made), and leaves its data and the other areas alone. */
+START_TEST(small_area_prefault)
+{
+    for (int kind = XCCL_SHM_MEMFD; kind <= XCCL_SHM_SYSV; kind++) {
+        xccl_shm_t *a, *b;
+        xccl_shm_desc_t d;
+        ck_assert_int_eq(xccl_shm_create((xccl_shm_kind_t) kind, 2, 0, 1000, &a, &d), 0);
+        ck_assert_int_eq(xccl_shm_attach(&d, 1, &b), 0);
+        const size_t n = XCCL_SHM_SMALL_BYTES / (size_t) sysconf(_SC_PAGESIZE);
+        unsigned char *a0 = xccl_shm_small(a, 0), *b0 = xccl_shm_small(b, 0), *b1 = xccl_shm_small(b, 1);
+        if (pages_present(a0, XCCL_SHM_SMALL_BYTES) < 0) {
+            fprintf(stderr, "small_area_prefault: /proc/self/pagemap unreadable: not checked\n");
+            ck_assert_int_eq(xccl_shm_prefault_small(a, 0), 0);
+        } else {
+            ck_assert_int_eq(pages_present(a0, XCCL_SHM_SMALL_BYTES), 0);   /* nothing touched */
+            a0[5] = 0x5a;                                      /* one page made by its rank */
+            ck_assert_int_eq(pages_present(a0, XCCL_SHM_SMALL_BYTES), 1);
+            ck_assert_int_eq(xccl_shm_prefault_small(a, 0), 0);
+            ck_assert_int_eq(pages_present(a0, XCCL_SHM_SMALL_BYTES), (long) n);
+            ck_assert_int_eq(pages_present(b0, XCCL_SHM_SMALL_BYTES), 0);   /* another mapping */
+            ck_assert_int_eq(xccl_shm_prefault_small(b, 0), 0);
+            ck_assert_int_eq(pages_present(b0, XCCL_SHM_SMALL_BYTES), (long) n);
+            ck_assert_int_eq(pages_present(b1, XCCL_SHM_SMALL_BYTES), 0);   /* the other area */
+        }
+        for (size_t i = 0; i < XCCL_SHM_SMALL_BYTES; i++) {
+            ck_assert_uint_eq(b0[i], 5 == i ? 0x5a : 0);
+        }
+        ck_assert_int_eq(xccl_shm_prefault_small(b, 2), -EINVAL);
+        xccl_shm_detach(b);
+        xccl_shm_detach(a);
+    }
+}
+END_TEST
+
 START_TEST(segment_errors)
 {
     xccl_shm_t *a;
@@ -1341,6 +1398,7 @@ int main(void)
     tcase_add_test(tc, segment_layout_and_flags);
     tcase_add_test(tc, segment_errors);
     tcase_add_test(tc, segment_reuse);
+    tcase_add_test(tc, small_area_prefault);
     tc = tcase(su, "cma");
     tcase_add_test(tc, cma_probe_read_write);
     tcase_add_test(tc, not_dumpable_refuses);
