@@ -70,11 +70,11 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         }
         mesh_barrier(s, (uint32_t) (t + 1));
     }
-    if (alternate && 2 == p) {
-        shm_swap(s);
-        s->stream_recv = displs[p - 1] + bytes[p - 1] >= XCCL_STREAM_BYTES;
-    } else if (alternate) {
-        shm_rotate(s, 1 == nchunks ? longest : (size_t) depth * pc);
+    if (alternate) {
+        shm_swap(s);                       /* two ranks; more move through regions */
+        if (!s->slot_swap) {
+            shm_rotate(s, 1 == nchunks ? longest : (size_t) depth * pc);
+        }
         s->stream_recv = displs[p - 1] + bytes[p - 1] >= XCCL_STREAM_BYTES;
     }
     return xccl_sched_finalize(s);

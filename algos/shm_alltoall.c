@@ -74,12 +74,11 @@ static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
                             xccl_ref(XCCL_BUF_SEND, (size_t) r * block + lo), len);
         }
     }
-    if (rotate && 2 == p) {
-        shm_swap(s);
-    } else if (rotate) {
-        shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * buf);
-    }
     if (rotate) {
+        shm_swap(s);                       /* two ranks; more move through regions */
+        if (!s->slot_swap) {
+            shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * buf);
+        }
         s->stream_recv = (size_t) p * block >= XCCL_STREAM_BYTES;
     }
     return xccl_sched_finalize(s);

@@ -998,7 +998,9 @@ typedef struct {
     int started;
 } mc_call_t;
 
-static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant_before)
+/* plant: 0 none, 1 the waits one call back removed, 2 the slots swapped on
+ * rank 0 only */
+static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant)
 {
     static const size_t sizes[MC_NKINDS] = { 13, 0, 9000, 7000, 777, 333, 200 };
     c->n = sizes[kind] + (size_t) (call % 5);
@@ -1030,13 +1032,13 @@ static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant_b
         ck_assert_uint_ge(c->s.slot_nalt, 2);
         ck_assert_int_eq(c->s.slot_swap, 0);
     }
-    if (2 == plant_before) {           /* the slots trade places on rank 0 only */
+    if (2 == plant) {                  /* the slots trade places on rank 0 only */
         c->s.slot_swap = 0 == r && 2 == p;
     }
     if (MC_FAST == kind) {
         ck_assert_uint_eq(c->s.slot_flip, SHM_FAST_BYTES_TEST);
     }
-    if (1 == plant_before) {           /* the waits one call back removed */
+    if (1 == plant) {                  /* the waits one call back removed */
         size_t w = 0;
         for (size_t st = 0; st < c->s.nsteps; st++) {
             const size_t b = c->s.step_start[st], e = st + 1 < c->s.nsteps ? c->s.step_start[st + 1] : c->s.nacts;
@@ -1089,7 +1091,7 @@ static int mc_check(const mc_call_t *c, int kind, int r, int p, int call)
 }
 
 /* Runs MC_CALLS calls on p ranks; 0 ok, -1 a wrong result or deadlock. */
-static int run_successive(int p, unsigned seed, unsigned mix, int plant_before, char *bad, size_t badlen)
+static int run_successive(int p, unsigned seed, unsigned mix, int plant, char *bad, size_t badlen)
 {
     mc_t mc;
     mc.p = p;
@@ -1128,7 +1130,7 @@ static int run_successive(int p, unsigned seed, unsigned mix, int plant_before, 
                 mc_call_t *c = &cur[r];
                 const int kind = mc_kind(at[r], mix);
                 if (!c->started) {
-                    mc_build(c, kind, r, p, at[r], plant_before);
+                    mc_build(c, kind, r, p, at[r], plant);
                     void *bufs[XCCL_NBUF] = { c->in, c->out, NULL, mc.slot[r] };
                     ck_assert_int_eq(xccl_exec_init(&c->e, &c->s, NULL, bufs, reduce_cb, &rctx, 500u + (unsigned) at[r]),
                                      0);
