@@ -245,13 +245,16 @@ static void trial_rule(const xccl_select_policy_t *p, xccl_select_cache_t *c, xc
         const int large = bytes >= XCCL_TRIAL_LARGE;
         t->noisy = XCCL_TRIAL_NOISY == a->trial;
         t->warm = large ? 2 : 4;
+        t->block = large ? XCCL_TRIAL_LARGE_BLOCK : XCCL_TRIAL_BLOCK;
+        t->untimed = large ? XCCL_TRIAL_LARGE_UNTIMED : XCCL_TRIAL_UNTIMED;
         int n = t->noisy ? 2 * p->trials + 1 : p->trials;
         const int large_max = t->noisy ? XCCL_TRIAL_NOISY_LARGE : 3;
         if (large && n > large_max) {
             n = large_max;
         }
         /* whole blocks: up to a multiple of their timed calls */
-        n = (n + XCCL_TRIAL_BLOCK - 2) / (XCCL_TRIAL_BLOCK - 1) * (XCCL_TRIAL_BLOCK - 1);
+        const int per = t->block - t->untimed;
+        n = (n + per - 1) / per * per;
         t->samples = n < XCCL_TRIAL_MAX ? n : XCCL_TRIAL_MAX;
         t->cand[0] = sel->algo;
         t->cand[1] = xccl_select_index(coll, "mesh");
@@ -272,13 +275,13 @@ int xccl_trial_record(xccl_trial_t *t, uint64_t t0, uint64_t t1)
     if (i < 0) {
         return 0;
     }
-    const int per = XCCL_TRIAL_BLOCK - 1;              /* timed calls of a block */
-    const int blk = i / XCCL_TRIAL_BLOCK, pos = i % XCCL_TRIAL_BLOCK - 1;
+    const int per = t->block - t->untimed;             /* timed calls of a block */
+    const int blk = i / t->block, pos = i % t->block - t->untimed;
     if (pos >= 0) {
         t->at[0][blk & 1][blk / 2 * per + pos] = t0;
         t->at[1][blk & 1][blk / 2 * per + pos] = t1;
     }
-    return i == 2 * (t->samples / per) * XCCL_TRIAL_BLOCK - 1;
+    return i == 2 * (t->samples / per) * t->block - 1;
 }
 
 static int cmp_u64(const void *x, const void *y)

@@ -119,13 +119,20 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *   calls 0 .. w-1    shm, mesh, shm, ...: untimed (schedules built,
  *                     pages touched; a process's first calls measured
  *                     2-5x slower than its later ones, either candidate);
- *   then blocks of XCCL_TRIAL_BLOCK calls, shm's, mesh's, shm's, ...,
- *                     each block's first call untimed, until each
- *                     candidate has n timed calls;
- *   w = 4 and n = the policy's trials; from XCCL_TRIAL_LARGE bytes, where
- *   a call lasts long enough to time well and a trial call of the slower
- *   candidate costs most, w = 2 and n at most 3; n rounded up to whole
- *   blocks.  Blocks, because a call that follows one of the same schedule
+ *   then blocks of b calls, shm's, mesh's, shm's, ..., each block's
+ *                     first u calls untimed, until each candidate has n
+ *                     timed calls;
+ *   w = 4, b = 3, u = 1 and n = the policy's trials; from XCCL_TRIAL_LARGE
+ *   bytes, where a call lasts long enough to time well and a trial call
+ *   of the slower candidate costs most, w = 2, b = 4, u = 2 and n at most
+ *   3; n rounded up to whole blocks.  Two untimed there, because the
+ *   second call after a switch still pays for it: np 2, 2-vCPU Intel
+ *   Xeon VM, 16 MiB allgather / alltoall, the mesh's second call of a
+ *   block 1.5x its third (2090-2285 us against 1318-1453, both runs, both
+ *   collectives; bcast 1-4 MiB 1.2-1.4x), so the old blocks' median (one
+ *   of each) tied with shm's (alltoall 1847 against 1851 us) where the
+ *   mesh is 1.3x faster in a loop (1326-1472 against 1782-1966).
+ *   Blocks, because a call that follows one of the same schedule
  *   runs as in a program's loop (shm's bcast root, for one, writes ahead
  *   into the slots while its peers still read): timed right after the
  *   other candidate, np 4 on 2 cores picked shm for alltoall at 256 KiB-16
@@ -149,7 +156,10 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * one.  Every rank makes the same calls in the same order, so trials and
  * picks are the same calls on every rank. */
 #define XCCL_TRIAL_MAX 16              /* timed calls of each candidate, at most */
-#define XCCL_TRIAL_BLOCK 3             /* calls of one candidate in a row: the first untimed */
+#define XCCL_TRIAL_BLOCK 3             /* calls of one candidate in a row ... */
+#define XCCL_TRIAL_UNTIMED 1           /* ... the first of them untimed */
+#define XCCL_TRIAL_LARGE_BLOCK 4       /* from XCCL_TRIAL_LARGE */
+#define XCCL_TRIAL_LARGE_UNTIMED 2
 #define XCCL_TRIAL_LARGE ((size_t) 1 << 20)
 /* How a call's times read (a->trial), the same on every rank (voted):
  *   QUIET  every rank has a core of its own: as above;
@@ -179,6 +189,7 @@ typedef struct xccl_trial {
     int calls;                         /* trial calls recorded */
     int warm;                          /* untimed calls first */
     int samples;                       /* timed calls of each candidate */
+    int block, untimed;                /* calls in a block, the untimed ones first */
     int noisy;                         /* XCCL_TRIAL_NOISY: longer */
     int cand[2];                       /* shm, mesh (algorithm indices) */
     int pick;                          /* the agreed one; 0 while trials run */
@@ -190,7 +201,7 @@ typedef struct xccl_trial {
 static inline int xccl_trial_next(const xccl_trial_t *t)
 {
     const int i = t->calls - t->warm;
-    return t->cand[i < 0 ? t->calls & 1 : (i / XCCL_TRIAL_BLOCK) & 1];
+    return t->cand[i < 0 ? t->calls & 1 : (i / t->block) & 1];
 }
 /* Records that the trial call just made (xccl_trial_next's) ran from t0 to
  * t1 (ns, CLOCK_MONOTONIC) on this rank: 1 if it was the last (agree, then

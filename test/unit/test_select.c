@@ -452,7 +452,8 @@ END_TEST
 /* Level trials (xccl_trial_t): where shm and mesh both apply (a->trial,
  * peer access), the calls of a collective and size class run shm, mesh,
  * shm, mesh untimed, then blocks of three calls of one candidate, shm's
- * first, each block's first call untimed; the pick is the lower of the
+ * first, each block's first call untimed (large classes: blocks of four,
+ * the first two untimed); the pick is the lower of the
  * agreed medians (of each call's span, last start to last end; a tie:
  * shm; noisy trials too) and stays.  Each class has its own trial; large ones are
  * shorter, noisy ones longer; without a->trial, peer access or policy
@@ -607,9 +608,18 @@ START_TEST(level_trials)
     ck_assert_int_eq(xccl_trial_decide(t, med), mesh);
     ck_assert_int_eq(trial_sel(&p, c, ag, 131072, 1, 1).algo, mesh);
     ck_assert_int_eq(trial_sel(&p, c, ag, 65536, 1, 1).algo, shm);
-    /* large classes: 2 untimed calls, at most 3 timed of each (4: whole
-     * blocks); a tie goes to shm */
-    t = run_trial(&p, c, bc, 4 << 20, XCCL_TRIAL_QUIET, "sm" "sSSmMM" "sSSmMM", fast, fast);
+    /* large classes: 2 untimed calls, then blocks of four, the first two
+     * untimed (the second call after a switch still pays for it), at most
+     * 3 timed of each (4: whole blocks); the medians are the timed calls'
+     * alone (an untimed one takes 5 ms here), the mesh wins by its steady
+     * state; a tie goes to shm */
+    const uint64_t l_shm[4] = { 1800, 1750, 1790, 1740 }, l_mesh[4] = { 1400, 1320, 1450, 1330 };
+    t = run_trial(&p, c, bc, 4 << 20, XCCL_TRIAL_QUIET, "sm" "ssSSmmMM" "ssSSmmMM", l_shm, l_mesh);
+    ck_assert_int_eq(t->samples, 4);
+    xccl_trial_medians(t, t->at, med);
+    ck_assert_uint_eq(med[0], 1770);
+    ck_assert_uint_eq(med[1], 1365);
+    ck_assert_int_eq(xccl_trial_decide(t, med), xccl_select_index(bc, "mesh"));
     const uint64_t tie[2] = { 1000, 1000 };
     ck_assert_int_eq(xccl_trial_decide(t, tie), xccl_select_index(bc, "shm"));
     /* an even number of samples: the mean of the middle two */
@@ -640,8 +650,8 @@ START_TEST(level_trials)
     xccl_trial_medians(t, t->at, med);
     ck_assert_int_eq(xccl_trial_decide(t, med), mesh);
     /* noisy and large: at most 6 timed calls of each */
-    t = run_trial(&p, c, bc, 16 << 20, XCCL_TRIAL_NOISY, "sm" "sSSmMM" "sSSmMM" "sSSmMM", n_shm,
-                  n_mesh);
+    t = run_trial(&p, c, bc, 16 << 20, XCCL_TRIAL_NOISY, "sm" "ssSSmmMM" "ssSSmmMM" "ssSSmmMM",
+                  n_shm, n_mesh);
     ck_assert_int_eq(t->samples, 6);
     /* no trial: without a->trial, without peer access, with trials off;
      * forced and tuning rules win; every collective takes part */
