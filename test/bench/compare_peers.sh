@@ -54,7 +54,8 @@
 #       every call)
 #   -w  warm up every size with at least CALLS calls (peer_bench -w; the
 #       OSU benchmarks warm up large messages with 10): xccl's level trials
-#       (coll_xccl_shm_trials) take 8-14 calls of a size class; without it a
+#       (coll_xccl_shm_trials) take 18-22 calls of a size class (where a rank
+#       yields when idle 26-40); without it a
 #       64 MiB size is warmed up with 3 calls and timed over 3
 #   -T  an invocation starts no new size after SECONDS (default 240)
 # Environment: XCCL_BUILDDIR (default ./build), PYTHON (default python3),
