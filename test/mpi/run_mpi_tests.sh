@@ -874,8 +874,10 @@ check_trials_as_voted() {
 # late rank; times that counted the wait would be as long as those.
 # Relative, not a bound in microseconds: where the ranks share a core
 # (a loaded CI host), a call takes milliseconds either way (seen: a 24 KiB
-# reduce_scatter_block's mesh at 15 ms), and such noise lengthens the
-# rank's own times as much as the agreed ones.
+# reduce_scatter_block's mesh at 15 ms; Open MPI 5, unbound ranks, a busy
+# loop on one core: 16 KiB allgather's mesh agreed 6.8 ms, rank 0's own
+# 11.9), and such noise lengthens the rank's own times as much as the
+# agreed ones.
 check_trial_times() {
     local name=$1 np=$2 late=$3 r
     for ((r = 0; r < np - 1; r++)); do
