@@ -202,7 +202,7 @@ static int ar_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
     if (!mesh_ok(a)) {
         return XCCL_NOT_APPLICABLE;
     }
-    return XCCL_PEER_READ == a->peer_access
+    return XCCL_PEER_COPY == a->peer_access
                ? xccl_build_allreduce_mesh_read(s, a->count, a->in_place, XCCL_MESH_READ_PIECE)
                : xccl_build_allreduce_mesh(s, a->count, a->in_place);
 }
@@ -211,7 +211,7 @@ static int rs_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
     if (!mesh_ok(a)) {
         return XCCL_NOT_APPLICABLE;
     }
-    return XCCL_PEER_READ == a->peer_access
+    return XCCL_PEER_COPY == a->peer_access
                ? xccl_build_reduce_scatter_mesh_read(s, a->counts, a->in_place, XCCL_MESH_READ_PIECE)
                : xccl_build_reduce_scatter_mesh(s, a->counts, a->in_place);
 }
@@ -223,9 +223,25 @@ static int a2a_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return mesh_ok(a) ? xccl_build_alltoall_mesh(s, a->block, a->in_place) : XCCL_NOT_APPLICABLE;
 }
+/* Copied peers, from 8 MiB (past the caches, as XCCL_STREAM_BYTES): the
+ * root writes a share of each reader's RECV (xccl_build_bcast_mesh_split),
+ * its core otherwise idle.  Two processes without MPI (2-vCPU AMD EPYC
+ * VM): 1.5-2x faster than one reader at 256 KiB - 64 MiB, root fixed or
+ * alternating.  np 2 under MPI, builds interleaved, trials on (they still
+ * choose between this and shm), medians: 64 MiB 0.77x and 0.65x of the
+ * read-only mesh in two runs, 16 MiB 0.83x and 1.05x.  At 256 KiB - 4 MiB
+ * (first run: split at every size) whole runs were 4-9x slower in a
+ * quarter of the invocations (lines of the other core's cache copied by
+ * both cores at once); the one copy stream of the plain mesh kept. */
+#define XCCL_MESH_SPLIT_BYTES ((size_t) 8 << 20)
 static int bc_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return mesh_ok(a) ? xccl_build_bcast_mesh(s, a->bytes, a->root) : XCCL_NOT_APPLICABLE;
+    if (!mesh_ok(a)) {
+        return XCCL_NOT_APPLICABLE;
+    }
+    return XCCL_PEER_COPY == a->peer_access && a->bytes >= XCCL_MESH_SPLIT_BYTES
+               ? xccl_build_bcast_mesh_split(s, a->bytes, a->root)
+               : xccl_build_bcast_mesh(s, a->bytes, a->root);
 }
 
 /* One rank does the whole collective on everyone's buffers ("leader",

@@ -275,6 +275,14 @@ static int run_local(xccl_exec_t *e, size_t begin, size_t end)
                 }
                 continue;
             }
+            if (NULL == dst && NULL != src && e->peer->write) {
+                int rc = e->peer->write(e->peer->ctx, ref_owner(e, a->dst), (xccl_buf_id_t) a->dst.buf,
+                                        a->dst.off, src, a->len);
+                if (rc < 0) {
+                    return rc;
+                }
+                continue;
+            }
             if (NULL == dst || NULL == src) {
                 return -1;
             }

@@ -41,7 +41,7 @@ static inline size_t mesh_piece_bytes(size_t piece, size_t es, size_t n)
     return (pc > n && n > 0 ? n : pc) * es;
 }
 
-/* Where the peers' buffers can only be copied from (XCCL_PEER_READ), the
+/* Where the peers' buffers can only be copied (XCCL_PEER_COPY), the
  * reduction of bytes [at, at + n) of every rank's SEND in rank order
  * 0..p-1, one piece of pc bytes at a time: operand q is this rank's own
  * SEND or a copy of rank q's in SCRATCH (x0 at 0, the others at pc: x0 and

@@ -58,7 +58,7 @@ struct xccl_sim {
     size_t nbuckets, nunmatched;
     sim_req_t *newest;         /* list of unmatched requests */
     unsigned long matches;
-    int read_only;             /* peers' buffers copied (read()), never mapped (buf()) */
+    int read_only;             /* peers' buffers copied (read(), write()), never mapped (buf()) */
     char error[256];
 };
 
@@ -196,7 +196,7 @@ static void *sim_peer_buf(void *ctx, int peer, xccl_buf_id_t id)
 {
     const sim_rank_t *r = ctx;
     if (r->sim->read_only && XCCL_BUF_SLOT != id) {
-        return NULL;                 /* copied only: sim_peer_read */
+        return NULL;                 /* copied only: sim_peer_read, sim_peer_write */
     }
     return peer_buf(ctx, peer, id);
 }
@@ -208,6 +208,16 @@ static int sim_peer_read(void *ctx, int peer, xccl_buf_id_t id, size_t off, void
         return -1;
     }
     memmove(dst, src + off, len);
+    return 0;
+}
+
+static int sim_peer_write(void *ctx, int peer, xccl_buf_id_t id, size_t off, const void *src, size_t len)
+{
+    char *dst = peer_buf(ctx, peer, id);
+    if (NULL == dst) {
+        return -1;
+    }
+    memmove(dst + off, src, len);
     return 0;
 }
 
@@ -276,6 +286,7 @@ xccl_sim_t *xccl_sim_create(int nranks)
         sim->peer[i].post = sim_post_flag;
         sim->peer[i].test = sim_test_flag;
         sim->peer[i].read = sim_peer_read;
+        sim->peer[i].write = sim_peer_write;
     }
     return sim;
 }

@@ -120,6 +120,10 @@ int xccl_build_allgather_mesh(xccl_sched_t *s, size_t block);
 int xccl_build_alltoall_mesh(xccl_sched_t *s, size_t block, int in_place);
 /* Every rank copies the root's RECV. */
 int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root);
+/* The same where the peers' buffers are copied (XCCL_PEER_COPY), the root
+ * writing part k of p into the RECV of the k-th rank after it, which reads
+ * the other parts: each side copies (p - 1) / p of the message. */
+int xccl_build_bcast_mesh_split(xccl_sched_t *s, size_t bytes, int root);
 /* Rank j reduces slice j (chunk j of count over size) over every rank's
  * input in rank order 0..P-1, ((x0 op x1) op x2) ..., into its RECV; the
  * others then copy it from there.  Every rank gets the same bits.  in_place
@@ -127,7 +131,7 @@ int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root);
  * through scratch then. */
 int xccl_build_allreduce_mesh(xccl_sched_t *s, size_t count, int in_place);
 /* The same where the peers' buffers can only be copied from
- * (XCCL_PEER_READ: process_vm_readv), not reduced from: each peer operand
+ * (XCCL_PEER_COPY: process_vm_readv), not reduced from: each peer operand
  * comes into SCRATCH in pieces of `piece` bytes (rounded to elements)
  * first, and the piece is reduced there while it is in cache. */
 int xccl_build_allreduce_mesh_read(xccl_sched_t *s, size_t count, int in_place, size_t piece);

@@ -21,7 +21,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 /* How a rank reaches its peers' buffers (xccl_coll_args_t.peer_access). */
-enum { XCCL_PEER_NONE, XCCL_PEER_MAPPED, XCCL_PEER_READ };
+enum { XCCL_PEER_NONE, XCCL_PEER_MAPPED, XCCL_PEER_COPY };
 
 /* What a builder needs; each collective reads its own fields. */
 typedef struct {
@@ -34,7 +34,8 @@ typedef struct {
     size_t segment;                /* ring allreduce pipelining segment, 0: none */
     int peer_access;               /* every rank reaches the others' buffers and flags
                                     * (xccl_peer_t): XCCL_PEER_MAPPED (reads them in place),
-                                    * XCCL_PEER_READ (copies from them: process_vm_readv);
+                                    * XCCL_PEER_COPY (copies from and to them, never maps
+                                    * them: process_vm_readv / writev);
                                     * 0: the "mesh" algorithms do not apply */
     size_t shm_slot;               /* bytes of each rank's slot of its node's shared segment
                                     * (s->slot_cap); 0: none: the "shm" algorithms do not

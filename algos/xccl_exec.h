@@ -109,6 +109,10 @@ typedef struct {
      * single copy.  Used by COPY actions only (a reduction needs its
      * operands mapped).  0 or <0. */
     int (*read)(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst, size_t len);
+    /* Optional (NULL: none): the other way, len bytes of src, this rank's
+     * memory, into buffer id of group rank peer at offset off, where buf()
+     * cannot map it (process_vm_writev).  COPY actions only.  0 or <0. */
+    int (*write)(void *ctx, int peer, xccl_buf_id_t id, size_t off, const void *src, size_t len);
 } xccl_peer_t;
 
 typedef struct {

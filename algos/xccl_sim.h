@@ -38,9 +38,10 @@ const char *xccl_sim_error(const xccl_sim_t *sim);
  * gets the wrong data under some seeds (missing synchronisation shows as
  * a data error; tests run several seeds). */
 const xccl_peer_t *xccl_sim_peer(xccl_sim_t *sim, int rank);
-/* From now on the peers' SEND, RECV and SCRATCH are only copied from
- * (read(), as process_vm_readv: XCCL_PEER_READ), never mapped (buf() gives
- * NULL, so a reduction that names one fails the run); slots stay mapped. */
+/* From now on the peers' SEND, RECV and SCRATCH are only copied from and
+ * to (read() and write(), as process_vm_readv / writev: XCCL_PEER_COPY),
+ * never mapped (buf() gives NULL, so a reduction that names one fails the
+ * run); slots stay mapped. */
 void xccl_sim_peer_read_only(xccl_sim_t *sim, int on);
 
 #ifdef __cplusplus

@@ -66,6 +66,21 @@ static int shm_read(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst
     return xccl_shm_cma_read(xccl_shm_pid(p->seg, l), dst, (const void *) (uintptr_t) (base + off), len);
 }
 
+static int shm_write(void *ctx, int peer, xccl_buf_id_t id, size_t off, const void *src, size_t len)
+{
+    xccl_shm_peer_t *p = ctx;
+    const int l = local(p, peer);
+    uint64_t base;
+    if (!p->cma || l < 0 || id >= XCCL_BUF_SLOT) {
+        return -EINVAL;
+    }
+    int rc = xccl_shm_published(p->seg, l, p->seq, (int) id, &base);
+    if (rc < 0) {
+        return rc;
+    }
+    return xccl_shm_cma_write(xccl_shm_pid(p->seg, l), (void *) (uintptr_t) (base + off), src, len);
+}
+
 void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_shm_t *seg, const int *local_of, int group_size)
 {
     memset(p, 0, sizeof(*p));
@@ -80,12 +95,14 @@ void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_shm_t *seg, const int *local_of
     p->peer.post = shm_post;
     p->peer.test = shm_test;
     p->peer.read = NULL;
+    p->peer.write = NULL;
 }
 
 void xccl_shm_peer_cma(xccl_shm_peer_t *p, int on)
 {
     p->cma = on;
     p->peer.read = on ? shm_read : NULL;
+    p->peer.write = on ? shm_write : NULL;
 }
 
 int xccl_shm_peer_publish(xccl_shm_peer_t *p, uint32_t seq, void *const bufs[XCCL_NBUF])

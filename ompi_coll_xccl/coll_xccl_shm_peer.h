@@ -15,8 +15,9 @@
  * after it, see README "shared-memory level").
  *
  * With cross-memory attach on (xccl_shm_peer_cma), a peer's unmapped
- * SEND / RECV / SCRATCH is read from the peer's own memory instead
- * (xccl_peer_t.read, process_vm_readv): single copies, no slot.
+ * SEND / RECV / SCRATCH is read or written in the peer's own memory
+ * instead (xccl_peer_t.read / write, process_vm_readv / writev): single
+ * copies, no slot.
  *
  * Flags are the segment's flags of the ranks.  A wait for a peer whose
  * process is gone (memfd segments: same PID namespace) fails instead of
@@ -42,7 +43,7 @@ typedef struct {
     xccl_shm_region_t region[XCCL_NBUF];
     uint32_t misses;               /* flag tests not met since the last liveness check */
     int gone;                      /* a peer found dead (segment rank), or -1 */
-    int cma;                       /* peers' unmapped SEND/RECV/SCRATCH read with process_vm_readv */
+    int cma;                       /* peers' unmapped SEND/RECV/SCRATCH copied (CMA) */
     uint32_t seq;                  /* the call published (xccl_shm_peer_publish) */
 } xccl_shm_peer_t;
 
@@ -61,13 +62,14 @@ void *xccl_shm_peer_own(const xccl_shm_peer_t *p, xccl_buf_id_t id);
 /* 1 if schedule s can run on this provider: the slot it uses fits. */
 int xccl_shm_peer_fits(const xccl_shm_peer_t *p, const xccl_sched_t *s);
 /* Cross-memory attach: a peer's SEND / RECV / SCRATCH that is not mapped
- * into its slot is read with process_vm_readv (xccl_peer_t.read), straight
- * from the peer's own buffer: the mesh builders' copies become single
- * copies.  Only where xccl_shm_cma_probe said yes for every peer (the
- * caller agrees on it).  Every call then publishes its buffers first. */
+ * into its slot is read with process_vm_readv (xccl_peer_t.read) and
+ * written with process_vm_writev (xccl_peer_t.write), straight in the
+ * peer's own buffer: the mesh builders' copies become single copies.
+ * Only where xccl_shm_cma_probe said yes for every peer (the caller
+ * agrees on it).  Every call then publishes its buffers first. */
 void xccl_shm_peer_cma(xccl_shm_peer_t *p, int on);
 /* Before executing call seq on bufs (the executor's): publish this rank's
- * SEND, RECV, SCRATCH for the peers' reads.  0 or <0. */
+ * SEND, RECV, SCRATCH for the peers' reads and writes.  0 or <0. */
 int xccl_shm_peer_publish(xccl_shm_peer_t *p, uint32_t seq, void *const bufs[XCCL_NBUF]);
 
 #endif

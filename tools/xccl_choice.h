@@ -25,7 +25,7 @@ typedef struct {
     size_t segment;                    /* ring allreduce segment */
     size_t shm_slot;                   /* the shared-memory level's slot bytes; 0: no level */
     int peer_access;                   /* XCCL_PEER_*: the "mesh" algorithms (with a level:
-                                        * single copies, XCCL_PEER_READ) */
+                                        * single copies, XCCL_PEER_COPY) */
 } xccl_choice_t;
 
 /* The component's defaults (XCCL_COST_*, margin, ring segment); coll and

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
         }
         case 'P':
             if (0 == strcmp(optarg, "read")) {
-                c.peer_access = XCCL_PEER_READ;
+                c.peer_access = XCCL_PEER_COPY;
             } else if (0 == strcmp(optarg, "mapped")) {
                 c.peer_access = XCCL_PEER_MAPPED;
             } else {

@@ -694,5 +694,13 @@ int xccl_shm_cma_probe(const xccl_shm_t *seg, int peer)
     if (0 != xccl_shm_cma_read(pid, &v, (const void *) (uintptr_t) in->probe_addr, sizeof(v))) {
         return 0;
     }
+    /* process_vm_writev: the kernel checks the same right as for the
+     * read; what may still refuse it is a filter on the system call
+     * (seccomp), so it is tried on a word of this process, never on the
+     * peer's memory (an address the peer may have freed since). */
+    volatile uint64_t w = 0;
+    if (0 != xccl_shm_cma_write(getpid(), (void *) &w, &v, sizeof(v)) || w != v) {
+        return 0;
+    }
     return v == probe_value(seg->key, peer);
 }

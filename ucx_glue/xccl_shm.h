@@ -40,7 +40,8 @@
  * Cross-memory attach (CMA): process_vm_readv/writev between the ranks,
  * single-copy for large messages where the kernel allows it (it needs
  * PTRACE_MODE_ATTACH: Yama ptrace_scope 0, or CAP_SYS_PTRACE; scope 1 only
- * for descendants).  xccl_shm_cma_probe tries a real read of a peer.
+ * for descendants).  xccl_shm_cma_probe tries a real read of a peer and
+ * a write (process_vm_writev) of its own memory.
  *
  * Functions return 0 (or a count) or a negative errno.
  */
@@ -171,10 +172,12 @@ int xccl_shm_prefault_small(xccl_shm_t *seg, int r);
 /* /proc/sys/kernel/yama/ptrace_scope, or -1 where there is no Yama. */
 int xccl_shm_ptrace_scope(void);
 /* 1: process_vm_readv of rank peer's memory works from here (a real read
- * of a word the peer published in the segment), 0: refused (ptrace scope,
- * capabilities, seccomp, another namespace), <0: bad argument. */
+ * of a word the peer published in the segment), and so does
+ * process_vm_writev (tried on this process's memory: the kernel checks the
+ * same right for both); 0: refused (ptrace scope, capabilities, seccomp,
+ * another namespace), <0: bad argument. */
 int xccl_shm_cma_probe(const xccl_shm_t *seg, int peer);
-/* Addresses a rank publishes per call for its peers' CMA reads (its
+/* Addresses a rank publishes per call for its peers' CMA copies (its
  * buffers: send, receive, scratch...). */
 #define XCCL_SHM_PUBLISH_MAX 4
 /* This rank's n addresses for call seq.  Publish before the call's first

@@ -7,12 +7,15 @@
  *     reduce_scatter_block (regular counts) in place and not, bcast from
  *     every root; counts 0, 1, around p, and a large one; every element
  *     kind of the harness, plus float sums whose bits depend on the order
- *     (the mesh reduces in rank order 0..p-1: compared bit for bit);
+ *     (the mesh reduces in rank order 0..p-1: compared bit for bit); the
+ *     split bcast (the root writes a part of each reader's RECV) with
+ *     copied peers (nothing mapped), also at sizes of whole 4 KiB parts;
  *   - the same jobs under many simulator seeds (interleavings) at a few p;
  *   - planted bugs: a schedule with one of its barriers removed fails on
  *     the simulator (wrong data, or a rank touching a buffer of a rank
  *     that has not entered the call or has left it), while the intact
- *     schedule passes under the same seeds;
+ *     schedule passes under the same seeds (the split bcast: each of its
+ *     four waits, on the root's side or the readers');
  *   - without peer access the executor refuses such a schedule;
  *   - the catalog: "mesh" applies only with peer access on one node, so
  *     the cost model never predicts it otherwise;
@@ -43,6 +46,11 @@
 
 /* The form the allgather, alltoall and bcast runs build: 0 mesh, 1 leader. */
 static int leader_form;
+/* bcast only: 1 builds the split form (xccl_build_bcast_mesh_split: the
+ * root writes a part of every reader's RECV), run with copied peers
+ * (XCCL_PEER_COPY: read() and write(), nothing mapped); overrides
+ * leader_form. */
+static int bcast_split;
 
 static unsigned seed_of(int p, unsigned salt)
 {
@@ -185,17 +193,25 @@ END_TEST
 /* Bcast                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static int run_bcast(int p, size_t n, int root, unsigned seed, char *bad, size_t badlen)
+/* planted (NULL: none): the schedules to run instead of the ones built */
+static int run_bcast_planted(int p, size_t n, int root, unsigned seed, const xccl_sched_t *planted, char *bad,
+                             size_t badlen)
 {
-    char what[128];
+    char what[160];
     job_t j;
     int rc = 0;
-    snprintf(what, sizeof(what), "bcast %s p=%d bytes=%zu root=%d", leader_form ? "leader" : "mesh", p, n,
-             root);
+    snprintf(what, sizeof(what), "bcast %s p=%d bytes=%zu root=%d%s",
+             bcast_split ? "mesh_split" : leader_form ? "leader" : "mesh", p, n, root, planted ? " (planted)" : "");
     job_init(&j, p, 1);
+    j.read_only = bcast_split;
     for (int r = 0; r < p; r++) {
-        ck_assert_int_eq(leader_form ? xccl_build_bcast_leader(&j.sched[r], n, root)
-                                     : xccl_build_bcast_mesh(&j.sched[r], n, root), 0);
+        ck_assert_int_eq(bcast_split   ? xccl_build_bcast_mesh_split(&j.sched[r], n, root)
+                         : leader_form ? xccl_build_bcast_leader(&j.sched[r], n, root)
+                                       : xccl_build_bcast_mesh(&j.sched[r], n, root), 0);
+        if (planted) {
+            xccl_sched_fini(&j.sched[r]);
+            j.sched[r] = planted[r];
+        }
         j.rbuf[r] = xmalloc(n);
         for (size_t i = 0; i < n; i++) {
             j.rbuf[r][i] = r == root ? ag_pattern(root, i) : 0xEE;
@@ -214,28 +230,44 @@ static int run_bcast(int p, size_t n, int root, unsigned seed, char *bad, size_t
             }
         }
     }
+    if (planted) {
+        for (int r = 0; r < p; r++) {
+            memset(&j.sched[r], 0, sizeof(j.sched[r]));    /* the caller's */
+        }
+    }
     job_fini(&j);
     return rc;
+}
+
+static int run_bcast(int p, size_t n, int root, unsigned seed, char *bad, size_t badlen)
+{
+    return run_bcast_planted(p, n, root, seed, NULL, bad, badlen);
 }
 
 START_TEST(bcast_mesh)
 {
     const int p = (_i - 1) % SMALL_P + 1;
     leader_form = _i > SMALL_P;
-    size_t sz[8], n = sizes_at(p, sz);
+    bcast_split = _i > 2 * SMALL_P;
+    size_t sz[9], n = sizes_at(p, sz);
+    if (bcast_split) {
+        /* parts of whole 4 KiB units, and one unit more than p of them */
+        sz[n++] = (size_t) p * 8192 + 4099;
+    }
     int roots[SMALL_P];
     const int nroots = pick_roots(p, SMALL_P, roots);     /* every root */
     char bad[512] = "";
     for (size_t k = 0; k < n; k++) {
         for (int ri = 0; ri < nroots; ri++) {
-            /* LARGE from every root up to p = 16, else from five roots */
-            if (LARGE == sz[k] && p > 16 && ri % (p / 5 + 1) != 0 && ri != p - 1) {
+            /* LARGE (and larger) from every root up to p = 16, else from five roots */
+            if (sz[k] >= LARGE && p > 16 && ri % (p / 5 + 1) != 0 && ri != p - 1) {
                 continue;
             }
             ck_assert_msg(0 == run_bcast(p, sz[k], roots[ri], seed_of(p, 2 + (unsigned) ri), bad, sizeof(bad)),
                           "%s", bad);
         }
     }
+    leader_form = bcast_split = 0;
 }
 END_TEST
 
@@ -520,6 +552,12 @@ START_TEST(many_seeds)
                           "%s", bad);
         }
         ck_assert_msg(0 == run_bcast(p, 33, (int) (sd % (unsigned) p), seed, bad, sizeof(bad)), "%s", bad);
+        bcast_split = 1;
+        ck_assert_msg(0 == run_bcast(p, 33, (int) (sd % (unsigned) p), seed, bad, sizeof(bad)), "%s", bad);
+        ck_assert_msg(0 == run_bcast(p, (size_t) p * 4096 + 1, (int) ((sd + 1) % (unsigned) p), seed, bad,
+                                     sizeof(bad)),
+                      "%s", bad);
+        bcast_split = 0;
         /* the leader forms */
         leader_form = 1;
         ck_assert_msg(0 == run_allgather(p, 7, (int) (sd % 2), seed, bad, sizeof(bad)), "%s", bad);
@@ -657,6 +695,71 @@ START_TEST(planted_missing_barrier_fails)
                 first);
         ck_assert_msg(caught > 0, "barrier %u removed, p=%d: no seed caught it", plants[_i].val, p);
     }
+}
+END_TEST
+
+/* The split bcast with one of its waits removed: on the root (val 1: it
+ * writes a reader's RECV before the reader entered; val 2: it leaves while
+ * readers still read its RECV) or on the readers (val 1: they read the
+ * root's RECV before it entered; val 0: each reader's last wait, for the
+ * root's 1 + k: it leaves before its part is written).  Every plant must
+ * fail under some seed at p = 2 and 9, the intact schedule under none. */
+static const struct {
+    int on_root;
+    uint32_t val;
+    const char *why;
+} split_plants[] = {
+    { 1, 1, "root writes a reader's RECV before the reader entered" },
+    { 1, 2, "root leaves while readers read its RECV" },
+    { 0, 1, "readers read the root's RECV before it entered" },
+    { 0, 0, "a reader leaves before the root wrote its part" },
+};
+
+START_TEST(planted_split_bcast_fails)
+{
+    char bad[512], first[512];
+    bcast_split = 1;
+    for (int p = 2; p <= 9; p += 7) {
+        const int root = p - 1;
+        const size_t n = (size_t) p * 4096 + 77;
+        xccl_sched_t *cut = xmalloc((size_t) p * sizeof(*cut));
+        size_t removed = 0;
+        for (int r = 0; r < p; r++) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, p, 1);
+            ck_assert_int_eq(xccl_build_bcast_mesh_split(&s, n, root), 0);
+            const int k = ((r - root) % p + p) % p;
+            const uint32_t val = split_plants[_i].val ? split_plants[_i].val : (uint32_t) (1 + k);
+            if ((r == root) == split_plants[_i].on_root) {
+                strip_waits(&s, val, &cut[r]);
+            } else {
+                strip_waits(&s, UINT32_MAX, &cut[r]);
+            }
+            removed += s.nacts - cut[r].nacts;
+            xccl_sched_fini(&s);
+        }
+        ck_assert_uint_gt(removed, 0);
+        int caught = 0;
+        first[0] = '\0';
+        for (unsigned sd = 0; sd < NSEEDS; sd++) {
+            const unsigned seed = seed_of(p, 2000 + sd);
+            ck_assert_msg(0 == run_bcast(p, n, root, seed, bad, sizeof(bad)), "intact schedule failed: %s", bad);
+            if (0 != run_bcast_planted(p, n, root, seed, cut, bad, sizeof(bad))) {
+                caught++;
+                if ('\0' == first[0]) {
+                    snprintf(first, sizeof(first), "%s", bad);
+                }
+            }
+        }
+        fprintf(stderr, "planted split bcast (%s), p=%d: %d of %d seeds fail; first: %s\n", split_plants[_i].why,
+                p, caught, NSEEDS, first);
+        ck_assert_msg(caught > 0, "%s, p=%d: no seed caught it", split_plants[_i].why, p);
+        for (int r = 0; r < p; r++) {
+            xccl_sched_fini(&cut[r]);
+        }
+        free(cut);
+    }
+    bcast_split = 0;
 }
 END_TEST
 
@@ -823,7 +926,7 @@ START_TEST(catalog_leader_forms)
         const int leader = cat_index(c, "leader", &algos, &n);
         static const struct {
             int peer_access, two_nodes, in_place;
-        } cases[] = { { XCCL_PEER_NONE, 0, 0 }, { XCCL_PEER_READ, 0, 0 }, { XCCL_PEER_MAPPED, 1, 0 },
+        } cases[] = { { XCCL_PEER_NONE, 0, 0 }, { XCCL_PEER_COPY, 0, 0 }, { XCCL_PEER_MAPPED, 1, 0 },
                       { XCCL_PEER_MAPPED, 0, 0 }, { XCCL_PEER_MAPPED, 0, 1 } };
         for (size_t v = 0; v < sizeof(cases) / sizeof(cases[0]); v++) {
             const int no_in_place = XCCL_COLL_ALLTOALL == c || XCCL_COLL_REDUCE_SCATTER == c ||
@@ -920,7 +1023,8 @@ int main(void)
     tcase_add_loop_test(tc, many_seeds, 0, (int) (sizeof(seed_ps) / sizeof(seed_ps[0])));
     tcase_add_loop_test(tc, allgather_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
     tcase_add_loop_test(tc, alltoall_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
-    tcase_add_loop_test(tc, bcast_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
+    tcase_add_loop_test(tc, planted_split_bcast_fails, 0, (int) (sizeof(split_plants) / sizeof(split_plants[0])));
+    tcase_add_loop_test(tc, bcast_mesh, 1, 3 * SMALL_P + 1);  /* mesh, leader, then split */
     tcase_add_loop_test(tc, allreduce_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */
     tcase_add_test(tc, allreduce_mapped_fails_read_only);
     tcase_add_loop_test(tc, reduce_scatter_mesh, 1, 2 * SMALL_P + 1);  /* mesh, then leader */

@@ -596,7 +596,7 @@ static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bu
             memcpy(bufs[XCCL_BUF_RECV], rbuf, rb);
         }
     }
-    seqless_t wrap = { { NULL, seqless_buf, seqless_post, seqless_test, NULL }, &sp };
+    seqless_t wrap = { { NULL, seqless_buf, seqless_post, seqless_test, NULL, NULL }, &sp };
     wrap.peer.ctx = &wrap;
     copy_ctx_t cc = { xccl_shm_slot(seg, r), slot, slow && BUG_POST_BEFORE_COPY == bug };
     const xccl_peer_t *peer = BUG_SEQLESS == bug ? &wrap.peer : &sp.peer;

@@ -1107,7 +1107,7 @@ static int run_successive(int p, unsigned seed, unsigned mix, int plant, char *b
         mc.slot[r] = xmalloc(MC_SLOT);
         memset(mc.slot[r], 0xA5, MC_SLOT);
         mc.ranks[r] = r;
-        peer[r] = (xccl_peer_t) { &mc.ranks[r], mc_buf, mc_post, mc_test, NULL };
+        peer[r] = (xccl_peer_t) { &mc.ranks[r], mc_buf, mc_post, mc_test, NULL, NULL };
         order[r] = r;
     }
     int rc = 0, idle = 0, left = p;
