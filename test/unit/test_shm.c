@@ -461,7 +461,15 @@ static int build(const call_t *k, xccl_sched_t *s, int r, int p, size_t slot)
     case C_AG: return k->mesh ? xccl_build_allgather_mesh(s, k->n) : xccl_build_allgather_shm(s, k->n);
     case C_A2A: return k->mesh ? xccl_build_alltoall_mesh(s, k->n, k->in_place)
                                : xccl_build_alltoall_shm(s, k->n, k->in_place);
-    default: return k->mesh ? xccl_build_bcast_mesh(s, k->n, k->root) : xccl_build_bcast_shm(s, k->n, k->root);
+    default:
+        /* over CMA both forms the component runs (the plain mesh below 8
+         * MiB, the split from there: the root writes a share of each
+         * reader's RECV), by the parity of size + root (every root
+         * meets both) */
+        if (USE_MESH_CMA == k->mesh && (k->n + (size_t) k->root) % 2) {
+            return xccl_build_bcast_mesh_split(s, k->n, k->root);
+        }
+        return k->mesh ? xccl_build_bcast_mesh(s, k->n, k->root) : xccl_build_bcast_shm(s, k->n, k->root);
     }
 }
 
@@ -996,8 +1004,9 @@ START_TEST(mesh_builders_mirror_mode)
 END_TEST
 
 /* The mesh allgather, alltoall and bcast with cross-memory attach: the
- * peers' own buffers read with process_vm_readv, single copies, messages
- * much larger than the slot. */
+ * peers' own buffers read with process_vm_readv (and, in the split bcast,
+ * written with process_vm_writev), single copies, messages much larger
+ * than the slot. */
 START_TEST(mesh_builders_cma)
 {
     const int p = _i;
