@@ -51,9 +51,11 @@ static int shm_test(void *ctx, int peer, uint32_t seq, uint32_t val)
     return 0;
 }
 
-static int shm_read(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst, size_t len)
+/* Where group rank peer's buffer id, published for this call, lies at
+ * offset off in its process: 0 with *pid and *addr, or <0. */
+static int published_at(const xccl_shm_peer_t *p, int peer, xccl_buf_id_t id, size_t off, pid_t *pid,
+                        uintptr_t *addr)
 {
-    xccl_shm_peer_t *p = ctx;
     const int l = local(p, peer);
     uint64_t base;
     if (!p->cma || l < 0 || id >= XCCL_BUF_SLOT) {
@@ -63,22 +65,25 @@ static int shm_read(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst
     if (rc < 0) {
         return rc;
     }
-    return xccl_shm_cma_read(xccl_shm_pid(p->seg, l), dst, (const void *) (uintptr_t) (base + off), len);
+    *pid = xccl_shm_pid(p->seg, l);
+    *addr = (uintptr_t) (base + off);
+    return 0;
+}
+
+static int shm_read(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst, size_t len)
+{
+    pid_t pid;
+    uintptr_t at;
+    int rc = published_at(ctx, peer, id, off, &pid, &at);
+    return rc < 0 ? rc : xccl_shm_cma_read(pid, dst, (const void *) at, len);
 }
 
 static int shm_write(void *ctx, int peer, xccl_buf_id_t id, size_t off, const void *src, size_t len)
 {
-    xccl_shm_peer_t *p = ctx;
-    const int l = local(p, peer);
-    uint64_t base;
-    if (!p->cma || l < 0 || id >= XCCL_BUF_SLOT) {
-        return -EINVAL;
-    }
-    int rc = xccl_shm_published(p->seg, l, p->seq, (int) id, &base);
-    if (rc < 0) {
-        return rc;
-    }
-    return xccl_shm_cma_write(xccl_shm_pid(p->seg, l), (void *) (uintptr_t) (base + off), src, len);
+    pid_t pid;
+    uintptr_t at;
+    int rc = published_at(ctx, peer, id, off, &pid, &at);
+    return rc < 0 ? rc : xccl_shm_cma_write(pid, (void *) at, src, len);
 }
 
 void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_shm_t *seg, const int *local_of, int group_size)
