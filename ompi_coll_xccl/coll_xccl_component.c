@@ -140,7 +140,8 @@ static int xccl_register(void)
     (void) mca_base_component_var_register(v, "shm_cma",
         "Shared-memory level: allow the mesh schedules of the collectives to read "
         "the peers' buffers directly with process_vm_readv (one copy instead of two through "
-        "the slots) where every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE); "
+        "the slots; a bcast from 8 MiB also writes a share of each reader's buffer from the "
+        "root, process_vm_writev) where every rank of the node can (Yama ptrace_scope 0, or CAP_SYS_PTRACE); "
         "blocking calls from 16 KiB then choose between them and the slots' pipelines (or "
         "the latency path) by trials (coll_xccl_shm_trials), or run them where forced "
         "(coll_xccl_<coll>_algorithm mesh)",
