@@ -60,11 +60,10 @@ int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root)
 static size_t split_part(size_t n, int p, int k, size_t *lo)
 {
     const size_t unit = n / (size_t) p >= XCCL_SPLIT_ALIGN ? XCCL_SPLIT_ALIGN : 1;
-    const size_t units = (n + unit - 1) / unit, per = units / (size_t) p, extra = units % (size_t) p;
-    const size_t a = (size_t) k * per + ((size_t) k < extra ? (size_t) k : extra);
-    const size_t b = a + per + ((size_t) k < extra);
-    *lo = a * unit < n ? a * unit : n;
-    return (b * unit < n ? b * unit : n) - *lo;
+    const size_t units = (n + unit - 1) / unit;
+    const size_t a = chunk_first(units, p, k) * unit, b = chunk_first(units, p, k + 1) * unit;
+    *lo = a < n ? a : n;
+    return (b < n ? b : n) - *lo;
 }
 
 int xccl_build_bcast_mesh_split(xccl_sched_t *s, size_t bytes, int root)

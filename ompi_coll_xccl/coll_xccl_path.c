@@ -300,9 +300,8 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     c->args.shm_slot = XCCL_SHM_ON == m->shm_state && !c->no_level ? mca_coll_xccl_component.shm_bytes
                                                                    : 0;
     /* Single copies from and to the peers' own buffers (process_vm_readv
-     * and writev): the
-     * mesh schedules of every collective (the reductions reduce pieces
-     * copied into scratch), in blocking calls
+     * and writev): the mesh schedules of every collective (the reductions
+     * reduce pieces copied into scratch), in blocking calls
      * (mca_coll_xccl_shm_hooks: one publication per rank). */
     c->args.peer_access = NULL == run->request && c->args.shm_slot && m->shm_cma ? XCCL_PEER_COPY
                                                                                   : XCCL_PEER_NONE;
