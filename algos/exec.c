@@ -199,6 +199,7 @@ int xccl_exec_init(xccl_exec_t *e, const xccl_sched_t *s, const xccl_transport_t
     e->reduce = reduce;
     e->reduce_ctx = reduce_ctx;
     e->seq = seq;
+    e->owed_at = s->size;
     e->reqs = e->inline_reqs;
     if (s->max_xfers > XCCL_EXEC_INLINE_REQS) {
         e->reqs = malloc(s->max_xfers * sizeof(void *));
@@ -328,12 +329,70 @@ static int waits_met(xccl_exec_t *e, size_t end)
     return 1;
 }
 
+/* Where a place of the slot is in call seq: the slot of a rank that
+ * trades places (two ranks), or region seq % nalt. */
+static unsigned slot_place(uint32_t seq, unsigned nalt, int swap)
+{
+    return swap ? seq & 1u : nalt ? seq % nalt : 0;
+}
+
+/* xccl_exec_set_owed's settlement, once, before step 0. */
+static void settle(xccl_exec_t *e)
+{
+    const xccl_sched_t *s = e->s;
+    xccl_exit_owed_t *o = e->owed;
+    e->owed = NULL;
+    if (0 == s->slot_bytes) {
+        return;                    /* writes no slot */
+    }
+    if (o->open) {
+        const int elsewhere = s->no_exit && s->slot_alt == o->alt && s->slot_nalt == o->nalt &&
+                              s->slot_swap == o->swap &&
+                              slot_place(e->seq, s->slot_nalt, s->slot_swap) !=
+                                  slot_place(o->seq, o->nalt, o->swap);
+        if (!elsewhere) {
+            e->owed_seq = o->seq;
+            e->owed_val = o->val;
+            e->owed_at = 0;
+        }
+        o->open = 0;
+    }
+    if (s->no_exit) {
+        *o = (xccl_exit_owed_t) { 1, e->seq, s->flag_top, s->slot_alt, s->slot_nalt, s->slot_swap };
+    }
+}
+
+/* The flags the last call without an exit barrier left owed, from the
+ * first peer not yet seen there: 1 all met, 0 not yet, <0 error. */
+static int owed_met(xccl_exec_t *e)
+{
+    for (; e->owed_at < e->s->size; e->owed_at++) {
+        if (e->owed_at != e->s->rank) {
+            int rc = e->peer->test(e->peer->ctx, e->owed_at, e->owed_seq, e->owed_val);
+            if (rc <= 0) {
+                return rc;
+            }
+        }
+    }
+    return 1;
+}
+
 int xccl_exec_progress(xccl_exec_t *e)
 {
     const xccl_sched_t *s = e->s;
 
     if (0 == e->status && !peer_ready(e)) {
         e->status = -1;
+    }
+    if (0 == e->status && e->owed) {
+        settle(e);
+    }
+    if (0 == e->status && e->owed_at < s->size) {
+        const int rc = NULL == e->peer || NULL == e->peer->test ? -1 : owed_met(e);
+        if (rc <= 0) {
+            e->status = rc;
+            return rc;
+        }
     }
     while (0 == e->status) {
         if (e->step >= s->nsteps) {

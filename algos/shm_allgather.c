@@ -18,7 +18,8 @@
  * costs a probe of their caches per line (np 2, two buffers against buffer
  * 0 on every call, 9 rounds: 512 / 768 KiB 0.84 / 0.91x, 192 KiB - 1 MiB
  * otherwise 0.98-1.00x).  Not as a stage of a two-level schedule (those
- * are appended).
+ * are appended).  Of one chunk, it then has no exit barrier
+ * (shm_no_exit).
  */
 #include "shm_util.h"
 #include "xccl_build.h"
@@ -47,6 +48,14 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         return shm_fail(s);
     }
     const size_t nchunks = (longest + pc - 1) / pc;
+    if (alternate) {
+        shm_swap(s);                       /* two ranks; more move through regions */
+        if (!s->slot_swap) {
+            shm_rotate(s, 1 == nchunks ? longest : (size_t) depth * pc);
+        }
+        shm_no_exit(s, nchunks);
+        s->stream_recv = displs[p - 1] + bytes[p - 1] >= XCCL_STREAM_BYTES;
+    }
     for (size_t t = 0; t < nchunks + 1; t++) {
         if (t < nchunks) {
             size_t lo;
@@ -68,14 +77,11 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
                                 xccl_ref_peer(q, XCCL_BUF_SLOT, shm_buf_off(pc, t - 1, depth)), len);
             }
         }
-        mesh_barrier(s, (uint32_t) (t + 1));
-    }
-    if (alternate) {
-        shm_swap(s);                       /* two ranks; more move through regions */
-        if (!s->slot_swap) {
-            shm_rotate(s, 1 == nchunks ? longest : (size_t) depth * pc);
+        if (t < nchunks) {
+            mesh_barrier(s, (uint32_t) (t + 1));
+        } else {
+            shm_last_barrier(s, (uint32_t) (t + 1));
         }
-        s->stream_recv = displs[p - 1] + bytes[p - 1] >= XCCL_STREAM_BYTES;
     }
     return xccl_sched_finalize(s);
 }

@@ -16,7 +16,8 @@
  *   cost per rank: (p-1)/p n copied in and out; chunks + 1 barriers.
  * A whole schedule of two ranks swaps the slots from call to call
  * (shm_swap); of more, where its slot holds the buffers twice or more, it
- * moves through them (shm_rotate, algos/shm_util.h).
+ * moves through them (shm_rotate, algos/shm_util.h).  Of one chunk, it
+ * then has no exit barrier (shm_no_exit).
  */
 #include "shm_util.h"
 #include "xccl_build.h"
@@ -39,6 +40,14 @@ static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
         return shm_fail(s);
     }
     const size_t buf = pc * (size_t) p, nchunks = (block + pc - 1) / pc;
+    if (rotate) {
+        shm_swap(s);                       /* two ranks; more move through regions */
+        if (!s->slot_swap) {
+            shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * buf);
+        }
+        shm_no_exit(s, nchunks);
+        s->stream_recv = (size_t) p * block >= XCCL_STREAM_BYTES;
+    }
     for (size_t t = 0; t < nchunks + 1; t++) {
         if (t < nchunks) {
             const size_t at = shm_buf_off(buf, t, depth);
@@ -65,7 +74,11 @@ static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
                                 xccl_ref_peer(q, XCCL_BUF_SLOT, at + (size_t) mod(r - q - 1, p) * pc), len);
             }
         }
-        mesh_barrier(s, (uint32_t) (t + 1));
+        if (t < nchunks) {
+            mesh_barrier(s, (uint32_t) (t + 1));
+        } else {
+            shm_last_barrier(s, (uint32_t) (t + 1));
+        }
         /* piece t of the own block, while the peers read step t's pieces */
         if (!in_place && t < nchunks) {
             size_t lo;
@@ -73,13 +86,6 @@ static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
             xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, (size_t) r * block + lo),
                             xccl_ref(XCCL_BUF_SEND, (size_t) r * block + lo), len);
         }
-    }
-    if (rotate) {
-        shm_swap(s);                       /* two ranks; more move through regions */
-        if (!s->slot_swap) {
-            shm_rotate(s, (nchunks < (size_t) depth ? nchunks : (size_t) depth) * buf);
-        }
-        s->stream_recv = (size_t) p * block >= XCCL_STREAM_BYTES;
     }
     return xccl_sched_finalize(s);
 }

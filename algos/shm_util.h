@@ -130,6 +130,33 @@ static inline void shm_swap(xccl_sched_t *s)
     s->slot_swap = 2 == s->size;
 }
 
+/* A whole schedule of one chunk (copy in, a barrier among all ranks,
+ * copies out of the peers' slots) that moves through two or more places
+ * of the slot (shm_swap, or shm_rotate gave slot_nalt >= 2) ends with a
+ * post instead of its exit barrier (xccl_sched_t.no_exit): the next call
+ * writes another place, and one that would write this one again, or
+ * another layout, first waits for the post (xccl_exec_set_owed).  Its
+ * barrier matters: a peer posts it only once done with every call before,
+ * which is what lets the next call of the layout skip the wait.  One
+ * barrier instead of two per call: np 4 on 2 cores, alltoall 256 KiB,
+ * 0.83-0.91x of the time with the exit barrier. */
+static inline int shm_no_exit(xccl_sched_t *s, size_t nchunks)
+{
+    s->no_exit = 1 == nchunks && (s->slot_swap || s->slot_nalt >= 2);
+    return s->no_exit;
+}
+
+/* The last barrier of a pipeline of nchunks (step t = nchunks): the exit
+ * barrier, or its post alone (shm_no_exit). */
+static inline void shm_last_barrier(xccl_sched_t *s, uint32_t val)
+{
+    if (s->no_exit) {
+        xccl_sched_post(s, val);
+    } else {
+        mesh_barrier(s, val);
+    }
+}
+
 #define SHM_ROT_MAX 8u
 #define SHM_ROT_ALIGN ((size_t) 4096)
 

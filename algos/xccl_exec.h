@@ -133,7 +133,39 @@ typedef struct {
     void *copy_ctx;
     const xccl_peer_t *peer;   /* NULL: a schedule with peer access fails */
     size_t wait_at;            /* first action of the step whose flag wait may not be met */
+    /* Before step 0: every peer's flag must reach (owed_seq, owed_val),
+     * from peer owed_at on (xccl_exec_set_owed); owed_at = s->size: none. */
+    uint32_t owed_seq, owed_val;
+    int owed_at;
+    struct xccl_exit_owed *owed;   /* NULL: none, or settled (xccl_exec_set_owed) */
 } xccl_exec_t;
+
+/* What the last schedule without an exit barrier (xccl_sched_t.no_exit)
+ * left owed on one set of slots and flags: its call number, the flag its
+ * peers post when done with it, and the places it moved through.  Zero:
+ * nothing owed.  Kept by whoever runs the calls (the same on every rank:
+ * it follows from the calls alone). */
+typedef struct xccl_exit_owed {
+    int open;
+    uint32_t seq, val;
+    size_t alt;
+    unsigned nalt;
+    int swap;
+} xccl_exit_owed_t;
+
+/* The calls of one set of slots and flags share o: each executor settles
+ * with it as it first progresses (the calls of a set run one at a time, in
+ * call order).  A schedule that writes the slot (slot_bytes > 0) where o
+ * is open and e's call could write what o's call left for its peers to
+ * read (another layout, or the same place of the slot) first waits for
+ * every peer to post o's done flag.  A no_exit schedule of o's layout in
+ * another place needs no wait: every peer was done with the calls before
+ * o's once it posted o's first flag, which this rank waited for in o.
+ * Then o records e's call if it has no exit barrier. */
+static inline void xccl_exec_set_owed(xccl_exec_t *e, xccl_exit_owed_t *o)
+{
+    e->owed = o;
+}
 
 /* bufs[XCCL_BUF_SCRATCH] must hold s->scratch_bytes and bufs[XCCL_BUF_SLOT]
  * (this rank's slot, NULL when s->slot_bytes is 0) s->slot_bytes; a

@@ -110,6 +110,14 @@ typedef struct {
      * the ones its peer read (algos/shm_util.h, shm_swap).  Nothing else
      * changes; a schedule with slot_swap is not appended. */
     int slot_swap;
+    /* A whole schedule without an exit barrier (algos/shm_util.h,
+     * shm_no_exit): its last step posts flag_top ("done reading the
+     * peers' slots in this call") and waits for nobody, and it moves
+     * through two or more places of the slot from call to call (slot_nalt
+     * >= 2, or slot_swap).  Whoever runs such schedules settles what a
+     * call leaves owed before the next one that writes the slot
+     * (xccl_exec_set_owed). */
+    int no_exit;
     /* Copies into this rank's RECV go to memory past the caches
      * (non-temporal stores; xccl_copy_stream): set by builders whose RECV
      * is larger than the caches and not read again in the call. */

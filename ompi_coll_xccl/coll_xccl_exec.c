@@ -63,6 +63,7 @@ int mca_coll_xccl_exec_init(xccl_exec_t *e, mca_coll_xccl_module_t *m, const xcc
     xccl_exec_set_gate(e, h->gate);
     xccl_exec_set_copy(e, h->copy, h->copy_ctx);
     xccl_exec_set_peer(e, h->peer);
+    xccl_exec_set_owed(e, h->owed);
     return 0;
 }
 

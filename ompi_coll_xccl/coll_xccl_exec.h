@@ -25,6 +25,7 @@ typedef struct {
     xccl_reduce_cb_t reduce;
     void *reduce_ctx;
     const xccl_peer_t *peer;
+    xccl_exit_owed_t *owed;          /* the level's (xccl_exec_set_owed), NULL: none */
 } mca_coll_xccl_exec_hooks_t;
 
 /* Sets e up to run s as h says, with red's host reductions where h has

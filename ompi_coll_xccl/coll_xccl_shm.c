@@ -698,6 +698,7 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
     }
     hooks->bufs[XCCL_BUF_SLOT] = xccl_shm_slot(h->seg, xccl_shm_rank(h->seg));
     hooks->peer = &h->peer.peer;
+    hooks->owed = &h->exit_owed;
     if (!publish || !m->shm_cma) {
         return 0;
     }

@@ -34,6 +34,9 @@ struct mca_coll_xccl_shm {
     xccl_shm_t *hint;
     int probe;
     int fast, fast_cma;
+    /* what the level's last call without an exit barrier left owed
+     * (algos/xccl_exec.h: its executors settle it in call order) */
+    xccl_exit_owed_t exit_owed;
     uint64_t lat_seq;                /* calls through the latency path */
     uint64_t lat_seen;               /* every peer was seen to have posted this f or later */
     unsigned lat_pos;                /* the next unit of the small areas (the same on every rank) */

@@ -286,6 +286,11 @@ static int seqless_post(void *ctx, uint32_t seq, uint32_t val)
     return w->real->peer.post(w->real->peer.ctx, seq, val);
 }
 
+/* What this rank's last call without an exit barrier left owed (each rank
+ * is a process of its own, forked per test): its calls settle it in
+ * order, as the component's level does. */
+static xccl_exit_owed_t owed;
+
 /* Runs s to the end: 0, or <0 (an action failed, a peer is gone). */
 static int exec_sched(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], const xccl_peer_t *peer, uint32_t seq,
                       xccl_reduce_fn_t fn, copy_ctx_t *slow)
@@ -296,6 +301,7 @@ static int exec_sched(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], const 
         return -1;
     }
     xccl_exec_set_peer(&e, peer);
+    xccl_exec_set_owed(&e, &owed);
     if (slow) {
         xccl_exec_set_copy(&e, slow_copy, slow);
     }
@@ -599,6 +605,14 @@ static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bu
     /* mirror mode: copy in before the call (the exit barrier of the call
      * before guarantees nobody still reads this slot) */
     if (USE_MESH_MIRROR == k->mesh) {
+        /* (a call before without its exit barrier: the peers done with it
+         * first, as xccl_exec_set_owed's settlement would wait) */
+        for (int q = 0; owed.open && q < p; q++) {
+            while (q != r && 1 != sp.peer.test(sp.peer.ctx, q, owed.seq, owed.val)) {
+                sched_yield();
+            }
+        }
+        owed.open = 0;
         memcpy(bufs[XCCL_BUF_SEND], k->in_place ? rbuf : sbuf, k->in_place ? rb : sb);
         if (C_BC == k->coll && r == k->root) {
             memcpy(bufs[XCCL_BUF_RECV], rbuf, rb);
