@@ -246,7 +246,7 @@ static int child_fits(xccl_sched_t *parent, const xccl_sched_t *child, const int
     }
     if (child->error || child->rank < 0 || child->rank >= child->size ||
         group[child->rank] != parent->rank || child->slot_flip > 0 || child->slot_alt > 0 ||
-        child->slot_swap) {
+        child->slot_swap || child->no_exit) {
         parent->error = 1;
         return -1;
     }

@@ -106,7 +106,7 @@ static inline void shm_reduce_ranks(xccl_sched_t *s, xccl_ref_t acc, xccl_ref_t 
     }
 }
 
-/* A whole schedule (never appended) that keeps its exit barrier and whose
+/* A whole schedule (never appended) whose
  * ranks' slots use at most [0, used) (the same on every rank: a bcast's
  * readers write nothing there): where the slot holds two or more
  * page-aligned copies of that, call seq uses copy seq % n (at most
@@ -120,7 +120,9 @@ static inline void shm_reduce_ranks(xccl_sched_t *s, xccl_ref_t acc, xccl_ref_t 
  * call before, where its peer wrote them (a whole schedule that keeps its
  * exit barrier; test/bench/lat_pair.c: 32 KiB rewritten where the peer
  * read it took 3x as long on the AMD VM).  Only where both ranks put what
- * they give each other at the same offsets of their slots.  A bcast swaps
+ * they give each other at the same offsets of their slots.  (Of one
+ * chunk, allgather and alltoall then drop their exit barriers:
+ * shm_no_exit; the others keep theirs.)  A bcast swaps
  * and rotates (shm_rotate after shm_swap): an odd number of regions, so
  * that a root that changes every call finds in each region the other
  * slot's turn, where its peer wrote and it read, and one that stays the

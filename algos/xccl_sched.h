@@ -92,17 +92,18 @@ typedef struct {
      * slot_flip bytes further (algos/shm_util.h: the latency path, which
      * needs no exit barrier).  A schedule with slot_flip is not appended. */
     size_t slot_flip;
-    /* 0, or a rotation for a schedule that keeps its exit barrier: call
+    /* 0, or a rotation for a whole schedule: call
      * seq uses the slot's region seq % slot_nalt, every slot offset
      * (seq % slot_nalt) * slot_alt bytes further, so that a call does not
      * write the lines its peers read in the last slot_nalt - 1 calls (they
-     * may still hold them; algos/shm_allgather.c).  Nothing else changes
-     * (no peer reads a slot after its exit barrier), so the simulator
-     * checks such schedules as strictly as any.  A schedule with slot_alt
+     * may still hold them; algos/shm_allgather.c).  Where it keeps its
+     * exit barrier nothing else changes (no peer reads a slot after it),
+     * so the simulator checks it as strictly as any; one without (no_exit)
+     * is checked across calls by test_shm_algos.  A schedule with slot_alt
      * is not appended. */
     size_t slot_alt;
     unsigned slot_nalt;
-    /* 0, or (two ranks, a schedule that keeps its exit barrier) on odd
+    /* 0, or (two ranks, a whole schedule) on odd
      * calls the two ranks' slots trade places: every slot reference names
      * the other rank's slot.  A line a core has just read is in its cache,
      * perhaps its alone (AMD takes a line over on such a read), so a rank
@@ -116,7 +117,7 @@ typedef struct {
      * through two or more places of the slot from call to call (slot_nalt
      * >= 2, or slot_swap).  Whoever runs such schedules settles what a
      * call leaves owed before the next one that writes the slot
-     * (xccl_exec_set_owed). */
+     * (xccl_exec_set_owed).  A schedule with no_exit is not appended. */
     int no_exit;
     /* Copies into this rank's RECV go to memory past the caches
      * (non-temporal stores; xccl_copy_stream): set by builders whose RECV
