@@ -10,7 +10,8 @@
  * (chunk c + depth, step c + depth) only after every rank finished step
  * c + depth - 1, its last stage: the peers are done reading it.  The last
  * barrier is the exit: nobody leaves (and overwrites its slot in the next
- * call) while a peer still reads it.  Not part of the public API.
+ * call) while a peer still reads it (but shm_no_exit, below).  Not part
+ * of the public API.
  */
 #ifndef XCCL_SHM_UTIL_H
 #define XCCL_SHM_UTIL_H
@@ -117,8 +118,8 @@ static inline void shm_reduce_ranks(xccl_sched_t *s, xccl_ref_t acc, xccl_ref_t 
  * 2.7-30 us on one VM, 1.6-2.6 us for lines nobody else holds). */
 /* Two ranks instead (slot_swap): on odd calls every slot reference names
  * the other rank's slot, so that each rank writes the lines it read in the
- * call before, where its peer wrote them (a whole schedule that keeps its
- * exit barrier; test/bench/lat_pair.c: 32 KiB rewritten where the peer
+ * call before, where its peer wrote them (a whole schedule;
+ * test/bench/lat_pair.c: 32 KiB rewritten where the peer
  * read it took 3x as long on the AMD VM).  Only where both ranks put what
  * they give each other at the same offsets of their slots.  (Of one
  * chunk, allgather and alltoall then drop their exit barriers:
@@ -140,8 +141,8 @@ static inline void shm_swap(xccl_sched_t *s)
  * another layout, first waits for the post (xccl_exec_set_owed).  Its
  * barrier matters: a peer posts it only once done with every call before,
  * which is what lets the next call of the layout skip the wait.  One
- * barrier instead of two per call: np 4 on 2 cores, alltoall 256 KiB,
- * 0.83-0.91x of the time with the exit barrier. */
+ * barrier instead of two per call: np 4 on 2 cores, alltoall 128 / 256
+ * KiB 0.85 / 0.89x of the time with the exit barrier (docs/shm-level.md). */
 static inline int shm_no_exit(xccl_sched_t *s, size_t nchunks)
 {
     s->no_exit = 1 == nchunks && (s->slot_swap || s->slot_nalt >= 2);
