@@ -118,31 +118,6 @@ int mca_coll_xccl_map_op(struct ompi_op_t *op, xccl_op_t *out)
 
 /* ------------------------------------------------------------ checks */
 
-int mca_coll_xccl_check_dtype(struct ompi_datatype_t *dt)
-{
-    if (NULL == dt || MPI_DATATYPE_NULL == dt || !ompi_datatype_is_committed(dt)) {
-        return MPI_ERR_TYPE;
-    }
-    return MPI_SUCCESS;
-}
-
-ptrdiff_t mca_coll_xccl_true_lb(struct ompi_datatype_t *dt)
-{
-    ptrdiff_t lb, extent;
-    ompi_datatype_get_true_extent(dt, &lb, &extent);
-    return lb;
-}
-
-/* A NULL buffer is an error when it would be dereferenced: count > 0 and
- * the type does not carry absolute addresses (MPI_BOTTOM use). */
-int mca_coll_xccl_check_buf(const void *buf, size_t count, struct ompi_datatype_t *dt)
-{
-    if (NULL == buf && count > 0 && 0 == mca_coll_xccl_true_lb(dt)) {
-        return MPI_ERR_BUFFER;
-    }
-    return MPI_SUCCESS;
-}
-
 int mca_coll_xccl_check_op(struct ompi_op_t *op, struct ompi_datatype_t *dt, const char *fn)
 {
     char *msg = NULL;
@@ -154,27 +129,6 @@ int mca_coll_xccl_check_op(struct ompi_op_t *op, struct ompi_datatype_t *dt, con
         return MPI_ERR_OP;
     }
     return MPI_SUCCESS;
-}
-
-size_t mca_coll_xccl_dtype_size(struct ompi_datatype_t *dt)
-{
-    size_t size = 0;
-    ompi_datatype_type_size(dt, &size);
-    return size;
-}
-
-size_t mca_coll_xccl_dtype_extent(struct ompi_datatype_t *dt)
-{
-    ptrdiff_t lb, extent;
-    ompi_datatype_get_extent(dt, &lb, &extent);
-    return (size_t) extent;
-}
-
-/* Data movement needs count elements laid out without gaps. */
-int mca_coll_xccl_is_contiguous(struct ompi_datatype_t *dt, size_t count)
-{
-    return count <= INT_MAX && ompi_datatype_is_contiguous_memory_layout(dt, (int32_t) count) &&
-           mca_coll_xccl_dtype_size(dt) == mca_coll_xccl_dtype_extent(dt);
 }
 
 /* ------------------------------------------------------------ reductions */

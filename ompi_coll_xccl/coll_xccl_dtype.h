@@ -6,6 +6,10 @@
 #ifndef MCA_COLL_XCCL_DTYPE_H
 #define MCA_COLL_XCCL_DTYPE_H
 
+#include <limits.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+
 #include "coll_xccl.h"
 
 BEGIN_C_DECLS
@@ -19,15 +23,58 @@ typedef struct {
     struct ompi_datatype_t *dtype;
 } mca_coll_xccl_reduce_t;
 
-int mca_coll_xccl_check_dtype(struct ompi_datatype_t *dt);
-/* NULL is an error where it would be dereferenced (count > 0, no MPI_BOTTOM). */
-int mca_coll_xccl_check_buf(const void *buf, size_t count, struct ompi_datatype_t *dt);
+/* The checks and layouts every call asks for, inline: as calls they took
+ * 2.4 % of the samples of a stream of 8-byte bcasts at np 2 (perf, the
+ * root changing every call), where all of the work outside the waits
+ * took about a fifth. */
+static inline int mca_coll_xccl_check_dtype(struct ompi_datatype_t *dt)
+{
+    if (NULL == dt || MPI_DATATYPE_NULL == dt || !ompi_datatype_is_committed(dt)) {
+        return MPI_ERR_TYPE;
+    }
+    return MPI_SUCCESS;
+}
+
+static inline ptrdiff_t mca_coll_xccl_true_lb(struct ompi_datatype_t *dt)
+{
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_true_extent(dt, &lb, &extent);
+    return lb;
+}
+
+/* NULL is an error where it would be dereferenced: count > 0 and the type
+ * does not carry absolute addresses (MPI_BOTTOM use). */
+static inline int mca_coll_xccl_check_buf(const void *buf, size_t count, struct ompi_datatype_t *dt)
+{
+    if (NULL == buf && count > 0 && 0 == mca_coll_xccl_true_lb(dt)) {
+        return MPI_ERR_BUFFER;
+    }
+    return MPI_SUCCESS;
+}
+
 int mca_coll_xccl_check_op(struct ompi_op_t *op, struct ompi_datatype_t *dt, const char *fn);
-size_t mca_coll_xccl_dtype_size(struct ompi_datatype_t *dt);
-size_t mca_coll_xccl_dtype_extent(struct ompi_datatype_t *dt);
-ptrdiff_t mca_coll_xccl_true_lb(struct ompi_datatype_t *dt);
-/* count elements laid out without gaps. */
-int mca_coll_xccl_is_contiguous(struct ompi_datatype_t *dt, size_t count);
+
+static inline size_t mca_coll_xccl_dtype_size(struct ompi_datatype_t *dt)
+{
+    size_t size = 0;
+    ompi_datatype_type_size(dt, &size);
+    return size;
+}
+
+static inline size_t mca_coll_xccl_dtype_extent(struct ompi_datatype_t *dt)
+{
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    return (size_t) extent;
+}
+
+/* count elements laid out without gaps (data movement needs that). */
+static inline int mca_coll_xccl_is_contiguous(struct ompi_datatype_t *dt, size_t count)
+{
+    return count <= INT_MAX && ompi_datatype_is_contiguous_memory_layout(dt, (int32_t) count) &&
+           mca_coll_xccl_dtype_size(dt) == mca_coll_xccl_dtype_extent(dt);
+}
+
 /* Predefined type and op as xccl's: 0, or -1 (not one xccl knows). */
 int mca_coll_xccl_map_dtype(struct ompi_datatype_t *dt, xccl_dtype_t *out);
 int mca_coll_xccl_map_op(struct ompi_op_t *op, xccl_op_t *out);

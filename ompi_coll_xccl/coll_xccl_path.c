@@ -538,7 +538,8 @@ static inline int short_way(mca_coll_xccl_call_t *c, int *rc)
     int algo;
     if (!((m->shm_lat_colls >> c->coll & 1u) && (NULL == c->request || (m->shm_small_nb && !m->gpu_ipc)) &&
           (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
-          mca_coll_xccl_gpu_ipc_pass(c) && mca_coll_xccl_shm_latency_short(c, &ws, &wr, &algo))) {
+          (!m->gpu_ipc || mca_coll_xccl_gpu_ipc_pass(c)) &&
+          mca_coll_xccl_shm_latency_short(c, &ws, &wr, &algo))) {
         return 0;
     }
     mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, algo, -1.0, NULL, "latency_path");
@@ -553,8 +554,10 @@ static inline int short_way(mca_coll_xccl_call_t *c, int *rc)
         m->seq++;                    /* a call number, as the executor's would take */
         *rc = mca_coll_xccl_shm_latency(c, ws, wr, algo);
     }
-    free(c->counts);
-    c->counts = NULL;
+    if (NULL != c->counts) {         /* free(NULL) is a call too */
+        free(c->counts);
+        c->counts = NULL;
+    }
     return 1;
 }
 
