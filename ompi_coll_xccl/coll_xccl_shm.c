@@ -230,6 +230,7 @@ int mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
     }
     m->shm = h;
     h->probe = -1;
+    h->lat_last_root = -1;
     if (!nodes_ok) {
         set_why(h, "the nodes of the ranks are unknown", 0);
         return 0;

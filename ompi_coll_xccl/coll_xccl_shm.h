@@ -41,6 +41,7 @@ struct mca_coll_xccl_shm {
     uint64_t lat_seen;               /* every peer was seen to have posted this f or later */
     unsigned lat_pos;                /* the next unit of the small areas (the same on every rank) */
     unsigned lat_last;               /* the units of the call before (the same on every rank) */
+    int lat_last_root;               /* its root, where it was a bcast (else -1) */
     uint64_t lat_wrote[XCCL_SHM_LAT_UNITS];   /* the last call in which this rank wrote each unit
                                                * (of its area; two ranks: of either area) */
     unsigned char lat_flip[XCCL_SHM_LAT_UNITS]; /* two ranks: the next call on each unit has

@@ -791,6 +791,34 @@ for np in 2 3 4; do
     finish "$name" "$ok"
 done
 
+# Bcasts whose root changes on most calls (-r), sizes kept for runs, one
+# in four an MPI_Ibcast: at two ranks such a chain moves through the same
+# units of the small areas, each root writing over the part it has just
+# read.  Trials off (no size class to the mesh).  Every rank must show a
+# bcast of more than 48 bytes and an ibcast on the latency path.
+# (Planted, a root that skips the ring's wait: 21 of 9000 checks wrong at
+# np 3; at np 2 the chain's placement needs no wait of its own, see
+# coll_xccl_shm_latency.c.)
+check_latency_roots() {
+    every_rank_logged "$1" "$2" \
+        "^xccl: bcast comm=0 rank=RANK bytes=(49|[5-9][0-9]|[1-9][0-9]{2,4}) .*via=latency_path" \
+        "no bcast of more than 48 bytes took the latency path" &&
+        every_rank_logged "$1" "$2" "^xccl: ibcast comm=0 rank=RANK .*via=latency_path" \
+            "no ibcast took the latency path"
+}
+for np in 2 3 4; do
+    name=xccl_mpi_latency.roots.np$np
+    selected "$name" || continue
+    saved=("${common_args[@]}")
+    common_args+=(--mca coll_xccl_shm_trials 0)
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_latency" -n 3000 -r
+    common_args=("${saved[@]}")
+    ok=0
+    problems=$({ check_result "$name" && check_latency_roots "$name" "$np"; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
+
 # The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
 # allgather, alltoall, bcast, allreduce and reduce_scatter_block at 24 KiB (shm is the latency path
 # there for the first three),

@@ -1,7 +1,7 @@
 /*
  * xccl_mpi_latency: the shared-memory level's latency path under skew.
  *
- * usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t | -b]   (default 3000, 1)
+ * usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t | -b | -r]   (default 3000, 1)
  *
  * One long sequence of small blocking collectives with no barrier between
  * them, so that ranks drift apart and a fast rank starts calls while a slow
@@ -25,6 +25,14 @@
  * the latency path moves in 16 KiB pieces, each posted on its own: a
  * reader that copied a piece before its post would read the call's bytes
  * before the root wrote them (or an older call's).
+ *
+ * -r (roots): every call is a bcast whose root changes on three calls in
+ * four, of a size kept for runs of 1 to 8 calls (1 to 48 bytes, 49 bytes
+ * to 4 KiB, 4 KiB to 16 KiB, 16 KiB to 64 KiB: the pieces), one call in
+ * four an MPI_Ibcast and its wait.  Two ranks move such a chain in the
+ * same units of the small areas, each root writing over the part it has
+ * just read: a root that wrote over a part its reader had not yet read,
+ * or into the other area, gives wrong bytes.
  *
  * Output: "FAIL ..." lines (at most 10 per rank), then from rank 0
  *   RESULT: <passed> passed, <failed> failed
@@ -94,8 +102,8 @@ int main(int argc, char **argv)
     long iters = 3000;
     uint64_t seed = 1;
     int opt;
-    int tiny = 0, pieces = 0;
-    while ((opt = getopt(argc, argv, "n:s:tb")) != -1) {
+    int tiny = 0, pieces = 0, roots = 0;
+    while ((opt = getopt(argc, argv, "n:s:tbr")) != -1) {
         if ('n' == opt) {
             iters = atol(optarg);
         } else if ('s' == opt) {
@@ -104,8 +112,10 @@ int main(int argc, char **argv)
             tiny = 1;
         } else if ('b' == opt) {
             pieces = 1;
+        } else if ('r' == opt) {
+            roots = 1;
         } else {
-            fprintf(stderr, "usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t | -b]\n");
+            fprintf(stderr, "usage: xccl_mpi_latency [-n ITERATIONS] [-s SEED] [-t | -b | -r]\n");
             return 2;
         }
     }
@@ -119,17 +129,29 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     long passed = 0;
-    int root = 0, run = 0;
+    int root = 0, run = 0, size_run = 0;
+    size_t run_bytes = 1;
     for (long i = 0; i < iters; i++) {
         const uint64_t h = h3(seed, (uint64_t) i, 7);
-        const int coll = pieces || (tiny && (h >> 60) % 2) ? BCAST : (int) (h % NCOLL);
+        const int coll = pieces || roots || (tiny && (h >> 60) % 2) ? BCAST : (int) (h % NCOLL);
+        if (roots && size_run-- <= 0) {
+            static const size_t lo[4] = { 1, 49, 4097, 16385 }, hi[4] = { 48, 4096, 16384, LAT };
+            const int c = (int) ((h >> 56) % 4);
+            run_bytes = lo[c] + (h >> 16) % (hi[c] - lo[c] + 1);
+            size_run = (int) ((h >> 52) % 8);
+        }
         /* bytes: 1 in 8 calls past the latency path (allgather: past it
          * where a block is) */
-        const size_t bytes = pieces ? LAT / 4 + 1 + (h >> 16) % (LAT - LAT / 4)
+        const size_t bytes = roots ? run_bytes
+                             : pieces ? LAT / 4 + 1 + (h >> 16) % (LAT - LAT / 4)
                              : (h >> 8) % 8 == 0 ? LAT + 1 + (h >> 16) % (LAT * (size_t) size)
                                                  : 1 + (h >> 16) % (tiny ? 64 : LAT);
         const int inplace = (h >> 40) % 3 == 0;
-        if (run-- <= 0) {
+        if (roots && size > 1) {
+            if ((h >> 44) % 4 != 0) {        /* another root, three calls in four */
+                root = (root + 1 + (int) ((h >> 46) % (uint64_t) (size - 1))) % size;
+            }
+        } else if (run-- <= 0) {
             root = (int) ((h >> 44) % (uint64_t) size);
             run = (int) ((h >> 50) % 4);
         }
@@ -189,8 +211,18 @@ int main(int argc, char **argv)
             for (size_t k = 0; k < bytes; k++) {
                 rb[k] = rank == root ? bval(seed, i, root, k) : 0;
             }
-            if (MPI_SUCCESS != MPI_Bcast(rb, (int) bytes, MPI_BYTE, root, MPI_COMM_WORLD)) {
-                fail(i, names[coll], "return code", 0, 1, 0);
+            int rc;
+            if (roots && (h >> 48) % 4 == 0) {
+                MPI_Request req;
+                rc = MPI_Ibcast(rb, (int) bytes, MPI_BYTE, root, MPI_COMM_WORLD, &req);
+                if (MPI_SUCCESS == rc) {
+                    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+                }
+            } else {
+                rc = MPI_Bcast(rb, (int) bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+            }
+            if (MPI_SUCCESS != rc) {
+                fail(i, names[coll], "return code", 0, rc, MPI_SUCCESS);
             }
             for (size_t k = 0; k < bytes; k++) {
                 if (rb[k] != bval(seed, i, root, k)) {
