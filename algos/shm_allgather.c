@@ -77,11 +77,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
                                 xccl_ref_peer(q, XCCL_BUF_SLOT, shm_buf_off(pc, t - 1, depth)), len);
             }
         }
-        if (t < nchunks) {
-            mesh_barrier(s, (uint32_t) (t + 1));
-        } else {
-            shm_last_barrier(s, (uint32_t) (t + 1));
-        }
+        shm_step_barrier(s, t, nchunks);
     }
     return xccl_sched_finalize(s);
 }

@@ -74,11 +74,7 @@ static int build(xccl_sched_t *s, size_t block, int in_place, int rotate)
                                 xccl_ref_peer(q, XCCL_BUF_SLOT, at + (size_t) mod(r - q - 1, p) * pc), len);
             }
         }
-        if (t < nchunks) {
-            mesh_barrier(s, (uint32_t) (t + 1));
-        } else {
-            shm_last_barrier(s, (uint32_t) (t + 1));
-        }
+        shm_step_barrier(s, t, nchunks);
         /* piece t of the own block, while the peers read step t's pieces */
         if (!in_place && t < nchunks) {
             size_t lo;

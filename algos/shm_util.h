@@ -143,20 +143,20 @@ static inline void shm_swap(xccl_sched_t *s)
  * which is what lets the next call of the layout skip the wait.  One
  * barrier instead of two per call: np 4 on 2 cores, alltoall 128 / 256
  * KiB 0.85 / 0.89x of the time with the exit barrier (docs/shm-level.md). */
-static inline int shm_no_exit(xccl_sched_t *s, size_t nchunks)
+static inline void shm_no_exit(xccl_sched_t *s, size_t nchunks)
 {
     s->no_exit = 1 == nchunks && (s->slot_swap || s->slot_nalt >= 2);
-    return s->no_exit;
 }
 
-/* The last barrier of a pipeline of nchunks (step t = nchunks): the exit
- * barrier, or its post alone (shm_no_exit). */
-static inline void shm_last_barrier(xccl_sched_t *s, uint32_t val)
+/* The barrier that ends step t of a pipeline of nchunks (value t + 1); the
+ * last one (t = nchunks) is the exit barrier, or its post alone
+ * (shm_no_exit). */
+static inline void shm_step_barrier(xccl_sched_t *s, size_t t, size_t nchunks)
 {
-    if (s->no_exit) {
-        xccl_sched_post(s, val);
+    if (t == nchunks && s->no_exit) {
+        xccl_sched_post(s, (uint32_t) (t + 1));
     } else {
-        mesh_barrier(s, val);
+        mesh_barrier(s, (uint32_t) (t + 1));
     }
 }
 
