@@ -256,7 +256,6 @@ int mca_coll_xccl_shm_lat_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t co
 /* Progress calls between two checks that the peer still lives. */
 #define LAT_LIVENESS_POLLS 256u
 
-
 /* Whether segment rank s has posted f or later: 1, 0 not yet, -1 its
  * process is gone.  wait: until it has (or is gone), spinning with Open
  * MPI's progress engine between.  A number once read stays true (they
