@@ -778,18 +778,24 @@ check_latency_pieces() {
         "^xccl: bcast comm=0 rank=RANK bytes=(1[6-9][0-9]{3}|[2-6][0-9]{4}) .*via=latency_path" \
         "no bcast of more than 16 KiB took the latency path"
 }
-for np in 2 3 4; do
-    name=xccl_mpi_latency.pieces.np$np
-    selected "$name" || continue
-    saved=("${common_args[@]}")
-    common_args+=(--mca coll_xccl_shm_trials 0)
-    run_mpi "$name" "$np" "$bindir/xccl_mpi_latency" -n 3000 -b
-    common_args=("${saved[@]}")
-    ok=0
-    problems=$({ check_result "$name" && check_latency_pieces "$name" "$np"; } 2>&1) || ok=1
-    indent "$problems"
-    finish "$name" "$ok"
-done
+# xccl_mpi_latency in mode $2 at np 2, 3, 4 with the trials off, named
+# xccl_mpi_latency.$1.npN, checked by check_result and $3.
+run_latency_no_trials() {
+    local tag=$1 mode=$2 check=$3 np name saved ok problems
+    for np in 2 3 4; do
+        name=xccl_mpi_latency.$tag.np$np
+        selected "$name" || continue
+        saved=("${common_args[@]}")
+        common_args+=(--mca coll_xccl_shm_trials 0)
+        run_mpi "$name" "$np" "$bindir/xccl_mpi_latency" -n 3000 "$mode"
+        common_args=("${saved[@]}")
+        ok=0
+        problems=$({ check_result "$name" && "$check" "$name" "$np"; } 2>&1) || ok=1
+        indent "$problems"
+        finish "$name" "$ok"
+    done
+}
+run_latency_no_trials pieces -b check_latency_pieces
 
 # Bcasts whose root changes on most calls (-r), sizes kept for runs, one
 # in four an MPI_Ibcast: at two ranks such a chain moves through the same
@@ -806,18 +812,7 @@ check_latency_roots() {
         every_rank_logged "$1" "$2" "^xccl: ibcast comm=0 rank=RANK .*via=latency_path" \
             "no ibcast took the latency path"
 }
-for np in 2 3 4; do
-    name=xccl_mpi_latency.roots.np$np
-    selected "$name" || continue
-    saved=("${common_args[@]}")
-    common_args+=(--mca coll_xccl_shm_trials 0)
-    run_mpi "$name" "$np" "$bindir/xccl_mpi_latency" -n 3000 -r
-    common_args=("${saved[@]}")
-    ok=0
-    problems=$({ check_result "$name" && check_latency_roots "$name" "$np"; } 2>&1) || ok=1
-    indent "$problems"
-    finish "$name" "$ok"
-done
+run_latency_no_trials roots -r check_latency_roots
 
 # The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
 # allgather, alltoall, bcast, allreduce and reduce_scatter_block at 24 KiB (shm is the latency path
