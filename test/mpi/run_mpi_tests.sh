@@ -308,6 +308,15 @@ indent() {
     [[ -z $1 ]] || printf '%s\n' "$1" | sed 's/^/   /'
 }
 
+# judge <name> <np> <check>: the verdict on a run: check_result and
+# <check> <name> <np>, their problems indented.
+judge() {
+    local name=$1 np=$2 check=$3 ok=0 problems
+    problems=$({ check_result "$name" && "$check" "$name" "$np"; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+}
+
 
 for np in 1 2 3 4 7; do
     name=xccl_mpi_check.np$np
@@ -629,10 +638,7 @@ for np in 2 3 4; do
         fi
         selected "$name" || continue
         run_mpi "$name" "$np" "$bindir/xccl_mpi_nb" "${args[@]}"
-        ok=0
-        problems=$({ check_result "$name" && "$check" "$name" "$np"; } 2>&1) || ok=1
-        indent "$problems"
-        finish "$name" "$ok"
+        judge "$name" "$np" "$check"
     done
 done
 
@@ -702,7 +708,7 @@ check_no_noncontig_fallback() {
 # defaults (verbose 1 both), each judged by check_result and
 # <check> <name> <np>.
 run_small_modes() {
-    local tag=$1 check=$2 small np name ok problems saved
+    local tag=$1 check=$2 small np name saved
     shift 2
     for small in 0 default; do
         for np in 2 3 4; do
@@ -713,10 +719,7 @@ run_small_modes() {
             [[ $small == 0 ]] || common_args=("${common_base[@]}" --mca coll_xccl_verbose 1)
             run_mpi "$name" "$np" "$@"
             common_args=("${saved[@]}")
-            ok=0
-            problems=$({ check_result "$name" && "$check" "$name" "$np"; } 2>&1) || ok=1
-            indent "$problems"
-            finish "$name" "$ok"
+            judge "$name" "$np" "$check"
         done
     done
 }
@@ -781,7 +784,7 @@ check_latency_pieces() {
 # xccl_mpi_latency in mode $2 at np 2, 3, 4 with the trials off, named
 # xccl_mpi_latency.$1.npN, checked by check_result and $3.
 run_latency_no_trials() {
-    local tag=$1 mode=$2 check=$3 np name saved ok problems
+    local tag=$1 mode=$2 check=$3 np name saved
     for np in 2 3 4; do
         name=xccl_mpi_latency.$tag.np$np
         selected "$name" || continue
@@ -789,10 +792,7 @@ run_latency_no_trials() {
         common_args+=(--mca coll_xccl_shm_trials 0)
         run_mpi "$name" "$np" "$bindir/xccl_mpi_latency" -n 3000 "$mode"
         common_args=("${saved[@]}")
-        ok=0
-        problems=$({ check_result "$name" && "$check" "$name" "$np"; } 2>&1) || ok=1
-        indent "$problems"
-        finish "$name" "$ok"
+        judge "$name" "$np" "$check"
     done
 }
 run_latency_no_trials pieces -b check_latency_pieces
