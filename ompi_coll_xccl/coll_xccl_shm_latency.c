@@ -190,14 +190,14 @@ LAT_FN int lat_inline_get(const lat_line_t *l, void *dst, size_t len, uint64_t f
 /* Consecutive calls never share a unit (but for the chain below), so step
  * 1 of call f waits for f - 1 at most, which every peer posts without
  * waiting for this rank's f (sharing one deadlocked: measured).  A call's
- * ring is three times the
- * larger of its part and the part of the call before (at most the whole
- * area, which holds three of the largest parts): a part that starts the
- * ring again (it did not fit after the part before) ends before that part
- * began, which lies past two such parts from the start.  (One ring of the
- * whole area made a stream of 32 KiB allgathers at np 2 3.3x slower once
- * the area grew to 192 KiB: every call wrote lines no cache held.)  The
- * ring is never shorter than LAT_RING_MIN (below). */
+ * ring is three times the larger of its part and the part of the call
+ * before (at most the whole area, which holds three of the largest
+ * parts): a part that starts the ring again (it did not fit after the
+ * part before) ends before that part began, which lies past two such
+ * parts from the start.  (One ring of the whole area made a stream of 32
+ * KiB allgathers at np 2 3.3x slower once the area grew to 192 KiB: every
+ * call wrote lines no cache held.)  The ring is never shorter than
+ * LAT_RING_MIN (below). */
 _Static_assert(3 * XCCL_SHM_LAT_BYTES <= XCCL_SHM_SMALL_BYTES && XCCL_SHM_SMALL_BYTES % XCCL_SHM_LAT_UNIT == 0,
                "latency units");
 /* The shortest ring, 48 KiB: small calls cycle through it as through the
