@@ -7,8 +7,9 @@
 #   (2) against the real driver, when libcuda.so.1 loads and reports a
 #       device; otherwise prints "SKIP real GPU: <reason>" (not a pass).
 # Plus one fake run with FAKE_CUDA_DEVICES=0, which must exit 77 with a
-# "SKIP:" line, one at np 3 that stages every call in small pieces, one
-# at np 3 that passes device pointers straight to UCX (a UCX with CUDA
+# "SKIP:" line, one at np 2 that loads the driver after MPI_Init (-L),
+# one at np 3 that stages every call in small pieces, one at np 3 that
+# passes device pointers straight to UCX (a UCX with CUDA
 # played by fake_ucx_cuda.c, which checks the memory type of every
 # transfer), one at np 2 where coll_xccl_gpu_direct 1 meets a UCX without
 # CUDA (refused, staged), one at np 3 whose large calls must go through
@@ -214,6 +215,27 @@ run "$name" 2 "$fake_ldp" FAKE_CUDA_DEVICES=0 --
 ok=0
 problems=$({ [[ $run_rc -eq 77 ]] || { echo "$name: exit status $run_rc, want 77"; false; }; } &&
     { grep -q '^SKIP: ' "$logdir/$name.log" || { echo "$name: no SKIP line"; false; }; } 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
+# The driver loaded after MPI_Init and after host calls on stack buffers
+# (-L: xccl has looked for it and found none): device buffers must be
+# noticed on the next calls, staged and right (with the driver taken for
+# absent they reach host code and the fake's PROT_NONE pages crash it).
+name=fake.late_driver.np2
+saved_extra=("${extra_args[@]}")
+extra_args+=(--mca coll_xccl_verbose 2)
+run "$name" 2 "$fake_ldp" FAKE_CUDA_STATS=1 -- -L -n 1048576
+extra_args=("${saved_extra[@]}")
+ok=0
+problems=$({
+    check_result "$name" && check_leaks "$name" 2 &&
+    for r in 0 1; do
+        p=$(grep -cE "^xccl: [a-z_]+ comm=[0-9]+ rank=$r: device buffers, host copies of" \
+            "$logdir/$name.log" || true)
+        [[ $p -gt 0 ]] || { echo "$name: rank $r: no staged call"; exit 1; }
+    done &&
+    echo "$name: $(grep -c ': device buffers, host copies of' "$logdir/$name.log") calls staged"
+} 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
 # Ring order inside a node that follows the GPU wiring: 4 ranks on 4 fake

@@ -55,6 +55,35 @@ START_TEST(host_without_a_driver)
 }
 END_TEST
 
+/* The application loads the driver late, after xccl has looked and found
+ * none: the next look finds it.  xccl notices a load by the object that was
+ * last in the loader's list at its look (it holds it open): in between, a
+ * library loaded and closed again by the application (it was the last one
+ * when xccl looked), and a look with nothing loaded since. */
+START_TEST(driver_loaded_later)
+{
+    char buf[64] = "host";
+    xccl_mem_info_t info;
+    ck_assert_ptr_null(xccl_cu());
+    void *other = dlopen("libanl.so.1", RTLD_NOW);
+    ck_assert_msg(NULL != other, "libanl.so.1: %s", dlerror());
+    ck_assert_ptr_null(xccl_cu());      /* looks again: the last object is libanl */
+    ck_assert_ptr_null(xccl_cu());      /* nothing since */
+    ck_assert_int_eq(0, dlclose(other));
+    ck_assert_ptr_null(xccl_cu());
+    setup();                            /* the driver, and a device context */
+    ck_assert_ptr_nonnull(xccl_cu());
+    CUdeviceptr d = 0;
+    ck_assert_int_eq(0, cu.MemAlloc(&d, 4096));
+    xccl_gpu_classify((void *) (uintptr_t) d, &info);
+    ck_assert_int_eq(info.type, XCCL_MEM_DEVICE);
+    xccl_gpu_classify(buf, &info);
+    ck_assert_int_eq(info.type, XCCL_MEM_HOST);
+    ck_assert_int_eq(0, cu.MemFree(d));
+    teardown();
+}
+END_TEST
+
 START_TEST(device_memory)
 {
     setup();
@@ -238,6 +267,7 @@ int main(void)
     Suite *su = suite_create("gpu_classify");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, host_without_a_driver);
+    tcase_add_test(tc, driver_loaded_later);
     tcase_add_test(tc, device_scratch);
     tcase_add_test(tc, device_memory);
     tcase_add_test(tc, reallocation_is_a_new_buffer);

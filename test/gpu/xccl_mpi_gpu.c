@@ -32,6 +32,9 @@
  *          -l    long: more sizes, and every type/op at the big sizes
  *          -H    host buffers (malloc) instead of device buffers, nothing
  *                else changes: checks the test itself against stock Open MPI
+ *          -L    the driver loaded late: after MPI_Init and after host calls
+ *                on stack buffers, which make xccl look for it and find none
+ *                (a Python code that imports torch after mpi4py's first call)
  * Output: FAIL <coll> type=<T> op=<O> count=<n> inplace=<0|1> mem=<m>
  *              root=<r> rank=<r> index=<i> got=<..> want=<..>
  *         RESULT: <passed> passed, <failed> failed
@@ -1117,18 +1120,20 @@ static void run_all(void)
 
 static void usage(const char *prog)
 {
-    fprintf(stderr, "usage: %s [-q] [-l] [-H] [-n max_bytes]\n", prog);
+    fprintf(stderr, "usage: %s [-q] [-l] [-H] [-L] [-n max_bytes]\n", prog);
 }
 
 int main(int argc, char **argv)
 {
     int opt;
     max_bytes = 0;
-    while ((opt = getopt(argc, argv, "qlHn:")) != -1) {
+    int late_mode = 0;
+    while ((opt = getopt(argc, argv, "qlHLn:")) != -1) {
         switch (opt) {
         case 'q': quiet = 1; break;
         case 'l': long_mode = 1; break;
         case 'H': host_mode = 1; break;
+        case 'L': late_mode = 1; break;
         case 'n': max_bytes = strtoull(optarg, NULL, 0); break;
         default: usage(argv[0]); return 2;
         }
@@ -1136,14 +1141,28 @@ int main(int argc, char **argv)
     if (0 == max_bytes) {
         max_bytes = long_mode ? (40u << 20) : (20u << 20);
     }
-    /* The driver before MPI_Init, as CUDA applications do. */
-    const char *skip = host_mode ? NULL : test_cuda_setup();
-    if (!host_mode && NULL == skip) {
+    /* The driver before MPI_Init, as CUDA applications do (-L: after). */
+    const char *skip = host_mode || late_mode ? NULL : test_cuda_setup();
+    if (!host_mode && !late_mode && NULL == skip) {
         other_setup();
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    if (late_mode && !host_mode) {
+        int v[4] = { my_rank, 1, 2, 3 }, sum[4];
+        char b[64] = { 0 };
+        MPI_Allreduce(v, sum, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Bcast(b, (int) sizeof(b), MPI_CHAR, 0, MPI_COMM_WORLD);
+        if (sum[1] != nprocs) {
+            fprintf(stderr, "rank %d: host allreduce before the driver: %d, want %d\n", my_rank,
+                    sum[1], nprocs);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (NULL == (skip = test_cuda_setup())) {
+            other_setup();
+        }
+    }
     if (!ctl_all(NULL == skip)) {
         if (0 == my_rank) {
             printf("SKIP: %s\n", skip ? skip : "another rank has no device");
@@ -1171,8 +1190,9 @@ int main(int argc, char **argv)
     op_mpi[O_MAXLOC] = MPI_MAXLOC;
     MPI_Op_create(user_fn, 1, &op_mpi[O_USER]);
     if (0 == my_rank && !quiet) {
-        printf("xccl_mpi_gpu: %d ranks, %s buffers, max %zu bytes%s\n", nprocs,
-               host_mode ? "host (-H)" : "device", max_bytes, long_mode ? ", long" : "");
+        printf("xccl_mpi_gpu: %d ranks, %s buffers, max %zu bytes%s%s\n", nprocs,
+               host_mode ? "host (-H)" : "device", max_bytes, long_mode ? ", long" : "",
+               late_mode ? ", the driver loaded after MPI_Init (-L)" : "");
     }
     run_all();
     MPI_Op_free(&op_mpi[O_USER]);
