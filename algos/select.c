@@ -199,15 +199,13 @@ size_t xccl_select_whole_max(int ranks)
     return fit < XCCL_SHM_SMALL_MAX ? fit : XCCL_SHM_SMALL_MAX;
 }
 
-int xccl_select_level_index(xccl_coll_t coll, xccl_level_algo_t which)
+int xccl_select_level_cache[XCCL_NCOLL][XCCL_LEVEL_NALGOS];
+
+int xccl_select_level_lookup(xccl_coll_t coll, xccl_level_algo_t which)
 {
     static const char *const names[XCCL_LEVEL_NALGOS] = { "shm_small", "shm" };
-    static int cache[XCCL_NCOLL][XCCL_LEVEL_NALGOS];
-    int i = __atomic_load_n(&cache[coll][which], __ATOMIC_RELAXED);
-    if (0 == i) {
-        i = xccl_select_index(coll, names[which]);
-        __atomic_store_n(&cache[coll][which], i, __ATOMIC_RELAXED);
-    }
+    const int i = xccl_select_index(coll, names[which]);
+    __atomic_store_n(&xccl_select_level_cache[coll][which], i, __ATOMIC_RELAXED);
     return i;
 }
 

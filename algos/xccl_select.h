@@ -39,7 +39,13 @@ int xccl_select_index(xccl_coll_t c, const char *name);
 /* The catalog index of an algorithm of the shared-memory level, looked up
  * once (no string compares on a call's path). */
 typedef enum { XCCL_LEVEL_SHM_SMALL, XCCL_LEVEL_SHM, XCCL_LEVEL_NALGOS } xccl_level_algo_t;
-int xccl_select_level_index(xccl_coll_t c, xccl_level_algo_t which);
+extern int xccl_select_level_cache[XCCL_NCOLL][XCCL_LEVEL_NALGOS];   /* 0: not looked up yet */
+int xccl_select_level_lookup(xccl_coll_t c, xccl_level_algo_t which);
+static inline int xccl_select_level_index(xccl_coll_t c, xccl_level_algo_t which)
+{
+    const int i = __atomic_load_n(&xccl_select_level_cache[c][which], __ATOMIC_RELAXED);
+    return 0 != i ? i : xccl_select_level_lookup(c, which);
+}
 /* The largest allreduce (bytes per rank) that the level runs in a form
  * where every rank reduces the whole vector (shm_small, the latency path)
  * on a node of `ranks`; shm (reduce-scatter, allgather) above. */

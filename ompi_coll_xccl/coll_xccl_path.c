@@ -536,9 +536,7 @@ static inline int short_way(mca_coll_xccl_call_t *c, int *rc)
     const char *ws;
     char *wr;
     int algo;
-    if (!((m->shm_lat_colls >> c->coll & 1u) && (NULL == c->request || (m->shm_small_nb && !m->gpu_ipc)) &&
-          (mca_coll_xccl_gpu_surely_host(c) || NULL == xccl_cu()) &&
-          (!m->gpu_ipc || mca_coll_xccl_gpu_ipc_pass(c)) &&
+    if (!((NULL == c->request || (m->shm_small_nb && !m->gpu_ipc)) && mca_coll_xccl_short_host(c) &&
           mca_coll_xccl_shm_latency_short(c, &ws, &wr, &algo))) {
         return 0;
     }

@@ -15,6 +15,7 @@
 #include "xccl_build.h"
 
 #include "coll_xccl_exec.h"
+#include "coll_xccl_log.h"
 #include "coll_xccl_pack.h"
 #include "coll_xccl_shm.h"
 #include "coll_xccl_shm_latency.h"
@@ -671,7 +672,7 @@ int mca_coll_xccl_shm_lat_run(mca_coll_xccl_lat_t *st, int wait)
     return lat_run(st, wait);
 }
 
-int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
+LAT_FN int lat_call(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
 {
     mca_coll_xccl_module_t *m = c->m;
     mca_coll_xccl_lat_t st;
@@ -684,6 +685,36 @@ int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr,
         return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "a rank of this node is gone");
     }
     return MPI_SUCCESS;
+}
+
+int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
+{
+    return lat_call(c, ws, wr, algo);
+}
+
+/* Whether c goes the whole way to the level's trials: a blocking call of
+ * their sizes before they picked shm for its size class (before that,
+ * every call of 16-64 KiB went the whole way: 4 % of a 16 KiB bcast's
+ * reader in path_peer_access). */
+LAT_FN int lat_trial_first(const mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c)
+{
+    return NULL == c->request && mca_coll_xccl_shm_trial_wanted(m, c) &&
+           !(m->shm->lat_picked[c->coll] >> xccl_size_class(c->bytes) & 1u);
+}
+
+int mca_coll_xccl_shm_lat_bcast(mca_coll_xccl_call_t *c, int *rc)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn) || c->bytes > XCCL_SHM_LAT_BYTES ||
+        lat_trial_first(m, c)) {
+        return 0;
+    }
+    char *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
+    const int algo = xccl_select_level_index(XCCL_COLL_BCAST, XCCL_LEVEL_SHM);
+    mca_coll_xccl_log_call(m, XCCL_COLL_BCAST, 0, c->bytes, algo, -1.0, NULL, "latency_path");
+    m->seq++;                        /* a call number, as the executor's would take */
+    *rc = lat_call(c, NULL, wr, algo);
+    return 1;
 }
 
 int mca_coll_xccl_shm_latency_short(mca_coll_xccl_call_t *c, const char **ws_out, char **wr_out,
@@ -723,7 +754,7 @@ int mca_coll_xccl_shm_latency_short(mca_coll_xccl_call_t *c, const char **ws_out
     }
     /* decide() (coll_xccl_path.c) hands the fallback the calls from
      * XCCL_SHM_LAT_BYTES up to small_msg_bytes */
-    if (mca_coll_xccl_shm_lat_bytes(c) > XCCL_SHM_LAT_BYTES ||
+    if (lat_len(c->coll, &c->args, c->es, m->size) > XCCL_SHM_LAT_BYTES ||
         (c->bytes > XCCL_SHM_LAT_BYTES &&
          c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
         return 0;
@@ -737,10 +768,8 @@ int mca_coll_xccl_shm_latency_short(mca_coll_xccl_call_t *c, const char **ws_out
                                                           : XCCL_LEVEL_SHM);
     /* the level's trials, or their pick, may choose the mesh instead: the
      * whole way runs the trials; once they picked shm for the call's size
-     * class, the short way (before that, every call of 16-64 KiB went the
-     * whole way: 4 % of a 16 KiB bcast's reader in path_peer_access) */
-    if (NULL == c->request && mca_coll_xccl_shm_trial_wanted(m, c) &&
-        !(h->lat_picked[c->coll] >> xccl_size_class(c->bytes) & 1u)) {
+     * class, the short way */
+    if (lat_trial_first(m, c)) {
         return 0;
     }
     *ws_out = ws;
