@@ -78,6 +78,7 @@ static xccl_cu_api_t api;
 static struct link_map *newest;
 static void *newest_handle;
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long looks;          /* under probe_lock */
 
 static int name_newest(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -89,7 +90,10 @@ static int name_newest(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* Holds the list's last object open as `newest` (should the application
- * close it, it stays loaded until xccl_cu_unload).  Should another thread
+ * close it, it stays loaded until xccl_cu_unload).  dl_iterate_phdr walks
+ * the caller's namespace, the one dlopen looks in: objects of another
+ * (dlmopen, LD_AUDIT tools) neither change its last object nor could be
+ * the driver xccl finds (test_gpu_classify another_namespace).  Should another thread
  * load something meanwhile, the object held is not the last and the next
  * call looks again: too often, never too seldom.  RTLD_LAZY | RTLD_NOLOAD
  * only takes a reference: it neither loads nor binds anything. */
@@ -129,6 +133,7 @@ static int probe(void)
     }
     /* dlopen(RTLD_NOLOAD) of a library that is not loaded searches the
      * file system cache (~70 us): hence the look only after a change. */
+    looks++;
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     xccl_cu_api_t a;
     void (**slot)(void) = (void (**)(void)) &a;
@@ -151,6 +156,14 @@ static int probe(void)
 const xccl_cu_api_t *xccl_cu(void)
 {
     return (__atomic_load_n(&libcuda, __ATOMIC_ACQUIRE) || (!unchanged() && probe())) ? &api : NULL;
+}
+
+unsigned long xccl_cu_looks(void)
+{
+    pthread_mutex_lock(&probe_lock);
+    const unsigned long n = looks;
+    pthread_mutex_unlock(&probe_lock);
+    return n;
 }
 
 const char *xccl_cu_error(const char *call, xccl_curesult_t rc)

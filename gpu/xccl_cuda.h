@@ -106,6 +106,9 @@ typedef struct {
  * driver itself, that would cost every job start-up time).  A process that
  * loads it later is noticed on a later call. */
 const xccl_cu_api_t *xccl_cu(void);
+/* How many times xccl has looked for the driver (each look searches the
+ * file system cache for libcuda.so.1, ~70 us): for tests. */
+unsigned long xccl_cu_looks(void);
 /* "cuMemcpy2DAsync: invalid argument (1)" style text of a failed call. */
 const char *xccl_cu_error(const char *call, xccl_curesult_t rc);
 void xccl_cu_unload(void);

@@ -84,6 +84,30 @@ START_TEST(driver_loaded_later)
 }
 END_TEST
 
+/* A library in a namespace of its own (dlmopen, as LD_AUDIT tools load
+ * theirs), then one in the base namespace: the loader's last object is
+ * then another namespace's.  xccl must not look for the driver again on
+ * every call (each look searches the file system cache, ~70 us), nor miss
+ * the driver when the application loads it. */
+START_TEST(another_namespace)
+{
+    ck_assert_ptr_null(xccl_cu());
+    void *apart = dlmopen(LM_ID_NEWLM, "libanl.so.1", RTLD_NOW);
+    ck_assert_msg(NULL != apart, "dlmopen libanl.so.1: %s", dlerror());
+    void *base = dlopen("libutil.so.1", RTLD_NOW);
+    ck_assert_msg(NULL != base, "libutil.so.1: %s", dlerror());
+    ck_assert_ptr_null(xccl_cu());      /* looks: libutil is new */
+    const unsigned long looks = xccl_cu_looks();
+    for (int i = 0; i < 1000; i++) {
+        ck_assert_ptr_null(xccl_cu());
+    }
+    ck_assert_uint_le(xccl_cu_looks() - looks, 1);
+    setup();
+    ck_assert_ptr_nonnull(xccl_cu());
+    teardown();
+}
+END_TEST
+
 START_TEST(device_memory)
 {
     setup();
@@ -268,6 +292,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, host_without_a_driver);
     tcase_add_test(tc, driver_loaded_later);
+    tcase_add_test(tc, another_namespace);
     tcase_add_test(tc, device_scratch);
     tcase_add_test(tc, device_memory);
     tcase_add_test(tc, reallocation_is_a_new_buffer);
