@@ -93,10 +93,11 @@ static int name_newest(struct dl_phdr_info *info, size_t size, void *data)
  * close it, it stays loaded until xccl_cu_unload).  dl_iterate_phdr walks
  * the caller's namespace, the one dlopen looks in: objects of another
  * (dlmopen, LD_AUDIT tools) neither change its last object nor could be
- * the driver xccl finds (test_gpu_classify another_namespace).  Should another thread
- * load something meanwhile, the object held is not the last and the next
- * call looks again: too often, never too seldom.  RTLD_LAZY | RTLD_NOLOAD
- * only takes a reference: it neither loads nor binds anything. */
+ * the driver xccl finds (test_gpu_classify another_namespace).  Should
+ * another thread load something meanwhile, the object held is not the
+ * last and the next call looks again: too often, never too seldom.
+ * RTLD_LAZY | RTLD_NOLOAD only takes a reference: it neither loads nor
+ * binds anything.  The new reference is taken before the old one goes. */
 static void hold_newest(void)
 {
     char name[PATH_MAX];
@@ -105,16 +106,15 @@ static void hold_newest(void)
     void *h = '\0' != name[0] ? dlopen(name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
     struct link_map *lm = NULL;
     if (NULL != h && 0 != dlinfo(h, RTLD_DI_LINKMAP, &lm)) {
+        dlclose(h);
+        h = NULL;
         lm = NULL;
     }
     if (newest_handle) {
         dlclose(newest_handle);
     }
-    newest_handle = NULL != lm ? h : NULL;
+    newest_handle = h;
     __atomic_store_n(&newest, lm, __ATOMIC_RELEASE);
-    if (NULL == lm && NULL != h) {
-        dlclose(h);
-    }
 }
 
 static int unchanged(void)

@@ -234,11 +234,6 @@ static size_t lat_len(xccl_coll_t coll, const xccl_coll_args_t *a, size_t es, in
     }
 }
 
-size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c)
-{
-    return lat_len(c->coll, &c->args, c->es, c->m->size);
-}
-
 int mca_coll_xccl_shm_lat_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
                                  const xccl_coll_args_t *args, size_t es,
                                  const mca_coll_xccl_reduce_t *red)

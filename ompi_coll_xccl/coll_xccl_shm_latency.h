@@ -11,16 +11,13 @@ BEGIN_C_DECLS
 
 /* The latency path of the level (coll_xccl_shm_latency.c): a blocking call of any
  * of the five collectives on one node whose every rank writes at most
- * XCCL_SHM_LAT_BYTES (mca_coll_xccl_shm_lat_bytes), without the executor:
+ * XCCL_SHM_LAT_BYTES (lat_len in coll_xccl_shm_latency.c), without the executor:
  * each rank copies its part into a small area (its own; of two ranks, the
  * one its peer wrote the last time), posts, and reads what it needs from
  * the areas its peers wrote.  Reductions need red.kernel.  On
  * ws and wr, the call's work buffers (coll_xccl_pack.c): MPI error codes. */
 #define XCCL_SHM_LAT_BYTES 65536
 
-/* Bytes each rank writes for c (the same on every rank), once its
- * reduction is planned. */
-size_t mca_coll_xccl_shm_lat_bytes(const mca_coll_xccl_call_t *c);
 /* Whether the latency path runs the small calls of the level's algorithm
  * algo: shm for every collective; for allreduce also shm_small (its
  * whole-vector form; shm is its sliced form). */

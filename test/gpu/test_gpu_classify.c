@@ -85,10 +85,11 @@ START_TEST(driver_loaded_later)
 END_TEST
 
 /* A library in a namespace of its own (dlmopen, as LD_AUDIT tools load
- * theirs), then one in the base namespace: the loader's last object is
- * then another namespace's.  xccl must not look for the driver again on
- * every call (each look searches the file system cache, ~70 us), nor miss
- * the driver when the application loads it. */
+ * theirs), then one in the base namespace: the process now has objects
+ * in two lists, and xccl must watch the one it and dlopen are in.  It
+ * must not look for the driver again on every call (each look searches
+ * the file system cache, ~70 us), nor miss the driver when the
+ * application loads it. */
 START_TEST(another_namespace)
 {
     ck_assert_ptr_null(xccl_cu());
