@@ -16,7 +16,7 @@
 
 void mca_coll_xccl_log(int level, const char *fmt, ...)
 {
-    char line[512];
+    char line[1024];                  /* a trial clock line: 16 readings */
     va_list ap;
     if (mca_coll_xccl_component.verbose < level) {
         return;

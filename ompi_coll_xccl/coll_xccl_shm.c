@@ -27,6 +27,7 @@
 #include "ompi_config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -681,6 +682,21 @@ int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, siz
         mca_coll_xccl_log(2, "trial times %s comm=%u rank=%d bytes=%zu..%zu, this rank's us: "
                           "shm%s; mesh%s", xccl_coll_name(coll), m->cid, m->world_rank, lo,
                           lo ? 2 * lo - 1 : 0, line[0], line[1]);
+        /* the readings themselves (ns), a line for each candidate:
+         * run_mpi_tests.sh checks them against the calls' own clocks and
+         * the agreed medians against them */
+        for (int j = 0; j < 2; j++) {
+            char clock[XCCL_TRIAL_MAX * 42 + 1];
+            size_t at = 0;
+            clock[0] = '\0';
+            for (int i = 0; i < t->samples && at < sizeof(clock); i++) {
+                at += (size_t) snprintf(clock + at, sizeof(clock) - at, " %" PRIu64 "-%" PRIu64,
+                                        t->at[0][j][i], t->at[1][j][i]);
+            }
+            mca_coll_xccl_log(2, "trial clock %s comm=%u rank=%d bytes=%zu..%zu %s:%s",
+                              xccl_coll_name(coll), m->cid, m->world_rank, lo, lo ? 2 * lo - 1 : 0,
+                              j ? "mesh" : "shm", clock);
+        }
     }
     mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu shm=%.1fus mesh=%.1fus pick=%s%s",
                       xccl_coll_name(coll), m->cid, m->world_rank, lo, lo ? 2 * lo - 1 : 0,

@@ -113,6 +113,8 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
  * last rank's end: xccl_trial_t), at
  * verbose 2 after this rank's own times:
  *   xccl: trial times <coll> comm=<cid> rank=<r> bytes=<lo>..<hi>, this rank's us: shm <t>...; mesh <t>...
+ *   xccl: trial clock <coll> comm=<cid> rank=<r> bytes=<lo>..<hi> <shm|mesh>: <start>-<end>...
+ * (the same calls' readings, ns, a line for each candidate),
  * MPI_SUCCESS, or the agreement's error (then the pick is shm). */
 int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
                                 xccl_trial_t *t, uint64_t t0, uint64_t t1);

@@ -17,7 +17,11 @@
  *
  * -L USEC: the last rank sleeps USEC before every call, late to each as a
  * descheduled rank is (the others wait for it in every call, whichever
- * candidate runs; the trials' agreed times must not count that).
+ * candidate runs; the trials' agreed times must not count that), and
+ * every rank prints each call's own clock (CLOCK_MONOTONIC, ns, read
+ * just before and just after the MPI call, the clock xccl's trials read):
+ *   xccl_mpi_trials: call <n> <before> <after>
+ * n counting the calls from 0.
  *
  * run_mpi_tests.sh checks xccl's verbose lines: on every rank one
  * "xccl: trial <coll> ..." line per collective and size class, the same
@@ -29,10 +33,12 @@
  */
 #include <mpi.h>
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static unsigned char val(int rank, int call, size_t i)
@@ -40,8 +46,30 @@ static unsigned char val(int rank, int call, size_t i)
     return (unsigned char) ((size_t) rank * 131u + (size_t) call * 17u + i * 7u + (i >> 9));
 }
 
-/* Calls of one collective at one size; the number of wrong calls here. */
 static int late_us;                         /* -L */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* The MPI call `call`, its clock printed with -L. */
+static unsigned long calls_made;
+#define TIMED(call)                                                                        \
+    do {                                                                                   \
+        const uint64_t before_ = now_ns();                                                 \
+        call;                                                                              \
+        const uint64_t after_ = now_ns();                                                  \
+        if (late_us > 0) {                                                                 \
+            printf("xccl_mpi_trials: call %lu %" PRIu64 " %" PRIu64 "\n", calls_made, before_, \
+                   after_);                                                                \
+        }                                                                                  \
+        calls_made++;                                                                      \
+    } while (0)
+
+/* Calls of one collective at one size; the number of wrong calls here. */
 
 static int run(const char *coll, size_t bytes, int calls, int rank, int p)
 {
@@ -62,12 +90,12 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
             for (size_t i = 0; i < block; i++) {
                 s[i] = val(rank, c, i);
             }
-            MPI_Allgather(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD);
+            TIMED(MPI_Allgather(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD));
         } else if (0 == strcmp(coll, "alltoall")) {
             for (size_t i = 0; i < bytes; i++) {
                 s[i] = val(rank, c, i);          /* block q goes to rank q */
             }
-            MPI_Alltoall(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD);
+            TIMED(MPI_Alltoall(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD));
         } else if (0 == strcmp(coll, "allreduce") || 0 == strcmp(coll, "reduce_scatter_block")) {
             /* ints, every other call in place; sums of small values: exact.
              * reduce_scatter_block: bytes is what each rank sends, its
@@ -80,10 +108,11 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
                 (c & 1 ? out : in)[i] = val(rank, c, i);
             }
             if (ar) {
-                MPI_Allreduce(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+                TIMED(MPI_Allreduce(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT, MPI_SUM,
+                                    MPI_COMM_WORLD));
             } else {
-                MPI_Reduce_scatter_block(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT, MPI_SUM,
-                                         MPI_COMM_WORLD);
+                TIMED(MPI_Reduce_scatter_block(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT,
+                                               MPI_SUM, MPI_COMM_WORLD));
             }
             size_t wrong = 0, first = 0;
             for (size_t i = 0; i < n; i++) {
@@ -107,7 +136,7 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
                     r[i] = val(root, c, i);
                 }
             }
-            MPI_Bcast(r, (int) bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+            TIMED(MPI_Bcast(r, (int) bytes, MPI_BYTE, root, MPI_COMM_WORLD));
         }
         size_t wrong = 0, first = 0;
         for (size_t i = 0; i < (0 == strcmp(coll, "bcast") ? bytes : block * (size_t) p); i++) {
