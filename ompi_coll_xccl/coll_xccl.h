@@ -106,7 +106,7 @@ typedef struct {
     char *ucx_rndv_scheme;
     char *ucx_rndv_thresh;
     size_t shm_bytes;                /* shared-memory level: each rank's slot (0: off) */
-    int shm_kind;                    /* xccl_shm_kind_t: auto, memfd, sysv */
+    int shm_kind;                    /* xccl_segment_kind_t: auto, memfd, sysv */
     bool shm_small;                  /* small messages on one node run the level, not the fallback */
     bool shm_cma;                    /* single copies (process_vm_readv) where the kernel allows */
 

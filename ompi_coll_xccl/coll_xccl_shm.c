@@ -1,6 +1,6 @@
 /*
  * The intra-node shared-memory level of a communicator (docs/shm-level.md):
- * one segment per node (ucx_glue/xccl_shm.h), its provider of peer access
+ * one segment per node (segment/xccl_segment.h), its provider of peer access
  * (coll_xccl_shm_peer.h), and when the schedules may use it.
  *
  * Set-up rides on the communicator's set-up (coll_xccl_setup.c), never in
@@ -39,6 +39,7 @@
 
 #include "algos/xccl_build.h"
 #include "coll_xccl_shm.h"
+#include "segment/xccl_cma.h"
 
 
 void mca_coll_xccl_shm_init(mca_coll_xccl_module_t *m)
@@ -72,10 +73,10 @@ static void set_why(struct mca_coll_xccl_shm *h, const char *what, int err)
  * 30: creating, attaching, touching and unmapping a segment was half of
  * what a communicator created, used once and freed cost).  When a
  * communicator whose level was on goes, each of its ranks releases the
- * node's segment (xccl_shm_release) and keeps it mapped here, under the
+ * node's segment (xccl_segment_release) and keeps it mapped here, under the
  * set of its node's members.  The next communicator with that set:
  *  - its node leader takes a pooled segment of that set and claims it
- *    (xccl_shm_claim: only where every earlier user released it, so no
+ *    (xccl_segment_claim: only where every earlier user released it, so no
  *    call of the old communicator still reads it; it is reset as if new)
  *    and sends its descriptor in the agreement as if it had created it;
  *  - every other member offers, in its own agreement record, the pooled
@@ -94,7 +95,7 @@ static void set_why(struct mca_coll_xccl_shm *h, const char *what, int err)
 #define XCCL_SHM_POOL 4
 
 typedef struct {
-    xccl_shm_t *seg;                 /* NULL: empty */
+    xccl_segment_t *seg;             /* NULL: empty */
     uint64_t sig;                    /* the node's members as a set */
     int probe;                       /* -1 unknown, 0, 1: single copies to every node peer */
     uint64_t age;
@@ -106,18 +107,18 @@ static struct {
     uint64_t clock;
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static int pool_fits(const xccl_shm_t *seg, int nranks)
+static int pool_fits(const xccl_segment_t *seg, int nranks)
 {
     const mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
-    return xccl_shm_nranks(seg) == nranks && xccl_shm_slot_bytes(seg) == c->shm_bytes &&
-           (XCCL_SHM_AUTO == c->shm_kind || (int) xccl_shm_kind(seg) == c->shm_kind);
+    return xccl_segment_nranks(seg) == nranks && xccl_segment_slot_bytes(seg) == c->shm_bytes &&
+           (XCCL_SEGMENT_AUTO == c->shm_kind || (int) xccl_segment_kind(seg) == c->shm_kind);
 }
 
 /* The newest pooled segment of sig with nranks slots of today's size and
  * kind, taken out of the pool; NULL if none. */
-static xccl_shm_t *pool_take(uint64_t sig, int nranks, int *probe)
+static xccl_segment_t *pool_take(uint64_t sig, int nranks, int *probe)
 {
-    xccl_shm_t *seg = NULL;
+    xccl_segment_t *seg = NULL;
     pthread_mutex_lock(&pool.lock);
     pool_entry_t *best = NULL;
     for (int i = 0; i < XCCL_SHM_POOL; i++) {
@@ -138,9 +139,9 @@ static xccl_shm_t *pool_take(uint64_t sig, int nranks, int *probe)
 
 /* Keeps seg mapped for a later communicator of sig; the oldest goes when
  * the pool is full. */
-static void pool_put(xccl_shm_t *seg, uint64_t sig, int probe)
+static void pool_put(xccl_segment_t *seg, uint64_t sig, int probe)
 {
-    xccl_shm_t *out = NULL;
+    xccl_segment_t *out = NULL;
     pthread_mutex_lock(&pool.lock);
     pool_entry_t *slot = &pool.e[0];
     for (int i = 0; i < XCCL_SHM_POOL; i++) {
@@ -160,7 +161,7 @@ static void pool_put(xccl_shm_t *seg, uint64_t sig, int probe)
     slot->age = ++pool.clock;
     pthread_mutex_unlock(&pool.lock);
     if (NULL != out) {
-        xccl_shm_detach(out);
+        xccl_segment_detach(out);
     }
 }
 
@@ -169,7 +170,7 @@ void mca_coll_xccl_shm_pool_fini(void)
     pthread_mutex_lock(&pool.lock);
     for (int i = 0; i < XCCL_SHM_POOL; i++) {
         if (NULL != pool.e[i].seg) {
-            xccl_shm_detach(pool.e[i].seg);
+            xccl_segment_detach(pool.e[i].seg);
             pool.e[i].seg = NULL;
         }
     }
@@ -220,7 +221,7 @@ static int known_cma_vote(int probe)
 int mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
 {
     const mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
-    memset(desc, 0, XCCL_SHM_DESC_BYTES);
+    memset(desc, 0, XCCL_SEGMENT_DESC_BYTES);
     if (XCCL_SHM_UNDECIDED != m->shm_state) {
         return 0;
     }
@@ -257,8 +258,8 @@ int mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
     }
     h->sig = node_sig(m, node);
     int probe = -1;
-    xccl_shm_t *pooled = 0 != h->sig ? pool_take(h->sig, h->node_size, &probe) : NULL;
-    xccl_shm_desc_t d;
+    xccl_segment_t *pooled = 0 != h->sig ? pool_take(h->sig, h->node_size, &probe) : NULL;
+    xccl_segment_desc_t d;
     if (h->leader != m->rank) {
         if (NULL == pooled) {
             return 0;
@@ -266,31 +267,31 @@ int mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
         /* the offer: the segment it would rejoin */
         h->hint = pooled;
         h->probe = probe;
-        xccl_shm_desc_of(pooled, &d);
-        memcpy(desc, d.bytes, XCCL_SHM_DESC_BYTES);
+        xccl_segment_desc_of(pooled, &d);
+        memcpy(desc, d.bytes, XCCL_SEGMENT_DESC_BYTES);
         const int v = known_cma_vote(probe);
         return v < 0 ? 0 : (v + 1) << XCCL_AGREE_SHM_SHIFT;
     }
     /* A rank alone on its node gets a segment of its own too: the two-level
      * schedules give every rank's intra-node stage a slot. */
-    if (NULL != pooled && 0 == xccl_shm_claim(pooled, h->local_of[m->rank])) {
+    if (NULL != pooled && 0 == xccl_segment_claim(pooled, h->local_of[m->rank])) {
         h->seg = pooled;
         h->probe = probe;
-        xccl_shm_desc_of(pooled, &d);
-        memcpy(desc, d.bytes, XCCL_SHM_DESC_BYTES);
+        xccl_segment_desc_of(pooled, &d);
+        memcpy(desc, d.bytes, XCCL_SEGMENT_DESC_BYTES);
         const int v = known_cma_vote(probe);
         return v < 0 ? 0 : (v + 1) << XCCL_AGREE_SHM_SHIFT;
     }
     if (NULL != pooled) {
         pool_put(pooled, h->sig, probe);      /* held elsewhere still */
     }
-    int rc = xccl_shm_create((xccl_shm_kind_t) c->shm_kind, h->node_size, h->local_of[m->rank],
+    int rc = xccl_segment_create((xccl_segment_kind_t) c->shm_kind, h->node_size, h->local_of[m->rank],
                              c->shm_bytes, &h->seg, &d);
     if (0 != rc) {
         set_why(h, "creating the node's segment failed", rc);
         return 0;
     }
-    memcpy(desc, d.bytes, XCCL_SHM_DESC_BYTES);
+    memcpy(desc, d.bytes, XCCL_SEGMENT_DESC_BYTES);
     return 0;
 }
 
@@ -310,12 +311,12 @@ static int vote_known(mca_coll_xccl_module_t *m, const int *all, int stride, int
     }
     for (int n = 0; n < m->layout.nnodes; n++) {
         const int *mem = xccl_layout_node_members(&m->layout, n);
-        xccl_shm_desc_t lead, other;
-        memcpy(lead.bytes, all + (size_t) mem[0] * stride + XCCL_AGREE_DESC, XCCL_SHM_DESC_BYTES);
+        xccl_segment_desc_t lead, other;
+        memcpy(lead.bytes, all + (size_t) mem[0] * stride + XCCL_AGREE_DESC, XCCL_SEGMENT_DESC_BYTES);
         for (int i = 1; i < xccl_layout_node_size(&m->layout, n); i++) {
             memcpy(other.bytes, all + (size_t) mem[i] * stride + XCCL_AGREE_DESC,
-                   XCCL_SHM_DESC_BYTES);
-            if (!xccl_shm_desc_same(&lead, &other)) {
+                   XCCL_SEGMENT_DESC_BYTES);
+            if (!xccl_segment_desc_same(&lead, &other)) {
                 return 0;
             }
         }
@@ -339,11 +340,11 @@ void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int
     if (h->leader == m->rank) {
         h->ok = NULL != h->seg;
     } else {
-        xccl_shm_desc_t d;
+        xccl_segment_desc_t d;
         memcpy(d.bytes, all + (size_t) h->leader * (size_t) stride + XCCL_AGREE_DESC,
-               XCCL_SHM_DESC_BYTES);
-        if (NULL != h->hint && xccl_shm_desc_names(&d, h->hint) &&
-            0 == xccl_shm_rejoin(h->hint, h->local_of[m->rank])) {
+               XCCL_SEGMENT_DESC_BYTES);
+        if (NULL != h->hint && xccl_segment_desc_names(&d, h->hint) &&
+            0 == xccl_segment_rejoin(h->hint, h->local_of[m->rank])) {
             h->seg = h->hint;
             h->hint = NULL;
             h->ok = 1;
@@ -354,7 +355,7 @@ void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int
             h->hint = NULL;
             h->probe = -1;
         }
-        int rc = xccl_shm_attach(&d, h->local_of[m->rank], &h->seg);
+        int rc = xccl_segment_attach(&d, h->local_of[m->rank], &h->seg);
         if (0 != rc) {
             set_why(h, -EACCES == rc || -EPERM == rc
                            ? "attaching the node's memfd segment was refused (try coll_xccl_shm_kind sysv)"
@@ -367,7 +368,7 @@ void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int
     /* the own small area's pages, before this rank votes (a rejoined
      * segment has them): the peers map them once the vote is over */
     if (h->ok) {
-        (void) xccl_shm_prefault_small(h->seg, h->local_of[m->rank]);
+        (void) xccl_segment_prefault_small(h->seg, h->local_of[m->rank]);
     }
 }
 
@@ -385,10 +386,10 @@ static void shm_off(mca_coll_xccl_module_t *m)
             pool_put(h->hint, h->sig, h->probe);     /* offered, never used */
         }
         if (NULL != h->seg && was_on && 0 != h->sig) {
-            xccl_shm_release(h->seg);
+            xccl_segment_release(h->seg);
             pool_put(h->seg, h->sig, h->probe);
         } else if (NULL != h->seg) {
-            xccl_shm_detach(h->seg);
+            xccl_segment_detach(h->seg);
         }
         free(h->local_of);
         free(h->line);
@@ -503,18 +504,18 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
     }
     xccl_shm_peer_init(&h->peer, h->seg, h->local_of, m->size);
     for (int s = 0; s < h->node_size; s++) {
-        h->line[s] = xccl_shm_line(h->seg, s);
-        h->small[s] = xccl_shm_small(h->seg, s);
+        h->line[s] = xccl_segment_line(h->seg, s);
+        h->small[s] = xccl_segment_small(h->seg, s);
         /* the peers' small areas mapped now (each rank made its own before
          * it voted): the latency path's first calls took page faults, 2-10x
          * their later time, and the level's trials time a size class's
          * first calls: with 64 KiB bcasts they picked the mesh (14.5 us a
          * call in the loops after) over the latency path (2.9 us) */
         if (s != h->local_of[m->rank]) {
-            (void) xccl_shm_prefault_small(h->seg, s);
+            (void) xccl_segment_prefault_small(h->seg, s);
         }
     }
-    xccl_shm_release_fd(h->seg);                 /* every rank has attached */
+    xccl_segment_release_fd(h->seg);             /* every rank has attached */
     m->shm_trials = 2 == cma ? XCCL_TRIAL_QUIET : 1 == cma ? XCCL_TRIAL_NOISY : XCCL_TRIAL_OFF;
     cma = cma >= 1;
     xccl_shm_peer_cma(&h->peer, cma);
@@ -532,7 +533,7 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
     }
     mca_coll_xccl_log(2, "comm comm=%u rank=%d: shared-memory level on (%s segment%s, %zu B slots, "
                       "%d ranks on this node, single copies %s)", m->cid, m->world_rank,
-                      XCCL_SHM_SYSV == xccl_shm_kind(h->seg) ? "sysv" : "memfd",
+                      XCCL_SEGMENT_SYSV == xccl_segment_kind(h->seg) ? "sysv" : "memfd",
                       h->fast ? " reused, no vote" : "",
                       mca_coll_xccl_component.shm_bytes, h->node_size,
                       !cma ? (!mca_coll_xccl_component.shm_cma ? "off (coll_xccl_shm_cma 0)"
@@ -552,13 +553,13 @@ static int cma_probe(mca_coll_xccl_module_t *m)
 {
     struct mca_coll_xccl_shm *h = m->shm;
     int ok = mca_coll_xccl_component.shm_cma;
-    for (int r = 0; ok && r < xccl_shm_nranks(h->seg); r++) {
-        const int p = xccl_shm_cma_probe(h->seg, r);
+    for (int r = 0; ok && r < xccl_segment_nranks(h->seg); r++) {
+        const int p = xccl_cma_probe(h->seg, r);
         ok = 1 == p;
         if (!ok) {
             mca_coll_xccl_log(2, "comm comm=%u rank=%d: process_vm_readv of node rank %d "
                               "(pid %d): %d", m->cid, m->world_rank, r,
-                              (int) xccl_shm_pid(h->seg, r), p);
+                              (int) xccl_segment_pid(h->seg, r), p);
         }
     }
     return ok;
@@ -713,7 +714,7 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
     if (NULL == h || NULL == h->seg) {
         return 0;                    /* the executor refuses the schedule */
     }
-    hooks->bufs[XCCL_BUF_SLOT] = xccl_shm_slot(h->seg, xccl_shm_rank(h->seg));
+    hooks->bufs[XCCL_BUF_SLOT] = xccl_segment_slot(h->seg, xccl_segment_rank(h->seg));
     hooks->peer = &h->peer.peer;
     hooks->owed = &h->exit_owed;
     if (!publish || !m->shm_cma) {

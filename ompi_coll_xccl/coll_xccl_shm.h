@@ -16,10 +16,10 @@ BEGIN_C_DECLS
  * (coll_xccl_shm.c) and its latency path (coll_xccl_shm_latency.c). */
 /* The latency path's small areas in units of XCCL_SHM_LAT_UNIT bytes (below). */
 #define XCCL_SHM_LAT_UNIT ((size_t) 256)
-#define XCCL_SHM_LAT_UNITS (XCCL_SHM_SMALL_BYTES / XCCL_SHM_LAT_UNIT)
+#define XCCL_SHM_LAT_UNITS (XCCL_SEGMENT_SMALL_BYTES / XCCL_SHM_LAT_UNIT)
 
 struct mca_coll_xccl_shm {
-    xccl_shm_t *seg;                 /* this node's segment, NULL if none */
+    xccl_segment_t *seg;             /* this node's segment, NULL if none */
     xccl_shm_peer_t peer;
     int *local_of;                   /* communicator rank -> rank in its node's segment */
     int node_size;
@@ -31,7 +31,7 @@ struct mca_coll_xccl_shm {
      * unknown: not probed); the vote skipped (the agreement showed that
      * every rank holds a pooled segment of its node and what it votes). */
     uint64_t sig;
-    xccl_shm_t *hint;
+    xccl_segment_t *hint;
     int probe;
     int fast, fast_cma;
     /* what the level's last call without an exit barrier left owed
@@ -65,7 +65,7 @@ struct mca_coll_xccl_shm {
 
 
 /* State at enable; the local part
- * of set-up (node leaders create the segment, desc: XCCL_SHM_DESC_BYTES of
+ * of set-up (node leaders create the segment, desc: XCCL_SEGMENT_DESC_BYTES of
  * the agreement record); finish (the others attach with their leader's
  * record in all, stride ints per rank); the vote, started as set-up ends;
  * the end. */

@@ -22,8 +22,8 @@
 
 /*
  * Small blocking calls on one node without the executor.  Segment rank s
- * owns its latency line (xccl_shm_line: its sequence word) and its small
- * area (xccl_shm_small); only s writes them.  Every rank makes the same
+ * owns its latency line (xccl_segment_line: its sequence word) and its small
+ * area (xccl_segment_small); only s writes them.  Every rank makes the same
  * calls through this path in the same order (the decision rests on what all
  * ranks share), numbered f = 1, 2, ..., and every rank gives the same
  * number of bytes in a call, so one ring placement, the same on every rank,
@@ -87,7 +87,7 @@ typedef struct {
     _Atomic uint64_t tag;
     _Atomic uint64_t inl[LAT_INLINE / 8];
 } lat_line_t;
-_Static_assert(sizeof(lat_line_t) <= XCCL_SHM_LINE_BYTES, "latency line");
+_Static_assert(sizeof(lat_line_t) <= XCCL_SEGMENT_LINE_BYTES, "latency line");
 
 /* The steps below and their helpers, inlined into the blocking call
  * (wait 1: its small calls had cost 15-20 % more through them as
@@ -199,7 +199,7 @@ LAT_FN int lat_inline_get(const lat_line_t *l, void *dst, size_t len, uint64_t f
  * KiB allgathers at np 2 3.3x slower once the area grew to 192 KiB: every
  * call wrote lines no cache held.)  The ring is never shorter than
  * LAT_RING_MIN (below). */
-_Static_assert(3 * XCCL_SHM_LAT_BYTES <= XCCL_SHM_SMALL_BYTES && XCCL_SHM_SMALL_BYTES % XCCL_SHM_LAT_UNIT == 0,
+_Static_assert(3 * XCCL_SHM_LAT_BYTES <= XCCL_SEGMENT_SMALL_BYTES && XCCL_SEGMENT_SMALL_BYTES % XCCL_SHM_LAT_UNIT == 0,
                "latency units");
 /* The shortest ring, 48 KiB: small calls cycle through it as through the
  * whole area before it grew, so a bcast root runs up to 192 one-unit calls
@@ -275,7 +275,7 @@ LAT_FN int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
              * such checks, not every LAT_LIVENESS_POLLS tests */
             if (++st->polls >= LAT_LIVENESS_POLLS * LAT_SPINS) {
                 st->polls = 0;
-                if (0 == xccl_shm_peer_alive(h->seg, s)) {
+                if (0 == xccl_segment_peer_alive(h->seg, s)) {
                     return -1;
                 }
             }
@@ -285,7 +285,7 @@ LAT_FN int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
             spins = 0;
             if (++st->polls >= LAT_LIVENESS_POLLS) {
                 st->polls = 0;
-                if (0 == xccl_shm_peer_alive(h->seg, s)) {
+                if (0 == xccl_segment_peer_alive(h->seg, s)) {
                     return -1;
                 }
             }

@@ -1,5 +1,6 @@
 /* xccl_peer_t over the node's shared segment (coll_xccl_shm_peer.h). */
 #include "coll_xccl_shm_peer.h"
+#include "segment/xccl_cma.h"
 
 #include <errno.h>
 #include <string.h>
@@ -20,14 +21,14 @@ static void *shm_buf(void *ctx, int peer, xccl_buf_id_t id)
     if (l < 0 || (int) id < 0 || id >= XCCL_NBUF || !p->region[id].on) {
         return NULL;
     }
-    char *slot = xccl_shm_slot(p->seg, l);
+    char *slot = xccl_segment_slot(p->seg, l);
     return slot ? slot + p->region[id].off : NULL;
 }
 
 static int shm_post(void *ctx, uint32_t seq, uint32_t val)
 {
     xccl_shm_peer_t *p = ctx;
-    return xccl_shm_flag_post(p->seg, seq, val);
+    return xccl_segment_flag_post(p->seg, seq, val);
 }
 
 static int shm_test(void *ctx, int peer, uint32_t seq, uint32_t val)
@@ -37,13 +38,13 @@ static int shm_test(void *ctx, int peer, uint32_t seq, uint32_t val)
     if (l < 0) {
         return -EINVAL;
     }
-    if (xccl_shm_flag_test(p->seg, l, seq, val)) {
+    if (xccl_segment_flag_test(p->seg, l, seq, val)) {
         return 1;
     }
     /* Now and then: is the peer still there?  (A killed rank never posts.) */
     if (++p->misses >= XCCL_SHM_PEER_LIVENESS_EVERY) {
         p->misses = 0;
-        if (0 == xccl_shm_peer_alive(p->seg, l)) {
+        if (0 == xccl_segment_peer_alive(p->seg, l)) {
             p->gone = l;
             return -ESRCH;
         }
@@ -61,11 +62,11 @@ static int published_at(const xccl_shm_peer_t *p, int peer, xccl_buf_id_t id, si
     if (!p->cma || l < 0 || id >= XCCL_BUF_SLOT) {
         return -EINVAL;
     }
-    int rc = xccl_shm_published(p->seg, l, p->seq, (int) id, &base);
+    int rc = xccl_segment_published(p->seg, l, p->seq, (int) id, &base);
     if (rc < 0) {
         return rc;
     }
-    *pid = xccl_shm_pid(p->seg, l);
+    *pid = xccl_segment_pid(p->seg, l);
     *addr = (uintptr_t) (base + off);
     return 0;
 }
@@ -75,7 +76,7 @@ static int shm_read(void *ctx, int peer, xccl_buf_id_t id, size_t off, void *dst
     pid_t pid;
     uintptr_t at;
     int rc = published_at(ctx, peer, id, off, &pid, &at);
-    return rc < 0 ? rc : xccl_shm_cma_read(pid, dst, (const void *) at, len);
+    return rc < 0 ? rc : xccl_cma_read(pid, dst, (const void *) at, len);
 }
 
 static int shm_write(void *ctx, int peer, xccl_buf_id_t id, size_t off, const void *src, size_t len)
@@ -83,10 +84,10 @@ static int shm_write(void *ctx, int peer, xccl_buf_id_t id, size_t off, const vo
     pid_t pid;
     uintptr_t at;
     int rc = published_at(ctx, peer, id, off, &pid, &at);
-    return rc < 0 ? rc : xccl_shm_cma_write(pid, (void *) at, src, len);
+    return rc < 0 ? rc : xccl_cma_write(pid, (void *) at, src, len);
 }
 
-void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_shm_t *seg, const int *local_of, int group_size)
+void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_segment_t *seg, const int *local_of, int group_size)
 {
     memset(p, 0, sizeof(*p));
     p->seg = seg;
@@ -94,7 +95,7 @@ void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_shm_t *seg, const int *local_of
     p->group_size = group_size;
     p->gone = -1;
     p->region[XCCL_BUF_SLOT].on = 1;
-    p->region[XCCL_BUF_SLOT].len = xccl_shm_slot_bytes(seg);
+    p->region[XCCL_BUF_SLOT].len = xccl_segment_slot_bytes(seg);
     p->peer.ctx = p;
     p->peer.buf = shm_buf;
     p->peer.post = shm_post;
@@ -117,12 +118,12 @@ int xccl_shm_peer_publish(xccl_shm_peer_t *p, uint32_t seq, void *const bufs[XCC
         addrs[b] = bufs[b];
     }
     p->seq = seq;
-    return xccl_shm_publish(p->seg, seq, XCCL_BUF_SLOT, addrs);
+    return xccl_segment_publish(p->seg, seq, XCCL_BUF_SLOT, addrs);
 }
 
 int xccl_shm_peer_map(xccl_shm_peer_t *p, xccl_buf_id_t id, size_t off, size_t len)
 {
-    const size_t slot = xccl_shm_slot_bytes(p->seg);
+    const size_t slot = xccl_segment_slot_bytes(p->seg);
     if ((int) id < 0 || id >= XCCL_NBUF || off > slot || len > slot - off) {
         return -1;
     }
@@ -137,7 +138,7 @@ void *xccl_shm_peer_own(const xccl_shm_peer_t *p, xccl_buf_id_t id)
     if ((int) id < 0 || id >= XCCL_NBUF || !p->region[id].on) {
         return NULL;
     }
-    return (char *) xccl_shm_slot(p->seg, xccl_shm_rank(p->seg)) + p->region[id].off;
+    return (char *) xccl_segment_slot(p->seg, xccl_segment_rank(p->seg)) + p->region[id].off;
 }
 
 int xccl_shm_peer_fits(const xccl_shm_peer_t *p, const xccl_sched_t *s)

@@ -1,7 +1,7 @@
 /*
  * The host peer-access provider: xccl_peer_t (algos) over the node's shared
- * segment (ucx_glue/xccl_shm.h).  It joins algos and ucx_glue, so it sits
- * with the component (DESIGN 2: only ompi_coll_xccl depends on both), but
+ * segment (segment/xccl_segment.h).  It joins algos and segment, so it sits
+ * with the component (only ompi_coll_xccl depends on both), but
  * it is MPI-free: the unit tests link it without Open MPI.
  *
  * A schedule names a peer's buffer as (group rank q, buffer id, offset).
@@ -27,7 +27,7 @@
 #define XCCL_COLL_SHM_PEER_H
 
 #include "algos/xccl_exec.h"
-#include "ucx_glue/xccl_shm.h"
+#include "segment/xccl_segment.h"
 
 typedef struct {
     size_t off, len;
@@ -36,7 +36,7 @@ typedef struct {
 
 typedef struct {
     xccl_peer_t peer;              /* hand &p->peer to xccl_exec_set_peer */
-    xccl_shm_t *seg;
+    xccl_segment_t *seg;
     const int *local_of;           /* [group_size]: group rank -> rank in the segment, -1 off
                                     * this node; NULL: group rank = segment rank */
     int group_size;
@@ -52,7 +52,7 @@ typedef struct {
 
 /* Provider for this process's rank of seg; XCCL_BUF_SLOT maps the whole
  * slot, nothing else.  local_of (kept, not copied) may be NULL. */
-void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_shm_t *seg, const int *local_of, int group_size);
+void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_segment_t *seg, const int *local_of, int group_size);
 /* Buffer id of every rank is [off, off + len) of its slot: 0, or -1 if
  * that does not fit the slot. */
 int xccl_shm_peer_map(xccl_shm_peer_t *p, xccl_buf_id_t id, size_t off, size_t len);
@@ -65,7 +65,7 @@ int xccl_shm_peer_fits(const xccl_shm_peer_t *p, const xccl_sched_t *s);
  * into its slot is read with process_vm_readv (xccl_peer_t.read) and
  * written with process_vm_writev (xccl_peer_t.write), straight in the
  * peer's own buffer: the mesh builders' copies become single copies.
- * Only where xccl_shm_cma_probe said yes for every peer (the caller
+ * Only where xccl_cma_probe said yes for every peer (the caller
  * agrees on it).  Every call then publishes its buffers first. */
 void xccl_shm_peer_cma(xccl_shm_peer_t *p, int on);
 /* Before executing call seq on bufs (the executor's): publish this rank's

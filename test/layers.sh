@@ -1,9 +1,9 @@
 #!/bin/bash
 # The include arrows between the source directories (docs/design.md):
 #
-#   ompi_coll_xccl -> algos, topo, ucx_glue, gpu, base
+#   ompi_coll_xccl -> algos, topo, ucx_glue, segment, gpu, base
 #   algos -> base        gpu -> base        ucx_glue -> gpu (at most)
-#   base, topo -> nothing of ours
+#   base, topo, segment -> nothing of ours
 #
 # A quoted include resolves to a directory by its first path component
 # ("base/xccl_base.h"), else to the including file's own directory when
@@ -13,13 +13,14 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
-dirs=(ompi_coll_xccl algos topo ucx_glue gpu base)
+dirs=(ompi_coll_xccl algos topo ucx_glue segment gpu base)
 declare -A allowed=(
-    [ompi_coll_xccl]="algos topo ucx_glue gpu base"
+    [ompi_coll_xccl]="algos topo ucx_glue segment gpu base"
     [algos]="base"
     [gpu]="base"
     [ucx_glue]="gpu"
     [topo]=""
+    [segment]=""
     [base]=""
 )
 declare -A owner   # header name -> directory

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "base/xccl_base.h"
-#include "ucx_glue/xccl_shm.h"
+#include "segment/xccl_segment.h"
 #include "ucx_glue/xccl_ucx.h"
 
 #define REPS 11
@@ -137,9 +137,9 @@ static double reduce_time_per_byte(size_t bytes)
 }
 
 /* Spins until rank peer's flag reaches (seq, val). */
-static void flag_wait(xccl_shm_t *seg, int peer, uint32_t seq, uint32_t val)
+static void flag_wait(xccl_segment_t *seg, int peer, uint32_t seq, uint32_t val)
 {
-    while (!xccl_shm_flag_test(seg, peer, seq, val)) {
+    while (!xccl_segment_flag_test(seg, peer, seq, val)) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();
 #endif
@@ -154,16 +154,16 @@ static void flag_wait(xccl_shm_t *seg, int peer, uint32_t seq, uint32_t val)
  * creates a segment, rank 1 attaches to it (the descriptor goes over MPI). */
 static void shm_terms(int rank, double *flag, double *peer)
 {
-    xccl_shm_t *seg = NULL;
-    xccl_shm_desc_t desc;
+    xccl_segment_t *seg = NULL;
+    xccl_segment_desc_t desc;
     int rc = 0;
     if (0 == rank) {
-        rc = xccl_shm_create(XCCL_SHM_AUTO, 2, 0, PEER_BYTES, &seg, &desc);
+        rc = xccl_segment_create(XCCL_SEGMENT_AUTO, 2, 0, PEER_BYTES, &seg, &desc);
     }
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Bcast(&desc, (int) sizeof(desc), MPI_BYTE, 0, MPI_COMM_WORLD);
     if (0 == rc && 1 == rank) {
-        rc = xccl_shm_attach(&desc, 1, &seg);
+        rc = xccl_segment_attach(&desc, 1, &seg);
     }
     int bad = 0 != rc, anybad;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
@@ -173,7 +173,7 @@ static void shm_terms(int rank, double *flag, double *peer)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_Barrier(MPI_COMM_WORLD);       /* both attached */
-    xccl_shm_release_fd(seg);
+    xccl_segment_release_fd(seg);
 
     /* flag: (seq k, 1) goes 0 -> 1 -> 0; REPS runs of FLAG_ITERS */
     const int other = 1 - rank;
@@ -185,11 +185,11 @@ static void shm_terms(int rank, double *flag, double *peer)
         for (int i = 0; i < FLAG_ITERS; i++) {
             seq++;
             if (0 == rank) {
-                xccl_shm_flag_post(seg, seq, 1);
+                xccl_segment_flag_post(seg, seq, 1);
                 flag_wait(seg, other, seq, 1);
             } else {
                 flag_wait(seg, other, seq, 1);
-                xccl_shm_flag_post(seg, seq, 1);
+                xccl_segment_flag_post(seg, seq, 1);
             }
         }
         t[rep] = (MPI_Wtime() - t0) / FLAG_ITERS / 2;
@@ -199,7 +199,7 @@ static void shm_terms(int rank, double *flag, double *peer)
     /* peer: rank 1 writes its slot, val 1; rank 0 copies it out, val 2; the
      * same copy of a buffer rank 0 has just written, for the difference */
     char *dst = must_malloc(PEER_BYTES), *src = must_malloc(PEER_BYTES);
-    char *slot = xccl_shm_slot(seg, 1);
+    char *slot = xccl_segment_slot(seg, 1);
     double tp[REPS], tl[REPS];
     memset(dst, 0, PEER_BYTES);
     memset(src, 0, PEER_BYTES);
@@ -210,14 +210,14 @@ static void shm_terms(int rank, double *flag, double *peer)
             seq++;
             if (1 == rank) {
                 memset(slot, (int) (seq & 0xff), PEER_BYTES);
-                xccl_shm_flag_post(seg, seq, 1);
+                xccl_segment_flag_post(seg, seq, 1);
                 flag_wait(seg, other, seq, 2);
             } else {
                 flag_wait(seg, other, seq, 1);
                 double t0 = MPI_Wtime();
                 memcpy(dst, slot, PEER_BYTES);
                 sum_peer += MPI_Wtime() - t0;
-                xccl_shm_flag_post(seg, seq, 2);
+                xccl_segment_flag_post(seg, seq, 2);
                 memset(src, (int) (seq & 0xff), PEER_BYTES);
                 t0 = MPI_Wtime();
                 memcpy(dst, src, PEER_BYTES);
@@ -233,7 +233,7 @@ static void shm_terms(int rank, double *flag, double *peer)
     free(dst);
     free(src);
     MPI_Barrier(MPI_COMM_WORLD);       /* nobody touches the segment any more */
-    xccl_shm_detach(seg);
+    xccl_segment_detach(seg);
 }
 
 int main(int argc, char **argv)

@@ -24,7 +24,8 @@
 #include "xccl_sched.h"
 #include "xccl_build.h"
 #include "xccl_exec.h"
-#include "ucx_glue/xccl_shm.h"
+#include "segment/xccl_cma.h"
+#include "segment/xccl_segment.h"
 #include "ompi_coll_xccl/coll_xccl_shm_peer.h"
 
 #include <errno.h>
@@ -49,7 +50,7 @@ enum { V_AR_SMALL, V_AR_SHM, V_AG_SHM, V_AG_CMA, NVAR };
 
 typedef struct {
     _Atomic int ready;
-    xccl_shm_desc_t desc;
+    xccl_segment_desc_t desc;
     double t[NVAR][MAXSIZES][MAXREPS]; /* rank 0's batch means: [variant][size][rep] */
     double work[NVAR][MAXSIZES][MAXREPS];  /* of which in copies and reductions (not waiting) */
     _Atomic int cma_bad;               /* some rank cannot read some peer with CMA */
@@ -186,12 +187,12 @@ static int run(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], xccl_shm_peer
 }
 
 /* All ranks meet: flag 1 of call seq. */
-static void barrier(xccl_shm_t *seg, int np, uint32_t seq)
+static void barrier(xccl_segment_t *seg, int np, uint32_t seq)
 {
-    xccl_shm_flag_post(seg, seq, 1);
+    xccl_segment_flag_post(seg, seq, 1);
     for (int q = 0; q < np; q++) {
         unsigned spins = 0;
-        while (!xccl_shm_flag_test(seg, q, seq, 1)) {
+        while (!xccl_segment_flag_test(seg, q, seq, 1)) {
             relax(&spins);
         }
     }
@@ -207,7 +208,7 @@ typedef struct {
 
 static void rank_main(ctl_t *c, const opts_t *o, int r)
 {
-    xccl_shm_t *seg;
+    xccl_segment_t *seg;
     int rc;
     if (o->bind) {
         /* as mpirun binds ranks to cores by default */
@@ -217,13 +218,13 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
         sched_setaffinity(0, sizeof(set), &set);
     }
     if (0 == r) {
-        rc = xccl_shm_create(XCCL_SHM_AUTO, o->np, 0, o->slot, &seg, &c->desc);
+        rc = xccl_segment_create(XCCL_SEGMENT_AUTO, o->np, 0, o->slot, &seg, &c->desc);
         atomic_store(&c->ready, rc < 0 ? -1 : 1);
     } else {
         while (0 == atomic_load(&c->ready)) {
             usleep(100);
         }
-        rc = atomic_load(&c->ready) < 0 ? -1 : xccl_shm_attach(&c->desc, r, &seg);
+        rc = atomic_load(&c->ready) < 0 ? -1 : xccl_segment_attach(&c->desc, r, &seg);
     }
     if (rc < 0) {
         snprintf(c->msg, sizeof(c->msg), "rank %d: segment: %s", r, strerror(-rc));
@@ -243,15 +244,15 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
             for (int i = 1; i <= n; i++) {
                 unsigned spins = 0;
                 if (0 == r) {
-                    xccl_shm_flag_post(seg, seq, (uint32_t) i);
-                    while (!xccl_shm_flag_test(seg, 1, seq, (uint32_t) i)) {
+                    xccl_segment_flag_post(seg, seq, (uint32_t) i);
+                    while (!xccl_segment_flag_test(seg, 1, seq, (uint32_t) i)) {
                         relax(&spins);
                     }
                 } else {
-                    while (!xccl_shm_flag_test(seg, 0, seq, (uint32_t) i)) {
+                    while (!xccl_segment_flag_test(seg, 0, seq, (uint32_t) i)) {
                         relax(&spins);
                     }
-                    xccl_shm_flag_post(seg, seq, (uint32_t) i);
+                    xccl_segment_flag_post(seg, seq, (uint32_t) i);
                 }
             }
             if (0 == r) {
@@ -266,7 +267,7 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
     barrier(seg, o->np, seq++);            /* every rank attached */
     /* CMA: every rank probes every peer; all must say yes */
     for (int q = 0; q < o->np; q++) {
-        if (1 != xccl_shm_cma_probe(seg, q)) {
+        if (1 != xccl_cma_probe(seg, q)) {
             atomic_store(&c->cma_bad, 1);
         }
     }
@@ -296,7 +297,7 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
             }
             xccl_shm_peer_cma(&sp, V_AG_CMA == v);
             void *scratch = malloc(s.scratch_bytes + 1);
-            void *bufs[XCCL_NBUF] = { sbuf, rbuf, scratch, xccl_shm_slot(seg, r) };
+            void *bufs[XCCL_NBUF] = { sbuf, rbuf, scratch, xccl_segment_slot(seg, r) };
             /* calls per batch: about min_s / reps of work, from a trial */
             double t0 = now();
             for (int i = 0; i < 3 && 0 == rc; i++) {
@@ -308,10 +309,10 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
             /* every rank runs rank 0's batch: it goes through rank 0's
              * slot, free between calls (the last call's exit barrier) */
             if (0 == r) {
-                memcpy(xccl_shm_slot(seg, 0), &batch, sizeof(batch));
+                memcpy(xccl_segment_slot(seg, 0), &batch, sizeof(batch));
             }
             barrier(seg, o->np, seq++);
-            memcpy(&batch, xccl_shm_slot(seg, 0), sizeof(batch));
+            memcpy(&batch, xccl_segment_slot(seg, 0), sizeof(batch));
             barrier(seg, o->np, seq++);
             for (int rep = 0; rep < o->reps && 0 == rc; rep++) {
                 t0 = now();
@@ -355,7 +356,7 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
         free(sbuf);
         free(rbuf);
     }
-    xccl_shm_detach(seg);
+    xccl_segment_detach(seg);
     _exit(0);
 }
 
@@ -494,7 +495,7 @@ int main(int argc, char **argv)
                tc / tm);
     }
     if (atomic_load(&c->cma_bad)) {
-        printf("# mesh+cma: not measured, process_vm_readv refused (ptrace_scope %d)\n", xccl_shm_ptrace_scope());
+        printf("# mesh+cma: not measured, process_vm_readv refused (ptrace_scope %d)\n", xccl_cma_ptrace_scope());
     }
     return 0;
 }

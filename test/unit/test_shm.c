@@ -1,6 +1,6 @@
 /*
  * The node segment on real shared memory, without MPI: N forked processes
- * (N = 1..8) attach one segment (ucx_glue/xccl_shm.h) and run schedules
+ * (N = 1..8) attach one segment (segment/xccl_segment.h) and run schedules
  * through the executor with the shm peer provider
  * (ompi_coll_xccl/coll_xccl_shm_peer.h) and a transport that fails any
  * send or receive (one node: the schedules need none).
@@ -37,7 +37,8 @@
 #include "xccl_sched.h"
 #include "xccl_build.h"
 #include "xccl_exec.h"
-#include "ucx_glue/xccl_shm.h"
+#include "segment/xccl_cma.h"
+#include "segment/xccl_segment.h"
 #include "ompi_coll_xccl/coll_xccl_shm_peer.h"
 
 #include <dirent.h>
@@ -68,7 +69,7 @@
 typedef struct {
     _Atomic int ready;             /* the descriptor is published */
     _Atomic int create_rc;
-    xccl_shm_desc_t desc;
+    xccl_segment_desc_t desc;
     _Atomic int arrived;           /* a simple counter for test-level sync */
     _Atomic int progress[MAXR];    /* calls done by each rank */
     uint64_t addr[MAXR];           /* published private addresses (CMA) */
@@ -76,7 +77,7 @@ typedef struct {
     char msg[MAXR][320];
 } ctl_t;
 
-typedef int (*rank_fn)(ctl_t *c, xccl_shm_t *seg, int rank, int n, const void *arg);
+typedef int (*rank_fn)(ctl_t *c, xccl_segment_t *seg, int rank, int n, const void *arg);
 
 static ctl_t *ctl_new(void)
 {
@@ -98,13 +99,13 @@ static int failf(ctl_t *c, int rank, const char *fmt, ...)
 
 /* Child r: rank 0 creates (kind, slot) and publishes the blob, the others
  * attach with it; then fn. */
-static void child(ctl_t *c, xccl_shm_kind_t kind, size_t slot, int rank, int n, rank_fn fn, const void *arg)
+static void child(ctl_t *c, xccl_segment_kind_t kind, size_t slot, int rank, int n, rank_fn fn, const void *arg)
 {
-    xccl_shm_t *seg = NULL;
+    xccl_segment_t *seg = NULL;
     int rc;
     c->pid[rank] = getpid();
     if (0 == rank) {
-        rc = xccl_shm_create(kind, n, 0, slot, &seg, &c->desc);
+        rc = xccl_segment_create(kind, n, 0, slot, &seg, &c->desc);
         atomic_store(&c->create_rc, rc);
         atomic_store(&c->ready, 1);
         if (rc < 0) {
@@ -117,13 +118,13 @@ static void child(ctl_t *c, xccl_shm_kind_t kind, size_t slot, int rank, int n, 
         if (atomic_load(&c->create_rc) < 0) {
             _exit(failf(c, rank, "creator failed"));
         }
-        rc = xccl_shm_attach(&c->desc, rank, &seg);
+        rc = xccl_segment_attach(&c->desc, rank, &seg);
         if (rc < 0) {
             _exit(failf(c, rank, "attach: %s", strerror(-rc)));
         }
     }
     rc = fn(c, seg, rank, n, arg);
-    xccl_shm_detach(seg);
+    xccl_segment_detach(seg);
     _exit(rc);
 }
 
@@ -175,8 +176,8 @@ static int reap(ctl_t *c, const pid_t *pids, int n, int timeout_s, int *status, 
 }
 
 /* Runs fn on n forked ranks; returns the failures, the first in why. */
-static int run_ranks(int n, xccl_shm_kind_t kind, size_t slot, rank_fn fn, const void *arg, int timeout_s, char *why,
-                     size_t whylen)
+static int run_ranks(int n, xccl_segment_kind_t kind, size_t slot, rank_fn fn, const void *arg, int timeout_s,
+                     char *why, size_t whylen)
 {
     ctl_t *c = ctl_new();
     pid_t pids[MAXR];
@@ -550,7 +551,7 @@ static int verify(ctl_t *c, const call_t *k, int r, int p, const unsigned char *
 /* Rank r runs call k on seg, with bug planted on the ranks it concerns.
  * slow: this rank starts late (and copies slowly into its slot for
  * BUG_POST_BEFORE_COPY).  0 ok, 1 failed (message in c). */
-static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bug_t bug, int slow)
+static int run_call(ctl_t *c, xccl_segment_t *seg, int r, int p, const call_t *k, bug_t bug, int slow)
 {
     char what[160];
     static const char *const use[] = { "shm", "mesh(mirror)", "mesh(cma)" };
@@ -560,7 +561,7 @@ static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bu
     call_bytes(k, p, &sb, &rb);
     unsigned char *sbuf = malloc(sb + 1), *rbuf = malloc(rb + 1);
     xccl_sched_t s;
-    const size_t slot = xccl_shm_slot_bytes(seg);
+    const size_t slot = xccl_segment_slot_bytes(seg);
     if (0 != build(k, &s, r, p, slot)) {
         return failf(c, r, "%s: build failed", what);
     }
@@ -581,7 +582,7 @@ static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bu
 
     xccl_shm_peer_t sp;
     xccl_shm_peer_init(&sp, seg, NULL, p);
-    void *bufs[XCCL_NBUF] = { k->in_place ? (void *) rbuf : sbuf, rbuf, NULL, xccl_shm_slot(seg, r) };
+    void *bufs[XCCL_NBUF] = { k->in_place ? (void *) rbuf : sbuf, rbuf, NULL, xccl_segment_slot(seg, r) };
     void *scratch = NULL;
     if (USE_MESH_MIRROR == k->mesh) {
         /* mirror: SEND, RECV, SCRATCH at fixed offsets of every slot */
@@ -620,7 +621,7 @@ static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bu
     }
     seqless_t wrap = { { NULL, seqless_buf, seqless_post, seqless_test, NULL, NULL }, &sp };
     wrap.peer.ctx = &wrap;
-    copy_ctx_t cc = { xccl_shm_slot(seg, r), slot, slow && BUG_POST_BEFORE_COPY == bug };
+    copy_ctx_t cc = { xccl_segment_slot(seg, r), slot, slow && BUG_POST_BEFORE_COPY == bug };
     const xccl_peer_t *peer = BUG_SEQLESS == bug ? &wrap.peer : &sp.peer;
     const int before = xfers;
     if (USE_MESH_CMA == k->mesh) {
@@ -656,94 +657,94 @@ static int run_call(ctl_t *c, xccl_shm_t *seg, int r, int p, const call_t *k, bu
 
 START_TEST(segment_layout_and_flags)
 {
-    for (int kind = XCCL_SHM_MEMFD; kind <= XCCL_SHM_SYSV; kind++) {
-        xccl_shm_t *a, *b;
-        xccl_shm_desc_t d;
-        ck_assert_int_eq(xccl_shm_create((xccl_shm_kind_t) kind, 3, 0, 1000, &a, &d), 0);
-        ck_assert_int_eq(xccl_shm_kind(a), kind);
-        ck_assert_int_eq(xccl_shm_desc_kind(&d), kind);
-        ck_assert_int_eq(xccl_shm_attach(&d, 2, &b), 0);
-        ck_assert_int_eq(xccl_shm_nranks(b), 3);
-        ck_assert_int_eq(xccl_shm_rank(b), 2);
-        ck_assert_uint_eq(xccl_shm_slot_bytes(b), 1000);
-        ck_assert(!xccl_shm_all_attached(a));
+    for (int kind = XCCL_SEGMENT_MEMFD; kind <= XCCL_SEGMENT_SYSV; kind++) {
+        xccl_segment_t *a, *b;
+        xccl_segment_desc_t d;
+        ck_assert_int_eq(xccl_segment_create((xccl_segment_kind_t) kind, 3, 0, 1000, &a, &d), 0);
+        ck_assert_int_eq(xccl_segment_kind(a), kind);
+        ck_assert_int_eq(xccl_segment_desc_kind(&d), kind);
+        ck_assert_int_eq(xccl_segment_attach(&d, 2, &b), 0);
+        ck_assert_int_eq(xccl_segment_nranks(b), 3);
+        ck_assert_int_eq(xccl_segment_rank(b), 2);
+        ck_assert_uint_eq(xccl_segment_slot_bytes(b), 1000);
+        ck_assert(!xccl_segment_all_attached(a));
         /* a rank attaches once */
-        xccl_shm_t *again;
-        ck_assert_int_eq(xccl_shm_attach(&d, 2, &again), -EBUSY);
-        ck_assert_int_eq(xccl_shm_attach(&d, 3, &again), -EINVAL);
+        xccl_segment_t *again;
+        ck_assert_int_eq(xccl_segment_attach(&d, 2, &again), -EBUSY);
+        ck_assert_int_eq(xccl_segment_attach(&d, 3, &again), -EINVAL);
         /* slots: aligned, disjoint, the same memory through both mappings */
         for (int r = 0; r < 3; r++) {
-            unsigned char *s = xccl_shm_slot(a, r);
-            ck_assert_uint_eq((uintptr_t) s % XCCL_SHM_SLOT_ALIGN, 0);
+            unsigned char *s = xccl_segment_slot(a, r);
+            ck_assert_uint_eq((uintptr_t) s % XCCL_SEGMENT_SLOT_ALIGN, 0);
             memset(s, 0x10 + r, 1000);
         }
         for (int r = 0; r < 3; r++) {
-            const unsigned char *s = xccl_shm_slot(b, r);
+            const unsigned char *s = xccl_segment_slot(b, r);
             for (size_t i = 0; i < 1000; i++) {
                 ck_assert_uint_eq(s[i], 0x10 + r);
             }
         }
-        ck_assert_ptr_null(xccl_shm_slot(a, 3));
+        ck_assert_ptr_null(xccl_segment_slot(a, 3));
         /* latency lines and small areas (the component's latency path):
          * zero at creation, aligned, shared, apart from each other, from
          * the flags (tested below: never posted) and from the slots */
         for (int r = 0; r < 3; r++) {
-            const unsigned char *l = xccl_shm_line(b, r), *sm = xccl_shm_small(b, r);
+            const unsigned char *l = xccl_segment_line(b, r), *sm = xccl_segment_small(b, r);
             ck_assert_uint_eq((uintptr_t) l % 64, 0);
-            ck_assert_uint_eq((uintptr_t) sm % XCCL_SHM_SLOT_ALIGN, 0);
-            for (size_t i = 0; i < XCCL_SHM_LINE_BYTES; i++) {
+            ck_assert_uint_eq((uintptr_t) sm % XCCL_SEGMENT_SLOT_ALIGN, 0);
+            for (size_t i = 0; i < XCCL_SEGMENT_LINE_BYTES; i++) {
                 ck_assert_uint_eq(l[i], 0);
             }
-            for (size_t i = 0; i < XCCL_SHM_SMALL_BYTES; i++) {
+            for (size_t i = 0; i < XCCL_SEGMENT_SMALL_BYTES; i++) {
                 ck_assert_uint_eq(sm[i], 0);
             }
         }
         for (int r = 0; r < 3; r++) {
-            memset(xccl_shm_line(a, r), 0x20 + r, XCCL_SHM_LINE_BYTES);
-            memset(xccl_shm_small(a, r), 0x30 + r, XCCL_SHM_SMALL_BYTES);
+            memset(xccl_segment_line(a, r), 0x20 + r, XCCL_SEGMENT_LINE_BYTES);
+            memset(xccl_segment_small(a, r), 0x30 + r, XCCL_SEGMENT_SMALL_BYTES);
         }
         for (int r = 0; r < 3; r++) {
-            const unsigned char *l = xccl_shm_line(b, r), *sm = xccl_shm_small(b, r);
-            const unsigned char *slot = xccl_shm_slot(b, r);
-            for (size_t i = 0; i < XCCL_SHM_LINE_BYTES; i++) {
+            const unsigned char *l = xccl_segment_line(b, r), *sm = xccl_segment_small(b, r);
+            const unsigned char *slot = xccl_segment_slot(b, r);
+            for (size_t i = 0; i < XCCL_SEGMENT_LINE_BYTES; i++) {
                 ck_assert_uint_eq(l[i], 0x20 + r);
             }
-            for (size_t i = 0; i < XCCL_SHM_SMALL_BYTES; i++) {
+            for (size_t i = 0; i < XCCL_SEGMENT_SMALL_BYTES; i++) {
                 ck_assert_uint_eq(sm[i], 0x30 + r);
             }
             for (size_t i = 0; i < 1000; i++) {
                 ck_assert_uint_eq(slot[i], 0x10 + r);
             }
         }
-        ck_assert_ptr_null(xccl_shm_line(a, 3));
-        ck_assert_ptr_null(xccl_shm_small(a, 3));
-        ck_assert_ptr_null(xccl_shm_small(a, -1));
-        ck_assert_int_eq(xccl_shm_pid(b, 0), getpid());
-        ck_assert_int_eq(xccl_shm_pid(b, 1), 0);             /* not attached */
+        ck_assert_ptr_null(xccl_segment_line(a, 3));
+        ck_assert_ptr_null(xccl_segment_small(a, 3));
+        ck_assert_ptr_null(xccl_segment_small(a, -1));
+        ck_assert_int_eq(xccl_segment_pid(b, 0), getpid());
+        ck_assert_int_eq(xccl_segment_pid(b, 1), 0);         /* not attached */
         /* flags: never posted, then (seq, val) of the same call, earlier
          * and later calls, serial wrap */
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 0, 0), 0);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 0x80000001u, 0), 0);
-        ck_assert_int_eq(xccl_shm_flag_post(a, 7, 3), 0);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 7, 3), 1);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 7, 2), 1);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 7, 4), 0);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 8, 1), 0);      /* a later call: not yet */
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 6, 100), 1);    /* an earlier call: passed */
-        ck_assert_int_eq(xccl_shm_flag_test(b, 2, 7, 0), 0);      /* rank 2 never posted */
-        ck_assert_int_eq(xccl_shm_flag_post(a, 0xFFFFFFFFu, 5), 0);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 0, 1), 0);      /* the next call, across the wrap */
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 0xFFFFFFFEu, 9), 1);
-        ck_assert_int_eq(xccl_shm_flag_post(a, 0, 0), 0);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 0xFFFFFFFFu, 99), 1);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 0, 0), 1);
-        ck_assert_int_eq(xccl_shm_flag_post(a, 1, UINT32_MAX), -EINVAL);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 0, 0), 0);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 0x80000001u, 0), 0);
+        ck_assert_int_eq(xccl_segment_flag_post(a, 7, 3), 0);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 7, 3), 1);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 7, 2), 1);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 7, 4), 0);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 8, 1), 0);  /* a later call: not yet */
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 6, 100), 1); /* an earlier call: passed */
+        ck_assert_int_eq(xccl_segment_flag_test(b, 2, 7, 0), 0);  /* rank 2 never posted */
+        ck_assert_int_eq(xccl_segment_flag_post(a, 0xFFFFFFFFu, 5), 0);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 0, 1), 0);  /* the next call, across the wrap */
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 0xFFFFFFFEu, 9), 1);
+        ck_assert_int_eq(xccl_segment_flag_post(a, 0, 0), 0);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 0xFFFFFFFFu, 99), 1);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 0, 0), 1);
+        ck_assert_int_eq(xccl_segment_flag_post(a, 1, UINT32_MAX), -EINVAL);
         /* the flags are alone on their cache lines */
-        ck_assert_int_eq(xccl_shm_flag_post(b, 1, 1), 0);
-        ck_assert_int_eq(xccl_shm_flag_test(a, 2, 1, 1), 1);
-        ck_assert_int_eq(xccl_shm_flag_test(a, 0, 1, 1), 0);       /* rank 0's (0, 0) is of an earlier call */
-        xccl_shm_detach(b);
-        xccl_shm_detach(a);
+        ck_assert_int_eq(xccl_segment_flag_post(b, 1, 1), 0);
+        ck_assert_int_eq(xccl_segment_flag_test(a, 2, 1, 1), 1);
+        ck_assert_int_eq(xccl_segment_flag_test(a, 0, 1, 1), 0);   /* rank 0's (0, 0) is of an earlier call */
+        xccl_segment_detach(b);
+        xccl_segment_detach(a);
     }
 }
 END_TEST
@@ -754,74 +755,74 @@ END_TEST
  * it. */
 START_TEST(segment_reuse)
 {
-    for (int kind = XCCL_SHM_MEMFD; kind <= XCCL_SHM_SYSV; kind++) {
-        xccl_shm_t *a, *b, *other;
-        xccl_shm_desc_t d, da, dother;
-        ck_assert_int_eq(xccl_shm_create((xccl_shm_kind_t) kind, 2, 0, 1000, &a, &d), 0);
-        ck_assert_int_eq(xccl_shm_attach(&d, 1, &b), 0);
-        ck_assert_int_eq(xccl_shm_create((xccl_shm_kind_t) kind, 2, 0, 1000, &other, &dother), 0);
+    for (int kind = XCCL_SEGMENT_MEMFD; kind <= XCCL_SEGMENT_SYSV; kind++) {
+        xccl_segment_t *a, *b, *other;
+        xccl_segment_desc_t d, da, dother;
+        ck_assert_int_eq(xccl_segment_create((xccl_segment_kind_t) kind, 2, 0, 1000, &a, &d), 0);
+        ck_assert_int_eq(xccl_segment_attach(&d, 1, &b), 0);
+        ck_assert_int_eq(xccl_segment_create((xccl_segment_kind_t) kind, 2, 0, 1000, &other, &dother), 0);
         /* the descriptors name the segment, in every process that maps it */
-        xccl_shm_desc_of(b, &da);
-        ck_assert(xccl_shm_desc_same(&d, &da));
-        ck_assert(xccl_shm_desc_names(&da, a));
-        ck_assert(!xccl_shm_desc_names(&dother, a));
-        ck_assert(!xccl_shm_desc_same(&d, &dother));
-        xccl_shm_desc_t zero;
+        xccl_segment_desc_of(b, &da);
+        ck_assert(xccl_segment_desc_same(&d, &da));
+        ck_assert(xccl_segment_desc_names(&da, a));
+        ck_assert(!xccl_segment_desc_names(&dother, a));
+        ck_assert(!xccl_segment_desc_same(&d, &dother));
+        xccl_segment_desc_t zero;
         memset(&zero, 0, sizeof(zero));
-        ck_assert(!xccl_shm_desc_same(&zero, &zero));
+        ck_assert(!xccl_segment_desc_same(&zero, &zero));
         /* a use: flags of late calls, lines, publications */
         const void *addrs[1] = { &kind };
-        ck_assert_int_eq(xccl_shm_flag_post(a, 900, 3), 0);
-        ck_assert_int_eq(xccl_shm_flag_post(b, 900, 1), 0);
-        memset(xccl_shm_line(a, 0), 0x55, XCCL_SHM_LINE_BYTES);
-        memset(xccl_shm_line(b, 1), 0x66, XCCL_SHM_LINE_BYTES);
-        ck_assert_int_eq(xccl_shm_publish(b, 900, 1, addrs), 0);
-        memset(xccl_shm_slot(a, 0), 0x77, 1000);
+        ck_assert_int_eq(xccl_segment_flag_post(a, 900, 3), 0);
+        ck_assert_int_eq(xccl_segment_flag_post(b, 900, 1), 0);
+        memset(xccl_segment_line(a, 0), 0x55, XCCL_SEGMENT_LINE_BYTES);
+        memset(xccl_segment_line(b, 1), 0x66, XCCL_SEGMENT_LINE_BYTES);
+        ck_assert_int_eq(xccl_segment_publish(b, 900, 1, addrs), 0);
+        memset(xccl_segment_slot(a, 0), 0x77, 1000);
         /* held: by both, then by one */
-        ck_assert_int_eq(xccl_shm_claim(a, 0), -EBUSY);
-        xccl_shm_release(a);
-        ck_assert_int_eq(xccl_shm_claim(b, 1), -EBUSY);
-        ck_assert_int_eq(xccl_shm_claim(a, 0), -EBUSY);
-        xccl_shm_release(b);
+        ck_assert_int_eq(xccl_segment_claim(a, 0), -EBUSY);
+        xccl_segment_release(a);
+        ck_assert_int_eq(xccl_segment_claim(b, 1), -EBUSY);
+        ck_assert_int_eq(xccl_segment_claim(a, 0), -EBUSY);
+        xccl_segment_release(b);
         /* free: claimed as rank 1 by the process that was rank 0 */
-        ck_assert_int_eq(xccl_shm_claim(a, 2), -EINVAL);
-        ck_assert_int_eq(xccl_shm_claim(a, 1), 0);
-        ck_assert_int_eq(xccl_shm_rank(a), 1);
-        ck_assert_int_eq(xccl_shm_claim(b, 0), -EBUSY);          /* one claim wins */
+        ck_assert_int_eq(xccl_segment_claim(a, 2), -EINVAL);
+        ck_assert_int_eq(xccl_segment_claim(a, 1), 0);
+        ck_assert_int_eq(xccl_segment_rank(a), 1);
+        ck_assert_int_eq(xccl_segment_claim(b, 0), -EBUSY);      /* one claim wins */
         /* as created: the old calls' flags, lines and publications gone */
         for (int r = 0; r < 2; r++) {
-            ck_assert_int_eq(xccl_shm_flag_test(a, r, 1, 0), 0);
-            const unsigned char *l = xccl_shm_line(b, r);
-            for (size_t i = 0; i < XCCL_SHM_LINE_BYTES; i++) {
+            ck_assert_int_eq(xccl_segment_flag_test(a, r, 1, 0), 0);
+            const unsigned char *l = xccl_segment_line(b, r);
+            for (size_t i = 0; i < XCCL_SEGMENT_LINE_BYTES; i++) {
                 ck_assert_uint_eq(l[i], 0);
             }
         }
         uint64_t addr = 0;
-        ck_assert_int_eq(xccl_shm_published(a, 1, 900, 0, &addr), -ESTALE);
-        ck_assert_int_eq(xccl_shm_pid(b, 0), 0);                  /* rank 0 not rejoined yet */
-        ck_assert_int_eq(xccl_shm_pid(b, 1), getpid());
-        ck_assert(!xccl_shm_all_attached(a));
+        ck_assert_int_eq(xccl_segment_published(a, 1, 900, 0, &addr), -ESTALE);
+        ck_assert_int_eq(xccl_segment_pid(b, 0), 0);              /* rank 0 not rejoined yet */
+        ck_assert_int_eq(xccl_segment_pid(b, 1), getpid());
+        ck_assert(!xccl_segment_all_attached(a));
         /* the other rejoins as rank 0, once */
-        ck_assert_int_eq(xccl_shm_rejoin(b, 0), 0);
-        ck_assert_int_eq(xccl_shm_rejoin(b, 0), -EBUSY);
-        ck_assert_int_eq(xccl_shm_rejoin(b, 2), -EINVAL);
-        ck_assert(xccl_shm_all_attached(a));
+        ck_assert_int_eq(xccl_segment_rejoin(b, 0), 0);
+        ck_assert_int_eq(xccl_segment_rejoin(b, 0), -EBUSY);
+        ck_assert_int_eq(xccl_segment_rejoin(b, 2), -EINVAL);
+        ck_assert(xccl_segment_all_attached(a));
         /* flags of the new use's first calls, at the new ranks */
-        ck_assert_int_eq(xccl_shm_flag_post(a, 1, 0), 0);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 1, 1, 0), 1);
-        ck_assert_int_eq(xccl_shm_flag_test(b, 0, 1, 0), 0);
-        ck_assert_int_eq(xccl_shm_flag_post(b, 1, 0), 0);
-        ck_assert_int_eq(xccl_shm_flag_test(a, 0, 1, 0), 1);
+        ck_assert_int_eq(xccl_segment_flag_post(a, 1, 0), 0);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 1, 1, 0), 1);
+        ck_assert_int_eq(xccl_segment_flag_test(b, 0, 1, 0), 0);
+        ck_assert_int_eq(xccl_segment_flag_post(b, 1, 0), 0);
+        ck_assert_int_eq(xccl_segment_flag_test(a, 0, 1, 0), 1);
         /* the slots are the same memory still */
-        ck_assert_uint_eq(((unsigned char *) xccl_shm_slot(b, 0))[999], 0x77);
+        ck_assert_uint_eq(((unsigned char *) xccl_segment_slot(b, 0))[999], 0x77);
         /* held again by its two new users */
-        ck_assert_int_eq(xccl_shm_claim(b, 0), -EBUSY);
-        xccl_shm_release(a);
-        xccl_shm_release(b);
-        ck_assert_int_eq(xccl_shm_claim(b, 0), 0);
-        xccl_shm_detach(b);
-        xccl_shm_detach(a);
-        xccl_shm_detach(other);
+        ck_assert_int_eq(xccl_segment_claim(b, 0), -EBUSY);
+        xccl_segment_release(a);
+        xccl_segment_release(b);
+        ck_assert_int_eq(xccl_segment_claim(b, 0), 0);
+        xccl_segment_detach(b);
+        xccl_segment_detach(a);
+        xccl_segment_detach(other);
     }
 }
 END_TEST
@@ -848,75 +849,75 @@ static long pages_present(const void *a, size_t len)
     return n;
 }
 
-/* xccl_shm_prefault_small maps a small area's pages here (allocating the
+/* xccl_segment_prefault_small maps a small area's pages here (allocating the
  * ones nobody made), and leaves its data and the other areas alone. */
 START_TEST(small_area_prefault)
 {
-    for (int kind = XCCL_SHM_MEMFD; kind <= XCCL_SHM_SYSV; kind++) {
-        xccl_shm_t *a, *b;
-        xccl_shm_desc_t d;
-        ck_assert_int_eq(xccl_shm_create((xccl_shm_kind_t) kind, 2, 0, 1000, &a, &d), 0);
-        ck_assert_int_eq(xccl_shm_attach(&d, 1, &b), 0);
-        const size_t n = XCCL_SHM_SMALL_BYTES / (size_t) sysconf(_SC_PAGESIZE);
-        unsigned char *a0 = xccl_shm_small(a, 0), *b0 = xccl_shm_small(b, 0), *b1 = xccl_shm_small(b, 1);
-        if (pages_present(a0, XCCL_SHM_SMALL_BYTES) < 0) {
+    for (int kind = XCCL_SEGMENT_MEMFD; kind <= XCCL_SEGMENT_SYSV; kind++) {
+        xccl_segment_t *a, *b;
+        xccl_segment_desc_t d;
+        ck_assert_int_eq(xccl_segment_create((xccl_segment_kind_t) kind, 2, 0, 1000, &a, &d), 0);
+        ck_assert_int_eq(xccl_segment_attach(&d, 1, &b), 0);
+        const size_t n = XCCL_SEGMENT_SMALL_BYTES / (size_t) sysconf(_SC_PAGESIZE);
+        unsigned char *a0 = xccl_segment_small(a, 0), *b0 = xccl_segment_small(b, 0), *b1 = xccl_segment_small(b, 1);
+        if (pages_present(a0, XCCL_SEGMENT_SMALL_BYTES) < 0) {
             fprintf(stderr, "small_area_prefault: /proc/self/pagemap unreadable: not checked\n");
-            ck_assert_int_eq(xccl_shm_prefault_small(a, 0), 0);
+            ck_assert_int_eq(xccl_segment_prefault_small(a, 0), 0);
         } else {
-            ck_assert_int_eq(pages_present(a0, XCCL_SHM_SMALL_BYTES), 0);   /* nothing touched */
+            ck_assert_int_eq(pages_present(a0, XCCL_SEGMENT_SMALL_BYTES), 0); /* nothing touched */
             a0[5] = 0x5a;                                      /* one page made by its rank */
-            ck_assert_int_eq(pages_present(a0, XCCL_SHM_SMALL_BYTES), 1);
-            ck_assert_int_eq(xccl_shm_prefault_small(a, 0), 0);
-            ck_assert_int_eq(pages_present(a0, XCCL_SHM_SMALL_BYTES), (long) n);
-            ck_assert_int_eq(pages_present(b0, XCCL_SHM_SMALL_BYTES), 0);   /* another mapping */
-            ck_assert_int_eq(xccl_shm_prefault_small(b, 0), 0);
-            ck_assert_int_eq(pages_present(b0, XCCL_SHM_SMALL_BYTES), (long) n);
-            ck_assert_int_eq(pages_present(b1, XCCL_SHM_SMALL_BYTES), 0);   /* the other area */
+            ck_assert_int_eq(pages_present(a0, XCCL_SEGMENT_SMALL_BYTES), 1);
+            ck_assert_int_eq(xccl_segment_prefault_small(a, 0), 0);
+            ck_assert_int_eq(pages_present(a0, XCCL_SEGMENT_SMALL_BYTES), (long) n);
+            ck_assert_int_eq(pages_present(b0, XCCL_SEGMENT_SMALL_BYTES), 0); /* another mapping */
+            ck_assert_int_eq(xccl_segment_prefault_small(b, 0), 0);
+            ck_assert_int_eq(pages_present(b0, XCCL_SEGMENT_SMALL_BYTES), (long) n);
+            ck_assert_int_eq(pages_present(b1, XCCL_SEGMENT_SMALL_BYTES), 0); /* the other area */
         }
-        for (size_t i = 0; i < XCCL_SHM_SMALL_BYTES; i++) {
+        for (size_t i = 0; i < XCCL_SEGMENT_SMALL_BYTES; i++) {
             ck_assert_uint_eq(b0[i], 5 == i ? 0x5a : 0);
         }
-        ck_assert_int_eq(xccl_shm_prefault_small(b, 2), -EINVAL);
-        xccl_shm_detach(b);
-        xccl_shm_detach(a);
+        ck_assert_int_eq(xccl_segment_prefault_small(b, 2), -EINVAL);
+        xccl_segment_detach(b);
+        xccl_segment_detach(a);
     }
 }
 END_TEST
 
 START_TEST(segment_errors)
 {
-    xccl_shm_t *a;
-    xccl_shm_desc_t d;
-    ck_assert_int_eq(xccl_shm_create(XCCL_SHM_AUTO, 0, 0, 100, &a, &d), -EINVAL);
-    ck_assert_int_eq(xccl_shm_create(XCCL_SHM_AUTO, 2, 2, 100, &a, &d), -EINVAL);
-    ck_assert_int_eq(xccl_shm_create(XCCL_SHM_AUTO, 2, 0, 0, &a, &d), -EINVAL);
-    ck_assert_int_eq(xccl_shm_create(XCCL_SHM_AUTO, 2, 0, SIZE_MAX / 2, &a, &d), -EOVERFLOW);
+    xccl_segment_t *a;
+    xccl_segment_desc_t d;
+    ck_assert_int_eq(xccl_segment_create(XCCL_SEGMENT_AUTO, 0, 0, 100, &a, &d), -EINVAL);
+    ck_assert_int_eq(xccl_segment_create(XCCL_SEGMENT_AUTO, 2, 2, 100, &a, &d), -EINVAL);
+    ck_assert_int_eq(xccl_segment_create(XCCL_SEGMENT_AUTO, 2, 0, 0, &a, &d), -EINVAL);
+    ck_assert_int_eq(xccl_segment_create(XCCL_SEGMENT_AUTO, 2, 0, SIZE_MAX / 2, &a, &d), -EOVERFLOW);
     /* garbage blob */
-    xccl_shm_desc_t junk;
+    xccl_segment_desc_t junk;
     memset(&junk, 0x5A, sizeof(junk));
-    ck_assert_int_eq(xccl_shm_attach(&junk, 1, &a), -EINVAL);
+    ck_assert_int_eq(xccl_segment_attach(&junk, 1, &a), -EINVAL);
     /* the blob of a segment whose creator is gone (and whose memory with it) */
-    for (int kind = XCCL_SHM_MEMFD; kind <= XCCL_SHM_SYSV; kind++) {
+    for (int kind = XCCL_SEGMENT_MEMFD; kind <= XCCL_SEGMENT_SYSV; kind++) {
         ctl_t *c = ctl_new();
         pid_t pid = fork();
         if (0 == pid) {
-            xccl_shm_t *s;
-            _exit(xccl_shm_create((xccl_shm_kind_t) kind, 2, 0, 4096, &s, &c->desc) ? 1 : 0);
+            xccl_segment_t *s;
+            _exit(xccl_segment_create((xccl_segment_kind_t) kind, 2, 0, 4096, &s, &c->desc) ? 1 : 0);
         }
         int st;
         waitpid(pid, &st, 0);
         ck_assert(WIFEXITED(st) && 0 == WEXITSTATUS(st));
-        ck_assert_int_eq(xccl_shm_attach(&c->desc, 1, &a), -ESTALE);
+        ck_assert_int_eq(xccl_segment_attach(&c->desc, 1, &a), -ESTALE);
         munmap(c, sizeof(*c));
     }
     /* a blob with the right numbers but another key: not that segment */
-    xccl_shm_t *s;
-    ck_assert_int_eq(xccl_shm_create(XCCL_SHM_MEMFD, 2, 0, 4096, &s, &d), 0);
-    xccl_shm_desc_t other = d;
-    other.bytes[XCCL_SHM_DESC_BYTES - 20] ^= 0xFF;     /* inside the key */
+    xccl_segment_t *s;
+    ck_assert_int_eq(xccl_segment_create(XCCL_SEGMENT_MEMFD, 2, 0, 4096, &s, &d), 0);
+    xccl_segment_desc_t other = d;
+    other.bytes[XCCL_SEGMENT_DESC_BYTES - 20] ^= 0xFF; /* inside the key */
     other.bytes[sizeof(uint32_t) * 6 + 16 + 3] ^= 0x01;
-    ck_assert_int_ne(xccl_shm_attach(&other, 1, &a), 0);
-    xccl_shm_detach(s);
+    ck_assert_int_ne(xccl_segment_attach(&other, 1, &a), 0);
+    xccl_segment_detach(s);
 }
 END_TEST
 
@@ -976,7 +977,7 @@ static int make_calls(int p, int mesh, call_t *out)
 
 #define MAXCALLS 512
 
-static int calls_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *argp)
+static int calls_body(ctl_t *c, xccl_segment_t *seg, int r, int p, const void *argp)
 {
     const calls_arg_t *arg = argp;
     static call_t calls[MAXCALLS];
@@ -1002,7 +1003,7 @@ START_TEST(shm_builders_on_segment)
     const int p = _i;
     char why[400];
     const calls_arg_t arg = { 0, 1 };
-    const int failed = run_ranks(p, XCCL_SHM_AUTO, SLOT, calls_body, &arg, 300, why, sizeof(why));
+    const int failed = run_ranks(p, XCCL_SEGMENT_AUTO, SLOT, calls_body, &arg, 300, why, sizeof(why));
     ck_assert_msg(0 == failed, "p=%d: %d ranks failed; %s", p, failed, why);
 }
 END_TEST
@@ -1012,7 +1013,7 @@ START_TEST(mesh_builders_mirror_mode)
     const int p = _i;
     char why[400];
     const calls_arg_t arg = { USE_MESH_MIRROR, 0 };
-    const int failed = run_ranks(p, XCCL_SHM_AUTO, SLOT, calls_body, &arg, 300, why, sizeof(why));
+    const int failed = run_ranks(p, XCCL_SEGMENT_AUTO, SLOT, calls_body, &arg, 300, why, sizeof(why));
     ck_assert_msg(0 == failed, "p=%d: %d ranks failed; %s", p, failed, why);
 }
 END_TEST
@@ -1026,14 +1027,14 @@ START_TEST(mesh_builders_cma)
     const int p = _i;
     char why[400];
     const calls_arg_t arg = { USE_MESH_CMA, 1 };
-    const int failed = run_ranks(p, XCCL_SHM_AUTO, SLOT, calls_body, &arg, 300, why, sizeof(why));
+    const int failed = run_ranks(p, XCCL_SEGMENT_AUTO, SLOT, calls_body, &arg, 300, why, sizeof(why));
     ck_assert_msg(0 == failed, "p=%d: %d ranks failed; %s", p, failed, why);
 }
 END_TEST
 
 /* A reduction cannot read a peer through CMA: the execution fails (it is
  * never run wrong). */
-static int cma_reduce_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg)
+static int cma_reduce_body(ctl_t *c, xccl_segment_t *seg, int r, int p, const void *arg)
 {
     (void) arg;
     call_t k = { C_AR, USE_MESH_CMA, 100, 0, 0, EK_I32, 1 };
@@ -1047,7 +1048,7 @@ static int cma_reduce_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *
 START_TEST(cma_refuses_reductions)
 {
     char why[400];
-    ck_assert_msg(0 == run_ranks(2, XCCL_SHM_AUTO, SLOT, cma_reduce_body, NULL, 30, why, sizeof(why)), "%s", why);
+    ck_assert_msg(0 == run_ranks(2, XCCL_SEGMENT_AUTO, SLOT, cma_reduce_body, NULL, 30, why, sizeof(why)), "%s", why);
 }
 END_TEST
 
@@ -1058,7 +1059,7 @@ START_TEST(shm_builders_sysv)
     char why[400];
     const calls_arg_t arg = { 0, 0 };
     for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
-        const int failed = run_ranks(ps[i], XCCL_SHM_SYSV, SLOT, calls_body, &arg, 300, why, sizeof(why));
+        const int failed = run_ranks(ps[i], XCCL_SEGMENT_SYSV, SLOT, calls_body, &arg, 300, why, sizeof(why));
         ck_assert_msg(0 == failed, "p=%d: %d ranks failed; %s", ps[i], failed, why);
     }
 }
@@ -1076,7 +1077,7 @@ typedef struct {
 /* Two successive calls (the stale slot then holds the first call's data);
  * in the second the last rank starts late.  With the bug, a rank reads a
  * slot before its owner wrote it. */
-static int bug_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *argp)
+static int bug_body(ctl_t *c, xccl_segment_t *seg, int r, int p, const void *argp)
 {
     const bug_arg_t *a = argp;
     const size_t n = C_AR == a->coll || C_AR_SMALL == a->coll ? 1000 : 999;
@@ -1099,7 +1100,7 @@ START_TEST(planted_bugs_fail)
             for (int p = 2; p <= 3; p++) {
                 char why[400];
                 const bug_arg_t arg = { bugs[b], colls[ci] };
-                const int failed = run_ranks(p, XCCL_SHM_AUTO, SLOT, bug_body, &arg, 60, why, sizeof(why));
+                const int failed = run_ranks(p, XCCL_SEGMENT_AUTO, SLOT, bug_body, &arg, 60, why, sizeof(why));
                 fprintf(stderr, "planted %s, %s, p=%d: %d ranks failed%s%s\n", coll_names[colls[ci]], names[b], p,
                         failed, failed ? ": " : "", failed ? why : "");
                 if (BUG_NONE == bugs[b]) {
@@ -1171,7 +1172,7 @@ static int sysv_of(pid_t pid)
 }
 
 /* Endless allreduces; a rank whose peer is gone fails its wait: exit 3. */
-static int endless_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg)
+static int endless_body(ctl_t *c, xccl_segment_t *seg, int r, int p, const void *arg)
 {
     (void) arg;
     for (unsigned i = 1;; i++) {
@@ -1185,14 +1186,14 @@ static int endless_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg
 
 START_TEST(kill9_mid_call)
 {
-    for (int kind = XCCL_SHM_MEMFD; kind <= XCCL_SHM_SYSV; kind++) {
+    for (int kind = XCCL_SEGMENT_MEMFD; kind <= XCCL_SEGMENT_SYSV; kind++) {
         const int p = 3, before = dev_shm_xccl();
         ctl_t *c = ctl_new();
         pid_t pids[MAXR];
         for (int r = 0; r < p; r++) {
             pids[r] = fork();
             if (0 == pids[r]) {
-                child(c, (xccl_shm_kind_t) kind, SLOT, r, p, endless_body, NULL);
+                child(c, (xccl_segment_kind_t) kind, SLOT, r, p, endless_body, NULL);
             }
         }
         /* wait until they run calls, look at them, kill rank 1 */
@@ -1204,9 +1205,9 @@ START_TEST(kill9_mid_call)
             devshm += maps_dev_shm(pids[r], &memfd);
         }
         ck_assert_int_eq(devshm, 0);
-        ck_assert_int_eq(memfd, XCCL_SHM_MEMFD == kind);
+        ck_assert_int_eq(memfd, XCCL_SEGMENT_MEMFD == kind);
         ck_assert_int_eq(dev_shm_xccl(), before);
-        if (XCCL_SHM_SYSV == kind) {
+        if (XCCL_SEGMENT_SYSV == kind) {
             ck_assert_int_eq(sysv_of(pids[0]), 1);       /* there, marked for removal */
         }
         kill(pids[1], SIGKILL);
@@ -1214,10 +1215,10 @@ START_TEST(kill9_mid_call)
          * no liveness check, they spin: killed after a while). */
         int status[MAXR];
         char why[400];
-        const int failed = reap(c, pids, p, XCCL_SHM_MEMFD == kind ? 60 : 3, status, why, sizeof(why));
+        const int failed = reap(c, pids, p, XCCL_SEGMENT_MEMFD == kind ? 60 : 3, status, why, sizeof(why));
         ck_assert_int_eq(failed, p);
         ck_assert(WIFSIGNALED(status[1]));
-        if (XCCL_SHM_MEMFD == kind) {
+        if (XCCL_SEGMENT_MEMFD == kind) {
             for (int r = 0; r < p; r += 2) {
                 ck_assert_msg(WIFEXITED(status[r]) && 3 == WEXITSTATUS(status[r]), "rank %d did not notice: %s", r,
                               c->msg[r]);
@@ -1241,14 +1242,14 @@ START_TEST(kill9_during_setup)
         pid_t pid = fork();
         if (0 == pid) {
             for (;;) {
-                xccl_shm_t *s, *t;
-                xccl_shm_desc_t d;
-                if (0 == xccl_shm_create(XCCL_SHM_AUTO, 2, 0, 1 << 20, &s, &d)) {
-                    if (0 == xccl_shm_attach(&d, 1, &t)) {
-                        memset(xccl_shm_slot(t, 1), 1, 1 << 20);
-                        xccl_shm_detach(t);
+                xccl_segment_t *s, *t;
+                xccl_segment_desc_t d;
+                if (0 == xccl_segment_create(XCCL_SEGMENT_AUTO, 2, 0, 1 << 20, &s, &d)) {
+                    if (0 == xccl_segment_attach(&d, 1, &t)) {
+                        memset(xccl_segment_slot(t, 1), 1, 1 << 20);
+                        xccl_segment_detach(t);
                     }
-                    xccl_shm_detach(s);
+                    xccl_segment_detach(s);
                 }
                 atomic_fetch_add(&c->arrived, 1);
             }
@@ -1272,7 +1273,7 @@ END_TEST
 
 static char cma_buf[4096];
 
-static int cma_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg)
+static int cma_body(ctl_t *c, xccl_segment_t *seg, int r, int p, const void *arg)
 {
     (void) arg, (void) p;
     for (size_t i = 0; i < sizeof(cma_buf); i++) {
@@ -1284,12 +1285,12 @@ static int cma_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg)
         usleep(100);
     }
     const int peer = 1 - r;
-    int ok = xccl_shm_cma_probe(seg, peer);
+    int ok = xccl_cma_probe(seg, peer);
     if (1 != ok) {
-        return failf(c, r, "probe of rank %d: %d (ptrace_scope %d)", peer, ok, xccl_shm_ptrace_scope());
+        return failf(c, r, "probe of rank %d: %d (ptrace_scope %d)", peer, ok, xccl_cma_ptrace_scope());
     }
     char got[4096];
-    if (0 != xccl_shm_cma_read(xccl_shm_pid(seg, peer), got, (void *) (uintptr_t) c->addr[peer], sizeof(got))) {
+    if (0 != xccl_cma_read(xccl_segment_pid(seg, peer), got, (void *) (uintptr_t) c->addr[peer], sizeof(got))) {
         return failf(c, r, "cma read failed");
     }
     for (size_t i = 0; i < sizeof(got); i++) {
@@ -1304,7 +1305,7 @@ static int cma_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg)
     }
     if (0 == r) {
         memset(got, 0x77, 100);
-        if (0 != xccl_shm_cma_write(xccl_shm_pid(seg, 1), (void *) (uintptr_t) (c->addr[1] + 10), got, 100)) {
+        if (0 != xccl_cma_write(xccl_segment_pid(seg, 1), (void *) (uintptr_t) (c->addr[1] + 10), got, 100)) {
             return failf(c, r, "cma write failed");
         }
     }
@@ -1316,7 +1317,7 @@ static int cma_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg)
         return failf(c, r, "cma write not seen");
     }
     /* reading an unmapped address fails cleanly */
-    if (0 == xccl_shm_cma_read(xccl_shm_pid(seg, peer), got, (void *) (uintptr_t) 16, 8)) {
+    if (0 == xccl_cma_read(xccl_segment_pid(seg, peer), got, (void *) (uintptr_t) 16, 8)) {
         return failf(c, r, "cma read of address 16 succeeded");
     }
     return 0;
@@ -1324,7 +1325,7 @@ static int cma_body(ctl_t *c, xccl_shm_t *seg, int r, int p, const void *arg)
 
 START_TEST(cma_probe_read_write)
 {
-    const int scope = xccl_shm_ptrace_scope();
+    const int scope = xccl_cma_ptrace_scope();
     ck_assert(scope >= -1 && scope <= 3);
     fprintf(stderr, "ptrace_scope: %d (-1: no Yama)\n", scope);
     char why[400];
@@ -1333,7 +1334,7 @@ START_TEST(cma_probe_read_write)
         fprintf(stderr, "cma_probe_read_write: ptrace_scope %d, not root: skipped\n", scope);
         return;
     }
-    ck_assert_msg(0 == run_ranks(2, XCCL_SHM_AUTO, 4096, cma_body, NULL, 30, why, sizeof(why)), "%s", why);
+    ck_assert_msg(0 == run_ranks(2, XCCL_SEGMENT_AUTO, 4096, cma_body, NULL, 30, why, sizeof(why)), "%s", why);
 }
 END_TEST
 
@@ -1353,30 +1354,30 @@ START_TEST(not_dumpable_refuses)
             }
             /* a change of credentials clears "dumpable": rank 1 sets it again */
             prctl(PR_SET_DUMPABLE, 0 == r ? 0 : 1, 0, 0, 0);
-            xccl_shm_t *seg;
+            xccl_segment_t *seg;
             int rc;
             if (0 == r) {
-                rc = xccl_shm_create(XCCL_SHM_MEMFD, 2, 0, 4096, &seg, &c->desc);
+                rc = xccl_segment_create(XCCL_SEGMENT_MEMFD, 2, 0, 4096, &seg, &c->desc);
                 atomic_store(&c->ready, 1);
                 while (atomic_load(&c->arrived) < 1) {
                     usleep(100);
                 }
-                xccl_shm_detach(seg);
+                xccl_segment_detach(seg);
                 /* then SysV */
-                rc = xccl_shm_create(XCCL_SHM_SYSV, 2, 0, 4096, &seg, &c->desc);
+                rc = xccl_segment_create(XCCL_SEGMENT_SYSV, 2, 0, 4096, &seg, &c->desc);
                 atomic_store(&c->ready, 2);
                 while (atomic_load(&c->arrived) < 2) {
                     usleep(100);
                 }
-                int probe = xccl_shm_cma_probe(seg, 1);
+                int probe = xccl_cma_probe(seg, 1);
                 atomic_store(&c->ready, 3);        /* rank 1 may leave */
-                xccl_shm_detach(seg);
+                xccl_segment_detach(seg);
                 _exit(0 == rc && 1 == probe ? 0 : failf(c, r, "sysv create %d, probe of the dumpable peer %d", rc, probe));
             }
             while (atomic_load(&c->ready) < 1) {
                 usleep(100);
             }
-            rc = xccl_shm_attach(&c->desc, 1, &seg);
+            rc = xccl_segment_attach(&c->desc, 1, &seg);
             atomic_fetch_add(&c->arrived, 1);
             if (-EACCES != rc && -EPERM != rc) {
                 _exit(failf(c, r, "memfd attach to a non-dumpable creator: %d, not EACCES", rc));
@@ -1384,17 +1385,17 @@ START_TEST(not_dumpable_refuses)
             while (atomic_load(&c->ready) < 2) {
                 usleep(100);
             }
-            rc = xccl_shm_attach(&c->desc, 1, &seg);
+            rc = xccl_segment_attach(&c->desc, 1, &seg);
             if (0 != rc) {
                 atomic_fetch_add(&c->arrived, 1);
                 _exit(failf(c, r, "sysv attach: %d", rc));
             }
-            int probe = xccl_shm_cma_probe(seg, 0);
+            int probe = xccl_cma_probe(seg, 0);
             atomic_fetch_add(&c->arrived, 1);
             while (atomic_load(&c->ready) < 3) {
                 usleep(100);
             }
-            xccl_shm_detach(seg);
+            xccl_segment_detach(seg);
             _exit(0 == probe ? 0 : failf(c, r, "cma probe of a non-dumpable peer: %d", probe));
         }
     }

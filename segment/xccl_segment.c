@@ -1,8 +1,8 @@
-/* The node's shared segment: creation, attachment, flags, CMA (xccl_shm.h). */
+/* The node's shared segment: creation, attachment, reuse, flags (xccl_segment.h). */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE            /* memfd_create, process_vm_readv */
+#define _GNU_SOURCE            /* memfd_create */
 #endif
-#include "xccl_shm.h"
+#include "xccl_segment.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,6 @@
 #include <sys/random.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,15 +26,15 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
 #define SHM_MAGIC 0x78636331736d6831ull     /* "xccl1smh" */
 #define SHM_VERSION 3u
 #define DESC_MAGIC 0x7863736du              /* "xcsm" */
-#define PAGE ((size_t) XCCL_SHM_SLOT_ALIGN)
-_Static_assert(XCCL_SHM_SMALL_BYTES % XCCL_SHM_SLOT_ALIGN == 0, "small areas keep the slots page-aligned");
+#define PAGE ((size_t) XCCL_SEGMENT_SLOT_ALIGN)
+_Static_assert(XCCL_SEGMENT_SMALL_BYTES % XCCL_SEGMENT_SLOT_ALIGN == 0, "small areas keep the slots page-aligned");
 
 /* ------------------------------------------------------------------------ */
 /* Layout                                                                   */
 /* ------------------------------------------------------------------------ */
 
 /* [0, info_end): header + info[nranks]; [flags_off, ...): flag[nranks];
- * [small_off, ...): small area[nranks], XCCL_SHM_SMALL_BYTES each;
+ * [small_off, ...): small area[nranks], XCCL_SEGMENT_SMALL_BYTES each;
  * [slots_off, ...): slot[nranks], each slot_stride apart. */
 typedef struct {
     uint64_t magic;
@@ -54,22 +53,22 @@ typedef struct {
     _Atomic uint32_t attached;   /* 1 once the rank's process mapped the segment */
     int32_t pid;
     uint64_t probe_addr;         /* address, in pid, of a word holding probe_value(key, rank) */
-    /* xccl_shm_publish: the rank's buffers for call pub_seq (CMA reads);
+    /* xccl_segment_publish: the rank's buffers for call pub_seq (CMA reads);
      * ordered by the flags (written before the call's first post) */
     _Atomic uint32_t pub_seq;
     uint32_t pub_n;
-    uint64_t pub_addr[XCCL_SHM_PUBLISH_MAX];
+    uint64_t pub_addr[XCCL_SEGMENT_PUBLISH_MAX];
     uint8_t pad[8];
 } shm_info_t;
 
 typedef struct {
     /* high 32 bits: seq; low 32 bits: val + 1 (0: never posted) */
     _Atomic uint64_t word;
-    uint8_t pad[XCCL_SHM_FLAG_STRIDE - sizeof(uint64_t)];
+    uint8_t pad[XCCL_SEGMENT_FLAG_STRIDE - sizeof(uint64_t)];
 } shm_flag_t;
 
 _Static_assert(sizeof(shm_info_t) == 64, "info is one cache line");
-_Static_assert(sizeof(shm_flag_t) == XCCL_SHM_FLAG_STRIDE, "flag stride");
+_Static_assert(sizeof(shm_flag_t) == XCCL_SEGMENT_FLAG_STRIDE, "flag stride");
 
 /* The descriptor's bytes. */
 typedef struct {
@@ -80,19 +79,19 @@ typedef struct {
     uint64_t slot_bytes, total;
     uint8_t key[16];
 } shm_wire_t;
-_Static_assert(sizeof(shm_wire_t) <= XCCL_SHM_DESC_BYTES, "descriptor fits its blob");
+_Static_assert(sizeof(shm_wire_t) <= XCCL_SEGMENT_DESC_BYTES, "descriptor fits its blob");
 
-struct xccl_shm {
-    xccl_shm_kind_t kind;
+struct xccl_segment {
+    xccl_segment_kind_t kind;
     int rank, nranks, creator;
     int fd;                    /* creator's memfd until released, else -1 */
     char *base;
     size_t total, slot_bytes, slot_stride, flags_off, small_off, slots_off;
     uint8_t key[16];
-    xccl_shm_desc_t desc;      /* what names it (from its creation) */
+    xccl_segment_desc_t desc;  /* what names it (from its creation) */
     /* CMA probe: peers read this word of ours with process_vm_readv. */
     volatile uint64_t probe_word;
-    uint64_t *faulted;         /* small areas mapped here (xccl_shm_prefault_small), by rank */
+    uint64_t *faulted;         /* small areas mapped here (xccl_segment_prefault_small), by rank */
 };
 
 static size_t round_up(size_t n, size_t a)
@@ -100,46 +99,46 @@ static size_t round_up(size_t n, size_t a)
     return (n + a - 1) / a * a;
 }
 
-static shm_header_t *header(const xccl_shm_t *s)
+static shm_header_t *header(const xccl_segment_t *s)
 {
     return (shm_header_t *) s->base;
 }
 
-static shm_info_t *info(const xccl_shm_t *s, int r)
+static shm_info_t *info(const xccl_segment_t *s, int r)
 {
     return (shm_info_t *) (s->base + sizeof(shm_header_t)) + r;
 }
 
-static shm_flag_t *flag(const xccl_shm_t *s, int r)
+static shm_flag_t *flag(const xccl_segment_t *s, int r)
 {
     return (shm_flag_t *) (s->base + s->flags_off) + r;
 }
 
-void *xccl_shm_line(const xccl_shm_t *seg, int r)
+void *xccl_segment_line(const xccl_segment_t *seg, int r)
 {
     if (r < 0 || r >= seg->nranks) {
         return NULL;
     }
-    return (char *) flag(seg, r) + XCCL_SHM_FLAG_STRIDE - XCCL_SHM_LINE_BYTES;
+    return (char *) flag(seg, r) + XCCL_SEGMENT_FLAG_STRIDE - XCCL_SEGMENT_LINE_BYTES;
 }
 
-void *xccl_shm_small(const xccl_shm_t *seg, int r)
+void *xccl_segment_small(const xccl_segment_t *seg, int r)
 {
     if (r < 0 || r >= seg->nranks) {
         return NULL;
     }
-    return seg->base + seg->small_off + (size_t) r * XCCL_SHM_SMALL_BYTES;
+    return seg->base + seg->small_off + (size_t) r * XCCL_SEGMENT_SMALL_BYTES;
 }
 
-int xccl_shm_prefault_small(xccl_shm_t *seg, int r)
+int xccl_segment_prefault_small(xccl_segment_t *seg, int r)
 {
-    void *a = xccl_shm_small(seg, r);
+    void *a = xccl_segment_small(seg, r);
     if (NULL == a) {
         return -EINVAL;
     }
     /* once per mapping: a pooled segment's next user has them (the walk
-     * over mapped pages cost about 7 us an area, half a communicator's
-     * life in test/bench/comm_churn.sh) */
+     * over mapped pages costs about half a communicator's life in
+     * test/bench/comm_churn.sh; figures: docs/bench/churn.md) */
     if (NULL == seg->faulted && NULL == (seg->faulted = calloc(((size_t) seg->nranks + 63) / 64, 8))) {
         return -ENOMEM;
     }
@@ -148,7 +147,7 @@ int xccl_shm_prefault_small(xccl_shm_t *seg, int r)
         return 0;
     }
 #ifdef MADV_POPULATE_WRITE
-    if (0 != madvise(a, XCCL_SHM_SMALL_BYTES, MADV_POPULATE_WRITE) && EINVAL != errno) {
+    if (0 != madvise(a, XCCL_SEGMENT_SMALL_BYTES, MADV_POPULATE_WRITE) && EINVAL != errno) {
         return -errno;
     }
 #endif
@@ -164,14 +163,14 @@ static uint64_t probe_value(const uint8_t key[16], int r)
 }
 
 /* Sizes of the layout for nranks slots of slot_bytes; 0 on overflow. */
-static size_t layout(xccl_shm_t *s, int nranks, size_t slot_bytes)
+static size_t layout(xccl_segment_t *s, int nranks, size_t slot_bytes)
 {
     s->nranks = nranks;
     s->slot_bytes = slot_bytes;
     s->slot_stride = round_up(slot_bytes, PAGE);
     s->flags_off = round_up(sizeof(shm_header_t) + (size_t) nranks * sizeof(shm_info_t), PAGE);
     s->small_off = s->flags_off + round_up((size_t) nranks * sizeof(shm_flag_t), PAGE);
-    s->slots_off = s->small_off + (size_t) nranks * XCCL_SHM_SMALL_BYTES;
+    s->slots_off = s->small_off + (size_t) nranks * XCCL_SEGMENT_SMALL_BYTES;
     if (s->slot_stride < slot_bytes || (SIZE_MAX - s->slots_off) / (size_t) nranks < s->slot_stride) {
         return 0;
     }
@@ -194,7 +193,7 @@ static void random_key(uint8_t key[16])
 }
 
 /* This process is rank r of the mapped segment: publish pid and probe. */
-static int join(xccl_shm_t *s)
+static int join(xccl_segment_t *s)
 {
     shm_info_t *me = info(s, s->rank);
     s->probe_word = probe_value(s->key, s->rank);
@@ -208,12 +207,12 @@ static int join(xccl_shm_t *s)
     return 0;
 }
 
-static void unmap(xccl_shm_t *s)
+static void unmap(xccl_segment_t *s)
 {
     if (NULL == s->base) {
         return;
     }
-    if (XCCL_SHM_SYSV == s->kind) {
+    if (XCCL_SEGMENT_SYSV == s->kind) {
         shmdt(s->base);
     } else {
         munmap(s->base, s->total);
@@ -225,7 +224,7 @@ static void unmap(xccl_shm_t *s)
 /* Creation and attachment                                                  */
 /* ------------------------------------------------------------------------ */
 
-static int create_memfd(xccl_shm_t *s)
+static int create_memfd(xccl_segment_t *s)
 {
     s->fd = memfd_create("xccl_shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (s->fd < 0) {
@@ -244,7 +243,7 @@ static int create_memfd(xccl_shm_t *s)
     return 0;
 }
 
-static int create_sysv(xccl_shm_t *s)
+static int create_sysv(xccl_segment_t *s)
 {
     int id = shmget(IPC_PRIVATE, s->total, IPC_CREAT | IPC_EXCL | 0600);
     if (id < 0) {
@@ -263,15 +262,15 @@ static int create_sysv(xccl_shm_t *s)
     return id;
 }
 
-int xccl_shm_create(xccl_shm_kind_t kind, int nranks, int rank, size_t slot_bytes, xccl_shm_t **seg,
-                    xccl_shm_desc_t *desc)
+int xccl_segment_create(xccl_segment_kind_t kind, int nranks, int rank, size_t slot_bytes, xccl_segment_t **seg,
+                    xccl_segment_desc_t *desc)
 {
     *seg = NULL;
     if (nranks < 1 || rank < 0 || rank >= nranks || 0 == slot_bytes || NULL == desc ||
-        (kind != XCCL_SHM_AUTO && kind != XCCL_SHM_MEMFD && kind != XCCL_SHM_SYSV)) {
+        (kind != XCCL_SEGMENT_AUTO && kind != XCCL_SEGMENT_MEMFD && kind != XCCL_SEGMENT_SYSV)) {
         return -EINVAL;
     }
-    xccl_shm_t *s = calloc(1, sizeof(*s));
+    xccl_segment_t *s = calloc(1, sizeof(*s));
     if (NULL == s) {
         return -ENOMEM;
     }
@@ -285,9 +284,9 @@ int xccl_shm_create(xccl_shm_kind_t kind, int nranks, int rank, size_t slot_byte
     random_key(s->key);
 
     int rc = -ENOSYS, shmid = -1;
-    if (XCCL_SHM_SYSV != kind) {
+    if (XCCL_SEGMENT_SYSV != kind) {
         rc = create_memfd(s);
-        s->kind = XCCL_SHM_MEMFD;
+        s->kind = XCCL_SEGMENT_MEMFD;
         if (rc < 0) {
             if (s->fd >= 0) {
                 close(s->fd);
@@ -296,8 +295,8 @@ int xccl_shm_create(xccl_shm_kind_t kind, int nranks, int rank, size_t slot_byte
             unmap(s);
         }
     }
-    if ((XCCL_SHM_SYSV == kind) || (XCCL_SHM_AUTO == kind && -ENOSYS == rc)) {
-        s->kind = XCCL_SHM_SYSV;
+    if ((XCCL_SEGMENT_SYSV == kind) || (XCCL_SEGMENT_AUTO == kind && -ENOSYS == rc)) {
+        s->kind = XCCL_SEGMENT_SYSV;
         rc = shmid = create_sysv(s);
     }
     if (rc < 0) {
@@ -336,7 +335,7 @@ int xccl_shm_create(xccl_shm_kind_t kind, int nranks, int rank, size_t slot_byte
     return 0;
 }
 
-static int attach_memfd(xccl_shm_t *s, const shm_wire_t *w)
+static int attach_memfd(xccl_segment_t *s, const shm_wire_t *w)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) w->pid, (int) w->fd);
@@ -360,7 +359,7 @@ static int attach_memfd(xccl_shm_t *s, const shm_wire_t *w)
     return 0;
 }
 
-static int attach_sysv(xccl_shm_t *s, const shm_wire_t *w)
+static int attach_sysv(xccl_segment_t *s, const shm_wire_t *w)
 {
     struct shmid_ds ds;
     if (shmctl(w->shmid, IPC_STAT, &ds) != 0) {
@@ -377,7 +376,7 @@ static int attach_sysv(xccl_shm_t *s, const shm_wire_t *w)
     return 0;
 }
 
-int xccl_shm_attach(const xccl_shm_desc_t *desc, int rank, xccl_shm_t **seg)
+int xccl_segment_attach(const xccl_segment_desc_t *desc, int rank, xccl_segment_t **seg)
 {
     shm_wire_t w;
     *seg = NULL;
@@ -386,22 +385,22 @@ int xccl_shm_attach(const xccl_shm_desc_t *desc, int rank, xccl_shm_t **seg)
     }
     memcpy(&w, desc->bytes, sizeof(w));
     if (DESC_MAGIC != w.magic || SHM_VERSION != w.version || rank < 0 || (uint32_t) rank >= w.nranks ||
-        (XCCL_SHM_MEMFD != w.kind && XCCL_SHM_SYSV != w.kind)) {
+        (XCCL_SEGMENT_MEMFD != w.kind && XCCL_SEGMENT_SYSV != w.kind)) {
         return -EINVAL;
     }
-    xccl_shm_t *s = calloc(1, sizeof(*s));
+    xccl_segment_t *s = calloc(1, sizeof(*s));
     if (NULL == s) {
         return -ENOMEM;
     }
     s->fd = -1;
     s->rank = rank;
-    s->kind = (xccl_shm_kind_t) w.kind;
+    s->kind = (xccl_segment_kind_t) w.kind;
     if (0 == layout(s, (int) w.nranks, (size_t) w.slot_bytes) || s->total != w.total) {
         free(s);
         return -EINVAL;
     }
     memcpy(s->key, w.key, sizeof(s->key));
-    int rc = XCCL_SHM_MEMFD == s->kind ? attach_memfd(s, &w) : attach_sysv(s, &w);
+    int rc = XCCL_SEGMENT_MEMFD == s->kind ? attach_memfd(s, &w) : attach_sysv(s, &w);
     if (0 == rc) {
         /* The key tells this segment from any other the numbers may name
          * (a reused pid or id). */
@@ -428,7 +427,7 @@ int xccl_shm_attach(const xccl_shm_desc_t *desc, int rank, xccl_shm_t **seg)
 /* Reuse                                                                    */
 /* ------------------------------------------------------------------------ */
 
-int xccl_shm_claim(xccl_shm_t *seg, int rank)
+int xccl_segment_claim(xccl_segment_t *seg, int rank)
 {
     shm_header_t *h = header(seg);
     uint32_t none = 0;
@@ -447,10 +446,10 @@ int xccl_shm_claim(xccl_shm_t *seg, int rank)
     memset(info(seg, 0), 0, (size_t) seg->nranks * sizeof(shm_info_t));
     memset(flag(seg, 0), 0, (size_t) seg->nranks * sizeof(shm_flag_t));
     atomic_thread_fence(memory_order_release);
-    return xccl_shm_rejoin(seg, rank);
+    return xccl_segment_rejoin(seg, rank);
 }
 
-int xccl_shm_rejoin(xccl_shm_t *seg, int rank)
+int xccl_segment_rejoin(xccl_segment_t *seg, int rank)
 {
     if (rank < 0 || rank >= seg->nranks) {
         return -EINVAL;
@@ -464,25 +463,25 @@ int xccl_shm_rejoin(xccl_shm_t *seg, int rank)
     return rc;
 }
 
-void xccl_shm_release(xccl_shm_t *seg)
+void xccl_segment_release(xccl_segment_t *seg)
 {
     /* release: this rank's last reads and writes come before a claim */
     atomic_fetch_sub_explicit(&header(seg)->users, 1u, memory_order_release);
 }
 
-void xccl_shm_desc_of(const xccl_shm_t *seg, xccl_shm_desc_t *desc)
+void xccl_segment_desc_of(const xccl_segment_t *seg, xccl_segment_desc_t *desc)
 {
     *desc = seg->desc;
 }
 
-int xccl_shm_desc_names(const xccl_shm_desc_t *desc, const xccl_shm_t *seg)
+int xccl_segment_desc_names(const xccl_segment_desc_t *desc, const xccl_segment_t *seg)
 {
     shm_wire_t w;
     memcpy(&w, desc->bytes, sizeof(w));
     return DESC_MAGIC == w.magic && 0 == memcmp(w.key, seg->key, sizeof(w.key));
 }
 
-int xccl_shm_desc_same(const xccl_shm_desc_t *a, const xccl_shm_desc_t *b)
+int xccl_segment_desc_same(const xccl_segment_desc_t *a, const xccl_segment_desc_t *b)
 {
     shm_wire_t x, y;
     memcpy(&x, a->bytes, sizeof(x));
@@ -490,23 +489,23 @@ int xccl_shm_desc_same(const xccl_shm_desc_t *a, const xccl_shm_desc_t *b)
     return DESC_MAGIC == x.magic && DESC_MAGIC == y.magic && 0 == memcmp(x.key, y.key, sizeof(x.key));
 }
 
-void xccl_shm_detach(xccl_shm_t *seg)
+void xccl_segment_detach(xccl_segment_t *seg)
 {
     if (NULL == seg) {
         return;
     }
-    xccl_shm_release_fd(seg);
+    xccl_segment_release_fd(seg);
     unmap(seg);
     free(seg->faulted);
     free(seg);
 }
 
-int xccl_shm_all_attached(const xccl_shm_t *seg)
+int xccl_segment_all_attached(const xccl_segment_t *seg)
 {
     return atomic_load_explicit(&header(seg)->nattached, memory_order_acquire) == (uint32_t) seg->nranks;
 }
 
-void xccl_shm_release_fd(xccl_shm_t *seg)
+void xccl_segment_release_fd(xccl_segment_t *seg)
 {
     if (seg->fd >= 0) {
         close(seg->fd);
@@ -518,34 +517,34 @@ void xccl_shm_release_fd(xccl_shm_t *seg)
 /* Accessors and flags                                                      */
 /* ------------------------------------------------------------------------ */
 
-xccl_shm_kind_t xccl_shm_kind(const xccl_shm_t *seg)
+xccl_segment_kind_t xccl_segment_kind(const xccl_segment_t *seg)
 {
     return seg->kind;
 }
 
-xccl_shm_kind_t xccl_shm_desc_kind(const xccl_shm_desc_t *desc)
+xccl_segment_kind_t xccl_segment_desc_kind(const xccl_segment_desc_t *desc)
 {
     shm_wire_t w;
     memcpy(&w, desc->bytes, sizeof(w));
-    return (xccl_shm_kind_t) w.kind;
+    return (xccl_segment_kind_t) w.kind;
 }
 
-int xccl_shm_nranks(const xccl_shm_t *seg)
+int xccl_segment_nranks(const xccl_segment_t *seg)
 {
     return seg->nranks;
 }
 
-int xccl_shm_rank(const xccl_shm_t *seg)
+int xccl_segment_rank(const xccl_segment_t *seg)
 {
     return seg->rank;
 }
 
-size_t xccl_shm_slot_bytes(const xccl_shm_t *seg)
+size_t xccl_segment_slot_bytes(const xccl_segment_t *seg)
 {
     return seg->slot_bytes;
 }
 
-void *xccl_shm_slot(const xccl_shm_t *seg, int r)
+void *xccl_segment_slot(const xccl_segment_t *seg, int r)
 {
     if (r < 0 || r >= seg->nranks) {
         return NULL;
@@ -553,7 +552,7 @@ void *xccl_shm_slot(const xccl_shm_t *seg, int r)
     return seg->base + seg->slots_off + (size_t) r * seg->slot_stride;
 }
 
-pid_t xccl_shm_pid(const xccl_shm_t *seg, int r)
+pid_t xccl_segment_pid(const xccl_segment_t *seg, int r)
 {
     if (r < 0 || r >= seg->nranks ||
         !atomic_load_explicit(&info(seg, r)->attached, memory_order_acquire)) {
@@ -562,7 +561,7 @@ pid_t xccl_shm_pid(const xccl_shm_t *seg, int r)
     return (pid_t) info(seg, r)->pid;
 }
 
-int xccl_shm_flag_post(xccl_shm_t *seg, uint32_t seq, uint32_t val)
+int xccl_segment_flag_post(xccl_segment_t *seg, uint32_t seq, uint32_t val)
 {
     if (UINT32_MAX == val) {
         return -EINVAL;
@@ -572,7 +571,7 @@ int xccl_shm_flag_post(xccl_shm_t *seg, uint32_t seq, uint32_t val)
     return 0;
 }
 
-int xccl_shm_flag_test(const xccl_shm_t *seg, int peer, uint32_t seq, uint32_t val)
+int xccl_segment_flag_test(const xccl_segment_t *seg, int peer, uint32_t seq, uint32_t val)
 {
     const uint64_t w = atomic_load_explicit(&flag(seg, peer)->word, memory_order_acquire);
     const uint32_t fv = (uint32_t) w, fs = (uint32_t) (w >> 32);
@@ -582,10 +581,10 @@ int xccl_shm_flag_test(const xccl_shm_t *seg, int peer, uint32_t seq, uint32_t v
     return fs == seq ? fv - 1u >= val : (int32_t) (fs - seq) > 0;
 }
 
-int xccl_shm_peer_alive(const xccl_shm_t *seg, int peer)
+int xccl_segment_peer_alive(const xccl_segment_t *seg, int peer)
 {
-    const pid_t pid = xccl_shm_pid(seg, peer);
-    if (0 == pid || XCCL_SHM_MEMFD != seg->kind) {
+    const pid_t pid = xccl_segment_pid(seg, peer);
+    if (0 == pid || XCCL_SEGMENT_MEMFD != seg->kind) {
         return -1;
     }
     /* EPERM: it exists (another user's process would not share the fd). */
@@ -593,63 +592,23 @@ int xccl_shm_peer_alive(const xccl_shm_t *seg, int peer)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Cross-memory attach                                                      */
+/* Addresses for cross-memory attach                                        */
 /* ------------------------------------------------------------------------ */
 
-int xccl_shm_ptrace_scope(void)
+int xccl_segment_probe_word(const xccl_segment_t *seg, int peer, uint64_t *addr, uint64_t *value)
 {
-    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-    int v = -1;
-    if (NULL == f) {
-        return -1;
+    if (peer < 0 || peer >= seg->nranks) {
+        return -EINVAL;
     }
-    if (1 != fscanf(f, "%d", &v)) {
-        v = -1;
-    }
-    fclose(f);
-    return v;
-}
-
-/* process_vm_readv and process_vm_writev take the same arguments: one loop
- * moves len bytes between local and remote either way, past short counts. */
-typedef ssize_t (*cma_fn_t)(pid_t, const struct iovec *, unsigned long, const struct iovec *,
-                            unsigned long, unsigned long);
-
-static int cma_move(cma_fn_t fn, pid_t pid, char *local, uintptr_t remote, size_t len)
-{
-    while (len > 0) {
-        struct iovec l = { local, len }, rv = { (void *) remote, len };
-        ssize_t n = fn(pid, &l, 1, &rv, 1, 0);
-        if (n < 0) {
-            if (EINTR == errno) {
-                continue;
-            }
-            return -errno;
-        }
-        if (0 == n) {
-            return -EFAULT;
-        }
-        local += n;
-        remote += (uintptr_t) n;
-        len -= (size_t) n;
-    }
+    *addr = info(seg, peer)->probe_addr;
+    *value = probe_value(seg->key, peer);
     return 0;
 }
 
-int xccl_shm_cma_read(pid_t pid, void *dst, const void *remote, size_t len)
-{
-    return cma_move(process_vm_readv, pid, dst, (uintptr_t) remote, len);
-}
-
-int xccl_shm_cma_write(pid_t pid, void *remote, const void *src, size_t len)
-{
-    return cma_move(process_vm_writev, pid, (char *) src, (uintptr_t) remote, len);
-}
-
-int xccl_shm_publish(xccl_shm_t *seg, uint32_t seq, int n, const void *const *addrs)
+int xccl_segment_publish(xccl_segment_t *seg, uint32_t seq, int n, const void *const *addrs)
 {
     shm_info_t *me = info(seg, seg->rank);
-    if (n < 0 || n > XCCL_SHM_PUBLISH_MAX) {
+    if (n < 0 || n > XCCL_SEGMENT_PUBLISH_MAX) {
         return -EINVAL;
     }
     for (int i = 0; i < n; i++) {
@@ -660,9 +619,9 @@ int xccl_shm_publish(xccl_shm_t *seg, uint32_t seq, int n, const void *const *ad
     return 0;
 }
 
-int xccl_shm_published(const xccl_shm_t *seg, int peer, uint32_t seq, int i, uint64_t *addr)
+int xccl_segment_published(const xccl_segment_t *seg, int peer, uint32_t seq, int i, uint64_t *addr)
 {
-    if (peer < 0 || peer >= seg->nranks || i < 0 || i >= XCCL_SHM_PUBLISH_MAX) {
+    if (peer < 0 || peer >= seg->nranks || i < 0 || i >= XCCL_SEGMENT_PUBLISH_MAX) {
         return -EINVAL;
     }
     const shm_info_t *in = info(seg, peer);
@@ -671,36 +630,4 @@ int xccl_shm_published(const xccl_shm_t *seg, int peer, uint32_t seq, int i, uin
     }
     *addr = in->pub_addr[i];
     return 0;
-}
-
-int xccl_shm_cma_probe(const xccl_shm_t *seg, int peer)
-{
-    if (peer < 0 || peer >= seg->nranks) {
-        return -EINVAL;
-    }
-    if (peer == seg->rank) {
-        return 1;
-    }
-    /* Scope 3: no process may attach to another, whatever its rights. */
-    if (3 == xccl_shm_ptrace_scope()) {
-        return 0;
-    }
-    const pid_t pid = xccl_shm_pid(seg, peer);
-    if (0 == pid) {
-        return -EAGAIN;        /* not attached yet */
-    }
-    uint64_t v = 0;
-    const shm_info_t *in = info(seg, peer);
-    if (0 != xccl_shm_cma_read(pid, &v, (const void *) (uintptr_t) in->probe_addr, sizeof(v))) {
-        return 0;
-    }
-    /* process_vm_writev: the kernel checks the same right as for the
-     * read; what may still refuse it is a filter on the system call
-     * (seccomp), so it is tried on a word of this process, never on the
-     * peer's memory (an address the peer may have freed since). */
-    volatile uint64_t w = 0;
-    if (0 != xccl_shm_cma_write(getpid(), (void *) &w, &v, sizeof(v)) || w != v) {
-        return 0;
-    }
-    return v == probe_value(seg->key, peer);
 }
