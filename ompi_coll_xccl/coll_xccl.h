@@ -13,7 +13,7 @@
  *   coll_xccl_entry_*.c     entry points per family: check, describe the call
  *   coll_xccl_path.c        the paths every call tries in order
  *   coll_xccl_request.c     nonblocking calls in flight
- *   coll_xccl_shm_latency.c the shared-memory level's latency path
+ *   coll_xccl_latency.c     the shared-memory level's latency path
  *   coll_xccl_gpu*.c        device buffers: host copies and their staging,
  *                           device pointers to UCX, CUDA IPC peer access
  *   coll_xccl_setup.c       the communicator's set-up on first use

@@ -49,11 +49,9 @@ mca_coll_xccl_component_t mca_coll_xccl_component = {
     .world_rank = -1,
 };
 
-/* Measured with xccl_bench on the development machine (2 cores, UCX 1.13,
- * np 2, allgather/allreduce 256 KiB..16 MiB, see docs/parameters.md): shared memory
- * (posix) for eager messages, cma for rendezvous; put_zcopy rendezvous was
- * 1.5-2x faster than UCX's default choice at 256 KiB..2 MiB.  tcp stays in
- * the list for peers on other nodes. */
+/* Shared memory (posix) for eager messages, cma for rendezvous, put_zcopy
+ * rendezvous (faster than UCX's default choice from 256 KiB:
+ * docs/parameters.md); tcp stays in the list for peers on other nodes. */
 #define XCCL_DEFAULT_TLS "posix,cma,tcp,self"
 #define XCCL_DEFAULT_RNDV_SCHEME "put_zcopy"
 #define XCCL_OVERSUB_RNDV_THRESH "256k"
@@ -113,9 +111,9 @@ static int xccl_register(void)
     c->policy.small_bytes = 4096;
     (void) mca_base_component_var_register(v, "small_msg_bytes",
         "With algorithm auto, calls moving fewer bytes than this go to the fallback module, "
-        "whose latency is lower there (measured with xccl_bench at np 2 and 4 on the "
-        "development machine), except on a communicator of one node with the shared-memory "
-        "level, whose latency path takes them (coll_xccl_shm_small); 0: xccl runs every size",
+        "whose latency is lower there, except on a communicator of one node with the "
+        "shared-memory level, whose latency path takes them (coll_xccl_shm_small); 0: xccl "
+        "runs every size",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.small_bytes);
 
@@ -170,9 +168,8 @@ static int xccl_register(void)
         "where each rank gives at most 64 KiB, run xccl's latency path through the shared "
         "segment (each rank's data next to its sequence word or in its small area; no "
         "executor, no transport; nonblocking ones from progress, in call order) instead of "
-        "the fallback, even below small_msg_bytes "
-        "(measured faster than tuned and coll/sm at np 2 and 4: docs/shm-level.md); false: "
-        "small calls go to the fallback, larger ones run the level's schedules",
+        "the fallback, even below small_msg_bytes; false: small calls go to the fallback, "
+        "larger ones run the level's schedules",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->shm_small);
 
@@ -222,8 +219,8 @@ static int xccl_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->gpu_ipc_bytes);
 
-    /* Defaults measured here with xccl_calibrate plus xccl's per-message
-     * software overhead (8 B allgather at np 2: ~1.7 us). */
+    /* Defaults: what xccl_calibrate measures on one node, plus xccl's own
+     * per-message overhead (docs/parameters.md). */
     c->cost_alpha = XCCL_COST_ALPHA;
     c->cost_beta = XCCL_COST_BETA;
     c->cost_gamma = XCCL_COST_GAMMA;
@@ -256,7 +253,7 @@ static int xccl_register(void)
     reg_all_eq("cost_inter_beta", "Cost model between nodes: seconds per byte on the wire",
                MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &c->cost_inter_beta);
     reg_all_eq("net",
-               "The network between the nodes, for the cost model (issue 31; the description "
+               "The network between the nodes, for the cost model (the description "
                "xccl_simulate -N and xccl_info --net take): none (one alpha-beta pair between "
                "nodes), fattree:LEAF[:OVERSUB] (two tiers: LEAF nodes per leaf switch, uplinks "
                "oversubscribed OVERSUB:1) or torus:XxY (nodes on a 2D torus), each optionally "
@@ -446,8 +443,8 @@ static void load_topology(mca_coll_xccl_component_t *c)
         rc = xccl_topo_load(c->topo_file, c->topo, err, sizeof(err));
     } else {
         /* hwloc's I/O discovery only where an accelerator or RDMA device
-         * is (it read every PCI function's configuration space: 20 ms of
-         * a 2-rank job's start on a VM, for an Ethernet port) */
+         * is: it reads every PCI function's configuration space, tens of
+         * milliseconds of a job's start, for nothing on a host without */
         static const xccl_topo_detect_opts_t opts = { NULL, NULL, NULL, 0, 1 };
         rc = xccl_topo_detect(c->topo, &opts, err, sizeof(err));
     }

@@ -10,7 +10,7 @@
 #include "ompi_config.h"
 
 #include "coll_xccl_path.h"
-#include "coll_xccl_shm_latency.h"
+#include "coll_xccl_latency.h"
 
 #define XM(module) ((mca_coll_xccl_module_t *) (module))
 
@@ -106,11 +106,6 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
     c.copy_out = m->rank != root;
     c.args.bytes = c.bytes;
     c.args.root = root;
-    /* a small blocking bcast: the latency path from here, without the
-     * generic call path's steps (mca_coll_xccl_shm_lat_bcast) */
-    if (NULL == request && mca_coll_xccl_short_host(&c) && mca_coll_xccl_shm_lat_bcast(&c, &err)) {
-        return err;
-    }
     return mca_coll_xccl_call_run(&c);
 }
 

@@ -1,29 +1,34 @@
 /*
- * The one function every intercepted call goes through.  An entry point
- * has checked the arguments and described the call; here the call first
- * decides, from what every rank shares only (parameters, communicator
- * size, sizes) and before any data moves, whether it goes to the fallback,
- * so that all ranks take the same path whatever their buffers.  Then it
- * tries the paths in order (paths[] below), each of one shape: it takes
- * the call, or the call goes on to the next:
+ * The road of a call after the latency path's fast way (coll_xccl_path.h).
+ * The call first decides, from what every rank shares only (parameters,
+ * communicator size, sizes) and before any data moves, whether it goes to
+ * the fallback, so that all ranks take the same path whatever their
+ * buffers; a call for the fallback on heap buffers goes there at once (the
+ * fallback's fast way).  Every other call tries the paths in order
+ * (paths[] below), each of one shape: it takes the call, or the call goes
+ * on to the next:
  *
+ *   set_up        a small blocking call on a communicator whose level may
+ *                 be on, not yet set up: sets it up, then the latency
+ *                 path's fast way where it now takes the call (no
+ *                 schedule built and cached for a communicator used once);
+ *   reduction     a reduction xccl would run gets its kernel (or the
+ *                 fallback's reason);
  *   peer_access   CUDA IPC inside a node: a peer-access schedule ("mesh",
  *                 or "leader" on one shared GPU) on the peers' mapped
  *                 buffers, where every rank can (providers[]);
- *   staging       device buffers: the rest of the paths on host copies;
+ *   staging       device buffers: host copies, on which the paths after
+ *                 it run; the copies go back once the call is done;
  *   fallback      the saved module's function;
  *   select        xccl's: work buffers, set-up on first use, the schedule
  *                 (a nonblocking call made before the set-up is in waits
  *                 for it as a request);
- *   latency_path  small blocking calls of the shared-memory level, without
- *                 the executor;
+ *   latency_path  small calls of the shared-memory level, without the
+ *                 executor;
  *   schedule      the executor, on the level or over the transport, to
  *                 completion or as a request.
  *
- * Two short ways skip the list where its outcome is known: a small call
- * for the latency path straight from the entry, and a call for the
- * fallback on buffers in the heap.  Every call logs one line at verbose
- * >= 1.
+ * Every call logs one line at verbose >= 1.
  */
 #include "ompi_config.h"
 
@@ -42,8 +47,7 @@
 #include "coll_xccl_select.h"
 #include "coll_xccl_setup.h"
 #include "coll_xccl_shm.h"
-#include "coll_xccl_shm_latency.h"
-#include "coll_xccl_gpu.h"
+#include "coll_xccl_latency.h"
 
 /* The saved module's function for c, on buffers s and r (host copies of
  * device buffers, or the user's); request: where a nonblocking call's
@@ -122,6 +126,11 @@ typedef struct {
     void *r;
     mca_coll_xccl_gpu_stage_t *stage;
     ompi_request_t **request;
+    /* from path_staging on: the host copies, and the request of the host
+     * call on them (nonblocking calls) */
+    int staged;
+    mca_coll_xccl_staged_t st;
+    ompi_request_t *inner;
     /* from path_select on */
     mca_coll_xccl_packed_t pk;
     int have_pk;                     /* pk is this call's to end */
@@ -245,9 +254,29 @@ static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 
 /* Device buffers (only outside the heap, and only where the process has
  * loaded the driver): the same call on host copies, through the paths
- * after this one.  A nonblocking one completes its copies back when the
- * host call's request (inner) does. */
-static int path_staging(mca_coll_xccl_call_t *c, run_t *run, int *rc);
+ * after this one; run_paths sends the copies back once a path took the
+ * call.  A nonblocking one completes its copies back when the host call's
+ * request (run->inner) does. */
+static int path_staging(mca_coll_xccl_call_t *c, run_t *run, int *rc)
+{
+    mca_coll_xccl_where_t w;
+    w.device = 0;
+    if (!mca_coll_xccl_gpu_surely_host(c) && NULL != xccl_cu()) {
+        mca_coll_xccl_gpu_where(c, &w);
+    }
+    if (!w.device) {
+        return 0;
+    }
+    if (MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_call(c, &w, &run->st))) {
+        return 1;
+    }
+    run->staged = 1;
+    run->s = run->st.s;
+    run->r = run->st.r;
+    run->stage = &run->st.gpu;
+    run->request = c->request ? &run->inner : NULL;
+    return 0;
+}
 
 /* The fallback: the saved module's function (on host copies, filled
  * first). */
@@ -326,7 +355,7 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
-    if (!(run->level && mca_coll_xccl_shm_lat_wanted(m, c->coll, run->algo, &c->args, c->es,
+    if (!(run->level && mca_coll_xccl_latency_wanted(m, c->coll, run->algo, &c->args, c->es,
                                                      c->reduction ? &c->red : NULL))) {
         return 0;
     }
@@ -346,7 +375,7 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     }
     m->seq++;                    /* a call number, as the executor's would take */
     const uint64_t t0 = NULL != run->trial ? now_ns() : 0;
-    *rc = run_end(c, run, t0, mca_coll_xccl_shm_latency(c, run->ws, run->wr, run->algo));
+    *rc = run_end(c, run, t0, mca_coll_xccl_latency_call(c, run->ws, run->wr, run->algo));
     return 1;
 }
 
@@ -400,9 +429,44 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     return 1;
 }
 
+/* A small blocking call on a communicator whose level may be on and
+ * which is not set up yet: the set-up here, as path_peer_access or
+ * path_select would do it in this same call on every rank; then the
+ * latency path's fast way, where it now takes the call, without a
+ * schedule built and cached for nothing. */
+static int path_set_up(mca_coll_xccl_call_t *c, run_t *run, int *rc)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    return NULL == run->why && NULL == c->request && m->shm_small && XCCL_SETUP_DONE != m->setup &&
+           c->bytes <= XCCL_LATENCY_BYTES && MPI_SUCCESS == mca_coll_xccl_setup(m, 1) &&
+           mca_coll_xccl_fast_latency(c, rc);
+}
+
+/* A reduction xccl would run needs a kernel (or a commutative op): its
+ * plan, or the fallback's reason.  Takes no call. */
+static int path_reduction(mca_coll_xccl_call_t *c, run_t *run, int *rc)
+{
+    (void) rc;
+    if (NULL == run->why && c->reduction) {
+        run->why = mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &c->red, &c->es);
+    }
+    return 0;
+}
+
 /* The paths, in the order a call tries them. */
-enum { PATH_PEER_ACCESS, PATH_STAGING, PATH_FALLBACK, PATH_SELECT, PATH_LATENCY, PATH_SCHEDULE };
+enum {
+    PATH_SET_UP,
+    PATH_REDUCTION,
+    PATH_PEER_ACCESS,
+    PATH_STAGING,
+    PATH_FALLBACK,
+    PATH_SELECT,
+    PATH_LATENCY,
+    PATH_SCHEDULE
+};
 static const path_t paths[] = {
+    [PATH_SET_UP] = { "set_up", path_set_up },
+    [PATH_REDUCTION] = { "reduction", path_reduction },
     [PATH_PEER_ACCESS] = { "peer_access", path_peer_access },
     [PATH_STAGING] = { "staging", path_staging },
     [PATH_FALLBACK] = { "fallback", path_fallback },
@@ -412,28 +476,20 @@ static const path_t paths[] = {
 };
 #define NPATHS (sizeof(paths) / sizeof(paths[0]))
 
-static int path_staging(mca_coll_xccl_call_t *c, run_t *run, int *rc)
+/* The paths from the from-th on, until one takes the call; then the
+ * host copies of device buffers (path_staging) go back. */
+static int run_paths(mca_coll_xccl_call_t *c, run_t *run, size_t from)
 {
-    mca_coll_xccl_where_t w;
-    w.device = 0;
-    if (!mca_coll_xccl_gpu_surely_host(c) && NULL != xccl_cu()) {
-        mca_coll_xccl_gpu_where(c, &w);
+    int rc = MPI_SUCCESS;
+    for (size_t i = from; i < NPATHS; i++) {
+        if (paths[i].take(c, run, &rc)) {
+            break;                   /* path_schedule takes every call it sees */
+        }
     }
-    if (!w.device) {
-        return 0;
+    if (run->staged) {
+        rc = mca_coll_xccl_staged_finish(c->m, c->coll, &run->st, rc, run->inner, c->request);
     }
-    mca_coll_xccl_staged_t st;
-    ompi_request_t *inner = NULL;
-    if (MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_call(c, &w, &st))) {
-        return 1;
-    }
-    run->s = st.s;
-    run->r = st.r;
-    run->stage = &st.gpu;
-    run->request = c->request ? &inner : NULL;
-    *rc = run_paths(c, run, PATH_STAGING + 1);
-    *rc = mca_coll_xccl_staged_finish(c->m, c->coll, &st, *rc, inner, c->request);
-    return 1;
+    return rc;
 }
 
 /* A nonblocking call that a peer-access provider started and not every
@@ -445,28 +501,6 @@ static int peer_host(mca_coll_xccl_call_t *c, ompi_request_t **inner)
     c->request = inner;
     c->no_level = 1;
     return run_paths(c, &run, PATH_STAGING);
-}
-
-/* The paths from the from-th on, until one takes the call. */
-static int run_paths(mca_coll_xccl_call_t *c, run_t *run, size_t from)
-{
-    int rc = MPI_SUCCESS;
-    for (size_t i = from; i < NPATHS; i++) {
-        if (paths[i].take(c, run, &rc)) {
-            return rc;
-        }
-    }
-    return rc;                   /* path_schedule takes every call it sees */
-}
-
-/* Whether a small blocking call runs the level (m->shm_small): where the
- * vote may still run, once it is over (the same answer on every rank). */
-static inline int small_level(mca_coll_xccl_module_t *m)
-{
-    if (m->shm_small && XCCL_SHM_ON != __atomic_load_n(&m->shm_state, __ATOMIC_ACQUIRE)) {
-        mca_coll_xccl_setup_settle(m);
-    }
-    return m->shm_small;
 }
 
 /* Whether a peer-access provider wants a nonblocking call (from what
@@ -482,26 +516,21 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
 }
 
 /* Whether c goes to the fallback, from what every rank shares (enable,
- * forced, tuning rules, size): the reason, or NULL. */
-static inline const char *decide(const mca_coll_xccl_call_t *c)
+ * forced, tuning rules, size): the reason, or NULL.  Calls the policy
+ * sends to the fallback as small stay with xccl where:
+ *  - a blocking call of at most XCCL_LATENCY_BYTES can run the level's
+ *    latency path (the level on, or its vote still to settle: the caller
+ *    settles it first, settle_small);
+ *  - a nonblocking one can run the level (m->shm_small_nb: the latency
+ *    path as a request, or the executor where the vote turns the level
+ *    off), or CUDA IPC is set up and takes it (on device buffers one GPU
+ *    round trip, no copy across PCIe);
+ *  - the fallback would compute the reduction wrongly.
+ * Figures: docs/bench/latency-path.md. */
+static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
-    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
-    if (!k->enable[c->coll]) {
-        return "disabled";
-    }
-    const char *why = xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
-    /* Small messages: a blocking call of at most XCCL_SHM_LAT_BYTES runs
-     * xccl's shared-memory level (its latency path) where the level is, or
-     * may be, on (measured faster than tuned and coll/sm: docs/shm-level.md).
-     * The fallback would compute some reductions wrongly: xccl keeps them. */
-    /* Small nonblocking calls where the level may run (m->shm_small_nb):
-     * its latency path as a request, or the executor where the vote turns
-     * the level off (np 2, 8 B - 1 KiB: libnbc 1.5-1.9x Intel MPI's time,
-     * 2026-11-27).  Small nonblocking calls where CUDA IPC is set up:
-     * through it (on device buffers one GPU round trip, no copy across
-     * PCIe). */
     if (xccl_select_why_small == why &&
-        ((NULL == c->request && c->bytes <= XCCL_SHM_LAT_BYTES && small_level(c->m)) ||
+        ((NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES && c->m->shm_small) ||
          (NULL != c->request && c->m->shm_small_nb) ||
          (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
          (NULL != c->request && c->m->gpu_ipc && peer_wanted(c)))) {
@@ -510,13 +539,32 @@ static inline const char *decide(const mca_coll_xccl_call_t *c)
     return why;
 }
 
-/* Everything but the common case of mca_coll_xccl_call_run. */
+/* The policy's reason for the fallback (enable, forced, tuning rules,
+ * size), before the exceptions of decide. */
+static inline const char *policy(const mca_coll_xccl_call_t *c)
+{
+    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
+    if (!k->enable[c->coll]) {
+        return "disabled";
+    }
+    return xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
+}
+
+/* Before decide reads m->shm_small for a small blocking call: where the
+ * level's vote may still run, it is over (the same answer on every
+ * rank). */
+static inline void settle_small(mca_coll_xccl_call_t *c, const char *why)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    if (xccl_select_why_small == why && NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES &&
+        m->shm_small && XCCL_SHM_ON != __atomic_load_n(&m->shm_state, __ATOMIC_ACQUIRE)) {
+        mca_coll_xccl_setup_settle(m);
+    }
+}
+
+/* The path table's way. */
 static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const char *why)
 {
-    /* A reduction xccl would run needs a kernel (or a commutative op). */
-    if (NULL == why && c->reduction) {
-        why = mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &c->red, &c->es);
-    }
     run_t run = { .why = why, .s = c->sbuf, .r = c->rbuf, .request = c->request };
     int rc = run_paths(c, &run, 0);
     free(c->counts);
@@ -524,66 +572,16 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
     return rc;
 }
 
-/* Small calls on one node with the level on: the latency path with the
- * fewest steps (a nonblocking one as a request: where m->shm_small_nb
- * says xccl takes them, and not where CUDA IPC is set up, whose providers
- * see every nonblocking call first), where the whole way would end there too (host
- * buffers: in the heap, or any where the process has not loaded the CUDA
- * driver, as run_decided tells them). */
-static inline int short_way(mca_coll_xccl_call_t *c, int *rc)
+int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c)
 {
-    mca_coll_xccl_module_t *m = c->m;
-    const char *ws;
-    char *wr;
-    int algo;
-    if (!((NULL == c->request || (m->shm_small_nb && !m->gpu_ipc)) && mca_coll_xccl_short_host(c) &&
-          mca_coll_xccl_shm_latency_short(c, &ws, &wr, &algo))) {
-        return 0;
-    }
-    mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, algo, -1.0, NULL, "latency_path");
-    if (NULL != c->request) {
-        /* a request in its turn, as the whole way would start it */
-        mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
-        mca_coll_xccl_packed_t none = { .s = NULL };   /* nothing packed */
-        hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
-        hooks.bufs[XCCL_BUF_RECV] = wr;
-        *rc = mca_coll_xccl_request_start_lat(m, c, &hooks, &none, algo, c->request);
-    } else {
-        m->seq++;                    /* a call number, as the executor's would take */
-        *rc = mca_coll_xccl_shm_latency(c, ws, wr, algo);
-    }
-    if (NULL != c->counts) {         /* free(NULL) is a call too */
-        free(c->counts);
-        c->counts = NULL;
-    }
-    return 1;
-}
-
-int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
-{
-    mca_coll_xccl_module_t *m = c->m;
-    int rc;
-    if (short_way(c, &rc)) {
-        return rc;
-    }
-    const char *why = decide(c);
-    /* The common case, with the fewest steps: a call for the fallback
-     * (below coll_xccl_small_msg_bytes) on buffers in the heap. */
+    const char *why = policy(c);
+    settle_small(c, why);
+    why = decide(c, why);
+    /* The fallback's fast way: a call for the fallback on buffers in the
+     * heap, with the fewest steps. */
     if (NULL != why && NULL == c->counts && mca_coll_xccl_gpu_surely_host(c)) {
         mca_coll_xccl_log_call(c->m, c->coll, NULL != c->request, c->bytes, -1, -1.0, why, NULL);
         return call_previous(c, c->sbuf, c->rbuf, c->request);
-    }
-    /* The first blocking call xccl runs on a communicator whose level may
-     * be on sets it up here, as path_select would in this same call on
-     * every rank (and path_peer_access before it, also set-up first): then
-     * it may take the short way like the calls after it, without a
-     * schedule built and cached for nothing (issue 30: a communicator
-     * used once). */
-    if (NULL == why && NULL == c->request && m->shm_small && XCCL_SETUP_DONE != m->setup &&
-        c->bytes <= XCCL_SHM_LAT_BYTES && MPI_SUCCESS == mca_coll_xccl_setup(m, 1)) {
-        if (short_way(c, &rc)) {
-            return rc;
-        }
     }
     return run_call(c, why);
 }

@@ -1,33 +1,161 @@
 /*
- * The paths a call can take (coll_xccl_path.c), tried in order:
+ * The road of a call.  An entry point checks the arguments, describes the
+ * call (mca_coll_xccl_call_t) and hands it to mca_coll_xccl_call_run,
+ * which takes, in order:
  *
- *   decide (fallback or xccl: only from what every rank shares)
- *   -> device buffers (CUDA IPC peer access, else host copies)
- *   -> the fallback, or: buffers (packed copies) -> schedule (cached)
- *      -> execute (to completion, or as a request)
+ *   1. the latency path's fast way (below): a small call on one node whose
+ *      way the entry already knows ends in the latency path;
+ *   2. decide (coll_xccl_path.c): the fallback or xccl, from what every
+ *      rank shares only, before any data moves;
+ *   3. the fallback's fast way: a call for the fallback on heap buffers;
+ *   4. the path table (coll_xccl_path.c): each path takes the call or
+ *      hands it on to the next.
+ *
+ * Each fast way is the way the path table would take for the call, with
+ * fewer steps; its rule is written once, here or in coll_xccl_path.c.
  */
 #ifndef MCA_COLL_XCCL_PATH_H
 #define MCA_COLL_XCCL_PATH_H
 
+#include <stdlib.h>
+
 #include "coll_xccl_call.h"
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_gpu_ipc.h"
+#include "coll_xccl_latency.h"
+#include "coll_xccl_request.h"
+#include "coll_xccl_shm.h"
 
 BEGIN_C_DECLS
 
+/* Steps 2 to 4 of the road: MPI_SUCCESS or an MPI error code (logged).
+ * Frees c->counts. */
+int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c);
+
+/* Whether a blocking call of c's size still goes to the level's trials
+ * (the whole way): its size class has not yet picked shm. */
+static inline int mca_coll_xccl_trial_first(const mca_coll_xccl_module_t *m,
+                                            const mca_coll_xccl_call_t *c)
+{
+    return NULL == c->request && mca_coll_xccl_shm_trial_wanted(m, c) &&
+           !(m->shm->lat_picked[c->coll] >> xccl_size_class(c->bytes) & 1u);
+}
+
+/* The work buffers of a latency-path call, as coll_xccl_pack.c makes them
+ * where nothing needs packing, and the level's algorithm as its rule picks
+ * it: 1, or 0 where the call must go the whole way (packing, no reduction
+ * kernel, the size between XCCL_LATENCY_BYTES and small_msg_bytes, which
+ * decide hands the fallback, or the level's trials still to run). */
+static inline int mca_coll_xccl_latency_buffers(mca_coll_xccl_call_t *c, const char **ws_out,
+                                                char **wr_out, int *algo_out)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    struct mca_coll_xccl_shm *h = m->shm;
+    char *ws, *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
+    if (c->reduction) {
+        if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
+            mca_coll_xccl_reduce_t red;
+            size_t es = 1;
+            if (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &red, &es) ||
+                NULL == red.kernel) {
+                return 0;
+            }
+            h->plan = red;
+            h->plan_es = es;
+            h->plan_dt = c->rdtype;
+            h->plan_op = c->op;
+        }
+        c->red = h->plan;
+        c->es = h->plan_es;
+        ws = c->in_place ? wr : (char *) c->sbuf + mca_coll_xccl_true_lb(c->rdtype);
+    } else if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn)) {
+        return 0;
+    } else if (XCCL_COLL_BCAST == c->coll) {
+        ws = NULL;
+    } else if (c->in_place) {
+        ws = XCCL_COLL_ALLGATHER == c->coll ? wr + (size_t) m->rank * c->args.block : wr;
+    } else if (mca_coll_xccl_is_contiguous(c->sdtype, c->sn)) {
+        ws = (char *) c->sbuf + mca_coll_xccl_true_lb(c->sdtype);
+    } else {
+        return 0;
+    }
+    if (mca_coll_xccl_latency_len(c->coll, &c->args, c->es, m->size) > XCCL_LATENCY_BYTES ||
+        (c->bytes > XCCL_LATENCY_BYTES &&
+         c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
+        return 0;
+    }
+    /* shm, or for allreduce shm_small (the whole vector on every rank) up
+     * to xccl_select_whole_max */
+    const int algo = xccl_select_level_index(c->coll, XCCL_COLL_ALLREDUCE == c->coll &&
+                                                          c->bytes <= xccl_select_whole_max(m->size)
+                                                          ? XCCL_LEVEL_SHM_SMALL
+                                                          : XCCL_LEVEL_SHM);
+    if (mca_coll_xccl_trial_first(m, c)) {
+        return 0;
+    }
+    *ws_out = ws;
+    *wr_out = wr;
+    *algo_out = algo;
+    return 1;
+}
+
+/* Step 1, the latency path's fast way.  Its rule: a blocking call, or a
+ * nonblocking one where the level takes small nonblocking calls
+ * (m->shm_small_nb) and CUDA IPC, whose providers see every nonblocking
+ * call first, is not set up; a collective the level runs on the latency
+ * path (m->shm_lat_colls: set once the level is on); host buffers (in
+ * the heap, or any where the process has not loaded the CUDA driver); and
+ * the work buffers without packing (mca_coll_xccl_latency_buffers).  Where
+ * CUDA IPC is set up, the call first tells its agreement that it skips it
+ * (mca_coll_xccl_gpu_ipc_pass), or goes the whole way where that cannot
+ * be told yet.  1 with the call's result in *rc, or 0: nothing done. */
+static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    const char *ws;
+    char *wr;
+    int algo;
+    if (!((NULL == c->request || (m->shm_small_nb && !m->gpu_ipc)) &&
+          (m->shm_lat_colls >> c->coll & 1u) &&
+          (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)))) {
+        return 0;
+    }
+    if (m->gpu_ipc && !mca_coll_xccl_gpu_ipc_pass(c)) {
+        return 0;
+    }
+    if (!mca_coll_xccl_latency_buffers(c, &ws, &wr, &algo)) {
+        return 0;
+    }
+    mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, algo, -1.0, NULL, "latency_path");
+    if (NULL != c->request) {
+        /* a request in its turn, as the path table would start it */
+        mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
+        mca_coll_xccl_packed_t none = { .s = NULL };   /* nothing packed */
+        hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
+        hooks.bufs[XCCL_BUF_RECV] = wr;
+        *rc = mca_coll_xccl_request_start_lat(m, c, &hooks, &none, algo, c->request);
+    } else {
+        m->seq++;                    /* a call number, as the executor's would take */
+        *rc = mca_coll_xccl_latency_call(c, ws, wr, algo);
+    }
+    if (NULL != c->counts) {         /* free(NULL) is a call too */
+        free(c->counts);
+        c->counts = NULL;
+    }
+    return 1;
+}
+
 /* Runs the call an entry point described: MPI_SUCCESS or an MPI error
  * code (logged).  Frees c->counts. */
-int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c);
-/* Whether c may take the latency path straight from the entry as far as
- * the module and its buffers go: the level runs c's collective there, and
- * the buffers are host memory (in the heap, or any where the process has
- * not loaded the CUDA driver) that CUDA IPC, where set up, lets pass. */
-static inline int mca_coll_xccl_short_host(mca_coll_xccl_call_t *c)
+static inline int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
 {
-    const mca_coll_xccl_module_t *m = c->m;
-    return (m->shm_lat_colls >> c->coll & 1u) && (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) &&
-           (!m->gpu_ipc || mca_coll_xccl_gpu_ipc_pass(c));
+    int rc;
+    if (mca_coll_xccl_fast_latency(c, &rc)) {
+        return rc;
+    }
+    return mca_coll_xccl_call_route(c);
 }
+
 /* Advances the nonblocking calls of the peer-access providers (CUDA IPC):
  * how many completed.  From the component's progress function. */
 int mca_coll_xccl_peer_progress(void);

@@ -7,7 +7,7 @@
  * like every call's, so it is the same on all ranks).  A schedule of the
  * shared-memory level waits for its turn (the level's calls before it, in
  * call order, are done: they share the slots and flags).  A small call of
- * the level runs its latency path (coll_xccl_shm_latency.h) in its turn,
+ * the level runs its latency path (coll_xccl_latency.h) in its turn,
  * from progress, without a schedule.  A call on device buffers wraps the
  * host call's request (staged).
  */
@@ -24,7 +24,7 @@
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_setup.h"
 #include "coll_xccl_shm.h"
-#include "coll_xccl_shm_latency.h"
+#include "coll_xccl_latency.h"
 
 /* An active collective request of xccl's: the ompi_request_t at the start
  * of an object of `whole` bytes.  It must be an ompi_coll_base_nbc_request_t
@@ -175,7 +175,7 @@ typedef struct xccl_request {
     int no_level;                    /* never a schedule of the level (c->no_level) */
     int reduction;                   /* red holds the call's plan (c->reduction) */
     int lat, lat_algo, lat_begun;    /* the level's latency path, for its algorithm; begun */
-    mca_coll_xccl_lat_t lat_st;
+    mca_coll_xccl_latency_t lat_st;
     xccl_coll_args_t args;           /* while waiting */
     size_t *counts;                  /* args.counts, owned */
     size_t bytes, es;
@@ -287,7 +287,7 @@ static int request_build(xccl_request_t *req)
     }
     req->waiting = 0;
     if (mca_coll_xccl_sched_level(req->sched) && req->level &&
-        mca_coll_xccl_shm_lat_wanted(m, req->coll, algo, &req->args, req->es, request_red(req))) {
+        mca_coll_xccl_latency_wanted(m, req->coll, algo, &req->args, req->es, request_red(req))) {
         xccl_select_put(req->sched);
         req->sched = NULL;
         req->lat = 1;
@@ -326,7 +326,7 @@ static int request_transfers(const xccl_request_t *req)
 static int request_lat_progress(xccl_request_t *req)
 {
     if (!req->lat_begun) {
-        mca_coll_xccl_shm_lat_begin(&req->lat_st, req->module, req->coll, &req->args, req->es,
+        mca_coll_xccl_latency_begin(&req->lat_st, req->module, req->coll, &req->args, req->es,
                                     request_red(req), req->hooks.bufs[XCCL_BUF_SEND],
                                     req->hooks.bufs[XCCL_BUF_RECV], req->lat_algo);
         req->lat_begun = 1;
@@ -334,7 +334,7 @@ static int request_lat_progress(xccl_request_t *req)
     const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
     int rc = 0;
     for (unsigned k = 0; 0 == rc && k < spins; k++) {
-        rc = mca_coll_xccl_shm_lat_run(&req->lat_st, 0);
+        rc = mca_coll_xccl_latency_run(&req->lat_st, 0);
     }
     if (rc < 0) {
         req->err = mca_coll_xccl_error(req->module, req->coll, MPI_ERR_INTERN, "a rank of this node is gone");

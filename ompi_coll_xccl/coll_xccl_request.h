@@ -32,7 +32,7 @@ int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_col
                                         mca_coll_xccl_packed_t *pk);
 
 /* Queues a small call of the level for its latency path
- * (coll_xccl_shm_latency.h), run from progress in its turn (copies the
+ * (coll_xccl_latency.h), run from progress in its turn (copies the
  * arguments; takes pk); algo: the level's algorithm. */
 int mca_coll_xccl_request_start_lat(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
                                     const mca_coll_xccl_exec_hooks_t *hooks,

@@ -1,7 +1,8 @@
 /*
- * The shared-memory level's latency path (coll_xccl_shm_latency.h): small
- * blocking calls on one node without the executor, in the level's segment
- * (coll_xccl_shm.c sets it up).
+ * The latency path of the shared-memory level (coll_xccl_latency.h):
+ * small calls on one node without the executor, in the node segment's
+ * latency lines and small areas.  The figures behind its constants:
+ * docs/bench/latency-path.md.
  */
 #include "ompi_config.h"
 
@@ -12,13 +13,14 @@
 #include "ompi/op/op.h"
 #include "opal/runtime/opal_progress.h"
 
+#include "base/xccl_copy.h"
 #include "xccl_build.h"
 
 #include "coll_xccl_exec.h"
 #include "coll_xccl_log.h"
 #include "coll_xccl_pack.h"
 #include "coll_xccl_shm.h"
-#include "coll_xccl_shm_latency.h"
+#include "coll_xccl_latency.h"
 
 /*
  * Small blocking calls on one node without the executor.  Segment rank s
@@ -50,10 +52,8 @@
  * to read.  A line the peer has just read is in the peer's cache (an AMD
  * core that reads a line another core modified takes it over), and
  * writing it again first pulls it back: with every rank writing its own
- * area, each line crossed between the cores twice per call.  On the
- * 2-vCPU AMD EPYC VM (test/bench/lat_pair.c), a 32 KiB allgather took
- * 4.0 us written into the area the peer wrote last against 21 us into
- * its own, an allreduce of 64 KiB 4.9 against 10-13 us.  So in each call
+ * area, each line crosses between the cores twice per call
+ * (test/bench/lat_pair.c measures both layouts).  So in each call
  * segment rank s writes its part at the start of area s ^ flip, where
  * flip is kept per unit (lat_flip, the same on every rank: it follows
  * from the calls alone) so that s writes over what its peer wrote and s
@@ -62,25 +62,21 @@
  * allreduce: its piece, whose reduced values its reducer writes back in
  * place, where the giver reads them and next writes); a rank's own share
  * of a reduction comes from ws.  The ring protects the units of both
- * areas as before (lat_wrote: a rank that writes nothing in a call is its
- * only reader).  With more ranks every rank writes its own area, in the
- * layout of its ws (the image layout), as above.
+ * areas (lat_wrote: a rank that writes nothing in a call is its only
+ * reader).  With more ranks every rank writes its own area, in the
+ * layout of its ws (the image layout).
  */
 /* A bcast of at most LAT_INLINE bytes also travels in the root's line,
  * next to its sequence word, so that a reader whose root has not moved on
- * gets both with one cache-line transfer (reading the sequence word and
- * then the small area took two: measured on an Intel Xeon VM, an 8-byte
- * bcast at np 2 cost 0.24 us against tuned's 0.17).  tag says which call's
- * payload the line holds, 0 while the root rewrites it: a reader takes the
- * payload only where tag reads f before and after it (a seqlock), else the
- * copy in the small area, which the ring protects as before. */
+ * gets both with one cache-line transfer instead of two.  tag says which
+ * call's payload the line holds, 0 while the root rewrites it: a reader
+ * takes the payload only where tag reads f before and after it (a
+ * seqlock), else the copy in the small area, which the ring protects. */
 #define LAT_INLINE 48
 /* A bcast of more than LAT_PIECE bytes goes in pieces of LAT_PIECE (the
  * last shorter), each posted with a number of its own: the readers copy
  * piece k out while the root copies piece k + 1 in, instead of waiting for
- * the whole part.  (One post: np 2, each call timed alone, the executor's
- * pipeline did a 64 KiB bcast in 0.88x the time, with the root changing
- * on every call 0.81x.) */
+ * the whole part. */
 #define LAT_PIECE ((size_t) 16384)
 typedef struct {
     _Atomic uint64_t seq;
@@ -90,60 +86,9 @@ typedef struct {
 _Static_assert(sizeof(lat_line_t) <= XCCL_SEGMENT_LINE_BYTES, "latency line");
 
 /* The steps below and their helpers, inlined into the blocking call
- * (wait 1: its small calls had cost 15-20 % more through them as
- * functions, np 2, 8 B) and into mca_coll_xccl_shm_lat_run for the
- * requests. */
+ * (wait 1; as functions they cost a small call 15-20 % more) and into
+ * mca_coll_xccl_latency_run for the requests. */
 #define LAT_FN static inline __attribute__((always_inline))
-
-/* Copies of at most 64 bytes without a call: loads of 4, 8 or 16 bytes
- * from both ends (overlapping in the middle), all before the stores, so
- * the regions may overlap.  A bcast of at most LAT_INLINE bytes makes
- * three such copies, each a call of glibc's memcpy before (a variable
- * length).  With the other calls gone from its path (the datatype checks
- * inline, lat_flip's memset of one unit, free(NULL)), a stream of 8-byte
- * bcasts at np 2, the root changing every call, took 0.82 of the time
- * (20 invocations of each build interleaved on the 2-vCPU AMD EPYC VM,
- * the median of their ratios), 64 bytes 0.86. */
-typedef struct { uint64_t a, b; } lat_16_t;
-LAT_FN void lat_small_copy(void *dst, const void *src, size_t len)
-{
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    if (len > 32) {
-        lat_16_t w0, w1, w2, w3;
-        memcpy(&w0, s, 16);
-        memcpy(&w1, s + 16, 16);
-        memcpy(&w2, s + len - 32, 16);
-        memcpy(&w3, s + len - 16, 16);
-        memcpy(d, &w0, 16);
-        memcpy(d + 16, &w1, 16);
-        memcpy(d + len - 32, &w2, 16);
-        memcpy(d + len - 16, &w3, 16);
-    } else if (len > 16) {
-        lat_16_t w0, w1;
-        memcpy(&w0, s, 16);
-        memcpy(&w1, s + len - 16, 16);
-        memcpy(d, &w0, 16);
-        memcpy(d + len - 16, &w1, 16);
-    } else if (len >= 8) {
-        uint64_t w0, w1;
-        memcpy(&w0, s, 8);
-        memcpy(&w1, s + len - 8, 8);
-        memcpy(d, &w0, 8);
-        memcpy(d + len - 8, &w1, 8);
-    } else if (len >= 4) {
-        uint32_t w0, w1;
-        memcpy(&w0, s, 4);
-        memcpy(&w1, s + len - 4, 4);
-        memcpy(d, &w0, 4);
-        memcpy(d + len - 4, &w1, 4);
-    } else if (len > 0) {
-        const unsigned char c0 = s[0], c1 = s[len / 2], c2 = s[len - 1];
-        d[0] = c0;
-        d[len / 2] = c1;
-        d[len - 1] = c2;
-    }
-}
 
 /* The copies of the latency path: glibc's memcpy of a few KiB between a
  * page-aligned region and a user buffer 1..63 bytes apart modulo 4 KiB
@@ -151,7 +96,7 @@ LAT_FN void lat_small_copy(void *dst, const void *src, size_t len)
 LAT_FN void lat_copy(void *dst, const void *src, size_t len)
 {
     if (len <= 64) {
-        lat_small_copy(dst, src, len);
+        xccl_copy_small(dst, src, len);
     } else {
         xccl_memmove(dst, src, len);
     }
@@ -161,7 +106,7 @@ LAT_FN void lat_copy(void *dst, const void *src, size_t len)
 LAT_FN void lat_inline_put(lat_line_t *l, const void *src, size_t len, uint64_t f)
 {
     uint64_t w[LAT_INLINE / 8] = { 0 };
-    lat_small_copy(w, src, len);
+    xccl_copy_small(w, src, len);
     atomic_store_explicit(&l->tag, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     for (size_t i = 0; i < (len + 7) / 8; i++) {
@@ -185,69 +130,38 @@ LAT_FN int lat_inline_get(const lat_line_t *l, void *dst, size_t len, uint64_t f
     if (atomic_load_explicit(&l->tag, memory_order_relaxed) != f) {
         return 0;
     }
-    lat_small_copy(dst, w, len);
+    xccl_copy_small(dst, w, len);
     return 1;
 }
 /* Consecutive calls never share a unit (but for the chain below), so step
  * 1 of call f waits for f - 1 at most, which every peer posts without
- * waiting for this rank's f (sharing one deadlocked: measured).  A call's
+ * waiting for this rank's f (a shared unit would deadlock).  A call's
  * ring is three times the larger of its part and the part of the call
  * before (at most the whole area, which holds three of the largest
  * parts): a part that starts the ring again (it did not fit after the
  * part before) ends before that part began, which lies past two such
- * parts from the start.  (One ring of the whole area made a stream of 32
- * KiB allgathers at np 2 3.3x slower once the area grew to 192 KiB: every
- * call wrote lines no cache held.)  The ring is never shorter than
- * LAT_RING_MIN (below). */
-_Static_assert(3 * XCCL_SHM_LAT_BYTES <= XCCL_SEGMENT_SMALL_BYTES && XCCL_SEGMENT_SMALL_BYTES % XCCL_SHM_LAT_UNIT == 0,
+ * parts from the start.  A ring no longer than that keeps the calls in
+ * lines the caches hold (one ring of the whole area would write lines no
+ * cache holds).  The ring is never shorter than LAT_RING_MIN (below). */
+_Static_assert(3 * XCCL_LATENCY_BYTES <= XCCL_SEGMENT_SMALL_BYTES && XCCL_SEGMENT_SMALL_BYTES % XCCL_SHM_LAT_UNIT == 0,
                "latency units");
-/* The shortest ring, 48 KiB: small calls cycle through it as through the
- * whole area before it grew, so a bcast root runs up to 192 one-unit calls
- * ahead before it reads its readers' lines (a ring of three units made
- * an 8-byte bcast at np 2 1.6x slower: the root read them every third
- * call). */
+/* The shortest ring, 48 KiB: a bcast root runs up to 192 one-unit calls
+ * ahead before it reads its readers' lines (with a ring of three units it
+ * would read them every third call). */
 #define LAT_RING_MIN 192u
 _Static_assert(LAT_RING_MIN <= XCCL_SHM_LAT_UNITS, "latency ring");
 
-/* Bytes each rank writes in a call of coll with args (es: the bytes of
- * an element of a reduction). */
-static size_t lat_len(xccl_coll_t coll, const xccl_coll_args_t *a, size_t es, int size)
-{
-    size_t total = 0;
-    switch (coll) {
-    case XCCL_COLL_ALLREDUCE:
-        return a->count * es;
-    case XCCL_COLL_REDUCE_SCATTER:
-    case XCCL_COLL_REDUCE_SCATTER_BLOCK:
-        for (int j = 0; j < size; j++) {
-            total += a->counts[j];
-        }
-        return total * es;
-    case XCCL_COLL_ALLGATHER:
-        return a->block;
-    case XCCL_COLL_ALLTOALL:
-        return a->block * (size_t) size;
-    case XCCL_COLL_BCAST:
-        return a->bytes;
-    default:
-        return SIZE_MAX;
-    }
-}
-
-int mca_coll_xccl_shm_lat_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
+int mca_coll_xccl_latency_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
                                  const xccl_coll_args_t *args, size_t es,
                                  const mca_coll_xccl_reduce_t *red)
 {
-    return m->shm_small && mca_coll_xccl_shm_lat_runs(coll, algo) &&
-           (NULL == red || NULL != red->kernel) && lat_len(coll, args, es, m->size) <= XCCL_SHM_LAT_BYTES;
+    return m->shm_small && mca_coll_xccl_latency_runs(coll, algo) &&
+           (NULL == red || NULL != red->kernel) && mca_coll_xccl_latency_len(coll, args, es, m->size) <= XCCL_LATENCY_BYTES;
 }
 
 /* Spins (each with a pause: the peer's store gets its line sooner)
  * between two calls of Open MPI's progress engine while a latency-path
- * call waits, on cores of their own (mca_coll_xccl_spins_per_progress).
- * (The pause lasts 72 cycles on the AMD EPYC VM, about 28 ns; 256 tests
- * without it before the first made a stream of bcasts at np 2, the root
- * changing every call, slower all the same: 1.10x at 8 B, 1.13x at 1 KiB.) */
+ * call waits, on cores of their own (mca_coll_xccl_spins_per_progress). */
 #define LAT_SPINS 256u
 /* Progress calls between two checks that the peer still lives. */
 #define LAT_LIVENESS_POLLS 256u
@@ -258,7 +172,7 @@ int mca_coll_xccl_shm_lat_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t co
  * only grow), so a rank that has run ahead (a bcast root) is not asked
  * again: its line, which it rewrites every call, costs a cache-line
  * transfer per read. */
-LAT_FN int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
+LAT_FN int lat_posted(mca_coll_xccl_latency_t *st, int s, uint64_t f, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     if (h->seen[s] >= f) {
@@ -300,7 +214,7 @@ LAT_FN int lat_posted(mca_coll_xccl_lat_t *st, int s, uint64_t f, int wait)
 }
 
 /* The same for every segment rank but this one. */
-LAT_FN int lat_posted_all(mca_coll_xccl_lat_t *st, uint64_t f, int wait)
+LAT_FN int lat_posted_all(mca_coll_xccl_latency_t *st, uint64_t f, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     for (int s = 0; s < h->node_size; s++) {
@@ -313,14 +227,14 @@ LAT_FN int lat_posted_all(mca_coll_xccl_lat_t *st, uint64_t f, int wait)
     return 1;
 }
 
-LAT_FN void lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+LAT_FN void lat_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m, xccl_coll_t coll,
                       const xccl_coll_args_t *args, size_t es, const mca_coll_xccl_reduce_t *red,
                       const char *ws, char *wr, int algo)
 {
     struct mca_coll_xccl_shm *h = m->shm;
-    const size_t len = lat_len(coll, args, es, m->size);
+    const size_t len = mca_coll_xccl_latency_len(coll, args, es, m->size);
     const int bcast = XCCL_COLL_BCAST == coll;
-    *st = (mca_coll_xccl_lat_t) { .m = m, .coll = coll, .ws = ws, .wr = wr, .es = es, .len = len,
+    *st = (mca_coll_xccl_latency_t) { .m = m, .coll = coll, .ws = ws, .wr = wr, .es = es, .len = len,
                                   .kernel = NULL != red ? red->kernel : NULL, .block = args->block,
                                   .me = h->local_of[m->rank] };
     st->root = bcast ? h->local_of[args->root] : st->me;
@@ -359,10 +273,7 @@ LAT_FN void lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m, xccl_c
      * root is the other call's only reader, done with it, and writes over
      * the lines it has just read (lat_flip sends it to the area its peer
      * wrote), which its core holds: in the ring's next units it wrote
-     * lines the peer had read last.  Measured on the 2-vCPU AMD EPYC VM,
-     * the root changing every call, both placements in one process, rep
-     * by rep: 0.94 / 0.89 / 0.81 of the time at 256 B / 1 KiB / 4 KiB, 16
-     * to 64 KiB unchanged (0.96-1.01).  The ring's waits stay as they are:
+     * lines the peer had read last.  The ring's waits stay as they are:
      * the root's own record of the units (below) is of a call before the
      * other root's, whose post every peer makes without waiting for this
      * call.  A payload in the root's line (LAT_INLINE) leaves the area
@@ -407,7 +318,7 @@ LAT_FN void lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m, xccl_c
 
 /* Where segment rank s's part of the call lies: the start of its area
  * (image layout) or of area s ^ flip (pair layout). */
-LAT_FN unsigned char *lat_part(const mca_coll_xccl_lat_t *st, int s)
+LAT_FN unsigned char *lat_part(const mca_coll_xccl_latency_t *st, int s)
 {
     return st->m->shm->small[st->pair ? s ^ st->flip : s] + st->at0;
 }
@@ -416,7 +327,7 @@ LAT_FN unsigned char *lat_part(const mca_coll_xccl_lat_t *st, int s)
  * rank's share of ws: its piece (sliced allreduce, pieces by segment
  * rank), its block (reduce_scatter, by communicator rank) or all
  * (whole allreduce); its bytes in *bytes. */
-LAT_FN const char *lat_pair_share(const mca_coll_xccl_lat_t *st, size_t *bytes)
+LAT_FN const char *lat_pair_share(const mca_coll_xccl_latency_t *st, size_t *bytes)
 {
     size_t at = 0, n = st->count;
     if (st->sliced) {
@@ -432,7 +343,7 @@ LAT_FN const char *lat_pair_share(const mca_coll_xccl_lat_t *st, size_t *bytes)
 
 /* Step 1 and 2 of the call: the own part into its area (once every
  * peer is done with the last call that wrote there), and the post. */
-LAT_FN int lat_give(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_give(mca_coll_xccl_latency_t *st, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     lat_line_t *mine = h->line[st->me];
@@ -488,7 +399,7 @@ LAT_FN int lat_give(mca_coll_xccl_lat_t *st, int wait)
 
 /* Step 3 of a bcast: each piece after its post (one piece: the whole
  * part, or the payload in the root's line). */
-LAT_FN int lat_bcast_read(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_bcast_read(mca_coll_xccl_latency_t *st, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     const size_t len = st->len;
@@ -512,7 +423,7 @@ LAT_FN int lat_bcast_read(mca_coll_xccl_lat_t *st, int wait)
  * writes the reduced piece back over that part (the lines it has just
  * read, where their giver reads them next), posts f2 (phase 2) and
  * copies the other piece out of the part it gave itself. */
-LAT_FN int lat_reduce_pair(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_reduce_pair(mca_coll_xccl_latency_t *st, int wait)
 {
     const size_t es = st->es;
     size_t p_at = 0, p_n = st->count;
@@ -564,12 +475,11 @@ LAT_FN int lat_reduce_pair(mca_coll_xccl_lat_t *st, int wait)
 /* Step 3 of a reduction: in segment rank order, the same on every rank.
  * Sliced: rank s reduces piece s into wr and over its own copy of piece
  * s in its area (no peer reads that one), posts f2 (phase 2), then copies
- * the peers' reduced pieces out of their areas.  (Reading the own piece
- * from ws instead of copying it in was slower: 64 KiB at np 2 1.10x, user
- * buffers off the 64-byte line split the vector loads; measured again for
- * the executor's "shm" allreduce, 2026-11-27: 1.15x at 128 KiB.)  Whole:
+ * the peers' reduced pieces out of their areas.  (The own piece is copied
+ * in rather than read from ws: user buffers off the 64-byte line split the
+ * vector loads.)  Whole:
  * the first reduction writes wr from two areas (no copy first). */
-LAT_FN int lat_reduce(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_reduce(mca_coll_xccl_latency_t *st, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     const int n = h->node_size;
@@ -621,7 +531,7 @@ LAT_FN int lat_reduce(mca_coll_xccl_lat_t *st, int wait)
     return 1;
 }
 
-LAT_FN int lat_run(mca_coll_xccl_lat_t *st, int wait)
+LAT_FN int lat_run(mca_coll_xccl_latency_t *st, int wait)
 {
     struct mca_coll_xccl_shm *h = st->m->shm;
     if (0 == st->phase) {
@@ -654,7 +564,7 @@ LAT_FN int lat_run(mca_coll_xccl_lat_t *st, int wait)
     }
 }
 
-void mca_coll_xccl_shm_lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t *m,
+void mca_coll_xccl_latency_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m,
                                  xccl_coll_t coll, const xccl_coll_args_t *args, size_t es,
                                  const mca_coll_xccl_reduce_t *red, const char *ws, char *wr,
                                  int algo)
@@ -662,17 +572,17 @@ void mca_coll_xccl_shm_lat_begin(mca_coll_xccl_lat_t *st, mca_coll_xccl_module_t
     lat_begin(st, m, coll, args, es, red, ws, wr, algo);
 }
 
-int mca_coll_xccl_shm_lat_run(mca_coll_xccl_lat_t *st, int wait)
+int mca_coll_xccl_latency_run(mca_coll_xccl_latency_t *st, int wait)
 {
     return lat_run(st, wait);
 }
 
-LAT_FN int lat_call(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
+int mca_coll_xccl_latency_call(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
 {
     mca_coll_xccl_module_t *m = c->m;
-    mca_coll_xccl_lat_t st;
+    mca_coll_xccl_latency_t st;
     /* after the level's nonblocking calls made before this one */
-    while (!mca_coll_xccl_shm_lat_idle(m)) {
+    while (!mca_coll_xccl_latency_idle(m)) {
         opal_progress();
     }
     lat_begin(&st, m, c->coll, &c->args, c->es, c->reduction ? &c->red : NULL, ws, wr, algo);
@@ -680,95 +590,4 @@ LAT_FN int lat_call(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
         return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "a rank of this node is gone");
     }
     return MPI_SUCCESS;
-}
-
-int mca_coll_xccl_shm_latency(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
-{
-    return lat_call(c, ws, wr, algo);
-}
-
-/* Whether c goes the whole way to the level's trials: a blocking call of
- * their sizes before they picked shm for its size class (before that,
- * every call of 16-64 KiB went the whole way: 4 % of a 16 KiB bcast's
- * reader in path_peer_access). */
-LAT_FN int lat_trial_first(const mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c)
-{
-    return NULL == c->request && mca_coll_xccl_shm_trial_wanted(m, c) &&
-           !(m->shm->lat_picked[c->coll] >> xccl_size_class(c->bytes) & 1u);
-}
-
-int mca_coll_xccl_shm_lat_bcast(mca_coll_xccl_call_t *c, int *rc)
-{
-    mca_coll_xccl_module_t *m = c->m;
-    if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn) || c->bytes > XCCL_SHM_LAT_BYTES ||
-        lat_trial_first(m, c)) {
-        return 0;
-    }
-    char *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
-    const int algo = xccl_select_level_index(XCCL_COLL_BCAST, XCCL_LEVEL_SHM);
-    mca_coll_xccl_log_call(m, XCCL_COLL_BCAST, 0, c->bytes, algo, -1.0, NULL, "latency_path");
-    m->seq++;                        /* a call number, as the executor's would take */
-    *rc = lat_call(c, NULL, wr, algo);
-    return 1;
-}
-
-int mca_coll_xccl_shm_latency_short(mca_coll_xccl_call_t *c, const char **ws_out, char **wr_out,
-                                    int *algo_out)
-{
-    mca_coll_xccl_module_t *m = c->m;
-    struct mca_coll_xccl_shm *h = m->shm;
-    char *ws, *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
-    /* the work buffers as coll_xccl_pack.c makes them where nothing needs
-     * packing; anything else goes the whole way */
-    if (c->reduction) {
-        if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
-            mca_coll_xccl_reduce_t red;
-            size_t es = 1;
-            if (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &red, &es) ||
-                NULL == red.kernel) {
-                return 0;
-            }
-            h->plan = red;
-            h->plan_es = es;
-            h->plan_dt = c->rdtype;
-            h->plan_op = c->op;
-        }
-        c->red = h->plan;
-        c->es = h->plan_es;
-        ws = c->in_place ? wr : (char *) c->sbuf + mca_coll_xccl_true_lb(c->rdtype);
-    } else if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn)) {
-        return 0;
-    } else if (XCCL_COLL_BCAST == c->coll) {
-        ws = NULL;
-    } else if (c->in_place) {
-        ws = XCCL_COLL_ALLGATHER == c->coll ? wr + (size_t) m->rank * c->args.block : wr;
-    } else if (mca_coll_xccl_is_contiguous(c->sdtype, c->sn)) {
-        ws = (char *) c->sbuf + mca_coll_xccl_true_lb(c->sdtype);
-    } else {
-        return 0;
-    }
-    /* decide() (coll_xccl_path.c) hands the fallback the calls from
-     * XCCL_SHM_LAT_BYTES up to small_msg_bytes */
-    if (lat_len(c->coll, &c->args, c->es, m->size) > XCCL_SHM_LAT_BYTES ||
-        (c->bytes > XCCL_SHM_LAT_BYTES &&
-         c->bytes < (size_t) mca_coll_xccl_component.policy.small_bytes)) {
-        return 0;
-    }
-    /* the level's algorithm, as its rule picks it: shm, or for allreduce
-     * shm_small (the whole vector on every rank) up to
-     * xccl_select_whole_max */
-    const int algo = xccl_select_level_index(c->coll, XCCL_COLL_ALLREDUCE == c->coll &&
-                                                          c->bytes <= xccl_select_whole_max(m->size)
-                                                          ? XCCL_LEVEL_SHM_SMALL
-                                                          : XCCL_LEVEL_SHM);
-    /* the level's trials, or their pick, may choose the mesh instead: the
-     * whole way runs the trials; once they picked shm for the call's size
-     * class, the short way */
-    if (lat_trial_first(m, c)) {
-        return 0;
-    }
-    *ws_out = ws;
-    *wr_out = wr;
-    *algo_out = algo;
-    return 1;
 }
