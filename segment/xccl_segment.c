@@ -1,12 +1,11 @@
-/* The node's shared segment: creation, attachment, reuse, flags (xccl_segment.h). */
+/* The node's shared segment: layout, creation, attachment, reuse (xccl_segment.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE            /* memfd_create */
 #endif
-#include "xccl_segment.h"
+#include "segment_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,147 +18,17 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Flags are words in memory shared between processes: the atomics must be
- * lock-free (address-free), not emulated with a process-local lock. */
-_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
-
 #define SHM_MAGIC 0x78636331736d6831ull     /* "xccl1smh" */
 #define SHM_VERSION 3u
 #define DESC_MAGIC 0x7863736du              /* "xcsm" */
-#define PAGE ((size_t) XCCL_SEGMENT_SLOT_ALIGN)
-_Static_assert(XCCL_SEGMENT_SMALL_BYTES % XCCL_SEGMENT_SLOT_ALIGN == 0, "small areas keep the slots page-aligned");
 
 /* ------------------------------------------------------------------------ */
 /* Layout                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* [0, info_end): header + info[nranks]; [flags_off, ...): flag[nranks];
- * [small_off, ...): small area[nranks], XCCL_SEGMENT_SMALL_BYTES each;
- * [slots_off, ...): slot[nranks], each slot_stride apart. */
-typedef struct {
-    uint64_t magic;
-    uint32_t version, nranks;
-    uint64_t slot_bytes, slot_stride;
-    uint64_t flags_off, slots_off;
-    uint8_t key[16];
-    /* second cache line: written as ranks attach and release */
-    _Alignas(64) _Atomic uint32_t nattached;
-    /* ranks that hold the segment for a communicator: nranks from its
-     * creation or a claim, one less at each release; 0: free to claim */
-    _Atomic uint32_t users;
-} shm_header_t;
-
-typedef struct {
-    _Atomic uint32_t attached;   /* 1 once the rank's process mapped the segment */
-    int32_t pid;
-    uint64_t probe_addr;         /* address, in pid, of a word holding probe_value(key, rank) */
-    /* xccl_segment_publish: the rank's buffers for call pub_seq (CMA reads);
-     * ordered by the flags (written before the call's first post) */
-    _Atomic uint32_t pub_seq;
-    uint32_t pub_n;
-    uint64_t pub_addr[XCCL_SEGMENT_PUBLISH_MAX];
-    uint8_t pad[8];
-} shm_info_t;
-
-typedef struct {
-    /* high 32 bits: seq; low 32 bits: val + 1 (0: never posted) */
-    _Atomic uint64_t word;
-    uint8_t pad[XCCL_SEGMENT_FLAG_STRIDE - sizeof(uint64_t)];
-} shm_flag_t;
-
-_Static_assert(sizeof(shm_info_t) == 64, "info is one cache line");
-_Static_assert(sizeof(shm_flag_t) == XCCL_SEGMENT_FLAG_STRIDE, "flag stride");
-
-/* The descriptor's bytes. */
-typedef struct {
-    uint32_t magic;
-    uint16_t version, kind;
-    int32_t pid, fd, shmid;
-    uint32_t nranks;
-    uint64_t slot_bytes, total;
-    uint8_t key[16];
-} shm_wire_t;
-_Static_assert(sizeof(shm_wire_t) <= XCCL_SEGMENT_DESC_BYTES, "descriptor fits its blob");
-
-struct xccl_segment {
-    xccl_segment_kind_t kind;
-    int rank, nranks, creator;
-    int fd;                    /* creator's memfd until released, else -1 */
-    char *base;
-    size_t total, slot_bytes, slot_stride, flags_off, small_off, slots_off;
-    uint8_t key[16];
-    xccl_segment_desc_t desc;  /* what names it (from its creation) */
-    /* CMA probe: peers read this word of ours with process_vm_readv. */
-    volatile uint64_t probe_word;
-    uint64_t *faulted;         /* small areas mapped here (xccl_segment_prefault_small), by rank */
-};
-
 static size_t round_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
-}
-
-static shm_header_t *header(const xccl_segment_t *s)
-{
-    return (shm_header_t *) s->base;
-}
-
-static shm_info_t *info(const xccl_segment_t *s, int r)
-{
-    return (shm_info_t *) (s->base + sizeof(shm_header_t)) + r;
-}
-
-static shm_flag_t *flag(const xccl_segment_t *s, int r)
-{
-    return (shm_flag_t *) (s->base + s->flags_off) + r;
-}
-
-void *xccl_segment_line(const xccl_segment_t *seg, int r)
-{
-    if (r < 0 || r >= seg->nranks) {
-        return NULL;
-    }
-    return (char *) flag(seg, r) + XCCL_SEGMENT_FLAG_STRIDE - XCCL_SEGMENT_LINE_BYTES;
-}
-
-void *xccl_segment_small(const xccl_segment_t *seg, int r)
-{
-    if (r < 0 || r >= seg->nranks) {
-        return NULL;
-    }
-    return seg->base + seg->small_off + (size_t) r * XCCL_SEGMENT_SMALL_BYTES;
-}
-
-int xccl_segment_prefault_small(xccl_segment_t *seg, int r)
-{
-    void *a = xccl_segment_small(seg, r);
-    if (NULL == a) {
-        return -EINVAL;
-    }
-    /* once per mapping: a pooled segment's next user has them (the walk
-     * over mapped pages costs about half a communicator's life in
-     * test/bench/comm_churn.sh; figures: docs/bench/churn.md) */
-    if (NULL == seg->faulted && NULL == (seg->faulted = calloc(((size_t) seg->nranks + 63) / 64, 8))) {
-        return -ENOMEM;
-    }
-    const uint64_t bit = (uint64_t) 1 << (r % 64);
-    if (seg->faulted[r / 64] & bit) {
-        return 0;
-    }
-#ifdef MADV_POPULATE_WRITE
-    if (0 != madvise(a, XCCL_SEGMENT_SMALL_BYTES, MADV_POPULATE_WRITE) && EINVAL != errno) {
-        return -errno;
-    }
-#endif
-    seg->faulted[r / 64] |= bit;
-    return 0;
-}
-
-static uint64_t probe_value(const uint8_t key[16], int r)
-{
-    uint64_t k;
-    memcpy(&k, key, sizeof(k));
-    return k ^ (0x9E3779B97F4A7C15ull * (uint64_t) (r + 1));
 }
 
 /* Sizes of the layout for nranks slots of slot_bytes; 0 on overflow. */
@@ -190,6 +59,17 @@ static void random_key(uint8_t key[16])
     uint64_t b = (uint64_t) (uintptr_t) key * 0x9E3779B97F4A7C15ull ^ a;
     memcpy(key, &a, 8);
     memcpy(key + 8, &b, 8);
+}
+
+/* A segment handle for rank `rank`, nothing mapped yet; NULL: no memory. */
+static xccl_segment_t *seg_alloc(int rank)
+{
+    xccl_segment_t *s = calloc(1, sizeof(*s));
+    if (NULL != s) {
+        s->fd = -1;
+        s->rank = rank;
+    }
+    return s;
 }
 
 /* This process is rank r of the mapped segment: publish pid and probe. */
@@ -270,12 +150,10 @@ int xccl_segment_create(xccl_segment_kind_t kind, int nranks, int rank, size_t s
         (kind != XCCL_SEGMENT_AUTO && kind != XCCL_SEGMENT_MEMFD && kind != XCCL_SEGMENT_SYSV)) {
         return -EINVAL;
     }
-    xccl_segment_t *s = calloc(1, sizeof(*s));
+    xccl_segment_t *s = seg_alloc(rank);
     if (NULL == s) {
         return -ENOMEM;
     }
-    s->fd = -1;
-    s->rank = rank;
     s->creator = 1;
     if (0 == layout(s, nranks, slot_bytes)) {
         free(s);
@@ -388,12 +266,10 @@ int xccl_segment_attach(const xccl_segment_desc_t *desc, int rank, xccl_segment_
         (XCCL_SEGMENT_MEMFD != w.kind && XCCL_SEGMENT_SYSV != w.kind)) {
         return -EINVAL;
     }
-    xccl_segment_t *s = calloc(1, sizeof(*s));
+    xccl_segment_t *s = seg_alloc(rank);
     if (NULL == s) {
         return -ENOMEM;
     }
-    s->fd = -1;
-    s->rank = rank;
     s->kind = (xccl_segment_kind_t) w.kind;
     if (0 == layout(s, (int) w.nranks, (size_t) w.slot_bytes) || s->total != w.total) {
         free(s);
@@ -489,6 +365,13 @@ int xccl_segment_desc_same(const xccl_segment_desc_t *a, const xccl_segment_desc
     return DESC_MAGIC == x.magic && DESC_MAGIC == y.magic && 0 == memcmp(x.key, y.key, sizeof(x.key));
 }
 
+xccl_segment_kind_t xccl_segment_desc_kind(const xccl_segment_desc_t *desc)
+{
+    shm_wire_t w;
+    memcpy(&w, desc->bytes, sizeof(w));
+    return (xccl_segment_kind_t) w.kind;
+}
+
 void xccl_segment_detach(xccl_segment_t *seg)
 {
     if (NULL == seg) {
@@ -511,123 +394,4 @@ void xccl_segment_release_fd(xccl_segment_t *seg)
         close(seg->fd);
         seg->fd = -1;
     }
-}
-
-/* ------------------------------------------------------------------------ */
-/* Accessors and flags                                                      */
-/* ------------------------------------------------------------------------ */
-
-xccl_segment_kind_t xccl_segment_kind(const xccl_segment_t *seg)
-{
-    return seg->kind;
-}
-
-xccl_segment_kind_t xccl_segment_desc_kind(const xccl_segment_desc_t *desc)
-{
-    shm_wire_t w;
-    memcpy(&w, desc->bytes, sizeof(w));
-    return (xccl_segment_kind_t) w.kind;
-}
-
-int xccl_segment_nranks(const xccl_segment_t *seg)
-{
-    return seg->nranks;
-}
-
-int xccl_segment_rank(const xccl_segment_t *seg)
-{
-    return seg->rank;
-}
-
-size_t xccl_segment_slot_bytes(const xccl_segment_t *seg)
-{
-    return seg->slot_bytes;
-}
-
-void *xccl_segment_slot(const xccl_segment_t *seg, int r)
-{
-    if (r < 0 || r >= seg->nranks) {
-        return NULL;
-    }
-    return seg->base + seg->slots_off + (size_t) r * seg->slot_stride;
-}
-
-pid_t xccl_segment_pid(const xccl_segment_t *seg, int r)
-{
-    if (r < 0 || r >= seg->nranks ||
-        !atomic_load_explicit(&info(seg, r)->attached, memory_order_acquire)) {
-        return 0;
-    }
-    return (pid_t) info(seg, r)->pid;
-}
-
-int xccl_segment_flag_post(xccl_segment_t *seg, uint32_t seq, uint32_t val)
-{
-    if (UINT32_MAX == val) {
-        return -EINVAL;
-    }
-    const uint64_t w = ((uint64_t) seq << 32) | (uint64_t) (val + 1u);
-    atomic_store_explicit(&flag(seg, seg->rank)->word, w, memory_order_release);
-    return 0;
-}
-
-int xccl_segment_flag_test(const xccl_segment_t *seg, int peer, uint32_t seq, uint32_t val)
-{
-    const uint64_t w = atomic_load_explicit(&flag(seg, peer)->word, memory_order_acquire);
-    const uint32_t fv = (uint32_t) w, fs = (uint32_t) (w >> 32);
-    if (0 == fv) {
-        return 0;              /* never posted */
-    }
-    return fs == seq ? fv - 1u >= val : (int32_t) (fs - seq) > 0;
-}
-
-int xccl_segment_peer_alive(const xccl_segment_t *seg, int peer)
-{
-    const pid_t pid = xccl_segment_pid(seg, peer);
-    if (0 == pid || XCCL_SEGMENT_MEMFD != seg->kind) {
-        return -1;
-    }
-    /* EPERM: it exists (another user's process would not share the fd). */
-    return 0 == kill(pid, 0) || EPERM == errno ? 1 : 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Addresses for cross-memory attach                                        */
-/* ------------------------------------------------------------------------ */
-
-int xccl_segment_probe_word(const xccl_segment_t *seg, int peer, uint64_t *addr, uint64_t *value)
-{
-    if (peer < 0 || peer >= seg->nranks) {
-        return -EINVAL;
-    }
-    *addr = info(seg, peer)->probe_addr;
-    *value = probe_value(seg->key, peer);
-    return 0;
-}
-
-int xccl_segment_publish(xccl_segment_t *seg, uint32_t seq, int n, const void *const *addrs)
-{
-    shm_info_t *me = info(seg, seg->rank);
-    if (n < 0 || n > XCCL_SEGMENT_PUBLISH_MAX) {
-        return -EINVAL;
-    }
-    for (int i = 0; i < n; i++) {
-        me->pub_addr[i] = (uint64_t) (uintptr_t) addrs[i];
-    }
-    me->pub_n = (uint32_t) n;
-    atomic_store_explicit(&me->pub_seq, seq, memory_order_release);
-    return 0;
-}
-
-int xccl_segment_published(const xccl_segment_t *seg, int peer, uint32_t seq, int i, uint64_t *addr)
-{
-    if (peer < 0 || peer >= seg->nranks || i < 0 || i >= XCCL_SEGMENT_PUBLISH_MAX) {
-        return -EINVAL;
-    }
-    const shm_info_t *in = info(seg, peer);
-    if (atomic_load_explicit(&in->pub_seq, memory_order_acquire) != seq || (uint32_t) i >= in->pub_n) {
-        return -ESTALE;
-    }
-    *addr = in->pub_addr[i];
-    return 0;
 }
