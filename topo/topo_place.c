@@ -40,9 +40,9 @@ static int gpu_key(const xccl_topo_t *topo, const char *pci)
 }
 
 /*
- * Every communicator's set-up asks for the key (issue 30: a communicator
- * created, used once and freed paid three file reads in /sys for it, a
- * tenth of its cost).  The binding is asked each time (one system call:
+ * Every communicator's set-up asks for the key: three file reads in /sys
+ * each time would be a tenth of the cost of a communicator created, used
+ * once and freed (figures: docs/bench/churn.md).  The binding is asked each time (one system call:
  * a thread may be rebound between communicators); what the files say of
  * a CPU, and how many are online, is read once per process.  Racing
  * threads read the same values and store the same words.

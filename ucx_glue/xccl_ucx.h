@@ -53,9 +53,9 @@ unsigned xccl_ucx_progress(void);
  * reference; the cache keeps its own, so an endpoint stays open when the
  * last communicator using it goes and the next one to the same process
  * reuses it (a new endpoint is a wire-up: a TCP connection, an address
- * look-up; ~100 us of each communicator's first call, issue 30).  fini
- * closes them all.  At most one endpoint per peer process this one ever
- * talked to, as in Open MPI's PML. */
+ * look-up, most of a short-lived communicator's cost; figures:
+ * docs/bench/churn.md).  fini closes them all.  At most one endpoint per
+ * peer process this one ever talked to, as in Open MPI's PML. */
 int xccl_ucx_ep_get(uint64_t key, const void *addr, size_t len, ucp_ep_h *ep);
 /* A reference to the cached endpoint of key: 0, or -1 when none is cached
  * (then get it with the peer's address). */
