@@ -55,7 +55,7 @@ static inline int bcast_pair(xccl_sched_t *s, size_t bytes, int root)
     return 1;
 }
 
-/* The first half of bcast's "nhr" and "nb" (issue 31): the root's bytes in
+/* The first half of bcast's "nhr" and "nb": the root's bytes in
  * RECV cut in p blocks (block b: chunk b, at its place), scattered so that
  * rank b ends with block b.  Relative ranks (rank - root) split their
  * range in uneven halves, [a, a+w) -> [a, a+h) kept, [a+h, a+w) sent to

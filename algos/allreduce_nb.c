@@ -1,5 +1,5 @@
 /*
- * Allreduce by nonuniform Bruck ("nb", issue 31): a reduce-scatter whose
+ * Allreduce by nonuniform Bruck ("nb"): a reduce-scatter whose
  * stride doubles while the data halves, then the allgather that undoes it
  * (stride halving, data doubling), ceil(lg p) steps each for any p and no
  * extra traffic: every rank sends (p-1)/p n bytes in each phase.  Our

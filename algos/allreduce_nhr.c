@@ -1,5 +1,5 @@
 /*
- * Allreduce by nonuniform halving on a ring ("nhr", issue 31): a
+ * Allreduce by nonuniform halving on a ring ("nhr"): a
  * reduce-scatter and an allgather of ceil(lg p) steps each for any p, with
  * no fold and no extra traffic: every rank sends (p-1)/p n bytes in each
  * phase, as the ring does, in lg p steps instead of p-1.  Our construction

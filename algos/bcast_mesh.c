@@ -49,9 +49,9 @@ int xccl_build_bcast_mesh(xccl_sched_t *s, size_t bytes, int root)
  * Each side copies (p - 1) / p of a message: of two ranks half each.  The
  * root writes the parts in the readers' order, so a reader that comes
  * late holds up the parts of the readers after it (the plain mesh's
- * readers never wait for each other); the trials see that cost.
- * Measured (two processes, 2-vCPU AMD EPYC VM, no MPI): 16 MiB read
- * by one 2.77 ms, split 1.49; 256 KiB 23.0 us against 13.8.
+ * readers never wait for each other); the trials see that cost.  With
+ * both cores copying, a message takes about half the time of one reader's
+ * copy (figures: docs/bench/select-figures.md).
  */
 #define XCCL_SPLIT_ALIGN ((size_t) 4096)
 

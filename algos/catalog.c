@@ -67,7 +67,7 @@ static int ar_hier_hd(xccl_sched_t *s, const xccl_coll_args_t *a)
                                     xccl_build_allreduce_rabenseifner, intra_agv(s, a));
 }
 
-/* Pipelined (issue 31): hier's stages on chunks, overlapped; ring inside
+/* Pipelined: hier's stages on chunks, overlapped; ring inside
  * the nodes, nhr on the rails (logarithmic at any node count, round-
  * synchronous as the zip needs).  Never through the shared segment. */
 static int ar_pipe(xccl_sched_t *s, const xccl_coll_args_t *a)
@@ -225,14 +225,10 @@ static int a2a_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 }
 /* Copied peers, from 8 MiB (past the caches, as XCCL_STREAM_BYTES): the
  * root writes a share of each reader's RECV (xccl_build_bcast_mesh_split),
- * its core otherwise idle.  Two processes without MPI (2-vCPU AMD EPYC
- * VM): 1.5-2x faster than one reader at 256 KiB - 64 MiB, root fixed or
- * alternating.  np 2 under MPI, builds interleaved, trials on (they still
- * choose between this and shm), medians: 64 MiB 0.77x and 0.65x of the
- * read-only mesh in two runs, 16 MiB 0.83x and 1.05x.  At 256 KiB - 4 MiB
- * (first run: split at every size) whole runs were 4-9x slower in a
- * quarter of the invocations (lines of the other core's cache copied by
- * both cores at once); the one copy stream of the plain mesh kept. */
+ * its core otherwise idle; the trials still choose between this and shm.
+ * Below, the one copy stream of the plain mesh: with both cores copying
+ * lines of the other core's cache at once, some runs are several times
+ * slower (figures: docs/bench/select-figures.md). */
 #define XCCL_MESH_SPLIT_BYTES ((size_t) 8 << 20)
 static int bc_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
@@ -304,8 +300,8 @@ static int bc_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
 static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
     /* Ties go to the earlier entry: hier before swing, whose inter-node
      * bytes the model predicts equal on two nodes, but which spreads them
-     * over flows that share links (2 hosts x 2 ranks, 4 MiB, 1 Gbit/s:
-     * hier 41.9 ms, swing 49.1 ms, docs/bench/multinode-rails.txt). */
+     * over flows that share links (figures: docs/bench/select-figures.md,
+     * docs/bench/multinode-rails.txt). */
     [XCCL_COLL_ALLREDUCE] = { { "ring", ar_ring }, { "recursive_doubling", ar_rd },
         { "rabenseifner", ar_rab }, { "hier", ar_hier }, { "hier_hd", ar_hier_hd },
         { "swing", ar_swing }, { "mesh", ar_mesh }, { "shm", ar_shm }, { "shm_small", ar_shm_small },

@@ -14,23 +14,21 @@
 /* memmove without a trap of `rep movsb` (glibc's memcpy for mid sizes):
  * on some CPUs, when the destination lies 1..63 bytes past the source
  * modulo 4 KiB, loads alias the stores just made and it runs at a fraction
- * of the speed (2.9 instead of 45 GB/s for 64 KiB on an AMD EPYC
- * development machine, glibc 2.36; xccl_shm_bench).  A page-aligned slot
- * copied to a buffer from malloc (16 bytes into its page) is exactly that
- * case.  There, copies of at most 2 KiB each take glibc's vector loop
- * instead (18 GB/s).  Other CPUs have no trap, and the pieces cost them:
- * on an AMD EPYC of family 1Ah (Zen 5), glibc 2.36, 64 KiB in cache at
- * distance 16, memmove 99 GB/s, 2 KiB pieces 71.  So the process measures
- * its CPU once (xccl_memmove_pieces) and takes the pieces only where the
- * trap is.  Large copies, which glibc does with non-temporal stores, and
- * every other case go to memmove as they are. */
+ * of the speed.  A page-aligned slot copied to a buffer from malloc (16
+ * bytes into its page) is exactly that case.  There, copies of at most
+ * 2 KiB each take glibc's vector loop instead.  Other CPUs have no trap,
+ * and the pieces cost them.  So the process measures its CPU once
+ * (xccl_memmove_pieces) and takes the pieces only where the trap is
+ * (figures: docs/bench/select-figures.md).  Large copies, which glibc
+ * does with non-temporal stores, and every other case go to memmove as
+ * they are. */
 #define XCCL_COPY_PIECE ((size_t) 2048)
 #define XCCL_COPY_ALIAS_MAX ((size_t) 8 << 20)
 /* The measurement: CAL_BYTES copied at distance 0 and CAL_AHEAD modulo 4
  * KiB, CAL_COPIES copies a sample, the fastest of CAL_ROUNDS samples each
  * (interleaved: a descheduled sample only lengthens that sample); a trap
- * makes the aliased copy CAL_TRAP times slower or more (15 where it was
- * seen, 1.35 on the Zen 5 above). */
+ * makes the aliased copy CAL_TRAP times slower or more, a CPU without one
+ * well under that (figures: docs/bench/select-figures.md). */
 #define CAL_BYTES ((size_t) 32768)
 #define CAL_AHEAD 16
 #define CAL_COPIES 4

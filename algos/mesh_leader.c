@@ -1,8 +1,8 @@
 /*
  * Collectives by one rank ("leader"), for ranks whose buffers live on one
  * device (processes sharing a GPU through CUDA IPC).  A GPU runs the work of
- * one process at a time and switches between their contexts (some 70 us a
- * switch on an H200 without MPS, docs/bench/gpu-stream-flags.md), so a mesh
+ * one process at a time and switches between their contexts (tens of
+ * microseconds a switch without MPS, docs/bench/gpu-stream-flags.md), so a mesh
  * schedule, where every rank copies, pays about p switches per step.  Here
  * one rank reads and writes every rank's buffers and the others only say
  * that their buffers are theirs no more and wait:

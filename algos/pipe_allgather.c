@@ -1,5 +1,5 @@
 /*
- * Pipelined two-level allgather ("pipeline", issue 31): hier's stages
+ * Pipelined two-level allgather ("pipeline"): hier's stages
  * (algos/hier_allgather.c: allgatherv on the rails, then inside each node,
  * in the staging order group, node, local rank) on K chunks of every
  * block, overlapped (algos/pipe_util.h): in slot t the inter-node lane

@@ -1,5 +1,5 @@
 /*
- * Pipelined two-level allreduce ("pipeline", issue 31, after HCCL's
+ * Pipelined two-level allreduce ("pipeline", after HCCL's
  * pipeline algorithm): hier's three stages (intra-node reduce-scatter of
  * L = min ppn slices, allreduce of slice j on rail j, intra-node
  * allgather) on K chunks of the vector, overlapped (algos/pipe_util.h):

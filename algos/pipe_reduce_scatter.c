@@ -1,5 +1,5 @@
 /*
- * Pipelined two-level reduce_scatter ("pipeline", issue 31): hier's stages
+ * Pipelined two-level reduce_scatter ("pipeline"): hier's stages
  * (algos/hier_reduce_scatter.c: intra-node reduce-scatter by group,
  * reduce-scatter on the rails, on uneven nodes the blocks passed on) on K
  * chunks, overlapped (algos/pipe_util.h).  Chunk c of the call is chunk c

@@ -1,6 +1,6 @@
 /*
  * Internal helpers of the pipelined two-level builders (algos/pipe_*.c,
- * issue 31, after HCCL's "pipeline" algorithm): the vector is cut in
+ * after HCCL's "pipeline" algorithm): the vector is cut in
  * chunks, and the stages of a two-level algorithm run on different chunks
  * at once, the intra-node stage of one chunk beside the inter-node stage
  * of another, so that the slower stage hides the faster one.

@@ -1,6 +1,6 @@
 /*
  * Selection: which algorithm runs a call, and its schedule.  Order of
- * precedence (DESIGN 5): a forced algorithm -> a tuning rule -> the cost
+ * precedence: a forced algorithm -> a tuning rule -> the cost
  * model.  Everything a choice reads is the same on every rank (parameters,
  * communicator size, sizes, layout), so all ranks choose alike.  The
  * component, xccl_simulate and xccl_info choose through these functions.
@@ -151,44 +151,35 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
 
 /* The shared-memory level of a one-node communicator (a->shm_slot): the
  * algorithm measured fastest inside it (tools/xccl_bench and
- * test/bench/compare_peers.sh; docs/shm-level.md, docs/bench/shm-np2.txt
+ * test/bench/compare_peers.sh; docs/shm-level.md, docs/bench/compare-np2.txt
  * and -np4.txt), or -1 where the model decides.  The model's shm terms
  * price every copy at memory speed and predict ring over UCX ahead of the
- * level at every size from a few KiB, where the level measures 1.3-4x
- * faster: its chunks stay in cache.  So inside the level a measured rule
- * decides, like the fallback threshold:
+ * level at every size from a few KiB, where the level is faster: its
+ * chunks stay in cache.  So inside the level a measured rule decides, like
+ * the fallback threshold (figures: docs/bench/select-figures.md):
  *   allreduce       shm_small up to 8 KiB (every rank reduces the whole
  *                   message: no slice exchange), shm above; at np 2 4 KiB,
  *                   from np 8 less (xccl_select_whole_max);
  *   the others      shm; for allgather, alltoall and bcast, where the
  *                   mesh over single copies (process_vm_readv,
  *                   a->peer_access) may run too, the level's trials choose
- *                   between the two (trial_rule, xccl_trial_t): the mesh
- *                   measured 1.2-2.2x slower than shm's two pipelined
- *                   copies from 64 KiB to 16 MiB at np 2 and 4 on an AMD
- *                   EPYC VM (the kernel pins every page it copies; shm's
- *                   pieces stay in cache), 0.55-0.8x on an Intel Xeon VM. */
+ *                   between the two (trial_rule, xccl_trial_t): on some
+ *                   machines the mesh is slower than shm's two pipelined
+ *                   copies (the kernel pins every page it copies; shm's
+ *                   pieces stay in cache), on others faster. */
 #define XCCL_SHM_SMALL_MAX (8u << 10)
 #define XCCL_SHM_FIT_BYTES ((size_t) 32 << 10)
 
 /* Where the whole-vector forms (shm_small, and the latency path in
- * ompi_coll_xccl/coll_xccl_shm_latency.c) end: each rank reads and
+ * ompi_coll_xccl/coll_xccl_latency.c) end: each rank reads and
  * reduces (n - 1) x bytes there, against about 2.5 x bytes, half the
- * reduction and two more barriers in shm.  At np 2 on an AMD EPYC VM
- * (paired runs, xccl forced to each): shm 0.72 / 0.76 / 0.83 / 0.89 /
- * 1.03 us at 6 / 8 / 10 / 12 / 16 KiB against shm_small's 0.67 / 0.79 /
- * 0.94 / 1.12 / 1.48, and 1.91 against 3.04 at 32 KiB (Intel MPI 1.79):
- * 8 KiB.  On 16 cores (an H200 machine's Xeon,
- * docs/bench/gpu-h200-2026-11-27/host-np8-np16.txt) the latency path at np
- * 16 took 13 us at 4 KiB and 84 at 32 KiB (coll/sm 11 and 50) while shm
- * took 34 at 64 KiB; at np 8 24 us at 16 KiB and 44 at 32, shm 28 at 64:
- * from np 8, (n - 3) x bytes <= 32 KiB (6.5 KiB at np 8, 2.5 KiB at np
- * 16), fitted with a barrier worth 32 KiB of reading.
+ * reduction and two more barriers in shm: up to 8 KiB the whole vector
+ * is faster; from np 8, (n - 3) x bytes <= 32 KiB (6.5 KiB at np 8,
+ * 2.5 KiB at np 16), fitted with a barrier worth 32 KiB of reading.
  * Since the latency path runs shm too (its sliced form, no executor), np 2
- * ends at 4 KiB: both forced, paired over 7 rounds, sliced / whole 1.00 /
- * 0.89 / 0.60 at 4 / 8 / 16 KiB, 1.42 at 1-2 KiB.  np 3-7 keep 8 KiB,
- * measured only oversubscribed (np 4 on 2 cores: sliced / whole 1.53 /
- * 1.36 at 4 / 8 KiB, its second post costs a turn of the scheduler). */
+ * ends at 4 KiB, where the sliced form catches up.  np 3-7 keep 8 KiB
+ * (on shared cores the sliced form's second post costs a turn of the
+ * scheduler).  Figures: docs/bench/select-figures.md. */
 #define XCCL_SHM_SMALL_MAX_NP2 (4u << 10)
 size_t xccl_select_whole_max(int ranks)
 {

@@ -7,18 +7,15 @@
  *   -> copy piece t of every peer's block from its slot into RECV.
  * The own block goes straight from SEND to RECV (not in place), piece t
  * right after it was copied in (still in cache: a large block is read from
- * memory once, not twice; np 2 against the whole block first: 0.94 / 0.81
- * / 0.80x at 4 / 16 / 64 MiB, 0.99-1.0x up to 1 MiB; after the barrier
- * instead, 1.03-1.05x at 1 MiB).
+ * memory once, not twice; figures: docs/bench/select-figures.md).
  *   cost per rank: own block copied in and out, the others' copied out;
  *   chunks + 1 barriers.
  * A flat allgather whose slot holds its buffers twice or more moves
  * through them from call to call (shm_rotate): a rank then does not write
  * the lines its peers read in the last calls and may still hold, which
- * costs a probe of their caches per line (np 2, two buffers against buffer
- * 0 on every call, 9 rounds: 512 / 768 KiB 0.84 / 0.91x, 192 KiB - 1 MiB
- * otherwise 0.98-1.00x).  Not as a stage of a two-level schedule (those
- * are appended).  Of one chunk, it then has no exit barrier
+ * costs a probe of their caches per line (figures:
+ * docs/bench/select-figures.md).  Not as a stage of a two-level schedule
+ * (those are appended).  Of one chunk, it then has no exit barrier
  * (shm_no_exit).
  */
 #include "shm_util.h"

@@ -14,8 +14,9 @@
  *      its own slot
  *   -> every rank copies slice j of the chunk from rank j's slot into RECV.
  *   cost per rank: n (p - 1) / p copied in, n/p reduced, n copied out;
- *   chunks + 2 barriers.  (Copying the own slice in as well cost 1.0x the
- *   extra bytes: np 2, 256 KiB, 19.0 against 15.7 us for Intel MPI.)  A
+ *   chunks + 2 barriers.  (The own slice is read from SEND, not copied
+ *   into the slot: only its owner reads it; figures:
+ *   docs/bench/select-figures.md.)  A
  *   whole schedule (only the catalog builds it): of two ranks the slots
  *   trade places from call to call (shm_swap): a rank's own slice and
  *   the other's are where the other rank's were, which it has just read.

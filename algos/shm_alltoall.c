@@ -11,8 +11,7 @@
  * step t, after it was copied in (step t - 1); step t copies in piece t
  * first.  The own block stays (in place) or goes straight to RECV, piece
  * t after the barrier that posted step t's pieces, while the peers read
- * them (np 2, against the whole block first: 0.93-0.94x at 2-16 MiB,
- * 0.96-1.0x elsewhere; right after the copy in instead: 1.0-1.04x of this).
+ * them (figures: docs/bench/select-figures.md).
  *   cost per rank: (p-1)/p n copied in and out; chunks + 1 barriers.
  * A whole schedule of two ranks swaps the slots from call to call
  * (shm_swap); of more, where its slot holds the buffers twice or more, it

@@ -114,17 +114,16 @@ static inline void shm_reduce_ranks(xccl_sched_t *s, xccl_ref_t acc, xccl_ref_t 
  * SHM_ROT_MAX; xccl_sched_t.slot_alt), so that a rank does not write the
  * lines its peers read in the last calls and may still hold: the write
  * then waits for their caches to give the lines up, a probe per line
- * (test/bench/line_probe.c: refilling 128 KiB a peer has just read took
- * 2.7-30 us on one VM, 1.6-2.6 us for lines nobody else holds). */
+ * (test/bench/line_probe.c; figures: docs/bench/select-figures.md). */
 /* Two ranks instead (slot_swap): on odd calls every slot reference names
  * the other rank's slot, so that each rank writes the lines it read in the
  * call before, where its peer wrote them (a whole schedule;
- * test/bench/lat_pair.c: 32 KiB rewritten where the peer
- * read it took 3x as long on the AMD VM).  Only where both ranks put what
- * they give each other at the same offsets of their slots.  (Of one
- * chunk, allgather and alltoall then drop their exit barriers:
- * shm_no_exit; the others keep theirs.)  A bcast swaps
- * and rotates (shm_rotate after shm_swap): an odd number of regions, so
+ * test/bench/lat_pair.c: rewriting what the peer has just read costs
+ * several times as long; figures: docs/bench/select-figures.md).  Only
+ * where both ranks put what they give each other at the same offsets of
+ * their slots.  (Of one chunk, allgather and alltoall then drop their exit
+ * barriers: shm_no_exit; the others keep theirs.)  A bcast swaps and
+ * rotates (shm_rotate after shm_swap): an odd number of regions, so
  * that a root that changes every call finds in each region the other
  * slot's turn, where its peer wrote and it read, and one that stays the
  * same moves through twice as many places. */
@@ -141,8 +140,8 @@ static inline void shm_swap(xccl_sched_t *s)
  * another layout, first waits for the post (xccl_exec_set_owed).  Its
  * barrier matters: a peer posts it only once done with every call before,
  * which is what lets the next call of the layout skip the wait.  One
- * barrier instead of two per call: np 4 on 2 cores, alltoall 128 / 256
- * KiB 0.85 / 0.89x of the time with the exit barrier (docs/shm-level.md). */
+ * barrier instead of two per call saves a round of the ranks through the
+ * cores (figures: docs/shm-level.md). */
 static inline void shm_no_exit(xccl_sched_t *s, size_t nchunks)
 {
     s->no_exit = 1 == nchunks && (s->slot_swap || s->slot_nalt >= 2);

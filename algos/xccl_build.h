@@ -38,7 +38,7 @@ int xccl_build_allgather_ring(xccl_sched_t *s, size_t block);
 int xccl_build_alltoall_pairwise(xccl_sched_t *s, size_t block, int in_place);
 int xccl_build_bcast_binomial(xccl_sched_t *s, size_t bytes, int root);
 
-/* More algorithms (issue 3); same buffer conventions.  Names in comments
+/* More algorithms; same buffer conventions.  Names in comments
  * are the values of s->algo (and of the force parameters). */
 /* "recursive_doubling": lg p steps exchanging the whole vector; non-powers
  * of two fold the extra ranks in and out. */
@@ -49,7 +49,7 @@ int xccl_build_allreduce_rabenseifner(xccl_sched_t *s, size_t count);
 /* "swing": Swing (Sensi et al., NSDI 2024), bandwidth-optimal form: peer at
  * step k is r +/- rho(k), rho(k) = sum_{i<=k} (-2)^i. */
 int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count);
-/* "dbt": NCCL's double binary tree (issue 31): two complementary binary
+/* "dbt": NCCL's double binary tree: two complementary binary
  * trees (every leaf of one is an inner node or the root of the other),
  * each reducing then broadcasting half of the vector (tree 0 the first
  * (count + 1) / 2 elements, tree 1 the rest), pipelined in chunks of at
@@ -58,7 +58,7 @@ int xccl_build_allreduce_swing(xccl_sched_t *s, size_t count);
  * parenthesisation: (lower child's subtree op own) op higher child's. */
 #define XCCL_DBT_MAX_CHUNKS 64
 int xccl_build_allreduce_dbt(xccl_sched_t *s, size_t count, size_t chunk);
-/* "nhr": nonuniform halving on a ring (issue 31, after HCCL's NHR): a
+/* "nhr": nonuniform halving on a ring (after HCCL's NHR): a
  * reduce-scatter and an allgather of ceil(lg p) steps each for any p, no
  * fold, (p-1)/p n bytes sent per phase; rank r sends to r + ceil(m/2) and
  * receives from r - ceil(m/2) while its window of m blocks halves.
@@ -70,7 +70,7 @@ int xccl_build_reduce_scatter_nhr(xccl_sched_t *s, const size_t *counts, int in_
 /* "nhr" allgather: its allgather phase, ceil(lg p) steps for any p, the
  * windows doubling to p. */
 int xccl_build_allgather_nhr(xccl_sched_t *s, size_t block);
-/* "nb": nonuniform Bruck (issue 31, after HCCL's NB), nhr's mirror: a
+/* "nb": nonuniform Bruck (after HCCL's NB), nhr's mirror: a
  * reduce-scatter whose stride doubles (1, 2, 4, ...) while the data
  * halves, then the allgather back; ceil(lg p) steps each for any p, no
  * fold, (p-1)/p n bytes sent per phase; the most bytes go to the nearest
@@ -80,7 +80,7 @@ int xccl_build_allreduce_nb(xccl_sched_t *s, size_t count);
  * counts[]; blocks of block bytes). */
 int xccl_build_reduce_scatter_nb(xccl_sched_t *s, const size_t *counts, int in_place);
 int xccl_build_allgather_nb(xccl_sched_t *s, size_t block);
-/* bcast "nhr" and "nb" (issue 31, as HCCL uses them for bcast): the root's
+/* bcast "nhr" and "nb" (as HCCL uses them for bcast): the root's
  * p blocks scattered by uneven halves in ceil(lg p) rounds, then nhr's or
  * nb's allgather: 2 ceil(lg p) a + 2((p-1)/p) nb for any p (nb: one round
  * of local copies more).  The root's buffer is rewritten with its own
@@ -150,9 +150,9 @@ int xccl_build_reduce_scatter_leader(xccl_sched_t *s, const size_t *counts, int 
 /* reduce_scatter's leader folds the whole vector in its scratch, then
  * copies the blocks out, where p > 2 and the vector is at most fold_max
  * bytes (else block by block).  The default, (p - 2) MiB: a GPU launch
- * saved per block against two extra passes over the vector, from the
- * H200's figures (about 2 us a launch, 3.9 TB/s; the break-even is near
- * (p - 2) x 3 MB). */
+ * saved per block against two extra passes over the vector, below the
+ * break-even of a launch's time against the passes' (figures:
+ * docs/bench/select-figures.md). */
 #define XCCL_LEADER_FOLD_MAX(p) ((p) > 2 ? (size_t) ((p) - 2) << 20 : 0)
 int xccl_build_reduce_scatter_leader_at(xccl_sched_t *s, const size_t *counts, int in_place,
                                         size_t fold_max);
@@ -162,7 +162,7 @@ int xccl_build_bcast_leader(xccl_sched_t *s, size_t bytes, int root);
 
 /* Shared-memory ("shm") algorithms: the mesh algorithms for ranks of one
  * node that reach each other only through the node's shared segment
- * (DESIGN 3a): every rank copies what its peers need into its own slot
+ * (peer access through the node segment): every rank copies what its peers need into its own slot
  * (XCCL_BUF_SLOT) and reads theirs, so SEND and RECV are the caller's
  * own buffers and nothing is copied around the schedule.  The caller sets
  * s->slot_cap (the slot's size) before building; a message larger than

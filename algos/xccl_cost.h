@@ -26,7 +26,7 @@ typedef struct {
     double beta;               /* seconds per byte on the wire */
     double gamma;              /* seconds per byte reduced */
     double delta;              /* seconds per byte copied locally */
-    /* Peer access (the node's shared segment, DESIGN 3a).  0 keeps the
+    /* Peer access (the node's shared segment).  0 keeps the
      * first reading, which suits CUDA IPC: a flag wait costs alpha like a
      * message received, a peer's buffer is read like a local one.  Set,
      * a flag wait costs flag (a peer's cache line, polled; not a message)
@@ -66,27 +66,27 @@ int xccl_cost_parse(const char *text, xccl_cost_model_t *m, char *err, size_t er
 #define XCCL_COST_FILE_MAX 4095
 int xccl_cost_load(const char *path, xccl_cost_model_t *m, char *err, size_t errlen);
 
-/* Defaults (coll_xccl_cost_*, xccl_simulate, xccl_info): measured on the
- * development machine with xccl_calibrate plus xccl's per-message software
- * overhead; between nodes a 10 Gb/s Ethernet-class TCP link. */
+/* Defaults (coll_xccl_cost_*, xccl_simulate, xccl_info): xccl_calibrate's
+ * readings plus xccl's per-message software overhead; between nodes a
+ * 10 Gb/s Ethernet-class TCP link (figures: docs/bench/select-figures.md). */
 #define XCCL_COST_ALPHA 1.5e-6
 #define XCCL_COST_BETA 2.5e-10
 #define XCCL_COST_GAMMA 2.0e-10
-#define XCCL_COST_DELTA 1.3e-10            /* memcpy, one core, 64 MiB: ~7.7 GB/s */
+#define XCCL_COST_DELTA 1.3e-10            /* memcpy, one core, 64 MiB */
 /* The shared-memory level (flag, peer of the intra-node model): a flag
  * seen by a peer core of one socket plus the executor's poll; bytes from
  * another core's cache.  xccl_calibrate measures both (a cost file sets
- * them); on the development machine (Intel Xeon VM) it read flag
- * 0.15-0.20 us and peer 2.9-4.4e-11 s/B in five runs. */
+ * them); the defaults are close to its readings (figures:
+ * docs/bench/select-figures.md). */
 #define XCCL_COST_SHM_FLAG 2.0e-7
 #define XCCL_COST_SHM_PEER 5.0e-11
 #define XCCL_COST_INTER_ALPHA 2.0e-5
 #define XCCL_COST_INTER_BETA 9.0e-10
 /* Auto keeps the measured default (the first algorithm) unless another is
- * predicted faster by this fraction.  0.3 until issue 31 kept ring up to
- * 1.4x the best prediction (p = 8 at 32 KiB; 1.26x at p = 1024, 16 MiB);
- * at 0.09 auto is within 1/(1 - 0.09) < 1.1 of the best candidate in every
- * cell of xccl_simulate's p = 8 .. 65536, 8 B .. 1 GiB (test_select). */
+ * predicted faster by this fraction: at 0.09 auto is within 1/(1 - 0.09)
+ * < 1.1 of the best candidate in every cell of xccl_simulate's p = 8 ..
+ * 65536, 8 B .. 1 GiB (test_select); a larger margin keeps ring well
+ * behind the best (figures: docs/bench/select-figures.md). */
 #define XCCL_MODEL_MARGIN 0.09
 #define XCCL_RING_SEGMENT ((size_t) 256 * 1024)
 
@@ -117,7 +117,7 @@ double xccl_sched_cost_shared(const xccl_sched_t *s, const xccl_layout_t *l,
                               const double *shared, size_t nshared);
 
 /* ------------------------------------------------------------------------ */
-/* Network (issue 31): what links the nodes share                           */
+/* Network: what links the nodes share                                      */
 /* ------------------------------------------------------------------------ */
 
 /* Without a network (XCCL_NET_NONE, zeroed memory) every rank's inter-node

@@ -84,7 +84,7 @@ typedef struct {
 } xccl_gate_t;
 
 /* Peer access: what a schedule needs to name other ranks' buffers and to
- * post and wait for flags (DESIGN 3a).  The component hands it CUDA IPC
+ * post and wait for flags.  The component hands it CUDA IPC
  * mappings or the node's shared segment; the simulator, the other virtual
  * ranks' buffers and in-memory flags.  Flags live with the peers' buffers
  * rather than in xccl_transport_t: they are words in memory the peers

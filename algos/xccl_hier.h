@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Two-level algorithms (issue 4)                                           */
+/* Two-level algorithms                                                     */
 /* ------------------------------------------------------------------------ */
 
 /* Two-level builders (s->algo "hier").  s is initialised for (rank, size of
@@ -77,7 +77,7 @@ int xccl_build_hier_bcast_rails(xccl_sched_t *s, const xccl_layout_t *l, size_t 
                                 xccl_bcast_build_fn inter, xccl_allgatherv_build_fn intra);
 
 /* ------------------------------------------------------------------------ */
-/* Pipelined two-level algorithms (issue 31)                                */
+/* Pipelined two-level algorithms                                          */
 /* ------------------------------------------------------------------------ */
 
 /* The stages of hier_allreduce, hier_reduce_scatter and hier_allgather_any

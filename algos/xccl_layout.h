@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Node layout (issue 4)                                                    */
+/* Node layout                                                              */
 /* ------------------------------------------------------------------------ */
 
 /* How the ranks of a communicator sit on nodes.  Nodes are numbered in the

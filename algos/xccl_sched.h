@@ -24,7 +24,7 @@ extern "C" {
 /* Schedules                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* SLOT: this rank's slot of the node's shared segment (DESIGN 3a), the
+/* SLOT: this rank's slot of the node's shared segment, the
  * buffer its peers on the node read (xccl_ref_peer(q, XCCL_BUF_SLOT, off):
  * rank q's slot).  Only the shared-memory builders (algos/shm_*.c) use it;
  * a schedule's slot_bytes says how much of it. */
@@ -106,9 +106,9 @@ typedef struct {
     /* 0, or (two ranks, a whole schedule) on odd
      * calls the two ranks' slots trade places: every slot reference names
      * the other rank's slot.  A line a core has just read is in its cache,
-     * perhaps its alone (AMD takes a line over on such a read), so a rank
-     * writes the lines it read in the last call instead of pulling back
-     * the ones its peer read (algos/shm_util.h, shm_swap).  Nothing else
+     * perhaps its alone (some CPUs take a line over on such a read), so
+     * a rank writes the lines it read in the last call instead of pulling
+     * back the ones its peer read (algos/shm_util.h, shm_swap).  Nothing else
      * changes; a schedule with slot_swap is not appended. */
     int slot_swap;
     /* A whole schedule without an exit barrier (algos/shm_util.h,
@@ -180,7 +180,7 @@ static inline int xccl_ref_owner(xccl_ref_t r)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Composition (issue 4)                                                    */
+/* Composition                                                              */
 /* ------------------------------------------------------------------------ */
 
 /* Composition.  A child schedule is built for a sub-group (child rank i is
@@ -204,7 +204,7 @@ typedef struct {
 int xccl_sched_append(xccl_sched_t *parent, const xccl_sched_t *child, const int *group,
                       const xccl_buf_map_t *map);
 
-/* Pipelined composition (issue 31): several children side by side, so that
+/* Pipelined composition: several children side by side, so that
  * their transfers overlap.  Part i's child step that began at round k (its
  * step_round) joins the parent step of round at + k, counted from the
  * parent's rounds before the call; parts that land on one round share a

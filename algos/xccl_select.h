@@ -116,15 +116,13 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * slots, pipelined in cache-sized pieces) and mesh (one copy per byte,
  * read from the peer's own buffer with process_vm_readv; the reductions
  * reduce pieces copied into scratch).  Which is faster depends on
- * the machine, not on the call: measured at np 2, mesh took 0.55-0.8x
- * shm's time from 64 KiB to 16 MiB on one Intel Xeon VM, 1.2-2.2x on an
- * AMD EPYC VM (docs/shm-level.md).  So where both apply (a blocking call
- * of at least 16 KiB, every peer readable: a->trial; the component runs
- * shm's smaller calls through its latency path), the first calls
- * of each collective and size class run both in turn and time them:
+ * the machine, not on the call (docs/shm-level.md).  So where both apply
+ * (a blocking call of at least 16 KiB, every peer readable: a->trial; the
+ * component runs shm's smaller calls through its latency path), the first
+ * calls of each collective and size class run both in turn and time them:
  *   calls 0 .. w-1    shm, mesh, shm, ...: untimed (schedules built,
- *                     pages touched; a process's first calls measured
- *                     2-5x slower than its later ones, either candidate);
+ *                     pages touched: a process's first calls are slower
+ *                     than its later ones, either candidate);
  *   then blocks of b calls, shm's, mesh's, shm's, ..., each block's
  *                     first u calls untimed, until each candidate has n
  *                     timed calls;
@@ -132,18 +130,11 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *   bytes, where a call lasts long enough to time well and a trial call
  *   of the slower candidate costs most, w = 2, b = 4, u = 2 and n at most
  *   3; n rounded up to whole blocks.  Two untimed there, because the
- *   second call after a switch still pays for it: np 2, 2-vCPU Intel
- *   Xeon VM, 16 MiB allgather / alltoall, the mesh's second call of a
- *   block 1.5x its third (2090-2285 us against 1318-1453, both runs, both
- *   collectives; bcast 1-4 MiB 1.2-1.4x), so the old blocks' median (one
- *   of each) tied with shm's (alltoall 1847 against 1851 us) where the
- *   mesh is 1.3x faster in a loop (1326-1472 against 1782-1966).
+ *   second call after a switch still pays for the switch.
  *   Blocks, because a call that follows one of the same schedule
  *   runs as in a program's loop (shm's bcast root, for one, writes ahead
- *   into the slots while its peers still read): timed right after the
- *   other candidate, np 4 on 2 cores picked shm for alltoall at 256 KiB-16
- *   MiB and mesh for bcast at 1-16 MiB, both 1.2-1.8x slower in loops;
- *   in blocks of 3 the picks agreed with the loops' timings;
+ *   into the slots while its peers still read); a call timed right after
+ *   the other candidate does not, and picks against the loop's timings;
  * then the ranks agree on when every timed call began on its last rank
  * and ended on its last rank (an allreduce MAX of each rank's clock
  * readings, element by element, the same bits everywhere: the caller's;
@@ -151,16 +142,13 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * with the lower median of those spans (last start to last end) is the
  * class's pick from then on; a tie goes to shm.  The span, because a rank
  * that comes late to the calls (descheduled, busy between calls) makes
- * every other rank wait whichever candidate runs: at np 2 on a 2-core VM
- * one rank took 19-30 us per 16 KiB call for a whole trial while its peer
- * took 0.4-4.  Of 360 trials there (5 collectives, 16 KiB - 4 MiB, 12
- * runs) the slowest rank's medians of their own times picked the mesh in
- * 23, 2-5x slower than shm in the other runs; the medians of each call's
- * fastest rank (the late one, which waits least) in 3 near-ties, but a
- * rank that finishes early is no measure of an algorithm whose ranks
- * finish apart (a bcast's readers of one root): the span counts the last
- * one.  Every rank makes the same calls in the same order, so trials and
- * picks are the same calls on every rank. */
+ * every other rank wait whichever candidate runs, so the slowest rank's
+ * own times measure the late rank, not the algorithm; and a rank that
+ * finishes early (the late one, which waits least) is no measure of an
+ * algorithm whose ranks finish apart (a bcast's readers of one root): the
+ * span counts the last one.  Every rank makes the same calls in the same
+ * order, so trials and picks are the same calls on every rank.  Figures
+ * behind each rule: docs/bench/select-figures.md. */
 #define XCCL_TRIAL_MAX 16              /* timed calls of each candidate, at most */
 #define XCCL_TRIAL_BLOCK 3             /* calls of one candidate in a row ... */
 #define XCCL_TRIAL_UNTIMED 1           /* ... the first of them untimed */
@@ -172,17 +160,10 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *   NOISY  a rank yields when idle (more ranks than cores): a call's time
  *          depends on the scheduler as much as on the algorithm, so
  *          2n+1 timed calls of each (from XCCL_TRIAL_LARGE at most
- *          XCCL_TRIAL_NOISY_LARGE).  Measured at np 4 on 2 cores (Intel
- *          Xeon VM, forced, ratio to tuned, shm / mesh): alltoall 256
- *          KiB-4 MiB 1.28-1.32 / 0.83-0.91, bcast 0.41-0.89 / 0.77-1.03,
- *          allgather within 0.1 of each other from 256 KiB; five timed
- *          calls picked either way there.  The lower median wins, as in
- *          QUIET: a margin the mesh had to beat (1/8 of its time, until
- *          this was measured) kept shm for alltoall at 16-64 MiB, where
- *          the mesh was faster by 9 % in the trial and 8-20 % in loops
- *          (three interleaved runs, np 4: 1.04-1.23 of tuned with the
- *          margin, 0.94-1.04 without; bcast, allgather, allreduce and
- *          reduce_scatter the same either way). */
+ *          XCCL_TRIAL_NOISY_LARGE), as five timed calls pick either
+ *          way.  The lower median wins, as in QUIET, with no margin for the
+ *          mesh to beat: a margin keeps shm where the mesh is faster
+ *          (figures: docs/bench/select-figures.md). */
 enum { XCCL_TRIAL_OFF, XCCL_TRIAL_QUIET, XCCL_TRIAL_NOISY };
 #define XCCL_TRIAL_NOISY_LARGE 5
 /* The log2 size class of a call of `bytes` (trials and choices are kept
