@@ -70,10 +70,10 @@ static xccl_cu_api_t api;
  * list then, held open by newest_handle so that it stays there.  glibc
  * appends every object it loads to that list, so while newest->l_next is
  * NULL nothing was loaded after it (or what was is gone again) and there is
- * still no driver.  dl_iterate_phdr's count of loads said the same at the
- * price of the loader's lock and a call back, 13 ns of a 110 ns 8-byte
- * bcast at np 2 (every call whose buffers are not in the brk heap: stack
- * arrays, large mallocs, Python's objects).  The look itself (below)
+ * still no driver.  dl_iterate_phdr's count of loads says the same at the
+ * price of the loader's lock and a call back, about a tenth of a small
+ * bcast's time, on every call whose buffers are not in the brk heap
+ * (stack arrays, large mallocs, Python's objects).  The look itself (below)
  * happens once per change. */
 static struct link_map *newest;
 static void *newest_handle;

@@ -5,8 +5,8 @@
  * of two-operand reductions folding into one place (x0 op x1, then that op
  * x2, ...) as one xccl_gpu_reduce over all its sources - the same fold
  * order, the same bits.  On one GPU shared by several processes a leader
- * moves p^2 blocks per allgather: as copy-engine operations some 4 us each
- * on an H200, as one launch a few us in all.
+ * moves p^2 blocks per allgather: as copy-engine operations each block pays
+ * an operation's fixed cost (microseconds), as one launch they share one.
  *
  * Pure driver work on one stream, in the calling thread's current context
  * (the stream's).  Nothing is queued until a flush or an action that does

@@ -9,7 +9,7 @@
 #     shm are predicted (the reductions' mesh copies pieces first), auto
 #     is the level's rule;
 #   - 8 nodes x 8 ranks: at 16 MiB the model prefers a two-level allreduce
-#     (the pipelined one, issue 31),
+#     (the pipelined one),
 #     at 8 B recursive doubling (latency), as the textbook costs say;
 #   - xccl_info on the DGX-like fixture prints a row for every collective.
 set -uo pipefail
@@ -62,7 +62,7 @@ fi
 check "-N: the network in the header" "$tree" '/network fattree:2:4;/'
 out=$("$b/xccl_simulate" -c allreduce -n 64 -l block:8 -N torus:2x2 2>&1); [[ $? -eq 2 && $out == *"no room"* ]] || { echo "FAIL: a torus too small not refused: $out"; fail=1; }
 out=$("$b/xccl_simulate" -c allreduce -n 64 -N mesh:4 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: -N mesh:4 not refused"; fail=1; }
-# the sweep (issue 31): -n and -s ranges print a table per rank count, a
+# the sweep: -n and -s ranges print a table per rank count, a
 # row per power of two, and in every row auto is within 10 % of the best
 out=$("$b/xccl_simulate" -c allreduce -n 8..512 -l block:8 -s 8..1G) || fail=1
 tables=$(grep -c '^# size' <<<"$out"); rows=$(grep -vc '^#' <<<"$out")

@@ -23,7 +23,7 @@
  * level's process_vm_readv: the reductions copy pieces first) or mapped
  * (CUDA IPC).
  * -n and -s take lists, and A..B for every power of two times A up to B:
- * -n 8..65536 -s 8..1G prints a table per rank count (issue 31's sweep).
+ * -n 8..65536 -s 8..1G prints a table per rank count (a sweep across scale).
  * -l gives the node of every rank (block:K, cyclic:N or a list, as
  * coll_xccl_node_layout); without it all ranks share one node.  Sizes are
  * bytes per rank as in xccl_bench (allgather: total received,
