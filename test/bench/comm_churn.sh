@@ -10,11 +10,11 @@
 # table gives, per mode and NP, the median over rounds of each stack, the
 # range over rounds, the ratio of the medians xccl / stock, and the median
 # over rounds of each round's own ratio (paired: the runs next to each
-# other in time; what to read on a shared machine).  The goal
-# (issue 30): within 1.2x of stock, used or not.  A benchmark, not a test:
-# nothing here passes or fails (wrong results are reported).
+# other in time; what to read on a shared machine).  The goal: within
+# 1.2x of stock, used or not.  A benchmark, not a test: nothing here
+# passes or fails (wrong results are reported).
 #
-# The cycle by default is the issue's: MPI_Comm_dup (-c split: MPI_Comm_split
+# The cycle by default: MPI_Comm_dup (-c split: MPI_Comm_split
 # of the world, same processes, reversed order), one 4 KiB MPI_Allreduce
 # (-a 1024 ints) and an MPI_Alltoall of one int per peer (-t 1), then
 # MPI_Comm_free; "unused": create and free only.

@@ -12,10 +12,10 @@
  *            pays to read a slot;
  *   nt       the same round with non-temporal stores instead (the lines go
  *            to memory, the reader reads them from there), us, both halves.
- * On the 2-core AMD EPYC VM of issue 30 the rtt came in three regimes that
- * changed within a second (about 75, 150 and 500 ns), write + read 2.7 +
- * 3.4, 9.5 + 4 and 30 + 11 us, nt 15-17 us in all three: the time a
- * collective of 128-256 KiB takes follows the regime more than the code.
+ * Between the vCPUs of a virtual machine the rtt may come in regimes that
+ * change within a second, write and read with it, nt less so: the time a
+ * collective of 128-256 KiB takes then follows the regime more than the
+ * code (figures: docs/bench/line-probe-amd.txt).
  *
  *   gcc -O2 -pthread -o line_probe test/bench/line_probe.c
  *   ./line_probe [-n INTERVALS] [-i MS] [-a CPU] [-b CPU]

@@ -23,10 +23,9 @@
  * MPI_Reduce_scatter runs with equal counts.  Bcast's root changes on
  * every call (call i of a repetition: (rep + i) % p), so that every root
  * weighs the same in every figure: some MPIs are fast from one root and
- * slow from another (Intel MPI 2021.18, np 2, 1 MiB: 18 us from root 0,
- * 39-43 from root 1; xccl 19 from either), and a root fixed per
- * repetition (rep % p, before 2026-11-27) let the median of 3 repetitions
- * pick the root that came up twice.
+ * slow from another (twice as slow, for one, at np 2 and 1 MiB), and a
+ * root fixed per repetition (rep % p) would let the median of 3
+ * repetitions pick the root that came up twice.
  * -n times the nonblocking forms instead (each MPI_I<coll> followed by
  * MPI_Wait: the nonblocking path's cost, no overlap).
  * -P times every call alone instead: a barrier, one call, this rank's

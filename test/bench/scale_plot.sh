@@ -1,6 +1,6 @@
 #!/bin/bash
 # scale_plot.sh: one SVG (no plotting package: awk writes it) of allreduce
-# at scale as the cost model predicts it (issue 31): for p ranks on a
+# at scale as the cost model predicts it: for p ranks on a
 # layout, each candidate's predicted time over the best candidate's, 8 B to
 # 1 GiB, log scales.  From xccl_simulate, as scale_table.sh.
 #   test/bench/scale_plot.sh [p] [layout] [net] > docs/bench/plots/scale-allreduce-1024.svg

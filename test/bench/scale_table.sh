@@ -1,6 +1,6 @@
 #!/bin/bash
-# scale_table.sh: allreduce at scale as the cost model predicts it
-# (issue 31), in markdown, from xccl_simulate:
+# scale_table.sh: allreduce at scale as the cost model predicts it,
+# in markdown, from xccl_simulate:
 #   1. ring, rabenseifner, swing, dbt, nhr, nb, hier_hd and pipeline at p =
 #      1024, 8192, 65536 for 8 B, 64 KiB, 16 MiB and 1 GiB, with the best
 #      candidate and auto's pick, for each machine below;
@@ -92,7 +92,7 @@ ratios() {
 
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cat <<EOF
-# Allreduce at scale: predicted times (issue 31)
+# Allreduce at scale: predicted times
 
 Predicted by the cost model, not measured: \`xccl_simulate\` at commit
 $rev, the component's default constants (inside a node alpha 1.5 us,
@@ -125,7 +125,7 @@ $(table block:8 fattree:16:4,nics=1 "1024 8192")
   (reduce-scatter in the node, Rabenseifner on the rails, allgather)
   wins from 32 KiB at every p from 64, recursive doubling below 4 KiB,
   and from 16 MiB (up to 4096 ranks; at 1 GiB at every p) its pipelined
-  form with nhr on the rails (issue 31: 13.2 against 14.7 ms at 1024
+  form with nhr on the rails (13.2 against 14.7 ms at 1024
   ranks, 16 MiB; 0.76 against 0.92 s at 1 GiB); the flat candidates
   matter where there is no node level.
 - One rank per node: nhr wins from 32 KiB where p is no power of two
@@ -143,7 +143,7 @@ $(table block:8 fattree:16:4,nics=1 "1024 8192")
   there, close to it (plus its copies) without a network.  The component
   prices the network coll_xccl_net names (the description -N takes here;
   default none).
-- pipeline (issue 31) takes over from hier_hd on nodes of 8 from 4 MiB:
+- pipeline takes over from hier_hd on nodes of 8 from 4 MiB:
   its chunks overlap the node's reduce-scatter and allgather with the
   rails' nhr.  The gain is bounded by the executor's step: a step waits
   for its slower transfer, so an intra-node step beside an inter-node one
@@ -159,7 +159,7 @@ One rank per node:
 
 $(winners block:1 none "8 64 100 512 1000 1024 4096 8192 32768 65536")
 
-## Where the new algorithms win (issue 31)
+## Where pipeline, bcast nhr and bcast nb win
 
 Each cell: the algorithm's predicted time over the best other candidate's
 (the whole catalog), bold where it is the fastest ("-": nothing moves,

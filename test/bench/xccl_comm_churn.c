@@ -13,8 +13,8 @@
  *   -n  cycles per repetition (default 2000); -r repetitions (default 5)
  *   -b  ints per rank each use moves (default 4: a small message): sets -a
  *       and -t both
- *   -a  ints of the allreduce (default -b; the issue's cycle: -a 1024, 4 KiB)
- *   -t  ints per peer of the alltoall (default -b; the issue's cycle: -t 1)
+ *   -a  ints of the allreduce (default -b; comm_churn.sh's cycle: -a 1024, 4 KiB)
+ *   -t  ints per peer of the alltoall (default -b; comm_churn.sh's cycle: -t 1)
  *   -c  how a cycle creates its communicator: dup (MPI_Comm_dup of
  *       MPI_COMM_WORLD, default), split (MPI_Comm_split of MPI_COMM_WORLD,
  *       one color, key the reversed rank: the same processes in another

@@ -11,8 +11,8 @@
  *    (UCP_OP_ATTR_FIELD_MEMORY_TYPE), UCS_MEMORY_TYPE_CUDA exactly where
  *    the driver says the buffer is device memory (cuPointerGetAttribute)
  *    and UCS_MEMORY_TYPE_HOST elsewhere.  A real UCX with CUDA that is not
- *    told guesses, and took a cuMemAlloc pointer for host memory on an
- *    H200 (a crash);
+ *    told guesses, and can take a cuMemAlloc pointer for host memory (a
+ *    crash);
  *  - passes the call on as host memory, which the stand-in's device
  *    memory is with FAKE_CUDA_HOST_ACCESS=1.
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a session with a GPU machine runs there, one command per phase (the
+# What a GPU machine runs, one command per phase (the
 # machine has CUDA but no Open MPI, and a command may run 10 minutes):
 #
 #   test/gpu/gpu_session.sh <builddir> tests [<outdir>]
@@ -30,7 +30,7 @@
 # files, so each phase writes <phase>.txt, its summary, and
 # <phase>-logs.tar.gz, everything else; info.txt says what ran where).
 #
-# Here, before the session (Debian 12, as root):
+# Here, before the GPU machine's runs (Debian 12, as root):
 #   test/gpu/device_bundle.sh                       # Open MPI runtime
 #   mkdir -p build-gpu && cd build-gpu && ../configure && make -j4 &&
 #       make -j4 check TESTS= && cd ..               # nvcc: the kernels
@@ -52,8 +52,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-session.XXXXXX")
 
 # Open MPI from the bundle where it travelled (the Open MPI the build was
 # made against, and the libraries of the unit tests: libsubunit), else the
-# machine's own.  (The 2026-11-27 runs took an Ubuntu machine's Open MPI
-# 4.1.6 while the bundle was there, and test_gpu_classify could not load.)
+# machine's own.  (The machine's own Open MPI may be another build, against
+# which test_gpu_classify cannot load: the bundle comes first.)
 if [[ -e $here/.device/env.sh ]]; then
     # shellcheck source=/dev/null
     . "$here/.device/env.sh" || { echo "$0: $here/.device/env.sh failed" >&2; exit 2; }

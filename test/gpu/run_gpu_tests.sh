@@ -351,9 +351,9 @@ finish "$name" "$ok" "$problems"
 # direct mode is refused (the init line at verbose 1 says why, on every
 # rank) and device buffers are staged.  The fake's device memory stays
 # PROT_NONE to the host, so a device pointer handed to this UCX would
-# crash the run, as it did on an H200 (with the old forcing planted back,
-# every rank ended in an MPI error instead: the glue refuses a device
-# buffer that this UCX cannot take).
+# crash the run, as it does on a real GPU (with direct mode forced, every
+# rank ends in an MPI error instead: the glue refuses a device buffer that
+# this UCX cannot take).
 name=fake.direct_refused.np2
 saved_extra=("${extra_args[@]}")
 extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0 --mca coll_xccl_gpu_direct 1
@@ -573,9 +573,9 @@ for v in "2 1" "3 2"; do
     finish "$name" "$ok" "$problems"
 done
 
-# xccl_bench on device buffers as the GPU session runs it (-g): the xccl
-# column nonblocking (-i), the staged column waiting for its upload (-S),
-# 8 B .. 32 KiB, np 2 on one fake device: every xccl result checked by the
+# xccl_bench on device buffers as the GPU machine's bench phase runs it
+# (-g): the xccl column nonblocking (-i), the staged column waiting for its
+# upload (-S), 8 B .. 32 KiB, np 2 on one fake device: every xccl result checked by the
 # bench, and its nonblocking calls through CUDA IPC.
 name=fake.bench.np2
 PROG_ARGS=(-g -i -S -b 8 -e 32K -f 8 -r 2)

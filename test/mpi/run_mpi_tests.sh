@@ -27,7 +27,7 @@
 #       more " key=value" fields may follow.
 # With every algorithm forced in turn (a set of them per run), xccl_mpi_check -q runs
 # at np 3 and 4, with the same checks and (c): every algo= line names the
-# forced algorithm.  The pipelined ones (issue 31) run with -P (calls past
+# forced algorithm.  The pipelined ones run with -P (calls past
 # 4 MiB: several 2 MiB chunks) on block:2 at np 3, 4, 7 and cyclic:2 at np 4.
 # xccl_mpi_check.net_{fattree,bogus}.np4: coll_xccl_net named (verbose 2
 # names it on every rank) or refused (reported, none used); results right.
@@ -43,7 +43,8 @@
 # exit 0 and print "RESULT: <n> passed, 0 failed".
 #
 #
-# Issue 14 (each run under a 60 s limit; a timeout is a failure):
+# Thread levels and other runs that catch hangs (each run under a 60 s
+# limit; a timeout is a failure):
 # xccl_mpi_threads.<level>.np{2,4}: every MPI thread level (single, funneled,
 #   serialized, multiple), communicators created and used, a nonblocking
 #   first call, nonblocking initiation that must be local, 4 threads on
@@ -88,7 +89,7 @@
 #   "fallback=" gives a reason (fallback=<non-empty>).
 #
 # XCCL_MPI_ONLY=<extended regex>: only the runs whose name matches (e.g.
-# XCCL_MPI_ONLY='threads|mixed|churn|errors' for the issue 14 runs);
+# XCCL_MPI_ONLY='threads|mixed|churn|errors' for the thread-level runs);
 # fallback_reasons always runs, over the runs that ran.
 #
 # Each rank's output is also written to its own file (mpirun
@@ -437,11 +438,11 @@ algo_sets=(
     "layout=block:2 allreduce=hier allgather=hier reduce_scatter=hier reduce_scatter_block=hier alltoall=hier bcast=hier"
     "layout=cyclic:2 allreduce=hier_hd allgather=hier reduce_scatter=hier_hd reduce_scatter_block=hier_hd alltoall=hier bcast=hier_rails"
     "layout=block:2 allgather=hier_bruck alltoall=hier_bruck bcast=hier_sag"
-    # pipelined (issue 31), with xccl_mpi_check -P: calls past 4 MiB, in
+    # pipelined, with xccl_mpi_check -P: calls past 4 MiB, in
     # several 2 MiB chunks; uneven nodes at np 3 and 7
     "layout=block:2 allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline"
     "layout=cyclic:2 allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline"
-    # the shared-memory level (issue 15); slot=: coll_xccl_shm_bytes, small
+    # the shared-memory level; slot=: coll_xccl_shm_bytes, small
     # slots make every message past a few KiB a pipeline of chunks
     "allreduce=shm allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
     "slot=8192 allreduce=shm_small allgather=shm reduce_scatter=shm reduce_scatter_block=shm alltoall=shm bcast=shm"
@@ -495,7 +496,7 @@ for set in "${algo_sets[@]}"; do
     done
 done
 
-# The network model named by coll_xccl_net (issue 31): the component says
+# The network model named by coll_xccl_net: the component says
 # at verbose 2 which it uses (the description xccl_simulate -N takes), a
 # bad one is reported and none used; the results stay right either way.
 saved_args=("${common_args[@]}")
@@ -523,7 +524,7 @@ for net in fattree:1:4,nics=1 bogus:3; do
 done
 common_args=("${saved_args[@]}")
 
-# ompi_info lists every parameter: 41 (issue 31 added coll_xccl_net); a
+# ompi_info lists every parameter: 41; a
 # parameter added or removed changes this count, README's table and
 # docs/parameters.md together.
 name=ompi_info.params
@@ -655,7 +656,7 @@ for check in 1 0; do
     done
 done
 
-# ------------------------------------------------------------ issue 14
+# ------------------------------------------------------ thread levels
 # Hangs are what these runs catch: a shorter limit, a timeout fails.
 run_timeout=60
 
@@ -805,7 +806,7 @@ run_latency_no_trials pieces -b check_latency_pieces
 # bcast of more than 48 bytes and an ibcast on the latency path.
 # (Planted, a root that skips the ring's wait: 21 of 9000 checks wrong at
 # np 3; at np 2 the chain's placement needs no wait of its own, see
-# coll_xccl_shm_latency.c.)
+# coll_xccl_latency.c.)
 check_latency_roots() {
     every_rank_logged "$1" "$2" \
         "^xccl: bcast comm=0 rank=RANK bytes=(49|[5-9][0-9]|[1-9][0-9]{2,4}) .*via=latency_path" \
@@ -906,10 +907,8 @@ check_trials_as_voted() {
 # Then at least one trial call where the late rank began late_us / 2
 # after rank 0 (the wait was there to leave out).  These hold however
 # loaded the host: a comparison of medians of the agreed and the own
-# times (this check until the CI host's load failed it: a 16 KiB
-# allreduce's shm agreed 19.7 ms, rank 0's own 19.9 ms; on this VM four
-# busy loops beside the ranks failed it in 6 runs of 6, agreed above own
-# in some) holds only where the calls take less than the wait.
+# times holds only where the calls take less than the wait (on a loaded
+# host the agreed median can come out above a rank's own).
 check_trial_times() {
     local name=$1 np=$2 late=$3 r
     for ((r = 0; r < np; r++)); do
@@ -1033,7 +1032,7 @@ if selected "$name"; then
 fi
 
 # The level's segments pooled and reused by the next communicator of the
-# same processes, without a vote (issue 30).  The default small-message
+# same processes, without a vote.  The default small-message
 # size, as users run it.
 saved_args=("${common_args[@]}")
 common_args=("${common_base[@]}" --mca coll_xccl_verbose 2)
@@ -1140,7 +1139,7 @@ if selected "$name"; then
     finish "$name" "$ok"
 fi
 
-# xccl_bench as the GPU session and the docs use it, a short sweep: the
+# xccl_bench as the GPU benchmark runs and the docs use it, a short sweep: the
 # xccl column nonblocking (-i: MPI_I<collective> then MPI_Wait) and bcast's
 # root moving on every call (-t); every xccl result checked by the bench
 # ("# result: all xccl checks passed"), np 2 and 3.

@@ -30,7 +30,7 @@
  * Options: -q  quick mode (fewer counts, no 100003-element and 64 MiB cases).
  *          -P  also messages past 4 MiB on MPI_COMM_WORLD (allreduce, reduce_scatter,
  *              reduce_scatter_block, allgather, bcast; odd counts): the pipelined
- *              algorithms' several 2 MiB chunks (issue 31), also in quick mode.
+ *              algorithms' several 2 MiB chunks, also in quick mode.
  *          -k  skip cases that hit known bugs of stock Open MPI 4.1.x, for
  *              developing this test without xccl: MPI_MAX/MPI_MIN on
  *              MPI_UNSIGNED_LONG compare as signed (open-mpi/ompi#10525).

@@ -30,7 +30,7 @@
 #                   10gbit: on a small machine 4 oversubscribed ranks cannot
 #                   drive 10 Gbit/s through veth and TCP, so the link is not
 #                   the bottleneck and timings swing by up to 2x between runs
-#                   (measured on 2 cores: 14 GiB in 48 s, ~0.3 GB/s); at
+#                   (2 cores move about 0.3 GB/s); at
 #                   1 Gbit/s the link dominates and repeated runs agree within
 #                   ~10%)
 #   XCCLMN_DELAY, ... more shaping (see netns_cluster.sh; the delay needs

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measured against the cost model (issue 31): allreduce on N simulated
+# Measured against the cost model: allreduce on N simulated
 # hosts of one rank each (netns_cluster.sh, behind a bridge), every flat
 # algorithm forced in turn, xccl_bench's median per size, beside
 # xccl_simulate's prediction for the same layout (-n N -l block:1):

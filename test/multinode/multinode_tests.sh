@@ -36,8 +36,8 @@
 #                                5 ranks: uneven (2, 2, 1), non-contiguous
 #                                (XCCLMN_TEST_3HOSTS=0: not run)
 #   xccl.forced_issue31.map_by_node, xccl.3hosts.forced_issue31.np5
-#                                issue 31's algorithms forced across the
-#                                hosts: allreduce, allgather and
+#                                the pipelined and nonuniform algorithms
+#                                forced across the hosts: allreduce, allgather and
 #                                reduce_scatter(_block) pipeline, bcast nhr
 #                                (2 hosts) or nb (3 hosts), xccl_mpi_check
 #                                -q -P (calls past 4 MiB: several chunks);
@@ -257,8 +257,9 @@ check_forced_mn() {
     return "$bad"
 }
 
-# 3b. Issue 31's algorithms forced across the two hosts (--map-by node:
-#     each host's ranks non-contiguous), with calls past 4 MiB (-P).
+# 3b. The pipelined and nonuniform algorithms forced across the two hosts
+#     (--map-by node: each host's ranks non-contiguous), with calls past
+#     4 MiB (-P).
 forced31=(allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline)
 forced_mca() {    # forced_mca <coll=algo ...>: the --mca arguments
     local kv

@@ -53,7 +53,7 @@
 # /proc/sys/kernel/random/boot_id (ucs_get_system_id), which is then private
 # to each host too.  UCX
 # 1.13 (Debian 12) compares a hash of hostname and MAC addresses, which the
-# UTS and network namespaces already make distinct (measured: with only
+# UTS and network namespaces already make distinct (with only
 # posix,cma,self UCX reports "Destination is unreachable" between hosts), so
 # xccl's UCX traffic between hosts takes tcp over the shaped link.  The
 # private /etc/hosts names h0, h1, … .

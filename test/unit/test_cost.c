@@ -336,7 +336,7 @@ START_TEST(nhr_nb_allreduce_match_formula)
 }
 END_TEST
 
-/* bcast nhr and nb (issue 31): halving scatter + the allgather, at the root
+/* bcast nhr and nb: halving scatter + the allgather, at the root
  * (reductions and copies priced 0): 2 ceil(lg p) a + 2((p-1)/p) n b, exact
  * for nhr at powers of two; elsewhere, and for nb, at most ceil(lg p) a
  * more (a range cut in two messages); no other rank costs more. */

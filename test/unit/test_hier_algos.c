@@ -252,7 +252,7 @@ static const struct {
 };
 #define NAR ((int) (sizeof(ar_combos) / sizeof(ar_combos[0])))
 
-/* The pipelined forms (issue 31): round-synchronous stages only (the
+/* The pipelined forms: round-synchronous stages only (the
  * zip's condition), in pipe_k chunks of at least one element. */
 static int pipe_k = 3;
 static const struct {
@@ -964,7 +964,7 @@ END_TEST
 
 
 /* ------------------------------------------------------------------------ */
-/* Pipelined two-level forms (issue 31)                                     */
+/* Pipelined two-level forms                                               */
 /* ------------------------------------------------------------------------ */
 
 /* Every layout: allreduce, reduce_scatter and allgather pipelined in 1 to 4
@@ -1999,7 +1999,7 @@ START_TEST(cost_picks_inter_stage_defaults)
         { XCCL_COLL_ALLGATHER, 512, 1 << 20, "hier_bruck", "hier", "hier_bruck" },
         { XCCL_COLL_ALLGATHER, 16, 16 << 20, "hier", "hier_bruck", "hier" },
         /* (the pipelined form overlaps hier_bruck's stages: 7.07 ms
-         * against hier's 7.41, issue 31) */
+         * predicted against hier's 7.41) */
         { XCCL_COLL_ALLGATHER, 32, 16 << 20, "hier", "hier_bruck", "pipeline" },
         { XCCL_COLL_ALLTOALL, 128, 1 << 10, "hier_bruck", "hier", "hier_bruck" },
         { XCCL_COLL_ALLTOALL, 512, 64 << 10, "hier_bruck", "hier", "hier_bruck" },

@@ -138,13 +138,13 @@ START_TEST(forced_then_rule_then_model)
 }
 END_TEST
 
-/* Selection across scale (issue 31): for allreduce at p = 8 .. 65536 (one
- * node, and nodes of 8) and every power of two from 8 B to 1 GiB, auto's
- * pick (the component's cost-model stage with the default policy) is
- * predicted within 10 % of the best candidate, and asked again it picks
- * the same (it reads nothing but its arguments).  Until issue 31 the 0.3
- * margin kept ring 1.26x behind at p = 1024, 16 MiB and 1.4x at p = 8,
- * 32 KiB.  _i: 0 one node, 1 nodes of 8. */
+/* Selection across scale: for allreduce at p = 8 .. 65536 (one node, and
+ * nodes of 8) and every power of two from 8 B to 1 GiB, auto's pick (the
+ * component's cost-model stage with the default policy) is predicted
+ * within 10 % of the best candidate, and asked again it picks the same (it
+ * reads nothing but its arguments).  A margin of 0.3 keeps ring 1.26x
+ * behind at p = 1024, 16 MiB and 1.4x at p = 8, 32 KiB.  _i: 0 one node,
+ * 1 nodes of 8. */
 START_TEST(auto_within_10_percent_across_scale)
 {
     static const int ps[] = { 8, 100, 1000, 1024, 8192, 65536 };
@@ -183,7 +183,7 @@ START_TEST(auto_within_10_percent_across_scale)
 }
 END_TEST
 
-/* The policy's network (coll_xccl_net, issue 31) reaches the model's
+/* The policy's network (coll_xccl_net) reaches the model's
  * prediction: parsed by xccl_net_parse as xccl_simulate -N parses it, a
  * 4:1 fat tree of 2-node leaves slows Rabenseifner's far partners at 64
  * ranks on nodes of 8, 16 MiB, more than twice, and not ring (one flow per

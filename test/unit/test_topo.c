@@ -285,8 +285,9 @@ END_TEST
 /* io_if_needed on this machine's hwloc with a sysfs fixture: no
  * accelerator and no RDMA device in it, so no hwloc I/O discovery, and the
  * Ethernet NICs come from the fixture's class/net: the interface under an
- * Ethernet-class PCI function (behind a virtio device, as on a VM), not
- * the one under a network-other function (0x0280) nor a virtual one. */
+ * Ethernet-class PCI function (behind a virtio device, as in a virtual
+ * machine), not the one under a network-other function (0x0280) nor a
+ * virtual one. */
 START_TEST(io_skipped_eth_from_sysfs)
 {
     xccl_topo_detect_opts_t opts = { NULL, fixture("sysfs/eth-only"), NULL, 1, 1 };
