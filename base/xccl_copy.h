@@ -11,9 +11,18 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct {
-    uint64_t a, b;
-} xccl_copy_16_t;
+/* The first and the last w bytes of [src, src + len), len >= w, loaded
+ * before either is stored: together they cover len <= 2 w. */
+static inline __attribute__((always_inline)) void xccl_copy_ends(unsigned char *d,
+                                                                 const unsigned char *s,
+                                                                 size_t len, size_t w)
+{
+    unsigned char head[32], tail[32];
+    memcpy(head, s, w);
+    memcpy(tail, s + len - w, w);
+    memcpy(d, head, w);
+    memcpy(d + len - w, tail, w);
+}
 
 static inline __attribute__((always_inline)) void xccl_copy_small(void *dst, const void *src,
                                                                   size_t len)
@@ -21,33 +30,13 @@ static inline __attribute__((always_inline)) void xccl_copy_small(void *dst, con
     unsigned char *d = dst;
     const unsigned char *s = src;
     if (len > 32) {
-        xccl_copy_16_t w0, w1, w2, w3;
-        memcpy(&w0, s, 16);
-        memcpy(&w1, s + 16, 16);
-        memcpy(&w2, s + len - 32, 16);
-        memcpy(&w3, s + len - 16, 16);
-        memcpy(d, &w0, 16);
-        memcpy(d + 16, &w1, 16);
-        memcpy(d + len - 32, &w2, 16);
-        memcpy(d + len - 16, &w3, 16);
+        xccl_copy_ends(d, s, len, 32);
     } else if (len > 16) {
-        xccl_copy_16_t w0, w1;
-        memcpy(&w0, s, 16);
-        memcpy(&w1, s + len - 16, 16);
-        memcpy(d, &w0, 16);
-        memcpy(d + len - 16, &w1, 16);
+        xccl_copy_ends(d, s, len, 16);
     } else if (len >= 8) {
-        uint64_t w0, w1;
-        memcpy(&w0, s, 8);
-        memcpy(&w1, s + len - 8, 8);
-        memcpy(d, &w0, 8);
-        memcpy(d + len - 8, &w1, 8);
+        xccl_copy_ends(d, s, len, 8);
     } else if (len >= 4) {
-        uint32_t w0, w1;
-        memcpy(&w0, s, 4);
-        memcpy(&w1, s + len - 4, 4);
-        memcpy(d, &w0, 4);
-        memcpy(d + len - 4, &w1, 4);
+        xccl_copy_ends(d, s, len, 4);
     } else if (len > 0) {
         const unsigned char c0 = s[0], c1 = s[len / 2], c2 = s[len - 1];
         d[0] = c0;

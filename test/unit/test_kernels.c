@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "base/xccl_base.h"
+#include "base/xccl_copy.h"
 
 /* The test's own copies of the pair layouts documented in base/xccl_base.h. */
 typedef struct { float v; int i; } t_float_int;
@@ -913,6 +914,24 @@ START_TEST(test_harness_catches_bugs)
 }
 END_TEST
 
+/* xccl_copy_small against memmove: every length up to 64, the regions
+ * apart and overlapping either way, bytes around the target untouched. */
+START_TEST(test_copy_small)
+{
+    unsigned char got[256], want[256];
+    for (size_t len = 0; len <= 64; len++) {
+        for (int shift = -40; shift <= 40; shift++) {
+            for (size_t i = 0; i < sizeof(got); i++) {
+                got[i] = want[i] = (unsigned char) (i * 37u + len * 11u + (unsigned) shift);
+            }
+            memmove(want + 96 + shift, want + 96, len);
+            xccl_copy_small(got + 96 + shift, got + 96, len);
+            ck_assert_msg(0 == memcmp(got, want, sizeof(got)), "len %zu shift %d", len, shift);
+        }
+    }
+}
+END_TEST
+
 static Suite *kernels_suite(void)
 {
     Suite *s = suite_create("reduce_kernels");
@@ -928,6 +947,10 @@ static Suite *kernels_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_kernel_matches_reference, 0, n_valid * n_usable);
     tcase_add_test(tc, test_harness_catches_bugs);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("copy");
+    tcase_add_test(tc, test_copy_small);
     suite_add_tcase(s, tc);
     return s;
 }
