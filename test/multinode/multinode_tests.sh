@@ -35,7 +35,7 @@
 #   xccl.3hosts.np5.map_by_node  the same on three hosts behind a bridge,
 #                                5 ranks: uneven (2, 2, 1), non-contiguous
 #                                (XCCLMN_TEST_3HOSTS=0: not run)
-#   xccl.forced_issue31.map_by_node, xccl.3hosts.forced_issue31.np5
+#   xccl.forced_pipelined.map_by_node, xccl.3hosts.forced_pipelined.np5
 #                                the pipelined and nonuniform algorithms
 #                                forced across the hosts: allreduce, allgather and
 #                                reduce_scatter(_block) pipeline, bcast nhr
@@ -260,21 +260,21 @@ check_forced_mn() {
 # 3b. The pipelined and nonuniform algorithms forced across the two hosts
 #     (--map-by node: each host's ranks non-contiguous), with calls past
 #     4 MiB (-P).
-forced31=(allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline)
+forced_pipe=(allreduce=pipeline allgather=pipeline reduce_scatter=pipeline reduce_scatter_block=pipeline)
 forced_mca() {    # forced_mca <coll=algo ...>: the --mca arguments
     local kv
     mca=()
     for kv in "$@"; do mca+=(--mca "coll_xccl_${kv%%=*}_algorithm" "${kv#*=}"); done
 }
-name=xccl.forced_issue31.map_by_node
-forced_mca "${forced31[@]}" bcast=nhr
+name=xccl.forced_pipelined.map_by_node
+forced_mca "${forced_pipe[@]}" bcast=nhr
 run_job "$name" 4 --map-by node \
     --mca coll xccl,tuned,basic,libnbc,self \
     --mca coll_xccl_verbose 1 --mca coll_xccl_small_msg_bytes 0 "${mca[@]}" \
     "$prog" -q -P
 ok=0
 problems=$({ check_exit_result "$name" && check_counts "$name" 4 &&
-    check_forced_mn "$name" 4 "${forced31[@]}" bcast=nhr; } 2>&1) || ok=1
+    check_forced_mn "$name" 4 "${forced_pipe[@]}" bcast=nhr; } 2>&1) || ok=1
 finish "$name" "$ok" "$problems"
 
 # 4. Device buffers across the hosts, against the fake libcuda.so.1 (no
@@ -339,15 +339,15 @@ if [[ ${XCCLMN_TEST_3HOSTS:-1} != 0 ]]; then
         ok=0
         problems=$({ check_exit_result "$name" && check_counts "$name" 5; } 2>&1) || ok=1
         finish "$name" "$ok" "$problems"
-        name=xccl.3hosts.forced_issue31.np5
-        forced_mca "${forced31[@]}" bcast=nb
+        name=xccl.3hosts.forced_pipelined.np5
+        forced_mca "${forced_pipe[@]}" bcast=nb
         run_job "$name" 5 --map-by node \
             --mca coll xccl,tuned,basic,libnbc,self \
             --mca coll_xccl_verbose 1 --mca coll_xccl_small_msg_bytes 0 "${mca[@]}" \
             "$prog" -q -P
         ok=0
         problems=$({ check_exit_result "$name" && check_counts "$name" 5 &&
-            check_forced_mn "$name" 5 "${forced31[@]}" bcast=nb; } 2>&1) || ok=1
+            check_forced_mn "$name" 5 "${forced_pipe[@]}" bcast=nb; } 2>&1) || ok=1
         finish "$name" "$ok" "$problems"
     else
         run_secs=0 run_bytes=0

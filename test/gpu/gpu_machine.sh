@@ -2,15 +2,15 @@
 # What a GPU machine runs, one command per phase (the
 # machine has CUDA but no Open MPI, and a command may run 10 minutes):
 #
-#   test/gpu/gpu_session.sh <builddir> tests [<outdir>]
+#   test/gpu/gpu_machine.sh <builddir> tests [<outdir>]
 #       run_gpu_unit.sh (classification, staging sets, every GPU kernel:
 #       fake driver, then the real one) and run_gpu_tests.sh at np 1, 2, 4
 #       (xccl_mpi_gpu and xccl_mpi_gpu_user: fake, then the real driver)
-#   test/gpu/gpu_session.sh <builddir> bench [<outdir>]
+#   test/gpu/gpu_machine.sh <builddir> bench [<outdir>]
 #       bench_gpu.sh (xccl_bench -g at np 1, 2, 4 against the user's own
 #       staging, the goal line, the staged path pipelined and whole);
 #       BENCH_* variables pass through (e.g. BENCH_MAX=16M to be quicker)
-#   test/gpu/gpu_session.sh <builddir> transport [<outdir>]
+#   test/gpu/gpu_machine.sh <builddir> transport [<outdir>]
 #       the CUDA IPC transport on the real driver: xccl_mpi_gpu_user at
 #       np 2, 3 and 4 with CUDA IPC at every size, then xccl_bench -g at np
 #       2 and 4 from 8 B to 64 MiB with CUDA IPC at every size, against
@@ -21,7 +21,7 @@
 #       bench once more with -i (nonblocking calls);
 #       TRANSPORT_BENCH_COLLS (TRANSPORT_MPS_COLLS under MPS),
 #       TRANSPORT_BENCH_ARGS, TRANSPORT_TIMEOUT (seconds per run, default 150)
-#   test/gpu/gpu_session.sh <builddir> host [<outdir>]
+#   test/gpu/gpu_machine.sh <builddir> host [<outdir>]
 #       host buffers on the machine's cores: test/bench/compare_stacks.sh
 #       (xccl against tuned and sm, interleaved) at HOST_NPS (default
 #       "8 16"), HOST_BENCH_ARGS (xccl_bench options), HOST_TIMEOUT (per np)
@@ -36,7 +36,7 @@
 #       make -j4 check TESTS= && cd ..               # nvcc: the kernels
 # Then the device tool's run, from the repository root, with
 #   carry: ["build-gpu", "test/gpu/.device/ompi-prefix", "test/gpu/.device/env.sh"]
-#   command: test/gpu/gpu_session.sh build-gpu tests
+#   command: test/gpu/gpu_machine.sh build-gpu tests
 # (about 40 MiB travel; the limit is 64).
 # Exit: the phase's exit status (0 passed; 77 no GPU found).
 set -uo pipefail
@@ -48,7 +48,7 @@ phase=$2
 out=${3:-${OUT:-}}
 [[ -n $out ]] || { echo "$0: no <outdir> and no \$OUT" >&2; exit 2; }
 mkdir -p "$out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-session.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/xccl-gpu-run.XXXXXX")
 
 # Open MPI from the bundle where it travelled (the Open MPI the build was
 # made against, and the libraries of the unit tests: libsubunit), else the
