@@ -1,5 +1,7 @@
 /*
- * CUDA IPC peer access inside a node (coll_xccl_gpu_ipc.c).
+ * CUDA IPC peer access inside a node (coll_xccl_gpu_ipc.c): its interface
+ * for the rest of the component.  Its files share
+ * coll_xccl_gpu_ipc_int.h.
  */
 #ifndef MCA_COLL_XCCL_GPU_IPC_H
 #define MCA_COLL_XCCL_GPU_IPC_H

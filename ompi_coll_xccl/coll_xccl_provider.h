@@ -1,5 +1,5 @@
 /*
- * Peer access inside a node as providers of one shape (DESIGN 3a).
+ * Peer access inside a node: the interface of its providers.
  */
 #ifndef MCA_COLL_XCCL_PROVIDER_H
 #define MCA_COLL_XCCL_PROVIDER_H
@@ -9,12 +9,14 @@
 
 BEGIN_C_DECLS
 
-/* A way for the ranks of a node to reach each other's buffers and flags
- * (DESIGN 3a): CUDA IPC mappings of device buffers (coll_xccl_gpu_ipc.c);
- * the node's shared memory for host buffers plugs in the same way.  A call
- * a provider takes runs one of its collective's peer-access schedules
- * ("mesh", "leader") through the one executor, with the provider's
- * xccl_peer_t, copies and reductions.
+/* A way for the ranks of a node to reach each other's buffers and flags,
+ * as the peer_access path (coll_xccl_path.c, providers[]) drives it: a
+ * call a provider takes runs one of its collective's peer-access
+ * schedules ("mesh", "leader") through the one executor, with the
+ * provider's xccl_peer_t, copies and reductions.  Its provider is CUDA
+ * IPC, mappings of device buffers (coll_xccl_gpu_ipc.c); host buffers
+ * reach each other through the node's shared-memory level, which runs its
+ * own schedules and is not a provider of this interface.
  *  wanted  whether every rank tries: from what all ranks share only (the
  *          call's form and size, parameters), before the set-up;
  *  usable  once the communicator is set up: whether it can (alike on
