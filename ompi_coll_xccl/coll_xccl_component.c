@@ -18,7 +18,7 @@
 #include "coll_xccl_log.h"
 #include "coll_xccl_path.h"
 #include "coll_xccl_request.h"
-#include "coll_xccl_shm.h"
+#include "coll_xccl_level.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
 #include "topo/xccl_topo.h"

@@ -19,7 +19,7 @@
 #include "coll_xccl_exec.h"
 #include "coll_xccl_log.h"
 #include "coll_xccl_pack.h"
-#include "coll_xccl_shm.h"
+#include "coll_xccl_level.h"
 #include "coll_xccl_latency.h"
 
 /*

@@ -23,7 +23,7 @@
 #include "coll_xccl_log.h"
 #include "coll_xccl_select.h"
 #include "coll_xccl_setup.h"
-#include "coll_xccl_shm.h"
+#include "coll_xccl_level.h"
 
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
 

@@ -46,7 +46,7 @@
 #include "coll_xccl_request.h"
 #include "coll_xccl_select.h"
 #include "coll_xccl_setup.h"
-#include "coll_xccl_shm.h"
+#include "coll_xccl_level.h"
 #include "coll_xccl_latency.h"
 
 /* The saved module's function for c, on buffers s and r (host copies of

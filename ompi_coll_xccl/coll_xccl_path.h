@@ -24,7 +24,7 @@
 #include "coll_xccl_gpu_ipc.h"
 #include "coll_xccl_latency.h"
 #include "coll_xccl_request.h"
-#include "coll_xccl_shm.h"
+#include "coll_xccl_level.h"
 
 BEGIN_C_DECLS
 

@@ -23,7 +23,7 @@
 #include "coll_xccl_select.h"
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_setup.h"
-#include "coll_xccl_shm.h"
+#include "coll_xccl_level.h"
 #include "coll_xccl_latency.h"
 
 /* An active collective request of xccl's: the ompi_request_t at the start

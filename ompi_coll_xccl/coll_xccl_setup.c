@@ -41,7 +41,7 @@
 #include "opal/runtime/opal_progress.h"
 
 #include "coll_xccl_setup.h"
-#include "coll_xccl_shm.h"
+#include "coll_xccl_level.h"
 #include "coll_xccl_transport.h"
 #include "gpu/xccl_gpu.h"
 #include "topo/xccl_topo.h"
@@ -407,7 +407,7 @@ static int setup_start(mca_coll_xccl_module_t *m, int wait)
 
 /* Blocking, the vote ends too: a blocking call that returned before it
  * could see its communicator freed while the vote ran, its peers' vote
- * messages left behind (coll_xccl_shm.c, vote_gen). */
+ * messages left behind (coll_xccl_level_vote.c, vote_gen). */
 int mca_coll_xccl_setup(mca_coll_xccl_module_t *m, int wait)
 {
     const int rc = setup_start(m, wait);

@@ -39,7 +39,7 @@
 #include "xccl_exec.h"
 #include "segment/xccl_cma.h"
 #include "segment/xccl_segment.h"
-#include "ompi_coll_xccl/coll_xccl_shm_peer.h"
+#include "ompi_coll_xccl/coll_xccl_level_peer.h"
 
 #include <dirent.h>
 #include <errno.h>

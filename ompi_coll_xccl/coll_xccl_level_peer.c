@@ -1,5 +1,5 @@
-/* xccl_peer_t over the node's shared segment (coll_xccl_shm_peer.h). */
-#include "coll_xccl_shm_peer.h"
+/* xccl_peer_t over the node's shared segment (coll_xccl_level_peer.h). */
+#include "coll_xccl_level_peer.h"
 #include "segment/xccl_cma.h"
 
 #include <errno.h>

@@ -12,7 +12,7 @@
  * every rank's SEND / RECV / SCRATCH live in its slot, so that any
  * peer-access schedule, e.g. the mesh builders', runs on the segment; the
  * caller then copies SEND into the slot region before the call and RECV out
- * after it, see README "shared-memory level").
+ * after it, see docs/shm-level.md).
  *
  * With cross-memory attach on (xccl_shm_peer_cma), a peer's unmapped
  * SEND / RECV / SCRATCH is read or written in the peer's own memory
@@ -23,8 +23,8 @@
  * process is gone (memfd segments: same PID namespace) fails instead of
  * spinning forever.
  */
-#ifndef XCCL_COLL_SHM_PEER_H
-#define XCCL_COLL_SHM_PEER_H
+#ifndef XCCL_COLL_LEVEL_PEER_H
+#define XCCL_COLL_LEVEL_PEER_H
 
 #include "algos/xccl_exec.h"
 #include "segment/xccl_segment.h"

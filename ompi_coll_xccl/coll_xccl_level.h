@@ -1,19 +1,20 @@
 /*
- * The intra-node shared-memory level of a communicator (coll_xccl_shm.c):
- * its set-up and vote, its slots and peer access for the schedules that
- * use it, its turns and its trials.
+ * The intra-node shared-memory level of a communicator: its state and
+ * hooks (coll_xccl_level.c), its turns (below), its set-up and pool
+ * (coll_xccl_level_pool.c), its vote (coll_xccl_level_vote.c) and its
+ * trials (coll_xccl_level_trials.c).
  */
-#ifndef MCA_COLL_XCCL_SHM_H
-#define MCA_COLL_XCCL_SHM_H
+#ifndef MCA_COLL_XCCL_LEVEL_H
+#define MCA_COLL_XCCL_LEVEL_H
 
 #include "coll_xccl_call.h"
 #include "coll_xccl_exec.h"
-#include "coll_xccl_shm_peer.h"
+#include "coll_xccl_level_peer.h"
 
 BEGIN_C_DECLS
 
 /* The level's state of a communicator (m->shm), shared by its set-up
- * (coll_xccl_shm.c) and its latency path (coll_xccl_shm_latency.c). */
+ * (coll_xccl_level*.c) and its latency path (coll_xccl_latency.c). */
 /* The latency path's small areas in units of XCCL_SHM_LAT_UNIT bytes (below). */
 #define XCCL_SHM_LAT_UNIT ((size_t) 256)
 #define XCCL_SHM_LAT_UNITS (XCCL_SEGMENT_SMALL_BYTES / XCCL_SHM_LAT_UNIT)
@@ -25,7 +26,7 @@ struct mca_coll_xccl_shm {
     int node_size;
     int leader;                      /* communicator rank that created (or claimed) this node's segment */
     int ok;                          /* this rank's vote: the node's segment is mapped here */
-    /* Reuse (the pool of coll_xccl_shm.c): the node's members as a set;
+    /* Reuse (the pool of coll_xccl_level_pool.c): the node's members as a set;
      * a pooled segment this rank offered as a member (taken from the pool
      * until the finish); whether it can read every node peer's memory (-1
      * unknown: not probed); the vote skipped (the agreement showed that
@@ -97,7 +98,7 @@ void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m);
 
 
 /* The slot and peer access of the communicator's shared-memory level, for
- * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_shm.c);
+ * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_level.c);
  * with publish (a schedule that reads the peers' own buffers: blocking
  * calls only) publishes those for the peers: 0 or <0. */
 int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
@@ -139,10 +140,9 @@ static inline void mca_coll_xccl_shm_pass_turn(mca_coll_xccl_module_t *m)
 /* The level's trials (xccl_trial_t) between shm (the latency path where it
  * applies) and the mesh over single copies: blocking calls of every
  * collective of at least this many bytes (the call's size, the same on every
- * rank), where the vote allowed them.  Measured on an Intel Xeon VM, np 2:
- * an allgather of 16 KiB took 2.45 us with the mesh against the latency
- * path's 3.17, 32 KiB 3.39 against 5.37; at 4 KiB the mesh lost (2.07
- * against 1.10).  Calls of these sizes skip the entry's short way. */
+ * rank), where the vote allowed them: below it the latency path won
+ * (figures: docs/shm-level.md, "Trials between shm and the mesh").  Calls
+ * of these sizes skip the entry's short way. */
 #define XCCL_SHM_TRIAL_MIN_BYTES 16384
 static inline int mca_coll_xccl_shm_trial_wanted(const mca_coll_xccl_module_t *m,
                                                  const mca_coll_xccl_call_t *c)
