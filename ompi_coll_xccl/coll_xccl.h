@@ -3,7 +3,7 @@
  * component (MCA parameters, open/close, init and comm queries), module
  * (enable, saved fallbacks, endpoints) and the entry points of the
  * intercepted collectives.  Algorithms and their selection live in
- * algos/, transport in ucx_glue/.
+ * algos/, UCX in ucx_glue/, the node segment in segment/.
  *
  * Files, each one concern with the header of its name declaring what it
  * owns; includes and calls go down this list, never up
@@ -11,13 +11,17 @@
  *   coll_xccl_component.c   parameters, init, close
  *   coll_xccl_module.c      query, enable (saving the fallbacks), teardown
  *   coll_xccl_entry_*.c     entry points per family: check, describe the call
- *   coll_xccl_path.c        the paths every call tries in order
+ *   coll_xccl_path.[ch]     the road of a call: fast ways, the path table
  *   coll_xccl_request.c     nonblocking calls in flight
  *   coll_xccl_latency.c     the shared-memory level's latency path
  *   coll_xccl_gpu*.c        device buffers: host copies and their staging,
  *                           device pointers to UCX, CUDA IPC peer access
+ *                           (coll_xccl_gpu_ipc*.c)
  *   coll_xccl_setup.c       the communicator's set-up on first use
- *   coll_xccl_shm.c         the intra-node shared-memory level
+ *   coll_xccl_transport.c   the executor's transports: UCX, Open MPI's PML
+ *   coll_xccl_level*.c      the shared-memory level: state and hooks, the
+ *                           node segment's pool, the vote, the trials, peer
+ *                           access over the segment (coll_xccl_level_peer.c)
  *   coll_xccl_pack.c        packed copies
  *   coll_xccl_select.c      fallback or algorithm, cached schedules
  *   coll_xccl_exec.c        a schedule on the communicator's transport
@@ -145,26 +149,26 @@ enum {
 #define XCCL_AGREE_DESC 2
 #define XCCL_AGREE_INTS (2 + 64 / (int) sizeof(int))
 
-/* The shared-memory level of a communicator (coll_xccl_shm.c).  The vote
+/* The shared-memory level of a communicator (coll_xccl_level*.c).  The vote
  * ends at a different time on each rank: a call reads the state only once
- * it is settled (mca_coll_xccl_shm_ready), and then it is the same on
+ * it is settled (mca_coll_xccl_level_ready), and then it is the same on
  * every rank. */
 enum {
-    XCCL_SHM_OFF,                    /* off for good (parameter, size, a rank could not) */
-    XCCL_SHM_UNDECIDED,              /* before the set-up's end */
-    XCCL_SHM_VOTING,                 /* the vote runs (started at the set-up's end) */
-    XCCL_SHM_ON
+    XCCL_LEVEL_OFF,                  /* off for good (parameter, size, a rank could not) */
+    XCCL_LEVEL_UNDECIDED,            /* before the set-up's end */
+    XCCL_LEVEL_VOTING,               /* the vote runs (started at the set-up's end) */
+    XCCL_LEVEL_ON
 };
 
 /* The level's vote: an allreduce (minimum) of one int over the
- * communicator's own transport, in two rounds (coll_xccl_shm.c). */
+ * communicator's own transport, in two rounds (coll_xccl_level_vote.c). */
 typedef struct {
     xccl_sched_t s;
     xccl_exec_t e;
     int in, out, tmp;
     int round;                       /* 1: did every rank attach?  2: single copies everywhere? */
-    int gen;                         /* which pair of tags (coll_xccl_shm.c VOTE_SEQ) */
-} mca_coll_xccl_shm_vote_t;
+    int gen;                         /* which pair of tags (coll_xccl_level_vote.c VOTE_SEQ) */
+} mca_coll_xccl_level_vote_t;
 
 typedef struct {
     mca_coll_base_module_t super;
@@ -195,34 +199,34 @@ typedef struct {
      * node; the state of the peer access (coll_xccl_gpu_ipc.c) */
     bool gpu_ipc;
     struct mca_coll_xccl_ipc *ipc;
-    /* The node's shared segment (coll_xccl_shm.c): XCCL_SHM_*; whether a
+    /* The shared-memory level (coll_xccl_level*.c): XCCL_LEVEL_*; whether a
      * small blocking call runs xccl (the level is, or may be, on and the
      * communicator is one node) instead of the fallback. */
-    int shm_state;                   /* written with release once the vote is over */
-    mca_coll_xccl_shm_vote_t shm_vote;
-    int shm_small;
+    int level_state;                 /* written with release once the vote is over */
+    mca_coll_xccl_level_vote_t level_vote;
+    int level_small;
     /* Whether a small nonblocking call runs xccl: fixed at enable from
      * what every member sees alike (the level may run, all members are of
      * this job and on this node), since a nonblocking call cannot wait
      * for the vote, which ends at different calls on different ranks. */
-    int shm_small_nb;
-    int shm_cma;                     /* every rank reads its node peers' memory (process_vm_readv) */
-    int shm_trials;                  /* shm_cma: the level's trials time shm against mesh
+    int level_small_nb;
+    int level_cma;                   /* every rank reads its node peers' memory (process_vm_readv) */
+    int level_trials;                /* level_cma: the level's trials time shm against mesh
                                       * (xccl_trial_t), XCCL_TRIAL_QUIET, or _NOISY where a
                                       * rank yields when idle; else XCCL_TRIAL_OFF */
     /* The level on, one node: bit coll set where a small blocking call may
      * go to the latency path straight from the entry (no forced algorithm,
      * no tuning rules; on a CUDA IPC communicator it says so to the CUDA
      * IPC agreement: mca_coll_xccl_gpu_ipc_pass). */
-    unsigned shm_lat_colls;
+    unsigned level_lat_colls;
     /* The level's schedules (one slot and one flag per rank) run one at a
      * time, in the order the calls were made, blocking and nonblocking
-     * alike: a call takes ticket shm_ticket++ and runs once shm_turn (read
-     * and written atomically: any thread may complete a request) equals
-     * it; its end passes the turn on. */
-    uint32_t shm_ticket;
-    uint32_t shm_turn;
-    struct mca_coll_xccl_shm *shm;
+     * alike: a call takes ticket level_ticket++ and runs once level_turn
+     * (read and written atomically: any thread may complete a request)
+     * equals it; its end passes the turn on. */
+    uint32_t level_ticket;
+    uint32_t level_turn;
+    struct mca_coll_xccl_level *level;
 
     mca_coll_xccl_prev_t prev;
 } mca_coll_xccl_module_t;

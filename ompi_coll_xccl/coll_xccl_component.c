@@ -561,7 +561,7 @@ static int xccl_close(void)
     /* Endpoints of communicators never freed are closed here, before the
      * worker and the context. */
     xccl_ucx_fini();
-    mca_coll_xccl_shm_pool_fini();   /* every communicator is gone */
+    mca_coll_xccl_level_pool_fini();   /* every communicator is gone */
     xccl_gpu_kernels_fini();
     xccl_gpu_fini();
     xccl_tuning_free(&c->policy.tuning);

@@ -14,11 +14,12 @@ BEGIN_C_DECLS
 extern const mca_coll_xccl_peer_provider_t mca_coll_xccl_gpu_ipc_provider;
 
 
-/* A call that skips the paths (the entry's short way to the latency path,
- * host buffers): 1 when it may - it says "cannot" to the peers that wait
- * in CUDA IPC's agreement for this call, where the call would have tried
- * it - or 0 when it must take the whole way (the communicator's CUDA IPC
- * set-up, collective, is still to come). */
+/* The step of a call that skips the path table (the latency path's fast
+ * way, host buffers) on a CUDA IPC communicator: it says "cannot" to the
+ * peers that wait in CUDA IPC's agreement for this call, where the call
+ * would have tried it, and returns 1; or 0 when the call must take the
+ * whole way (the communicator's CUDA IPC set-up, collective, is still to
+ * come, or nonblocking calls are on their way). */
 int mca_coll_xccl_gpu_ipc_pass(mca_coll_xccl_call_t *c);
 
 /* The CUDA IPC state of a module, at destruction (coll_xccl_gpu_ipc.c). */

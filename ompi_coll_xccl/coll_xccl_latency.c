@@ -29,7 +29,7 @@
  * calls through this path in the same order (the decision rests on what all
  * ranks share), numbered f = 1, 2, ..., and every rank gives the same
  * number of bytes in a call, so one ring placement, the same on every rank,
- * says where call f's parts go in each area: the next units of XCCL_SHM_LAT_UNIT
+ * says where call f's parts go in each area: the next units of XCCL_LATENCY_UNIT
  * bytes, from the start again where they would not fit (of two ranks, a
  * bcast after one from the other root may take its units: lat_begin).
  * In call f:
@@ -143,19 +143,19 @@ LAT_FN int lat_inline_get(const lat_line_t *l, void *dst, size_t len, uint64_t f
  * parts from the start.  A ring no longer than that keeps the calls in
  * lines the caches hold (one ring of the whole area would write lines no
  * cache holds).  The ring is never shorter than LAT_RING_MIN (below). */
-_Static_assert(3 * XCCL_LATENCY_BYTES <= XCCL_SEGMENT_SMALL_BYTES && XCCL_SEGMENT_SMALL_BYTES % XCCL_SHM_LAT_UNIT == 0,
+_Static_assert(3 * XCCL_LATENCY_BYTES <= XCCL_SEGMENT_SMALL_BYTES && XCCL_SEGMENT_SMALL_BYTES % XCCL_LATENCY_UNIT == 0,
                "latency units");
 /* The shortest ring, 48 KiB: a bcast root runs up to 192 one-unit calls
  * ahead before it reads its readers' lines (with a ring of three units it
  * would read them every third call). */
 #define LAT_RING_MIN 192u
-_Static_assert(LAT_RING_MIN <= XCCL_SHM_LAT_UNITS, "latency ring");
+_Static_assert(LAT_RING_MIN <= XCCL_LATENCY_UNITS, "latency ring");
 
 int mca_coll_xccl_latency_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
                                  const xccl_coll_args_t *args, size_t es,
                                  const mca_coll_xccl_reduce_t *red)
 {
-    return m->shm_small && mca_coll_xccl_latency_runs(coll, algo) &&
+    return m->level_small && mca_coll_xccl_latency_runs(coll, algo) &&
            (NULL == red || NULL != red->kernel) && mca_coll_xccl_latency_len(coll, args, es, m->size) <= XCCL_LATENCY_BYTES;
 }
 
@@ -174,7 +174,7 @@ int mca_coll_xccl_latency_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t co
  * transfer per read. */
 LAT_FN int lat_posted(mca_coll_xccl_latency_t *st, int s, uint64_t f, int wait)
 {
-    struct mca_coll_xccl_shm *h = st->m->shm;
+    struct mca_coll_xccl_level *h = st->m->level;
     if (h->seen[s] >= f) {
         return 1;
     }
@@ -216,7 +216,7 @@ LAT_FN int lat_posted(mca_coll_xccl_latency_t *st, int s, uint64_t f, int wait)
 /* The same for every segment rank but this one. */
 LAT_FN int lat_posted_all(mca_coll_xccl_latency_t *st, uint64_t f, int wait)
 {
-    struct mca_coll_xccl_shm *h = st->m->shm;
+    struct mca_coll_xccl_level *h = st->m->level;
     for (int s = 0; s < h->node_size; s++) {
         const int r = s != st->me ? lat_posted(st, s, f, wait) : 1;
         if (1 != r) {
@@ -231,7 +231,7 @@ LAT_FN void lat_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m, xc
                       const xccl_coll_args_t *args, size_t es, const mca_coll_xccl_reduce_t *red,
                       const char *ws, char *wr, int algo)
 {
-    struct mca_coll_xccl_shm *h = m->shm;
+    struct mca_coll_xccl_level *h = m->level;
     const size_t len = mca_coll_xccl_latency_len(coll, args, es, m->size);
     const int bcast = XCCL_COLL_BCAST == coll;
     *st = (mca_coll_xccl_latency_t) { .m = m, .coll = coll, .ws = ws, .wr = wr, .es = es, .len = len,
@@ -261,12 +261,12 @@ LAT_FN void lat_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m, xc
     st->piece = st->pieces > 1 ? LAT_PIECE : len;
     st->f2 = st->sliced ? ++h->lat_seq : (h->lat_seq += st->pieces - 1);
     /* this call's units: [u, u + units) of every area */
-    const unsigned units = (unsigned) ((len + XCCL_SHM_LAT_UNIT - 1) / XCCL_SHM_LAT_UNIT);
+    const unsigned units = (unsigned) ((len + XCCL_LATENCY_UNIT - 1) / XCCL_LATENCY_UNIT);
     /* the ring: three of the larger of this call's and the last call's
      * parts, at least LAT_RING_MIN units, at most the whole area */
     const unsigned big = units > h->lat_last ? units : h->lat_last;
     const unsigned ring = 3 * big < LAT_RING_MIN ? LAT_RING_MIN
-                          : 3 * big < XCCL_SHM_LAT_UNITS ? 3 * big : XCCL_SHM_LAT_UNITS;
+                          : 3 * big < XCCL_LATENCY_UNITS ? 3 * big : XCCL_LATENCY_UNITS;
     st->pair = 2 == h->node_size;
     /* The chain: of two ranks, a bcast of more than LAT_INLINE bytes after
      * one of as many units from the other root takes the same units.  Its
@@ -289,7 +289,7 @@ LAT_FN void lat_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m, xc
         u = h->lat_pos;
         h->lat_pos += units;
     }
-    st->at0 = (size_t) u * XCCL_SHM_LAT_UNIT;
+    st->at0 = (size_t) u * XCCL_LATENCY_UNIT;
     h->lat_last = units;
     h->lat_last_root = bcast ? st->root : -1;
     if (st->pair && units > 0) {
@@ -320,7 +320,7 @@ LAT_FN void lat_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m, xc
  * (image layout) or of area s ^ flip (pair layout). */
 LAT_FN unsigned char *lat_part(const mca_coll_xccl_latency_t *st, int s)
 {
-    return st->m->shm->small[st->pair ? s ^ st->flip : s] + st->at0;
+    return st->m->level->small[st->pair ? s ^ st->flip : s] + st->at0;
 }
 
 /* Pair layout: the part this rank gives for a reduction, the other
@@ -345,7 +345,7 @@ LAT_FN const char *lat_pair_share(const mca_coll_xccl_latency_t *st, size_t *byt
  * peer is done with the last call that wrote there), and the post. */
 LAT_FN int lat_give(mca_coll_xccl_latency_t *st, int wait)
 {
-    struct mca_coll_xccl_shm *h = st->m->shm;
+    struct mca_coll_xccl_level *h = st->m->level;
     lat_line_t *mine = h->line[st->me];
     unsigned char *area = lat_part(st, st->me);
     const size_t len = st->len;
@@ -401,7 +401,7 @@ LAT_FN int lat_give(mca_coll_xccl_latency_t *st, int wait)
  * part, or the payload in the root's line). */
 LAT_FN int lat_bcast_read(mca_coll_xccl_latency_t *st, int wait)
 {
-    struct mca_coll_xccl_shm *h = st->m->shm;
+    struct mca_coll_xccl_level *h = st->m->level;
     const size_t len = st->len;
     for (; st->root != st->me && st->k < st->pieces; st->k++) {
         const size_t lo = st->k * st->piece;
@@ -458,7 +458,7 @@ LAT_FN int lat_reduce_pair(mca_coll_xccl_latency_t *st, int wait)
         if (p_n > 0) {
             lat_copy(other, d, p_n * es);
         }
-        atomic_store_explicit(&((lat_line_t *) st->m->shm->line[st->me])->seq, st->f2, memory_order_release);
+        atomic_store_explicit(&((lat_line_t *) st->m->level->line[st->me])->seq, st->f2, memory_order_release);
         st->phase = 2;
     }
     const int r = lat_posted_all(st, st->f2, wait);
@@ -481,7 +481,7 @@ LAT_FN int lat_reduce_pair(mca_coll_xccl_latency_t *st, int wait)
  * the first reduction writes wr from two areas (no copy first). */
 LAT_FN int lat_reduce(mca_coll_xccl_latency_t *st, int wait)
 {
-    struct mca_coll_xccl_shm *h = st->m->shm;
+    struct mca_coll_xccl_level *h = st->m->level;
     const int n = h->node_size;
     const size_t es = st->es, count = st->count;
     const size_t o = st->at0 + st->at;
@@ -533,7 +533,7 @@ LAT_FN int lat_reduce(mca_coll_xccl_latency_t *st, int wait)
 
 LAT_FN int lat_run(mca_coll_xccl_latency_t *st, int wait)
 {
-    struct mca_coll_xccl_shm *h = st->m->shm;
+    struct mca_coll_xccl_level *h = st->m->level;
     if (0 == st->phase) {
         const int r = lat_give(st, wait);
         if (1 != r) {

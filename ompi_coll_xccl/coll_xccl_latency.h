@@ -96,7 +96,7 @@ int mca_coll_xccl_latency_run(mca_coll_xccl_latency_t *st, int wait);
  * turns): a blocking call of the latency path waits for that. */
 static inline int mca_coll_xccl_latency_idle(mca_coll_xccl_module_t *m)
 {
-    return __atomic_load_n(&m->shm_turn, __ATOMIC_ACQUIRE) == m->shm_ticket;
+    return __atomic_load_n(&m->level_turn, __ATOMIC_ACQUIRE) == m->level_ticket;
 }
 /* A blocking call on its work buffers ws, wr (coll_xccl_pack.c): algo the
  * level's algorithm (mca_coll_xccl_latency_runs); an allreduce of shm is

@@ -27,7 +27,7 @@
  *    (the pool).
  *
  * Which calls use it: blocking and nonblocking calls, one schedule at a
- * time in call order (they share each rank's slot and flag: m->shm_turn).
+ * time in call order (they share each rank's slot and flag: m->level_turn).
  * Small blocking messages (below coll_xccl_small_msg_bytes) that would go
  * to the fallback run xccl's shared-memory algorithms instead where the
  * whole communicator is one node and the level is on.
@@ -38,34 +38,34 @@
 
 #include "coll_xccl_level.h"
 
-void mca_coll_xccl_shm_init(mca_coll_xccl_module_t *m)
+void mca_coll_xccl_level_init(mca_coll_xccl_module_t *m)
 {
     const mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
-    m->shm_state = XCCL_SHM_OFF;
+    m->level_state = XCCL_LEVEL_OFF;
     if (c->shm_bytes > 0 && m->size > 1 && m->size <= XCCL_AGREE_MAX_KEYS) {
-        m->shm_state = XCCL_SHM_UNDECIDED;
+        m->level_state = XCCL_LEVEL_UNDECIDED;
     }
-    m->shm_small = XCCL_SHM_UNDECIDED == m->shm_state && c->shm_small;
-    m->shm_small_nb = m->shm_small && (NULL == c->node_layout || !c->node_layout[0]);
+    m->level_small = XCCL_LEVEL_UNDECIDED == m->level_state && c->shm_small;
+    m->level_small_nb = m->level_small && (NULL == c->node_layout || !c->node_layout[0]);
     const ompi_proc_t *me = ompi_proc_local();
-    for (int i = 0; m->shm_small_nb && i < m->size; i++) {
+    for (int i = 0; m->level_small_nb && i < m->size; i++) {
         const ompi_proc_t *proc = ompi_comm_peer_lookup(m->comm, i);
-        m->shm_small_nb = proc->super.proc_name.jobid == me->super.proc_name.jobid &&
+        m->level_small_nb = proc->super.proc_name.jobid == me->super.proc_name.jobid &&
                           OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags);
     }
 }
 
-int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
+int mca_coll_xccl_level_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
                             int publish)
 {
-    struct mca_coll_xccl_shm *h = m->shm;
+    struct mca_coll_xccl_level *h = m->level;
     if (NULL == h || NULL == h->seg) {
         return 0;                    /* the executor refuses the schedule */
     }
     hooks->bufs[XCCL_BUF_SLOT] = xccl_segment_slot(h->seg, xccl_segment_rank(h->seg));
     hooks->peer = &h->peer.peer;
     hooks->owed = &h->exit_owed;
-    if (!publish || !m->shm_cma) {
+    if (!publish || !m->level_cma) {
         return 0;
     }
     /* The peers read this call's SEND and RECV (the executor's seq is the
@@ -73,5 +73,5 @@ int mca_coll_xccl_shm_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_
      * One publication per rank: only blocking calls get such schedules (a
      * later call's would replace one that waits for its turn). */
     void *bufs[XCCL_NBUF] = { hooks->bufs[XCCL_BUF_SEND], hooks->bufs[XCCL_BUF_RECV], NULL, NULL };
-    return xccl_shm_peer_publish(&h->peer, m->seq, bufs);
+    return xccl_level_peer_publish(&h->peer, m->seq, bufs);
 }

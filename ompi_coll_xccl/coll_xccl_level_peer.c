@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* The segment rank of group rank q, or -1. */
-static int local(const xccl_shm_peer_t *p, int q)
+static int local(const xccl_level_peer_t *p, int q)
 {
     if (q < 0 || q >= p->group_size) {
         return -1;
@@ -16,7 +16,7 @@ static int local(const xccl_shm_peer_t *p, int q)
 
 static void *shm_buf(void *ctx, int peer, xccl_buf_id_t id)
 {
-    xccl_shm_peer_t *p = ctx;
+    xccl_level_peer_t *p = ctx;
     const int l = local(p, peer);
     if (l < 0 || (int) id < 0 || id >= XCCL_NBUF || !p->region[id].on) {
         return NULL;
@@ -27,13 +27,13 @@ static void *shm_buf(void *ctx, int peer, xccl_buf_id_t id)
 
 static int shm_post(void *ctx, uint32_t seq, uint32_t val)
 {
-    xccl_shm_peer_t *p = ctx;
+    xccl_level_peer_t *p = ctx;
     return xccl_segment_flag_post(p->seg, seq, val);
 }
 
 static int shm_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 {
-    xccl_shm_peer_t *p = ctx;
+    xccl_level_peer_t *p = ctx;
     const int l = local(p, peer);
     if (l < 0) {
         return -EINVAL;
@@ -42,7 +42,7 @@ static int shm_test(void *ctx, int peer, uint32_t seq, uint32_t val)
         return 1;
     }
     /* Now and then: is the peer still there?  (A killed rank never posts.) */
-    if (++p->misses >= XCCL_SHM_PEER_LIVENESS_EVERY) {
+    if (++p->misses >= XCCL_LEVEL_PEER_LIVENESS_EVERY) {
         p->misses = 0;
         if (0 == xccl_segment_peer_alive(p->seg, l)) {
             p->gone = l;
@@ -54,7 +54,7 @@ static int shm_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 
 /* Where group rank peer's buffer id, published for this call, lies at
  * offset off in its process: 0 with *pid and *addr, or <0. */
-static int published_at(const xccl_shm_peer_t *p, int peer, xccl_buf_id_t id, size_t off, pid_t *pid,
+static int published_at(const xccl_level_peer_t *p, int peer, xccl_buf_id_t id, size_t off, pid_t *pid,
                         uintptr_t *addr)
 {
     const int l = local(p, peer);
@@ -87,7 +87,7 @@ static int shm_write(void *ctx, int peer, xccl_buf_id_t id, size_t off, const vo
     return rc < 0 ? rc : xccl_cma_write(pid, (void *) at, src, len);
 }
 
-void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_segment_t *seg, const int *local_of, int group_size)
+void xccl_level_peer_init(xccl_level_peer_t *p, xccl_segment_t *seg, const int *local_of, int group_size)
 {
     memset(p, 0, sizeof(*p));
     p->seg = seg;
@@ -104,14 +104,14 @@ void xccl_shm_peer_init(xccl_shm_peer_t *p, xccl_segment_t *seg, const int *loca
     p->peer.write = NULL;
 }
 
-void xccl_shm_peer_cma(xccl_shm_peer_t *p, int on)
+void xccl_level_peer_cma(xccl_level_peer_t *p, int on)
 {
     p->cma = on;
     p->peer.read = on ? shm_read : NULL;
     p->peer.write = on ? shm_write : NULL;
 }
 
-int xccl_shm_peer_publish(xccl_shm_peer_t *p, uint32_t seq, void *const bufs[XCCL_NBUF])
+int xccl_level_peer_publish(xccl_level_peer_t *p, uint32_t seq, void *const bufs[XCCL_NBUF])
 {
     const void *addrs[XCCL_BUF_SLOT];
     for (int b = 0; b < XCCL_BUF_SLOT; b++) {
@@ -121,7 +121,7 @@ int xccl_shm_peer_publish(xccl_shm_peer_t *p, uint32_t seq, void *const bufs[XCC
     return xccl_segment_publish(p->seg, seq, XCCL_BUF_SLOT, addrs);
 }
 
-int xccl_shm_peer_map(xccl_shm_peer_t *p, xccl_buf_id_t id, size_t off, size_t len)
+int xccl_level_peer_map(xccl_level_peer_t *p, xccl_buf_id_t id, size_t off, size_t len)
 {
     const size_t slot = xccl_segment_slot_bytes(p->seg);
     if ((int) id < 0 || id >= XCCL_NBUF || off > slot || len > slot - off) {
@@ -133,7 +133,7 @@ int xccl_shm_peer_map(xccl_shm_peer_t *p, xccl_buf_id_t id, size_t off, size_t l
     return 0;
 }
 
-void *xccl_shm_peer_own(const xccl_shm_peer_t *p, xccl_buf_id_t id)
+void *xccl_level_peer_own(const xccl_level_peer_t *p, xccl_buf_id_t id)
 {
     if ((int) id < 0 || id >= XCCL_NBUF || !p->region[id].on) {
         return NULL;
@@ -141,7 +141,7 @@ void *xccl_shm_peer_own(const xccl_shm_peer_t *p, xccl_buf_id_t id)
     return (char *) xccl_segment_slot(p->seg, xccl_segment_rank(p->seg)) + p->region[id].off;
 }
 
-int xccl_shm_peer_fits(const xccl_shm_peer_t *p, const xccl_sched_t *s)
+int xccl_level_peer_fits(const xccl_level_peer_t *p, const xccl_sched_t *s)
 {
     return s->slot_bytes <= (p->region[XCCL_BUF_SLOT].on ? p->region[XCCL_BUF_SLOT].len : 0);
 }

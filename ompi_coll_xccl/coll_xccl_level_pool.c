@@ -17,7 +17,7 @@
 
 #include "coll_xccl_level_pool.h"
 
-static void set_why(struct mca_coll_xccl_shm *h, const char *what, int err)
+static void set_why(struct mca_coll_xccl_level *h, const char *what, int err)
 {
     if (!h->why[0]) {
         snprintf(h->why, sizeof(h->why), "%s%s%s", what, err ? ": " : "", err ? strerror(-err) : "");
@@ -48,10 +48,10 @@ static void set_why(struct mca_coll_xccl_shm *h, const char *what, int err)
  *    without running it: all attach, and the second round is the minimum
  *    of those bits.  The decision reads only the agreed records, so every
  *    rank takes it alike.
- * At most XCCL_SHM_POOL segments per process (the oldest is unmapped): an
+ * At most XCCL_LEVEL_POOL segments per process (the oldest is unmapped): an
  * idle segment costs the pages its calls touched (shared by the node).
  */
-#define XCCL_SHM_POOL 4
+#define XCCL_LEVEL_POOL 4
 
 typedef struct {
     xccl_segment_t *seg;             /* NULL: empty */
@@ -62,7 +62,7 @@ typedef struct {
 
 static struct {
     pthread_mutex_t lock;
-    pool_entry_t e[XCCL_SHM_POOL];
+    pool_entry_t e[XCCL_LEVEL_POOL];
     uint64_t clock;
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -80,7 +80,7 @@ static xccl_segment_t *pool_take(uint64_t sig, int nranks, int *probe)
     xccl_segment_t *seg = NULL;
     pthread_mutex_lock(&pool.lock);
     pool_entry_t *best = NULL;
-    for (int i = 0; i < XCCL_SHM_POOL; i++) {
+    for (int i = 0; i < XCCL_LEVEL_POOL; i++) {
         pool_entry_t *e = &pool.e[i];
         if (NULL != e->seg && e->sig == sig && pool_fits(e->seg, nranks) &&
             (NULL == best || e->age > best->age)) {
@@ -103,7 +103,7 @@ static void pool_put(xccl_segment_t *seg, uint64_t sig, int probe)
     xccl_segment_t *out = NULL;
     pthread_mutex_lock(&pool.lock);
     pool_entry_t *slot = &pool.e[0];
-    for (int i = 0; i < XCCL_SHM_POOL; i++) {
+    for (int i = 0; i < XCCL_LEVEL_POOL; i++) {
         pool_entry_t *e = &pool.e[i];
         if (NULL == e->seg) {
             slot = e;
@@ -124,10 +124,10 @@ static void pool_put(xccl_segment_t *seg, uint64_t sig, int probe)
     }
 }
 
-void mca_coll_xccl_shm_pool_fini(void)
+void mca_coll_xccl_level_pool_fini(void)
 {
     pthread_mutex_lock(&pool.lock);
-    for (int i = 0; i < XCCL_SHM_POOL; i++) {
+    for (int i = 0; i < XCCL_LEVEL_POOL; i++) {
         if (NULL != pool.e[i].seg) {
             xccl_segment_detach(pool.e[i].seg);
             pool.e[i].seg = NULL;
@@ -179,8 +179,8 @@ static int known_cma_vote(int probe)
 
 /* A pooled segment this rank holds (a member's offer, or the segment its
  * leader claimed) in its agreement record: the descriptor into desc; the
- * flags' bits (mca_coll_xccl_shm_local). */
-static int pooled_record(struct mca_coll_xccl_shm *h, const xccl_segment_t *seg, int probe,
+ * flags' bits (mca_coll_xccl_level_local). */
+static int pooled_record(struct mca_coll_xccl_level *h, const xccl_segment_t *seg, int probe,
                          int *desc)
 {
     xccl_segment_desc_t d;
@@ -191,19 +191,19 @@ static int pooled_record(struct mca_coll_xccl_shm *h, const xccl_segment_t *seg,
     return v < 0 ? 0 : (v + 1) << XCCL_AGREE_SHM_SHIFT;
 }
 
-int mca_coll_xccl_shm_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
+int mca_coll_xccl_level_local(mca_coll_xccl_module_t *m, int nodes_ok, int *desc)
 {
     const mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
     memset(desc, 0, XCCL_SEGMENT_DESC_BYTES);
-    if (XCCL_SHM_UNDECIDED != m->shm_state) {
+    if (XCCL_LEVEL_UNDECIDED != m->level_state) {
         return 0;
     }
-    struct mca_coll_xccl_shm *h = calloc(1, sizeof(*h));
+    struct mca_coll_xccl_level *h = calloc(1, sizeof(*h));
     if (NULL == h || NULL == (h->local_of = malloc((size_t) m->size * sizeof(int)))) {
         free(h);
-        return 0;                    /* m->shm NULL: votes no */
+        return 0;                    /* m->level NULL: votes no */
     }
-    m->shm = h;
+    m->level = h;
     h->probe = -1;
     h->lat_last_root = -1;
     if (!nodes_ok) {
@@ -289,9 +289,9 @@ static int vote_known(mca_coll_xccl_module_t *m, const int *all, int stride, int
     return 1;
 }
 
-void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int *all, int stride)
+void mca_coll_xccl_level_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int *all, int stride)
 {
-    struct mca_coll_xccl_shm *h = m->shm;
+    struct mca_coll_xccl_level *h = m->level;
     if (NULL == h || h->why[0]) {
         return;
     }
@@ -341,11 +341,11 @@ void mca_coll_xccl_shm_finish(mca_coll_xccl_module_t *m, int nodes_ok, const int
  * on (every rank attached, and each releases it) to the pool. */
 void mca_coll_xccl_level_disable(mca_coll_xccl_module_t *m)
 {
-    struct mca_coll_xccl_shm *h = m->shm;
-    const int was_on = XCCL_SHM_ON == m->shm_state;
-    m->shm_small = 0;
-    m->shm_trials = XCCL_TRIAL_OFF;
-    m->shm_lat_colls = 0;
+    struct mca_coll_xccl_level *h = m->level;
+    const int was_on = XCCL_LEVEL_ON == m->level_state;
+    m->level_small = 0;
+    m->level_trials = XCCL_TRIAL_OFF;
+    m->level_lat_colls = 0;
     if (NULL != h) {
         if (NULL != h->hint) {
             pool_put(h->hint, h->sig, h->probe);     /* offered, never used */
@@ -361,7 +361,7 @@ void mca_coll_xccl_level_disable(mca_coll_xccl_module_t *m)
         free(h->small);
         free(h->seen);
         free(h);
-        m->shm = NULL;
+        m->level = NULL;
     }
-    __atomic_store_n(&m->shm_state, XCCL_SHM_OFF, __ATOMIC_RELEASE);
+    __atomic_store_n(&m->level_state, XCCL_LEVEL_OFF, __ATOMIC_RELEASE);
 }

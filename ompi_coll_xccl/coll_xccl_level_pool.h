@@ -9,9 +9,9 @@
 
 BEGIN_C_DECLS
 
-/* Off for good: what the level held goes (m->shm freed); a segment of a
+/* Off for good: what the level held goes (m->level freed); a segment of a
  * level that was on (every rank attached, and each releases it) to the
- * pool.  The state becomes XCCL_SHM_OFF. */
+ * pool.  The state becomes XCCL_LEVEL_OFF. */
 void mca_coll_xccl_level_disable(mca_coll_xccl_module_t *m);
 
 END_C_DECLS

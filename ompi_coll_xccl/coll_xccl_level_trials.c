@@ -1,7 +1,7 @@
 /*
  * The end of a shared-memory level's trial (xccl_trial_t, algos/): after
  * the trial's last call the ranks agree on the pick, which the latency
- * path's short way then follows (coll_xccl_level.h has the log lines).
+ * path's fast way then follows (coll_xccl_level.h has the log lines).
  */
 #include "ompi_config.h"
 
@@ -10,7 +10,7 @@
 
 #include "coll_xccl_level.h"
 
-int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
+int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
                                 xccl_trial_t *t, uint64_t t0, uint64_t t1)
 {
     if (!xccl_trial_record(t, t0, t1)) {
@@ -26,8 +26,8 @@ int mca_coll_xccl_shm_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, siz
     }
     const int pick = xccl_trial_decide(t, med);
     const int k = xccl_size_class(bytes);       /* [2^(k-1), 2^k) */
-    if (pick == t->cand[0] && NULL != m->shm && k < 64) {
-        m->shm->lat_picked[coll] |= (uint64_t) 1 << k;
+    if (pick == t->cand[0] && NULL != m->level && k < 64) {
+        m->level->lat_picked[coll] |= (uint64_t) 1 << k;
     }
     const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
     if (mca_coll_xccl_component.verbose >= 2) {

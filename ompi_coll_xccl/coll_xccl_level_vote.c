@@ -50,14 +50,14 @@
  */
 static uint8_t vote_gen[XCCL_UCX_MAX_CID + 1];
 
-int mca_coll_xccl_shm_vote_gen(uint32_t cid)
+int mca_coll_xccl_level_vote_gen(uint32_t cid)
 {
     return __atomic_load_n(&vote_gen[cid & XCCL_UCX_MAX_CID], __ATOMIC_RELAXED);
 }
 
 static void vote_abandoned(mca_coll_xccl_module_t *m)
 {
-    const int next = m->shm_vote.gen + 1 < XCCL_AGREE_VOTE_MASK ? m->shm_vote.gen + 1
+    const int next = m->level_vote.gen + 1 < XCCL_AGREE_VOTE_MASK ? m->level_vote.gen + 1
                                                                  : XCCL_AGREE_VOTE_MASK;
     uint8_t *g = &vote_gen[m->cid & XCCL_UCX_MAX_CID], old = __atomic_load_n(g, __ATOMIC_RELAXED);
     while (old < next && !__atomic_compare_exchange_n(g, &old, (uint8_t) next, false,
@@ -65,7 +65,7 @@ static void vote_abandoned(mca_coll_xccl_module_t *m)
     }
     mca_coll_xccl_log(2, "comm comm=%u rank=%d: freed while its shared-memory vote ran (round %d, "
                       "tags %d): later votes on this context id take tags %d or later", m->cid,
-                      m->world_rank, m->shm_vote.round, m->shm_vote.gen, next);
+                      m->world_rank, m->level_vote.round, m->level_vote.gen, next);
 }
 
 static int vote_min(void *ctx, void *dst, const void *a, const void *b, size_t count)
@@ -81,7 +81,7 @@ static int vote_min(void *ctx, void *dst, const void *a, const void *b, size_t c
 /* Starts round `round` with this rank's value: 0 or -1. */
 static int vote_round(mca_coll_xccl_module_t *m, int round, int value)
 {
-    mca_coll_xccl_shm_vote_t *v = &m->shm_vote;
+    mca_coll_xccl_level_vote_t *v = &m->level_vote;
     void *bufs[XCCL_NBUF] = { &v->in, &v->out, &v->tmp, NULL };
     xccl_sched_fini(&v->s);
     xccl_sched_init(&v->s, m->rank, m->size, sizeof(int));
@@ -101,10 +101,10 @@ static int vote_round(mca_coll_xccl_module_t *m, int round, int value)
  * MIN, cma_vote: single copies, trials; 0 where it did not run). */
 static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
 {
-    struct mca_coll_xccl_shm *h = m->shm;
+    struct mca_coll_xccl_level *h = m->level;
     const int mine = NULL != h && h->ok;
-    xccl_sched_fini(&m->shm_vote.s);
-    m->shm_vote.round = 0;
+    xccl_sched_fini(&m->level_vote.s);
+    m->level_vote.round = 0;
     if (failed || !all) {
         mca_coll_xccl_log(!all && !mine ? 1 : 2, "comm comm=%u rank=%d: shared-memory level off: %s",
                           m->cid, m->world_rank,
@@ -114,7 +114,7 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
         mca_coll_xccl_level_disable(m);
         return;
     }
-    xccl_shm_peer_init(&h->peer, h->seg, h->local_of, m->size);
+    xccl_level_peer_init(&h->peer, h->seg, h->local_of, m->size);
     for (int s = 0; s < h->node_size; s++) {
         h->line[s] = xccl_segment_line(h->seg, s);
         h->small[s] = xccl_segment_small(h->seg, s);
@@ -127,17 +127,17 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
         }
     }
     xccl_segment_release_fd(h->seg);             /* every rank has attached */
-    m->shm_trials = 2 == cma ? XCCL_TRIAL_QUIET : 1 == cma ? XCCL_TRIAL_NOISY : XCCL_TRIAL_OFF;
+    m->level_trials = 2 == cma ? XCCL_TRIAL_QUIET : 1 == cma ? XCCL_TRIAL_NOISY : XCCL_TRIAL_OFF;
     cma = cma >= 1;
-    xccl_shm_peer_cma(&h->peer, cma);
-    m->shm_cma = cma;
-    m->shm_small = mca_coll_xccl_component.shm_small && 1 == m->layout.nnodes;
-    /* The entry's short way to the latency path: where the whole way would
-     * always reach it too (no forced algorithm and no tuning rules: the
+    xccl_level_peer_cma(&h->peer, cma);
+    m->level_cma = cma;
+    m->level_small = mca_coll_xccl_component.shm_small && 1 == m->layout.nnodes;
+    /* The latency path's fast way (coll_xccl_path.h): where the path table
+     * would always reach the latency path too (no forced algorithm and no tuning rules: the
      * level's rule chooses). */
     const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
     unsigned colls = 0;
-    for (int coll = 0; m->shm_small && coll < XCCL_NCOLL; coll++) {
+    for (int coll = 0; m->level_small && coll < XCCL_NCOLL; coll++) {
         if (k->enable[coll] && XCCL_SEL_AUTO == k->policy.forced[coll] && 0 == k->policy.tuning.n) {
             colls |= 1u << coll;
         }
@@ -151,18 +151,18 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
                               : "off (process_vm_readv refused: see /proc/sys/kernel/yama/ptrace_scope)")
                       : k->policy.trials <= 0 ? "on (process_vm_readv), only where forced "
                                                 "(coll_xccl_shm_trials 0)"
-                      : XCCL_TRIAL_QUIET == m->shm_trials ? "on (process_vm_readv), chosen by trials"
+                      : XCCL_TRIAL_QUIET == m->level_trials ? "on (process_vm_readv), chosen by trials"
                       : "on (process_vm_readv), chosen by long trials: a rank yields when idle "
                         "(oversubscribed)");
-    __atomic_store_n(&m->shm_lat_colls, colls, __ATOMIC_RELAXED);
-    __atomic_store_n(&m->shm_state, XCCL_SHM_ON, __ATOMIC_RELEASE);
+    __atomic_store_n(&m->level_lat_colls, colls, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->level_state, XCCL_LEVEL_ON, __ATOMIC_RELEASE);
 }
 
 /* Single copies: every node peer lets this rank read its memory (no Yama,
  * or ptrace_scope 0, or CAP_SYS_PTRACE). */
 static int cma_probe(mca_coll_xccl_module_t *m)
 {
-    struct mca_coll_xccl_shm *h = m->shm;
+    struct mca_coll_xccl_level *h = m->level;
     int ok = mca_coll_xccl_component.shm_cma;
     for (int r = 0; ok && r < xccl_segment_nranks(h->seg); r++) {
         const int p = xccl_cma_probe(h->seg, r);
@@ -187,10 +187,10 @@ static int cma_vote(mca_coll_xccl_module_t *m)
     return !cma_probe(m) ? 0 : opal_progress_yield_when_idle ? 1 : 2;
 }
 
-void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
+void mca_coll_xccl_level_vote_start(mca_coll_xccl_module_t *m)
 {
-    struct mca_coll_xccl_shm *h = m->shm;
-    if (XCCL_SHM_UNDECIDED != m->shm_state) {
+    struct mca_coll_xccl_level *h = m->level;
+    if (XCCL_LEVEL_UNDECIDED != m->level_state) {
         return;
     }
     if (m->layout.max_ppn < 2) {
@@ -203,11 +203,11 @@ void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
     int mine = NULL != h && h->ok;
     if (NULL != h && h->fast) {
         /* every rank holds its node's segment and said what it votes */
-        m->shm_state = XCCL_SHM_VOTING;
+        m->level_state = XCCL_LEVEL_VOTING;
         vote_end(m, 0, 1, h->fast_cma);
         return;
     }
-    if (XCCL_AGREE_VOTE_MASK == m->shm_vote.gen) {
+    if (XCCL_AGREE_VOTE_MASK == m->level_vote.gen) {
         /* known alike everywhere: the largest of the agreed numbers */
         mca_coll_xccl_log(1, "comm comm=%u rank=%d: shared-memory level off: every pair of vote "
                           "tags of this context id was left behind by a communicator freed while "
@@ -215,7 +215,7 @@ void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
         mca_coll_xccl_level_disable(m);
         return;
     }
-    m->shm_state = XCCL_SHM_VOTING;
+    m->level_state = XCCL_LEVEL_VOTING;
     if (0 != vote_round(m, 1, mine)) {
         /* Out of memory for one int's schedule: the peers' calls will wait
          * for this rank's vote; say why. */
@@ -228,7 +228,7 @@ void mca_coll_xccl_shm_vote_start(mca_coll_xccl_module_t *m)
 /* Under the set-up lock, while VOTING. */
 static void vote_progress(mca_coll_xccl_module_t *m)
 {
-    mca_coll_xccl_shm_vote_t *v = &m->shm_vote;
+    mca_coll_xccl_level_vote_t *v = &m->level_vote;
     const int rc = xccl_exec_progress(&v->e);
     if (0 == rc) {
         return;
@@ -238,7 +238,7 @@ static void vote_progress(mca_coll_xccl_module_t *m)
         vote_end(m, 1, 0, 0);
     } else if (1 == v->round && v->out && mca_coll_xccl_component.shm_cma) {
         const int mine = cma_vote(m);
-        m->shm->probe = mine > 0;
+        m->level->probe = mine > 0;
         if (0 != vote_round(m, 2, mine)) {
             vote_end(m, 1, 0, 0);
         }
@@ -247,29 +247,29 @@ static void vote_progress(mca_coll_xccl_module_t *m)
     }
 }
 
-int mca_coll_xccl_shm_ready(mca_coll_xccl_module_t *m)
+int mca_coll_xccl_level_ready(mca_coll_xccl_module_t *m)
 {
-    if (XCCL_SHM_VOTING != __atomic_load_n(&m->shm_state, __ATOMIC_ACQUIRE)) {
+    if (XCCL_LEVEL_VOTING != __atomic_load_n(&m->level_state, __ATOMIC_ACQUIRE)) {
         return 1;
     }
     OPAL_THREAD_LOCK(&m->setup_lock);
-    if (XCCL_SHM_VOTING == m->shm_state) {
+    if (XCCL_LEVEL_VOTING == m->level_state) {
         vote_progress(m);
     }
-    const int done = XCCL_SHM_VOTING != m->shm_state;
+    const int done = XCCL_LEVEL_VOTING != m->level_state;
     OPAL_THREAD_UNLOCK(&m->setup_lock);
     return done;
 }
 
-void mca_coll_xccl_shm_fini(mca_coll_xccl_module_t *m)
+void mca_coll_xccl_level_fini(mca_coll_xccl_module_t *m)
 {
-    if (XCCL_SHM_VOTING == m->shm_state) {
+    if (XCCL_LEVEL_VOTING == m->level_state) {
         /* Freed while its vote runs (a program whose last call on it
          * returned before its peers voted): abandon the messages, and
          * their tags (vote_gen). */
-        xccl_exec_fini(&m->shm_vote.e);
+        xccl_exec_fini(&m->level_vote.e);
         vote_abandoned(m);
     }
-    xccl_sched_fini(&m->shm_vote.s);
+    xccl_sched_fini(&m->level_vote.s);
     mca_coll_xccl_level_disable(m);
 }

@@ -121,7 +121,7 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
     m->world_rank = mca_coll_xccl_component.world_rank;
     m->cid = xccl_compat_comm_cid(comm);
     m->setup = XCCL_SETUP_NONE;
-    mca_coll_xccl_shm_init(m);
+    mca_coll_xccl_level_init(m);
 
 #define SAVE_PREV(name, coll, nb)                                         \
     m->prev.name = comm->c_coll->coll_##name;                             \

@@ -110,7 +110,7 @@ static int trial_end(mca_coll_xccl_call_t *c, xccl_trial_t *trial, uint64_t t0, 
     if (NULL == trial) {
         return rc;
     }
-    const int rc2 = mca_coll_xccl_shm_trial_end(c->m, c->coll, c->bytes, trial, t0, now_ns());
+    const int rc2 = mca_coll_xccl_level_trial_end(c->m, c->coll, c->bytes, trial, t0, now_ns());
     return MPI_SUCCESS != rc ? rc : rc2;
 }
 
@@ -311,7 +311,7 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
         *rc = run_end(c, run, 0, mca_coll_xccl_error(m, c->coll, *rc, "setting the communicator up failed"));
         return 1;
     }
-    if (NULL != run->request && (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m))) {
+    if (NULL != run->request && (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_level_ready(m))) {
         /* Device data is copied in now, the schedule is chosen later. */
         if (run->stage && MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, run->stage))) {
             *rc = run_end(c, run, 0, *rc);
@@ -326,18 +326,18 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
      * rank).  Whether a call uses it never depends on its buffers (device
      * or host may differ between ranks): device data runs it on host
      * copies. */
-    c->args.shm_slot = XCCL_SHM_ON == m->shm_state && !c->no_level ? mca_coll_xccl_component.shm_bytes
+    c->args.shm_slot = XCCL_LEVEL_ON == m->level_state && !c->no_level ? mca_coll_xccl_component.shm_bytes
                                                                    : 0;
     /* Single copies from and to the peers' own buffers (process_vm_readv
      * and writev): the mesh schedules of every collective (the reductions
      * reduce pieces copied into scratch), in blocking calls
-     * (mca_coll_xccl_shm_hooks: one publication per rank). */
-    c->args.peer_access = NULL == run->request && c->args.shm_slot && m->shm_cma ? XCCL_PEER_COPY
+     * (mca_coll_xccl_level_hooks: one publication per rank). */
+    c->args.peer_access = NULL == run->request && c->args.shm_slot && m->level_cma ? XCCL_PEER_COPY
                                                                                   : XCCL_PEER_NONE;
     c->args.layout = &m->layout;
     /* Where shm (or its latency path) and the mesh may both run, the
      * level's trials time them and keep the faster (xccl_trial_t). */
-    c->args.trial = c->args.peer_access ? mca_coll_xccl_shm_trial_wanted(m, c) : XCCL_TRIAL_OFF;
+    c->args.trial = c->args.peer_access ? mca_coll_xccl_level_trial_wanted(m, c) : XCCL_TRIAL_OFF;
     run->sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes, c->es, -1,
                                                &run->algo, &run->predicted_us, &run->trial);
     c->args.peer_access = c->args.trial = 0;
@@ -401,7 +401,7 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
             return 1;
         }
     }
-    if (level && 0 != mca_coll_xccl_shm_hooks(m, &run->hooks, run->sched->peer_access)) {
+    if (level && 0 != mca_coll_xccl_level_hooks(m, &run->hooks, run->sched->peer_access)) {
         *rc = run_end(c, run, 0, mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN,
                                                      "publishing buffers for the peers failed"));
         return 1;
@@ -415,15 +415,15 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     }
     if (level) {
         /* after the level's nonblocking calls made before this one */
-        const uint32_t ticket = m->shm_ticket++;
-        while (!mca_coll_xccl_shm_my_turn(m, ticket)) {
+        const uint32_t ticket = m->level_ticket++;
+        while (!mca_coll_xccl_level_my_turn(m, ticket)) {
             opal_progress();
         }
     }
     const uint64_t t0 = NULL != run->trial ? now_ns() : 0;
     *rc = mca_coll_xccl_exec_run(m, c->coll, run->sched, &run->hooks, red);
     if (level) {
-        mca_coll_xccl_shm_pass_turn(m);
+        mca_coll_xccl_level_pass_turn(m);
     }
     *rc = run_end(c, run, t0, *rc);
     return 1;
@@ -437,7 +437,7 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 static int path_set_up(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
-    return NULL == run->why && NULL == c->request && m->shm_small && XCCL_SETUP_DONE != m->setup &&
+    return NULL == run->why && NULL == c->request && m->level_small && XCCL_SETUP_DONE != m->setup &&
            c->bytes <= XCCL_LATENCY_BYTES && MPI_SUCCESS == mca_coll_xccl_setup(m, 1) &&
            mca_coll_xccl_fast_latency(c, rc);
 }
@@ -521,7 +521,7 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
  *  - a blocking call of at most XCCL_LATENCY_BYTES can run the level's
  *    latency path (the level on, or its vote still to settle: the caller
  *    settles it first, settle_small);
- *  - a nonblocking one can run the level (m->shm_small_nb: the latency
+ *  - a nonblocking one can run the level (m->level_small_nb: the latency
  *    path as a request, or the executor where the vote turns the level
  *    off), or CUDA IPC is set up and takes it (on device buffers one GPU
  *    round trip, no copy across PCIe);
@@ -530,8 +530,8 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
     if (xccl_select_why_small == why &&
-        ((NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES && c->m->shm_small) ||
-         (NULL != c->request && c->m->shm_small_nb) ||
+        ((NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES && c->m->level_small) ||
+         (NULL != c->request && c->m->level_small_nb) ||
          (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
          (NULL != c->request && c->m->gpu_ipc && peer_wanted(c)))) {
         return NULL;
@@ -550,14 +550,14 @@ static inline const char *policy(const mca_coll_xccl_call_t *c)
     return xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
 }
 
-/* Before decide reads m->shm_small for a small blocking call: where the
+/* Before decide reads m->level_small for a small blocking call: where the
  * level's vote may still run, it is over (the same answer on every
  * rank). */
 static inline void settle_small(mca_coll_xccl_call_t *c, const char *why)
 {
     mca_coll_xccl_module_t *m = c->m;
     if (xccl_select_why_small == why && NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES &&
-        m->shm_small && XCCL_SHM_ON != __atomic_load_n(&m->shm_state, __ATOMIC_ACQUIRE)) {
+        m->level_small && XCCL_LEVEL_ON != __atomic_load_n(&m->level_state, __ATOMIC_ACQUIRE)) {
         mca_coll_xccl_setup_settle(m);
     }
 }

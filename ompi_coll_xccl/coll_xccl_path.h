@@ -37,8 +37,8 @@ int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c);
 static inline int mca_coll_xccl_trial_first(const mca_coll_xccl_module_t *m,
                                             const mca_coll_xccl_call_t *c)
 {
-    return NULL == c->request && mca_coll_xccl_shm_trial_wanted(m, c) &&
-           !(m->shm->lat_picked[c->coll] >> xccl_size_class(c->bytes) & 1u);
+    return NULL == c->request && mca_coll_xccl_level_trial_wanted(m, c) &&
+           !(m->level->lat_picked[c->coll] >> xccl_size_class(c->bytes) & 1u);
 }
 
 /* The work buffers of a latency-path call, as coll_xccl_pack.c makes them
@@ -50,7 +50,7 @@ static inline int mca_coll_xccl_latency_buffers(mca_coll_xccl_call_t *c, const c
                                                 char **wr_out, int *algo_out)
 {
     mca_coll_xccl_module_t *m = c->m;
-    struct mca_coll_xccl_shm *h = m->shm;
+    struct mca_coll_xccl_level *h = m->level;
     char *ws, *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
     if (c->reduction) {
         if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
@@ -101,9 +101,9 @@ static inline int mca_coll_xccl_latency_buffers(mca_coll_xccl_call_t *c, const c
 
 /* Step 1, the latency path's fast way.  Its rule: a blocking call, or a
  * nonblocking one where the level takes small nonblocking calls
- * (m->shm_small_nb) and CUDA IPC, whose providers see every nonblocking
+ * (m->level_small_nb) and CUDA IPC, whose providers see every nonblocking
  * call first, is not set up; a collective the level runs on the latency
- * path (m->shm_lat_colls: set once the level is on); host buffers (in
+ * path (m->level_lat_colls: set once the level is on); host buffers (in
  * the heap, or any where the process has not loaded the CUDA driver); and
  * the work buffers without packing (mca_coll_xccl_latency_buffers).  Where
  * CUDA IPC is set up, the call first tells its agreement that it skips it
@@ -115,8 +115,8 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
     const char *ws;
     char *wr;
     int algo;
-    if (!((NULL == c->request || (m->shm_small_nb && !m->gpu_ipc)) &&
-          (m->shm_lat_colls >> c->coll & 1u) &&
+    if (!((NULL == c->request || (m->level_small_nb && !m->gpu_ipc)) &&
+          (m->level_lat_colls >> c->coll & 1u) &&
           (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)))) {
         return 0;
     }

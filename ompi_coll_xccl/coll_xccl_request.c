@@ -169,7 +169,7 @@ typedef struct xccl_request {
     xccl_coll_t coll;
     uint32_t seq;
     int waiting;                     /* for the set-up: no schedule yet */
-    int level;                       /* holds a ticket (m->shm_ticket): runs and */
+    int level;                       /* holds a ticket (m->level_ticket): runs and */
     uint32_t ticket;                 /* ends in its turn (a schedule of the level) */
     int err;                         /* building its schedule failed (logged) */
     int no_level;                    /* never a schedule of the level (c->no_level) */
@@ -275,7 +275,7 @@ static int request_build(xccl_request_t *req)
     double predicted_us;
     int algo;
     req->args.layout = &m->layout;
-    req->args.shm_slot = XCCL_SHM_ON == m->shm_state && !req->no_level
+    req->args.shm_slot = XCCL_LEVEL_ON == m->level_state && !req->no_level
                              ? mca_coll_xccl_component.shm_bytes
                              : 0;
     req->args.peer_access = 0;
@@ -297,7 +297,7 @@ static int request_build(xccl_request_t *req)
     }
     mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, predicted_us, NULL, NULL);
     if (mca_coll_xccl_sched_level(req->sched) &&
-        (!req->level || 0 != mca_coll_xccl_shm_hooks(m, &req->hooks, 0))) {
+        (!req->level || 0 != mca_coll_xccl_level_hooks(m, &req->hooks, 0))) {
         /* (a schedule of the level always has its turn: the level was
          * not off when the call was made) */
         return mca_coll_xccl_error(m, req->coll, MPI_ERR_INTERN, "no slot for a shared-memory schedule");
@@ -361,7 +361,7 @@ int mca_coll_xccl_progress_requests(void)
         xccl_request_t *req = *pp;
         int rc = 0;
         if (MPI_SUCCESS == req->err && req->waiting && mca_coll_xccl_setup_test(req->module) &&
-            mca_coll_xccl_shm_ready(req->module)) {
+            mca_coll_xccl_level_ready(req->module)) {
             req->err = request_build(req);
             if ((NULL != req->sched || req->lat) && !request_transfers(req)) {
                 __atomic_fetch_sub(&active_transfers, 1, __ATOMIC_RELAXED);   /* counted waiting */
@@ -369,7 +369,7 @@ int mca_coll_xccl_progress_requests(void)
         }
         /* A request holding a ticket ends in its turn, also one that failed
          * (it passes the turn on). */
-        const int turn = !req->level || mca_coll_xccl_shm_my_turn(req->module, req->ticket);
+        const int turn = !req->level || mca_coll_xccl_level_my_turn(req->module, req->ticket);
         if (MPI_SUCCESS == req->err && !req->waiting && turn && req->lat) {
             rc = request_lat_progress(req);
         } else if (MPI_SUCCESS == req->err && !req->waiting && turn) {
@@ -387,7 +387,7 @@ int mca_coll_xccl_progress_requests(void)
             continue;
         }
         if (req->level) {
-            mca_coll_xccl_shm_pass_turn(req->module);
+            mca_coll_xccl_level_pass_turn(req->module);
         }
         if (request_transfers(req)) {
             __atomic_fetch_sub(&active_transfers, 1, __ATOMIC_RELAXED);
@@ -486,7 +486,7 @@ int mca_coll_xccl_request_start(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     }
     if (level) {
         req->level = 1;
-        req->ticket = m->shm_ticket++;
+        req->ticket = m->level_ticket++;
     }
     request_enqueue(req, request);
     return MPI_SUCCESS;
@@ -531,10 +531,10 @@ int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_col
         return err;
     }
     req->waiting = 1;
-    if (XCCL_SHM_OFF != m->shm_state && !c->no_level) {
+    if (XCCL_LEVEL_OFF != m->level_state && !c->no_level) {
         /* it may run a schedule of the level: its turn, in call order */
         req->level = 1;
-        req->ticket = m->shm_ticket++;
+        req->ticket = m->level_ticket++;
     }
     mca_coll_xccl_log(2, "i%s comm=%u rank=%d: waits for the communicator's set-up",
                       xccl_coll_name(c->coll), m->cid, m->world_rank);
@@ -554,7 +554,7 @@ int mca_coll_xccl_request_start_lat(mca_coll_xccl_module_t *m, const mca_coll_xc
     req->lat = 1;
     req->lat_algo = algo;
     req->level = 1;
-    req->ticket = m->shm_ticket++;
+    req->ticket = m->level_ticket++;
     request_enqueue(req, request);
     return MPI_SUCCESS;
 }

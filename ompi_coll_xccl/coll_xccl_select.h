@@ -13,7 +13,7 @@ BEGIN_C_DECLS
  * algo an index to run (the mesh of peer access), or -1 for the policy's
  * choice.  *used: the algorithm built; *predicted_us the model's (or
  * negative); *trial (where trial is not NULL): the level trial this call is
- * one of (time it: mca_coll_xccl_shm_trial_end), or NULL.  Put back with
+ * one of (time it: mca_coll_xccl_level_trial_end), or NULL.  Put back with
  * xccl_select_put.  NULL: out of memory (logged). */
 const xccl_sched_t *mca_coll_xccl_select_schedule(mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                                   const xccl_coll_args_t *a, size_t bytes,

@@ -264,8 +264,8 @@ static int setup_local(mca_coll_xccl_module_t *m)
     m->agree_msg[0] = (NULL == nodes ? XCCL_OK_NODES : 0) | (NULL == ucx ? XCCL_OK_UCX : 0);
     m->agree_msg[XCCL_AGREE_KEY] = placement_key();
     m->agree_msg[XCCL_AGREE_FLAGS] |=
-        mca_coll_xccl_shm_local(m, NULL == nodes, &m->agree_msg[XCCL_AGREE_DESC]) |
-        mca_coll_xccl_shm_vote_gen(m->cid) << XCCL_AGREE_VOTE_SHIFT;
+        mca_coll_xccl_level_local(m, NULL == nodes, &m->agree_msg[XCCL_AGREE_DESC]) |
+        mca_coll_xccl_level_vote_gen(m->cid) << XCCL_AGREE_VOTE_SHIFT;
     if (nodes) {
         mca_coll_xccl_log(1, "comm comm=%u rank=%d: %s", m->cid, m->world_rank, nodes);
     }
@@ -311,13 +311,13 @@ static void setup_finish(mca_coll_xccl_module_t *m, int rc)
         for (int i = 0; i < m->size; i++) {
             const int gen = m->agree_all[XCCL_AGREE_INTS * i] >> XCCL_AGREE_VOTE_SHIFT &
                             XCCL_AGREE_VOTE_MASK;
-            m->shm_vote.gen = gen > m->shm_vote.gen ? gen : m->shm_vote.gen;
+            m->level_vote.gen = gen > m->level_vote.gen ? gen : m->level_vote.gen;
             flags &= m->agree_all[XCCL_AGREE_INTS * i];
             if (keys) {
                 keys[i] = m->agree_all[XCCL_AGREE_INTS * i + 1];
             }
         }
-        mca_coll_xccl_shm_finish(m, flags & XCCL_OK_NODES, m->agree_all, XCCL_AGREE_INTS);
+        mca_coll_xccl_level_finish(m, flags & XCCL_OK_NODES, m->agree_all, XCCL_AGREE_INTS);
     } else {
         flags &= m->agree_all[0];
     }
@@ -341,7 +341,7 @@ static void setup_finish(mca_coll_xccl_module_t *m, int rc)
         }
     }
     free(keys);
-    mca_coll_xccl_shm_vote_start(m);     /* the transport and layout are final */
+    mca_coll_xccl_level_vote_start(m);     /* the transport and layout are final */
     if (m->comm == &ompi_mpi_comm_world.comm) {
         mca_coll_xccl_component.world_active = true;
     }
@@ -428,7 +428,7 @@ void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m)
     } else if (XCCL_SETUP_PENDING == m->setup) {
         ompi_request_free(&m->agree_req);
     }
-    mca_coll_xccl_shm_fini(m);          /* a vote in flight uses the endpoints */
+    mca_coll_xccl_level_fini(m);          /* a vote in flight uses the endpoints */
     release_endpoints(m);
     free(m->agree_all);
     m->agree_all = NULL;
@@ -440,7 +440,7 @@ void mca_coll_xccl_setup_settle(mca_coll_xccl_module_t *m)
     if (XCCL_SETUP_NONE == m->setup) {
         return;                      /* the call sets up, then waits */
     }
-    while (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_shm_ready(m)) {
+    while (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_level_ready(m)) {
         opal_progress();
     }
 }

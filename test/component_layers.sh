@@ -1,7 +1,7 @@
 #!/bin/bash
 # The arrows between the component's own files (ompi_coll_xccl/), as
 # docs/design.md draws them: no circle.  A file and the header of the same
-# name are one unit (coll_xccl_shm.c + coll_xccl_shm.h: "shm"); an arrow
+# name are one unit (coll_xccl_level.c + coll_xccl_level.h: "level"); an arrow
 # runs from unit A to unit B where a file of A includes a header of B
 # (quoted includes of ompi_coll_xccl/), or where A's object calls a
 # function B's object defines (nm: A's undefined text symbols against B's

@@ -10,7 +10,7 @@
  * transport (ucx_glue, same UCX settings as the component's defaults),
  * gamma from xccl's float SUM kernel on 16 MiB, delta from memcpy of 16 MiB.
  * The shared-memory level's terms come from a segment of the level's own
- * (ucx_glue/xccl_shm, the flags the executor polls): flag is half the
+ * (segment/, the flags the executor polls): flag is half the
  * round trip of a flag ping-pong between the two ranks; peer is what a
  * byte the other rank has just written into its slot costs to copy out,
  * over the same copy of bytes this rank has just written (PEER_BYTES at a

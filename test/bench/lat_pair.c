@@ -8,16 +8,13 @@
  *         path's layout before the pair layout; of more than two ranks
  *         still): every line a rank writes was last read by the peer;
  *   pair  each rank writes the area the peer wrote last (it read those
- *         lines last), as coll_xccl_shm_latency.c does for two ranks;
+ *         lines last), as coll_xccl_latency.c does for two ranks;
  *         the allreduce's reducer writes its piece back in place.
  *
  * A core that reads a line another core modified may take it over (AMD
  * does); writing it again then pulls it back: "own" moves every line
- * between the cores twice per call, "pair" once.  On the 2-vCPU AMD EPYC
- * VM of issue 30 (medians; the VM's regimes, test/bench/line_probe.c,
- * set the scale): allgather of 32 KiB per rank 6.2 / 21 us own (fast /
- * slow regime), 2.2 / 4.0 pair; allreduce of 64 KiB 14.6 / 10-13 us own,
- * 6.0 / 4.8-5.0 pair.
+ * between the cores twice per call, "pair" once.  Figures:
+ * docs/bench/latency-path.md.
  *
  *   gcc -O2 -march=x86-64-v3 -o lat_pair test/bench/lat_pair.c
  *   ./lat_pair [BYTES [ROUNDS]]      (default 65536, 15)

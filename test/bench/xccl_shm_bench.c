@@ -150,7 +150,7 @@ static int copy_cb(void *ctx, void *dst, const void *src, size_t len)
 /* Spin as MPI's progress loop does (no yield unless -y: then every 256
  * spins, for oversubscribed runs). */
 static int yield_every;
-/* pause in the spin loop (-p); off by default: in a VM, pause loops may
+/* pause in the spin loop (-p); off by default: in a virtual machine, pause loops may
  * exit to the hypervisor (PLE), which costs microseconds. */
 static int use_pause;
 
@@ -167,14 +167,14 @@ static inline void relax(unsigned *spins)
 }
 
 /* One call of schedule s; returns 0 or <0. */
-static int run(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], xccl_shm_peer_t *sp, uint32_t seq,
+static int run(const xccl_sched_t *s, void *const bufs[XCCL_NBUF], xccl_level_peer_t *sp, uint32_t seq,
                xccl_reduce_fn_t fn)
 {
     xccl_exec_t e;
     int rc;
     unsigned spins = 0;
     if (sp->cma) {
-        xccl_shm_peer_publish(sp, seq, bufs);
+        xccl_level_peer_publish(sp, seq, bufs);
     }
     xccl_exec_init(&e, s, &null_tr, bufs, reduce_cb, (void *) fn, seq);
     xccl_exec_set_peer(&e, &sp->peer);
@@ -231,8 +231,8 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
         atomic_store(&c->failed, 1);
         _exit(1);
     }
-    xccl_shm_peer_t sp;
-    xccl_shm_peer_init(&sp, seg, NULL, o->np);
+    xccl_level_peer_t sp;
+    xccl_level_peer_init(&sp, seg, NULL, o->np);
     const xccl_reduce_fn_t fn = xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM);
     uint32_t seq = 1;
 
@@ -295,7 +295,7 @@ static void rank_main(ctl_t *c, const opts_t *o, int r)
             case V_AG_SHM: rc = xccl_build_allgather_shm(&s, bytes); break;
             default: rc = xccl_build_allgather_mesh(&s, bytes); break;
             }
-            xccl_shm_peer_cma(&sp, V_AG_CMA == v);
+            xccl_level_peer_cma(&sp, V_AG_CMA == v);
             void *scratch = malloc(s.scratch_bytes + 1);
             void *bufs[XCCL_NBUF] = { sbuf, rbuf, scratch, xccl_segment_slot(seg, r) };
             /* calls per batch: about min_s / reps of work, from a trial */

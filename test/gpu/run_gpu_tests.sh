@@ -551,7 +551,7 @@ done
 # IPC) and freed, then host calls on the next one of that context id
 # (xccl_mpi_gpu_churn): right results, and no communicator freed while its
 # shared-memory vote ran (its peers' vote messages would be left behind
-# under the tags of that context id: coll_xccl_shm.c, vote_gen).  np 2 on
+# under the tags of that context id: coll_xccl_level_vote.c, vote_gen).  np 2 on
 # one fake device, np 3 on two.
 for v in "2 1" "3 2"; do
     read -r np devices <<<"$v"

@@ -11,7 +11,7 @@
  * up and may run through CUDA IPC without the shared-memory level, whose
  * vote goes on after the call: a communicator freed while its vote runs
  * leaves the peers' vote messages behind under tags a later communicator
- * of the same context id would match (coll_xccl_shm.c, vote_gen).
+ * of the same context id would match (coll_xccl_level_vote.c, vote_gen).
  * Then a last MPI_Comm_dup (the same context id) runs host MPI_Allreduce
  * and MPI_Bcast at 1 element .. 64 Ki elements through the level, checked.
  *

@@ -730,7 +730,7 @@ run_small_modes xccl_mpi_mixed check_no_noncontig_fallback "$bindir/xccl_mpi_mix
 # The shared-memory level's latency path under skew: small blocking calls
 # of all six collectives back to back, no barriers, random sleeps, bcast
 # roots that run ahead, executor calls (past 64 KiB per rank) in between; with
-# xccl's defaults (small calls take the entry's short way; the level's
+# xccl's defaults (small calls take the latency path's fast way; the level's
 # executor above small_msg_bytes) and with small_msg_bytes 0.  Results,
 # and for every rank and collective at least one verbose line
 # "via=latency_path" and one "algo=shm..." line without it (both paths ran);

@@ -2,7 +2,7 @@
  * The node segment on real shared memory, without MPI: N forked processes
  * (N = 1..8) attach one segment (segment/xccl_segment.h) and run schedules
  * through the executor with the shm peer provider
- * (ompi_coll_xccl/coll_xccl_shm_peer.h) and a transport that fails any
+ * (ompi_coll_xccl/coll_xccl_level_peer.h) and a transport that fails any
  * send or receive (one node: the schedules need none).
  *
  *   - segment: create / attach through the blob, slots, flags (sequence
@@ -263,7 +263,7 @@ static int slow_copy(void *ctx, void *dst, const void *src, size_t len)
  * previous call's flag satisfies a wait): a planted bug. */
 typedef struct {
     xccl_peer_t peer;
-    xccl_shm_peer_t *real;
+    xccl_level_peer_t *real;
 } seqless_t;
 
 static int seqless_test(void *ctx, int peer, uint32_t seq, uint32_t val)
@@ -580,21 +580,21 @@ static int run_call(ctl_t *c, xccl_segment_t *seg, int r, int p, const call_t *k
         memcpy(rbuf + (size_t) r * k->n, sbuf, sb);
     }
 
-    xccl_shm_peer_t sp;
-    xccl_shm_peer_init(&sp, seg, NULL, p);
+    xccl_level_peer_t sp;
+    xccl_level_peer_init(&sp, seg, NULL, p);
     void *bufs[XCCL_NBUF] = { k->in_place ? (void *) rbuf : sbuf, rbuf, NULL, xccl_segment_slot(seg, r) };
     void *scratch = NULL;
     if (USE_MESH_MIRROR == k->mesh) {
         /* mirror: SEND, RECV, SCRATCH at fixed offsets of every slot */
         const size_t ab = (sb + 63) / 64 * 64, rbb = (rb + 63) / 64 * 64;
         const size_t roff = k->in_place ? 0 : ab, xoff = roff + rbb;
-        if (xoff + s.scratch_bytes > slot || 0 != xccl_shm_peer_map(&sp, XCCL_BUF_SEND, 0, k->in_place ? rbb : ab) ||
-            0 != xccl_shm_peer_map(&sp, XCCL_BUF_RECV, roff, rbb) ||
-            0 != xccl_shm_peer_map(&sp, XCCL_BUF_SCRATCH, xoff, s.scratch_bytes)) {
+        if (xoff + s.scratch_bytes > slot || 0 != xccl_level_peer_map(&sp, XCCL_BUF_SEND, 0, k->in_place ? rbb : ab) ||
+            0 != xccl_level_peer_map(&sp, XCCL_BUF_RECV, roff, rbb) ||
+            0 != xccl_level_peer_map(&sp, XCCL_BUF_SCRATCH, xoff, s.scratch_bytes)) {
             return failf(c, r, "%s: does not fit the slot in mirror mode", what);
         }
         for (int b = 0; b < XCCL_BUF_SLOT; b++) {
-            bufs[b] = xccl_shm_peer_own(&sp, (xccl_buf_id_t) b);
+            bufs[b] = xccl_level_peer_own(&sp, (xccl_buf_id_t) b);
         }
     } else {
         scratch = malloc(s.scratch_bytes + 1);
@@ -629,8 +629,8 @@ static int run_call(ctl_t *c, xccl_segment_t *seg, int r, int p, const call_t *k
         if (C_AG == k->coll && k->in_place) {
             bufs[XCCL_BUF_SEND] = rbuf + (size_t) r * k->n;
         }
-        xccl_shm_peer_cma(&sp, 1);
-        xccl_shm_peer_publish(&sp, 1000u + k->call, bufs);
+        xccl_level_peer_cma(&sp, 1);
+        xccl_level_peer_publish(&sp, 1000u + k->call, bufs);
     }
     int rc = exec_sched(&s, bufs, peer, 1000u + k->call, ek_fn(k->ek), BUG_POST_BEFORE_COPY == bug ? &cc : NULL);
     if (USE_MESH_MIRROR == k->mesh && 0 == rc) {
@@ -749,7 +749,7 @@ START_TEST(segment_layout_and_flags)
 }
 END_TEST
 
-/* Reuse (issue 30): a segment every user released is claimed by one
+/* Reuse: a segment every user released is claimed by one
  * process, reset to what creation leaves, and rejoined by the others that
  * kept it mapped, at any rank; it cannot be claimed while any user holds
  * it. */
