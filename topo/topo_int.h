@@ -1,7 +1,7 @@
 /*
  * Shared by the detection files of topo/ (topo_detect.c: the node, the
  * accelerators, NVLink; topo_nic.c: the NICs): the state of one
- * detection and the helpers both use.  Not part of xccl_topo.h: nothing
+ * detection and the hwloc helpers both use (topo_hwloc.c).  Not part of xccl_topo.h: nothing
  * outside topo/ sees hwloc.
  */
 #ifndef XCCL_TOPO_INT_H
@@ -21,7 +21,7 @@ typedef struct {
     hwloc_obj_t nic_obj[XCCL_TOPO_MAX_NICS];   /* PCI function of each NIC */
 } topo_detect_t;
 
-/* ---- topo_detect.c */
+/* ---- topo_hwloc.c */
 
 /* The number of hwloc objects of type (0 where hwloc has none). */
 int topo_count(hwloc_topology_t hw, hwloc_obj_type_t type);
