@@ -18,7 +18,13 @@
 #      component and the same parameters as the Debian 12 build
 #      (build/component, when there), and xccl_bench runs a short sweep at
 #      np 2 and 4 (exit 4 = xccl was not active = failure);
-#   6. unmount everything and delete the root, also on failure or signal.
+#   6. the Debian package: test/deb/deb_check.sh build in the root (the
+#      .deb, lintian, installed_check), then deb_check.sh install into a
+#      copy of the root taken right after debootstrap (nothing installed
+#      into it: no build tools), with the Debian 12 package of
+#      build/deb/bookworm, when there, as the one apt-get must refuse;
+#   7. unmount everything and delete the roots, also on failure or signal
+#      (test/lib/chroot.sh).
 #
 # usage: test/ompi5/run_trixie.sh [--keep]   (--keep: leave the root for
 #        debugging; it is still unmounted)
@@ -28,122 +34,58 @@
 # SKIP inside the chroot ('ip netns exec' needs / to be a mount point) and
 # is listed as skipped in the verdict; it runs in the Debian 12 suite.
 # Prints "trixie: PASSED ..." or "trixie: FAILED at <stage> ..." and exits
-# 0 / 1.  Logs: $XCCL_TRIXIE_DIR/logs/ (kept).
+# 0 / 1.  Logs: $XCCL_TRIXIE_DIR/logs/ and $XCCL_TRIXIE_DIR/deb/logs/ (kept).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-keep=0
-[[ ${1:-} == --keep ]] && keep=1
+# shellcheck source=../lib/chroot.sh
+. "$top/test/lib/chroot.sh"
+[[ ${1:-} == --keep ]] && chroot_keep=1
 mirror=${XCCL_TRIXIE_MIRROR:-http://deb.debian.org/debian}
 work=${XCCL_TRIXIE_DIR:-$top/build/trixie}
 root=$work/root
+fresh=$work/fresh      # the copy for the package's install test
 logs=$work/logs
 jobs=2
 
 stage=setup
 t_start=$(date +%s)
 declare -a timings=()
-mounted=()
 
 fail() {
     echo "trixie: FAILED at $stage: $*"
     exit 1
 }
 
-# Processes still running inside the root (an mpirun daemon that outlived a
-# timeout) would keep the mounts busy: they can only be ours.
-kill_inside() {
-    local p r
-    for p in /proc/[0-9]*; do
-        r=$(readlink "$p/root" 2>/dev/null) || continue
-        if [[ $r == "$root" || $r == "$root"/* ]]; then
-            kill -9 "${p#/proc/}" 2>/dev/null || true
-        fi
-    done
-}
-
-cleanup() {
-    local rc=$? i m
-    trap - EXIT INT TERM
-    set +e
-    kill_inside
-    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-        m=${mounted[i]}
-        umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
-            echo "trixie: could not unmount $m" >&2
-    done
-    # and whatever the tests mounted inside (ip netns add binds /run/netns),
-    # deepest first
-    while read -r m; do
-        umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
-            echo "trixie: could not unmount $m" >&2
-    done < <(awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r)
-    # anything left mounted below the root (never delete through a mount)
-    if grep -q " $root/" /proc/mounts; then
-        echo "trixie: mounts left under $root:" >&2
-        grep " $root/" /proc/mounts >&2
-        rc=1
-    elif [[ $keep -eq 0 && -d $root ]]; then
-        rm -rf --one-file-system "$root"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'echo "trixie: interrupted" >&2; exit 130' INT TERM
-
 step_time() {    # step_time <name> <t0>
     timings+=("$1=$(($(date +%s) - $2))s")
 }
 
 in_root() {      # in_root <log name> <bash -c script>
-    local log=$logs/$1.log
-    shift
-    if ! chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            DEBIAN_FRONTEND=noninteractive CI="${CI:-}" \
-            bash -c "set -euo pipefail; $1" >"$log" 2>&1; then
-        echo "trixie: last lines of $log:"
-        tail -n 60 "$log" | sed 's/^/   | /'
-        return 1
-    fi
+    chroot_run "$root" "$logs/$1.log" "$2"
 }
 
 [[ $(id -u) -eq 0 ]] || fail "needs root (debootstrap, chroot, mount)"
 command -v debootstrap >/dev/null || fail "debootstrap not installed (test/deps.sh installs it)"
-[[ -x /usr/share/debootstrap/scripts/trixie || -e /usr/share/debootstrap/scripts/trixie ]] ||
-    fail "this debootstrap does not know trixie"
 
-# A root left by an interrupted run: unmount what is left, then start over.
-if [[ -d $root ]]; then
-    while read -r m; do umount -l "$m" 2>/dev/null || true; done < <(
-        awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r)
-    grep -q " $root/" /proc/mounts && fail "old mounts under $root"
-    rm -rf --one-file-system "$root"
-fi
-mkdir -p "$root" "$logs"
+chroot_init trixie
+# (a root left by an interrupted run is unmounted and deleted first)
+chroot_new "$root" || fail "cannot make $root"
+chroot_new "$fresh" || fail "cannot make $fresh"
+mkdir -p "$logs"
 rm -f "$logs"/*.log
 
 # ------------------------------------------------------------ 1. debootstrap
 stage=debootstrap
 t0=$(date +%s)
 echo "trixie: debootstrap trixie from $mirror into $root"
-debootstrap --variant=minbase trixie "$root" "$mirror" >"$logs/debootstrap.log" 2>&1 ||
-    { tail -n 30 "$logs/debootstrap.log"; fail "debootstrap (log: $logs/debootstrap.log)"; }
+chroot_debootstrap trixie "$root" "$mirror" "$logs/debootstrap.log" || fail "debootstrap"
+# The root as debootstrap left it, for the package's install test (step 6).
+cp -a "$root/." "$fresh/"
 step_time debootstrap "$t0"
 
 # ------------------------------------------------------------ 2. mounts
 stage=mount
-do_mount() {     # do_mount <target> <mount arguments...>
-    local target=$1
-    shift
-    mkdir -p "$target"
-    mount "$@" "$target" || fail "mount $* $target"
-    mounted+=("$target")
-}
-do_mount "$root/proc" -t proc proc
-do_mount "$root/sys" -t sysfs sysfs
-# a fresh, empty /dev/shm (Open MPI's and UCX's shared-memory segments)
-do_mount "$root/dev/shm" -t tmpfs -o mode=1777,nosuid,nodev tmpfs
-do_mount "$root/dev/pts" -t devpts -o newinstance,ptmxmode=0666 devpts
+chroot_mount "$root" || fail "mounts"
 # The CUDA toolkit of this machine, read-only at the same path, when there
 # is one: the component is then built with the same GPU kernels as on
 # Debian 12 (configure finds /usr/local/cuda) and the device-buffer tests
@@ -151,13 +93,9 @@ do_mount "$root/dev/pts" -t devpts -o newinstance,ptmxmode=0666 devpts
 cuda_dir=
 if [[ -e /usr/local/cuda/include/cuda.h ]]; then
     cuda_dir=$(readlink -f /usr/local/cuda)
-    do_mount "$root$cuda_dir" --bind "$cuda_dir"
-    mount -o remount,bind,ro "$root$cuda_dir" || fail "remount $root$cuda_dir read-only"
+    chroot_bind_ro "$cuda_dir" "$root" || fail "mount $cuda_dir"
     [[ $cuda_dir == /usr/local/cuda ]] || ln -sfn "$cuda_dir" "$root/usr/local/cuda"
 fi
-cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-hostname=$(hostname)
-grep -q "$hostname" "$root/etc/hosts" 2>/dev/null || echo "127.0.1.1 $hostname" >>"$root/etc/hosts"
 
 # ------------------------------------------------------------ 3. packages
 stage=apt-get
@@ -166,10 +104,11 @@ cat >"$root/etc/apt/sources.list" <<EOF
 deb $mirror trixie main
 deb-src $mirror trixie main
 EOF
+# debhelper and lintian: the Debian package (step 6)
 in_root apt "apt-get update -q
 apt-get install -y -q --no-install-recommends build-essential autoconf automake libtool \
     pkg-config libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check iproute2 \
-    dpkg-dev xz-utils ca-certificates
+    dpkg-dev xz-utils ca-certificates debhelper lintian
 dpkg-query -W libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check gcc" ||
     fail "apt-get install (log: $logs/apt.log)"
 ompi_version=$(chroot "$root" dpkg-query -W -f='${Version}' libopenmpi-dev)
@@ -274,6 +213,29 @@ done
 echo "trixie: xccl_bench short sweep (8 B..1 MiB) at np 2 and 4 against the installed component: ok"
 step_time bench "$t0"
 
+# ------------------------------------------------------------ 6. the Debian package
+stage="deb build"
+t0=$(date +%s)
+in_root deb-build "cd /xccl && XCCL_OMPI_SRC=$ompi_src test/deb/deb_check.sh build /xccl/build/deb" ||
+    fail "the Debian package (log: $logs/deb-build.log, $root/xccl/build/deb/logs/)"
+grep '^deb: ' "$logs/deb-build.log" | sed 's/^/trixie: /' || true
+rm -rf "$work/deb"
+mkdir -p "$work/deb"
+cp -a "$root/xccl/build/deb/logs" "$root"/xccl/build/deb/xccl_*.deb "$root/xccl/build/deb/installed_check" "$work/deb/"
+step_time deb-build "$t0"
+
+stage="deb install"
+t0=$(date +%s)
+# the package built against Open MPI 4.1.4 must not install beside 5.0.7
+foreign=$(ls "$top"/build/deb/bookworm/xccl_*.deb 2>/dev/null | head -n 1 || true)
+# the build root goes first: its mounts and space are not needed any more
+chroot_release "$root" || fail "cannot release $root"
+if ! XCCL_DEB_FOREIGN=$foreign XCCL_DEB_MIRROR=$mirror chroot_keep=$chroot_keep \
+        "$top/test/deb/deb_check.sh" install trixie "$work/deb" "$fresh" | sed 's/^/trixie: /'; then
+    fail "the Debian package's install test (logs: $work/deb/logs/)"
+fi
+step_time deb-install "$t0"
+
 stage=done
 echo "trixie: times: ${timings[*]} total=$(($(date +%s) - t_start))s"
-echo "trixie: PASSED (Debian 13, Open MPI $ompi_version: build, make check, make install, ompi_info, xccl_bench)"
+echo "trixie: PASSED (Debian 13, Open MPI $ompi_version: build, make check, make install, ompi_info, xccl_bench, Debian package)"
