@@ -150,8 +150,6 @@ typedef struct {
     int (*take)(mca_coll_xccl_call_t *c, run_t *run, int *rc);
 } path_t;
 
-static int run_paths(mca_coll_xccl_call_t *c, run_t *run, size_t from);
-
 /* What a path that ends the call after path_select releases: the
  * schedule, the trial's record (in step on every rank, also after an
  * error: the agreement's allreduce is the same call everywhere; t0 0:
