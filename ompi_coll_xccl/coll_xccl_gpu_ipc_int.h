@@ -32,8 +32,9 @@
  * every rank) and use the slots one at a time, in that order (turn).
  *
  * The agreement's steps and the call's driver helpers below are static
- * inline: every call that skips the paths publishes a word
- * (mca_coll_xccl_gpu_ipc_pass), and the peer hooks run them per flag.
+ * inline: every call of the latency path's fast way on a CUDA IPC
+ * communicator publishes a word (mca_coll_xccl_gpu_ipc_pass), and the
+ * peer hooks run them per flag.
  */
 #ifndef MCA_COLL_XCCL_GPU_IPC_INT_H
 #define MCA_COLL_XCCL_GPU_IPC_INT_H
