@@ -18,6 +18,8 @@
 # also in /usr/share/doc/xccl/build-info of the package).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/source_tree.sh
+. "$top/test/lib/source_tree.sh"
 out=${1:-$top/build/deb}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -79,12 +81,7 @@ arch=$(dpkg --print-architecture)
 src=$out/xccl-$version
 rm -rf "$src"
 mkdir -p "$src"
-if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-    git -C "$top" ls-files -z --cached --others --exclude-standard |
-        (cd "$top" && tar --null -T - -cf -) | tar -xf - -C "$src"
-else
-    tar -C "$top" --exclude=./build -cf - . | tar -xf - -C "$src"
-fi
+copy_source_tree "$top" "$src"
 rm -f "$out/xccl_${version}_$arch.deb" "$out/xccl-dbgsym_${version}_$arch.deb"
 (cd "$src" && dpkg-buildpackage -b -us -uc -J"$(nproc)")
 rm -rf "$src"

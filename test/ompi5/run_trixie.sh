@@ -39,6 +39,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/chroot.sh
 . "$top/test/lib/chroot.sh"
+# shellcheck source=../lib/source_tree.sh
+. "$top/test/lib/source_tree.sh"
 [[ ${1:-} == --keep ]] && chroot_keep=1
 mirror=${XCCL_TRIXIE_MIRROR:-http://deb.debian.org/debian}
 work=${XCCL_TRIXIE_DIR:-$top/build/trixie}
@@ -119,12 +121,7 @@ step_time apt-get "$t0"
 # ------------------------------------------------------------ 4. build and test
 stage=copy
 mkdir -p "$root/xccl"
-if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-    git -C "$top" ls-files -z --cached --others --exclude-standard |
-        (cd "$top" && tar --null -T - -cf -) | tar -xf - -C "$root/xccl"
-else
-    tar -C "$top" --exclude=./build -cf - . | tar -xf - -C "$root/xccl"
-fi
+copy_source_tree "$top" "$root/xccl"
 rm -rf "$root/xccl/build"
 
 stage=ompi-source
