@@ -513,9 +513,9 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
     return 0;
 }
 
-/* Whether c goes to the fallback, from what every rank shares (enable,
- * forced, tuning rules, size): the reason, or NULL.  Calls the policy
- * sends to the fallback as small stay with xccl where:
+/* Whether c goes to the fallback, from what every rank shares: the
+ * policy's reason why (policy below), or NULL.  Calls the policy sends
+ * to the fallback as small stay with xccl where:
  *  - a blocking call of at most XCCL_LATENCY_BYTES can run the level's
  *    latency path (the level on, or its vote still to settle: the caller
  *    settles it first, settle_small);
