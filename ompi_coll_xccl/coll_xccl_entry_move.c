@@ -10,7 +10,6 @@
 #include "ompi_config.h"
 
 #include "coll_xccl_path.h"
-#include "coll_xccl_latency.h"
 
 #define XM(module) ((mca_coll_xccl_module_t *) (module))
 
