@@ -31,8 +31,8 @@ struct xccl_sched_entry {
     int algo, used;                    /* asked for, built */
     int rank, size;
     size_t es;
-    xccl_coll_args_t args;             /* args.counts points to counts */
-    size_t *counts;
+    xccl_coll_args_t args;             /* args.counts points to counts, args.vec to vec */
+    size_t *counts, *vec;
 };
 
 /* ------------------------------------------------------------ names */
@@ -368,6 +368,7 @@ static void entry_put(struct xccl_sched_entry *e)
     if (NULL != e && 0 == __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL)) {
         xccl_sched_fini(&e->s);
         free(e->counts);
+        free(e->vec);
         free(e);
     }
 }
@@ -381,10 +382,11 @@ static int same_call(const struct xccl_sched_entry *e, xccl_coll_t coll, int alg
         a->count != b->count || a->block != b->block || a->bytes != b->bytes ||
         a->in_place != b->in_place || a->root != b->root || a->layout != b->layout ||
         a->segment != b->segment || a->peer_access != b->peer_access || a->shm_slot != b->shm_slot ||
-        (NULL == a->counts) != (NULL == b->counts)) {
+        (NULL == a->counts) != (NULL == b->counts) || a->nvec != b->nvec) {
         return 0;
     }
-    return NULL == a->counts || 0 == memcmp(a->counts, b->counts, (size_t) size * sizeof(size_t));
+    return (NULL == a->counts || 0 == memcmp(a->counts, b->counts, (size_t) size * sizeof(size_t))) &&
+           (0 == a->nvec || 0 == memcmp(a->vec, b->vec, a->nvec * sizeof(size_t)));
 }
 
 static struct xccl_sched_entry *entry_new(xccl_coll_t coll, int algo, const xccl_coll_args_t *a,
@@ -404,8 +406,18 @@ static struct xccl_sched_entry *entry_new(xccl_coll_t coll, int algo, const xccl
         memcpy(e->counts, a->counts, (size_t) size * sizeof(size_t));
         e->args.counts = e->counts;
     }
+    if (0 != a->nvec) {
+        if (NULL == (e->vec = malloc(a->nvec * sizeof(size_t)))) {
+            free(e->counts);
+            free(e);
+            return NULL;
+        }
+        memcpy(e->vec, a->vec, a->nvec * sizeof(size_t));
+        e->args.vec = e->vec;
+    }
     if (0 != build(coll, algo, &e->s, &e->args, rank, size, es, &e->used)) {
         free(e->counts);
+        free(e->vec);
         free(e);
         return NULL;
     }

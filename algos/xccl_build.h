@@ -248,6 +248,50 @@ int xccl_build_allgatherv_ring(xccl_sched_t *s, const size_t *bytes, const size_
 int xccl_build_allgatherv_direct(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
 int xccl_build_allgatherv_bruck(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
 
+/* ------------------------------------------------------------------------ */
+/* Rooted collectives and barrier.  Buffer conventions:                     */
+/*   reduce:  SEND count elements in on every rank, RECV count elements out */
+/*            at the root only (elsewhere not significant: never touched;   */
+/*            partial results go through SCRATCH).  in_place: at the root   */
+/*            SEND and RECV are the same memory.  The op is commutative     */
+/*            (the component hands the others to the fallback).            */
+/*   gather:  SEND block bytes on every rank, RECV size*block at the root   */
+/*            only (block i from rank i).  in_place: the root's block is    */
+/*            already at RECV + root*block (its SEND is not read).          */
+/*   gatherv: rank i sends bytes[i] from SEND, placed at RECV + displs[i]   */
+/*            at the root; off the root only bytes[rank] is read (the rest  */
+/*            may be anything).  in_place as gather's.                      */
+/*   scatter: SEND size*block at the root only (block i to rank i), RECV    */
+/*            block bytes on every rank.  in_place: the root's RECV is not  */
+/*            written (its block stays in SEND).                            */
+/*   scatterv: rank i receives bytes[i] at RECV from the root's SEND +      */
+/*            displs[i]; off the root only bytes[rank] is read.             */
+/*   barrier: no buffers; nobody leaves before everyone entered.            */
+/* Bytes in the gaps between a v form's blocks are never written.           */
+/* ------------------------------------------------------------------------ */
+/* "binomial": partial sums up a binomial tree rooted at root. */
+int xccl_build_reduce_binomial(xccl_sched_t *s, size_t count, int root, int in_place);
+/* "rabenseifner": recursive-halving reduce-scatter (extra ranks folded in)
+ * then a binomial gather of the reduced blocks to the root:
+ * 2 lg p a + 2((p-1)/p) n b + ((p-1)/p) n g. */
+int xccl_build_reduce_rabenseifner(xccl_sched_t *s, size_t count, int root, int in_place);
+/* "chain": root+1 -> root+2 -> ... -> root, each rank adding its input to
+ * the running sum, pipelined in segments of seg bytes (0: one segment). */
+int xccl_build_reduce_chain(xccl_sched_t *s, size_t count, int root, int in_place, size_t seg);
+/* "dissemination": ceil(lg p) rounds, rank r signals r + 2^k. */
+int xccl_build_barrier_dissemination(xccl_sched_t *s);
+/* "shm": one flag barrier of the shared-memory level (s->slot_cap set). */
+int xccl_build_barrier_shm(xccl_sched_t *s);
+/* "binomial" and "linear" (every rank straight to or from the root). */
+int xccl_build_gather_binomial(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_gather_linear(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_gatherv_linear(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                              int in_place);
+int xccl_build_scatter_binomial(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_scatter_linear(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_scatterv_linear(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                               int in_place);
+
 #ifdef __cplusplus
 }
 #endif

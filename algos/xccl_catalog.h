@@ -25,11 +25,18 @@ enum { XCCL_PEER_NONE, XCCL_PEER_MAPPED, XCCL_PEER_COPY };
 
 /* What a builder needs; each collective reads its own fields. */
 typedef struct {
-    size_t count;                  /* allreduce: elements */
+    size_t count;                  /* allreduce, reduce: elements */
     const size_t *counts;          /* reduce_scatter(_block): elements per rank */
-    size_t block;                  /* allgather, alltoall: bytes per rank */
+    size_t block;                  /* allgather, alltoall, gather, scatter: bytes per rank */
     size_t bytes;                  /* bcast */
-    int in_place, root;
+    int in_place, root;            /* root: bcast, reduce, gather(v), scatter(v) */
+    const size_t *vec;             /* the v forms, bytes: allgatherv, gatherv, scatterv:
+                                    * counts[size] then displacements[size] (gatherv,
+                                    * scatterv: the root's; elsewhere only counts[rank]
+                                    * is read); alltoallv: send counts, send
+                                    * displacements, receive counts, receive
+                                    * displacements, size each */
+    size_t nvec;                   /* entries of vec */
     const xccl_layout_t *layout;   /* nodes of the ranks; NULL: no hierarchy */
     size_t segment;                /* ring allreduce pipelining segment, 0: none */
     int peer_access;               /* every rank reaches the others' buffers and flags

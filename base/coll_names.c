@@ -9,6 +9,14 @@ static const char *const coll_names[XCCL_NCOLL] = {
     [XCCL_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
     [XCCL_COLL_ALLTOALL] = "alltoall",
     [XCCL_COLL_BCAST] = "bcast",
+    [XCCL_COLL_REDUCE] = "reduce",
+    [XCCL_COLL_BARRIER] = "barrier",
+    [XCCL_COLL_ALLGATHERV] = "allgatherv",
+    [XCCL_COLL_ALLTOALLV] = "alltoallv",
+    [XCCL_COLL_GATHER] = "gather",
+    [XCCL_COLL_GATHERV] = "gatherv",
+    [XCCL_COLL_SCATTER] = "scatter",
+    [XCCL_COLL_SCATTERV] = "scatterv",
 };
 
 const char *xccl_coll_name(xccl_coll_t c)

@@ -85,10 +85,18 @@ typedef enum {
     XCCL_COLL_REDUCE_SCATTER_BLOCK,
     XCCL_COLL_ALLTOALL,
     XCCL_COLL_BCAST,
+    XCCL_COLL_REDUCE,
+    XCCL_COLL_BARRIER,
+    XCCL_COLL_ALLGATHERV,
+    XCCL_COLL_ALLTOALLV,
+    XCCL_COLL_GATHER,
+    XCCL_COLL_GATHERV,
+    XCCL_COLL_SCATTER,
+    XCCL_COLL_SCATTERV,
     XCCL_NCOLL
 } xccl_coll_t;
 
-/* "allreduce", ..., "bcast"; NULL if c is out of range. */
+/* "allreduce", ..., "scatterv"; NULL if c is out of range. */
 const char *xccl_coll_name(xccl_coll_t c);
 
 #ifdef __cplusplus
