@@ -308,6 +308,11 @@ xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cac
     if (sel.algo >= XCCL_SEL_FIRST) {
         return sel;
     }
+    if (xccl_coll_sizes_local(coll)) {
+        sel.algo = XCCL_SEL_FIRST;
+        sel.by = XCCL_BY_FIRST;
+        return sel;
+    }
     sel.algo = xccl_select_tuned(p, coll, ranks, bytes);
     sel.by = XCCL_BY_TUNING;
     if (sel.algo >= XCCL_SEL_FIRST) {

@@ -93,6 +93,9 @@ static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xc
     if (XCCL_SEL_AUTO != forced) {
         return NULL;
     }
+    if (xccl_coll_sizes_local(c)) {
+        return NULL;                   /* no size every rank knows */
+    }
     const int tuned = p->tuning.n ? xccl_select_tuned(p, c, ranks, bytes) : XCCL_SEL_AUTO;
     if (XCCL_SEL_FALLBACK == tuned) {
         return xccl_select_why_tuning;
@@ -217,7 +220,10 @@ typedef struct {
 } xccl_select_cache_t;
 
 /* How a choice was made. */
-typedef enum { XCCL_BY_FORCE, XCCL_BY_TUNING, XCCL_BY_MODEL, XCCL_BY_LEVEL, XCCL_BY_TRIAL } xccl_select_by_t;
+/* XCCL_BY_FIRST: a collective whose sizes are local to each rank
+ * (xccl_coll_sizes_local): its first algorithm, which no size decides. */
+typedef enum { XCCL_BY_FORCE, XCCL_BY_TUNING, XCCL_BY_MODEL, XCCL_BY_LEVEL, XCCL_BY_TRIAL,
+               XCCL_BY_FIRST } xccl_select_by_t;
 
 typedef struct {
     int algo;                          /* index >= XCCL_SEL_FIRST */

@@ -99,6 +99,22 @@ typedef enum {
 /* "allreduce", ..., "scatterv"; NULL if c is out of range. */
 const char *xccl_coll_name(xccl_coll_t c);
 
+/* The collectives whose message sizes a rank does not know for the
+ * others (alltoallv, and gatherv and scatterv off the root): nothing that
+ * must be alike on every rank may rest on their sizes. */
+static inline int xccl_coll_sizes_local(xccl_coll_t c)
+{
+    return XCCL_COLL_ALLTOALLV == c || XCCL_COLL_GATHERV == c || XCCL_COLL_SCATTERV == c;
+}
+
+/* The collectives that the peer-access paths carry (the shared-memory
+ * level's latency path and mesh, CUDA IPC): the first six.  The others run
+ * their schedules over the transport, on host copies of device buffers. */
+static inline int xccl_coll_peer(xccl_coll_t c)
+{
+    return c <= XCCL_COLL_BCAST;
+}
+
 #ifdef __cplusplus
 }
 #endif

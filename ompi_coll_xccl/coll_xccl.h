@@ -69,7 +69,23 @@ BEGIN_C_DECLS
     X(ireduce_scatter, XCCL_COLL_REDUCE_SCATTER, 1)               \
     X(ireduce_scatter_block, XCCL_COLL_REDUCE_SCATTER_BLOCK, 1)   \
     X(ialltoall, XCCL_COLL_ALLTOALL, 1)                           \
-    X(ibcast, XCCL_COLL_BCAST, 1)
+    X(ibcast, XCCL_COLL_BCAST, 1)                                 \
+    X(reduce, XCCL_COLL_REDUCE, 0)                                \
+    X(barrier, XCCL_COLL_BARRIER, 0)                              \
+    X(allgatherv, XCCL_COLL_ALLGATHERV, 0)                        \
+    X(alltoallv, XCCL_COLL_ALLTOALLV, 0)                          \
+    X(gather, XCCL_COLL_GATHER, 0)                                \
+    X(gatherv, XCCL_COLL_GATHERV, 0)                              \
+    X(scatter, XCCL_COLL_SCATTER, 0)                              \
+    X(scatterv, XCCL_COLL_SCATTERV, 0)                            \
+    X(ireduce, XCCL_COLL_REDUCE, 1)                               \
+    X(ibarrier, XCCL_COLL_BARRIER, 1)                             \
+    X(iallgatherv, XCCL_COLL_ALLGATHERV, 1)                       \
+    X(ialltoallv, XCCL_COLL_ALLTOALLV, 1)                         \
+    X(igather, XCCL_COLL_GATHER, 1)                               \
+    X(igatherv, XCCL_COLL_GATHERV, 1)                             \
+    X(iscatter, XCCL_COLL_SCATTER, 1)                             \
+    X(iscatterv, XCCL_COLL_SCATTERV, 1)
 
 /* What Open MPI would have used: each entry's function and module. */
 typedef struct {
@@ -236,7 +252,8 @@ OBJ_CLASS_DECLARATION(mca_coll_xccl_module_t);
 /* module */
 mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *comm, int *priority);
 
-/* entry points (coll_xccl_entry_reduce.c, coll_xccl_entry_move.c) */
+/* entry points (coll_xccl_entry_reduce.c, coll_xccl_entry_move.c,
+ * coll_xccl_entry_vector.c) */
 int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
                             mca_coll_base_module_t *module);
@@ -277,6 +294,65 @@ int mca_coll_xccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t
 int mca_coll_xccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                          struct ompi_communicator_t *comm, ompi_request_t **request,
                          mca_coll_base_module_t *module);
+
+int mca_coll_xccl_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module);
+int mca_coll_xccl_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                          ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_xccl_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module);
+int mca_coll_xccl_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                         void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                          void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, ompi_request_t **request,
+                          mca_coll_base_module_t *module);
+int mca_coll_xccl_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                          void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                           struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module);
+int mca_coll_xccl_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                             void *rbuf, const int *rcounts, const int *displs,
+                             struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+int mca_coll_xccl_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                              void *rbuf, const int *rcounts, const int *displs,
+                              struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                              ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_xccl_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                            struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                            const int *rdispls, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                             struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                             const int *rdispls, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int mca_coll_xccl_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                          void *rbuf, const int *rcounts, const int *displs,
+                          struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, const int *rcounts, const int *displs,
+                           struct ompi_datatype_t *rdtype, int root,
+                           struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module);
+int mca_coll_xccl_scatterv(const void *sbuf, const int *scounts, const int *displs,
+                           struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, int root,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_xccl_iscatterv(const void *sbuf, const int *scounts, const int *displs,
+                            struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, int root,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
 
 END_C_DECLS
 

@@ -24,7 +24,8 @@ typedef struct mca_coll_xccl_call {
     const void *sbuf;
     void *rbuf;
     int scount, rcount;
-    const int *rcounts;              /* reduce_scatter */
+    const int *rcounts;              /* reduce_scatter, the v forms */
+    const int *scounts, *sdispls, *rdispls;   /* the v forms */
     struct ompi_datatype_t *sdtype, *rdtype;
     struct ompi_op_t *op;
     int root;
@@ -41,7 +42,13 @@ typedef struct mca_coll_xccl_call {
     size_t total;                    /* reductions: elements reduced */
     size_t es;                       /* bytes per element of the schedule */
     xccl_coll_args_t args;           /* the builders' (layout set when it runs) */
-    size_t *counts;                  /* args.counts, owned (reduce_scatter) */
+    size_t *counts;                  /* args.counts, owned (reduce_scatter); args.vec, owned
+                                      * (the v forms: one allocation) */
+    ptrdiff_t slo, rlo;              /* the v forms: sbuf and rbuf are the user's moved by
+                                      * slo and rlo elements (the lowest displacement where
+                                      * it is negative, else 0) */
+    int local_size;                  /* the sizes differ between ranks (alltoallv, gatherv,
+                                      * scatterv): no choice may rest on them */
     mca_coll_xccl_reduce_t red;      /* reductions, once planned (set by the run) */
 } mca_coll_xccl_call_t;
 
@@ -58,7 +65,7 @@ static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xcc
     c->sbuf = sbuf;
     c->rbuf = rbuf;
     c->scount = c->rcount = 0;
-    c->rcounts = NULL;
+    c->rcounts = c->scounts = c->sdispls = c->rdispls = NULL;
     c->sdtype = c->rdtype = NULL;
     c->op = NULL;
     c->root = 0;
@@ -73,6 +80,8 @@ static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xcc
     c->es = 1;
     c->args = (xccl_coll_args_t) { .in_place = c->in_place };
     c->counts = NULL;
+    c->slo = c->rlo = 0;
+    c->local_size = 0;
 }
 
 /* An argument error of the call: logged, counted, returned. */

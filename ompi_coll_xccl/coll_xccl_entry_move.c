@@ -1,6 +1,7 @@
 /*
  * Entry points of the collectives that move data without reducing it:
- * MPI_(I)Allgather, MPI_(I)Alltoall, MPI_(I)Bcast.  Each checks its
+ * MPI_(I)Allgather, MPI_(I)Alltoall, MPI_(I)Bcast, MPI_(I)Gather,
+ * MPI_(I)Scatter, and MPI_(I)Barrier, which moves none.  Each checks its
  * arguments (an MPI error code before any data moves, also with
  * mpi_param_check 0), describes the call and hands it to
  * mca_coll_xccl_call_run.  Whether xccl runs the call rests on the bytes
@@ -108,7 +109,136 @@ static int bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
     return mca_coll_xccl_call_run(&c);
 }
 
+/* ------------------------------------------------------------ gather, scatter */
+
+/* The rooted blocks: gather (scatter: 0) of blocks of the root's side
+ * (rbuf, rcount, rdtype for gather) from every rank's own side.  In
+ * place at the root: gather's send buffer, scatter's receive buffer is
+ * MPI_IN_PLACE (its block stays where it is).  The root's side is not
+ * significant elsewhere (it may be NULL) and is never touched. */
+static int rooted(xccl_coll_t coll, const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                  void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                  mca_coll_xccl_module_t *m, ompi_request_t **request)
+{
+    mca_coll_xccl_call_t c;
+    const int gather = XCCL_COLL_GATHER == coll, is_root = m->rank == root;
+    const size_t P = (size_t) m->size;
+    const int in_place = is_root && (gather ? MPI_IN_PLACE == sbuf : MPI_IN_PLACE == rbuf);
+    mca_coll_xccl_call_init(&c, m, coll, request, gather || is_root ? sbuf : NULL,
+                            !gather || is_root ? (in_place && !gather ? NULL : rbuf) : NULL);
+    c.in_place = c.args.in_place = in_place;
+    c.scount = scount;
+    c.rcount = rcount;
+    c.sdtype = sdtype;
+    c.rdtype = rdtype;
+    c.root = root;
+    int err;
+    if (root < 0 || root >= m->size) {
+        return mca_coll_xccl_call_error(&c, MPI_ERR_ROOT, "root out of range");
+    }
+    if (!is_root && (MPI_IN_PLACE == sbuf || MPI_IN_PLACE == rbuf)) {
+        return mca_coll_xccl_call_error(&c, MPI_ERR_BUFFER, "MPI_IN_PLACE off the root");
+    }
+    /* The sides this rank uses: its own block, and at the root the
+     * blocks of all (gather: the receive side, scatter: the send side). */
+    const int own_s = gather ? !in_place : 0, own_r = gather ? 0 : !in_place;
+    const int all_r = gather && is_root, all_s = !gather && is_root;
+    if (((own_s || all_s) && scount < 0) || ((own_r || all_r) && rcount < 0)) {
+        return mca_coll_xccl_call_error(&c, MPI_ERR_COUNT, "negative count");
+    }
+    if (((own_s || all_s) && MPI_SUCCESS != (err = mca_coll_xccl_check_dtype(sdtype))) ||
+        ((own_r || all_r) && MPI_SUCCESS != (err = mca_coll_xccl_check_dtype(rdtype)))) {
+        return mca_coll_xccl_call_error(&c, err, "invalid datatype");
+    }
+    /* A side that is MPI_IN_PLACE or not significant here is described
+     * by the other one (its datatype may be anything) */
+    if (!own_s && !all_s) {
+        c.sdtype = rdtype;
+    } else if (!own_r && !all_r) {
+        c.rdtype = sdtype;
+    }
+    c.sn = own_s ? (size_t) scount : all_s ? (size_t) scount * P : 0;
+    c.rn = own_r ? (size_t) rcount : all_r ? (size_t) rcount * P : 0;
+    if (MPI_SUCCESS != (err = mca_coll_xccl_check_buf(c.sbuf, c.sn, c.sdtype)) ||
+        MPI_SUCCESS != (err = mca_coll_xccl_check_buf(c.rbuf, c.rn, c.rdtype))) {
+        return mca_coll_xccl_call_error(&c, err, "NULL buffer with a nonzero count");
+    }
+    /* The block: every rank's own side; the root's blocks must match it
+     * (type signatures). */
+    const size_t sblock = own_s || all_s ? (size_t) scount * mca_coll_xccl_dtype_size(sdtype) : 0;
+    const size_t rblock = own_r || all_r ? (size_t) rcount * mca_coll_xccl_dtype_size(rdtype) : 0;
+    if (is_root && !in_place && sblock != rblock) {
+        return mca_coll_xccl_call_error(&c, MPI_ERR_TRUNCATE,
+                                        "the send and receive blocks differ in size (type "
+                                        "signatures differ)");
+    }
+    c.args.block = gather ? (own_s ? sblock : rblock) : (own_r ? rblock : sblock);
+    c.args.root = root;
+    c.bytes = c.args.block * P;
+    c.copy_r = gather && in_place;   /* device staging: the root's own block is read */
+    return mca_coll_xccl_call_run(&c);
+}
+
+/* ------------------------------------------------------------ barrier */
+
+static int barrier(mca_coll_xccl_module_t *m, ompi_request_t **request)
+{
+    mca_coll_xccl_call_t c;
+    mca_coll_xccl_call_init(&c, m, XCCL_COLL_BARRIER, request, NULL, NULL);
+    return mca_coll_xccl_call_run(&c);
+}
+
 /* ------------------------------------------------------------ entry points */
+
+int mca_coll_xccl_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                         void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return rooted(XCCL_COLL_GATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root, XM(module), NULL);
+}
+
+int mca_coll_xccl_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                          void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, ompi_request_t **request,
+                          mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return rooted(XCCL_COLL_GATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root, XM(module),
+                  request);
+}
+
+int mca_coll_xccl_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                          void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return rooted(XCCL_COLL_SCATTER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root, XM(module), NULL);
+}
+
+int mca_coll_xccl_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                           struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return rooted(XCCL_COLL_SCATTER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root, XM(module),
+                  request);
+}
+
+int mca_coll_xccl_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return barrier(XM(module), NULL);
+}
+
+int mca_coll_xccl_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return barrier(XM(module), request);
+}
+
 
 int mca_coll_xccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,

@@ -1,6 +1,6 @@
 /*
  * Entry points of the reductions: MPI_(I)Allreduce, MPI_(I)Reduce_scatter,
- * MPI_(I)Reduce_scatter_block.  Each checks its arguments (an MPI error
+ * MPI_(I)Reduce_scatter_block, MPI_(I)Reduce.  Each checks its arguments (an MPI error
  * code before any data moves, also with mpi_param_check 0), describes the
  * call and hands it to mca_coll_xccl_call_run.
  */
@@ -13,7 +13,8 @@
 #define XM(module) ((mca_coll_xccl_module_t *) (module))
 
 /* Shared checks of the reductions: datatype, op, buffers (my_count the
- * result's elements, total the input's). */
+ * result's elements, total the input's; the receive buffer is checked
+ * where my_count is not 0 or the call is in place). */
 static int check_reduction(mca_coll_xccl_call_t *c, size_t my_count, size_t total, const char *fn)
 {
     int err;
@@ -156,7 +157,56 @@ static int reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     return reduce_scatter_run(&c, counts, "MPI_Reduce_scatter_block");
 }
 
+/* ------------------------------------------------------------ reduce */
+
+/* The result at the root only: elsewhere the receive buffer is not
+ * significant (it may be NULL) and is never touched. */
+static int reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                  struct ompi_op_t *op, int root, mca_coll_xccl_module_t *m, ompi_request_t **request)
+{
+    mca_coll_xccl_call_t c;
+    const int is_root = m->rank == root;
+    describe(&c, m, XCCL_COLL_REDUCE, sbuf, is_root ? rbuf : NULL, dtype, op, request);
+    c.rcount = count;
+    c.root = root;
+    if (count < 0) {
+        return mca_coll_xccl_call_error(&c, MPI_ERR_COUNT, "negative count");
+    }
+    if (root < 0 || root >= m->size) {
+        return mca_coll_xccl_call_error(&c, MPI_ERR_ROOT, "root out of range");
+    }
+    if (c.in_place && !is_root) {
+        return mca_coll_xccl_call_error(&c, MPI_ERR_BUFFER, "MPI_IN_PLACE off the root");
+    }
+    int err = check_reduction(&c, is_root ? (size_t) count : 0, (size_t) count, "MPI_Reduce");
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    c.total = c.sn = (size_t) count;
+    c.rout = c.rn = is_root ? (size_t) count : 0;
+    c.bytes = (size_t) count * mca_coll_xccl_dtype_size(dtype);
+    c.args.count = (size_t) count;
+    c.args.root = root;
+    return mca_coll_xccl_call_run(&c);
+}
+
 /* ------------------------------------------------------------ entry points */
+
+int mca_coll_xccl_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return reduce(sbuf, rbuf, count, dtype, op, root, XM(module), NULL);
+}
+
+int mca_coll_xccl_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                          ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return reduce(sbuf, rbuf, count, dtype, op, root, XM(module), request);
+}
 
 int mca_coll_xccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                             struct ompi_op_t *op, struct ompi_communicator_t *comm,

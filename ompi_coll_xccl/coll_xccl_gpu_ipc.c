@@ -68,7 +68,7 @@ static int ipc_wanted(const mca_coll_xccl_call_t *c)
      * cannot set the slots up (that waits for the other ranks): it is
      * wanted where a blocking call did (the same calls came before it on
      * every rank, so every rank sees the same ipc->up). */
-    return min > 0 && c->bytes >= min && c->m->size >= 2 && !c->ipc_said &&
+    return min > 0 && xccl_coll_peer(c->coll) && c->bytes >= min && c->m->size >= 2 && !c->ipc_said &&
            !(c->in_place && XCCL_COLL_ALLREDUCE != c->coll && XCCL_COLL_ALLGATHER != c->coll) &&
            (NULL == c->request || (NULL != ipc && ipc->up > 0));
 }

@@ -133,22 +133,34 @@ static int layout_copy(const pack_ctx_t *x, mca_coll_xccl_packed_t *pk, const vo
     return MPI_SUCCESS;
 }
 
-/* Allgather and alltoall: each side packed where its datatype has gaps. */
+/* The collectives that move data: each side packed where its datatype has
+ * gaps.  A receive side with gaps between its blocks (the v forms) starts
+ * as a copy of the user's, so that the gaps go back as they were. */
 static int move_buffers(const pack_ctx_t *x, const mca_coll_xccl_call_t *c, const void *sbuf,
                         void *rbuf, mca_coll_xccl_packed_t *pk, char **s, char **r)
 {
     const size_t block = c->args.block;
+    const size_t rbytes = c->rn * mca_coll_xccl_dtype_size(c->rdtype);
     *r = (char *) rbuf + mca_coll_xccl_true_lb(c->rdtype);
     if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn)) {
         /* in place: the input is in the receive buffer too */
-        int err = pack_recv(x, pk, rbuf, c->rn, c->rdtype, c->bytes, c->in_place);
+        int err = pack_recv(x, pk, rbuf, c->rn, c->rdtype, rbytes, c->in_place || NULL != c->args.vec);
         if (MPI_SUCCESS != err) {
             return err;
         }
         *r = pk->r;
     }
-    if (c->in_place) {
-        /* allgather: the own block already sits in place; alltoall: SEND is RECV */
+    if (c->in_place && XCCL_COLL_ALLTOALLV == c->coll) {
+        /* SEND is a copy of RECV (the builders' buffers do not overlap) */
+        int err = pack_copy(x, &pk->s, rbytes, NULL, 0, c->rdtype);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+        memcpy(pk->s, *r, rbytes);
+        *s = pk->s;
+    } else if (c->in_place) {
+        /* allgather: the own block already sits in place; alltoall: SEND
+         * is RECV; allgatherv, gather(v): the builders read RECV */
         *s = XCCL_COLL_ALLGATHER == c->coll ? *r + (size_t) c->m->rank * block : *r;
     } else if (!mca_coll_xccl_is_contiguous(c->sdtype, c->sn)) {
         int err = pack_copy(x, &pk->s, c->sn * mca_coll_xccl_dtype_size(c->sdtype), sbuf, c->sn,
@@ -158,7 +170,7 @@ static int move_buffers(const pack_ctx_t *x, const mca_coll_xccl_call_t *c, cons
         }
         *s = pk->s;
     } else {
-        *s = (char *) sbuf + mca_coll_xccl_true_lb(c->sdtype);
+        *s = NULL != sbuf ? (char *) sbuf + mca_coll_xccl_true_lb(c->sdtype) : NULL;
     }
     return MPI_SUCCESS;
 }
@@ -179,6 +191,8 @@ int mca_coll_xccl_work_buffers(mca_coll_xccl_call_t *c, const void *sbuf, void *
             err = layout_copy(&x, pk, c->in_place ? rbuf : sbuf, c->total, c->in_place, rbuf,
                               c->rout, dt, s, r);
         }
+    } else if (XCCL_COLL_BARRIER == c->coll) {
+        *s = *r = NULL;
     } else if (XCCL_COLL_BCAST == c->coll) {
         *s = NULL;
         *r = (char *) rbuf + mca_coll_xccl_true_lb(dt);

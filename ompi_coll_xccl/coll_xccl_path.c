@@ -49,6 +49,69 @@
 #include "coll_xccl_level.h"
 #include "coll_xccl_latency.h"
 
+/* A v form's buffer as the user gave it: moved back by lo elements of dt
+ * (coll_xccl_entry_vector.c moved it to its span's base). */
+static void *unmoved(const void *buf, ptrdiff_t lo, struct ompi_datatype_t *dt)
+{
+    return NULL == buf || MPI_IN_PLACE == buf || 0 == lo
+               ? (void *) buf
+               : (char *) buf - lo * (ptrdiff_t) mca_coll_xccl_dtype_extent(dt);
+}
+
+/* The rooted and v forms, and barrier (call_previous). */
+static int call_previous_more(const mca_coll_xccl_call_t *c, const void *s, void *r,
+                              ompi_request_t **request)
+{
+    const mca_coll_xccl_prev_t *p = &c->m->prev;
+    struct ompi_communicator_t *comm = c->m->comm;
+    const int root = c->root;
+    s = unmoved(s, c->slo, c->sdtype);
+    r = unmoved(r, c->rlo, c->rdtype);
+    /* scatter in place: the root's receive buffer is MPI_IN_PLACE */
+    void *rs = c->in_place ? MPI_IN_PLACE : r;
+    switch (c->coll) {
+    case XCCL_COLL_REDUCE:
+        return request ? p->ireduce(s, r, c->rcount, c->rdtype, c->op, root, comm, request,
+                                    p->ireduce_module)
+                       : p->reduce(s, r, c->rcount, c->rdtype, c->op, root, comm, p->reduce_module);
+    case XCCL_COLL_BARRIER:
+        return request ? p->ibarrier(comm, request, p->ibarrier_module)
+                       : p->barrier(comm, p->barrier_module);
+    case XCCL_COLL_ALLGATHERV:
+        return request ? p->iallgatherv(s, c->scount, c->sdtype, r, c->rcounts, c->rdispls, c->rdtype,
+                                        comm, request, p->iallgatherv_module)
+                       : p->allgatherv(s, c->scount, c->sdtype, r, c->rcounts, c->rdispls, c->rdtype,
+                                       comm, p->allgatherv_module);
+    case XCCL_COLL_ALLTOALLV:
+        return request ? p->ialltoallv(s, c->scounts, c->sdispls, c->sdtype, r, c->rcounts, c->rdispls,
+                                       c->rdtype, comm, request, p->ialltoallv_module)
+                       : p->alltoallv(s, c->scounts, c->sdispls, c->sdtype, r, c->rcounts, c->rdispls,
+                                      c->rdtype, comm, p->alltoallv_module);
+    case XCCL_COLL_GATHER:
+        return request ? p->igather(s, c->scount, c->sdtype, r, c->rcount, c->rdtype, root, comm,
+                                    request, p->igather_module)
+                       : p->gather(s, c->scount, c->sdtype, r, c->rcount, c->rdtype, root, comm,
+                                   p->gather_module);
+    case XCCL_COLL_GATHERV:
+        return request ? p->igatherv(s, c->scount, c->sdtype, r, c->rcounts, c->rdispls, c->rdtype,
+                                     root, comm, request, p->igatherv_module)
+                       : p->gatherv(s, c->scount, c->sdtype, r, c->rcounts, c->rdispls, c->rdtype,
+                                    root, comm, p->gatherv_module);
+    case XCCL_COLL_SCATTER:
+        return request ? p->iscatter(s, c->scount, c->sdtype, rs, c->rcount, c->rdtype, root, comm,
+                                     request, p->iscatter_module)
+                       : p->scatter(s, c->scount, c->sdtype, rs, c->rcount, c->rdtype, root, comm,
+                                    p->scatter_module);
+    case XCCL_COLL_SCATTERV:
+        return request ? p->iscatterv(s, c->scounts, c->sdispls, c->sdtype, rs, c->rcount, c->rdtype,
+                                      root, comm, request, p->iscatterv_module)
+                       : p->scatterv(s, c->scounts, c->sdispls, c->sdtype, rs, c->rcount, c->rdtype,
+                                     root, comm, p->scatterv_module);
+    default:
+        return MPI_ERR_INTERN;
+    }
+}
+
 /* The saved module's function for c, on buffers s and r (host copies of
  * device buffers, or the user's); request: where a nonblocking call's
  * request goes.  The one place that calls the fallback for a call. */
@@ -87,7 +150,7 @@ static __opal_attribute_noinline__ int call_previous(const mca_coll_xccl_call_t 
                                    p->ibcast_module)
                        : p->bcast(r, c->rcount, c->rdtype, c->root, comm, p->bcast_module);
     default:
-        return MPI_ERR_INTERN;
+        return call_previous_more(c, s, r, request);
     }
 }
 
@@ -330,8 +393,8 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
      * and writev): the mesh schedules of every collective (the reductions
      * reduce pieces copied into scratch), in blocking calls
      * (mca_coll_xccl_level_hooks: one publication per rank). */
-    c->args.peer_access = NULL == run->request && c->args.shm_slot && m->level_cma ? XCCL_PEER_COPY
-                                                                                  : XCCL_PEER_NONE;
+    c->args.peer_access = NULL == run->request && c->args.shm_slot && m->level_cma &&
+                                  xccl_coll_peer(c->coll) ? XCCL_PEER_COPY : XCCL_PEER_NONE;
     c->args.layout = &m->layout;
     /* Where shm (or its latency path) and the mesh may both run, the
      * level's trials time them and keep the faster (xccl_trial_t). */
@@ -435,7 +498,8 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 static int path_set_up(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
-    return NULL == run->why && NULL == c->request && m->level_small && XCCL_SETUP_DONE != m->setup &&
+    return NULL == run->why && NULL == c->request && xccl_coll_peer(c->coll) && m->level_small &&
+           XCCL_SETUP_DONE != m->setup &&
            c->bytes <= XCCL_LATENCY_BYTES && MPI_SUCCESS == mca_coll_xccl_setup(m, 1) &&
            mca_coll_xccl_fast_latency(c, rc);
 }
@@ -516,7 +580,8 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
 /* Whether c goes to the fallback, from what every rank shares: the
  * policy's reason why (policy below), or NULL.  Calls the policy sends
  * to the fallback as small stay with xccl where:
- *  - a blocking call of at most XCCL_LATENCY_BYTES can run the level's
+ *  - (the collectives the level carries: the first six, barrier)
+ *    a blocking call of at most XCCL_LATENCY_BYTES can run the level's
  *    latency path (the level on, or its vote still to settle: the caller
  *    settles it first, settle_small);
  *  - a nonblocking one can run the level (m->level_small_nb: the latency
@@ -527,9 +592,10 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
  * Figures: docs/bench/latency-path.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
+    const int level = xccl_coll_peer(c->coll) || XCCL_COLL_BARRIER == c->coll;
     if (xccl_select_why_small == why &&
-        ((NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES && c->m->level_small) ||
-         (NULL != c->request && c->m->level_small_nb) ||
+        ((level && NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES && c->m->level_small) ||
+         (level && NULL != c->request && c->m->level_small_nb) ||
          (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
          (NULL != c->request && c->m->gpu_ipc && peer_wanted(c)))) {
         return NULL;

@@ -178,6 +178,7 @@ typedef struct xccl_request {
     mca_coll_xccl_latency_t lat_st;
     xccl_coll_args_t args;           /* while waiting */
     size_t *counts;                  /* args.counts, owned */
+    size_t *vec;                     /* args.vec, owned */
     size_t bytes, es;
     mca_coll_xccl_exec_hooks_t hooks;
     const xccl_sched_t *sched;       /* a reference (xccl_select_put) */
@@ -219,8 +220,10 @@ static void request_release(xccl_request_t *req)
     }
     free(req->scratch);
     free(req->counts);
+    free(req->vec);
     req->scratch = NULL;
     req->counts = NULL;
+    req->vec = NULL;
     if (req->red.op) {
         OBJ_RELEASE(req->red.op);
         OBJ_RELEASE(req->red.dtype);
@@ -517,6 +520,15 @@ static xccl_request_t *request_new_call(mca_coll_xccl_module_t *m, const mca_col
         }
         memcpy(req->counts, c->args.counts, n);
         req->args.counts = req->counts;
+    }
+    if (0 != c->args.nvec) {
+        const size_t n = c->args.nvec * sizeof(size_t);
+        if (NULL == (req->vec = malloc(n))) {
+            *err = request_drop(req, OMPI_ERR_OUT_OF_RESOURCE);
+            return NULL;
+        }
+        memcpy(req->vec, c->args.vec, n);
+        req->args.vec = req->vec;
     }
     return req;
 }
