@@ -76,10 +76,11 @@ int xccl_select_tuned(const xccl_select_policy_t *p, xccl_coll_t c, int ranks, s
 
 /* The reasons xccl_select_fallback gives: the verbose line's fallback=
  * values; callers may compare the pointers. */
-extern const char xccl_select_why_forced[], xccl_select_why_tuning[], xccl_select_why_small[];
+extern const char xccl_select_why_forced[], xccl_select_why_tuning[], xccl_select_why_small[],
+    xccl_select_why_local[];
 
 /* Whether a call goes to the fallback, from what every rank shares: the
- * reason ("forced", "tuning_file", "small_message"), or NULL.  keep_small:
+ * reason ("forced", "tuning_file", "small_message", "sizes_local"), or NULL.  keep_small:
  * the fallback would compute this call wrongly, so a small message stays.
  * Every call asks it, most go to the fallback: inline, no schedule, no
  * cost model, the rules read only when there are some. */
@@ -93,8 +94,13 @@ static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xc
     if (XCCL_SEL_AUTO != forced) {
         return NULL;
     }
+    /* No size that every rank knows to choose by, and the fallback's
+     * algorithms, which each call's sizes steer, are faster than xccl's
+     * schedules over the transport on small blocks inside a node (figures:
+     * docs/bench/more-collectives.md): the fallback, on host copies of
+     * device buffers. */
     if (xccl_coll_sizes_local(c)) {
-        return NULL;                   /* no size every rank knows */
+        return keep_small ? NULL : xccl_select_why_local;
     }
     const int tuned = p->tuning.n ? xccl_select_tuned(p, c, ranks, bytes) : XCCL_SEL_AUTO;
     if (XCCL_SEL_FALLBACK == tuned) {

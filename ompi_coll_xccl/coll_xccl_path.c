@@ -592,6 +592,11 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
  * Figures: docs/bench/latency-path.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
+    /* Stock Open MPI (4.1.4 and 5.0.7) gets MPI_Ialltoallv in place wrong
+     * (blocks from the wrong peer); MPI_IN_PLACE is every rank's or none's. */
+    if (xccl_select_why_local == why && XCCL_COLL_ALLTOALLV == c->coll && c->in_place) {
+        return NULL;
+    }
     const int level = xccl_coll_peer(c->coll) || XCCL_COLL_BARRIER == c->coll;
     if (xccl_select_why_small == why &&
         ((level && NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES && c->m->level_small) ||
