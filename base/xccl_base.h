@@ -115,6 +115,13 @@ static inline int xccl_coll_peer(xccl_coll_t c)
     return c <= XCCL_COLL_BCAST;
 }
 
+/* The collectives the shared-memory level runs (its latency path, its
+ * small calls): those and barrier, a flag barrier of the level. */
+static inline int xccl_coll_level(xccl_coll_t c)
+{
+    return xccl_coll_peer(c) || XCCL_COLL_BARRIER == c;
+}
+
 #ifdef __cplusplus
 }
 #endif

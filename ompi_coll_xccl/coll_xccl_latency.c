@@ -544,6 +544,9 @@ LAT_FN int lat_run(mca_coll_xccl_latency_t *st, int wait)
     switch (st->coll) {
     case XCCL_COLL_BCAST:
         return lat_bcast_read(st, wait);
+    case XCCL_COLL_BARRIER:
+        /* every rank has posted this call: every rank has entered it */
+        return lat_posted_all(st, st->f, wait);
     case XCCL_COLL_ALLGATHER:
     case XCCL_COLL_ALLTOALL: {
         const int r = lat_posted_all(st, st->f, wait);

@@ -37,6 +37,8 @@ static inline size_t mca_coll_xccl_latency_len(xccl_coll_t coll, const xccl_coll
         return a->block * (size_t) size;
     case XCCL_COLL_BCAST:
         return a->bytes;
+    case XCCL_COLL_BARRIER:
+        return 0;
     default:
         return SIZE_MAX;
     }
@@ -47,7 +49,7 @@ static inline size_t mca_coll_xccl_latency_len(xccl_coll_t coll, const xccl_coll
  * whole-vector form; shm is its sliced form). */
 static inline int mca_coll_xccl_latency_runs(xccl_coll_t coll, int algo)
 {
-    return (xccl_coll_peer(coll) && algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM)) ||
+    return (xccl_coll_level(coll) && algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM)) ||
            (XCCL_COLL_ALLREDUCE == coll && algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM_SMALL));
 }
 /* Whether a call of coll with args, on a communicator whose level is

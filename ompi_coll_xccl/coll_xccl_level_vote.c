@@ -138,7 +138,7 @@ static void vote_end(mca_coll_xccl_module_t *m, int failed, int all, int cma)
     const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
     unsigned colls = 0;
     for (int coll = 0; m->level_small && coll < XCCL_NCOLL; coll++) {
-        if (xccl_coll_peer((xccl_coll_t) coll) && k->enable[coll] && XCCL_SEL_AUTO == k->policy.forced[coll] &&
+        if (xccl_coll_level((xccl_coll_t) coll) && k->enable[coll] && XCCL_SEL_AUTO == k->policy.forced[coll] &&
             0 == k->policy.tuning.n) {
             colls |= 1u << coll;
         }

@@ -498,7 +498,7 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 static int path_set_up(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
-    return NULL == run->why && NULL == c->request && xccl_coll_peer(c->coll) && m->level_small &&
+    return NULL == run->why && NULL == c->request && xccl_coll_level(c->coll) && m->level_small &&
            XCCL_SETUP_DONE != m->setup &&
            c->bytes <= XCCL_LATENCY_BYTES && MPI_SUCCESS == mca_coll_xccl_setup(m, 1) &&
            mca_coll_xccl_fast_latency(c, rc);
@@ -597,7 +597,7 @@ static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
     if (xccl_select_why_local == why && XCCL_COLL_ALLTOALLV == c->coll && c->in_place) {
         return NULL;
     }
-    const int level = xccl_coll_peer(c->coll) || XCCL_COLL_BARRIER == c->coll;
+    const int level = xccl_coll_level(c->coll);
     if (xccl_select_why_small == why &&
         ((level && NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES && c->m->level_small) ||
          (level && NULL != c->request && c->m->level_small_nb) ||
