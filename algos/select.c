@@ -118,7 +118,7 @@ int xccl_select_tuned(const xccl_select_policy_t *p, xccl_coll_t c, int ranks, s
 const char xccl_select_why_forced[] = "forced";
 const char xccl_select_why_tuning[] = "tuning_file";
 const char xccl_select_why_small[] = "small_message";
-const char xccl_select_why_local[] = "sizes_local";
+const char xccl_select_why_slower[] = "not_faster";
 
 /* ------------------------------------------------------------ cost model */
 

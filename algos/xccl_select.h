@@ -77,15 +77,16 @@ int xccl_select_tuned(const xccl_select_policy_t *p, xccl_coll_t c, int ranks, s
 /* The reasons xccl_select_fallback gives: the verbose line's fallback=
  * values; callers may compare the pointers. */
 extern const char xccl_select_why_forced[], xccl_select_why_tuning[], xccl_select_why_small[],
-    xccl_select_why_local[];
+    xccl_select_why_slower[];
 
 /* Whether a call goes to the fallback, from what every rank shares: the
- * reason ("forced", "tuning_file", "small_message", "sizes_local"), or NULL.  keep_small:
- * the fallback would compute this call wrongly, so a small message stays.
- * Every call asks it, most go to the fallback: inline, no schedule, no
- * cost model, the rules read only when there are some. */
+ * reason ("forced", "tuning_file", "not_faster", "small_message"), or
+ * NULL.  fallback_wrong: the fallback would compute this call wrongly, so
+ * it stays with xccl where only speed sent it away.  Every call asks it,
+ * most go to the fallback: inline, no schedule, no cost model, the rules
+ * read only when there are some. */
 static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xccl_coll_t c,
-                                               int ranks, size_t bytes, int keep_small)
+                                               int ranks, size_t bytes, int fallback_wrong)
 {
     const int forced = p->forced[c];
     if (XCCL_SEL_FALLBACK == forced) {
@@ -94,22 +95,26 @@ static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xc
     if (XCCL_SEL_AUTO != forced) {
         return NULL;
     }
-    /* No size that every rank knows to choose by, and the fallback's
-     * algorithms, which each call's sizes steer, are faster than xccl's
-     * schedules over the transport on small blocks inside a node (figures:
-     * docs/bench/more-collectives.md): the fallback, on host copies of
-     * device buffers. */
-    if (xccl_coll_sizes_local(c)) {
-        return keep_small ? NULL : xccl_select_why_local;
-    }
-    const int tuned = p->tuning.n ? xccl_select_tuned(p, c, ranks, bytes) : XCCL_SEL_AUTO;
+    /* Not a size every rank knows: no rule may read bytes (below). */
+    const int tuned = p->tuning.n && !xccl_coll_sizes_local(c) ? xccl_select_tuned(p, c, ranks, bytes)
+                                                               : XCCL_SEL_AUTO;
     if (XCCL_SEL_FALLBACK == tuned) {
         return xccl_select_why_tuning;
     }
+    if (XCCL_SEL_AUTO != tuned || fallback_wrong) {
+        return NULL;
+    }
+    /* The collectives without a form of the shared-memory level or of peer
+     * access: inside a node the fallback's algorithms are faster than
+     * xccl's schedules over the transport (figures:
+     * docs/bench/more-collectives.md); device buffers reach the fallback
+     * as host copies. */
+    if (!xccl_coll_level(c)) {
+        return xccl_select_why_slower;
+    }
     /* The cost model does not model the fallback: below this size (its
      * default measured with xccl_bench) the fallback's latency is lower. */
-    return XCCL_SEL_AUTO == tuned && bytes < (size_t) p->small_bytes && !keep_small
-               ? xccl_select_why_small : NULL;
+    return bytes < (size_t) p->small_bytes ? xccl_select_why_small : NULL;
 }
 
 /* The cost model: t[i] the predicted seconds of algorithm XCCL_SEL_FIRST+i

@@ -592,9 +592,14 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
  * Figures: docs/bench/latency-path.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
-    /* Stock Open MPI (4.1.4 and 5.0.7) gets MPI_Ialltoallv in place wrong
-     * (blocks from the wrong peer); MPI_IN_PLACE is every rank's or none's. */
-    if (xccl_select_why_local == why && XCCL_COLL_ALLTOALLV == c->coll && c->in_place) {
+    /* Where the fallback is not faster, xccl runs what it would compute
+     * wrongly: 8- and 16-bit sums (mca_coll_xccl_stock_gets_wrong), and
+     * MPI_Ialltoallv in place, whose blocks stock Open MPI (4.1.4 and
+     * 5.0.7) takes from the wrong peers (MPI_IN_PLACE is every rank's or
+     * none's). */
+    if (xccl_select_why_slower == why &&
+        ((c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
+         (XCCL_COLL_ALLTOALLV == c->coll && c->in_place))) {
         return NULL;
     }
     const int level = xccl_coll_level(c->coll);
