@@ -20,7 +20,9 @@
 # GPU_TESTS_NPS against the real driver, each with CUDA IPC from 64 KiB
 # (coll_xccl_gpu_ipc_bytes 65536: both sides of a threshold), as
 # configured (every size), and off (0); nonblocking (-N) at np 2, 3, 4
-# and with one rank on host buffers (-M).
+# and with one rank on host buffers (-M).  xccl_mpi_gpu_colls (reduce,
+# barrier, the v forms, gather, scatter) at np 2 and 4, CUDA IPC from 64
+# KiB, as configured and off.
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -527,6 +529,48 @@ for v in "2 1 nb" "3 2 nb" "4 1 nb" "4 4 nb" "3 2 nbmixed"; do
     ok=0
     problems=$(user_check "$name" "$np" "$config" 1 2>&1) || ok=1
     finish "$name" "$ok" "$problems"
+done
+
+# The eight further collectives (xccl_mpi_gpu_colls): reduce, barrier,
+# allgatherv, alltoallv, gather, gatherv, scatter, scatterv, blocking and
+# nonblocking, on device buffers with guards in the gaps, insignificant
+# buffers NULL, send buffers overwritten as soon as a call is done, calls of
+# every kind in flight together, and a training step (allreduce, reduce,
+# gather, alltoallv, barrier).  np 2 and 4 on one fake device, each with
+# CUDA IPC from 64 KiB, as configured (every size) and off: results and
+# leaks as in (1); with CUDA IPC off no call through it, otherwise the
+# step's allreduce at least.
+colls_prog=$bindir/xccl_mpi_gpu_colls
+[[ -x $colls_prog ]] || { echo "$0: no $colls_prog (make check builds it)" >&2; exit 2; }
+for np in 2 4; do
+    for config in ipc default off; do
+        name=fake.colls.np$np.$config
+        saved_extra=("${extra_args[@]}")
+        extra_args+=(--mca coll_xccl_verbose 1)
+        case $config in
+        ipc) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 65536) ;;
+        off) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0) ;;
+        esac
+        PROG=$colls_prog
+        PROG_ARGS=()
+        run "$name" "$np" "$fake_ldp" FAKE_CUDA_STATS=1 --
+        PROG=
+        extra_args=("${saved_extra[@]}")
+        ok=0
+        problems=$({
+            check_result "$name" && check_leaks "$name" "$np" &&
+            n=$(grep -cE '^xccl: .* via=cuda_ipc' "$logdir/$name.log" || true) &&
+            if [[ $config == off ]]; then
+                [[ $n -eq 0 ]] ||
+                    { echo "$name: $n calls through cuda ipc with coll_xccl_gpu_ipc_bytes 0"; false; }
+            else
+                [[ $n -gt 0 ]] || { echo "$name: no call through cuda ipc"; false; }
+            fi &&
+            echo "$name: $(grep -E '^RESULT: ' "$logdir/$name.log" | tail -n 1)," \
+                "$n calls through cuda ipc, ${run_s} s"
+        } 2>&1) || ok=1
+        finish "$name" "$ok" "$problems"
+    done
 done
 
 # Nonblocking device calls from two threads at once, a communicator each
