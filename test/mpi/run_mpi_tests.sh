@@ -41,6 +41,17 @@
 # requests in their turn).
 # xccl_mpi_errors runs at np 2 and 3 with mpi_param_check 1 and 0 and must
 # exit 0 and print "RESULT: <n> passed, 0 failed".
+# xccl_mpi_colls (reduce, barrier, allgatherv, alltoallv, gather, gatherv,
+# scatter, scatterv, blocking and nonblocking; see the program's header)
+# runs at np 1, 2, 3, 4, 5, 8 with the same verdict; with -q and their
+# algorithms forced (a set per run) at np 3 and 4, where every rank must
+# have run each forced algorithm wherever xccl carried that collective;
+# .ialltoallv_inplace_pairwise.np4: MPI_Ialltoallv in place on uneven
+# blocks through xccl's pairwise alltoallv (stock Open MPI 4.1.4 takes
+# blocks from the wrong peer there), and .stock_ialltoallv_inplace.np4,
+# with xccl excluded, passes while stock is wrong; .carried.np4: xccl
+# carried each of the sixteen calls of xccl_mpi_colls -V (algo= lines, no
+# fallback= line).
 #
 #
 # Thread levels and other runs that catch hangs (each run under a 60 s
@@ -111,7 +122,7 @@ bindir=$1
 compdir=$2
 [[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors && -x $bindir/xccl_mpi_nb &&
    -x $bindir/xccl_mpi_threads && -x $bindir/xccl_mpi_mixed && -x $bindir/xccl_comm_churn &&
-   -x $bindir/xccl_mpi_latency && -x $bindir/xccl_mpi_trials ]] ||
+   -x $bindir/xccl_mpi_latency && -x $bindir/xccl_mpi_trials && -x $bindir/xccl_mpi_colls ]] ||
     { echo "$0: no test binaries in $bindir" >&2; exit 2; }
 [[ -d $compdir ]] || { echo "$0: no directory $compdir" >&2; exit 2; }
 
@@ -655,6 +666,160 @@ for check in 1 0; do
         finish "$name" "$ok"
     done
 done
+
+# ------------------------------------------- rooted collectives, barrier, v forms
+# xccl_mpi_colls: reduce, barrier, allgatherv, alltoallv, gather, gatherv,
+# scatter, scatterv, blocking and nonblocking, every result against the
+# program's own reference (see its header).
+colls_names="reduce barrier allgatherv alltoallv gather gatherv scatter scatterv"
+# check_colls_forced <name> <np> "<coll>=<algo> ...": where xccl carried
+# calls of a collective (verbose lines "xccl: <coll> ..." or "xccl:
+# i<coll> ..."), every rank ran the forced algorithm at least once, and no
+# blocking call of it ran another (shm: nonblocking calls and communicators
+# without the level run another).  Where xccl carried none of the
+# collective's calls, the results alone are judged (xccl_mpi_colls.carried
+# is the run that requires xccl to carry them).
+check_colls_forced() {
+    local name=$1 np=$2 set=$3 r kv c a n wrong bad=0
+    for kv in $set; do
+        c=${kv%%=*}
+        a=${kv#*=}
+        if ! cat "$logdir/$name.out"/*/rank.*/stdout "$logdir/$name.out"/*/rank.*/stderr 2>/dev/null |
+            grep -qE "^xccl: i?$c comm="; then
+            echo "$name: (xccl carried no $c call: results only for $kv)"
+            continue
+        fi
+        for ((r = 0; r < np; r++)); do
+            n=$(per_rank_output "$name" "$r" |
+                awk -v c="$c" -v a="algo=$a" '$1 == "xccl:" && ($2 == c || $2 == "i" c) && $6 == a' | wc -l)
+            if ((n == 0)); then
+                echo "$name: rank $r: forced $kv, but no call ran it"
+                bad=1
+            fi
+            [[ $a == shm ]] && continue
+            wrong=$(per_rank_output "$name" "$r" |
+                awk -v c="$c" -v a="algo=$a" '$1 == "xccl:" && $2 == c && $6 ~ /^algo=/ && $6 != a' | head -n 1)
+            if [[ -n $wrong ]]; then
+                echo "$name: rank $r: forced $kv, got: $wrong"
+                bad=1
+            fi
+        done
+    done
+    return "$bad"
+}
+# check_colls_carried <name> <np>: every rank's line "CALLS rank=<r>
+# reduce=<n> ireduce=<n> ... iscatterv=<n>" (xccl_mpi_colls -V): for each
+# of the 16 names at least that many verbose lines "xccl: <name> ...
+# algo=<a>" and none "... fallback=<reason>"; one line per rank that fails.
+check_colls_carried() {
+    local name=$1 np=$2 r bad=0
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" -v colls="$colls_names" '
+            $1 == "CALLS" && $2 == "rank=" rank { for (i = 3; i <= NF; i++) { split($i, kv, "="); calls[kv[1]] = kv[2] } seen = 1 }
+            $1 == "xccl:" && $6 ~ /^algo=/ { algo[$2]++ }
+            $1 == "xccl:" && $6 ~ /^fallback=/ { fb[$2]++; if (!($2 in why)) why[$2] = $6 }
+            END {
+                if (!seen) { print name ": rank " rank ": no CALLS line"; exit 1 }
+                n = split(colls, cs, " ")
+                msg = ""
+                for (i = 1; i <= n; i++) for (nb = 0; nb < 2; nb++) {
+                    c = (nb ? "i" : "") cs[i]
+                    if (!(c in calls) || calls[c] + 0 == 0) { msg = msg " " c ": no calls;"; continue }
+                    if (algo[c] + 0 < calls[c] + 0 || fb[c] + 0 > 0)
+                        msg = msg sprintf(" %s: %d calls, %d algo=, %d fallback=%s;", c, calls[c], algo[c], fb[c],
+                                          fb[c] ? " (" why[c] ")" : "")
+                }
+                if (msg != "") { print name ": rank " rank ":" msg; exit 1 }
+            }' || bad=1
+    done
+    return "$bad"
+}
+# Every collective at np 1, 2, 3, 4, 5, 8 (the whole program: MPI_COMM_WORLD,
+# a dup, an odd/even split, two threads).  At np 4 and more it includes the
+# in-place MPI_Ialltoallv that stock Open MPI 4.1.4 gets wrong: those runs
+# pass once xccl carries the call.
+for np in 1 2 3 4 5 8; do
+    name=xccl_mpi_colls.np$np
+    selected "$name" || continue
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_colls"
+    ok=0
+    problems=$(check_result "$name" 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
+# Each algorithm of the eight collectives forced (a set per run), -q
+# (fewer types and sizes), only the collectives of the set.
+colls_algo_sets=(
+    "reduce=binomial barrier=dissemination allgatherv=ring alltoallv=pairwise gather=binomial gatherv=linear scatter=binomial scatterv=linear"
+    "reduce=rabenseifner barrier=shm allgatherv=direct alltoallv=direct gather=linear scatter=linear"
+    "reduce=chain allgatherv=bruck"
+)
+for set in "${colls_algo_sets[@]}"; do
+    force=()
+    list=""
+    for kv in $set; do
+        force+=(--mca "coll_xccl_${kv%%=*}_algorithm" "${kv#*=}")
+        list+=${list:+,}${kv%%=*}
+    done
+    tag=${set%% *}
+    tag=${tag#reduce=}
+    for np in 3 4; do
+        name=xccl_mpi_colls.forced_$tag.np$np
+        selected "$name" || continue
+        run_mpi "$name" "$np" "${force[@]}" "$bindir/xccl_mpi_colls" -q -c "$list"
+        ok=0
+        problems=$({ check_result "$name" && check_colls_forced "$name" "$np" "$set"; } 2>&1) || ok=1
+        indent "$problems"
+        finish "$name" "$ok"
+    done
+done
+# MPI_Ialltoallv with MPI_IN_PLACE on uneven blocks (zeros among them) at
+# np 4: xccl's pairwise alltoallv must get it right (every rank's
+# ialltoallv lines name it), where stock Open MPI 4.1.4's libnbc takes
+# blocks from the wrong peer; .stock_ialltoallv_inplace, with xccl
+# excluded, passes while stock is wrong and fails once it is right (then
+# the stock comparison is stale).
+name=xccl_mpi_colls.ialltoallv_inplace_pairwise.np4
+if selected "$name"; then
+    run_mpi "$name" 4 --mca coll_xccl_alltoallv_algorithm pairwise "$bindir/xccl_mpi_colls" -a
+    ok=0
+    problems=$({ check_result "$name" &&
+        every_rank_logged "$name" 4 "^xccl: ialltoallv comm=[0-9]+ rank=RANK .*algo=pairwise" \
+            "no ialltoallv ran algo=pairwise"; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
+name=xccl_mpi_colls.stock_ialltoallv_inplace.np4
+if selected "$name"; then
+    saved=("${common_args[@]}")
+    common_args=()
+    for ((i = 0; i < ${#saved[@]}; i++)); do
+        if [[ ${saved[i]} == --mca && ${saved[i + 1]:-} == coll ]]; then
+            i=$((i + 2))
+            continue
+        fi
+        common_args+=("${saved[i]}")
+    done
+    common_args+=(--mca coll ^xccl)
+    run_mpi "$name" 4 "$bindir/xccl_mpi_colls" --stock-ialltoallv-inplace
+    common_args=("${saved[@]}")
+    ok=0
+    problems=$({ check_result "$name" &&
+        { grep -q '^stock ialltoallv in place: wrong' "$logdir/$name.log" ||
+          { echo "$name: no 'stock ialltoallv in place: wrong' line"; false; }; }; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
+# xccl carries each of the eight collectives, blocking and nonblocking
+# (xccl_mpi_colls -V: calls on predefined types, MPI_COMM_WORLD).
+# Alltoallv (but in place), gatherv and scatterv go to the fallback unless
+# an algorithm is forced (fallback=sizes_local): forced here.
+name=xccl_mpi_colls.carried.np4
+if selected "$name"; then
+    run_mpi "$name" 4 --mca coll_xccl_alltoallv_algorithm pairwise --mca coll_xccl_gatherv_algorithm linear \
+        --mca coll_xccl_scatterv_algorithm linear "$bindir/xccl_mpi_colls" -V
+    judge "$name" 4 check_colls_carried
+fi
 
 # ------------------------------------------------------ thread levels
 # Hangs are what these runs catch: a shorter limit, a timeout fails.
