@@ -84,6 +84,13 @@ static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xcc
     c->local_size = 0;
 }
 
+/* Whether the send side is MPI_IN_PLACE (scatter's in place is the
+ * root's receive side: its send side is as given). */
+static inline int mca_coll_xccl_send_in_place(const mca_coll_xccl_call_t *c)
+{
+    return c->in_place && XCCL_COLL_SCATTER != c->coll && XCCL_COLL_SCATTERV != c->coll;
+}
+
 /* An argument error of the call: logged, counted, returned. */
 static inline int mca_coll_xccl_call_error(const mca_coll_xccl_call_t *c, int err, const char *what)
 {

@@ -59,7 +59,7 @@ void mca_coll_xccl_gpu_init(void)
 
 void mca_coll_xccl_gpu_where(const mca_coll_xccl_call_t *c, mca_coll_xccl_where_t *w)
 {
-    const void *a = c->in_place ? NULL : c->sbuf, *b = c->rbuf;
+    const void *a = mca_coll_xccl_send_in_place(c) ? NULL : c->sbuf, *b = c->rbuf;
     xccl_mem_info_t ia, ib;
     xccl_gpu_classify(a, &ia);
     xccl_gpu_classify(b, &ib);

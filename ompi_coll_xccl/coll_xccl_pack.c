@@ -150,7 +150,8 @@ static int move_buffers(const pack_ctx_t *x, const mca_coll_xccl_call_t *c, cons
         }
         *r = pk->r;
     }
-    if (c->in_place && XCCL_COLL_ALLTOALLV == c->coll) {
+    const int send_in_place = mca_coll_xccl_send_in_place(c);
+    if (send_in_place && XCCL_COLL_ALLTOALLV == c->coll) {
         /* SEND is a copy of RECV (the builders' buffers do not overlap) */
         int err = pack_copy(x, &pk->s, rbytes, NULL, 0, c->rdtype);
         if (MPI_SUCCESS != err) {
@@ -158,7 +159,7 @@ static int move_buffers(const pack_ctx_t *x, const mca_coll_xccl_call_t *c, cons
         }
         memcpy(pk->s, *r, rbytes);
         *s = pk->s;
-    } else if (c->in_place) {
+    } else if (send_in_place) {
         /* allgather: the own block already sits in place; alltoall: SEND
          * is RECV; allgatherv, gather(v): the builders read RECV */
         *s = XCCL_COLL_ALLGATHER == c->coll ? *r + (size_t) c->m->rank * block : *r;
