@@ -87,6 +87,14 @@ BEGIN_C_DECLS
     X(iscatter, XCCL_COLL_SCATTER, 1)                             \
     X(iscatterv, XCCL_COLL_SCATTERV, 1)
 
+/* The persistent forms (coll_<name>_init), one per collective: xccl's own
+ * requests (coll_xccl_persist.c), whose starts run the nonblocking entry
+ * points above; installed and declined with them. */
+#define MCA_COLL_XCCL_INIT_ENTRIES(X)                                  \
+    X(allreduce) X(allgather) X(reduce_scatter) X(reduce_scatter_block) \
+    X(alltoall) X(bcast) X(reduce) X(barrier) X(allgatherv) X(alltoallv) \
+    X(gather) X(gatherv) X(scatter) X(scatterv)
+
 /* What Open MPI would have used: each entry's function and module. */
 typedef struct {
 #define MCA_COLL_XCCL_PREV_FIELD(name, coll, nb) \
@@ -226,6 +234,8 @@ typedef struct {
      * this job and on this node), since a nonblocking call cannot wait
      * for the vote, which ends at different calls on different ranks. */
     int level_small_nb;
+    int persistent;                  /* a persistent request's start runs its call
+                                      * (coll_xccl_persist.c): the verbose line says so */
     int level_cma;                   /* every rank reads its node peers' memory (process_vm_readv) */
     int level_trials;                /* level_cma: the level's trials time shm against mesh
                                       * (xccl_trial_t), XCCL_TRIAL_QUIET, or _NOISY where a

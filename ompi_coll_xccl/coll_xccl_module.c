@@ -24,6 +24,7 @@
 #include "coll_xccl_select.h"
 #include "coll_xccl_setup.h"
 #include "coll_xccl_level.h"
+#include "coll_xccl_persist.h"
 
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
 
@@ -97,6 +98,9 @@ mca_coll_base_module_t *mca_coll_xccl_comm_query(struct ompi_communicator_t *com
 #define INSTALL(name, coll, nb) m->super.coll_##name = mca_coll_xccl_##name;
     MCA_COLL_XCCL_ENTRIES(INSTALL)
 #undef INSTALL
+#define INSTALL_INIT(name) m->super.coll_##name##_init = mca_coll_xccl_##name##_init;
+    MCA_COLL_XCCL_INIT_ENTRIES(INSTALL_INIT)
+#undef INSTALL_INIT
     return &m->super;
 }
 
@@ -108,6 +112,9 @@ static void decline(mca_coll_xccl_module_t *m)
 #define DECLINE(name, coll, nb) m->super.coll_##name = NULL;
     MCA_COLL_XCCL_ENTRIES(DECLINE)
 #undef DECLINE
+#define DECLINE_INIT(name) m->super.coll_##name##_init = NULL;
+    MCA_COLL_XCCL_INIT_ENTRIES(DECLINE_INIT)
+#undef DECLINE_INIT
 }
 
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)

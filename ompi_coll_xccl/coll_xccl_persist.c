@@ -1,0 +1,521 @@
+/*
+ * Persistent collectives (MPI-4 MPI_<Coll>_init; MPIX_<Coll>_init through
+ * Open MPI 4.1's pcollreq extension) of the fourteen collectives xccl
+ * carries.  The init keeps the arguments in a persistent request of
+ * xccl's; each MPI_Start runs the collective's nonblocking entry point
+ * with them (the same road as MPI_I<coll>: device buffers, the level, the
+ * fallback), and the request completes when that call's request does.
+ * MPI_Wait and MPI_Test leave it inactive (Open MPI's request layer does
+ * that for persistent requests); MPI_Request_free frees an inactive one,
+ * started or not, also after its communicator was freed (the request
+ * holds the module).
+ *
+ * Each start logs its call as a nonblocking call does, with the word
+ * persistent (m->persistent while the entry point runs), and counts in
+ * the summary with the calls.
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/mca/coll/base/coll_base_util.h"
+#include "ompi/request/request.h"
+
+#include "coll_xccl_persist.h"
+
+#define XM(module) ((mca_coll_xccl_module_t *) (module))
+
+typedef struct {
+    ompi_coll_base_nbc_request_t super;   /* Open MPI's init casts the request to it */
+    mca_coll_xccl_module_t *m;       /* retained until the request is freed */
+    xccl_coll_t coll;
+    ompi_request_t *inner;           /* the last start's call; complete once this is */
+    /* the arguments, as MPI_I<coll> takes them (the v forms' arrays copied) */
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount, root;
+    int *scounts, *sdispls, *rcounts, *rdispls;
+    struct ompi_datatype_t *sdtype, *rdtype;
+    struct ompi_op_t *op;
+} persist_t;
+
+static OBJ_CLASS_INSTANCE(persist_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+
+/* ------------------------------------------------------------ start */
+
+/* The collective's nonblocking entry point on the saved arguments. */
+static int start_call(persist_t *p, ompi_request_t **in)
+{
+    mca_coll_base_module_t *module = &p->m->super;
+    struct ompi_communicator_t *comm = p->m->comm;
+    switch (p->coll) {
+    case XCCL_COLL_ALLREDUCE:
+        return mca_coll_xccl_iallreduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, comm, in, module);
+    case XCCL_COLL_ALLGATHER:
+        return mca_coll_xccl_iallgather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, comm,
+                                        in, module);
+    case XCCL_COLL_REDUCE_SCATTER:
+        return mca_coll_xccl_ireduce_scatter(p->sbuf, p->rbuf, p->rcounts, p->rdtype, p->op, comm, in,
+                                             module);
+    case XCCL_COLL_REDUCE_SCATTER_BLOCK:
+        return mca_coll_xccl_ireduce_scatter_block(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, comm, in,
+                                                   module);
+    case XCCL_COLL_ALLTOALL:
+        return mca_coll_xccl_ialltoall(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, comm,
+                                       in, module);
+    case XCCL_COLL_BCAST:
+        return mca_coll_xccl_ibcast(p->rbuf, p->rcount, p->rdtype, p->root, comm, in, module);
+    case XCCL_COLL_REDUCE:
+        return mca_coll_xccl_ireduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, p->root, comm, in,
+                                     module);
+    case XCCL_COLL_BARRIER:
+        return mca_coll_xccl_ibarrier(comm, in, module);
+    case XCCL_COLL_ALLGATHERV:
+        return mca_coll_xccl_iallgatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
+                                         p->rdtype, comm, in, module);
+    case XCCL_COLL_ALLTOALLV:
+        return mca_coll_xccl_ialltoallv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts,
+                                        p->rdispls, p->rdtype, comm, in, module);
+    case XCCL_COLL_GATHER:
+        return mca_coll_xccl_igather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root,
+                                     comm, in, module);
+    case XCCL_COLL_GATHERV:
+        return mca_coll_xccl_igatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
+                                      p->rdtype, p->root, comm, in, module);
+    case XCCL_COLL_SCATTER:
+        return mca_coll_xccl_iscatter(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root,
+                                      comm, in, module);
+    case XCCL_COLL_SCATTERV:
+        return mca_coll_xccl_iscatterv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcount,
+                                       p->rdtype, p->root, comm, in, module);
+    default:
+        return MPI_ERR_INTERN;
+    }
+}
+
+static void complete(persist_t *p, int err)
+{
+    p->super.super.req_status.MPI_ERROR = err;
+    ompi_request_complete(&p->super.super, true);
+}
+
+/* The start's call completed (from its completion, in progress): so
+ * does the persistent request.  The call's request is freed at the next
+ * start or with the persistent request (not here: it is not complete
+ * yet while its callback runs). */
+static int inner_done(ompi_request_t *in)
+{
+    complete((persist_t *) in->req_complete_cb_data, in->req_status.MPI_ERROR);
+    return 0;
+}
+
+static int persist_start(size_t count, ompi_request_t **requests)
+{
+    int rc = MPI_SUCCESS;
+    for (size_t i = 0; i < count; i++) {
+        persist_t *p = (persist_t *) requests[i];
+        ompi_request_t *r = &p->super.super, *in = MPI_REQUEST_NULL;
+        if (OMPI_REQUEST_ACTIVE == r->req_state) {
+            rc = MPI_ERR_REQUEST;    /* started twice (Open MPI 4.1 does not check) */
+            continue;
+        }
+        if (MPI_REQUEST_NULL != p->inner) {
+            ompi_request_free(&p->inner);
+        }
+        r->req_status.MPI_ERROR = MPI_SUCCESS;
+        r->req_status.MPI_SOURCE = MPI_ANY_SOURCE;
+        r->req_status.MPI_TAG = MPI_ANY_TAG;
+        r->req_status._ucount = 0;
+        r->req_status._cancelled = 0;
+        r->req_complete = REQUEST_PENDING;
+        r->req_state = OMPI_REQUEST_ACTIVE;
+        p->m->persistent = 1;
+        const int err = start_call(p, &in);
+        p->m->persistent = 0;
+        if (MPI_SUCCESS != err) {
+            /* nothing runs: the request stays inactive, the error is the start's */
+            r->req_status.MPI_ERROR = err;
+            r->req_complete = REQUEST_COMPLETED;
+            r->req_state = OMPI_REQUEST_INACTIVE;
+            rc = err;
+            continue;
+        }
+        if (REQUEST_COMPLETE(in)) {
+            complete(p, in->req_status.MPI_ERROR);
+            ompi_request_free(&in);
+        } else {
+            p->inner = in;
+            ompi_request_set_callback(in, inner_done, p);
+        }
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------ free */
+
+static int persist_free(ompi_request_t **rptr)
+{
+    persist_t *p = (persist_t *) *rptr;
+    if (!REQUEST_COMPLETE(&p->super.super)) {
+        return MPI_ERR_REQUEST;      /* an active collective request may not be freed */
+    }
+    if (MPI_REQUEST_NULL != p->inner) {
+        ompi_request_free(&p->inner);
+    }
+    free(p->scounts);
+    OBJ_RELEASE(p->m);
+    OMPI_REQUEST_FINI(&p->super.super);
+    OBJ_RELEASE(p);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int persist_cancel(ompi_request_t *r, int flag)
+{
+    (void) r;
+    (void) flag;
+    return MPI_ERR_REQUEST;
+}
+
+/* ------------------------------------------------------------ init */
+
+/* An inactive persistent request of coll on m (complete: a wait before
+ * the first start returns at once); NULL: out of memory. */
+static persist_t *persist_new(mca_coll_xccl_module_t *m, xccl_coll_t coll)
+{
+    persist_t *p = OBJ_NEW(persist_t);
+    if (NULL == p) {
+        return NULL;
+    }
+    ompi_request_t *r = &p->super.super;
+    memset((char *) p + sizeof(*r), 0, sizeof(*p) - sizeof(*r));
+    OMPI_REQUEST_INIT(r, true);
+    r->req_type = OMPI_REQUEST_COLL;
+    r->req_start = persist_start;
+    r->req_free = persist_free;
+    r->req_cancel = persist_cancel;
+    r->req_mpi_object.comm = m->comm;
+    r->req_status = ompi_status_empty;
+    p->inner = MPI_REQUEST_NULL;
+    p->coll = coll;
+    OBJ_RETAIN(m);
+    p->m = m;
+    return p;
+}
+
+/* The v forms' arrays, copied (one allocation, freed with the request):
+ * n arrays of size ints, NULL ones stay NULL. */
+static int copy_arrays(persist_t *p, int size, const int *a, const int *b, const int *c, const int *d)
+{
+    const int *src[4] = { a, b, c, d };
+    int **dst[4] = { &p->scounts, &p->sdispls, &p->rcounts, &p->rdispls };
+    int *all = malloc(4 * (size_t) (size > 0 ? size : 1) * sizeof(int));
+    if (NULL == all) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (int k = 0; k < 4; k++) {
+        int *to = all + (size_t) k * (size_t) size;
+        if (NULL != src[k]) {
+            memcpy(to, src[k], (size_t) size * sizeof(int));
+        }
+        /* the first array owns the allocation (persist_free) */
+        *dst[k] = 0 == k || NULL != src[k] ? to : NULL;
+    }
+    return MPI_SUCCESS;
+}
+
+static int persist_out(persist_t *p, ompi_request_t **request)
+{
+    if (NULL == p) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *request = &p->super.super;
+    return MPI_SUCCESS;
+}
+
+static int persist_fail(persist_t *p, int rc)
+{
+    ompi_request_t *r = &p->super.super;
+    persist_free(&r);
+    return rc;
+}
+
+int mca_coll_xccl_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                 struct ompi_info_t *info, ompi_request_t **request,
+                                 mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_ALLREDUCE);
+    if (p) {
+        p->sbuf = sbuf;
+        p->rbuf = rbuf;
+        p->rcount = count;
+        p->rdtype = dtype;
+        p->op = op;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                 int rcount, struct ompi_datatype_t *rdtype,
+                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                 ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_ALLGATHER);
+    if (p) {
+        p->sbuf = sbuf;
+        p->scount = scount;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rcount = rcount;
+        p->rdtype = rdtype;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                      ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_REDUCE_SCATTER);
+    if (p) {
+        p->sbuf = sbuf;
+        p->rbuf = rbuf;
+        p->rdtype = dtype;
+        p->op = op;
+        if (MPI_SUCCESS != copy_arrays(p, NULL != rcounts ? p->m->size : 0, NULL, NULL, rcounts, NULL)) {
+            return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
+        }
+        p->rcounts = NULL != rcounts ? p->rcounts : NULL;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                            struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                            ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_REDUCE_SCATTER_BLOCK);
+    if (p) {
+        p->sbuf = sbuf;
+        p->rbuf = rbuf;
+        p->rcount = rcount;
+        p->rdtype = dtype;
+        p->op = op;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                int rcount, struct ompi_datatype_t *rdtype,
+                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_ALLTOALL);
+    if (p) {
+        p->sbuf = sbuf;
+        p->scount = scount;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rcount = rcount;
+        p->rdtype = rdtype;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                             struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                             ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_BCAST);
+    if (p) {
+        p->rbuf = buf;
+        p->rcount = count;
+        p->rdtype = dtype;
+        p->root = root;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_reduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                              struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                              struct ompi_info_t *info, ompi_request_t **request,
+                              mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_REDUCE);
+    if (p) {
+        p->sbuf = sbuf;
+        p->rbuf = rbuf;
+        p->rcount = count;
+        p->rdtype = dtype;
+        p->op = op;
+        p->root = root;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    return persist_out(persist_new(XM(module), XCCL_COLL_BARRIER), request);
+}
+
+int mca_coll_xccl_allgatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                  const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                                  struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                  ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_ALLGATHERV);
+    if (p) {
+        p->sbuf = sbuf;
+        p->scount = scount;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rdtype = rdtype;
+        if (MPI_SUCCESS != copy_arrays(p, p->m->size, NULL, NULL, rcounts, displs)) {
+            return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
+        }
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls,
+                                 struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                 const int *rdispls, struct ompi_datatype_t *rdtype,
+                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                 ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_ALLTOALLV);
+    if (p) {
+        p->sbuf = sbuf;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rdtype = rdtype;
+        /* in place: the send arrays are not significant */
+        const int in_place = MPI_IN_PLACE == sbuf;
+        if (MPI_SUCCESS != copy_arrays(p, p->m->size, in_place ? NULL : scounts, in_place ? NULL : sdispls,
+                                       rcounts, rdispls)) {
+            return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
+        }
+        if (in_place) {
+            p->scounts = NULL;
+        }
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_gather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                              int rcount, struct ompi_datatype_t *rdtype, int root,
+                              struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                              ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_GATHER);
+    if (p) {
+        p->sbuf = sbuf;
+        p->scount = scount;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rcount = rcount;
+        p->rdtype = rdtype;
+        p->root = root;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_gatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                               const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                               int root, struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_GATHERV);
+    if (p) {
+        p->sbuf = sbuf;
+        p->scount = scount;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rdtype = rdtype;
+        p->root = root;
+        /* significant at the root only (elsewhere they may be NULL) */
+        const int is_root = p->m->rank == root;
+        if (MPI_SUCCESS != copy_arrays(p, p->m->size, NULL, NULL, is_root ? rcounts : NULL,
+                                       is_root ? displs : NULL)) {
+            return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
+        }
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_scatter_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                               int rcount, struct ompi_datatype_t *rdtype, int root,
+                               struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_SCATTER);
+    if (p) {
+        p->sbuf = sbuf;
+        p->scount = scount;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rcount = rcount;
+        p->rdtype = rdtype;
+        p->root = root;
+    }
+    return persist_out(p, request);
+}
+
+int mca_coll_xccl_scatterv_init(const void *sbuf, const int *scounts, const int *displs,
+                                struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                struct ompi_datatype_t *rdtype, int root,
+                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    persist_t *p = persist_new(XM(module), XCCL_COLL_SCATTERV);
+    if (p) {
+        p->sbuf = sbuf;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rcount = rcount;
+        p->rdtype = rdtype;
+        p->root = root;
+        const int is_root = p->m->rank == root;
+        if (MPI_SUCCESS != copy_arrays(p, p->m->size, is_root ? scounts : NULL, is_root ? displs : NULL,
+                                       NULL, NULL)) {
+            return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
+        }
+        if (!is_root) {
+            p->scounts = NULL;
+        }
+    }
+    return persist_out(p, request);
+}
