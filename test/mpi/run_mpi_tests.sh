@@ -51,7 +51,8 @@
 # blocks from the wrong peer there), and .stock_ialltoallv_inplace.np4,
 # with xccl excluded, passes while stock is wrong; .carried.np4: xccl
 # carried each of the sixteen calls of xccl_mpi_colls -V (algo= lines, no
-# fallback= line).
+# fallback= line), every algorithm but barrier's forced (auto hands the
+# others to the fallback: not_faster).
 #
 #
 # Thread levels and other runs that catch hangs (each run under a 60 s
@@ -817,7 +818,9 @@ fi
 name=xccl_mpi_colls.carried.np4
 if selected "$name"; then
     run_mpi "$name" 4 --mca coll_xccl_alltoallv_algorithm pairwise --mca coll_xccl_gatherv_algorithm linear \
-        --mca coll_xccl_scatterv_algorithm linear "$bindir/xccl_mpi_colls" -V
+        --mca coll_xccl_scatterv_algorithm linear --mca coll_xccl_reduce_algorithm binomial \
+        --mca coll_xccl_allgatherv_algorithm ring --mca coll_xccl_gather_algorithm binomial \
+        --mca coll_xccl_scatter_algorithm binomial "$bindir/xccl_mpi_colls" -V
     judge "$name" 4 check_colls_carried
 fi
 
