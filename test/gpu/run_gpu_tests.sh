@@ -22,7 +22,7 @@
 # configured (every size), and off (0); nonblocking (-N) at np 2, 3, 4
 # and with one rank on host buffers (-M).  xccl_mpi_gpu_colls (reduce,
 # barrier, the v forms, gather, scatter) at np 2 and 4, CUDA IPC from 64
-# KiB, as configured and off.
+# KiB, as configured and off, and with xccl's own algorithms forced.
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -537,19 +537,44 @@ done
 # buffers NULL, send buffers overwritten as soon as a call is done, calls of
 # every kind in flight together, and a training step (allreduce, reduce,
 # gather, alltoallv, barrier).  np 2 and 4 on one fake device, each with
-# CUDA IPC from 64 KiB, as configured (every size) and off: results and
-# leaks as in (1); with CUDA IPC off no call through it, otherwise the
-# step's allreduce at least.
+# CUDA IPC from 64 KiB, as configured (every size) and off, and "carried":
+# xccl's own algorithms forced (auto hands most of these calls to the
+# fallback, on host copies), staged in pieces of 4 KiB.  Results and leaks
+# as in (1); with CUDA IPC off no call through it, otherwise the step's
+# allreduce at least; carried: each of the sixteen calls ran one of xccl's
+# algorithms, none went to the fallback.
 colls_prog=$bindir/xccl_mpi_gpu_colls
 [[ -x $colls_prog ]] || { echo "$0: no $colls_prog (make check builds it)" >&2; exit 2; }
+colls_names=(reduce barrier allgatherv alltoallv gather gatherv scatter scatterv)
+# check_carried <name>: every blocking and nonblocking form has algo=
+# lines and none has fallback= lines.
+check_carried() {
+    local name=$1 coll f n
+    for coll in "${colls_names[@]}"; do
+        for f in "$coll" "i$coll"; do
+            grep -qE "^xccl: $f comm=[0-9]+ rank=[0-9]+ bytes=[0-9]+ algo=" "$logdir/$name.log" ||
+                { echo "$name: no $f call ran an algorithm of xccl's"; return 1; }
+            n=$(grep -cE "^xccl: $f comm=[0-9]+ rank=[0-9]+ bytes=[0-9]+ fallback=" \
+                "$logdir/$name.log" || true)
+            [[ $n -eq 0 ]] || { echo "$name: $n $f calls went to the fallback"; return 1; }
+        done
+    done
+}
 for np in 2 4; do
-    for config in ipc default off; do
+    for config in ipc default off carried; do
         name=fake.colls.np$np.$config
         saved_extra=("${extra_args[@]}")
         extra_args+=(--mca coll_xccl_verbose 1)
         case $config in
         ipc) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 65536) ;;
         off) extra_args+=(--mca coll_xccl_gpu_ipc_bytes 0) ;;
+        carried)
+            extra_args+=(--mca coll_xccl_reduce_algorithm binomial
+                --mca coll_xccl_allgatherv_algorithm ring --mca coll_xccl_alltoallv_algorithm pairwise
+                --mca coll_xccl_gather_algorithm binomial --mca coll_xccl_gatherv_algorithm linear
+                --mca coll_xccl_scatter_algorithm binomial --mca coll_xccl_scatterv_algorithm linear
+                --mca coll_xccl_gpu_chunk_bytes 4096)
+            ;;
         esac
         PROG=$colls_prog
         PROG_ARGS=()
@@ -566,6 +591,7 @@ for np in 2 4; do
             else
                 [[ $n -gt 0 ]] || { echo "$name: no call through cuda ipc"; false; }
             fi &&
+            { [[ $config != carried ]] || check_carried "$name"; } &&
             echo "$name: $(grep -E '^RESULT: ' "$logdir/$name.log" | tail -n 1)," \
                 "$n calls through cuda ipc, ${run_s} s"
         } 2>&1) || ok=1
