@@ -9,7 +9,18 @@
 static int is_reduction(xccl_coll_t c)
 {
     return XCCL_COLL_ALLREDUCE == c || XCCL_COLL_REDUCE_SCATTER == c ||
-           XCCL_COLL_REDUCE_SCATTER_BLOCK == c;
+           XCCL_COLL_REDUCE_SCATTER_BLOCK == c || XCCL_COLL_REDUCE == c;
+}
+
+/* The v forms' vec for blocks of block bytes: every count block, the
+ * displacements back to back in rank order; alltoallv's receive half
+ * the same as its send half. */
+static void equal_vec(size_t *vec, int p, size_t block)
+{
+    for (int i = 0; i < p; i++) {
+        vec[i] = vec[2 * p + i] = block;
+        vec[p + i] = vec[3 * p + i] = (size_t) i * block;
+    }
 }
 
 int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, FILE *out)
@@ -19,6 +30,7 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     int n;
     const xccl_algo_t *algos = xccl_coll_algos(c->coll, &n);
     size_t *counts = malloc((size_t) p * sizeof(size_t));
+    size_t *vec = malloc((size_t) p * 4 * sizeof(size_t));
     xccl_select_cache_t *cache = calloc(1, sizeof(*cache));
     xccl_select_policy_t policy;
     xccl_select_policy_defaults(&policy);
@@ -26,8 +38,9 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     policy.inter = c->inter;
     policy.net = c->net;
     policy.margin = c->margin;
-    if (NULL == counts || NULL == cache) {
+    if (NULL == counts || NULL == vec || NULL == cache) {
         free(counts);
+        free(vec);
         free(cache);
         return -1;
     }
@@ -47,6 +60,12 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
         args.counts = counts;
         args.block = bytes / (size_t) p;
         args.bytes = bytes;
+        /* gather(v), scatter(v), allgatherv, alltoallv: blocks of
+         * bytes / p (the total at the root, received, sent); reduce:
+         * count elements to root 0; barrier: none */
+        equal_vec(vec, p, args.block);
+        args.vec = vec;
+        args.nvec = (XCCL_COLL_ALLTOALLV == c->coll ? 4 : 2) * (size_t) p;
         double t[XCCL_CATALOG_MAX];
         int best_i = -1;
         /* The component's cost-model stage (algos/select.c), for every
@@ -72,6 +91,7 @@ int xccl_choice_print(const xccl_choice_t *c, const size_t *sizes, int nsizes, F
     xccl_select_cache_fini(cache);
     free(cache);
     free(counts);
+    free(vec);
     return 0;
 }
 

@@ -27,7 +27,11 @@
  * -l gives the node of every rank (block:K, cyclic:N or a list, as
  * coll_xccl_node_layout); without it all ranks share one node.  Sizes are
  * bytes per rank as in xccl_bench (allgather: total received,
- * reduce_scatter/alltoall: total sent); elements are 4-byte floats.
+ * reduce_scatter/alltoall: total sent); elements are 4-byte floats.  The
+ * further collectives: reduce as allreduce, to root 0; gather, scatter and
+ * their v forms the total at root 0, allgatherv as allgather, alltoallv as
+ * alltoall, the v forms with equal blocks back to back; barrier moves no
+ * data (every size the same).
  */
 #include "xccl_choice.h"
 #include "algos/xccl_catalog.h"
@@ -40,8 +44,8 @@
 
 static void usage(FILE *f, const char *argv0)
 {
-    fprintf(f, "usage: %s [-c allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast] "
-            "[-n ranks] [-s sizes] [-l layout] [-a alpha] [-b beta] [-g gamma] [-d delta] "
+    fprintf(f, "usage: %s [-c allreduce|allgather|reduce_scatter|reduce_scatter_block|alltoall|bcast|reduce|"
+            "barrier|allgatherv|alltoallv|gather|gatherv|scatter|scatterv] [-n ranks] [-s sizes] [-l layout] [-a alpha] [-b beta] [-g gamma] [-d delta] "
             "[-A inter_alpha] [-B inter_beta] [-m margin] [-S slot_bytes] [-P read|mapped] [-F cost_file] "
             "[-N none|fattree:LEAF[:OVERSUB]|torus:XxY[,nics=N]]\n", argv0);
 }

@@ -171,6 +171,68 @@ START_TEST(bruck_v_builders_match_formula)
 }
 END_TEST
 
+/* Gather and scatter at the root, blocks of `block` bytes: binomial
+ * ceil(lg p) a + (p-1) block b, plus one a where a child's subtree wraps
+ * past the end of the root's buffer (never at roots 0 and p-1; at root 1
+ * where ranks p-1 and 0, relative p-2 and p-1, share the root's last
+ * child's subtree [2^k, p): p >= 3 and p-1 not a power of two);
+ * linear and the v forms with equal blocks (p-1)(a + block b).  A rank
+ * off the root: one message of its block (linear, a leaf of the tree).
+ * model.delta is 0: the own block's copy costs nothing here. */
+START_TEST(rooted_gather_scatter_match_formula)
+{
+    const double a = model.alpha, b = model.beta;
+    const size_t block = 1000;
+    for (int p = 2; p <= 1024; p = p < 40 ? p + 1 : 2 * p) {
+        int lg = 0;
+        while ((1 << lg) < p) {
+            lg++;
+        }
+        size_t *bytes = malloc((size_t) p * sizeof(size_t)), *displs = malloc((size_t) p * sizeof(size_t));
+        for (int i = 0; i < p; i++) {
+            bytes[i] = block;
+            displs[i] = (size_t) (p - 1 - i) * block;
+        }
+        const int roots[] = { 0, 1, p - 1 };
+        for (int ri = 0; ri < 3; ri++) {
+            const int root = roots[ri], wrap = 1 == root && p >= 3 && 0 != ((p - 1) & (p - 2));
+            const int leaf = (root + 1) % p;
+            for (int scatter = 0; scatter < 2; scatter++) {
+                const double tree = (lg + wrap) * a + (double) (p - 1) * (double) block * b;
+                const double flat = (p - 1) * (a + (double) block * b), one = a + (double) block * b;
+                for (int k = 0; k < 3; k++) {
+                    for (int r = root; ; r = leaf) {
+                        xccl_sched_t s;
+                        xccl_sched_init(&s, r, p, 1);
+                        int rc;
+                        if (0 == k) {
+                            rc = scatter ? xccl_build_scatter_binomial(&s, block, root, 0)
+                                         : xccl_build_gather_binomial(&s, block, root, 0);
+                        } else if (1 == k) {
+                            rc = scatter ? xccl_build_scatter_linear(&s, block, root, 0)
+                                         : xccl_build_gather_linear(&s, block, root, 0);
+                        } else {
+                            rc = scatter ? xccl_build_scatterv_linear(&s, bytes, displs, root, 0)
+                                         : xccl_build_gatherv_linear(&s, bytes, displs, root, 0);
+                        }
+                        ck_assert_int_eq(rc, 0);
+                        const double want = r != root ? one : 0 == k ? tree : flat, got = xccl_sched_cost(&s, &model);
+                        ck_assert_msg(rel_err(got, want) < 1e-9, "%s p=%d root=%d rank %d form %d: %g vs %g",
+                                      scatter ? "scatter" : "gather", p, root, r, k, got, want);
+                        xccl_sched_fini(&s);
+                        if (r == leaf) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        free(bytes);
+        free(displs);
+    }
+}
+END_TEST
+
 /* Local copies cost delta per byte: the ring allgather copies its own block
  * once (n/p bytes). */
 START_TEST(copies_cost_delta)
@@ -527,6 +589,7 @@ int main(void)
     tcase_add_test(tc, pick_keeps_default_within_margin);
     tcase_add_test(tc, copies_cost_delta);
     tcase_add_test(tc, bruck_v_builders_match_formula);
+    tcase_add_test(tc, rooted_gather_scatter_match_formula);
     tcase_add_test(tc, small_message_pays_every_round);
     tcase_add_test(tc, cost_file_parses);
     tcase_add_test(tc, cost_file_loads);

@@ -21,7 +21,11 @@
  *     the cost model never predicts it otherwise;
  *   - the same for the "leader" forms (algos/mesh_leader.c: one rank
  *     does the whole collective on everyone's buffers), where they apply
- *     (not in place for alltoall and reduce_scatter).
+ *     (not in place for alltoall and reduce_scatter);
+ *   - the collectives the peer-access paths do not carry (reduce,
+ *     barrier, the v forms, gather, scatter: xccl_coll_peer) have neither
+ *     form, and none of their algorithms names a peer's buffer even where
+ *     peer access is offered (the level's shm barrier needs its slot).
  *
  * Expected values come from scalar references (sim_harness.h), not from
  * the algorithms; buffers have their exact size (ASan).
@@ -824,10 +828,12 @@ static int build_cat(xccl_sched_t *s, void *arg)
     return j->algo->build(s, &j->args);
 }
 
-/* What the catalog tests share: p = 8 ranks, counts of 1000, a layout of
- * one node and one of two. */
+/* What the catalog tests share: p = 8 ranks, counts of 1000, the v
+ * forms' vec (counts of 1000 bytes back to back, alltoallv's receive half
+ * as its send half), a layout of one node and one of two. */
 typedef struct {
     size_t counts[8];
+    size_t vec[4 * 8];
     xccl_layout_t one, two;
 } cat_env_t;
 
@@ -835,6 +841,8 @@ static void cat_env_init(cat_env_t *e)
 {
     for (int r = 0; r < 8; r++) {
         e->counts[r] = 1000;
+        e->vec[r] = e->vec[16 + r] = 1000;
+        e->vec[8 + r] = e->vec[24 + r] = (size_t) r * 1000;
     }
     ck_assert_int_eq(xccl_layout_parse(&e->one, "block:8", 8, NULL, 0), 0);
     ck_assert_int_eq(xccl_layout_parse(&e->two, "block:4", 8, NULL, 0), 0);
@@ -863,6 +871,9 @@ START_TEST(catalog_mesh_needs_peer_access)
     for (int c = 0; c < XCCL_NCOLL; c++) {
         int n;
         const xccl_algo_t *algos;
+        if (!xccl_coll_peer((xccl_coll_t) c)) {
+            continue;          /* no mesh: catalog_no_peer_forms */
+        }
         const int mesh = cat_index(c, "mesh", &algos, &n);
         cat_job_t j = { &algos[mesh], { .count = 8000, .counts = counts, .block = 1000, .bytes = 8000,
                                          .layout = &one } };
@@ -923,6 +934,9 @@ START_TEST(catalog_leader_forms)
     for (int c = 0; c < XCCL_NCOLL; c++) {
         int n;
         const xccl_algo_t *algos;
+        if (!xccl_coll_peer((xccl_coll_t) c)) {
+            continue;          /* no leader: catalog_no_peer_forms */
+        }
         const int leader = cat_index(c, "leader", &algos, &n);
         static const struct {
             int peer_access, two_nodes, in_place;
@@ -948,6 +962,54 @@ START_TEST(catalog_leader_forms)
     }
     xccl_layout_fini(&one);
     xccl_layout_fini(&two);
+}
+END_TEST
+
+/* The collectives the peer-access paths do not carry: no "mesh" or
+ * "leader" entry; with peer access offered (mapped, one node) and no
+ * slot, every algorithm builds a schedule that names no peer's buffer and
+ * gets a prediction, or (the level's "shm" forms, which need the slot)
+ * does not apply.  Arguments as the tools give them: 1000 bytes a rank,
+ * root 3. */
+START_TEST(catalog_no_peer_forms)
+{
+    const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA, 0, 0 };
+    const int p = 8;
+    cat_env_t env;
+    cat_env_init(&env);
+    int ncolls = 0;
+    for (int c = 0; c < XCCL_NCOLL; c++) {
+        int n;
+        const xccl_algo_t *algos = xccl_coll_algos((xccl_coll_t) c, &n);
+        if (xccl_coll_peer((xccl_coll_t) c)) {
+            continue;
+        }
+        ncolls++;
+        ck_assert_int_gt(n, 0);
+        for (int i = 0; i < n; i++) {
+            const char *what = xccl_coll_name((xccl_coll_t) c);
+            ck_assert_msg(0 != strcmp(algos[i].name, "mesh") && 0 != strcmp(algos[i].name, "leader"),
+                          "%s has %s", what, algos[i].name);
+            const int shm = 0 == strncmp(algos[i].name, "shm", 3);
+            cat_job_t j = { &algos[i], { .count = 250, .block = 1000, .bytes = 8000, .root = 3, .vec = env.vec,
+                                         .nvec = 4 * 8, .layout = &env.one, .peer_access = XCCL_PEER_MAPPED } };
+            for (int r = 0; r < p; r++) {
+                xccl_sched_t s;
+                xccl_sched_init(&s, r, p, XCCL_COLL_REDUCE == c ? 4 : 1);
+                const int rc = algos[i].build(&s, &j.args);
+                ck_assert_msg(rc == (shm ? XCCL_NOT_APPLICABLE : 0), "%s %s rank %d: build returned %d", what,
+                              algos[i].name, r, rc);
+                ck_assert_msg(!s.peer_access, "%s %s rank %d names a peer's buffer", what, algos[i].name, r);
+                xccl_sched_fini(&s);
+            }
+            const double t = xccl_predict_hier(&env.one, XCCL_COLL_REDUCE == c ? 4 : 1, build_cat, &j, NULL, 0,
+                                               &m, &m);
+            ck_assert_msg(shm ? t < 0 : t > 0, "%s %s: predicted %g", what, algos[i].name, t);
+        }
+    }
+    ck_assert_int_eq(ncolls, XCCL_NCOLL - 1 - XCCL_COLL_BCAST);
+    xccl_layout_fini(&env.one);
+    xccl_layout_fini(&env.two);
 }
 END_TEST
 
@@ -1018,6 +1080,7 @@ int main(void)
     tcase_add_test(tc, refused_without_peer_access);
     tcase_add_test(tc, catalog_mesh_needs_peer_access);
     tcase_add_test(tc, catalog_leader_forms);
+    tcase_add_test(tc, catalog_no_peer_forms);
     tcase_add_test(tc, append_mesh_child);
     tcase_add_loop_test(tc, planted_missing_barrier_fails, 0, NPLANTS);
     tcase_add_loop_test(tc, many_seeds, 0, (int) (sizeof(seed_ps) / sizeof(seed_ps[0])));
