@@ -53,6 +53,14 @@
 # carried each of the sixteen calls of xccl_mpi_colls -V (algo= lines, no
 # fallback= line), every algorithm but barrier's forced (auto hands the
 # others to the fallback: not_faster).
+# xccl_mpi_persist (persistent collectives of the fourteen: one init and
+# many starts each, MPI_Startall, requests never started or freed after
+# their communicator, two threads; see the program's header) runs at np 1,
+# 2, 3, 4 with the same verdict; .starts.np4: on every rank, for each of
+# the fourteen, as many verbose lines "xccl: <coll> comm=<cid> rank=<r>
+# ... persistent" as the program's line "STARTS rank=<r> ..." counts
+# starts, and for allreduce, allgather, bcast and barrier each an algo=
+# line (xccl runs them itself, no fallback=).
 #
 #
 # Thread levels and other runs that catch hangs (each run under a 60 s
@@ -123,7 +131,8 @@ bindir=$1
 compdir=$2
 [[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors && -x $bindir/xccl_mpi_nb &&
    -x $bindir/xccl_mpi_threads && -x $bindir/xccl_mpi_mixed && -x $bindir/xccl_comm_churn &&
-   -x $bindir/xccl_mpi_latency && -x $bindir/xccl_mpi_trials && -x $bindir/xccl_mpi_colls ]] ||
+   -x $bindir/xccl_mpi_latency && -x $bindir/xccl_mpi_trials && -x $bindir/xccl_mpi_colls &&
+   -x $bindir/xccl_mpi_persist ]] ||
     { echo "$0: no test binaries in $bindir" >&2; exit 2; }
 [[ -d $compdir ]] || { echo "$0: no directory $compdir" >&2; exit 2; }
 
@@ -822,6 +831,63 @@ if selected "$name"; then
         --mca coll_xccl_allgatherv_algorithm ring --mca coll_xccl_gather_algorithm binomial \
         --mca coll_xccl_scatter_algorithm binomial "$bindir/xccl_mpi_colls" -V
     judge "$name" 4 check_colls_carried
+fi
+
+# ------------------------------------------------------ persistent collectives
+# xccl_mpi_persist: MPI_<Coll>_init (MPIX_ on Open MPI 4.1) of the fourteen,
+# MPI_Start / MPI_Startall, every result against the program's own
+# reference (see its header).
+persist_names="allreduce allgather reduce_scatter reduce_scatter_block alltoall bcast reduce barrier"
+persist_names+=" allgatherv alltoallv gather gatherv scatter scatterv"
+# check_persist_starts <name> <np>: every rank's line "STARTS rank=<r>
+# allreduce=<n> ... scatterv=<n>": for each of the fourteen as many verbose
+# lines "xccl: <coll> comm=<cid> rank=<r> ... persistent" (one per start,
+# algo= or fallback=), and for the ones xccl runs itself (allreduce,
+# allgather, bcast, barrier) no fallback= among them; one line per rank
+# that fails.
+check_persist_starts() {
+    local name=$1 np=$2 r bad=0
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" -v colls="$persist_names" '
+            $1 == "STARTS" && $2 == "rank=" rank { for (i = 3; i <= NF; i++) { split($i, kv, "="); starts[kv[1]] = kv[2] } seen = 1 }
+            $1 == "xccl:" && $NF == "persistent" {
+                if ($4 != "rank=" rank) { wrong++; if (!ex) ex = $0; next }
+                lines[$2]++
+                if ($6 ~ /^fallback=/) { fb[$2]++; if (!($2 in why)) why[$2] = $6 }
+            }
+            END {
+                if (!seen) { print name ": rank " rank ": no STARTS line"; exit 1 }
+                msg = ""
+                if (wrong) msg = msg sprintf(" %d persistent lines of another rank (%s);", wrong, ex)
+                n = split(colls, cs, " ")
+                for (i = 1; i <= n; i++) {
+                    c = cs[i]
+                    if (starts[c] + 0 == 0) { msg = msg " " c ": no starts;"; continue }
+                    if (lines[c] + 0 != starts[c] + 0)
+                        msg = msg sprintf(" %s: %d starts, %d persistent lines;", c, starts[c], lines[c])
+                    if (c ~ /^(allreduce|allgather|bcast|barrier)$/ && fb[c] + 0 > 0)
+                        msg = msg sprintf(" %s: %d fallback= (%s);", c, fb[c], why[c])
+                }
+                if (msg != "") { print name ": rank " rank ":" msg; exit 1 }
+            }' || bad=1
+    done
+    return "$bad"
+}
+for np in 1 2 3 4; do
+    name=xccl_mpi_persist.np$np
+    selected "$name" || continue
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_persist"
+    ok=0
+    problems=$(check_result "$name" 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
+# Every start logged as persistent, one line per start (verbose 1 is in
+# every run's arguments).
+name=xccl_mpi_persist.starts.np4
+if selected "$name"; then
+    run_mpi "$name" 4 "$bindir/xccl_mpi_persist"
+    judge "$name" 4 check_persist_starts
 fi
 
 # ------------------------------------------------------ thread levels
