@@ -47,6 +47,7 @@ typedef struct mca_coll_xccl_call {
     ptrdiff_t slo, rlo;              /* the v forms: sbuf and rbuf are the user's moved by
                                       * slo and rlo elements (the lowest displacement where
                                       * it is negative, else 0) */
+    int persistent;                  /* a persistent request's start (m->persistent) */
     int local_size;                  /* the sizes differ between ranks (alltoallv, gatherv,
                                       * scatterv): no choice may rest on them */
     mca_coll_xccl_reduce_t red;      /* reductions, once planned (set by the run) */
@@ -82,6 +83,14 @@ static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xcc
     c->counts = NULL;
     c->slo = c->rlo = 0;
     c->local_size = 0;
+    c->persistent = m->persistent;
+}
+
+/* The kind of call the verbose line names: 0 blocking, 1 nonblocking
+ * (i<coll>), 2 a persistent request's start (<coll> ... persistent). */
+static inline int mca_coll_xccl_call_nb(const mca_coll_xccl_call_t *c)
+{
+    return NULL == c->request ? 0 : c->persistent ? 2 : 1;
 }
 
 /* Whether the send side is MPI_IN_PLACE (scatter's in place is the

@@ -117,7 +117,8 @@ static int job_step(ipc_job_t *job)
         if (!mca_coll_xccl_gpu_ipc_round2_mapped(m, ipc)) {
             return job_to_host(job);
         }
-        mca_coll_xccl_log_call(m, job->c.coll, 1, job->c.bytes, job->algo, -1.0, NULL, "cuda_ipc");
+        mca_coll_xccl_log_call(m, job->c.coll, mca_coll_xccl_call_nb(&job->c), job->c.bytes, job->algo, -1.0, NULL,
+                               "cuda_ipc");
         if (!job_exec(job)) {
             mca_coll_xccl_gpu_ipc_fail(call, "out of memory for the executor");
         }

@@ -38,9 +38,9 @@ void mca_coll_xccl_log_call_line(const mca_coll_xccl_module_t *m, xccl_coll_t co
     __atomic_fetch_add(&st->bytes, bytes, __ATOMIC_RELAXED);
     if (fallback) {
         __atomic_fetch_add(&st->fallbacks, 1, __ATOMIC_RELAXED);
-        mca_coll_xccl_log(1, "%s%s comm=%u rank=%d bytes=%zu fallback=%s size=%d%s", nb && !m->persistent ? "i" : "",
+        mca_coll_xccl_log(1, "%s%s comm=%u rank=%d bytes=%zu fallback=%s size=%d%s", 1 == nb ? "i" : "",
                           xccl_coll_name(coll), m->cid, m->world_rank, bytes, fallback, m->size,
-                          m->persistent ? " persistent" : "");
+                          2 == nb ? " persistent" : "");
         return;
     }
     if (algo >= 0 && algo < XCCL_SEL_MAX) {
@@ -51,9 +51,9 @@ void mca_coll_xccl_log_call_line(const mca_coll_xccl_module_t *m, xccl_coll_t co
         snprintf(pred, sizeof(pred), " predicted_us=%.1f", predicted_us);
     }
     mca_coll_xccl_log(1, "%s%s comm=%u rank=%d bytes=%zu algo=%s size=%d%s%s%s%s",
-                      nb && !m->persistent ? "i" : "", xccl_coll_name(coll), m->cid, m->world_rank, bytes,
+                      1 == nb ? "i" : "", xccl_coll_name(coll), m->cid, m->world_rank, bytes,
                       xccl_select_name(coll, algo), m->size, pred, via ? " via=" : "", via ? via : "",
-                      m->persistent ? " persistent" : "");
+                      2 == nb ? " persistent" : "");
 }
 
 int mca_coll_xccl_error(mca_coll_xccl_module_t *m, xccl_coll_t coll, int err, const char *what)

@@ -346,7 +346,7 @@ static int path_fallback(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     if (NULL == run->why) {
         return 0;
     }
-    mca_coll_xccl_log_call(c->m, c->coll, NULL != c->request, c->bytes, -1, -1.0, run->why, NULL);
+    mca_coll_xccl_log_call(c->m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, -1, -1.0, run->why, NULL);
     *rc = run->stage ? mca_coll_xccl_gpu_stage_fill(c->m, c->coll, run->stage) : MPI_SUCCESS;
     if (MPI_SUCCESS == *rc) {
         *rc = call_previous(c, run->s, run->r, run->request);
@@ -420,7 +420,7 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
                                                      c->reduction ? &c->red : NULL))) {
         return 0;
     }
-    mca_coll_xccl_log_call(m, c->coll, NULL != run->request, c->bytes, run->algo, run->predicted_us,
+    mca_coll_xccl_log_call(m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, run->algo, run->predicted_us,
                            NULL, "latency_path");
     /* Device data: the copies, filled first (the peers read them). */
     if (run->stage && MPI_SUCCESS != (*rc = mca_coll_xccl_gpu_stage_fill(m, c->coll, run->stage))) {
@@ -448,7 +448,7 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
     const int level = run->level;
-    mca_coll_xccl_log_call(m, c->coll, NULL != run->request, c->bytes, run->algo,
+    mca_coll_xccl_log_call(m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, run->algo,
                            run->predicted_us, NULL, NULL);
     /* Device data: a schedule of the level runs on the copies, filled
      * first (its peers read them); any other through the staging gate. */
@@ -654,7 +654,7 @@ int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c)
     /* The fallback's fast way: a call for the fallback on buffers in the
      * heap, with the fewest steps. */
     if (NULL != why && NULL == c->counts && mca_coll_xccl_gpu_surely_host(c)) {
-        mca_coll_xccl_log_call(c->m, c->coll, NULL != c->request, c->bytes, -1, -1.0, why, NULL);
+        mca_coll_xccl_log_call(c->m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, -1, -1.0, why, NULL);
         return call_previous(c, c->sbuf, c->rbuf, c->request);
     }
     return run_call(c, why);

@@ -131,7 +131,7 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
     if (!mca_coll_xccl_latency_buffers(c, &ws, &wr, &algo)) {
         return 0;
     }
-    mca_coll_xccl_log_call(m, c->coll, NULL != c->request, c->bytes, algo, -1.0, NULL, "latency_path");
+    mca_coll_xccl_log_call(m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, algo, -1.0, NULL, "latency_path");
     if (NULL != c->request) {
         /* a request in its turn, as the path table would start it */
         mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };

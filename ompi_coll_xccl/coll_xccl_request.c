@@ -174,6 +174,7 @@ typedef struct xccl_request {
     int err;                         /* building its schedule failed (logged) */
     int no_level;                    /* never a schedule of the level (c->no_level) */
     int reduction;                   /* red holds the call's plan (c->reduction) */
+    int nb;                          /* the verbose line's kind (mca_coll_xccl_call_nb) */
     int lat, lat_algo, lat_begun;    /* the level's latency path, for its algorithm; begun */
     mca_coll_xccl_latency_t lat_st;
     xccl_coll_args_t args;           /* while waiting */
@@ -295,10 +296,10 @@ static int request_build(xccl_request_t *req)
         req->sched = NULL;
         req->lat = 1;
         req->lat_algo = algo;
-        mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, -1.0, NULL, "latency_path");
+        mca_coll_xccl_log_call(m, req->coll, req->nb, req->bytes, algo, -1.0, NULL, "latency_path");
         return MPI_SUCCESS;
     }
-    mca_coll_xccl_log_call(m, req->coll, 1, req->bytes, algo, predicted_us, NULL, NULL);
+    mca_coll_xccl_log_call(m, req->coll, req->nb, req->bytes, algo, predicted_us, NULL, NULL);
     if (mca_coll_xccl_sched_level(req->sched) &&
         (!req->level || 0 != mca_coll_xccl_level_hooks(m, &req->hooks, 0))) {
         /* (a schedule of the level always has its turn: the level was
@@ -509,6 +510,7 @@ static xccl_request_t *request_new_call(mca_coll_xccl_module_t *m, const mca_col
         return NULL;
     }
     req->args = c->args;
+    req->nb = mca_coll_xccl_call_nb(c);
     req->bytes = c->bytes;
     req->es = c->es;
     req->no_level = c->no_level;
