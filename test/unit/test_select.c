@@ -85,6 +85,62 @@ START_TEST(fallback_decision)
 }
 END_TEST
 
+START_TEST(fallback_of_the_further_collectives)
+{
+    xccl_select_policy_t p;
+    xccl_select_cache_t *c = calloc(1, sizeof(*c));
+    char err[128];
+    xccl_layout_t l = one_node(4);
+    size_t vec[16] = { 0 };
+    xccl_coll_args_t a = { .layout = &l, .vec = vec, .nvec = 16 };
+    ck_assert_ptr_nonnull(c);
+    xccl_select_policy_defaults(&p);
+    p.small_bytes = 4096;
+    /* without a form of the level or of peer access: the fallback at every
+     * size, unless it would be wrong or an algorithm is forced */
+    const xccl_coll_t further[] = { XCCL_COLL_REDUCE, XCCL_COLL_ALLGATHERV, XCCL_COLL_ALLTOALLV,
+                                    XCCL_COLL_GATHER, XCCL_COLL_GATHERV, XCCL_COLL_SCATTER,
+                                    XCCL_COLL_SCATTERV };
+    for (size_t i = 0; i < sizeof(further) / sizeof(further[0]); i++) {
+        const xccl_coll_t k = further[i];
+        ck_assert(!xccl_coll_level(k) && !xccl_coll_peer(k));
+        ck_assert_str_eq(xccl_select_fallback(&p, k, 4, 8, 0), "not_faster");
+        ck_assert_str_eq(xccl_select_fallback(&p, k, 4, 64 << 20, 0), "not_faster");
+        ck_assert_ptr_null(xccl_select_fallback(&p, k, 4, 64 << 20, 1));
+        p.forced[k] = XCCL_SEL_FIRST;
+        ck_assert_ptr_null(xccl_select_fallback(&p, k, 4, 8, 0));
+        p.forced[k] = XCCL_SEL_AUTO;
+    }
+    /* barrier is the level's: small (0 bytes) like the six */
+    ck_assert(xccl_coll_level(XCCL_COLL_BARRIER) && !xccl_coll_peer(XCCL_COLL_BARRIER));
+    ck_assert_str_eq(xccl_select_fallback(&p, XCCL_COLL_BARRIER, 4, 0, 0), "small_message");
+    /* a rule may name an algorithm by size, but never by the sizes that
+     * differ between ranks */
+    ck_assert_int_eq(xccl_tuning_parse("reduce ranks=* bytes=1K-* algo=rabenseifner\n"
+                                       "alltoallv ranks=* bytes=1K-* algo=direct\n",
+                                       &p.tuning, err, sizeof(err)), 0);
+    ck_assert_int_eq(xccl_select_check_tuning(&p.tuning, err, sizeof(err)), 0);
+    ck_assert_ptr_null(xccl_select_fallback(&p, XCCL_COLL_REDUCE, 4, 4096, 0));
+    ck_assert_str_eq(xccl_select_fallback(&p, XCCL_COLL_REDUCE, 4, 8, 0), "not_faster");
+    ck_assert_str_eq(xccl_select_fallback(&p, XCCL_COLL_ALLTOALLV, 4, 4096, 0), "not_faster");
+    /* kept where the fallback is wrong (alltoallv in place): the first
+     * algorithm, whatever the size and the rules */
+    xccl_selection_t s = xccl_select_algo(&p, c, XCCL_COLL_ALLTOALLV, &a, 4, 4096, 1);
+    ck_assert_int_eq(s.algo, XCCL_SEL_FIRST);
+    ck_assert_int_eq(s.by, XCCL_BY_FIRST);
+    s = xccl_select_algo(&p, c, XCCL_COLL_REDUCE, &a, 4, 4096, 4);
+    ck_assert_int_eq(s.algo, xccl_select_index(XCCL_COLL_REDUCE, "rabenseifner"));
+    ck_assert_int_eq(s.by, XCCL_BY_TUNING);
+    p.forced[XCCL_COLL_GATHERV] = XCCL_SEL_FIRST;
+    s = xccl_select_algo(&p, c, XCCL_COLL_GATHERV, &a, 4, 4096, 1);
+    ck_assert_int_eq(s.by, XCCL_BY_FORCE);
+    xccl_tuning_free(&p.tuning);
+    xccl_select_cache_fini(c);
+    free(c);
+    xccl_layout_fini(&l);
+}
+END_TEST
+
 START_TEST(forced_then_rule_then_model)
 {
     xccl_select_policy_t p;
@@ -753,6 +809,7 @@ int main(void)
     tcase_set_timeout(tc, 120);      /* auto_within_10_percent_across_scale: seconds at 65536 ranks */
     tcase_add_test(tc, names_and_indices);
     tcase_add_test(tc, fallback_decision);
+    tcase_add_test(tc, fallback_of_the_further_collectives);
     tcase_add_test(tc, forced_then_rule_then_model);
     tcase_add_test(tc, schedules_are_kept_while_arguments_repeat);
     tcase_add_test(tc, cached_schedule_runs_again);
