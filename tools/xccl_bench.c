@@ -12,13 +12,25 @@
  * coll_xccl_<coll>_enable (xccl_bench_mpit.c); without them (xccl not
  * loaded) only the stock column is measured.
  *
+ * Collectives: the six of nccl-tests' kind (allreduce, allgather,
+ * reduce_scatter, reduce_scatter_block, alltoall, bcast), the further
+ * eight xccl carries (reduce, barrier, allgatherv, alltoallv, gather,
+ * gatherv, scatter, scatterv; rooted ones at root 0, barrier one row) and
+ * alltoallv_moe, alltoallv with skewed counts drawn from a fixed seed
+ * (xccl_bench_more.c: the layouts).
+ *
  * Correctness: after the timed loop of the first round each mode runs the
  * collective once more on known inputs and every rank checks every element
  * (xccl_bench_check.c).  A failure in the xccl column makes the exit status
  * 1; a failure in the stock column is reported but is Open MPI's.
  *
- * The control plane (timings, verdicts) uses MPI_Reduce and MPI_Barrier,
- * which xccl does not intercept, so a broken xccl cannot distort the report.
+ * -P: the persistent form too (xccl_bench_persist.c): per size one request
+ * per mode, MPI_Start + MPI_Wait timed in the same rounds (the order of
+ * the four runs turns round every other round), checked like the calls.
+ *
+ * The control plane (timings, verdicts, the barriers around mode switches)
+ * uses point-to-point messages (ctl_barrier, ctl_reduce), which xccl does
+ * not intercept, so a broken xccl cannot distort the report.
  *
  * -k prints a table of the local reduction kernels instead: xccl's
  * xccl_reduce_kernel() against Open MPI's op framework (MPI_Reduce_local)
@@ -104,7 +116,7 @@ int main(int argc, char **argv)
     double memcpy_gbs = 0.0;
     if (rank == 0)
         memcpy_gbs = memcpy_bandwidth();
-    MPI_Barrier(MPI_COMM_WORLD);
+    ctl_barrier();
 
     bench_t B = { .rank = rank, .size = size, .o = &o };
 
@@ -113,7 +125,7 @@ int main(int argc, char **argv)
             print_header(&B, libver, memcpy_gbs, false);
             run_kernel_table();
         }
-        MPI_Barrier(MPI_COMM_WORLD);
+        ctl_barrier();
         MPI_Finalize();
         return 0;
     }
@@ -131,11 +143,12 @@ int main(int argc, char **argv)
 
     /* Buffers for the largest size; every collective uses a prefix.  Both
      * start with valid small floats so no timed call sees NaN or denormals. */
-    B.cap = o.maxbytes / sizeof(float);
+    B.cap = B.rcap = o.maxbytes / sizeof(float);
     B.sbuf = xmalloc((B.cap + GUARD) * sizeof(float));
     B.rbuf = xmalloc((B.cap + GUARD) * sizeof(float));
     B.rcounts = xmalloc((size_t)size * sizeof(int));
-    for (size_t i = 0; i < B.cap + GUARD; i++) {
+    vlayout_alloc(&B);
+    for (size_t i = 0; i < B.cap + GUARD; i++) {   /* alltoallv_moe may grow rbuf */
         B.sbuf[i] = (float)(i % 13 + 1);
         B.rbuf[i] = 0.0f;
     }
@@ -153,7 +166,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         print_summary(&B, sums);
         for (int k = 0; k < o.ncolls; k++)
-            if (sums[o.colls[k]].fail[M_XCCL])
+            if (sums[o.colls[k]].fail[M_XCCL] || sums[o.colls[k]].pfail[M_XCCL])
                 status = 1;
         if (status == 0 && xccl_inactive)
             status = 4;
@@ -167,6 +180,7 @@ int main(int argc, char **argv)
         free(B.rbuf);
     }
     free(B.rcounts);
+    vlayout_free(&B);
     MPI_Finalize();
     gpu_release();
     /* Only rank 0 knows the verdict; mpirun reports its non-zero status. */
@@ -181,10 +195,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: xccl_bench [-c LIST] [-b MIN] [-e MAX] [-f FACTOR] [-r ROUNDS] [-n ITERS]\n"
-        "                  [-w WARMUP] [-k] [-g [-p] [-S]] [-i] [-t] [-q] [-h]\n"
+        "                  [-w WARMUP] [-k] [-g [-p] [-S]] [-i] [-P] [-t] [-q] [-h]\n"
         "  -c LIST    collectives, comma separated, from allreduce, allgather, reduce_scatter,\n"
-        "             reduce_scatter_block, alltoall, bcast\n"
-        "             (default " DEFAULT_COLLS ")\n"
+        "             reduce_scatter_block, alltoall, bcast, reduce, barrier, allgatherv,\n"
+        "             alltoallv, gather, gatherv, scatter, scatterv, alltoallv_moe; all: every\n"
+        "             one (default " DEFAULT_COLLS ")\n"
         "  -b MIN     smallest size in bytes, K/M/G suffixes allowed (default 8)\n"
         "  -e MAX     largest size in bytes (default 64M)\n"
         "  -f FACTOR  size multiplier between steps, integer >= 2 (default 2)\n"
@@ -205,12 +220,20 @@ static void usage(FILE *f)
         "             xccl's result is there when the call returns)\n"
         "  -i         the xccl column nonblocking: MPI_I<collective>, then MPI_Wait (the\n"
         "             stock or staged column stays blocking)\n"
+        "  -P         also persistent requests (MPI_<Coll>_init, or MPIX_ on Open MPI 4.1;\n"
+        "             init once per size, MPI_Start + MPI_Wait per call), xccl and stock:\n"
+        "             columns pxccl, pstock, px/x, ps/px, pcheck after check; exit 2 where\n"
+        "             the MPI has no persistent collectives\n"
         "  -t         bcast: the root moves on every call (rank i %% size in call i),\n"
         "             as a program whose root changes; default: one root per round\n"
         "  -q         less output (no explanatory notes)\n"
         "  -h         this help\n"
-        "Size (nccl-tests convention, MPI_FLOAT elements): allreduce, bcast: the buffer;\n"
-        "allgather: total received; reduce_scatter(_block), alltoall: total sent.\n");
+        "Size (nccl-tests convention, MPI_FLOAT elements): allreduce, bcast, reduce: the\n"
+        "buffer; allgather(v): total received; reduce_scatter(_block), alltoall(v): total\n"
+        "sent; gather(v): total the root receives; scatter(v): total the root sends;\n"
+        "alltoallv_moe: total sent, the sizes within 1 KiB..4 MiB; barrier: one row, 0 B.\n"
+        "Rooted ones at root 0 (bcast: rotating, see -t).  The v forms' blocks: see\n"
+        "docs/tools.md.\n");
 }
 
 /* Byte count with an optional K, M or G (binary) suffix. */
@@ -254,22 +277,24 @@ static bool parse_colls(const char *list, opts_t *o)
     o->ncolls = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
+        const bool all = strcmp(tok, "all") == 0;
         int id = -1;
         for (int c = 0; c < NCOLL; c++)
-            if (strcmp(tok, colls[c].name) == 0)
+            if (all || strcmp(tok, colls[c].name) == 0) {
                 id = c;
+                bool dup = false;
+                for (int k = 0; k < o->ncolls; k++)
+                    dup |= o->colls[k] == id;
+                if (!dup)
+                    o->colls[o->ncolls++] = id;
+            }
         if (id < 0)
             return false;
-        bool dup = false;
-        for (int k = 0; k < o->ncolls; k++)
-            dup |= o->colls[k] == id;
-        if (!dup)
-            o->colls[o->ncolls++] = id;
     }
     return o->ncolls > 0;
 }
 
-#define OPTSTRING "c:b:e:f:r:n:w:kgpiSqth"
+#define OPTSTRING "c:b:e:f:r:n:w:kgpiPSqth"
 
 /* Is -g on the command line?  Looked at before MPI_Init (the context must
  * exist by then), silently; parse_args reports any error later. */
@@ -311,6 +336,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
         case 'g': o->gpu = true; break;
         case 'p': o->pinned = true; break;
         case 'i': o->nonblocking = true; break;
+        case 'P': o->persistent = true; break;
         case 'S': o->staged_sync = true; break;
         case 'q': o->quiet = true; break;
         case 't': o->rotate = true; break;
@@ -329,6 +355,16 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
         bad = "-p needs -g";
     if (!bad && o->staged_sync && !o->gpu)
         bad = "-S needs -g";
+    if (!bad && o->persistent && (o->gpu || o->kernels))
+        bad = "-P excludes -g and -k";
+    for (int k = 0; !bad && o->gpu && k < o->ncolls; k++)
+        if (o->colls[k] >= C_FIRST_MORE)
+            bad = "-g: only allreduce, allgather, reduce_scatter(_block), alltoall, bcast";
+    if (!bad && o->persistent && persist_unavailable()) {
+        if (rank == 0)
+            fprintf(stderr, "xccl_bench: -P: %s\n", persist_unavailable());
+        return 2;
+    }
     if (!bad && o->minbytes < 1)
         bad = "-b: the smallest size must be at least 1 byte";
     if (!bad && o->maxbytes < o->minbytes)
@@ -350,44 +386,47 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
 /* Sweep                                                                    */
 /* ------------------------------------------------------------------------ */
 
+static void run_row(bench_t *B, int coll, size_t count, summary_t *sum)
+{
+    row_t row;
+    run_size(B, coll, count, &row);
+    if (B->rank == 0) {
+        print_row(B, coll, &row);
+        summary_add(sum, &row);
+    }
+}
+
 static void run_collective(bench_t *B, int coll, summary_t *sum)
 {
     const opts_t *o = B->o;
     const size_t p = (size_t)B->size;
     print_table_header(B, coll);
 
+    if (coll == C_BARRIER) {   /* no payload: one row */
+        run_row(B, coll, 0, sum);
+        return;
+    }
     size_t prev = 0;
+    int rows = 0;
     for (size_t bytes = o->minbytes; bytes <= o->maxbytes; ) {
         size_t count = bytes / sizeof(float);
         if (colls[coll].blocked)
             count -= count % p;
         /* Skip sizes too small for one element (per block), and repeats
-         * that rounding produced. */
-        if (count > 0 && count != prev) {
+         * that rounding produced; alltoallv_moe: its own range. */
+        bool in_range = coll != C_ALLTOALLV_MOE ||
+                        (bytes >= MOE_MINBYTES && bytes <= MOE_MAXBYTES);
+        if (count > 0 && count != prev && in_range) {
             prev = count;
-            row_t row;
-            run_size(B, coll, count, &row);
-            if (B->rank == 0) {
-                print_row(B, coll, &row);
-                for (int m = 0; m < NMODE; m++) {
-                    sum->run[m] += row.check[m] != CK_NONE;
-                    sum->fail[m] += row.check[m] == CK_FAIL;
-                }
-                if (row.t[M_XCCL] > 0 && row.t[M_STOCK] > 0) {
-                    double l = ln_pos(row.t[M_STOCK] / row.t[M_XCCL]);
-                    sum->logsum_all += l;
-                    sum->n_all++;
-                    if (row.bytes >= ((size_t)1 << 20)) {
-                        sum->logsum_big += l;
-                        sum->n_big++;
-                    }
-                }
-            }
+            rows++;
+            run_row(B, coll, count, sum);
         }
         if (bytes > o->maxbytes / o->factor)
             break;
         bytes *= o->factor;
     }
+    if (rows == 0 && B->rank == 0 && coll == C_ALLTOALLV_MOE)
+        printf("# no size of -b..-e within %zu..%zu B\n", MOE_MINBYTES, MOE_MAXBYTES);
 }
 
 /* Calls per round: a fixed payload per round, so small sizes get enough
@@ -398,13 +437,38 @@ static int auto_iters(size_t bytes)
     return n < AUTO_MIN_IT ? AUTO_MIN_IT : n > AUTO_MAX_IT ? AUTO_MAX_IT : (int)n;
 }
 
+/* The timed loop of one blocking (or -i) run of MODE; returns the
+ * per-call average, maxed over ranks, on rank 0. */
+static double time_calls(bench_t *B, int coll, size_t count, int root, int mode, int iters)
+{
+    const opts_t *o = B->o;
+    const bool rotate = o->rotate && coll == C_BCAST;
+    for (int w = 0; w < o->warmup; w++)
+        bench_call(B, coll, count, rotate ? (root + w) % B->size : root, mode);
+    ctl_barrier();
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++)
+        bench_call(B, coll, count, rotate ? (root + i) % B->size : root, mode);
+    /* -g: a copy from pageable memory to the device may return before its
+     * DMA ends; the loop's last one counts too. */
+    if (o->gpu)
+        gpu_sync();
+    double t = (MPI_Wtime() - t0) / iters, tmax = 0.0;
+    /* The slowest rank defines the collective's time. */
+    ctl_reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX);
+    return tmax;
+}
+
+/* One row.  Runs: the modes' blocking calls, then with -P their persistent
+ * requests (run v: mode v % NMODE, persistent from NMODE on); even rounds
+ * in that order, odd rounds in the reverse one. */
 static void run_size(bench_t *B, int coll, size_t count, row_t *row)
 {
     const opts_t *o = B->o;
-    const int R = o->rounds;
+    const int R = o->rounds, nrun = o->persistent ? 2 * NMODE : NMODE;
     const size_t bytes = count * sizeof(float);
-    const int iters = o->iters ? o->iters : auto_iters(bytes);
-    double *samples = xmalloc((size_t)NMODE * (size_t)R * sizeof(double));
+    const int iters = o->iters ? o->iters : auto_iters(bytes ? bytes : sizeof(float));
+    double *samples = xmalloc((size_t)nrun * (size_t)R * sizeof(double));
 
     /* Without its cvar, xccl cannot be told apart: stock only. */
     const bool on[NMODE] = { [M_XCCL] = B->cv[coll].found && !B->no_xccl_col,
@@ -412,39 +476,44 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
 
     for (int i = 0; i < B->size; i++)   /* MPI_Reduce_scatter: equal blocks */
         B->rcounts[i] = (int)(count / (size_t)B->size);
+    vlayout_set(B, coll, count);        /* the v forms' counts and displacements */
 
     *row = (row_t){ .bytes = bytes, .count = count,
-                    .t = { -1.0, -1.0 }, .check = { CK_NONE, CK_NONE } };
+                    .t = { -1.0, -1.0 }, .check = { CK_NONE, CK_NONE },
+                    .pt = { -1.0, -1.0 }, .pcheck = { CK_NONE, CK_NONE } };
+    MPI_Request preq[NMODE] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+    for (int m = 0; o->persistent && m < NMODE; m++)
+        if (on[m]) {
+            set_mode(B, coll, m);
+            persist_init(B, coll, count, 0, &preq[m]);
+        }
     for (int r = 0; r < R; r++) {
-        for (int k = 0; k < NMODE; k++) {
-            int mode = (r % 2 == 0) ? k : NMODE - 1 - k;
+        for (int k = 0; k < nrun; k++) {
+            const int v = (r % 2 == 0) ? k : nrun - 1 - k, mode = v % NMODE;
             if (!on[mode])
                 continue;
             set_mode(B, coll, mode);
-            int root = r % B->size;
-            for (int w = 0; w < o->warmup; w++)
-                bench_call(B, coll, count, o->rotate ? (root + w) % B->size : root, mode);
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            for (int i = 0; i < iters; i++)
-                bench_call(B, coll, count, o->rotate ? (root + i) % B->size : root, mode);
-            /* -g: a copy from pageable memory to the device may return
-             * before its DMA ends; the loop's last one counts too. */
-            if (o->gpu)
-                gpu_sync();
-            double t = (MPI_Wtime() - t0) / iters, tmax = 0.0;
-            /* The slowest rank defines the collective's time. */
-            MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-            samples[mode * R + r] = tmax;
+            if (v >= NMODE) {  /* -P: the persistent request */
+                samples[v * R + r] = persist_time(B, &preq[mode], iters);
+                if (r == 0)
+                    row->pcheck[mode] = persist_check(B, coll, count, 0, &preq[mode], mode);
+                continue;
+            }
+            /* bcast's root moves per round; the further rooted ones: 0 */
+            const int root = coll == C_BCAST ? r % B->size : 0;
+            samples[v * R + r] = time_calls(B, coll, count, root, mode, iters);
             if (r == 0)
                 row->check[mode] = o->gpu ? check_coll_gpu(B, coll, count, mode)
                                           : check_coll(B, coll, count, mode);
         }
     }
+    for (int m = 0; m < NMODE; m++)
+        if (preq[m] != MPI_REQUEST_NULL)
+            MPI_Request_free(&preq[m]);
     if (B->rank == 0)
-        for (int m = 0; m < NMODE; m++)
-            if (on[m])
-                row->t[m] = median(samples + m * R, R);
+        for (int v = 0; v < nrun; v++)
+            if (on[v % NMODE])
+                *(v < NMODE ? &row->t[v] : &row->pt[v - NMODE]) = median(samples + v * R, R);
     if (o->gpu) {
         row->d2d = gpu_d2d(B, bytes);
         row->bound = gpu_bound_copies(B, coll) * row->d2d;

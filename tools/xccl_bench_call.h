@@ -6,6 +6,11 @@
  *                        the timed calls): above every other file
  *   xccl_bench_call.c    the collectives as the tool calls them, the table
  *                        of collectives, xmalloc and die: below every other
+ *   xccl_bench_more.c    the v forms' and alltoallv_moe's counts and
+ *                        displacements, what the further collectives send,
+ *                        receive and a check expects
+ *   xccl_bench_persist.c -P: persistent requests (MPI[X]_<Coll>_init),
+ *                        their timed loops and checks
  *   xccl_bench_mpit.c    the MPI_T control variables that switch xccl on/off
  *   xccl_bench_check.c   the correctness check on host buffers: inputs,
  *                        references, element-by-element comparison
@@ -30,8 +35,14 @@
 
 enum coll_id {
     C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK,
-    C_ALLTOALL, C_BCAST, NCOLL
+    C_ALLTOALL, C_BCAST,
+    /* the further ones (xccl_bench_more.c); not with -g */
+    C_REDUCE, C_BARRIER, C_ALLGATHERV, C_ALLTOALLV, C_GATHER, C_GATHERV,
+    C_SCATTER, C_SCATTERV,
+    C_ALLTOALLV_MOE,           /* alltoallv, skewed counts (coll_xccl_alltoallv_enable) */
+    NCOLL
 };
+#define C_FIRST_MORE C_REDUCE  /* the first collective xccl_bench_more.c calls */
 
 typedef struct {
     const char *name;
@@ -61,6 +72,7 @@ typedef struct {
     bool pinned;               /* -p: staged through cuMemHostAlloc memory */
     bool nonblocking;          /* -i: xccl's calls as MPI_I<collective> + MPI_Wait */
     bool staged_sync;          /* -S: with -g, the staged call waits for its upload */
+    bool persistent;           /* -P: also persistent requests, xccl and stock */
 } opts_t;
 
 /* One MPI_T control variable. */
@@ -79,6 +91,8 @@ typedef struct {
     int check[NMODE];          /* enum check */
     double d2d;                /* -g: seconds of one device-to-device copy of bytes (rank 0); 0: none */
     double bound;              /* -g: the collective's least memory traffic at that speed, seconds */
+    double pt[NMODE];          /* -P: median seconds per MPI_Start + MPI_Wait; < 0: not measured */
+    int pcheck[NMODE];         /* -P: enum check of the persistent request */
 } row_t;
 
 typedef struct {
@@ -88,6 +102,12 @@ typedef struct {
     float *sbuf, *rbuf;        /* cap + GUARD elements each; -g: the staging buffers */
     size_t cap;
     int *rcounts;              /* size entries, for MPI_Reduce_scatter */
+    size_t rcap;               /* elements rbuf holds before its guard (>= cap) */
+    /* The v forms' layout at the current count (vlayout_set), size entries
+     * each: counts and displacements to send and receive, and where in the
+     * send buffer of the peer the block received from it starts. */
+    int *vscounts, *vsdispls, *vrcounts, *vrdispls, *vpeer_off;
+    int vscount, vrcount;      /* gatherv's, scatterv's one count of this rank */
     /* -g only */
     unsigned long long dsbuf, drbuf;   /* device buffers (CUdeviceptr), cap + GUARD */
     bool no_xccl_col;          /* xccl inactive: device buffers would reach stock */
@@ -99,6 +119,11 @@ typedef struct {
     double logsum_big, logsum_all;
     int n_big, n_all;
     int run[NMODE], fail[NMODE];     /* sizes checked, sizes failed */
+    /* -P: ln(xccl persistent / xccl blocking), ln(stock persistent / xccl
+     * persistent) over the sizes, and the persistent checks */
+    double plog_blk, plog_stock;
+    int pn_blk, pn_stock;
+    int prun[NMODE], pfail[NMODE];
 } summary_t;
 
 #define AUTO_PAYLOAD  (64u << 20)  /* bytes per rank moved by one round */
@@ -113,12 +138,33 @@ typedef struct {
 /* Functions, by file                                                       */
 /* ------------------------------------------------------------------------ */
 
-/* xccl_bench.c */
+/* xccl_bench_call.c */
 void call_coll_on(bench_t *B, int coll, size_t count, int root, void *sbuf, void *rbuf);
 void call_coll(bench_t *B, int coll, size_t count, int root);
 void io_counts(const bench_t *B, int coll, size_t count, size_t *nsend, size_t *nrecv);
+bool coll_rooted(int coll);
+void ctl_barrier(void);
+void ctl_reduce(const void *in, void *out, int n, MPI_Datatype dt, MPI_Op op);
 void *xmalloc(size_t bytes);
 void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* xccl_bench_more.c */
+#define MOE_SEED      0x5eed0fe7u  /* alltoallv_moe's counts: the same draw everywhere */
+#define MOE_MINBYTES  ((size_t)1 << 10)
+#define MOE_MAXBYTES  ((size_t)4 << 20)
+void vlayout_alloc(bench_t *B);
+void vlayout_free(bench_t *B);
+void vlayout_set(bench_t *B, int coll, size_t count);
+void io_counts_at(const bench_t *B, int coll, size_t count, int root, size_t *nsend,
+                  size_t *nrecv);
+float expected_v(const bench_t *B, int coll, size_t i, int root);
+void moe_describe(const bench_t *B);
+
+/* xccl_bench_persist.c */
+const char *persist_unavailable(void);
+void persist_init(bench_t *B, int coll, size_t count, int root, MPI_Request *q);
+double persist_time(bench_t *B, MPI_Request *q, int iters);
+int persist_check(bench_t *B, int coll, size_t count, int root, MPI_Request *q, int mode);
 
 /* xccl_bench_mpit.c */
 bool cvars_open(bench_t *B);
@@ -140,6 +186,7 @@ double memcpy_bandwidth(void);
 void print_header(const bench_t *B, const char *libver, double memcpy_gbs, bool xccl_loaded);
 void print_table_header(const bench_t *B, int coll);
 void print_row(const bench_t *B, int coll, const row_t *r);
+void summary_add(summary_t *sum, const row_t *row);
 void print_summary(const bench_t *B, const summary_t *sum);
 double median(double *v, int n);
 double ln_pos(double x);

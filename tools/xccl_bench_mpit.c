@@ -4,8 +4,9 @@
  * The xccl component registers one MPI_T control variable per collective,
  * coll_xccl_<coll>_enable (1: xccl handles the call, 0: the call goes to the
  * module Open MPI would otherwise have used, "stock").  All ranks write it
- * at the same point, read it back, and meet in a barrier.  Without the
- * variables (xccl not loaded) only the stock column is measured.
+ * at the same point, read it back, and meet in a barrier (the tool's own,
+ * ctl_barrier).  Without the variables (xccl not loaded) only the stock
+ * column is measured.  alltoallv_moe switches alltoallv's variable.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -130,14 +131,14 @@ bool cvars_open(bench_t *B)
     for (int c = 0; c < NCOLL; c++)
         mine[c] = B->cv[c].found;
     mine[NCOLL] = loaded;
-    MPI_Reduce(mine, lo, NCOLL + 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(mine, hi, NCOLL + 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+    ctl_reduce(mine, lo, NCOLL + 1, MPI_INT, MPI_MIN);
+    ctl_reduce(mine, hi, NCOLL + 1, MPI_INT, MPI_MAX);
     if (B->rank == 0)
         for (int c = 0; c <= NCOLL; c++)
             if (lo[c] != hi[c])
                 die(3, "ranks disagree on which xccl cvars exist (%s)",
                     c < NCOLL ? colls[c].cvar : "xccl loaded");
-    MPI_Barrier(MPI_COMM_WORLD);
+    ctl_barrier();
     return loaded;
 }
 
@@ -188,7 +189,7 @@ void cvars_close(bench_t *B)
         MPI_T_cvar_handle_free(&cv->handle);
         cv->found = false;
     }
-    MPI_Barrier(MPI_COMM_WORLD);
+    ctl_barrier();
     MPI_T_finalize();
 }
 
@@ -201,5 +202,5 @@ void set_mode(bench_t *B, int coll, int mode)
         return;
     cvar_write(cv, colls[coll].cvar, mode == M_XCCL ? 1 : 0);
     B->xccl_on = mode == M_XCCL;
-    MPI_Barrier(MPI_COMM_WORLD);
+    ctl_barrier();
 }

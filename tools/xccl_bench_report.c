@@ -1,7 +1,8 @@
 /*
  * xccl_bench_report.c: what rank 0 prints: the header, one table per
- * collective (time, algbw, busbw, ratio, check), the summary (geometric
- * means of the ratios, check counts), and the small arithmetic they need.
+ * collective (time, algbw, busbw, ratio, check; -P: then the persistent
+ * columns), the summary (geometric means of the ratios, check counts),
+ * and the small arithmetic they need.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -86,6 +87,9 @@ void print_header(const bench_t *B, const char *libver, double memcpy_gbs,
         printf("# xccl on/off per call: MPI_T cvars coll_xccl_<collective>_enable = 1/0\n");
     if (o->nonblocking)
         printf("# xccl column: nonblocking calls, MPI_I<collective> then MPI_Wait (-i)\n");
+    if (o->persistent)
+        printf("# -P: also persistent requests (init once per size, MPI_Start + MPI_Wait per\n"
+               "#   call), xccl and %s, in the same interleaved rounds\n", mode_names[M_STOCK]);
     if (o->quiet)
         return;
     const char *st = mode_names[M_STOCK];
@@ -98,6 +102,11 @@ void print_header(const bench_t *B, const char *libver, double memcpy_gbs,
            "#   (allreduce also in place); - = not run.  Datatype MPI_FLOAT, op MPI_SUM;\n"
            "#   bcast root rotates per round (round %% p), its check uses root p-1\n",
            st, st, st);
+    if (o->persistent)
+        printf("# persistent columns (-P): pxccl, pstock = time per MPI_Start + MPI_Wait of one\n"
+               "#   request (rooted ones at root 0, bcast too); px/x = pxccl / xccl time\n"
+               "#   (< 1: the persistent form is faster); ps/px = pstock / pxccl (> 1: xccl\n"
+               "#   faster); pcheck = xccl/%s persistent: one start per size checked\n", st);
     if (o->gpu)
         printf("# -g: the check copies the device result back (cuMemcpyDtoH) and also runs\n"
                "#   allreduce on order-sensitive float inputs: the result must be close to the\n"
@@ -110,6 +119,8 @@ void print_header(const bench_t *B, const char *libver, double memcpy_gbs,
 
 /* Columns: size count | xccl time algbw busbw | stock time algbw busbw | ratio check */
 #define ROW_FMT "%12s %11s  %10s %7s %7s  %10s %7s %7s  %6s  %s\n"
+/* -P: then the persistent ones (after check: scripts read the columns before) */
+#define ROW_FMT_P "%12s %11s  %10s %7s %7s  %10s %7s %7s  %6s  %-9s  %10s %10s %6s %6s  %s\n"
 /* -g: then the copy reference (after check: scripts read the columns before) */
 #define ROW_FMT_GPU "%12s %11s  %10s %7s %7s  %10s %7s %7s  %6s  %-9s %9s %10s %10s\n"
 
@@ -120,20 +131,25 @@ void print_table_header(const bench_t *B, int coll)
     char factor[32];
     if (coll == C_ALLREDUCE)
         snprintf(factor, sizeof factor, "2(p-1)/p = %.3f", busbw_factor(coll, B->size));
-    else if (coll == C_BCAST)
+    else if (coll == C_BCAST || coll == C_REDUCE)
         snprintf(factor, sizeof factor, "1");
+    else if (coll == C_BARRIER)
+        snprintf(factor, sizeof factor, "-");
     else
         snprintf(factor, sizeof factor, "(p-1)/p = %.3f", busbw_factor(coll, B->size));
     bool reduces = coll == C_ALLREDUCE || coll == C_REDUCE_SCATTER ||
-                   coll == C_REDUCE_SCATTER_BLOCK;
+                   coll == C_REDUCE_SCATTER_BLOCK || coll == C_REDUCE;
     printf("#\n# %s  np=%d  MPI_FLOAT%s  rounds=%d (median)  busbw factor %s\n",
            colls[coll].name, B->size, reduces ? " MPI_SUM" : "", B->o->rounds, factor);
     if (!B->o->quiet)
         printf("# size = %s\n", colls[coll].size_means);
+    if (!B->o->quiet && coll == C_ALLTOALLV_MOE)
+        moe_describe(B);
     if (!B->cv[coll].found && B->cv[C_ALLREDUCE].found)
         printf("# cvar %s not found: stock only\n", colls[coll].cvar);
-    printf("#%25s%s  %s\n", "", "----------- xccl ---------",
-           B->o->gpu ? "--------- staged ---------" : "---------- stock ---------");
+    printf("#%25s%s  %s%s\n", "", "----------- xccl ---------",
+           B->o->gpu ? "--------- staged ---------" : "---------- stock ---------",
+           B->o->persistent ? "                     ------------ persistent -----------" : "");
     if (B->o->gpu) {
         printf("# d2d: one device-to-device copy of size on rank 0's device, same run; bound: the\n"
                "#   least traffic on that device's memory at the copy's speed (per rank sharing it:\n"
@@ -141,6 +157,10 @@ void print_table_header(const bench_t *B, int coll)
                "#   1/2); xccl/bound: xccl's time over it\n");
         printf(ROW_FMT_GPU, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
                "busbw", "ratio", "check", "d2d(us)", "bound(us)", "xccl/bound");
+    } else if (B->o->persistent) {
+        printf(ROW_FMT_P, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)",
+               "algbw", "busbw", "ratio", "check", "pxccl(us)", "pstock(us)", "px/x", "ps/px",
+               "pcheck");
     } else {
         printf(ROW_FMT, "#    size(B)", "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
                "busbw", "ratio", "check");
@@ -154,11 +174,38 @@ static void fmt_bw(char *buf, size_t cap, double gbs)
     snprintf(buf, cap, gbs < 1000.0 ? "%.2f" : "%.0f", gbs);
 }
 
+/* A / B with two decimals, or "-" when either was not measured. */
+static void fmt_ratio(char *buf, size_t cap, double a, double b)
+{
+    if (a > 0.0 && b > 0.0)
+        snprintf(buf, cap, "%.2f", a / b);
+    else
+        snprintf(buf, cap, "-");
+}
+
+static const char *const ck_name[] = { [CK_NONE] = "-", [CK_OK] = "ok", [CK_FAIL] = "FAIL" };
+
+/* -P's columns after check. */
+static void print_row_persistent(const row_t *r, const char *const first[10])
+{
+    char pt[NMODE][16], blk[16], stock[16], check[16];
+    for (int m = 0; m < NMODE; m++)
+        if (r->pt[m] > 0.0)
+            snprintf(pt[m], sizeof pt[m], "%.2f", r->pt[m] * 1e6);
+        else
+            snprintf(pt[m], sizeof pt[m], "-");
+    fmt_ratio(blk, sizeof blk, r->pt[M_XCCL], r->t[M_XCCL]);
+    fmt_ratio(stock, sizeof stock, r->pt[M_STOCK], r->pt[M_XCCL]);
+    snprintf(check, sizeof check, "%s/%s", ck_name[r->pcheck[M_XCCL]], ck_name[r->pcheck[M_STOCK]]);
+    printf(ROW_FMT_P, first[0], first[1], first[2], first[3], first[4], first[5], first[6],
+           first[7], first[8], first[9], pt[M_XCCL], pt[M_STOCK], blk, stock, check);
+}
+
 void print_row(const bench_t *B, int coll, const row_t *r)
 {
     char size[24], count[24], cell[NMODE][3][16], ratio[16], check[16];
     const double bus = busbw_factor(coll, B->size);
-    static const char *const ck[] = { [CK_NONE] = "-", [CK_OK] = "ok", [CK_FAIL] = "FAIL" };
+    const char *const *ck = ck_name;
 
     snprintf(size, sizeof size, "%zu", r->bytes);
     snprintf(count, sizeof count, "%zu", r->count);
@@ -168,15 +215,15 @@ void print_row(const bench_t *B, int coll, const row_t *r)
             snprintf(cell[m][0], sizeof cell[m][0], "%.2f", r->t[m] * 1e6);
             fmt_bw(cell[m][1], sizeof cell[m][1], algbw);
             fmt_bw(cell[m][2], sizeof cell[m][2], algbw * bus);
+            if (r->bytes == 0)     /* barrier: a time, no bandwidth */
+                for (int j = 1; j < 3; j++)
+                    snprintf(cell[m][j], sizeof cell[m][j], "-");
         } else {               /* not measured (or below the timer's resolution) */
             for (int j = 0; j < 3; j++)
                 snprintf(cell[m][j], sizeof cell[m][j], "-");
         }
     }
-    if (r->t[M_XCCL] > 0.0 && r->t[M_STOCK] > 0.0)
-        snprintf(ratio, sizeof ratio, "%.2f", r->t[M_STOCK] / r->t[M_XCCL]);
-    else
-        snprintf(ratio, sizeof ratio, "-");
+    fmt_ratio(ratio, sizeof ratio, r->t[M_STOCK], r->t[M_XCCL]);
     snprintf(check, sizeof check, "%s/%s", ck[r->check[M_XCCL]], ck[r->check[M_STOCK]]);
 
     if (B->o->gpu) {
@@ -189,11 +236,84 @@ void print_row(const bench_t *B, int coll, const row_t *r)
         }
         printf(ROW_FMT_GPU, size, count, cell[M_XCCL][0], cell[M_XCCL][1], cell[M_XCCL][2],
                cell[M_STOCK][0], cell[M_STOCK][1], cell[M_STOCK][2], ratio, check, d2d, bound, over);
+    } else if (B->o->persistent) {
+        const char *const first[10] = { size, count, cell[M_XCCL][0], cell[M_XCCL][1],
+                                         cell[M_XCCL][2], cell[M_STOCK][0], cell[M_STOCK][1],
+                                         cell[M_STOCK][2], ratio, check };
+        print_row_persistent(r, first);
     } else {
         printf(ROW_FMT, size, count, cell[M_XCCL][0], cell[M_XCCL][1], cell[M_XCCL][2],
                cell[M_STOCK][0], cell[M_STOCK][1], cell[M_STOCK][2], ratio, check);
     }
     fflush(stdout);
+}
+
+/* Count ROW into its collective's summary. */
+void summary_add(summary_t *sum, const row_t *row)
+{
+    for (int m = 0; m < NMODE; m++) {
+        sum->run[m] += row->check[m] != CK_NONE;
+        sum->fail[m] += row->check[m] == CK_FAIL;
+        sum->prun[m] += row->pcheck[m] != CK_NONE;
+        sum->pfail[m] += row->pcheck[m] == CK_FAIL;
+    }
+    if (row->t[M_XCCL] > 0 && row->t[M_STOCK] > 0) {
+        double l = ln_pos(row->t[M_STOCK] / row->t[M_XCCL]);
+        sum->logsum_all += l;
+        sum->n_all++;
+        if (row->bytes >= ((size_t)1 << 20)) {
+            sum->logsum_big += l;
+            sum->n_big++;
+        }
+    }
+    if (row->pt[M_XCCL] > 0 && row->t[M_XCCL] > 0) {
+        sum->plog_blk += ln_pos(row->pt[M_XCCL] / row->t[M_XCCL]);
+        sum->pn_blk++;
+    }
+    if (row->pt[M_XCCL] > 0 && row->pt[M_STOCK] > 0) {
+        sum->plog_stock += ln_pos(row->pt[M_STOCK] / row->pt[M_XCCL]);
+        sum->pn_stock++;
+    }
+}
+
+/* "mean (n)" of a geometric mean from a log sum, or "- (0)". */
+static void fmt_gmean(char *buf, size_t cap, double logsum, int n)
+{
+    if (n)
+        snprintf(buf, cap, "%.3f (%d)", exp_any(logsum / n), n);
+    else
+        snprintf(buf, cap, "- (0)");
+}
+
+/* "<mode> ok n/n", "<mode> FAIL f/n" or "<mode> -". */
+static void fmt_checks(char *buf, size_t cap, int m, int run, int fail)
+{
+    if (!run)
+        snprintf(buf, cap, "%s -", mode_names[m]);
+    else
+        snprintf(buf, cap, "%s %s %d/%d", mode_names[m], fail ? "FAIL" : "ok",
+                 fail ? fail : run, run);
+}
+
+/* -P: the persistent form's geometric means and checks per collective. */
+static void print_summary_persistent(const bench_t *B, const summary_t *sums)
+{
+    const opts_t *o = B->o;
+    printf("#\n# persistent (-P): geometric means over the sizes; px/x = xccl persistent /\n"
+           "#   xccl blocking (< 1: persistent faster); ps/px = %s persistent / xccl\n"
+           "#   persistent (> 1: xccl faster)\n", mode_names[M_STOCK]);
+    printf("# %-22s %16s %16s   %s\n", "collective", "px/x", "ps/px",
+           "checks (sizes ok or FAIL / checked)");
+    for (int k = 0; k < o->ncolls; k++) {
+        const summary_t *s = &sums[o->colls[k]];
+        char blk[32], stock[32], checks[NMODE][32];
+        fmt_gmean(blk, sizeof blk, s->plog_blk, s->pn_blk);
+        fmt_gmean(stock, sizeof stock, s->plog_stock, s->pn_stock);
+        for (int m = 0; m < NMODE; m++)
+            fmt_checks(checks[m], sizeof checks[m], m, s->prun[m], s->pfail[m]);
+        printf("# %-22s %16s %16s   %s, %s\n", colls[o->colls[k]].name, blk, stock,
+               checks[M_XCCL], checks[M_STOCK]);
+    }
 }
 
 void print_summary(const bench_t *B, const summary_t *sums)
@@ -207,27 +327,17 @@ void print_summary(const bench_t *B, const summary_t *sums)
     for (int k = 0; k < o->ncolls; k++) {
         const summary_t *s = &sums[o->colls[k]];
         char big[32], all[32], checks[NMODE][32];
-        if (s->n_big)
-            snprintf(big, sizeof big, "%.3f (%d)", exp_any(s->logsum_big / s->n_big), s->n_big);
-        else
-            snprintf(big, sizeof big, "- (0)");
-        if (s->n_all)
-            snprintf(all, sizeof all, "%.3f (%d)", exp_any(s->logsum_all / s->n_all), s->n_all);
-        else
-            snprintf(all, sizeof all, "- (0)");
-        for (int m = 0; m < NMODE; m++) {
-            if (!s->run[m])
-                snprintf(checks[m], sizeof checks[m], "%s -", mode_names[m]);
-            else
-                snprintf(checks[m], sizeof checks[m], "%s %s %d/%d", mode_names[m],
-                         s->fail[m] ? "FAIL" : "ok", s->fail[m] ? s->fail[m] : s->run[m],
-                         s->run[m]);
-        }
+        fmt_gmean(big, sizeof big, s->logsum_big, s->n_big);
+        fmt_gmean(all, sizeof all, s->logsum_all, s->n_all);
+        for (int m = 0; m < NMODE; m++)
+            fmt_checks(checks[m], sizeof checks[m], m, s->run[m], s->fail[m]);
         printf("# %-22s %16s %16s   %s, %s\n", colls[o->colls[k]].name, big, all,
                checks[M_XCCL], checks[M_STOCK]);
-        xfail += s->fail[M_XCCL];
-        sfail += s->fail[M_STOCK];
+        xfail += s->fail[M_XCCL] + s->pfail[M_XCCL];
+        sfail += s->fail[M_STOCK] + s->pfail[M_STOCK];
     }
+    if (o->persistent)
+        print_summary_persistent(B, sums);
     if (sfail)
         printf("# NOTE: %d %s-only check failure(s): Open MPI's own result was wrong; this\n"
                "#   does not count against xccl (exit status unaffected)\n", sfail,
