@@ -104,6 +104,17 @@ typedef struct {
 #undef MCA_COLL_XCCL_PREV_FIELD
 } mca_coll_xccl_prev_t;
 
+/* What Open MPI would have used for the persistent forms (NULL where no
+ * module has them): a collective xccl leaves to the fallback hands its
+ * whole persistent request there (coll_xccl_persist.c). */
+typedef struct {
+#define MCA_COLL_XCCL_PREV_INIT_FIELD(name)       \
+    mca_coll_base_module_##name##_init_fn_t name; \
+    mca_coll_base_module_t *name##_module;
+    MCA_COLL_XCCL_INIT_ENTRIES(MCA_COLL_XCCL_PREV_INIT_FIELD)
+#undef MCA_COLL_XCCL_PREV_INIT_FIELD
+} mca_coll_xccl_prev_init_t;
+
 typedef struct {
     uint64_t calls, bytes, fallbacks, errors;
     uint64_t algo_calls[XCCL_SEL_MAX];
@@ -255,6 +266,7 @@ typedef struct {
     struct mca_coll_xccl_level *level;
 
     mca_coll_xccl_prev_t prev;
+    mca_coll_xccl_prev_init_t prev_init;
 } mca_coll_xccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_xccl_module_t);

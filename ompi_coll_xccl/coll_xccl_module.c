@@ -56,6 +56,13 @@ static void module_destruct(mca_coll_xccl_module_t *m)
     }
     MCA_COLL_XCCL_ENTRIES(RELEASE_PREV)
 #undef RELEASE_PREV
+#define RELEASE_PREV_INIT(name)                          \
+    if (NULL != m->prev_init.name##_module) {            \
+        OBJ_RELEASE(m->prev_init.name##_module);         \
+        m->prev_init.name##_module = NULL;               \
+    }
+    MCA_COLL_XCCL_INIT_ENTRIES(RELEASE_PREV_INIT)
+#undef RELEASE_PREV_INIT
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_xccl_module_t, mca_coll_base_module_t, module_construct,
@@ -140,6 +147,17 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
     }
     MCA_COLL_XCCL_ENTRIES(SAVE_PREV)
 #undef SAVE_PREV
+#define SAVE_PREV_INIT(name)                                                  \
+    m->prev_init.name = comm->c_coll->coll_##name##_init;                     \
+    m->prev_init.name##_module = comm->c_coll->coll_##name##_init_module;     \
+    if (NULL == m->prev_init.name || NULL == m->prev_init.name##_module) {    \
+        m->prev_init.name = NULL;                                             \
+        m->prev_init.name##_module = NULL;                                    \
+    } else {                                                                  \
+        OBJ_RETAIN(m->prev_init.name##_module);                               \
+    }
+    MCA_COLL_XCCL_INIT_ENTRIES(SAVE_PREV_INIT)
+#undef SAVE_PREV_INIT
     if (NULL != why) {
         /* The same modules are selected on every member: all decline. */
         mca_coll_xccl_log(1, "comm comm=%u rank=%d size=%d disabled: %s", m->cid, m->world_rank,

@@ -108,7 +108,8 @@ static inline int mca_coll_xccl_latency_buffers(mca_coll_xccl_call_t *c, const c
  * nonblocking one where the level takes small nonblocking calls
  * (m->level_small_nb) and CUDA IPC, whose providers see every nonblocking
  * call first, is not set up; a collective the level runs on the latency
- * path (m->level_lat_colls: set once the level is on); host buffers (in
+ * path (m->level_lat_colls: set once the level is on; the collective
+ * still enabled, which MPI_T may change at run time); host buffers (in
  * the heap, or any where the process has not loaded the CUDA driver); and
  * the work buffers without packing (mca_coll_xccl_latency_buffers).  Where
  * CUDA IPC is set up, the call first tells its agreement that it skips it
@@ -121,7 +122,7 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
     char *wr;
     int algo;
     if (!((NULL == c->request || (m->level_small_nb && !m->gpu_ipc)) &&
-          (m->level_lat_colls >> c->coll & 1u) &&
+          (m->level_lat_colls >> c->coll & 1u) && mca_coll_xccl_component.enable[c->coll] &&
           (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)))) {
         return 0;
     }

@@ -12,7 +12,9 @@
  *
  * Each start logs its call as a nonblocking call does, with the word
  * persistent (m->persistent while the entry point runs), and counts in
- * the summary with the calls.
+ * the summary with the calls.  A collective xccl is told to leave alone
+ * (disabled, or forced to the fallback) gets the fallback's persistent
+ * request from the start, where the fallback has one.
  */
 #include "ompi_config.h"
 
@@ -241,13 +243,28 @@ static int persist_fail(persist_t *p, int rc)
     return rc;
 }
 
+/* A collective xccl is told to leave alone (coll_xccl_<coll>_enable false,
+ * or its algorithm forced to fallback: the same on every rank) goes to
+ * the fallback's persistent form whole, where there is one. */
+static int handed_on(xccl_coll_t coll)
+{
+    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
+    return !k->enable[coll] || XCCL_SEL_FALLBACK == k->policy.forced[coll];
+}
+#define HAND_ON(name, coll, ...)                                                                  \
+    do {                                                                                          \
+        const mca_coll_xccl_prev_init_t *pi = &XM(module)->prev_init;                             \
+        if (NULL != pi->name && handed_on(coll)) {                                                \
+            return pi->name(__VA_ARGS__, comm, info, request, pi->name##_module);                 \
+        }                                                                                         \
+    } while (0)
+
 int mca_coll_xccl_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                                  struct ompi_op_t *op, struct ompi_communicator_t *comm,
                                  struct ompi_info_t *info, ompi_request_t **request,
                                  mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(allreduce, XCCL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op);
     persist_t *p = persist_new(XM(module), XCCL_COLL_ALLREDUCE);
     if (p) {
         p->sbuf = sbuf;
@@ -264,8 +281,7 @@ int mca_coll_xccl_allgather_init(const void *sbuf, int scount, struct ompi_datat
                                  struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                  ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(allgather, XCCL_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype);
     persist_t *p = persist_new(XM(module), XCCL_COLL_ALLGATHER);
     if (p) {
         p->sbuf = sbuf;
@@ -283,8 +299,7 @@ int mca_coll_xccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *r
                                       struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                       ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(reduce_scatter, XCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, rcounts, dtype, op);
     persist_t *p = persist_new(XM(module), XCCL_COLL_REDUCE_SCATTER);
     if (p) {
         p->sbuf = sbuf;
@@ -304,8 +319,7 @@ int mca_coll_xccl_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rc
                                             struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(reduce_scatter_block, XCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op);
     persist_t *p = persist_new(XM(module), XCCL_COLL_REDUCE_SCATTER_BLOCK);
     if (p) {
         p->sbuf = sbuf;
@@ -322,8 +336,7 @@ int mca_coll_xccl_alltoall_init(const void *sbuf, int scount, struct ompi_dataty
                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(alltoall, XCCL_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype);
     persist_t *p = persist_new(XM(module), XCCL_COLL_ALLTOALL);
     if (p) {
         p->sbuf = sbuf;
@@ -340,8 +353,7 @@ int mca_coll_xccl_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype
                              struct ompi_communicator_t *comm, struct ompi_info_t *info,
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(bcast, XCCL_COLL_BCAST, buf, count, dtype, root);
     persist_t *p = persist_new(XM(module), XCCL_COLL_BCAST);
     if (p) {
         p->rbuf = buf;
@@ -357,8 +369,7 @@ int mca_coll_xccl_reduce_init(const void *sbuf, void *rbuf, int count, struct om
                               struct ompi_info_t *info, ompi_request_t **request,
                               mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(reduce, XCCL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root);
     persist_t *p = persist_new(XM(module), XCCL_COLL_REDUCE);
     if (p) {
         p->sbuf = sbuf;
@@ -374,8 +385,10 @@ int mca_coll_xccl_reduce_init(const void *sbuf, void *rbuf, int count, struct om
 int mca_coll_xccl_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    const mca_coll_xccl_prev_init_t *pi = &XM(module)->prev_init;
+    if (NULL != pi->barrier && handed_on(XCCL_COLL_BARRIER)) {
+        return pi->barrier(comm, info, request, pi->barrier_module);
+    }
     return persist_out(persist_new(XM(module), XCCL_COLL_BARRIER), request);
 }
 
@@ -384,8 +397,7 @@ int mca_coll_xccl_allgatherv_init(const void *sbuf, int scount, struct ompi_data
                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                   ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(allgatherv, XCCL_COLL_ALLGATHERV, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype);
     persist_t *p = persist_new(XM(module), XCCL_COLL_ALLGATHERV);
     if (p) {
         p->sbuf = sbuf;
@@ -406,8 +418,7 @@ int mca_coll_xccl_alltoallv_init(const void *sbuf, const int *scounts, const int
                                  struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                  ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(alltoallv, XCCL_COLL_ALLTOALLV, sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype);
     persist_t *p = persist_new(XM(module), XCCL_COLL_ALLTOALLV);
     if (p) {
         p->sbuf = sbuf;
@@ -432,8 +443,7 @@ int mca_coll_xccl_gather_init(const void *sbuf, int scount, struct ompi_datatype
                               struct ompi_communicator_t *comm, struct ompi_info_t *info,
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(gather, XCCL_COLL_GATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
     persist_t *p = persist_new(XM(module), XCCL_COLL_GATHER);
     if (p) {
         p->sbuf = sbuf;
@@ -452,8 +462,7 @@ int mca_coll_xccl_gatherv_init(const void *sbuf, int scount, struct ompi_datatyp
                                int root, struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(gatherv, XCCL_COLL_GATHERV, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root);
     persist_t *p = persist_new(XM(module), XCCL_COLL_GATHERV);
     if (p) {
         p->sbuf = sbuf;
@@ -477,8 +486,7 @@ int mca_coll_xccl_scatter_init(const void *sbuf, int scount, struct ompi_datatyp
                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(scatter, XCCL_COLL_SCATTER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
     persist_t *p = persist_new(XM(module), XCCL_COLL_SCATTER);
     if (p) {
         p->sbuf = sbuf;
@@ -498,8 +506,7 @@ int mca_coll_xccl_scatterv_init(const void *sbuf, const int *scounts, const int 
                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    (void) comm;
-    (void) info;
+    HAND_ON(scatterv, XCCL_COLL_SCATTERV, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root);
     persist_t *p = persist_new(XM(module), XCCL_COLL_SCATTERV);
     if (p) {
         p->sbuf = sbuf;
