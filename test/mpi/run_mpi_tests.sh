@@ -77,6 +77,9 @@
 # xccl_bench.nb_moving_root.np{2,3}: xccl_bench -i -t (the xccl column
 #   nonblocking, bcast's root moving every call), 8 B .. 256 KiB: exit 0,
 #   "# result: all xccl checks passed", nonblocking bcasts through xccl.
+# xccl_bench.all_persistent.np3: xccl_bench -c all -P, 8 B .. 64 KiB: every
+#   check of both columns and of the persistent ones passes, and persistent
+#   allreduce starts run through xccl.
 # xccl_comm_churn.rss.np2: resident memory grows by less than 2 MiB over
 #   20 000 used and 20 000 unused communicators (after 200 to warm up).
 # xccl_comm_churn.reuse.np{2,3}: 40 communicators in turn from MPI_Comm_dup
@@ -1390,6 +1393,22 @@ for np in 2 3; do
     indent "$problems"
     finish "$name" "$ok"
 done
+
+# The same bench over every collective with its persistent form (-P):
+# every xccl and stock result checked, the persistent columns too; np 3.
+name=xccl_bench.all_persistent.np3
+if selected "$name"; then
+    run_mpi "$name" 3 "$bindir/xccl_bench" -c all -P -b 8 -e 64K -f 16 -r 1 -q
+    ok=0
+    problems=$({
+        check_bench "$name" &&
+        { ! grep -qE '^ *[0-9].*FAIL' "$logdir/$name.log" || { echo "$name: a check failed"; false; }; } &&
+        { grep -qE '^xccl: allreduce .* persistent$' "$logdir/$name.log" ||
+            { echo "$name: no persistent start ran through xccl"; false; }; }
+    } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
 
 # Every fallback= line of every run that ran names its reason.
 name=fallback_reasons
