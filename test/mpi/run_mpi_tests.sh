@@ -31,7 +31,7 @@
 # 4 MiB: several 2 MiB chunks) on block:2 at np 3, 4, 7 and cyclic:2 at np 4.
 # xccl_mpi_check.net_{fattree,bogus}.np4: coll_xccl_net named (verbose 2
 # names it on every rank) or refused (reported, none used); results right.
-# ompi_info.params: ompi_info lists 41 coll_xccl_* parameters, coll_xccl_net
+# ompi_info.params: ompi_info lists 57 coll_xccl_* parameters, coll_xccl_net
 # among them.
 # xccl_mpi_nb (nonblocking collectives) runs at np 2, 3, 4; with -l (the
 # shared-memory level voted on first, large calls and blocking calls among
@@ -548,8 +548,8 @@ for net in fattree:1:4,nics=1 bogus:3; do
 done
 common_args=("${saved_args[@]}")
 
-# ompi_info lists every parameter: 41; a
-# parameter added or removed changes this count, README's table and
+# ompi_info lists every parameter: 57 (two for each of the 14
+# collectives); a parameter added or removed changes this count, README's table and
 # docs/parameters.md together.
 name=ompi_info.params
 if selected "$name"; then
@@ -560,7 +560,7 @@ if selected "$name"; then
     nparams=$(grep -oE 'parameter "coll_xccl_[a-z0-9_]+"' "$logdir/$name.log" | sort -u | wc -l)
     ok=0
     problems=$({
-        [[ $nparams -eq 41 ]] || { echo "$name: $nparams coll_xccl_* parameters, want 41"; exit 1; }
+        [[ $nparams -eq 57 ]] || { echo "$name: $nparams coll_xccl_* parameters, want 57"; exit 1; }
         grep -q 'parameter "coll_xccl_net" (current value: "none"' "$logdir/$name.log" ||
             { echo "$name: no coll_xccl_net parameter with value none"; exit 1; }
     } 2>&1) || ok=1
