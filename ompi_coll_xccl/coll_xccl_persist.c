@@ -259,21 +259,50 @@ static int handed_on(xccl_coll_t coll)
         }                                                                                         \
     } while (0)
 
-int mca_coll_xccl_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                 struct ompi_info_t *info, ompi_request_t **request,
-                                 mca_coll_base_module_t *module)
+/* The arguments of the reductions without arrays (allreduce,
+ * reduce_scatter_block, reduce) and of the collectives of blocks
+ * (allgather, alltoall, bcast, gather, scatter). */
+static persist_t *persist_reduction(mca_coll_base_module_t *module, xccl_coll_t coll, const void *sbuf,
+                                    void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                    struct ompi_op_t *op, int root)
 {
-    HAND_ON(allreduce, XCCL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op);
-    persist_t *p = persist_new(XM(module), XCCL_COLL_ALLREDUCE);
+    persist_t *p = persist_new(XM(module), coll);
     if (p) {
         p->sbuf = sbuf;
         p->rbuf = rbuf;
         p->rcount = count;
         p->rdtype = dtype;
         p->op = op;
+        p->root = root;
     }
-    return persist_out(p, request);
+    return p;
+}
+
+static persist_t *persist_blocks(mca_coll_base_module_t *module, xccl_coll_t coll, const void *sbuf,
+                                 int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                 struct ompi_datatype_t *rdtype, int root)
+{
+    persist_t *p = persist_new(XM(module), coll);
+    if (p) {
+        p->sbuf = sbuf;
+        p->scount = scount;
+        p->sdtype = sdtype;
+        p->rbuf = rbuf;
+        p->rcount = rcount;
+        p->rdtype = rdtype;
+        p->root = root;
+    }
+    return p;
+}
+
+int mca_coll_xccl_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                 struct ompi_info_t *info, ompi_request_t **request,
+                                 mca_coll_base_module_t *module)
+{
+    HAND_ON(allreduce, XCCL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op);
+    return persist_out(persist_reduction(module, XCCL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0),
+                       request);
 }
 
 int mca_coll_xccl_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -282,16 +311,9 @@ int mca_coll_xccl_allgather_init(const void *sbuf, int scount, struct ompi_datat
                                  ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(allgather, XCCL_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-    persist_t *p = persist_new(XM(module), XCCL_COLL_ALLGATHER);
-    if (p) {
-        p->sbuf = sbuf;
-        p->scount = scount;
-        p->sdtype = sdtype;
-        p->rbuf = rbuf;
-        p->rcount = rcount;
-        p->rdtype = rdtype;
-    }
-    return persist_out(p, request);
+    return persist_out(persist_blocks(module, XCCL_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount,
+                                      rdtype, 0),
+                       request);
 }
 
 int mca_coll_xccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
@@ -320,15 +342,9 @@ int mca_coll_xccl_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rc
                                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(reduce_scatter_block, XCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op);
-    persist_t *p = persist_new(XM(module), XCCL_COLL_REDUCE_SCATTER_BLOCK);
-    if (p) {
-        p->sbuf = sbuf;
-        p->rbuf = rbuf;
-        p->rcount = rcount;
-        p->rdtype = dtype;
-        p->op = op;
-    }
-    return persist_out(p, request);
+    return persist_out(persist_reduction(module, XCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype,
+                                         op, 0),
+                       request);
 }
 
 int mca_coll_xccl_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -337,16 +353,9 @@ int mca_coll_xccl_alltoall_init(const void *sbuf, int scount, struct ompi_dataty
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(alltoall, XCCL_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-    persist_t *p = persist_new(XM(module), XCCL_COLL_ALLTOALL);
-    if (p) {
-        p->sbuf = sbuf;
-        p->scount = scount;
-        p->sdtype = sdtype;
-        p->rbuf = rbuf;
-        p->rcount = rcount;
-        p->rdtype = rdtype;
-    }
-    return persist_out(p, request);
+    return persist_out(persist_blocks(module, XCCL_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                      0),
+                       request);
 }
 
 int mca_coll_xccl_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -354,14 +363,8 @@ int mca_coll_xccl_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(bcast, XCCL_COLL_BCAST, buf, count, dtype, root);
-    persist_t *p = persist_new(XM(module), XCCL_COLL_BCAST);
-    if (p) {
-        p->rbuf = buf;
-        p->rcount = count;
-        p->rdtype = dtype;
-        p->root = root;
-    }
-    return persist_out(p, request);
+    return persist_out(persist_blocks(module, XCCL_COLL_BCAST, NULL, 0, NULL, buf, count, dtype, root),
+                       request);
 }
 
 int mca_coll_xccl_reduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -370,16 +373,8 @@ int mca_coll_xccl_reduce_init(const void *sbuf, void *rbuf, int count, struct om
                               mca_coll_base_module_t *module)
 {
     HAND_ON(reduce, XCCL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root);
-    persist_t *p = persist_new(XM(module), XCCL_COLL_REDUCE);
-    if (p) {
-        p->sbuf = sbuf;
-        p->rbuf = rbuf;
-        p->rcount = count;
-        p->rdtype = dtype;
-        p->op = op;
-        p->root = root;
-    }
-    return persist_out(p, request);
+    return persist_out(persist_reduction(module, XCCL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root),
+                       request);
 }
 
 int mca_coll_xccl_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
@@ -444,17 +439,9 @@ int mca_coll_xccl_gather_init(const void *sbuf, int scount, struct ompi_datatype
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(gather, XCCL_COLL_GATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
-    persist_t *p = persist_new(XM(module), XCCL_COLL_GATHER);
-    if (p) {
-        p->sbuf = sbuf;
-        p->scount = scount;
-        p->sdtype = sdtype;
-        p->rbuf = rbuf;
-        p->rcount = rcount;
-        p->rdtype = rdtype;
-        p->root = root;
-    }
-    return persist_out(p, request);
+    return persist_out(persist_blocks(module, XCCL_COLL_GATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                      root),
+                       request);
 }
 
 int mca_coll_xccl_gatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -487,17 +474,9 @@ int mca_coll_xccl_scatter_init(const void *sbuf, int scount, struct ompi_datatyp
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(scatter, XCCL_COLL_SCATTER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
-    persist_t *p = persist_new(XM(module), XCCL_COLL_SCATTER);
-    if (p) {
-        p->sbuf = sbuf;
-        p->scount = scount;
-        p->sdtype = sdtype;
-        p->rbuf = rbuf;
-        p->rcount = rcount;
-        p->rdtype = rdtype;
-        p->root = root;
-    }
-    return persist_out(p, request);
+    return persist_out(persist_blocks(module, XCCL_COLL_SCATTER, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                      root),
+                       request);
 }
 
 int mca_coll_xccl_scatterv_init(const void *sbuf, const int *scounts, const int *displs,
