@@ -19,7 +19,7 @@
  *                 buffers, where every rank can (providers[]);
  *   staging       device buffers: host copies, on which the paths after
  *                 it run; the copies go back once the call is done;
- *   fallback      the saved module's function;
+ *   fallback      the saved module's function (coll_xccl_previous.c);
  *   select        xccl's: work buffers, set-up on first use, the schedule
  *                 (a nonblocking call made before the set-up is in waits
  *                 for it as a request);
@@ -48,111 +48,7 @@
 #include "coll_xccl_setup.h"
 #include "coll_xccl_level.h"
 #include "coll_xccl_latency.h"
-
-/* A v form's buffer as the user gave it: moved back by lo elements of dt
- * (coll_xccl_entry_vector.c moved it to its span's base). */
-static void *unmoved(const void *buf, ptrdiff_t lo, struct ompi_datatype_t *dt)
-{
-    return NULL == buf || MPI_IN_PLACE == buf || 0 == lo
-               ? (void *) buf
-               : (char *) buf - lo * (ptrdiff_t) mca_coll_xccl_dtype_extent(dt);
-}
-
-/* The rooted and v forms, and barrier (call_previous). */
-static int call_previous_more(const mca_coll_xccl_call_t *c, const void *s, void *r,
-                              ompi_request_t **request)
-{
-    const mca_coll_xccl_prev_t *p = &c->m->prev;
-    struct ompi_communicator_t *comm = c->m->comm;
-    const int root = c->root;
-    s = unmoved(s, c->slo, c->sdtype);
-    r = unmoved(r, c->rlo, c->rdtype);
-    /* scatter in place: the root's receive buffer is MPI_IN_PLACE */
-    void *rs = c->in_place ? MPI_IN_PLACE : r;
-    switch (c->coll) {
-    case XCCL_COLL_REDUCE:
-        return request ? p->ireduce(s, r, c->rcount, c->rdtype, c->op, root, comm, request,
-                                    p->ireduce_module)
-                       : p->reduce(s, r, c->rcount, c->rdtype, c->op, root, comm, p->reduce_module);
-    case XCCL_COLL_BARRIER:
-        return request ? p->ibarrier(comm, request, p->ibarrier_module)
-                       : p->barrier(comm, p->barrier_module);
-    case XCCL_COLL_ALLGATHERV:
-        return request ? p->iallgatherv(s, c->scount, c->sdtype, r, c->rcounts, c->rdispls, c->rdtype,
-                                        comm, request, p->iallgatherv_module)
-                       : p->allgatherv(s, c->scount, c->sdtype, r, c->rcounts, c->rdispls, c->rdtype,
-                                       comm, p->allgatherv_module);
-    case XCCL_COLL_ALLTOALLV:
-        return request ? p->ialltoallv(s, c->scounts, c->sdispls, c->sdtype, r, c->rcounts, c->rdispls,
-                                       c->rdtype, comm, request, p->ialltoallv_module)
-                       : p->alltoallv(s, c->scounts, c->sdispls, c->sdtype, r, c->rcounts, c->rdispls,
-                                      c->rdtype, comm, p->alltoallv_module);
-    case XCCL_COLL_GATHER:
-        return request ? p->igather(s, c->scount, c->sdtype, r, c->rcount, c->rdtype, root, comm,
-                                    request, p->igather_module)
-                       : p->gather(s, c->scount, c->sdtype, r, c->rcount, c->rdtype, root, comm,
-                                   p->gather_module);
-    case XCCL_COLL_GATHERV:
-        return request ? p->igatherv(s, c->scount, c->sdtype, r, c->rcounts, c->rdispls, c->rdtype,
-                                     root, comm, request, p->igatherv_module)
-                       : p->gatherv(s, c->scount, c->sdtype, r, c->rcounts, c->rdispls, c->rdtype,
-                                    root, comm, p->gatherv_module);
-    case XCCL_COLL_SCATTER:
-        return request ? p->iscatter(s, c->scount, c->sdtype, rs, c->rcount, c->rdtype, root, comm,
-                                     request, p->iscatter_module)
-                       : p->scatter(s, c->scount, c->sdtype, rs, c->rcount, c->rdtype, root, comm,
-                                    p->scatter_module);
-    case XCCL_COLL_SCATTERV:
-        return request ? p->iscatterv(s, c->scounts, c->sdispls, c->sdtype, rs, c->rcount, c->rdtype,
-                                      root, comm, request, p->iscatterv_module)
-                       : p->scatterv(s, c->scounts, c->sdispls, c->sdtype, rs, c->rcount, c->rdtype,
-                                     root, comm, p->scatterv_module);
-    default:
-        return MPI_ERR_INTERN;
-    }
-}
-
-/* The saved module's function for c, on buffers s and r (host copies of
- * device buffers, or the user's); request: where a nonblocking call's
- * request goes.  The one place that calls the fallback for a call. */
-static __opal_attribute_noinline__ int call_previous(const mca_coll_xccl_call_t *c, const void *s, void *r,
-                         ompi_request_t **request)
-{
-    const mca_coll_xccl_prev_t *p = &c->m->prev;
-    struct ompi_communicator_t *comm = c->m->comm;
-    switch (c->coll) {
-    case XCCL_COLL_ALLREDUCE:
-        return request ? p->iallreduce(s, r, c->rcount, c->rdtype, c->op, comm, request,
-                                       p->iallreduce_module)
-                       : p->allreduce(s, r, c->rcount, c->rdtype, c->op, comm, p->allreduce_module);
-    case XCCL_COLL_REDUCE_SCATTER:
-        return request ? p->ireduce_scatter(s, r, c->rcounts, c->rdtype, c->op, comm, request,
-                                            p->ireduce_scatter_module)
-                       : p->reduce_scatter(s, r, c->rcounts, c->rdtype, c->op, comm,
-                                           p->reduce_scatter_module);
-    case XCCL_COLL_REDUCE_SCATTER_BLOCK:
-        return request ? p->ireduce_scatter_block(s, r, c->rcount, c->rdtype, c->op, comm, request,
-                                                  p->ireduce_scatter_block_module)
-                       : p->reduce_scatter_block(s, r, c->rcount, c->rdtype, c->op, comm,
-                                                 p->reduce_scatter_block_module);
-    case XCCL_COLL_ALLGATHER:
-        return request ? p->iallgather(s, c->scount, c->sdtype, r, c->rcount, c->rdtype, comm,
-                                       request, p->iallgather_module)
-                       : p->allgather(s, c->scount, c->sdtype, r, c->rcount, c->rdtype, comm,
-                                      p->allgather_module);
-    case XCCL_COLL_ALLTOALL:
-        return request ? p->ialltoall(s, c->scount, c->sdtype, r, c->rcount, c->rdtype, comm,
-                                      request, p->ialltoall_module)
-                       : p->alltoall(s, c->scount, c->sdtype, r, c->rcount, c->rdtype, comm,
-                                     p->alltoall_module);
-    case XCCL_COLL_BCAST:
-        return request ? p->ibcast(r, c->rcount, c->rdtype, c->root, comm, request,
-                                   p->ibcast_module)
-                       : p->bcast(r, c->rcount, c->rdtype, c->root, comm, p->bcast_module);
-    default:
-        return call_previous_more(c, s, r, request);
-    }
-}
+#include "coll_xccl_previous.h"
 
 /* CLOCK_MONOTONIC: one clock for every process of a node (the level's
  * trials compare readings of several ranks) */
@@ -349,7 +245,7 @@ static int path_fallback(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     mca_coll_xccl_log_call(c->m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, -1, -1.0, run->why, NULL);
     *rc = run->stage ? mca_coll_xccl_gpu_stage_fill(c->m, c->coll, run->stage) : MPI_SUCCESS;
     if (MPI_SUCCESS == *rc) {
-        *rc = call_previous(c, run->s, run->r, run->request);
+        *rc = mca_coll_xccl_call_previous(c, run->s, run->r, run->request);
     }
     return 1;
 }
@@ -655,7 +551,7 @@ int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c)
      * heap, with the fewest steps. */
     if (NULL != why && NULL == c->counts && mca_coll_xccl_gpu_surely_host(c)) {
         mca_coll_xccl_log_call(c->m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, -1, -1.0, why, NULL);
-        return call_previous(c, c->sbuf, c->rbuf, c->request);
+        return mca_coll_xccl_call_previous(c, c->sbuf, c->rbuf, c->request);
     }
     return run_call(c, why);
 }
