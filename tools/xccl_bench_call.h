@@ -172,8 +172,15 @@ bool xccl_world_active(void);
 void cvars_close(bench_t *B);
 void set_mode(bench_t *B, int coll, int mode);
 
+/* Input element i of rank r: a small positive integer, so float sums over
+ * ranks are exact (below 2^24 for p < 16000), and neighbouring elements and
+ * ranks differ, so misplaced data shows. */
+static inline float pattern(int r, size_t i)
+{
+    return (float)((i * 7 + (size_t)r * 13) % 1021 + 1);
+}
+
 /* xccl_bench_check.c */
-float pattern(int r, size_t i);
 bool verify(const bench_t *B, int coll, size_t count, size_t n, int root, const char *what,
             int mode);
 void fill_check_inputs(bench_t *B, int coll, size_t count, int root, size_t *nsend,

@@ -21,14 +21,6 @@
 
 #include "xccl_bench_call.h"
 
-/* Input element i of rank r: a small positive integer, so float sums over
- * ranks are exact (below 2^24 for p < 16000), and neighbouring elements and
- * ranks differ, so misplaced data shows. */
-float pattern(int r, size_t i)
-{
-    return (float)((i * 7 + (size_t)r * 13) % 1021 + 1);
-}
-
 static float sum_over_ranks(int p, size_t i)
 {
     float s = 0.0f;
