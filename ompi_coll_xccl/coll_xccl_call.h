@@ -48,8 +48,6 @@ typedef struct mca_coll_xccl_call {
                                       * slo and rlo elements (the lowest displacement where
                                       * it is negative, else 0) */
     int persistent;                  /* a persistent request's start (m->persistent) */
-    int local_size;                  /* the sizes differ between ranks (alltoallv, gatherv,
-                                      * scatterv): no choice may rest on them */
     mca_coll_xccl_reduce_t red;      /* reductions, once planned (set by the run) */
 } mca_coll_xccl_call_t;
 
@@ -82,7 +80,6 @@ static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xcc
     c->args = (xccl_coll_args_t) { .in_place = c->in_place };
     c->counts = NULL;
     c->slo = c->rlo = 0;
-    c->local_size = 0;
     c->persistent = m->persistent;
 }
 

@@ -171,7 +171,6 @@ static int alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
     c.sdispls = sdispls;
     c.rcounts = rcounts;
     c.rdispls = rdispls;
-    c.local_size = 1;
     ptrdiff_t slo = 0, shi = 0, rlo, rhi;
     size_t stotal = 0, rtotal;
     int err;
@@ -229,7 +228,6 @@ static int gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
     c.rcounts = rcounts;
     c.rdispls = displs;
     c.root = root;
-    c.local_size = 1;
     ptrdiff_t lo = 0, hi = 0;
     size_t total = 0;
     int err;
@@ -301,7 +299,6 @@ static int scatterv(const void *sbuf, const int *scounts, const int *displs,
     c.scounts = scounts;
     c.sdispls = displs;
     c.root = root;
-    c.local_size = 1;
     ptrdiff_t lo = 0, hi = 0;
     size_t total = 0;
     int err;
