@@ -37,7 +37,8 @@ typedef struct {
     const void *sbuf;
     void *rbuf;
     int scount, rcount, root;
-    int *scounts, *sdispls, *rcounts, *rdispls;
+    int *scounts, *sdispls, *rcounts, *rdispls;   /* NULL: not given */
+    int *arrays;                     /* the copies' one allocation */
     struct ompi_datatype_t *sdtype, *rdtype;
     struct ompi_op_t *op;
 } persist_t;
@@ -165,7 +166,7 @@ static int persist_free(ompi_request_t **rptr)
     if (MPI_REQUEST_NULL != p->inner) {
         ompi_request_free(&p->inner);
     }
-    free(p->scounts);
+    free(p->arrays);
     OBJ_RELEASE(p->m);
     OMPI_REQUEST_FINI(&p->super.super);
     OBJ_RELEASE(p);
@@ -206,23 +207,21 @@ static persist_t *persist_new(mca_coll_xccl_module_t *m, xccl_coll_t coll)
     return p;
 }
 
-/* The v forms' arrays, copied (one allocation, freed with the request):
- * n arrays of size ints, NULL ones stay NULL. */
+/* The v forms' arrays, copied (one allocation, p->arrays, freed with the
+ * request): four arrays of size ints; NULL ones stay NULL. */
 static int copy_arrays(persist_t *p, int size, const int *a, const int *b, const int *c, const int *d)
 {
     const int *src[4] = { a, b, c, d };
     int **dst[4] = { &p->scounts, &p->sdispls, &p->rcounts, &p->rdispls };
-    int *all = malloc(4 * (size_t) (size > 0 ? size : 1) * sizeof(int));
-    if (NULL == all) {
+    p->arrays = malloc(4 * (size_t) (size > 0 ? size : 1) * sizeof(int));
+    if (NULL == p->arrays) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     for (int k = 0; k < 4; k++) {
-        int *to = all + (size_t) k * (size_t) size;
         if (NULL != src[k]) {
-            memcpy(to, src[k], (size_t) size * sizeof(int));
+            *dst[k] = p->arrays + (size_t) k * (size_t) size;
+            memcpy(*dst[k], src[k], (size_t) size * sizeof(int));
         }
-        /* the first array owns the allocation (persist_free) */
-        *dst[k] = 0 == k || NULL != src[k] ? to : NULL;
     }
     return MPI_SUCCESS;
 }
@@ -331,7 +330,6 @@ int mca_coll_xccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *r
         if (MPI_SUCCESS != copy_arrays(p, NULL != rcounts ? p->m->size : 0, NULL, NULL, rcounts, NULL)) {
             return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
         }
-        p->rcounts = NULL != rcounts ? p->rcounts : NULL;
     }
     return persist_out(p, request);
 }
@@ -426,9 +424,6 @@ int mca_coll_xccl_alltoallv_init(const void *sbuf, const int *scounts, const int
                                        rcounts, rdispls)) {
             return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
         }
-        if (in_place) {
-            p->scounts = NULL;
-        }
     }
     return persist_out(p, request);
 }
@@ -498,9 +493,6 @@ int mca_coll_xccl_scatterv_init(const void *sbuf, const int *scounts, const int 
         if (MPI_SUCCESS != copy_arrays(p, p->m->size, is_root ? scounts : NULL, is_root ? displs : NULL,
                                        NULL, NULL)) {
             return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
-        }
-        if (!is_root) {
-            p->scounts = NULL;
         }
     }
     return persist_out(p, request);
