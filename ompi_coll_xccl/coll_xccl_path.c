@@ -473,6 +473,17 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
     return 0;
 }
 
+/* Whether the fallback would compute c wrongly, so that xccl keeps it
+ * where only speed sends it away: 8- and 16-bit sums
+ * (mca_coll_xccl_stock_gets_wrong), and MPI_Ialltoallv in place, whose
+ * blocks stock Open MPI (4.1.4 and 5.0.7) takes from the wrong peers
+ * (MPI_IN_PLACE is every rank's or none's). */
+static inline int fallback_wrong(const mca_coll_xccl_call_t *c)
+{
+    return (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
+           (XCCL_COLL_ALLTOALLV == c->coll && c->in_place);
+}
+
 /* Whether c goes to the fallback, from what every rank shares: the
  * policy's reason why (policy below), or NULL.  Calls the policy sends
  * to the fallback as small stay with xccl where:
@@ -484,25 +495,18 @@ static int peer_wanted(const mca_coll_xccl_call_t *c)
  *    path as a request, or the executor where the vote turns the level
  *    off), or CUDA IPC is set up and takes it (on device buffers one GPU
  *    round trip, no copy across PCIe);
- *  - the fallback would compute the reduction wrongly.
+ *  - the fallback would compute the call wrongly (fallback_wrong), which
+ *    also keeps calls the policy sends away as not faster.
  * Figures: docs/bench/latency-path.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
-    /* Where the fallback is not faster, xccl runs what it would compute
-     * wrongly: 8- and 16-bit sums (mca_coll_xccl_stock_gets_wrong), and
-     * MPI_Ialltoallv in place, whose blocks stock Open MPI (4.1.4 and
-     * 5.0.7) takes from the wrong peers (MPI_IN_PLACE is every rank's or
-     * none's). */
-    if (xccl_select_why_slower == why &&
-        ((c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
-         (XCCL_COLL_ALLTOALLV == c->coll && c->in_place))) {
+    if (xccl_select_why_slower == why && fallback_wrong(c)) {
         return NULL;
     }
     const int level = xccl_coll_level(c->coll);
     if (xccl_select_why_small == why &&
         ((level && NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES && c->m->level_small) ||
-         (level && NULL != c->request && c->m->level_small_nb) ||
-         (c->reduction && mca_coll_xccl_stock_gets_wrong(c->rdtype, c->op)) ||
+         (level && NULL != c->request && c->m->level_small_nb) || fallback_wrong(c) ||
          (NULL != c->request && c->m->gpu_ipc && peer_wanted(c)))) {
         return NULL;
     }
