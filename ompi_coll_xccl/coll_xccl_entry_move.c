@@ -185,6 +185,8 @@ static int barrier(mca_coll_xccl_module_t *m, ompi_request_t **request)
 {
     mca_coll_xccl_call_t c;
     mca_coll_xccl_call_init(&c, m, XCCL_COLL_BARRIER, request, NULL, NULL);
+    /* no data: empty sides of bytes, which every path takes as such */
+    c.sdtype = c.rdtype = MPI_BYTE;
     return mca_coll_xccl_call_run(&c);
 }
 

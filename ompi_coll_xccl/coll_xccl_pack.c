@@ -192,8 +192,6 @@ int mca_coll_xccl_work_buffers(mca_coll_xccl_call_t *c, const void *sbuf, void *
             err = layout_copy(&x, pk, c->in_place ? rbuf : sbuf, c->total, c->in_place, rbuf,
                               c->rout, dt, s, r);
         }
-    } else if (XCCL_COLL_BARRIER == c->coll) {
-        *s = *r = NULL;
     } else if (XCCL_COLL_BCAST == c->coll) {
         *s = NULL;
         *r = (char *) rbuf + mca_coll_xccl_true_lb(dt);

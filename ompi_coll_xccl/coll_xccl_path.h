@@ -51,13 +51,8 @@ static inline int mca_coll_xccl_latency_buffers(mca_coll_xccl_call_t *c, const c
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_level *h = m->level;
-    char *ws, *wr = NULL;
-    if (XCCL_COLL_BARRIER != c->coll) {
-        wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
-    }
-    if (XCCL_COLL_BARRIER == c->coll) {
-        ws = NULL;                   /* no buffers */
-    } else if (c->reduction) {
+    char *ws, *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
+    if (c->reduction) {
         if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
             mca_coll_xccl_reduce_t red;
             size_t es = 1;
