@@ -291,6 +291,26 @@ int xccl_build_scatter_binomial(xccl_sched_t *s, size_t block, int root, int in_
 int xccl_build_scatter_linear(xccl_sched_t *s, size_t block, int root, int in_place);
 int xccl_build_scatterv_linear(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
                                int in_place);
+/* "shm": through the node's shared segment (s->slot_cap; flat, one node),
+ * pipelined in pieces through the slots (algos/shm_util.h).  reduce: the
+ * ranks reduce slices of each piece over every slot in rank order (the
+ * same bits on every rank and CPU), the root copies the slices out;
+ * gather(v): each rank's block through its slot, the root copies it out;
+ * scatter(v): the root's blocks through its slot, each rank copies its own
+ * out; alltoallv: each rank's blocks through its slot, every rank copies
+ * its blocks out of the senders' slots.  The v forms and alltoallv wait
+ * on the flags of the ranks they trade with, never on a rank's size that
+ * only that rank knows. */
+int xccl_build_reduce_shm(xccl_sched_t *s, size_t count, int root, int in_place);
+int xccl_build_gather_shm(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_gatherv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                           int in_place);
+int xccl_build_scatter_shm(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_scatterv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                            int in_place);
+int xccl_build_alltoallv_shm(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                             const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
+                             const void *pair_ctx);
 
 #ifdef __cplusplus
 }
