@@ -1,0 +1,918 @@
+/*
+ * Gather, gatherv, scatter and scatterv through the node's shared segment
+ * ("shm", algos/shm_gather.c and algos/shm_scatter.c) on the simulator:
+ * schedules that copy into their own slot of a simulated node segment
+ * (stale bytes in it) and read the peers' slots, synchronised by flags.
+ *
+ *   - p = 1..9 and 16, every root, in place and not; slots from the
+ *     smallest each builder takes (pieces of one byte) over a few pieces
+ *     to 1 MiB (pieces of 64 KiB); blocks of 0, 1 and 7 bytes, one piece
+ *     less a byte, one piece, one and a byte, many pieces (past the
+ *     slot's buffers, which are reused);
+ *   - the v forms: uneven counts with zeros, one rank with everything,
+ *     nothing at all; blocks in rank order, permuted with gaps of guard
+ *     bytes (never written), permuted back to back; off the root every
+ *     other count and every displacement is garbage, different on every
+ *     rank, and the rank's schedule must equal the one built from the
+ *     true arrays (it reads only bytes[rank]);
+ *   - buffers a convention says are not significant are NULL (the
+ *     executor fails on a reference to one), the others have their exact
+ *     size (ASan); results against references the test computes, inputs
+ *     unchanged;
+ *   - the schedules: no transfers, the slot within its cap, only the
+ *     writers use one, a flag per piece;
+ *   - many seeds (interleavings); planted bugs fail: a reuse or ready
+ *     wait removed, the exit waits removed (the simulator reports a rank
+ *     that reads the slot of one that has left);
+ *   - successive calls of all four, roots changing, on persistent slots,
+ *     ranks running ahead into their next calls: an early leaver's next
+ *     call overwrites what a slow root still reads (planted: caught);
+ *   - slots too small are refused, by every rank alike.
+ */
+#include <check.h>
+#include "check_main.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM_EXEC_SEQ 59
+#define SIM_SEED_SALT 61u
+#include "sim_harness.h"
+#include "xccl_build.h"
+
+static const int sizes_p[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16 };
+#define NP ((int) (sizeof(sizes_p) / sizeof(sizes_p[0])))
+
+#define GUARD 0xEE                     /* gaps of RECV, bytes not yet written */
+#define SEND_GUARD 0xDD                /* gaps of scatterv's SEND */
+#define BIG_SLOT ((size_t) 1 << 20)
+
+static unsigned seed_of(int p, unsigned salt)
+{
+    return (unsigned) p * 2654435761u + SIM_SEED_SALT + salt * 40503u;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The builders' pieces (their head comments), to pick sizes around them    */
+/* ------------------------------------------------------------------------ */
+
+/* algos/shm_util.h shm_cap and shm_floor for bytes. */
+static size_t usable(size_t cap)
+{
+    return cap >= 4096 ? (cap - 512) / 64 * 64 : cap;
+}
+
+static size_t floor64(size_t n)
+{
+    return n >= 64 ? n / 64 * 64 : n;
+}
+
+static size_t at_most_64k(size_t n)
+{
+    return n < 65536 ? n : 65536;
+}
+
+enum { C_GATHER, C_GATHERV, C_SCATTER, C_SCATTERV, NCOLLS };
+static const char *const coll_name[NCOLLS] = { "gather", "gatherv", "scatter", "scatterv" };
+
+static int is_gather(int coll)
+{
+    return C_GATHER == coll || C_GATHERV == coll;
+}
+
+static int is_v(int coll)
+{
+    return C_GATHERV == coll || C_SCATTERV == coll;
+}
+
+/* Gather: half the slot, at most 64 KiB; scatter: half the slot over
+ * p - 1 parts, at most 64 KiB. */
+static size_t piece_of(int coll, int p, size_t cap)
+{
+    if (is_gather(coll)) {
+        return at_most_64k(floor64(usable(cap) / 2));
+    }
+    return p > 1 ? at_most_64k(floor64(usable(cap) / 2 / (size_t) (p - 1))) : 0;
+}
+
+/* The smallest slot the builder takes at p: pieces of one byte. */
+static size_t min_slot(int coll, int p)
+{
+    return is_gather(coll) || p < 2 ? 2 : 2 * (size_t) (p - 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Planting bugs into built schedules                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    PLANT_NONE,
+    PLANT_NO_WAIT,             /* the waits for flag value `val` removed */
+    PLANT_NO_EXIT,             /* the waits of the last step removed: a rank leaves early */
+} plant_t;
+
+/* s rewritten in place; returns whether anything changed.  The exit
+ * waits: those of a last step with nothing else in it. */
+static int drop_waits(xccl_sched_t *s, plant_t how, uint32_t val)
+{
+    size_t w = 0;
+    int changed = 0;
+    for (size_t st = 0; st < s->nsteps; st++) {
+        const size_t begin = s->step_start[st], end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
+        int waits_only = 1;
+        for (size_t i = begin; i < end; i++) {
+            waits_only &= XCCL_ACT_WAIT == s->acts[i].kind;
+        }
+        s->step_start[st] = w;
+        for (size_t i = begin; i < end; i++) {
+            const int wait = XCCL_ACT_WAIT == s->acts[i].kind;
+            if ((PLANT_NO_WAIT == how && wait && s->acts[i].idx == val) ||
+                (PLANT_NO_EXIT == how && wait && st + 1 == s->nsteps && waits_only)) {
+                changed = 1;
+                continue;
+            }
+            s->acts[w++] = s->acts[i];
+        }
+    }
+    s->nacts = w;
+    return changed;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One case                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int coll, p, root, in_place;
+    size_t cap;
+    const size_t *c, *d;       /* every rank's true bytes and displacements */
+    size_t span;               /* RECV (gather) or SEND (scatter) at the root */
+    const char *label;         /* of the counts and places (v forms) */
+} gs_case_t;
+
+/* Byte i of rank q's block (gather: q's input; scatter: what q gets). */
+static unsigned char blk(int q, int root, size_t i)
+{
+    return pattern(q, root, i);
+}
+
+/* What rank r off the root holds in place of the other ranks' entries:
+ * its own count right, every other count and every displacement wrong,
+ * different from rank to rank. */
+static void garbage(int p, int r, const size_t *c, const size_t *d, size_t *v)
+{
+    for (int i = 0; i < p; i++) {
+        v[i] = i == r ? c[i] : c[i] + 1 + (size_t) ((r * 13 + i * 7) % 11) * 97;
+        v[p + i] = d[i] + 3 + (size_t) r * 5 + (size_t) i;
+    }
+}
+
+static int same_ref(xccl_ref_t x, xccl_ref_t y)
+{
+    return x.buf == y.buf && x.off == y.off && x.peer_plus1 == y.peer_plus1;
+}
+
+/* Whether two schedules do the same. */
+static int same_sched(const xccl_sched_t *x, const xccl_sched_t *y)
+{
+    if (x->nsteps != y->nsteps || x->nacts != y->nacts || x->slot_bytes != y->slot_bytes ||
+        x->flag_top != y->flag_top || x->stream_recv != y->stream_recv) {
+        return 0;
+    }
+    for (size_t st = 0; st < x->nsteps; st++) {
+        if (x->step_start[st] != y->step_start[st]) {
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < x->nacts; i++) {
+        const xccl_action_t *a = &x->acts[i], *b = &y->acts[i];
+        if (a->kind != b->kind || a->peer != b->peer || a->idx != b->idx || a->len != b->len ||
+            !same_ref(a->a, b->a) || !same_ref(a->b, b->b) || !same_ref(a->dst, b->dst)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int build_one(xccl_sched_t *s, const gs_case_t *k, const size_t *v)
+{
+    const int p = k->p, ip = s->rank == k->root && k->in_place;
+    switch (k->coll) {
+    case C_GATHER: return xccl_build_gather_shm(s, k->c[0], k->root, ip);
+    case C_SCATTER: return xccl_build_scatter_shm(s, k->c[0], k->root, ip);
+    case C_GATHERV: return xccl_build_gatherv_shm(s, v, v + p, k->root, ip);
+    default: return xccl_build_scatterv_shm(s, v, v + p, k->root, ip);
+    }
+}
+
+/* Rank r's schedule of k, with what r knows of the arrays (garbage off the
+ * root), checked for its shape. */
+static void build_rank(xccl_sched_t *s, const gs_case_t *k, int r, const char *what)
+{
+    const int p = k->p;
+    size_t *v = xmalloc(2 * (size_t) p * sizeof(size_t));
+    if (r == k->root) {
+        memcpy(v, k->c, (size_t) p * sizeof(size_t));
+        memcpy(v + p, k->d, (size_t) p * sizeof(size_t));
+    } else {
+        garbage(p, r, k->c, k->d, v);
+    }
+    s->slot_cap = k->cap;
+    ck_assert_msg(0 == build_one(s, k, v), "%s: rank %d: build failed", what, r);
+    ck_assert_msg(0 == strcmp(s->algo, "shm"), "%s: algo %s", what, s->algo);
+    ck_assert_msg(0 == s->max_xfers && 0 == tally(s).sends && 0 == tally(s).recvs, "%s: transfers", what);
+    ck_assert_msg(s->slot_bytes <= k->cap, "%s: rank %d slot %zu > cap %zu", what, r, s->slot_bytes, k->cap);
+    /* only the writers use a slot: the ranks of a gather, the root of a scatter */
+    const int writes = is_gather(k->coll) ? r != k->root : r == k->root;
+    ck_assert_msg(writes || 0 == s->slot_bytes, "%s: rank %d uses %zu bytes of its slot", what, r, s->slot_bytes);
+    /* a flag per piece: of the own block, or at the root of the longest */
+    if (p > 1) {
+        const size_t pc = piece_of(k->coll, p, k->cap);
+        size_t want = 0;
+        for (int q = 0; q < p; q++) {
+            const size_t n = (k->c[q] + pc - 1) / pc;
+            if (q != k->root && (r == k->root || q == r) && n > want) {
+                want = n;
+            }
+        }
+        ck_assert_msg(s->flag_top == want, "%s: rank %d posts %u flags, not %zu", what, r, s->flag_top, want);
+    }
+    if (is_v(k->coll) && r != k->root) {
+        /* the same as from the true arrays: nothing but bytes[r] read */
+        xccl_sched_t t;
+        xccl_sched_init(&t, r, p, 1);
+        t.slot_cap = k->cap;
+        memcpy(v, k->c, (size_t) p * sizeof(size_t));
+        memcpy(v + p, k->d, (size_t) p * sizeof(size_t));
+        ck_assert_int_eq(build_one(&t, k, v), 0);
+        ck_assert_msg(same_sched(s, &t), "%s: rank %d's schedule depends on other ranks' entries", what, r);
+        xccl_sched_fini(&t);
+    }
+    free(v);
+}
+
+/* The simulator runs a rank as far as it can go: steps without a wait
+ * unmet run back to back, and a peer cannot tell that a rank posted a
+ * flag before the next step's copies (some planted bugs would hide).  A
+ * gate that holds each step back once, at random, lets the peers run in
+ * between. */
+typedef struct {
+    unsigned seed;
+    int held;
+} stutter_t;
+
+static int stutter_ready(void *ctx, size_t step)
+{
+    stutter_t *g = ctx;
+    (void) step;
+    if (g->held) {
+        g->held = 0;
+        return 1;
+    }
+    g->seed = g->seed * 1103515245u + 12345u;
+    g->held = (g->seed >> 16) % 2;
+    return !g->held;
+}
+
+/* The harness's job_exec with a stuttering gate on every rank. */
+static int exec_stutter(job_t *j, unsigned seed, const char *what, char *err, size_t errlen)
+{
+    xccl_sim_t *sim = xccl_sim_create(j->p);
+    stutter_t *st = xmalloc((size_t) j->p * sizeof(*st));
+    xccl_gate_t *gate = xmalloc((size_t) j->p * sizeof(*gate));
+    int init_failed = 0;
+    ck_assert_ptr_nonnull(sim);
+    for (int r = 0; r < j->p; r++) {
+        j->scratch[r] = xmalloc(j->sched[r].scratch_bytes);
+        /* a slot holds stale bytes, as a real one does from earlier calls */
+        j->slot[r] = j->sched[r].slot_bytes ? xmalloc(j->sched[r].slot_bytes) : NULL;
+        if (j->slot[r]) {
+            memset(j->slot[r], 0xA5, j->sched[r].slot_bytes);
+        }
+        void *bufs[XCCL_NBUF] = { j->sbuf[r], j->rbuf[r], j->scratch[r], j->slot[r] };
+        init_failed |= 0 != xccl_exec_init(&j->exec[r], &j->sched[r], xccl_sim_transport(sim, r), bufs, NULL, NULL,
+                                           SIM_EXEC_SEQ);
+        xccl_exec_set_peer(&j->exec[r], xccl_sim_peer(sim, r));
+        st[r] = (stutter_t) { seed + (unsigned) r * 977u, 0 };
+        gate[r] = (xccl_gate_t) { &st[r], stutter_ready, NULL, NULL };
+        xccl_exec_set_gate(&j->exec[r], &gate[r]);
+    }
+    ck_assert_msg(!init_failed, "%s: exec_init failed", what);
+    const int rc = xccl_sim_run(sim, j->exec, j->p, seed);
+    snprintf(err, errlen, "%s", xccl_sim_error(sim));
+    for (int r = 0; r < j->p; r++) {
+        xccl_exec_fini(&j->exec[r]);
+        free(j->scratch[r]);
+        free(j->slot[r]);
+    }
+    xccl_sim_destroy(sim);
+    free(st);
+    free(gate);
+    return rc;
+}
+
+/* Runs case k under seed with the bug planted; 0, or -1 with the error
+ * in bad.  *planted: whether the plant changed anything. */
+static int run_case(const gs_case_t *k, unsigned seed, plant_t how, uint32_t val, int *planted, char *bad,
+                    size_t badlen)
+{
+    const int p = k->p, root = k->root, g = is_gather(k->coll);
+    char what[240];
+    job_t j;
+    int rc = 0, changed = 0;
+    snprintf(what, sizeof(what), "%s shm p=%d root=%d in_place=%d slot=%zu %s plant=%d/%u", coll_name[k->coll], p,
+             root, k->in_place, k->cap, k->label, (int) how, val);
+    job_init(&j, p, 1);
+    unsigned char *expect = xmalloc(k->span);
+    memset(expect, g ? GUARD : SEND_GUARD, k->span);
+    for (int q = 0; q < p; q++) {
+        for (size_t i = 0; i < k->c[q]; i++) {
+            expect[k->d[q] + i] = blk(q, root, i);
+        }
+    }
+    for (int r = 0; r < p; r++) {
+        build_rank(&j.sched[r], k, r, what);
+        if (PLANT_NONE != how) {
+            changed |= drop_waits(&j.sched[r], how, val);
+        }
+        const int ip = r == root && k->in_place;
+        if (g) {
+            if (r == root) {
+                j.rbuf[r] = xmalloc(k->span);
+                memset(j.rbuf[r], GUARD, k->span);
+                if (ip) {
+                    memcpy(j.rbuf[r] + k->d[r], expect + k->d[r], k->c[r]);
+                }
+            }
+            if (!ip) {
+                j.sbuf[r] = job_sbuf(&j, r, k->c[r]);
+                memcpy(j.sbuf[r], expect + k->d[r], k->c[r]);
+            }
+        } else {
+            if (r == root) {
+                j.sbuf[r] = job_sbuf(&j, r, k->span);
+                memcpy(j.sbuf[r], expect, k->span);
+            }
+            if (!ip) {
+                j.rbuf[r] = xmalloc(k->c[r]);
+                memset(j.rbuf[r], GUARD, k->c[r]);
+            }
+        }
+    }
+    if (planted) {
+        *planted = changed;
+    }
+    if (PLANT_NONE != how && !changed) {
+        goto out;
+    }
+    char err[256];
+    if (0 != exec_stutter(&j, seed, what, err, sizeof(err))) {
+        snprintf(bad, badlen, "%s: %s", what, err);
+        rc = -1;
+        goto out;
+    }
+    if (g) {
+        for (size_t i = 0; i < k->span; i++) {
+            if (j.rbuf[root][i] != expect[i]) {
+                snprintf(bad, badlen, "%s: root's byte %zu wrong (%s)", what, i,
+                         GUARD == expect[i] ? "a gap written" : "data");
+                rc = -1;
+                goto out;
+            }
+        }
+    }
+    for (int r = 0; r < p; r++) {
+        /* gather: the inputs unchanged; scatter: the blocks, the root's input unchanged */
+        const unsigned char *have = g ? j.sbuf[r] : j.rbuf[r];
+        if (have && 0 != memcmp(have, expect + k->d[r], k->c[r])) {
+            snprintf(bad, badlen, "%s: rank %d's %s wrong", what, r, g ? "input" : "block");
+            rc = -1;
+            goto out;
+        }
+    }
+    if (!g && 0 != memcmp(j.sbuf[root], expect, k->span)) {
+        snprintf(bad, badlen, "%s: the root's input changed", what);
+        rc = -1;
+    }
+out:
+    free(expect);
+    job_fini(&j);
+    return rc;
+}
+
+static void must_pass(const gs_case_t *k, unsigned seed)
+{
+    char bad[512] = "";
+    ck_assert_msg(0 == run_case(k, seed, PLANT_NONE, 0, NULL, bad, sizeof(bad)), "%s", bad);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Gather and scatter                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* A regular case: block bytes from (to) every rank. */
+static gs_case_t regular(int coll, int p, int root, int in_place, size_t cap, size_t block, size_t *c, size_t *d)
+{
+    for (int q = 0; q < p; q++) {
+        c[q] = block;
+        d[q] = (size_t) q * block;
+    }
+    return (gs_case_t) { coll, p, root, in_place, cap, c, d, (size_t) p * block, "regular" };
+}
+
+START_TEST(gather_scatter_shm)
+{
+    const int p = sizes_p[_i];
+    size_t c[16], d[16];
+    for (int coll = C_GATHER; coll <= C_SCATTER; coll += C_SCATTER - C_GATHER) {
+        const size_t caps[] = { p > 1 ? min_slot(coll, p) : 0, 256 + 64 * (size_t) p, BIG_SLOT };
+        for (int ci = 0; ci < 3; ci++) {
+            const size_t pc = p > 1 ? piece_of(coll, p, caps[ci]) : 1;
+            /* many pieces: past the slot's buffers (reused), but not at 1 MiB */
+            const size_t blocks[] = { 0, 1, 7, pc - 1, pc, pc + 1, BIG_SLOT == caps[ci] ? 2 * pc + 3 : 9 * pc + 5 };
+            for (int root = 0; root < p; root++) {
+                for (size_t bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+                    if (BIG_SLOT == caps[ci] && blocks[bi] > 1000 && root != 0 && root != p - 1 && root != p / 2) {
+                        continue;      /* the large blocks at three roots */
+                    }
+                    for (int in_place = 0; in_place < 2; in_place++) {
+                        const gs_case_t k = regular(coll, p, root, in_place, caps[ci], blocks[bi], c, d);
+                        must_pass(&k, seed_of(p, (unsigned) (root * 7 + (int) bi * 3 + in_place + ci * 101)));
+                    }
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Gatherv and scatterv                                                     */
+/* ------------------------------------------------------------------------ */
+
+enum { CNT_UNEVEN, CNT_ONE, CNT_ZERO, NCNT };
+enum { PLACE_RANK_ORDER, PLACE_PERMUTED_GAPS, PLACE_PERMUTED_TIGHT, NPLACE };
+static const char *const cnt_name[NCNT] = { "uneven", "one", "zero" };
+static const char *const place_name[NPLACE] = { "rank order", "permuted with gaps", "permuted tight" };
+
+/* Counts of kind k: uneven, zeros among them (odd sizes around unit);
+ * everything on rank `one`; nothing at all. */
+static void make_counts(int k, int p, size_t unit, int one, size_t *c)
+{
+    for (int i = 0; i < p; i++) {
+        const size_t v = (size_t) ((i * 7 + 3) % 5);
+        switch (k) {
+        case CNT_UNEVEN: c[i] = v * unit + (v ? (size_t) (i % 3) : 0); break;
+        case CNT_ONE: c[i] = i == one ? unit * (size_t) p + 37 : 0; break;
+        default: c[i] = 0; break;
+        }
+    }
+}
+
+/* Displacements of kind k (seed varies the permutation); returns the span,
+ * gaps included. */
+static size_t place_blocks(int k, int p, const size_t *c, unsigned seed, size_t *d)
+{
+    size_t off = PLACE_PERMUTED_GAPS == k ? 3 : 0;
+    int m = 1;                         /* coprime to p, near p / 2 */
+    if (PLACE_RANK_ORDER != k) {
+        for (m = p / 2 + 1; m > 1; m++) {
+            int a = m, b = p;
+            while (b) {
+                const int t = a % b;
+                a = b;
+                b = t;
+            }
+            if (1 == a) {
+                break;
+            }
+        }
+    }
+    for (int j = 0; j < p; j++) {
+        const int q = PLACE_RANK_ORDER == k ? j : (int) (((unsigned) j * (unsigned) m + seed) % (unsigned) p);
+        d[q] = off;
+        off += c[q];
+        if (PLACE_PERMUTED_GAPS == k) {
+            off += 1 + (size_t) ((j + (int) seed) % 4) * 5;
+        }
+    }
+    return off;
+}
+
+START_TEST(gatherv_scatterv_shm)
+{
+    const int p = sizes_p[_i];
+    const size_t units[] = { 1, 29, 300 };
+    size_t c[16], d[16];
+    char label[96];
+    for (int coll = C_GATHERV; coll <= C_SCATTERV; coll += C_SCATTERV - C_GATHERV) {
+        const size_t caps[] = { p > 1 ? min_slot(coll, p) : 0, 256 + 64 * (size_t) p, BIG_SLOT };
+        for (int ci = 0; ci < 3; ci++) {
+            for (int ui = 0; ui < 3; ui++) {
+                if (0 == ci && 2 == ui) {
+                    continue;          /* pieces of a byte: the smaller units */
+                }
+                for (int root = 0; root < p; root++) {
+                    for (int cnt = 0; cnt < NCNT; cnt++) {
+                        make_counts(cnt, p, units[ui], p / 2, c);
+                        for (int place = 0; place < NPLACE; place++) {
+                            const size_t span = place_blocks(place, p, c, (unsigned) (root + ui), d);
+                            snprintf(label, sizeof(label), "counts %s x%zu, %s", cnt_name[cnt], units[ui],
+                                     place_name[place]);
+                            for (int in_place = 0; in_place < 2; in_place++) {
+                                const gs_case_t k = { coll, p, root, in_place, caps[ci], c, d, span, label };
+                                must_pass(&k, seed_of(p, (unsigned) (root * 5 + cnt * 31 + place * 7 + ui * 3 +
+                                                                     in_place + ci * 211)));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Many interleavings; planted bugs                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Collective coll at p with several pieces through a slot of two
+ * buffers: uneven blocks (a zero among them) of 2 to 9 pieces, permuted
+ * with gaps (the regular forms: 5 pieces each). */
+static gs_case_t pieces_case(int coll, int p, int root, size_t *c, size_t *d)
+{
+    const size_t cap = min_slot(coll, p) * 8;      /* pieces of 8 bytes, 2 buffers */
+    const size_t pc = piece_of(coll, p, cap);
+    if (!is_v(coll)) {
+        return regular(coll, p, root, 0, cap, 5 * pc - 3, c, d);
+    }
+    for (int q = 0; q < p; q++) {
+        c[q] = 1 == q % 4 ? 0 : (size_t) (2 + (q * 5) % 8) * pc - (size_t) (q % 3);
+    }
+    const size_t span = place_blocks(PLACE_PERMUTED_GAPS, p, c, (unsigned) root, d);
+    return (gs_case_t) { coll, p, root, 0, cap, c, d, span, "pieces" };
+}
+
+static const int seed_ps[] = { 2, 3, 5, 8 };
+
+START_TEST(many_seeds)
+{
+    const int p = seed_ps[_i];
+    size_t c[16], d[16];
+    for (unsigned sd = 0; sd < 24; sd++) {
+        for (int coll = 0; coll < NCOLLS; coll++) {
+            const gs_case_t k = pieces_case(coll, p, (int) (sd % (unsigned) p), c, d);
+            must_pass(&k, seed_of(p, 100 + sd));
+        }
+    }
+}
+END_TEST
+
+/* The waits for each flag value of the first pieces removed in turn (a
+ * piece read before it was written, or a buffer rewritten before it was
+ * read), and the exit waits removed (a rank leaves while its slot is
+ * read: the simulator reports the reader), each caught by some seed; the
+ * intact schedules pass under the same seeds. */
+START_TEST(planted_bugs_fail)
+{
+    const int coll = _i, p = 4;
+    size_t c[16], d[16];
+    char bad[512] = "", first[512] = "";
+    for (int how = PLANT_NO_WAIT; how <= PLANT_NO_EXIT; how++) {
+        for (uint32_t val = 1; val <= (PLANT_NO_WAIT == how ? 4u : 1u); val++) {
+            int caught = 0, planted = 0;
+            for (unsigned sd = 0; sd < 64 && !caught; sd++) {
+                const gs_case_t k = pieces_case(coll, p, (int) (sd % 3), c, d);
+                const unsigned seed = seed_of(p, 300 + sd + val * 17);
+                must_pass(&k, seed);
+                if (0 != run_case(&k, seed, (plant_t) how, val, &planted, bad, sizeof(bad))) {
+                    caught = 1;
+                    snprintf(first, sizeof(first), "%s", bad);
+                }
+                ck_assert_msg(planted, "%s: nothing to plant (%d/%u)", coll_name[coll], how, val);
+            }
+            fprintf(stderr, "planted %s, %s %u: %s\n", coll_name[coll],
+                    PLANT_NO_WAIT == how ? "waits removed for flag" : "exit waits removed", val,
+                    caught ? first : "NOT CAUGHT");
+            ck_assert_msg(caught, "%s: plant %d/%u not caught", coll_name[coll], how, val);
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Successive calls, interleaved: the slot outlives the call                */
+/* ------------------------------------------------------------------------ */
+
+/* Virtual ranks each run a list of calls on persistent slots, progressed
+ * in a random order as far as each can go (into their next calls too). */
+typedef struct {
+    int p;
+    unsigned char **slot;
+    struct {
+        int posted;
+        uint32_t seq, val;
+    } *flag;
+    int *ranks;                        /* ctx of each rank's provider: its rank */
+} mc_t;
+
+static mc_t *mc_cur;
+
+static void *mc_buf(void *ctx, int peer, xccl_buf_id_t id)
+{
+    (void) ctx;
+    return XCCL_BUF_SLOT == id ? mc_cur->slot[peer] : NULL;
+}
+
+static int mc_post(void *ctx, uint32_t seq, uint32_t val)
+{
+    const int r = *(const int *) ctx;
+    mc_cur->flag[r].posted = 1;
+    mc_cur->flag[r].seq = seq;
+    mc_cur->flag[r].val = val;
+    return 0;
+}
+
+static int mc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
+{
+    (void) ctx;
+    const uint32_t fs = mc_cur->flag[peer].seq;
+    return mc_cur->flag[peer].posted && (fs == seq ? mc_cur->flag[peer].val >= val : (int32_t) (fs - seq) > 0);
+}
+
+#define MC_CALLS 40
+#define MC_SLOT 1024
+
+/* Call i: its collective, root and arrays (the same on every rank). */
+typedef struct {
+    int coll, root;
+    size_t c[8], d[8], span;
+} mc_spec_t;
+
+static void mc_spec(int i, int p, unsigned mix, mc_spec_t *m)
+{
+    m->coll = (int) (((unsigned) i * 3u + mix * (unsigned) (i / 3)) % NCOLLS);
+    m->root = (int) (((unsigned) i * 5u + mix) % (unsigned) p);
+    for (int q = 0; q < p; q++) {
+        /* 0 to about 4 pieces of a 512-byte gather or 1024/(2(p-1)) scatter */
+        const size_t base = is_v(m->coll) ? (size_t) ((q * 7 + i * 3) % 5) * 301 : 700 + (size_t) (i % 7) * 11;
+        m->c[q] = base + (is_v(m->coll) && base ? (size_t) (q % 3) : 0);
+    }
+    if (is_v(m->coll)) {
+        m->span = place_blocks(PLACE_PERMUTED_GAPS, p, m->c, (unsigned) i, m->d);
+    } else {
+        for (int q = 0; q < p; q++) {
+            m->c[q] = m->c[0];
+            m->d[q] = (size_t) q * m->c[0];
+        }
+        m->span = (size_t) p * m->c[0];
+    }
+}
+
+/* Byte i of rank q's block in call `call`. */
+static unsigned char mc_byte(int call, int q, size_t i)
+{
+    return (unsigned char) (call * 37 + q * 11 + (int) i * 3 + (int) (i >> 8) + 1);
+}
+
+typedef struct {
+    xccl_sched_t s;
+    xccl_exec_t e;
+    unsigned char *in, *out;
+    int started;
+} mc_call_t;
+
+static void mc_build(mc_call_t *cl, const mc_spec_t *m, int r, int p, int call, plant_t how)
+{
+    const int root = m->root, g = is_gather(m->coll);
+    const gs_case_t k = { m->coll, p, root, 0, MC_SLOT, m->c, m->d, m->span, "successive" };
+    char what[64];
+    snprintf(what, sizeof(what), "successive p=%d call %d", p, call);
+    xccl_sched_init(&cl->s, r, p, 1);
+    build_rank(&cl->s, &k, r, what);
+    if (PLANT_NONE != how) {
+        drop_waits(&cl->s, how, 0);
+    }
+    cl->in = cl->out = NULL;
+    if (g || r == root) {
+        const size_t n = g ? m->c[r] : m->span;
+        cl->in = xmalloc(n);
+        memset(cl->in, SEND_GUARD, n);
+        for (int q = 0; q < p; q++) {
+            if (g ? q == r : 1) {
+                for (size_t i = 0; i < m->c[q]; i++) {
+                    cl->in[(g ? 0 : m->d[q]) + i] = mc_byte(call, q, i);
+                }
+            }
+        }
+    }
+    if (!g || r == root) {
+        const size_t n = g ? m->span : m->c[r];
+        cl->out = xmalloc(n);
+        memset(cl->out, GUARD, n);
+    }
+}
+
+static int mc_check(const mc_call_t *cl, const mc_spec_t *m, int r, int p, int call)
+{
+    if (is_gather(m->coll) && r != m->root) {
+        return 0;
+    }
+    for (int q = 0; q < p; q++) {
+        if (is_gather(m->coll) || q == r) {
+            const size_t at = is_gather(m->coll) ? m->d[q] : 0;
+            for (size_t i = 0; i < m->c[q]; i++) {
+                if (cl->out[at + i] != mc_byte(call, q, i)) {
+                    return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* Runs MC_CALLS calls on p ranks; 0 ok, -1 a wrong result or deadlock. */
+static int run_successive(int p, unsigned seed, unsigned mix, plant_t how, char *bad, size_t badlen)
+{
+    mc_t mc;
+    mc.p = p;
+    mc.slot = xmalloc((size_t) p * sizeof(*mc.slot));
+    mc.flag = calloc((size_t) p, sizeof(*mc.flag));
+    mc.ranks = xmalloc((size_t) p * sizeof(int));
+    xccl_peer_t *peer = xmalloc((size_t) p * sizeof(*peer));
+    mc_call_t *cur = calloc((size_t) p, sizeof(*cur));
+    int *at = calloc((size_t) p, sizeof(int)), *order = xmalloc((size_t) p * sizeof(int));
+    mc_cur = &mc;
+    for (int r = 0; r < p; r++) {
+        mc.slot[r] = xmalloc(MC_SLOT);
+        memset(mc.slot[r], 0xA5, MC_SLOT);
+        mc.ranks[r] = r;
+        peer[r] = (xccl_peer_t) { &mc.ranks[r], mc_buf, mc_post, mc_test, NULL, NULL };
+        order[r] = r;
+    }
+    int rc = 0, idle = 0, left = p;
+    while (left > 0 && 0 == rc) {
+        for (int i = p - 1; i > 0; i--) {
+            seed = seed * 1103515245u + 12345u;
+            const int j = (int) ((seed >> 16) % (unsigned) (i + 1)), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        int moved = 0;
+        for (int k = 0; k < p && 0 == rc; k++) {
+            const int r = order[k];
+            /* a random share of turns is skipped: some ranks fall behind */
+            seed = seed * 1103515245u + 12345u;
+            if ((seed >> 16) % 3 == 0) {
+                continue;
+            }
+            while (at[r] < MC_CALLS && 0 == rc) {
+                mc_call_t *cl = &cur[r];
+                mc_spec_t m;
+                mc_spec(at[r], p, mix, &m);
+                if (!cl->started) {
+                    mc_build(cl, &m, r, p, at[r], how);
+                    void *bufs[XCCL_NBUF] = { cl->in, cl->out, NULL, mc.slot[r] };
+                    ck_assert_int_eq(xccl_exec_init(&cl->e, &cl->s, NULL, bufs, NULL, NULL, 500u + (unsigned) at[r]),
+                                     0);
+                    xccl_exec_set_peer(&cl->e, &peer[r]);
+                    cl->started = 1;
+                }
+                const size_t before = cl->e.step;
+                const int st = xccl_exec_progress(&cl->e);
+                moved |= cl->e.step != before || st != 0;
+                if (st < 0) {
+                    snprintf(bad, badlen, "p=%d rank %d call %d: execution failed", p, r, at[r]);
+                    rc = -1;
+                } else if (0 == st) {
+                    break;
+                } else {
+                    if (0 != mc_check(cl, &m, r, p, at[r])) {
+                        snprintf(bad, badlen, "p=%d rank %d call %d (%s root %d): wrong result", p, r, at[r],
+                                 coll_name[m.coll], m.root);
+                        rc = -1;
+                    }
+                    xccl_exec_fini(&cl->e);
+                    xccl_sched_fini(&cl->s);
+                    free(cl->in);
+                    free(cl->out);
+                    memset(cl, 0, sizeof(*cl));
+                    if (++at[r] == MC_CALLS) {
+                        left--;
+                    }
+                }
+            }
+        }
+        idle = moved ? 0 : idle + 1;
+        if (idle > 50 && 0 == rc) {
+            snprintf(bad, badlen, "p=%d: deadlock", p);
+            rc = -1;
+        }
+    }
+    for (int r = 0; r < p; r++) {
+        if (cur[r].started) {
+            xccl_exec_fini(&cur[r].e);
+            xccl_sched_fini(&cur[r].s);
+            free(cur[r].in);
+            free(cur[r].out);
+        }
+        free(mc.slot[r]);
+    }
+    free(mc.slot);
+    free(mc.flag);
+    free(mc.ranks);
+    free(peer);
+    free(cur);
+    free(at);
+    free(order);
+    return rc;
+}
+
+START_TEST(successive_calls_interleaved)
+{
+    char bad[256] = "";
+    for (int p = 2; p <= 7; p++) {
+        for (unsigned sd = 0; sd < 12; sd++) {
+            ck_assert_msg(0 == run_successive(p, seed_of(p, 700 + sd), sd % 4, PLANT_NONE, bad, sizeof(bad)), "%s",
+                          bad);
+        }
+    }
+    /* without the exit waits a rank goes on to its next call and writes
+     * its slot (a gather's rank, a scatter's root) while the root of the
+     * last still reads it, or (a scatter's root) a reader still reads */
+    for (int p = 2; p <= 5; p++) {
+        int caught = 0;
+        for (unsigned sd = 0; sd < 24 && !caught; sd++) {
+            caught = 0 != run_successive(p, seed_of(p, 900 + sd), sd % 4, PLANT_NO_EXIT, bad, sizeof(bad));
+        }
+        fprintf(stderr, "planted: p=%d, successive calls without exit waits: %s\n", p, caught ? bad : "NOT CAUGHT");
+        ck_assert_msg(caught, "p=%d: successive calls without exit waits not caught", p);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Slots too small                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* 1: rank r's build of coll at p (root 0) with this slot fails (marked
+ * failed). */
+static int refused(int coll, int p, int r, size_t cap, size_t block)
+{
+    xccl_sched_t s;
+    size_t v[2 * 16];
+    for (int q = 0; q < p; q++) {
+        v[q] = q == r ? block : 1000;  /* the others' entries garbage off the root */
+        v[p + q] = 0;
+    }
+    xccl_sched_init(&s, r, p, 1);
+    s.slot_cap = cap;
+    const gs_case_t k = { coll, p, 0, 0, cap, v + r, v + p, 0, "" };    /* c[0]: the block */
+    const int rc = build_one(&s, &k, v);
+    ck_assert_msg(0 == rc || (-1 == rc && s.error), "%s: rc %d error %d", coll_name[coll], rc, s.error);
+    ck_assert_str_eq(s.algo, "shm");
+    xccl_sched_fini(&s);
+    return 0 != rc;
+}
+
+START_TEST(small_slot_refused)
+{
+    for (int coll = 0; coll < NCOLLS; coll++) {
+        for (int p = 2; p <= 9; p++) {
+            const size_t min = min_slot(coll, p);
+            for (int r = 0; r < p; r++) {
+                /* by every rank alike, whatever its block, zero included
+                 * (only the regular forms, whose ranks all know the block,
+                 * skip the slot for a block of 0) */
+                for (size_t block = 0; block < 3; block++) {
+                    ck_assert_int_eq(refused(coll, p, r, min - 1, block), is_v(coll) || block > 0);
+                    ck_assert_int_eq(refused(coll, p, r, 0, block), is_v(coll) || block > 0);
+                    ck_assert_int_eq(refused(coll, p, r, min, block), 0);
+                }
+            }
+        }
+        /* one rank needs no slot */
+        ck_assert_int_eq(refused(coll, 1, 0, 0, 5), 0);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("shm_gather_scatter");
+    TCase *tc = tcase_create("basics");
+    tcase_set_timeout(tc, 900);
+    tcase_add_test(tc, small_slot_refused);
+    tcase_add_loop_test(tc, planted_bugs_fail, 0, NCOLLS);
+    tcase_add_loop_test(tc, many_seeds, 0, (int) (sizeof(seed_ps) / sizeof(seed_ps[0])));
+    tcase_add_test(tc, successive_calls_interleaved);
+    suite_add_tcase(su, tc);
+    tc = tcase_create("sizes");
+    tcase_set_timeout(tc, 900);
+    tcase_add_loop_test(tc, gather_scatter_shm, 0, NP);
+    tcase_add_loop_test(tc, gatherv_scatterv_shm, 0, NP);
+    suite_add_tcase(su, tc);
+    return xccl_check_run(su);
+}
