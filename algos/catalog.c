@@ -310,6 +310,10 @@ static int rd_chain(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return xccl_build_reduce_chain(s, a->count, a->root, a->in_place, 64 * 1024);
 }
+static int rd_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_reduce_shm(s, a->count, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
 static int bar_dissem(xccl_sched_t *s, const xccl_coll_args_t *a) { (void) a; return xccl_build_barrier_dissemination(s); }
 static int bar_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
@@ -327,6 +331,11 @@ static int agv_bruck(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return xccl_build_allgatherv_bruck(s, a->vec, a->vec + s->size, a->in_place);
 }
+static int agv_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_allgatherv_shm(s, a->vec, a->vec + s->size, a->in_place)
+                          : XCCL_NOT_APPLICABLE;
+}
 static int a2av_pw(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     const size_t p = (size_t) s->size;
@@ -336,6 +345,12 @@ static int a2av_direct(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     const size_t p = (size_t) s->size;
     return xccl_build_alltoallv_direct(s, a->vec, a->vec + p, a->vec + 2 * p, a->vec + 3 * p, NULL, NULL);
+}
+static int a2av_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    const size_t p = (size_t) s->size;
+    return shm_flat(s, a) ? xccl_build_alltoallv_shm(s, a->vec, a->vec + p, a->vec + 2 * p, a->vec + 3 * p, NULL, NULL)
+                          : XCCL_NOT_APPLICABLE;
 }
 static int ga_binomial(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
@@ -349,6 +364,15 @@ static int gav_linear(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return xccl_build_gatherv_linear(s, a->vec, a->vec + s->size, a->root, a->in_place);
 }
+static int ga_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_gather_shm(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int gav_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_gatherv_shm(s, a->vec, a->vec + s->size, a->root, a->in_place)
+                          : XCCL_NOT_APPLICABLE;
+}
 static int sc_binomial(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return xccl_build_scatter_binomial(s, a->block, a->root, a->in_place);
@@ -360,6 +384,15 @@ static int sc_linear(xccl_sched_t *s, const xccl_coll_args_t *a)
 static int scv_linear(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return xccl_build_scatterv_linear(s, a->vec, a->vec + s->size, a->root, a->in_place);
+}
+static int sc_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_scatter_shm(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int scv_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return shm_flat(s, a) ? xccl_build_scatterv_shm(s, a->vec, a->vec + s->size, a->root, a->in_place)
+                          : XCCL_NOT_APPLICABLE;
 }
 
 /* The first algorithm of each collective is its measured default (auto
@@ -393,14 +426,16 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "chain", bc_chain }, { "hier", bc_hier }, { "hier_rails", bc_hier_rails },
         { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader },
         { "nhr", bc_nhr }, { "nb", bc_nb } },
-    [XCCL_COLL_REDUCE] = { { "binomial", rd_binomial }, { "rabenseifner", rd_rab }, { "chain", rd_chain } },
+    [XCCL_COLL_REDUCE] = { { "binomial", rd_binomial }, { "rabenseifner", rd_rab }, { "chain", rd_chain },
+        { "shm", rd_shm } },
     [XCCL_COLL_BARRIER] = { { "dissemination", bar_dissem }, { "shm", bar_shm } },
-    [XCCL_COLL_ALLGATHERV] = { { "ring", agv_ring }, { "direct", agv_direct }, { "bruck", agv_bruck } },
-    [XCCL_COLL_ALLTOALLV] = { { "pairwise", a2av_pw }, { "direct", a2av_direct } },
-    [XCCL_COLL_GATHER] = { { "binomial", ga_binomial }, { "linear", ga_linear } },
-    [XCCL_COLL_GATHERV] = { { "linear", gav_linear } },
-    [XCCL_COLL_SCATTER] = { { "binomial", sc_binomial }, { "linear", sc_linear } },
-    [XCCL_COLL_SCATTERV] = { { "linear", scv_linear } },
+    [XCCL_COLL_ALLGATHERV] = { { "ring", agv_ring }, { "direct", agv_direct }, { "bruck", agv_bruck },
+        { "shm", agv_shm } },
+    [XCCL_COLL_ALLTOALLV] = { { "pairwise", a2av_pw }, { "direct", a2av_direct }, { "shm", a2av_shm } },
+    [XCCL_COLL_GATHER] = { { "binomial", ga_binomial }, { "linear", ga_linear }, { "shm", ga_shm } },
+    [XCCL_COLL_GATHERV] = { { "linear", gav_linear }, { "shm", gav_shm } },
+    [XCCL_COLL_SCATTER] = { { "binomial", sc_binomial }, { "linear", sc_linear }, { "shm", sc_shm } },
+    [XCCL_COLL_SCATTERV] = { { "linear", scv_linear }, { "shm", scv_shm } },
 };
 
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n)

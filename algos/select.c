@@ -310,8 +310,13 @@ xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cac
         return sel;
     }
     if (xccl_coll_sizes_local(coll)) {
-        sel.algo = XCCL_SEL_FIRST;
-        sel.by = XCCL_BY_FIRST;
+        /* the level's rule reads no size of these; else the first */
+        sel.algo = shm_rule(coll, a, ranks, 0);
+        sel.by = XCCL_BY_LEVEL;
+        if (sel.algo < XCCL_SEL_FIRST) {
+            sel.algo = XCCL_SEL_FIRST;
+            sel.by = XCCL_BY_FIRST;
+        }
         return sel;
     }
     sel.algo = xccl_select_tuned(p, coll, ranks, bytes);

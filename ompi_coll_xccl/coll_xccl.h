@@ -245,6 +245,10 @@ typedef struct {
      * this job and on this node), since a nonblocking call cannot wait
      * for the vote, which ends at different calls on different ranks. */
     int level_small_nb;
+    /* The level may run and every member is of this job and on this node:
+     * fixed at enable, alike on every rank (the vote may still turn the
+     * level off; the call then runs over the transport). */
+    int level_local;
     int persistent;                  /* a persistent request's start runs its call
                                       * (coll_xccl_persist.c): the verbose line says so */
     int level_cma;                   /* every rank reads its node peers' memory (process_vm_readv) */

@@ -46,13 +46,14 @@ void mca_coll_xccl_level_init(mca_coll_xccl_module_t *m)
         m->level_state = XCCL_LEVEL_UNDECIDED;
     }
     m->level_small = XCCL_LEVEL_UNDECIDED == m->level_state && c->shm_small;
-    m->level_small_nb = m->level_small && (NULL == c->node_layout || !c->node_layout[0]);
+    m->level_local = XCCL_LEVEL_UNDECIDED == m->level_state && (NULL == c->node_layout || !c->node_layout[0]);
     const ompi_proc_t *me = ompi_proc_local();
-    for (int i = 0; m->level_small_nb && i < m->size; i++) {
+    for (int i = 0; m->level_local && i < m->size; i++) {
         const ompi_proc_t *proc = ompi_comm_peer_lookup(m->comm, i);
-        m->level_small_nb = proc->super.proc_name.jobid == me->super.proc_name.jobid &&
-                          OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags);
+        m->level_local = proc->super.proc_name.jobid == me->super.proc_name.jobid &&
+                         OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags);
     }
+    m->level_small_nb = m->level_small && m->level_local;
 }
 
 int mca_coll_xccl_level_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,

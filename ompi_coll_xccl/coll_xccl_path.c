@@ -497,11 +497,27 @@ static inline int fallback_wrong(const mca_coll_xccl_call_t *c)
  *    round trip, no copy across PCIe);
  *  - the fallback would compute the call wrongly (fallback_wrong), which
  *    also keeps calls the policy sends away as not faster.
- * Figures: docs/bench/latency-path.md. */
+ * Calls the policy sends away as not faster (the collectives without a
+ * latency path: xccl_coll_level) stay with xccl where the collective has
+ * a form of the level ("shm") and the communicator is one node of this
+ * job whose level may run (m->level_local): its schedules then run
+ * through the node's segment, not the transport.  Below small_msg_bytes
+ * the fallback is faster (the executor's cost per call), where every
+ * rank knows the size; alltoallv, gatherv and scatterv stay whatever
+ * their sizes.  Figures: docs/bench/latency-path.md,
+ * docs/bench/more-collectives.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
-    if (xccl_select_why_slower == why && fallback_wrong(c)) {
-        return NULL;
+    if (xccl_select_why_slower == why) {
+        if (fallback_wrong(c)) {
+            return NULL;
+        }
+        if (c->m->level_local && xccl_select_level_index(c->coll, XCCL_LEVEL_SHM) >= XCCL_SEL_FIRST) {
+            return xccl_coll_sizes_local(c->coll) ||
+                           c->bytes >= (size_t) mca_coll_xccl_component.policy.small_bytes
+                       ? NULL
+                       : xccl_select_why_small;
+        }
     }
     const int level = xccl_coll_level(c->coll);
     if (xccl_select_why_small == why &&

@@ -51,8 +51,9 @@
 # blocks from the wrong peer there), and .stock_ialltoallv_inplace.np4,
 # with xccl excluded, passes while stock is wrong; .carried.np4: xccl
 # carried each of the sixteen calls of xccl_mpi_colls -V (algo= lines, no
-# fallback= line), every algorithm but barrier's forced (auto hands the
-# others to the fallback: not_faster).
+# fallback= line), every algorithm but barrier's forced to one over the
+# transport; .carried_auto.np4: the same with nothing forced (one node:
+# the level's forms).
 # xccl_mpi_persist (persistent collectives of the fourteen: one init and
 # many starts each, MPI_Startall, requests never started or freed after
 # their communicator, two threads; see the program's header) runs at np 1,
@@ -766,6 +767,7 @@ colls_algo_sets=(
     "reduce=binomial barrier=dissemination allgatherv=ring alltoallv=pairwise gather=binomial gatherv=linear scatter=binomial scatterv=linear"
     "reduce=rabenseifner barrier=shm allgatherv=direct alltoallv=direct gather=linear scatter=linear"
     "reduce=chain allgatherv=bruck"
+    "reduce=shm allgatherv=shm alltoallv=shm gather=shm gatherv=shm scatter=shm scatterv=shm"
 )
 for set in "${colls_algo_sets[@]}"; do
     force=()
@@ -825,14 +827,22 @@ if selected "$name"; then
 fi
 # xccl carries each of the eight collectives, blocking and nonblocking
 # (xccl_mpi_colls -V: calls on predefined types, MPI_COMM_WORLD).
-# Alltoallv (but in place), gatherv and scatterv go to the fallback unless
-# an algorithm is forced (fallback=sizes_local): forced here.
+# Each through an algorithm over the transport, forced (auto runs the
+# level's forms on one node: .carried_auto below).
 name=xccl_mpi_colls.carried.np4
 if selected "$name"; then
     run_mpi "$name" 4 --mca coll_xccl_alltoallv_algorithm pairwise --mca coll_xccl_gatherv_algorithm linear \
         --mca coll_xccl_scatterv_algorithm linear --mca coll_xccl_reduce_algorithm binomial \
         --mca coll_xccl_allgatherv_algorithm ring --mca coll_xccl_gather_algorithm binomial \
         --mca coll_xccl_scatter_algorithm binomial "$bindir/xccl_mpi_colls" -V
+    judge "$name" 4 check_colls_carried
+fi
+# The same with no algorithm forced (and these tests' small_msg_bytes 0):
+# on one node xccl carries them through the shared-memory level (decide:
+# level_local), no fallback= line.
+name=xccl_mpi_colls.carried_auto.np4
+if selected "$name"; then
+    run_mpi "$name" 4 "$bindir/xccl_mpi_colls" -V
     judge "$name" 4 check_colls_carried
 fi
 

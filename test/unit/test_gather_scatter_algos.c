@@ -12,8 +12,9 @@
  * untouched, permuted back to back; off the root the counts and
  * displacements of the other ranks are wrong on purpose (only
  * bytes[rank] may be read).  Results against references the test
- * computes; inputs must survive.  Then the textbook shapes of the
- * binomial trees.
+ * computes; inputs must survive.  The same through the shared-memory
+ * forms ("shm") with a node segment of 4 and 64 KiB.  Then the textbook
+ * shapes of the binomial trees.
  *
  * Buffers have their exact size so that ASan catches a schedule that
  * strays past them; one assertion per buffer (Check is slow per byte).
@@ -30,6 +31,7 @@
 #include "sim_harness.h"
 #include "xccl_build.h"
 #include "xccl_catalog.h"
+#include "xccl_select.h"
 
 static const int sizes_p[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 32, 33, 64 };
 #define NP ((int) (sizeof(sizes_p) / sizeof(sizes_p[0])))
@@ -44,6 +46,17 @@ static const size_t blocks[] = { 0, 1, 7, 4096 };
 /* ------------------------------------------------------------------------ */
 /* Jobs through the catalog                                                 */
 /* ------------------------------------------------------------------------ */
+
+/* The node segment's slot the builders see (xccl_coll_args_t.shm_slot):
+ * 0, where the shared-memory forms ("shm") are not applicable, or the
+ * slot of the shm_forms cases, which run those forms alone (only_shm). */
+static size_t slot_cap;
+static int only_shm;
+
+static int wanted(const xccl_algo_t *al)
+{
+    return !only_shm || 0 == strcmp(al->name, "shm");
+}
 
 /* Builds rank r's schedule with entry al and args[r] on every rank.
  * Returns 1, or 0 where every rank's builder says XCCL_NOT_APPLICABLE
@@ -120,6 +133,9 @@ static long check_block(const unsigned char *b, int q, int root, size_t n)
 
 static void check_gather(const xccl_algo_t *al, int p, size_t block, int root, int in_place)
 {
+    if (!wanted(al)) {
+        return;
+    }
     char what[160];
     job_t j;
     xccl_coll_args_t *args = xmalloc((size_t) p * sizeof(*args));
@@ -128,6 +144,7 @@ static void check_gather(const xccl_algo_t *al, int p, size_t block, int root, i
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
         memset(&args[r], 0, sizeof(args[r]));
+        args[r].shm_slot = slot_cap;
         args[r].block = block;
         args[r].root = root;
         args[r].in_place = r == root && in_place;
@@ -164,6 +181,9 @@ static void check_gather(const xccl_algo_t *al, int p, size_t block, int root, i
 
 static void check_scatter(const xccl_algo_t *al, int p, size_t block, int root, int in_place)
 {
+    if (!wanted(al)) {
+        return;
+    }
     char what[160];
     job_t j;
     xccl_coll_args_t *args = xmalloc((size_t) p * sizeof(*args));
@@ -172,6 +192,7 @@ static void check_scatter(const xccl_algo_t *al, int p, size_t block, int root, 
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
         memset(&args[r], 0, sizeof(args[r]));
+        args[r].shm_slot = slot_cap;
         args[r].block = block;
         args[r].root = root;
         args[r].in_place = r == root && in_place;
@@ -206,9 +227,8 @@ static void check_scatter(const xccl_algo_t *al, int p, size_t block, int root, 
     free(args);
 }
 
-START_TEST(gather_scatter)
+static void sweep_gather_scatter(int p)
 {
-    const int p = sizes_p[_i];
     int roots[ALL_ROOTS_P > 5 ? ALL_ROOTS_P : 5], nga, nsc;
     const int nroots = pick_roots(p, ALL_ROOTS_P, roots);
     const xccl_algo_t *ga = row(XCCL_COLL_GATHER, &nga), *sc = row(XCCL_COLL_SCATTER, &nsc);
@@ -224,6 +244,10 @@ START_TEST(gather_scatter)
             }
         }
     }
+}
+START_TEST(gather_scatter)
+{
+    sweep_gather_scatter(sizes_p[_i]);
 }
 END_TEST
 
@@ -339,6 +363,9 @@ static unsigned vcase_salt(const vcase_t *v)
 
 static void check_gatherv(const xccl_algo_t *al, const vcase_t *v)
 {
+    if (!wanted(al)) {
+        return;
+    }
     const int p = v->p, root = v->root;
     char what[200];
     job_t j;
@@ -359,6 +386,7 @@ static void check_gatherv(const xccl_algo_t *al, const vcase_t *v)
             spoil_off_root(p, r, c, d, rv);
         }
         memset(&args[r], 0, sizeof(args[r]));
+        args[r].shm_slot = slot_cap;
         args[r].root = root;
         args[r].in_place = r == root && v->in_place;
         args[r].vec = rv;
@@ -396,6 +424,9 @@ static void check_gatherv(const xccl_algo_t *al, const vcase_t *v)
 
 static void check_scatterv(const xccl_algo_t *al, const vcase_t *v)
 {
+    if (!wanted(al)) {
+        return;
+    }
     const int p = v->p, root = v->root;
     char what[200];
     job_t j;
@@ -418,6 +449,7 @@ static void check_scatterv(const xccl_algo_t *al, const vcase_t *v)
             spoil_off_root(p, r, c, d, rv);
         }
         memset(&args[r], 0, sizeof(args[r]));
+        args[r].shm_slot = slot_cap;
         args[r].root = root;
         args[r].in_place = r == root && v->in_place;
         args[r].vec = rv;
@@ -446,9 +478,8 @@ static void check_scatterv(const xccl_algo_t *al, const vcase_t *v)
     free(d);
 }
 
-START_TEST(gatherv_scatterv)
+static void sweep_gatherv_scatterv(int p)
 {
-    const int p = sizes_p[_i];
     int roots[ALL_ROOTS_P > 5 ? ALL_ROOTS_P : 5], ngv, nsv;
     const int nroots = pick_roots(p, ALL_ROOTS_P, roots);
     const xccl_algo_t *gv = row(XCCL_COLL_GATHERV, &ngv), *sv = row(XCCL_COLL_SCATTERV, &nsv);
@@ -471,6 +502,10 @@ START_TEST(gatherv_scatterv)
         }
     }
 }
+START_TEST(gatherv_scatterv)
+{
+    sweep_gatherv_scatterv(sizes_p[_i]);
+}
 END_TEST
 
 /* ------------------------------------------------------------------------ */
@@ -479,6 +514,9 @@ END_TEST
 
 static void check_allgatherv(const xccl_algo_t *al, const vcase_t *v)
 {
+    if (!wanted(al)) {
+        return;
+    }
     const int p = v->p;
     char what[200];
     job_t j;
@@ -492,6 +530,7 @@ static void check_allgatherv(const xccl_algo_t *al, const vcase_t *v)
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
         memset(&args[r], 0, sizeof(args[r]));
+        args[r].shm_slot = slot_cap;
         args[r].in_place = v->in_place;
         args[r].vec = vec;
         args[r].nvec = 2 * (size_t) p;
@@ -539,6 +578,9 @@ static size_t a2a_count(int k, int f, int t, size_t unit, int one)
 
 static void check_alltoallv(const xccl_algo_t *al, const vcase_t *v)
 {
+    if (!wanted(al)) {
+        return;
+    }
     const int p = v->p, one = p / 2;
     char what[200];
     job_t j;
@@ -566,6 +608,7 @@ static void check_alltoallv(const xccl_algo_t *al, const vcase_t *v)
         }
         rexp[r] = expect_blocks(p, rb, rd, rspan[r], GUARD, from_to, r);
         memset(&args[r], 0, sizeof(args[r]));
+        args[r].shm_slot = slot_cap;
         args[r].vec = sb;
         args[r].nvec = 4 * (size_t) p;
         j.sbuf[r] = job_sbuf(&j, r, sspan[r]);
@@ -596,9 +639,8 @@ static void check_alltoallv(const xccl_algo_t *al, const vcase_t *v)
     free(vec);
 }
 
-START_TEST(allgatherv_alltoallv)
+static void sweep_allgatherv_alltoallv(int p)
 {
-    const int p = sizes_p[_i];
     int nag, na2a;
     const xccl_algo_t *ag = row(XCCL_COLL_ALLGATHERV, &nag), *a2a = row(XCCL_COLL_ALLTOALLV, &na2a);
     const size_t units[] = { 1, 29 };
@@ -619,6 +661,46 @@ START_TEST(allgatherv_alltoallv)
                 }
             }
         }
+    }
+}
+START_TEST(allgatherv_alltoallv)
+{
+    sweep_allgatherv_alltoallv(sizes_p[_i]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The shared-memory forms                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The "shm" entries of the six rows with a node segment: every sweep
+ * above, at the ranks of shm_ps, in a slot of 4 KiB (blocks of 4096
+ * bytes in many pieces) and of 64 KiB. */
+static const int shm_ps[] = { 1, 2, 3, 4, 5, 7, 8, 9, 16, 17 };
+#define NSHM_P ((int) (sizeof(shm_ps) / sizeof(shm_ps[0])))
+
+START_TEST(shm_forms)
+{
+    only_shm = 1;
+    for (slot_cap = 4096; slot_cap <= 65536; slot_cap *= 16) {
+        sweep_gather_scatter(shm_ps[_i]);
+        sweep_gatherv_scatterv(shm_ps[_i]);
+        sweep_allgatherv_alltoallv(shm_ps[_i]);
+    }
+    only_shm = 0;
+    slot_cap = 0;
+}
+END_TEST
+
+/* Every row of the six has its shm entry, which a builder without a
+ * segment refuses on every rank (the sweeps above skip it then). */
+START_TEST(shm_rows)
+{
+    static const xccl_coll_t colls[] = { XCCL_COLL_GATHER, XCCL_COLL_GATHERV, XCCL_COLL_SCATTER,
+                                         XCCL_COLL_SCATTERV, XCCL_COLL_ALLGATHERV, XCCL_COLL_ALLTOALLV };
+    for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++) {
+        ck_assert_msg(xccl_select_index(colls[i], "shm") >= XCCL_SEL_FIRST, "%s: no shm entry",
+                      xccl_coll_name(colls[i]));
     }
 }
 END_TEST
@@ -707,6 +789,8 @@ int main(void)
     tcase_add_loop_test(tc, gather_scatter, 0, NP);
     tcase_add_loop_test(tc, gatherv_scatterv, 0, NP);
     tcase_add_loop_test(tc, allgatherv_alltoallv, 0, NP);
+    tcase_add_loop_test(tc, shm_forms, 0, NSHM_P);
+    tcase_add_test(tc, shm_rows);
     tcase_add_test(tc, binomial_shape);
     tcase_add_test(tc, linear_shape);
     suite_add_tcase(su, tc);
