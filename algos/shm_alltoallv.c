@@ -46,7 +46,9 @@
 #include "shm_util.h"
 #include "xccl_build.h"
 
-#define A2AV_DEPTH 2
+/* Pieces of at most this (algos/shm_gather.c): a call's copies in and
+ * out overlap from the second piece on. */
+#define A2AV_MAX_PIECE ((size_t) 65536)
 
 static size_t npieces(size_t n, size_t pc)
 {
@@ -54,17 +56,18 @@ static size_t npieces(size_t n, size_t pc)
 }
 
 /* Phase A of step t: rank r's pieces t into buffer t % depth of its slot. */
-static void write_pieces(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls, size_t pc, size_t t)
+static void write_pieces(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls, size_t pc, int depth,
+                         size_t t)
 {
     const int p = s->size, r = s->rank;
-    const size_t at = shm_buf_off(pc * (size_t) (p - 1), t, A2AV_DEPTH);
+    const size_t at = shm_buf_off(pc * (size_t) (p - 1), t, depth);
     if (t > 0) {
         xccl_sched_step(s);
     }
-    for (int k = 1; k < p && t >= A2AV_DEPTH; k++) {
+    for (int k = 1; k < p && t >= (size_t) depth; k++) {
         const int q = mod(r + k, p);
         if (npieces(sbytes[q], pc) > t) {
-            xccl_sched_wait(s, q, (uint32_t) (2 * (t - A2AV_DEPTH) + 2));
+            xccl_sched_wait(s, q, (uint32_t) (2 * (t - (size_t) depth) + 2));
         }
     }
     hier_copier_t cp = { s, { 0, 0, 0 }, { 0, 0, 0 }, 0 };
@@ -84,10 +87,11 @@ static void write_pieces(xccl_sched_t *s, const size_t *sbytes, const size_t *sd
 /* Phase B of step t: piece t of every block for rank r out of its
  * sender's slot, a step per sender (the copies from the ready ones run
  * while the others still write), then the "read" flag. */
-static void read_pieces(xccl_sched_t *s, const size_t *rbytes, const size_t *rdispls, size_t pc, size_t t)
+static void read_pieces(xccl_sched_t *s, const size_t *rbytes, const size_t *rdispls, size_t pc, int depth,
+                        size_t t)
 {
     const int p = s->size, r = s->rank;
-    const size_t at = shm_buf_off(pc * (size_t) (p - 1), t, A2AV_DEPTH);
+    const size_t at = shm_buf_off(pc * (size_t) (p - 1), t, depth);
     for (int k = 1; k < p; k++) {
         const int q = mod(r + k, p);
         size_t lo;
@@ -118,10 +122,13 @@ int xccl_build_alltoallv_shm(xccl_sched_t *s, const size_t *sbytes, const size_t
         return xccl_sched_finalize(s);
     }
     /* From slot_cap and p only: every rank refuses alike, whatever it trades. */
-    const size_t pc = shm_buffer(s, A2AV_DEPTH, p - 1, 1) / (size_t) (p - 1);
+    size_t pc = shm_buffer(s, 2, p - 1, 1) / (size_t) (p - 1);
     if (0 == pc) {
         return shm_fail(s);
     }
+    pc = pc < A2AV_MAX_PIECE ? pc : A2AV_MAX_PIECE;
+    const size_t buf = pc * (size_t) (p - 1);
+    const int depth = (int) (shm_room(s, buf) / buf);
     size_t nsend = 0, nrecv = 0;
     for (int q = 0; q < p; q++) {
         if (q != r) {
@@ -135,13 +142,13 @@ int xccl_build_alltoallv_shm(xccl_sched_t *s, const size_t *sbytes, const size_t
     }
     for (size_t t = 0; t < nsteps; t++) {
         if (t < nsend) {
-            write_pieces(s, sbytes, sdispls, pc, t);
+            write_pieces(s, sbytes, sdispls, pc, depth, t);
             if (0 == t) {
                 xccl_sched_copy(s, own_to, own_from, rbytes[r]);
             }
         }
         if (t < nrecv) {
-            read_pieces(s, rbytes, rdispls, pc, t);
+            read_pieces(s, rbytes, rdispls, pc, depth, t);
         }
     }
     /* The exit: every reader of this slot has read its last piece. */
@@ -155,5 +162,6 @@ int xccl_build_alltoallv_shm(xccl_sched_t *s, const size_t *sbytes, const size_t
             }
         }
     }
+    shm_rotate_room(s, (size_t) depth * buf);
     return xccl_sched_finalize(s);
 }

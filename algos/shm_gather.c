@@ -57,7 +57,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         return shm_fail(s);
     }
     pc = pc < GATHER_MAX_PIECE ? pc : GATHER_MAX_PIECE;
-    const int depth = (int) (shm_cap(s) / pc);
+    const int depth = (int) (shm_room(s, pc) / pc);
     if (r != root) {
         const size_t n = pieces(bytes[r], pc);
         for (size_t t = 0; t < n; t++) {
@@ -74,6 +74,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         if (n > 0) {
             xccl_sched_wait(s, root, (uint32_t) n);
         }
+        shm_rotate_room(s, (size_t) depth * pc);
         return xccl_sched_finalize(s);
     }
     size_t most = 0;
@@ -101,6 +102,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         end = bytes[q] && displs[q] + bytes[q] > end ? displs[q] + bytes[q] : end;
     }
     s->stream_recv = end >= XCCL_STREAM_BYTES;
+    shm_rotate_room(s, (size_t) depth * pc);
     return xccl_sched_finalize(s);
 }
 

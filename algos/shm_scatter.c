@@ -61,7 +61,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         return shm_fail(s);
     }
     pc = pc < SCATTER_MAX_PIECE ? pc : SCATTER_MAX_PIECE;
-    const int depth = (int) (shm_cap(s) / (parts * pc));
+    const int depth = (int) (shm_room(s, parts * pc) / (parts * pc));
     if (r != root) {
         const size_t n = pieces(bytes[r], pc);
         const size_t part = (size_t) (mod(r - root, p) - 1) * pc;
@@ -75,6 +75,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
             xccl_sched_step(s);
         }
         s->stream_recv = bytes[r] >= XCCL_STREAM_BYTES;
+        shm_rotate_room(s, (size_t) depth * parts * pc);
         return xccl_sched_finalize(s);
     }
     size_t most = 0;
@@ -110,6 +111,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
             xccl_sched_wait(s, q, (uint32_t) pieces(bytes[q], pc));
         }
     }
+    shm_rotate_room(s, (size_t) depth * parts * pc);
     return xccl_sched_finalize(s);
 }
 

@@ -177,4 +177,30 @@ static inline void shm_rotate(xccl_sched_t *s, size_t used)
     }
 }
 
+/* Schedules whose ranks' slot use differs (the v forms, the rooted
+ * collectives: sizes only some ranks know) move through two regions of
+ * the slot from call to call where it holds two of at least two buffers
+ * of buf bytes each: shm_room gives the bytes a call uses (the same on
+ * every rank, from the slot and buf alone), shm_rotate_room the regions
+ * for those of them the call uses (used, alike too); every rank calls
+ * both (a reader finds the writer's region by its own schedule's), and a
+ * rank that writes nothing in its slot still uses none of it. */
+static inline size_t shm_room(const xccl_sched_t *s, size_t buf)
+{
+    const size_t cap = shm_cap(s);
+    return cap / 2 >= 2 * buf && cap / 2 >= SHM_ROT_ALIGN ? cap / 2 / SHM_ROT_ALIGN * SHM_ROT_ALIGN : cap;
+}
+
+static inline void shm_rotate_room(xccl_sched_t *s, size_t used)
+{
+    const size_t cap = shm_cap(s);
+    if (cap / 2 >= SHM_ROT_ALIGN && used <= cap / 2 / SHM_ROT_ALIGN * SHM_ROT_ALIGN) {
+        const size_t wrote = s->slot_bytes;
+        shm_rotate(s, used);
+        if (0 == wrote) {
+            s->slot_bytes = 0;
+        }
+    }
+}
+
 #endif
