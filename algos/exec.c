@@ -345,7 +345,7 @@ static void settle(xccl_exec_t *e)
     }
     if (o->open) {
         const int elsewhere = s->no_exit && s->slot_alt == o->alt && s->slot_nalt == o->nalt &&
-                              s->slot_swap == o->swap &&
+                              s->slot_swap == o->swap && s->entry_waits == o->entry_waits &&
                               slot_place(e->seq, s->slot_nalt, s->slot_swap) !=
                                   slot_place(o->seq, o->nalt, o->swap);
         if (!elsewhere) {
@@ -356,7 +356,8 @@ static void settle(xccl_exec_t *e)
         o->open = 0;
     }
     if (s->no_exit) {
-        *o = (xccl_exit_owed_t) { 1, e->seq, s->flag_top, s->slot_alt, s->slot_nalt, s->slot_swap };
+        *o = (xccl_exit_owed_t) { 1, e->seq, s->flag_top, s->slot_alt, s->slot_nalt, s->slot_swap,
+                                  s->entry_waits };
     }
 }
 

@@ -162,6 +162,6 @@ int xccl_build_alltoallv_shm(xccl_sched_t *s, const size_t *sbytes, const size_t
             }
         }
     }
-    shm_rotate_room(s, (size_t) depth * buf);
+    shm_rotate_room(s, buf);
     return xccl_sched_finalize(s);
 }

@@ -74,7 +74,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         if (n > 0) {
             xccl_sched_wait(s, root, (uint32_t) n);
         }
-        shm_rotate_room(s, (size_t) depth * pc);
+        shm_rotate_room(s, pc);
         return xccl_sched_finalize(s);
     }
     size_t most = 0;
@@ -102,7 +102,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         end = bytes[q] && displs[q] + bytes[q] > end ? displs[q] + bytes[q] : end;
     }
     s->stream_recv = end >= XCCL_STREAM_BYTES;
-    shm_rotate_room(s, (size_t) depth * pc);
+    shm_rotate_room(s, pc);
     return xccl_sched_finalize(s);
 }
 

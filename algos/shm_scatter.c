@@ -75,7 +75,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
             xccl_sched_step(s);
         }
         s->stream_recv = bytes[r] >= XCCL_STREAM_BYTES;
-        shm_rotate_room(s, (size_t) depth * parts * pc);
+        shm_rotate_room(s, parts * pc);
         return xccl_sched_finalize(s);
     }
     size_t most = 0;
@@ -111,7 +111,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
             xccl_sched_wait(s, q, (uint32_t) pieces(bytes[q], pc));
         }
     }
-    shm_rotate_room(s, (size_t) depth * parts * pc);
+    shm_rotate_room(s, parts * pc);
     return xccl_sched_finalize(s);
 }
 

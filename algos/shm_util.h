@@ -177,30 +177,66 @@ static inline void shm_rotate(xccl_sched_t *s, size_t used)
     }
 }
 
-/* Schedules whose ranks' slot use differs (the v forms, the rooted
- * collectives: sizes only some ranks know) move through two regions of
- * the slot from call to call where it holds two of at least two buffers
- * of buf bytes each: shm_room gives the bytes a call uses (the same on
- * every rank, from the slot and buf alone), shm_rotate_room the regions
- * for those of them the call uses (used, alike too); every rank calls
- * both (a reader finds the writer's region by its own schedule's), and a
- * rank that writes nothing in its slot still uses none of it. */
-static inline size_t shm_room(const xccl_sched_t *s, size_t buf)
+/* The rooted collectives and the v forms (sizes only some ranks know)
+ * use one half of the slot in a call and the other in the next, where
+ * each half holds two or more buffers of buf bytes (shm_halves; the same
+ * on every rank, from the slot alone): a rank then does not write the
+ * lines the peers read in the call before and may still hold.
+ * shm_room: the bytes a call's buffers may take (a half, or the slot);
+ * shm_rotate_room, at the end of the build on every rank: the halves (a
+ * reader finds the writer's half by its own schedule's); a rank that
+ * writes nothing in its slot still uses none of it. */
+static inline size_t shm_half(const xccl_sched_t *s)
 {
-    const size_t cap = shm_cap(s);
-    return cap / 2 >= 2 * buf && cap / 2 >= SHM_ROT_ALIGN ? cap / 2 / SHM_ROT_ALIGN * SHM_ROT_ALIGN : cap;
+    return shm_cap(s) / 2 / SHM_ROT_ALIGN * SHM_ROT_ALIGN;
 }
 
-static inline void shm_rotate_room(xccl_sched_t *s, size_t used)
+static inline int shm_halves(const xccl_sched_t *s, size_t buf)
 {
-    const size_t cap = shm_cap(s);
-    if (cap / 2 >= SHM_ROT_ALIGN && used <= cap / 2 / SHM_ROT_ALIGN * SHM_ROT_ALIGN) {
-        const size_t wrote = s->slot_bytes;
-        shm_rotate(s, used);
-        if (0 == wrote) {
-            s->slot_bytes = 0;
+    return shm_half(s) >= 2 * buf && shm_half(s) > 0;
+}
+
+static inline size_t shm_room(const xccl_sched_t *s, size_t buf)
+{
+    return shm_halves(s, buf) ? shm_half(s) : shm_cap(s);
+}
+
+static inline void shm_rotate_room(xccl_sched_t *s, size_t buf)
+{
+    if (shm_halves(s, buf)) {
+        s->slot_alt = shm_half(s);
+        s->slot_nalt = 2;
+        if (s->slot_bytes > 0) {
+            s->slot_bytes += s->slot_alt;
         }
     }
+}
+
+/* With the halves, such a call has no exit wait (xccl_sched_t.no_exit,
+ * entry_waits): shm_enter first, on every rank: it posts 0 ("entered:
+ * done with every call before"), and a rank that writes its slot in the
+ * call then waits for every peer to have entered the call before, i.e.
+ * to be done with the last call that used this call's half.  So a rank
+ * runs up to one call ahead of its slowest peer instead of waiting for
+ * its readers at the end of each call.  shm_leave last, on every rank:
+ * it posts SHM_DONE ("done with this call"), which the next call of
+ * another layout waits for (xccl_exec_set_owed).  Flags of the call in
+ * between rise from 1. */
+#define SHM_DONE ((uint32_t) 1 << 30)
+
+static inline void shm_enter(xccl_sched_t *s, int writes)
+{
+    xccl_sched_post(s, 0);
+    for (int k = 1; writes && k < s->size; k++) {
+        xccl_sched_wait_before(s, mod(s->rank + k, s->size));
+    }
+}
+
+static inline void shm_leave(xccl_sched_t *s)
+{
+    xccl_sched_post(s, SHM_DONE);
+    s->no_exit = 1;
+    s->entry_waits = 1;
 }
 
 #endif

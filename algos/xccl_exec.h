@@ -151,6 +151,7 @@ typedef struct xccl_exit_owed {
     size_t alt;
     unsigned nalt;
     int swap;
+    int entry_waits;
 } xccl_exit_owed_t;
 
 /* The calls of one set of slots and flags share o: each executor settles

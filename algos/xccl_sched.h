@@ -119,6 +119,14 @@ typedef struct {
      * call leaves owed before the next one that writes the slot
      * (xccl_exec_set_owed).  A schedule with no_exit is not appended. */
     int no_exit;
+    /* With no_exit, the rooted and v forms' way (algos/shm_util.h,
+     * shm_enter): every rank posts first, and one that writes its slot
+     * then waits for every peer to have entered the call before
+     * (xccl_sched_wait_before): done with the call before that, the last
+     * to use this call's half of the slot.  Consecutive calls of this way
+     * need no settlement; a call of another layout settles with them as
+     * with any. */
+    int entry_waits;
     /* Copies into this rank's RECV go to memory past the caches
      * (non-temporal stores; xccl_copy_stream): set by builders whose RECV
      * is larger than the caches and not read again in the call. */

@@ -1295,7 +1295,7 @@ START_TEST(exit_owed_decisions)
 {
     static char slot[MC_SLOT];
     for (int p = 2; p <= 5; p++) {
-        xccl_exit_owed_t o = { 0, 0, 0, 0, 0, 0 };
+        xccl_exit_owed_t o = { 0, 0, 0, 0, 0, 0, 0 };
         /* p = 2: the slots trade places by call parity; more: regions */
         ck_assert_int_eq(owed_wait(p, OW_AG, 10, &o, slot), 0);          /* nothing owed */
         ck_assert_int_eq(o.open, 1);
