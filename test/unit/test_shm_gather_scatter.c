@@ -6,7 +6,8 @@
  *
  *   - p = 1..9 and 16, every root, in place and not; slots from the
  *     smallest each builder takes (pieces of one byte) over a few pieces
- *     to 1 MiB (pieces of 64 KiB); blocks of 0, 1 and 7 bytes, one piece
+ *     and the smallest of the halves (two pieces to a half of 4 KiB) to
+ *     1 MiB (pieces of 64 KiB); blocks of 0, 1 and 7 bytes, one piece
  *     less a byte, one piece, one and a byte, many pieces (past the
  *     slot's buffers, which are reused);
  *   - the v forms: uneven counts with zeros, one rank with everything,
@@ -20,13 +21,21 @@
  *     size (ASan); results against references the test computes, inputs
  *     unchanged;
  *   - the schedules: no transfers, the slot within its cap, only the
- *     writers use one, a flag per piece;
- *   - many seeds (interleavings); planted bugs fail: a reuse or ready
- *     wait removed, the exit waits removed (the simulator reports a rank
- *     that reads the slot of one that has left);
- *   - successive calls of all four, roots changing, on persistent slots,
- *     ranks running ahead into their next calls: an early leaver's next
- *     call overwrites what a slow root still reads (planted: caught);
+ *     writers use one, a flag per piece; where the slot's halves hold
+ *     two buffers each, the halves, no exit wait, an entry post in a
+ *     step of its own, entry waits on the writers alone, SHM_DONE last;
+ *   - many seeds (interleavings), in both forms; planted bugs fail: a
+ *     reuse or ready wait removed, the small form's exit waits removed
+ *     (the simulator reports a rank that reads the slot of one that has
+ *     left), the entry post behind the entry waits (deadlock);
+ *   - successive calls of all four, roots changing, on persistent slots
+ *     (small, and of the halves), mixed with allgather, bcast,
+ *     allreduce's latency path and empty gathers, settled as in the
+ *     component (xccl_exec_set_owed), ranks running ahead into their next
+ *     calls; planted, each caught: the small form without exit waits, the
+ *     halves without entry waits (an early writer's call overwrites the
+ *     half a slow root still reads), with the entry post behind them, and
+ *     without the settlement;
  *   - slots too small are refused, by every rank alike.
  */
 #include <check.h>
@@ -47,6 +56,10 @@ static const int sizes_p[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16 };
 #define GUARD 0xEE                     /* gaps of RECV, bytes not yet written */
 #define SEND_GUARD 0xDD                /* gaps of scatterv's SEND */
 #define BIG_SLOT ((size_t) 1 << 20)
+/* The smallest slots of the halves' form have two buffers to a half: a
+ * half of 4 KiB. */
+#define HALVES_SLOT ((size_t) 8704)
+#define SHM_DONE_TEST ((uint32_t) 1 << 30)    /* algos/shm_util.h SHM_DONE */
 
 static unsigned seed_of(int p, unsigned salt)
 {
@@ -86,14 +99,31 @@ static int is_v(int coll)
     return C_GATHERV == coll || C_SCATTERV == coll;
 }
 
-/* Gather: half the slot, at most 64 KiB; scatter: half the slot over
- * p - 1 parts, at most 64 KiB. */
+/* algos/shm_util.h shm_half: a half of the slot, in whole pages. */
+static size_t half_of(size_t cap)
+{
+    return usable(cap) / 2 / 4096 * 4096;
+}
+
+/* Gather: a quarter of the slot (two pieces to a half) where that is 64
+ * bytes or more, else half the slot; scatter: the same over p - 1 parts;
+ * at most 64 KiB. */
 static size_t piece_of(int coll, int p, size_t cap)
 {
-    if (is_gather(coll)) {
-        return at_most_64k(floor64(usable(cap) / 2));
+    const size_t parts = is_gather(coll) ? 1 : (size_t) (p - 1);
+    if (p < 2) {
+        return 0;
     }
-    return p > 1 ? at_most_64k(floor64(usable(cap) / 2 / (size_t) (p - 1))) : 0;
+    const size_t pc = floor64(half_of(cap) / 2 / parts);
+    return at_most_64k(pc >= 64 ? pc : floor64(usable(cap) / 2 / parts));
+}
+
+/* Whether the builders take the halves of the slot (shm_halves: two
+ * buffers to a half), and with them no exit waits. */
+static int halves_of(int coll, int p, size_t cap)
+{
+    const size_t buf = piece_of(coll, p, cap) * (is_gather(coll) ? 1 : (size_t) (p - 1));
+    return p > 1 && half_of(cap) > 0 && half_of(cap) >= 2 * buf;
 }
 
 /* The smallest slot the builder takes at p: pieces of one byte. */
@@ -110,12 +140,26 @@ typedef enum {
     PLANT_NONE,
     PLANT_NO_WAIT,             /* the waits for flag value `val` removed */
     PLANT_NO_EXIT,             /* the waits of the last step removed: a rank leaves early */
+    PLANT_NO_ENTRY,            /* the entry waits (one call back) removed */
+    PLANT_LATE_ENTRY,          /* the entry post in the step of the entry waits, behind them */
+    PLANT_NO_SETTLE            /* (run_successive) xccl_exec_set_owed never called */
 } plant_t;
 
 /* s rewritten in place; returns whether anything changed.  The exit
- * waits: those of a last step with nothing else in it. */
-static int drop_waits(xccl_sched_t *s, plant_t how, uint32_t val)
+ * waits: those of a last step with nothing else in it.  The late entry:
+ * step 0 (the entry post alone) merged into step 1 (the entry waits). */
+static int plant_bug(xccl_sched_t *s, plant_t how, uint32_t val)
 {
+    if (PLANT_LATE_ENTRY == how) {
+        const int entry = s->nsteps >= 2 && 1 == s->step_start[1] && XCCL_ACT_POST == s->acts[0].kind &&
+                          0 == s->acts[0].idx;
+        if (entry) {
+            memmove(&s->step_start[1], &s->step_start[2], (s->nsteps - 2) * sizeof(size_t));
+            memmove(&s->step_round[1], &s->step_round[2], (s->nsteps - 2) * sizeof(size_t));
+            s->nsteps--;
+        }
+        return entry;
+    }
     size_t w = 0;
     int changed = 0;
     for (size_t st = 0; st < s->nsteps; st++) {
@@ -127,8 +171,9 @@ static int drop_waits(xccl_sched_t *s, plant_t how, uint32_t val)
         s->step_start[st] = w;
         for (size_t i = begin; i < end; i++) {
             const int wait = XCCL_ACT_WAIT == s->acts[i].kind;
-            if ((PLANT_NO_WAIT == how && wait && s->acts[i].idx == val) ||
-                (PLANT_NO_EXIT == how && wait && st + 1 == s->nsteps && waits_only)) {
+            if ((PLANT_NO_WAIT == how && wait && s->acts[i].idx == val && 0 == s->acts[i].len) ||
+                (PLANT_NO_EXIT == how && wait && st + 1 == s->nsteps && waits_only) ||
+                (PLANT_NO_ENTRY == how && wait && 1 == s->acts[i].len)) {
                 changed = 1;
                 continue;
             }
@@ -151,10 +196,12 @@ typedef struct {
     const char *label;         /* of the counts and places (v forms) */
 } gs_case_t;
 
-/* Byte i of rank q's block (gather: q's input; scatter: what q gets). */
+/* Byte i of rank q's block (gather: q's input; scatter: what q gets):
+ * bytes a page or 64 KiB apart differ, so that a piece read from the
+ * buffer before it is rewritten is told from the one after. */
 static unsigned char blk(int q, int root, size_t i)
 {
-    return pattern(q, root, i);
+    return (unsigned char) (pattern(q, root, i) + (i >> 8) * 5 + (i >> 16) * 3);
 }
 
 /* What rank r off the root holds in place of the other ranks' entries:
@@ -177,7 +224,8 @@ static int same_ref(xccl_ref_t x, xccl_ref_t y)
 static int same_sched(const xccl_sched_t *x, const xccl_sched_t *y)
 {
     if (x->nsteps != y->nsteps || x->nacts != y->nacts || x->slot_bytes != y->slot_bytes ||
-        x->flag_top != y->flag_top || x->stream_recv != y->stream_recv) {
+        x->flag_top != y->flag_top || x->stream_recv != y->stream_recv || x->no_exit != y->no_exit ||
+        x->entry_waits != y->entry_waits || x->slot_alt != y->slot_alt || x->slot_nalt != y->slot_nalt) {
         return 0;
     }
     for (size_t st = 0; st < x->nsteps; st++) {
@@ -229,14 +277,45 @@ static void build_rank(xccl_sched_t *s, const gs_case_t *k, int r, const char *w
     /* a flag per piece: of the own block, or at the root of the longest */
     if (p > 1) {
         const size_t pc = piece_of(k->coll, p, k->cap);
-        size_t want = 0;
+        size_t want = 0, others = 0;
         for (int q = 0; q < p; q++) {
             const size_t n = (k->c[q] + pc - 1) / pc;
             if (q != k->root && (r == k->root || q == r) && n > want) {
                 want = n;
             }
+            others += q != k->root ? k->c[q] : 0;
         }
-        ck_assert_msg(s->flag_top == want, "%s: rank %d posts %u flags, not %zu", what, r, s->flag_top, want);
+        uint32_t top = 0;
+        size_t entry = 0;
+        for (size_t i = 0; i < s->nacts; i++) {
+            const xccl_action_t *a = &s->acts[i];
+            top = XCCL_ACT_POST == a->kind && a->idx != SHM_DONE_TEST && a->idx > top ? a->idx : top;
+            entry += XCCL_ACT_WAIT == a->kind && 1 == a->len;
+        }
+        ck_assert_msg(top == want, "%s: rank %d posts %u flags, not %zu", what, r, top, want);
+        /* the halves: an entry post alone in step 0, entry waits where the
+         * rank writes its slot, SHM_DONE last, no exit wait; else the
+         * whole slot and the exit waits */
+        /* (a regular block of 0 bytes: no step at all) */
+        const int halves = halves_of(k->coll, p, k->cap) && (is_v(k->coll) || k->c[0] > 0);
+        const int writer = is_gather(k->coll) ? r != k->root && k->c[r] > 0 : r == k->root && others > 0;
+        ck_assert_msg(s->no_exit == halves && s->entry_waits == halves, "%s: rank %d no_exit %d entry_waits %d",
+                      what, r, s->no_exit, s->entry_waits);
+        ck_assert_msg(entry == (size_t) (halves && writer ? p - 1 : 0), "%s: rank %d waits %zu times at entry",
+                      what, r, entry);
+        if (halves) {
+            ck_assert_msg(s->slot_alt == half_of(k->cap) && 2 == s->slot_nalt, "%s: halves %zu/%u", what,
+                          s->slot_alt, s->slot_nalt);
+            ck_assert_msg(s->nsteps >= 2 && 1 == s->step_start[1] && XCCL_ACT_POST == s->acts[0].kind &&
+                              0 == s->acts[0].idx, "%s: rank %d: no entry post of its own", what, r);
+            ck_assert_msg(XCCL_ACT_POST == s->acts[s->nacts - 1].kind && SHM_DONE_TEST == s->acts[s->nacts - 1].idx &&
+                              SHM_DONE_TEST == s->flag_top, "%s: rank %d does not end with SHM_DONE", what, r);
+            ck_assert_msg(writes || 0 == s->slot_bytes, "%s", what);
+            ck_assert_msg(!writer || s->slot_bytes > s->slot_alt, "%s: rank %d writes none of its half", what, r);
+        } else {
+            ck_assert_msg(0 == s->slot_nalt && s->flag_top == want, "%s: rank %d: flag_top %u, regions %u", what,
+                          r, s->flag_top, s->slot_nalt);
+        }
     }
     if (is_v(k->coll) && r != k->root) {
         /* the same as from the true arrays: nothing but bytes[r] read */
@@ -334,7 +413,7 @@ static int run_case(const gs_case_t *k, unsigned seed, plant_t how, uint32_t val
     for (int r = 0; r < p; r++) {
         build_rank(&j.sched[r], k, r, what);
         if (PLANT_NONE != how) {
-            changed |= drop_waits(&j.sched[r], how, val);
+            changed |= plant_bug(&j.sched[r], how, val);
         }
         const int ip = r == root && k->in_place;
         if (g) {
@@ -426,8 +505,8 @@ START_TEST(gather_scatter_shm)
     const int p = sizes_p[_i];
     size_t c[16], d[16];
     for (int coll = C_GATHER; coll <= C_SCATTER; coll += C_SCATTER - C_GATHER) {
-        const size_t caps[] = { p > 1 ? min_slot(coll, p) : 0, 256 + 64 * (size_t) p, BIG_SLOT };
-        for (int ci = 0; ci < 3; ci++) {
+        const size_t caps[] = { p > 1 ? min_slot(coll, p) : 0, 256 + 64 * (size_t) p, HALVES_SLOT, BIG_SLOT };
+        for (int ci = 0; ci < 4; ci++) {
             const size_t pc = p > 1 ? piece_of(coll, p, caps[ci]) : 1;
             /* many pieces: past the slot's buffers (reused), but not at 1 MiB */
             const size_t blocks[] = { 0, 1, 7, pc - 1, pc, pc + 1, BIG_SLOT == caps[ci] ? 2 * pc + 3 : 9 * pc + 5 };
@@ -507,8 +586,8 @@ START_TEST(gatherv_scatterv_shm)
     size_t c[16], d[16];
     char label[96];
     for (int coll = C_GATHERV; coll <= C_SCATTERV; coll += C_SCATTERV - C_GATHERV) {
-        const size_t caps[] = { p > 1 ? min_slot(coll, p) : 0, 256 + 64 * (size_t) p, BIG_SLOT };
-        for (int ci = 0; ci < 3; ci++) {
+        const size_t caps[] = { p > 1 ? min_slot(coll, p) : 0, 256 + 64 * (size_t) p, HALVES_SLOT, BIG_SLOT };
+        for (int ci = 0; ci < 4; ci++) {
             for (int ui = 0; ui < 3; ui++) {
                 if (0 == ci && 2 == ui) {
                     continue;          /* pieces of a byte: the smaller units */
@@ -539,12 +618,15 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 
 /* Collective coll at p with several pieces through a slot of two
- * buffers: uneven blocks (a zero among them) of 2 to 9 pieces, permuted
- * with gaps (the regular forms: 5 pieces each). */
-static gs_case_t pieces_case(int coll, int p, int root, size_t *c, size_t *d)
+ * buffers (halves: two to each half): uneven blocks (a zero among them)
+ * of 2 to 9 pieces, permuted with gaps (the regular forms: 5 pieces
+ * each). */
+static gs_case_t pieces_case(int coll, int p, int root, int halves, size_t *c, size_t *d)
 {
-    const size_t cap = min_slot(coll, p) * 8;      /* pieces of 8 bytes, 2 buffers */
+    const size_t cap = halves ? HALVES_SLOT : min_slot(coll, p) * 8;    /* small: pieces of 8 bytes */
     const size_t pc = piece_of(coll, p, cap);
+    ck_assert_int_eq(halves_of(coll, p, cap), halves);
+    ck_assert_uint_eq((halves ? half_of(cap) : usable(cap)) / (pc * (is_gather(coll) ? 1 : (size_t) (p - 1))), 2);
     if (!is_v(coll)) {
         return regular(coll, p, root, 0, cap, 5 * pc - 3, c, d);
     }
@@ -552,7 +634,7 @@ static gs_case_t pieces_case(int coll, int p, int root, size_t *c, size_t *d)
         c[q] = 1 == q % 4 ? 0 : (size_t) (2 + (q * 5) % 8) * pc - (size_t) (q % 3);
     }
     const size_t span = place_blocks(PLACE_PERMUTED_GAPS, p, c, (unsigned) root, d);
-    return (gs_case_t) { coll, p, root, 0, cap, c, d, span, "pieces" };
+    return (gs_case_t) { coll, p, root, 0, cap, c, d, span, halves ? "pieces, halves" : "pieces" };
 }
 
 static const int seed_ps[] = { 2, 3, 5, 8 };
@@ -563,8 +645,10 @@ START_TEST(many_seeds)
     size_t c[16], d[16];
     for (unsigned sd = 0; sd < 24; sd++) {
         for (int coll = 0; coll < NCOLLS; coll++) {
-            const gs_case_t k = pieces_case(coll, p, (int) (sd % (unsigned) p), c, d);
-            must_pass(&k, seed_of(p, 100 + sd));
+            for (int halves = 0; halves < 2; halves++) {
+                const gs_case_t k = pieces_case(coll, p, (int) (sd % (unsigned) p), halves, c, d);
+                must_pass(&k, seed_of(p, 100 + sd + (unsigned) halves * 50));
+            }
         }
     }
 }
@@ -572,31 +656,55 @@ END_TEST
 
 /* The waits for each flag value of the first pieces removed in turn (a
  * piece read before it was written, or a buffer rewritten before it was
- * read), and the exit waits removed (a rank leaves while its slot is
- * read: the simulator reports the reader), each caught by some seed; the
- * intact schedules pass under the same seeds. */
+ * read), in both forms; the small slot's exit waits removed (a rank
+ * leaves while its slot is read: the simulator reports the reader); the
+ * entry post behind the entry waits, as shm_enter alone puts it (the
+ * writers wait for each other's posts: deadlock).  Each is caught by
+ * some seed; the intact schedules pass under the same seeds.  The halves
+ * have no exit waits to remove, and their entry waits matter only from
+ * call to call (successive_calls_interleaved). */
 START_TEST(planted_bugs_fail)
 {
     const int coll = _i, p = 4;
     size_t c[16], d[16];
     char bad[512] = "", first[512] = "";
-    for (int how = PLANT_NO_WAIT; how <= PLANT_NO_EXIT; how++) {
-        for (uint32_t val = 1; val <= (PLANT_NO_WAIT == how ? 4u : 1u); val++) {
-            int caught = 0, planted = 0;
-            for (unsigned sd = 0; sd < 64 && !caught; sd++) {
-                const gs_case_t k = pieces_case(coll, p, (int) (sd % 3), c, d);
-                const unsigned seed = seed_of(p, 300 + sd + val * 17);
-                must_pass(&k, seed);
-                if (0 != run_case(&k, seed, (plant_t) how, val, &planted, bad, sizeof(bad))) {
-                    caught = 1;
-                    snprintf(first, sizeof(first), "%s", bad);
+    for (int halves = 0; halves < 2; halves++) {
+        for (int how = PLANT_NO_WAIT; how <= PLANT_LATE_ENTRY; how++) {
+            for (uint32_t val = 1; val <= (PLANT_NO_WAIT == how ? 4u : 1u); val++) {
+                /* the exit waits only in the small form, the entry only in the halves */
+                const int there = PLANT_NO_EXIT == how ? !halves
+                                  : PLANT_NO_ENTRY == how || PLANT_LATE_ENTRY == how ? halves : 1;
+                int caught = 0, planted = 0;
+                for (unsigned sd = 0; sd < 64 && !caught; sd++) {
+                    const gs_case_t k = pieces_case(coll, p, (int) (sd % 3), halves, c, d);
+                    const unsigned seed = seed_of(p, 300 + sd + val * 17);
+                    must_pass(&k, seed);
+                    if (0 != run_case(&k, seed, (plant_t) how, val, &planted, bad, sizeof(bad))) {
+                        caught = 1;
+                        snprintf(first, sizeof(first), "%s", bad);
+                    }
+                    ck_assert_msg(planted == there, "%s: %s form: planted %d (%d/%u)", coll_name[coll],
+                                  halves ? "halves" : "small", planted, how, val);
+                    if (!there || (PLANT_NO_ENTRY == how && sd >= 7)) {
+                        break;
+                    }
                 }
-                ck_assert_msg(planted, "%s: nothing to plant (%d/%u)", coll_name[coll], how, val);
+                if (!there) {
+                    continue;
+                }
+                if (PLANT_NO_ENTRY == how) {
+                    /* one call alone needs no entry waits */
+                    ck_assert_msg(!caught, "%s: a single call without entry waits failed: %s", coll_name[coll],
+                                  first);
+                    continue;
+                }
+                fprintf(stderr, "planted %s, %s form, %s %u: %s\n", coll_name[coll], halves ? "halves" : "small",
+                        PLANT_NO_WAIT == how   ? "waits removed for flag"
+                        : PLANT_NO_EXIT == how ? "exit waits removed"
+                                               : "entry post behind the entry waits",
+                        val, caught ? first : "NOT CAUGHT");
+                ck_assert_msg(caught, "%s: plant %d/%u not caught", coll_name[coll], how, val);
             }
-            fprintf(stderr, "planted %s, %s %u: %s\n", coll_name[coll],
-                    PLANT_NO_WAIT == how ? "waits removed for flag" : "exit waits removed", val,
-                    caught ? first : "NOT CAUGHT");
-            ck_assert_msg(caught, "%s: plant %d/%u not caught", coll_name[coll], how, val);
         }
     }
 }
@@ -607,7 +715,14 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 
 /* Virtual ranks each run a list of calls on persistent slots, progressed
- * in a random order as far as each can go (into their next calls too). */
+ * in a random order as far as each can go (into their next calls too).
+ * As in the component, the calls of a rank share one xccl_exit_owed_t,
+ * settled before each call (xccl_exec_set_owed).  Between the four come
+ * calls of other layouts: allgather (regions in turn, no exit barrier of
+ * one chunk), bcast (regions in turn, its exit barrier), allreduce's
+ * latency path (two regions past the pipelines', no exit barrier) and
+ * gathers of 0 bytes (no flag at all: the entry of the call after one
+ * must not wait for a flag of it). */
 typedef struct {
     int p;
     unsigned char **slot;
@@ -643,24 +758,47 @@ static int mc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 }
 
 #define MC_CALLS 40
-#define MC_SLOT 1024
+/* Slots: the small forms, and the halves (pieces of a few KiB, two
+ * buffers to a half at p = 7). */
+static const size_t mc_slots[] = { 6144, 32768 };
+#define MC_NSLOTS ((int) (sizeof(mc_slots) / sizeof(mc_slots[0])))
+#define MC_HALVES 1                    /* mc_slots[MC_HALVES] takes the halves */
 
-/* Call i: its collective, root and arrays (the same on every rank). */
+enum { K_EMPTY = NCOLLS, K_AG, K_BCAST, K_AR, MC_NKINDS };
+
+/* Call i: its kind, root and arrays (the same on every rank); c[0]: the
+ * bytes (allreduce: int32 elements) of the other kinds. */
 typedef struct {
-    int coll, root;
+    int kind, root;
+    size_t cap;
     size_t c[8], d[8], span;
 } mc_spec_t;
 
-static void mc_spec(int i, int p, unsigned mix, mc_spec_t *m)
+static void mc_spec(int i, int p, unsigned mix, size_t cap, mc_spec_t *m)
 {
-    m->coll = (int) (((unsigned) i * 3u + mix * (unsigned) (i / 3)) % NCOLLS);
-    m->root = (int) (((unsigned) i * 5u + mix) % (unsigned) p);
-    for (int q = 0; q < p; q++) {
-        /* 0 to about 4 pieces of a 512-byte gather or 1024/(2(p-1)) scatter */
-        const size_t base = is_v(m->coll) ? (size_t) ((q * 7 + i * 3) % 5) * 301 : 700 + (size_t) (i % 7) * 11;
-        m->c[q] = base + (is_v(m->coll) && base ? (size_t) (q % 3) : 0);
+    unsigned h = ((unsigned) i + 1u) * 2654435761u ^ mix * 40503u;
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    h ^= h >> 15;
+    m->cap = cap;
+    m->root = (int) ((h >> 4) % (unsigned) p);
+    if (0 != mix % 4 && 0 == (h >> 12) % 3) {    /* a call in three of another kind, but with mix 0 */
+        static const size_t base[] = { 0, 50, 300, 13 };
+        m->kind = K_EMPTY + (int) ((h >> 16) % 4u);
+        m->c[0] = base[m->kind - K_EMPTY] + (K_EMPTY == m->kind ? 0 : (size_t) (i % 5));
+        return;
     }
-    if (is_v(m->coll)) {
+    m->kind = (int) (h % NCOLLS);
+    const size_t pc = piece_of(m->kind, p, cap);
+    for (int q = 0; q < p; q++) {
+        /* 0 to 4 pieces (past the two buffers: reused), a few bytes in
+         * some calls */
+        size_t base = is_v(m->kind) ? (size_t) ((q * 7 + i * 3) % 5) * (pc * 3 / 4)
+                                    : pc / 2 + (size_t) (i % 3) * pc + (size_t) (i % 7) * 11;
+        base = 1 == i % 4 ? base % 13 : base;
+        m->c[q] = base + (is_v(m->kind) && base ? (size_t) (q % 3) : 0);
+    }
+    if (is_v(m->kind)) {
         m->span = place_blocks(PLACE_PERMUTED_GAPS, p, m->c, (unsigned) i, m->d);
     } else {
         for (int q = 0; q < p; q++) {
@@ -677,6 +815,11 @@ static unsigned char mc_byte(int call, int q, size_t i)
     return (unsigned char) (call * 37 + q * 11 + (int) i * 3 + (int) (i >> 8) + 1);
 }
 
+static int32_t mc_int(int call, int q, size_t i)
+{
+    return (int32_t) (call * 100003 + q * 1009 + (int) i);
+}
+
 typedef struct {
     xccl_sched_t s;
     xccl_exec_t e;
@@ -684,45 +827,125 @@ typedef struct {
     int started;
 } mc_call_t;
 
+/* The ways the schedules of a run end: halves (entry waits), no exit
+ * barrier otherwise (allgather), the latency path, exit waits or
+ * barrier. */
+static struct {
+    int halves, no_exit, flip, exits;
+} mc_seen;
+
+static const char *mc_name(int kind)
+{
+    static const char *const others[] = { "gather of 0", "allgather", "bcast", "allreduce" };
+    return kind < NCOLLS ? coll_name[kind] : others[kind - K_EMPTY];
+}
+
 static void mc_build(mc_call_t *cl, const mc_spec_t *m, int r, int p, int call, plant_t how)
 {
-    const int root = m->root, g = is_gather(m->coll);
-    const gs_case_t k = { m->coll, p, root, 0, MC_SLOT, m->c, m->d, m->span, "successive" };
-    char what[64];
-    snprintf(what, sizeof(what), "successive p=%d call %d", p, call);
-    xccl_sched_init(&cl->s, r, p, 1);
-    build_rank(&cl->s, &k, r, what);
-    if (PLANT_NONE != how) {
-        drop_waits(&cl->s, how, 0);
-    }
+    const int root = m->root, g = is_gather(m->kind);
+    const size_t n = m->c[0];
+    xccl_sched_init(&cl->s, r, p, K_AR == m->kind ? sizeof(int32_t) : 1);
+    cl->s.slot_cap = m->cap;
     cl->in = cl->out = NULL;
-    if (g || r == root) {
-        const size_t n = g ? m->c[r] : m->span;
+    if (K_EMPTY == m->kind) {
+        ck_assert_int_eq(xccl_build_gather_shm(&cl->s, 0, root, 0), 0);
+        ck_assert(0 == cl->s.nacts && 0 == cl->s.slot_bytes);
+        return;
+    }
+    if (K_AG == m->kind || K_BCAST == m->kind) {
+        const int rc = K_AG == m->kind ? xccl_build_allgather_shm(&cl->s, n)
+                                       : xccl_build_bcast_shm_whole(&cl->s, n, root);
+        ck_assert_int_eq(rc, 0);
         cl->in = xmalloc(n);
-        memset(cl->in, SEND_GUARD, n);
-        for (int q = 0; q < p; q++) {
-            if (g ? q == r : 1) {
-                for (size_t i = 0; i < m->c[q]; i++) {
+        cl->out = xmalloc(K_AG == m->kind ? (size_t) p * n : n);
+        for (size_t i = 0; i < n; i++) {
+            cl->in[i] = mc_byte(call, r, i);
+        }
+        memset(cl->out, GUARD, K_AG == m->kind ? (size_t) p * n : n);
+        if (K_BCAST == m->kind && r == root) {
+            memcpy(cl->out, cl->in, n);
+        }
+    } else if (K_AR == m->kind) {
+        ck_assert_int_eq(xccl_build_allreduce_shm_small(&cl->s, n), 0);
+        int32_t *in = xmalloc(n * sizeof(int32_t));
+        for (size_t i = 0; i < n; i++) {
+            in[i] = mc_int(call, r, i);
+        }
+        cl->in = (unsigned char *) in;
+        cl->out = xmalloc(n * sizeof(int32_t));
+        memset(cl->out, GUARD, n * sizeof(int32_t));
+    } else {
+        const gs_case_t k = { m->kind, p, root, 0, m->cap, m->c, m->d, m->span, "successive" };
+        char what[64];
+        snprintf(what, sizeof(what), "successive p=%d call %d", p, call);
+        build_rank(&cl->s, &k, r, what);
+        if (PLANT_NONE != how && PLANT_NO_SETTLE != how) {
+            plant_bug(&cl->s, how, 0);
+        }
+        if (g || r == root) {
+            const size_t len = g ? m->c[r] : m->span;
+            cl->in = xmalloc(len);
+            memset(cl->in, SEND_GUARD, len);
+            for (int q = 0; q < p; q++) {
+                for (size_t i = 0; (g ? q == r : 1) && i < m->c[q]; i++) {
                     cl->in[(g ? 0 : m->d[q]) + i] = mc_byte(call, q, i);
                 }
             }
         }
+        if (!g || r == root) {
+            const size_t len = g ? m->span : m->c[r];
+            cl->out = xmalloc(len);
+            memset(cl->out, GUARD, len);
+        }
     }
-    if (!g || r == root) {
-        const size_t n = g ? m->span : m->c[r];
-        cl->out = xmalloc(n);
-        memset(cl->out, GUARD, n);
-    }
+    ck_assert_msg(cl->s.slot_bytes <= m->cap, "%s p=%d slot %zu: uses %zu", mc_name(m->kind), p, m->cap,
+                  cl->s.slot_bytes);
+    mc_seen.halves += cl->s.entry_waits;
+    mc_seen.no_exit += cl->s.no_exit && !cl->s.entry_waits;
+    mc_seen.flip += cl->s.slot_flip > 0;
+    mc_seen.exits += !cl->s.no_exit && !cl->s.slot_flip;
 }
 
 static int mc_check(const mc_call_t *cl, const mc_spec_t *m, int r, int p, int call)
 {
-    if (is_gather(m->coll) && r != m->root) {
+    const size_t n = m->c[0];
+    switch (m->kind) {
+    case K_EMPTY: return 0;
+    case K_AG:
+        for (size_t i = 0; i < (size_t) p * n; i++) {
+            if (cl->out[i] != mc_byte(call, (int) (i / n), i % n)) {
+                return -1;
+            }
+        }
+        return 0;
+    case K_BCAST:
+        for (size_t i = 0; i < n; i++) {
+            if (cl->out[i] != mc_byte(call, m->root, i)) {
+                return -1;
+            }
+        }
+        return 0;
+    case K_AR:
+        for (size_t i = 0; i < n; i++) {
+            uint32_t acc = 0;
+            int32_t have;
+            for (int q = 0; q < p; q++) {
+                acc += (uint32_t) mc_int(call, q, i);
+            }
+            memcpy(&have, cl->out + i * sizeof(int32_t), sizeof(have));
+            if (have != (int32_t) acc) {
+                return -1;
+            }
+        }
+        return 0;
+    default: break;
+    }
+    if (is_gather(m->kind) && r != m->root) {
         return 0;
     }
     for (int q = 0; q < p; q++) {
-        if (is_gather(m->coll) || q == r) {
-            const size_t at = is_gather(m->coll) ? m->d[q] : 0;
+        if (is_gather(m->kind) || q == r) {
+            const size_t at = is_gather(m->kind) ? m->d[q] : 0;
             for (size_t i = 0; i < m->c[q]; i++) {
                 if (cl->out[at + i] != mc_byte(call, q, i)) {
                     return -1;
@@ -733,8 +956,9 @@ static int mc_check(const mc_call_t *cl, const mc_spec_t *m, int r, int p, int c
     return 0;
 }
 
-/* Runs MC_CALLS calls on p ranks; 0 ok, -1 a wrong result or deadlock. */
-static int run_successive(int p, unsigned seed, unsigned mix, plant_t how, char *bad, size_t badlen)
+/* Runs MC_CALLS calls on p ranks with slots of cap bytes; 0 ok, -1 a
+ * wrong result or deadlock. */
+static int run_successive(int p, size_t cap, unsigned seed, unsigned mix, plant_t how, char *bad, size_t badlen)
 {
     mc_t mc;
     mc.p = p;
@@ -744,10 +968,12 @@ static int run_successive(int p, unsigned seed, unsigned mix, plant_t how, char 
     xccl_peer_t *peer = xmalloc((size_t) p * sizeof(*peer));
     mc_call_t *cur = calloc((size_t) p, sizeof(*cur));
     int *at = calloc((size_t) p, sizeof(int)), *order = xmalloc((size_t) p * sizeof(int));
+    xccl_exit_owed_t *owed = calloc((size_t) p, sizeof(*owed));    /* one per rank's set of slots */
+    red_ctx_t rctx = { xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM), sizeof(int32_t), 0 };
     mc_cur = &mc;
     for (int r = 0; r < p; r++) {
-        mc.slot[r] = xmalloc(MC_SLOT);
-        memset(mc.slot[r], 0xA5, MC_SLOT);
+        mc.slot[r] = xmalloc(cap);
+        memset(mc.slot[r], 0xA5, cap);
         mc.ranks[r] = r;
         peer[r] = (xccl_peer_t) { &mc.ranks[r], mc_buf, mc_post, mc_test, NULL, NULL };
         order[r] = r;
@@ -771,27 +997,31 @@ static int run_successive(int p, unsigned seed, unsigned mix, plant_t how, char 
             while (at[r] < MC_CALLS && 0 == rc) {
                 mc_call_t *cl = &cur[r];
                 mc_spec_t m;
-                mc_spec(at[r], p, mix, &m);
+                mc_spec(at[r], p, mix, cap, &m);
                 if (!cl->started) {
                     mc_build(cl, &m, r, p, at[r], how);
                     void *bufs[XCCL_NBUF] = { cl->in, cl->out, NULL, mc.slot[r] };
-                    ck_assert_int_eq(xccl_exec_init(&cl->e, &cl->s, NULL, bufs, NULL, NULL, 500u + (unsigned) at[r]),
+                    ck_assert_int_eq(xccl_exec_init(&cl->e, &cl->s, NULL, bufs, reduce_cb, &rctx,
+                                                    500u + (unsigned) at[r]),
                                      0);
                     xccl_exec_set_peer(&cl->e, &peer[r]);
+                    if (PLANT_NO_SETTLE != how) {
+                        xccl_exec_set_owed(&cl->e, &owed[r]);
+                    }
                     cl->started = 1;
                 }
                 const size_t before = cl->e.step;
                 const int st = xccl_exec_progress(&cl->e);
                 moved |= cl->e.step != before || st != 0;
                 if (st < 0) {
-                    snprintf(bad, badlen, "p=%d rank %d call %d: execution failed", p, r, at[r]);
+                    snprintf(bad, badlen, "p=%d slot %zu rank %d call %d: execution failed", p, cap, r, at[r]);
                     rc = -1;
                 } else if (0 == st) {
                     break;
                 } else {
                     if (0 != mc_check(cl, &m, r, p, at[r])) {
-                        snprintf(bad, badlen, "p=%d rank %d call %d (%s root %d): wrong result", p, r, at[r],
-                                 coll_name[m.coll], m.root);
+                        snprintf(bad, badlen, "p=%d slot %zu rank %d call %d (%s root %d): wrong result", p, cap, r,
+                                 at[r], mc_name(m.kind), m.root);
                         rc = -1;
                     }
                     xccl_exec_fini(&cl->e);
@@ -807,10 +1037,11 @@ static int run_successive(int p, unsigned seed, unsigned mix, plant_t how, char 
         }
         idle = moved ? 0 : idle + 1;
         if (idle > 50 && 0 == rc) {
-            snprintf(bad, badlen, "p=%d: deadlock", p);
+            snprintf(bad, badlen, "p=%d slot %zu: deadlock (rank 0 in call %d)", p, cap, at[0]);
             rc = -1;
         }
     }
+    ck_assert_int_eq(rctx.bad_alias, 0);
     for (int r = 0; r < p; r++) {
         if (cur[r].started) {
             xccl_exec_fini(&cur[r].e);
@@ -827,29 +1058,60 @@ static int run_successive(int p, unsigned seed, unsigned mix, plant_t how, char 
     free(cur);
     free(at);
     free(order);
+    free(owed);
     return rc;
+}
+
+/* A plant at p = 2..5 with slots of cap, each caught by some seed. */
+static void must_catch(size_t cap, plant_t how, const char *name)
+{
+    char bad[256] = "";
+    for (int p = 2; p <= 5; p++) {
+        int caught = 0;
+        for (unsigned sd = 0; sd < 24 && !caught; sd++) {
+            caught = 0 != run_successive(p, cap, seed_of(p, 900 + sd + 40 * (unsigned) how), sd % 4, how, bad,
+                                         sizeof(bad));
+        }
+        fprintf(stderr, "planted: p=%d slot %zu, successive calls, %s: %s\n", p, cap, name,
+                caught ? bad : "NOT CAUGHT");
+        ck_assert_msg(caught, "p=%d slot %zu: successive calls, %s: not caught", p, cap, name);
+    }
 }
 
 START_TEST(successive_calls_interleaved)
 {
+    const size_t cap = mc_slots[_i];
     char bad[256] = "";
+    memset(&mc_seen, 0, sizeof(mc_seen));
     for (int p = 2; p <= 7; p++) {
         for (unsigned sd = 0; sd < 12; sd++) {
-            ck_assert_msg(0 == run_successive(p, seed_of(p, 700 + sd), sd % 4, PLANT_NONE, bad, sizeof(bad)), "%s",
-                          bad);
+            ck_assert_msg(0 == run_successive(p, cap, seed_of(p, 700 + sd), sd % 4, PLANT_NONE, bad, sizeof(bad)),
+                          "%s", bad);
         }
     }
-    /* without the exit waits a rank goes on to its next call and writes
-     * its slot (a gather's rank, a scatter's root) while the root of the
-     * last still reads it, or (a scatter's root) a reader still reads */
-    for (int p = 2; p <= 5; p++) {
-        int caught = 0;
-        for (unsigned sd = 0; sd < 24 && !caught; sd++) {
-            caught = 0 != run_successive(p, seed_of(p, 900 + sd), sd % 4, PLANT_NO_EXIT, bad, sizeof(bad));
-        }
-        fprintf(stderr, "planted: p=%d, successive calls without exit waits: %s\n", p, caught ? bad : "NOT CAUGHT");
-        ck_assert_msg(caught, "p=%d: successive calls without exit waits not caught", p);
+    /* the mix holds the ways: the halves only in their slots, allreduce's
+     * latency path from 4 KiB up */
+    ck_assert_msg((mc_seen.halves > 0) == (MC_HALVES == _i) && mc_seen.no_exit > 0 &&
+                      (mc_seen.flip > 0) == (cap >= 4096) && mc_seen.exits > 0,
+                  "slot %zu: halves %d, no exit %d, latency %d, exits %d", cap, mc_seen.halves, mc_seen.no_exit,
+                  mc_seen.flip, mc_seen.exits);
+    if (MC_HALVES != _i) {
+        /* without the exit waits a rank goes on to its next call and
+         * writes its slot (a gather's rank, a scatter's root) while the
+         * root of the last still reads it, or (a scatter's root) a reader
+         * still reads */
+        must_catch(cap, PLANT_NO_EXIT, "without exit waits");
+        return;
     }
+    /* without the entry waits a rank writes the half that a peer two
+     * calls behind still reads; with the entry post behind them the
+     * writers of a call after one that posted nothing wait for each
+     * other; without the settlement a call of another layout writes what
+     * a peer still reads in the last call of the halves, or the halves
+     * what it reads in the last allgather */
+    must_catch(cap, PLANT_NO_ENTRY, "without entry waits");
+    must_catch(cap, PLANT_LATE_ENTRY, "entry post behind the entry waits");
+    must_catch(cap, PLANT_NO_SETTLE, "never settled");
 }
 END_TEST
 
@@ -907,7 +1169,7 @@ int main(void)
     tcase_add_test(tc, small_slot_refused);
     tcase_add_loop_test(tc, planted_bugs_fail, 0, NCOLLS);
     tcase_add_loop_test(tc, many_seeds, 0, (int) (sizeof(seed_ps) / sizeof(seed_ps[0])));
-    tcase_add_test(tc, successive_calls_interleaved);
+    tcase_add_loop_test(tc, successive_calls_interleaved, 0, MC_NSLOTS);
     suite_add_tcase(su, tc);
     tc = tcase_create("sizes");
     tcase_set_timeout(tc, 900);
