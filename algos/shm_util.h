@@ -167,7 +167,7 @@ static inline void shm_rotate(xccl_sched_t *s, size_t used)
     const size_t stride = shm_round_up(used, SHM_ROT_ALIGN);
     size_t n = stride > 0 ? shm_cap(s) / stride : 0;
     n = n < SHM_ROT_MAX ? n : SHM_ROT_MAX;
-    if (s->slot_swap && 0 == n % 2) {
+    if (s->slot_swap && n > 0 && 0 == n % 2) {
         n--;        /* an odd count: a region's next call has the other parity */
     }
     if (n >= 2) {
@@ -227,8 +227,11 @@ static inline void shm_rotate_room(xccl_sched_t *s, size_t buf)
 static inline void shm_enter(xccl_sched_t *s, int writes)
 {
     xccl_sched_post(s, 0);
-    for (int k = 1; writes && k < s->size; k++) {
-        xccl_sched_wait_before(s, mod(s->rank + k, s->size));
+    if (writes) {
+        xccl_sched_step(s);          /* the post goes out before the waits */
+        for (int k = 1; k < s->size; k++) {
+            xccl_sched_wait_before(s, mod(s->rank + k, s->size));
+        }
     }
 }
 

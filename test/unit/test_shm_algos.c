@@ -788,6 +788,25 @@ START_TEST(refused_without_slot)
 }
 END_TEST
 
+/* A whole bcast of two ranks in a slot too small for two regions of its
+ * pieces: no rotation (a region count of zero once wrapped around to a
+ * huge one), a slot use within the cap. */
+START_TEST(rotation_in_small_slots)
+{
+    for (size_t cap = 512; cap <= 16384; cap *= 2) {
+        for (int r = 0; r < 2; r++) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, 2, 1);
+            s.slot_cap = cap;
+            ck_assert_int_eq(xccl_build_bcast_shm_whole(&s, 300, 0), 0);
+            ck_assert_msg(s.slot_bytes <= cap, "cap %zu: slot %zu", cap, s.slot_bytes);
+            ck_assert_uint_le(s.slot_nalt, 8u);          /* SHM_ROT_MAX */
+            xccl_sched_fini(&s);
+        }
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Composition: shm stages inside a two-level allreduce                     */
 /* ------------------------------------------------------------------------ */
@@ -1593,6 +1612,7 @@ int main(void)
     TCase *tc = tcase_create("basics");
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, refused_without_slot);
+    tcase_add_test(tc, rotation_in_small_slots);
     tcase_add_test(tc, allreduce_shm_barriers);
     tcase_add_test(tc, hier_with_shm_stages);
     tcase_add_test(tc, cost_of_shm_schedules);
