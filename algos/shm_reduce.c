@@ -19,12 +19,15 @@
  *   cost per rank: n (p-1)/p copied in, n/p reduced p-1 times; the root
  *   n (p-1)/p copied out; pieces + 2 steps.
  * Root alone (at most SHM_REDUCE_ROOT_BYTES, or two ranks): per piece two
- * stages, two buffers: every other rank copies the piece into its slot
- * and posts; the root waits for them all, reduces the piece over every
- * slot (its own input from SEND) into RECV and posts.  Nobody waits for
- * anybody but the root: a rank writes a buffer again once the root's flag
- * says it is done with the piece there, and leaves once the root is done
- * with the last.
+ * stages: every other rank copies the piece into its slot and posts; the
+ * root waits for them all, reduces the piece over every slot (its own
+ * input from SEND) into RECV and posts.  Nobody waits for anybody but the
+ * root within the call: a rank writes a buffer again once the root's
+ * flag says it is done with the piece there.  Where the slot has halves
+ * (a slot of 8.5 KiB and up: shm_half), a call uses one half and the next
+ * call the other (shm_rotate_room), in pieces of half a half, at most
+ * SHM_REDUCE_MAX_PIECE, as many buffers as the half holds; else two
+ * buffers of half the slot, the pieces as large.
  *   cost: n copied in per other rank, n reduced p-1 times at the root;
  *   one flag wait per piece (the root: p-1).
  * The rule: the sliced form's two extra barriers cost every rank p-1 flag
@@ -43,28 +46,74 @@
  * then; a root of 2 or more in place copies its own input into its slot
  * with the rest and reads it there.
  *
- * The exit: the root's last flag comes after its last read of a peer's
- * slot, and every other rank waits for it (the sliced form's last
- * barrier is that wait alone: the peers' reads of the slots ended with
- * the barrier before); the root's own slot, once the others are past
- * their last barrier, is read by nobody but itself.
+ * How a call ends, so that the next one does not overwrite what the root
+ * still reads:
+ *   the root alone in the halves: no exit waits (shm_enter, shm_leave).
+ *     Every rank first posts 0 ("entered this call: done with the calls
+ *     before"), in a step of its own (a root that writes nothing too: its
+ *     waits for the copies would hold the post back, which a writer's
+ *     entry may be waiting for); a rank that writes its slot (all but
+ *     the root, and a root that copies its own input in) then waits
+ *     for every peer to have entered the call before (a flag of that call
+ *     or a later one).  The last call before this one that used this
+ *     call's half is the one before that, whose root (whoever it was)
+ *     is done reading it once it entered the call after; the call before
+ *     used the other half.  So a rank that gives its piece runs on into
+ *     the next call while the root still reduces, up to a call ahead of
+ *     the slowest peer, and within a call only the root waits for the
+ *     others.  The root's flags rise from the entry's 0: 1, 2, ... (the
+ *     others' waits for them are never met by the entry), and every rank
+ *     posts SHM_DONE last ("done reading the peers' slots in this
+ *     call"): a next call of another layout (the sliced form, another
+ *     collective's regions) first waits for every peer's SHM_DONE, which
+ *     the executor settles (xccl_exec_set_owed).  No deadlock: the
+ *     entry's waits need a peer to have started an earlier call or this
+ *     one, whose first step waits for nobody (so a peer whose previous
+ *     call posted nothing meets them too), and every call before ends,
+ *     by induction over the calls; within the call the others wait only
+ *     for the root's flag of an earlier piece, the root only for the
+ *     others' copies of this one;
+ *   otherwise: the root's last flag comes after its last read of a
+ *     peer's slot, and every other rank waits for it (the sliced form's
+ *     last barrier is that wait alone: the peers' reads of the slots
+ *     ended with the barrier before); the root's own slot, once the
+ *     others are past their last barrier, is read by nobody but itself.
  */
 #include "shm_util.h"
 #include "xccl_build.h"
 
 /* At most this many bytes, the root reduces alone (the rule above). */
 #define SHM_REDUCE_ROOT_BYTES ((size_t) 2048)
+/* Pieces of the root-alone form in the halves, at most this (as
+ * algos/shm_gather.c's): the copies in and the reductions overlap from
+ * the second piece on. */
+#define SHM_REDUCE_MAX_PIECE ((size_t) 65536)
 
 static int root_alone(xccl_sched_t *s, size_t bytes, int root, int own_in_slot)
 {
-    const int p = s->size, r = s->rank, depth = 2;
-    const size_t buf = shm_buffer(s, depth, 1, s->elem_size);
+    const int p = s->size, r = s->rank, writes = r != root || own_in_slot;
+    const size_t es = s->elem_size, most = shm_half(s) / 2;
+    /* pieces of half a half where the slot has halves (the same on every
+     * rank: from the slot alone), else of half the slot */
+    size_t buf = shm_floor(most < SHM_REDUCE_MAX_PIECE ? most : SHM_REDUCE_MAX_PIECE, es);
+    if (0 == buf) {
+        buf = shm_buffer(s, 2, 1, es);
+    }
+    const int halves = shm_halves(s, buf), depth = halves ? (int) (shm_room(s, buf) / buf) : 2;
     const size_t nchunks = (bytes + buf - 1) / buf;
 
+    if (halves) {
+        shm_enter(s, writes);
+        if (!writes) {
+            xccl_sched_step(s);    /* the root's waits for the copies: after its post */
+        }
+    }
     for (size_t t = 0; t < nchunks; t++) {
         size_t lo;
         const size_t len = shm_piece(bytes, buf, t, &lo), at = shm_buf_off(buf, t, depth);
-        shm_use(s, at + len);
+        if (writes || !halves) {
+            shm_use(s, at + len);
+        }
         if (r != root) {
             if (t >= (size_t) depth) {
                 xccl_sched_wait(s, root, (uint32_t) (t - (size_t) depth + 1));
@@ -84,9 +133,12 @@ static int root_alone(xccl_sched_t *s, size_t bytes, int root, int own_in_slot)
         xccl_sched_post(s, (uint32_t) (t + 1));
         xccl_sched_step(s);
     }
-    if (r != root) {
+    if (halves) {
+        shm_leave(s);
+    } else if (r != root) {
         xccl_sched_wait(s, root, (uint32_t) nchunks);
     }
+    shm_rotate_room(s, buf);
     return xccl_sched_finalize(s);
 }
 

@@ -8,19 +8,32 @@
  *     the destinations empty (MoE-like), one rank sending everything to
  *     one other, all zero, sizes just below, at and above one piece and
  *     of 4 and 21 pieces, irregular; slots that cut a piece to 1, 5, 64 and
- *     128 bytes and one that holds everything; blocks in permuted order
- *     in SEND and RECV with guard bytes in the gaps, which stay unwritten;
- *     several interleavings (seeds);
+ *     128 bytes (two buffers over the slot, exit waits), one of 12.5 KiB
+ *     (the halves, pieces of 128 B to 2 KiB) and one that holds
+ *     everything; blocks in permuted order in SEND and RECV with guard
+ *     bytes in the gaps, which stay unwritten; several interleavings
+ *     (seeds);
  *   - the schedules: no transfers, the slot within its cap, the flags
- *     that the pieces imply, waits only on the ranks a rank trades with;
- *     too small a slot refused on every rank alike, a slot buffer needed;
- *   - planted bugs fail: the waits for the pieces written, for the
- *     readers of a buffer before its reuse, for the readers at the exit
- *     removed, a "written" flag posted a step early;
- *   - successive calls with different count matrices on persistent slots
- *     and flags, ranks progressed in a random order into their next calls:
- *     an early leaver (exit waits removed) and flags that outlive their
- *     call are caught.
+ *     that the pieces imply, waits only on the ranks a rank trades with
+ *     (but the entry's, on every peer, where it writes); in the halves the
+ *     entry post first in a step without waits, SHM_DONE last, no exit
+ *     waits, a rank that
+ *     sends nothing using no slot; too small a slot refused on every rank
+ *     alike, a slot buffer needed;
+ *   - planted bugs fail, in both forms: the waits for the pieces written,
+ *     for the readers of a buffer before its reuse, for the readers at the
+ *     exit removed (two buffers over the slot; the halves have none), a
+ *     "written" flag posted a step early;
+ *   - successive calls on persistent slots and flags, ranks progressed in
+ *     a random order into their next calls, each rank settling what a
+ *     call without an exit wait left owed as the component does: count
+ *     matrices differing from call to call, alone on a small slot, and
+ *     mixed with other shared-memory schedules (reduce, allgather without
+ *     its exit barrier, bcast, the allreduce latency path, a call without
+ *     flags) on slots of 8 and 48 KiB: an early leaver (exit waits
+ *     removed), a writer without its entry waits, the entry post behind
+ *     the entry waits (a deadlock), flags that outlive their call and
+ *     (with the mix) the settlement skipped are caught.
  */
 #include <check.h>
 #include "check_main.h"
@@ -56,14 +69,30 @@ static unsigned char data_byte(int from, int to, size_t i, unsigned call)
     return (unsigned char) (x >> 8);
 }
 
-/* The piece the builder cuts from a slot of cap bytes at p > 1: the
+#define DONE_FLAG ((uint32_t) 1 << 30)  /* algos/shm_util.h SHM_DONE */
+
+/* The pieces the builder cuts from a slot of cap bytes at p > 1: the
  * pipeline part of the slot (less the latency path's 512 bytes from
- * 4 KiB on), two buffers of p - 1 regions, rounded down to 64 bytes. */
-static size_t piece_of(size_t cap, int p)
+ * 4 KiB on); where a half of it (whole pages) holds two buffers of p - 1
+ * pieces of 64 bytes or more, pieces of a quarter of the half over p - 1,
+ * depth the buffers in a half, *half that half (else 0); else two buffers
+ * of p - 1 regions over the slot (depth: as many as fit); at most 64 KiB,
+ * rounded down to 64 bytes where that much. */
+static size_t layout_of(size_t cap, int p, int *depth, size_t *half)
 {
     const size_t usable = cap >= 4096 ? (cap - 512) / 64 * 64 : cap;
-    const size_t per = usable / 2 / (size_t) (p - 1);
-    return per >= 64 ? per / 64 * 64 : per;
+    const size_t h = usable / 2 / 4096 * 4096;
+    size_t pc = h / 2 / (size_t) (p - 1);
+    pc = pc >= 64 ? pc / 64 * 64 : 0;
+    if (0 == pc) {
+        const size_t per = usable / 2 / (size_t) (p - 1);
+        pc = per >= 64 ? per / 64 * 64 : per;
+    }
+    pc = pc < 65536 ? pc : 65536;
+    const size_t buf = pc * (size_t) (p - 1);
+    *half = h > 0 && h >= 2 * buf ? h : 0;
+    *depth = buf ? (int) ((*half ? *half : usable) / buf) : 0;
+    return pc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -226,16 +255,25 @@ typedef enum {
     PLANT_NO_EXIT,             /* the waits for "read" in the last step (the exit) removed */
     PLANT_EARLY_POST,          /* a "written" post of value >= 5 moved to the end of the
                                 * step before, ahead of its step's waits and copies */
+    PLANT_NO_ENTRY,            /* the entry's waits (for the call before) removed: a
+                                * fault of successive calls only */
+    PLANT_LATE_ENTRY,          /* the entry post in the step of the entry's waits */
     NPLANTS
 } plant_t;
 
 static const char *const plant_name[NPLANTS] = { "none", "written waits removed", "reuse waits removed",
-                                                 "exit waits removed", "written posted a step early" };
+                                                 "exit waits removed", "written posted a step early",
+                                                 "entry waits removed", "entry post behind the entry waits" };
 
+/* The entry's waits are those one call back (len 1); the others name a
+ * value of this call. */
 static int drop_wait(const xccl_sched_t *s, size_t st, const xccl_action_t *a, plant_t how)
 {
     if (XCCL_ACT_WAIT != a->kind) {
         return 0;
+    }
+    if (a->len > 0) {
+        return PLANT_NO_ENTRY == how;
     }
     const int odd = a->idx % 2, last = st + 1 == s->nsteps;
     return (PLANT_NO_WRITTEN == how && odd) || (PLANT_NO_REUSE == how && !odd && !last) ||
@@ -263,6 +301,16 @@ static int plant(xccl_sched_t *s, plant_t how)
         }
         return changed;
     }
+    if (PLANT_LATE_ENTRY == how) {
+        /* steps 0 (the post) and 1 (the waits) made one */
+        if (!s->entry_waits || s->nsteps < 2) {
+            return 0;
+        }
+        memmove(&s->step_start[1], &s->step_start[2], (s->nsteps - 2) * sizeof(s->step_start[0]));
+        memmove(&s->step_round[1], &s->step_round[2], (s->nsteps - 2) * sizeof(s->step_round[0]));
+        s->nsteps--;
+        return 1;
+    }
     if (PLANT_NONE == how) {
         return 0;
     }
@@ -287,9 +335,25 @@ static int plant(xccl_sched_t *s, plant_t how)
 /* One call on the simulator                                                */
 /* ------------------------------------------------------------------------ */
 
+/* Whether s begins with the entry post, 0, in a step that waits for
+ * nobody (a peer's entry waits may wait for this post). */
+static int entry_first(const xccl_sched_t *s)
+{
+    const size_t end = s->nsteps > 1 ? s->step_start[1] : s->nacts;
+    for (size_t i = 0; i < end; i++) {
+        if (XCCL_ACT_WAIT == s->acts[i].kind) {
+            return 0;
+        }
+    }
+    return s->nacts > 0 && XCCL_ACT_POST == s->acts[0].kind && 0 == s->acts[0].idx;
+}
+
 /* The schedule's shape: no transfers, the slot within its cap, waits only
- * on ranks it trades with; with pc (the piece the test expects, 0: not
- * known) the flag values and the number of waits that the pieces imply. */
+ * on ranks it trades with (but the entry's), the form the slot implies
+ * (layout_of): in the halves the entry post first, in a step without waits,
+ * SHM_DONE last, no exit waits, a rank that sends nothing using no slot;
+ * with pc (the piece the test expects, 0: not known) the flag values and
+ * the number of waits that the pieces imply. */
 static int check_shape(const xccl_sched_t *s, const vecs_t *v, size_t pc, const char *what, char *bad,
                        size_t badlen)
 {
@@ -301,17 +365,50 @@ static int check_shape(const xccl_sched_t *s, const vecs_t *v, size_t pc, const 
                  s->slot_cap, s->algo);
         return -1;
     }
-    size_t waits = 0;
+    int depth = 0;
+    size_t half = 0;
+    if (p > 1) {
+        (void) layout_of(s->slot_cap, p, &depth, &half);
+    }
+    size_t waits = 0, entry = 0;
+    unsigned char *entered = calloc((size_t) p, 1);
     for (size_t i = 0; i < s->nacts; i++) {
         const xccl_action_t *a = &s->acts[i];
-        if (XCCL_ACT_WAIT == a->kind) {
-            waits++;
-            if (a->peer == r || (0 == v->sb[a->peer] && 0 == v->rb[a->peer])) {
-                snprintf(bad, badlen, "%s: rank %d waits on rank %d, which it trades nothing with", what, r,
-                         a->peer);
+        if (XCCL_ACT_WAIT != a->kind) {
+            continue;
+        }
+        if (a->len > 0) {
+            /* the entry's: one on each peer, for any flag of the call before */
+            if (1 != a->len || 0 != a->idx || a->peer == r || entered[a->peer]) {
+                snprintf(bad, badlen, "%s: rank %d: a wait one call back on rank %d for %u", what, r, a->peer,
+                         a->idx);
+                free(entered);
                 return -1;
             }
+            entered[a->peer] = 1;
+            entry++;
+            continue;
         }
+        waits++;
+        if (a->peer == r || (0 == v->sb[a->peer] && 0 == v->rb[a->peer])) {
+            snprintf(bad, badlen, "%s: rank %d waits on rank %d, which it trades nothing with", what, r, a->peer);
+            free(entered);
+            return -1;
+        }
+    }
+    free(entered);
+    const int halves = half > 0;
+    if (p > 1 && (s->no_exit != halves || s->entry_waits != halves || s->slot_nalt != (halves ? 2u : 0u) ||
+                  s->slot_alt != half)) {
+        snprintf(bad, badlen, "%s: rank %d: no_exit %d entry_waits %d regions %u of %zu, want the %s", what, r,
+                 s->no_exit, s->entry_waits, s->slot_nalt, s->slot_alt, halves ? "halves" : "whole slot");
+        return -1;
+    }
+    if (halves && (!entry_first(s) || XCCL_ACT_POST != s->acts[s->nacts - 1].kind ||
+                   DONE_FLAG != s->acts[s->nacts - 1].idx)) {
+        snprintf(bad, badlen, "%s: rank %d: not the entry post first, in a step without waits, and SHM_DONE last",
+                 what, r);
+        return -1;
     }
     if (0 == pc || 1 == p) {
         return 0;
@@ -322,13 +419,19 @@ static int check_shape(const xccl_sched_t *s, const vecs_t *v, size_t pc, const 
             const size_t a = (v->sb[q] + pc - 1) / pc, b = (v->rb[q] + pc - 1) / pc;
             ns = a > ns ? a : ns;
             nr = b > nr ? b : nr;
-            want_waits += b + (a > 2 ? a - 2 : 0) + (a > 0);    /* written; reuse; exit */
+            /* written; reuse; exit (but in the halves) */
+            want_waits += b + (a > (size_t) depth ? a - (size_t) depth : 0) + (!halves && a > 0);
         }
     }
-    const size_t want_top = 0 == ns && 0 == nr ? 0 : nr >= ns ? 2 * nr : 2 * ns - 1;
-    if (s->flag_top != want_top || waits != want_waits) {
-        snprintf(bad, badlen, "%s: rank %d: flag_top %u waits %zu, want %zu and %zu (pieces of %zu)", what, r,
-                 s->flag_top, waits, want_top, want_waits, pc);
+    const size_t want_entry = halves && ns > 0 ? (size_t) (p - 1) : 0;
+    const size_t want_top = halves ? DONE_FLAG : 0 == ns && 0 == nr ? 0 : nr >= ns ? 2 * nr : 2 * ns - 1;
+    if (s->flag_top != want_top || waits != want_waits || entry != want_entry) {
+        snprintf(bad, badlen, "%s: rank %d: flag_top %u waits %zu entry %zu, want %zu, %zu and %zu (pieces of %zu)",
+                 what, r, s->flag_top, waits, entry, want_top, want_waits, want_entry, pc);
+        return -1;
+    }
+    if (halves && (0 == ns) != (0 == s->slot_bytes)) {
+        snprintf(bad, badlen, "%s: rank %d: sends %zu pieces, slot %zu", what, r, ns, s->slot_bytes);
         return -1;
     }
     return 0;
@@ -391,6 +494,9 @@ static int run_a2av(int p, const size_t *m, size_t cap, size_t pc, unsigned call
 
 static const int test_ps[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16 };
 static const size_t test_pcs[] = { 1, 5, 64, 128 };     /* pieces of the small slots */
+#define NPCS (sizeof(test_pcs) / sizeof(test_pcs[0]))
+/* The smallest slot with halves: 12 KiB for the pipelines, a half of 4 KiB */
+#define HALVES_SLOT ((size_t) 12800)
 #define NSEEDS 3
 
 START_TEST(matrices)
@@ -400,16 +506,25 @@ START_TEST(matrices)
     char bad[512] = "";
     int runs = 0;
     for (int kind = 0; kind < NMAT; kind++) {
-        for (size_t ci = 0; ci <= sizeof(test_pcs) / sizeof(test_pcs[0]); ci++) {
-            const int big = ci == sizeof(test_pcs) / sizeof(test_pcs[0]);
+        for (size_t ci = 0; ci <= NPCS + 1; ci++) {
+            const int halves = ci == NPCS, big = ci == NPCS + 1;
             /* a slot of exactly two buffers of p - 1 pieces (below the
-             * latency path's 4 KiB), or one that holds every block whole */
-            const size_t cap = big || 1 == p ? BIG_SLOT : 2 * (size_t) (p - 1) * test_pcs[ci];
-            const size_t pc = 1 == p ? 0 : piece_of(cap, p);
+             * latency path's 4 KiB), one with halves of two buffers of
+             * pieces of 128 B to 2 KiB, or one that holds every block
+             * whole (halves too) */
+            const size_t cap = big || 1 == p ? BIG_SLOT : halves ? HALVES_SLOT : 2 * (size_t) (p - 1) * test_pcs[ci];
+            int depth = 0;
+            size_t half = 0;
+            const size_t pc = 1 == p ? 0 : layout_of(cap, p, &depth, &half);
             const size_t unit = big || 1 == p ? 300 : pc;
-            if (!big && p > 1) {
+            if (!big && !halves && p > 1) {
                 ck_assert_uint_eq(pc, test_pcs[ci]);
                 ck_assert_uint_lt(cap, 4096);
+                ck_assert_uint_eq(half, 0);
+            } else if (p > 1) {
+                ck_assert_uint_eq(half, halves ? 4096 : 520192);
+                ck_assert_uint_ge(pc, 128);
+                ck_assert_int_ge(depth, 2);
             }
             for (unsigned sd = 0; sd < NSEEDS; sd++) {
                 const unsigned call = (unsigned) kind * 100u + (unsigned) ci * 10u + sd;
@@ -421,7 +536,7 @@ START_TEST(matrices)
             }
         }
     }
-    ck_assert_int_eq(runs, NMAT * 5 * NSEEDS);
+    ck_assert_int_eq(runs, NMAT * (int) (NPCS + 2) * NSEEDS);
     free(m);
 }
 END_TEST
@@ -528,34 +643,44 @@ END_TEST
 
 /* Each bug, planted into every rank's schedule, is caught under some seed
  * (a wrong byte, or the simulator's report of a rank reading the slot of
- * a rank that left), on the one-to-one and the skewed matrices (many
- * pieces of 7 bytes); the intact schedules pass under the same seeds. */
+ * a rank that left), on the one-to-one and the skewed matrices, in both
+ * forms: many pieces of 7 bytes (two buffers over the slot), and pieces of
+ * 640 bytes in the halves (which have no exit waits to remove:
+ * check_shape counts every wait); the intact schedules pass under the
+ * same seeds. */
 START_TEST(planted_bugs_fail)
 {
     const plant_t how = (plant_t) _i;
     const int p = 4;
     size_t m[16];
     char bad[512] = "", first[512] = "";
-    for (int kind = M_MOE; kind <= M_ONE; kind++) {
-        int caught = 0, planted = 0;
-        for (unsigned sd = 0; sd < 24 && !caught; sd++) {
-            make_matrix(kind, p, 7, sd, m);
-            const size_t cap = 2 * (size_t) (p - 1) * 7;
-            ck_assert_msg(0 == run_a2av(p, m, cap, 7, sd, seed_of(p, 800 + sd), PLANT_NONE, NULL, mat_name[kind],
-                                        bad, sizeof(bad)),
-                          "intact: %s", bad);
-            int any = 0;
-            if (0 != run_a2av(p, m, cap, 0, sd, seed_of(p, 800 + sd), how, &any, mat_name[kind], bad,
-                              sizeof(bad))) {
-                caught = 1;
-                snprintf(first, sizeof(first), "%s", bad);
+    for (int halves = 0; halves < 2; halves++) {
+        const size_t cap = halves ? HALVES_SLOT : 2 * (size_t) (p - 1) * 7;
+        int depth;
+        size_t half;
+        const size_t pc = layout_of(cap, p, &depth, &half);
+        ck_assert_uint_eq(pc, halves ? 640 : 7);
+        ck_assert_uint_eq(half > 0, halves);
+        for (int kind = M_MOE; kind <= M_ONE && !(halves && PLANT_NO_EXIT == how); kind++) {
+            int caught = 0, planted = 0;
+            for (unsigned sd = 0; sd < 24 && !caught; sd++) {
+                make_matrix(kind, p, pc, sd, m);
+                ck_assert_msg(0 == run_a2av(p, m, cap, pc, sd, seed_of(p, 800 + sd), PLANT_NONE, NULL,
+                                            mat_name[kind], bad, sizeof(bad)),
+                              "intact: %s", bad);
+                int any = 0;
+                if (0 != run_a2av(p, m, cap, 0, sd, seed_of(p, 800 + sd), how, &any, mat_name[kind], bad,
+                                  sizeof(bad))) {
+                    caught = 1;
+                    snprintf(first, sizeof(first), "%s", bad);
+                }
+                planted |= any;
             }
-            planted |= any;
+            fprintf(stderr, "planted alltoallv shm, %s, %s, %s: %s\n", halves ? "halves" : "whole slot",
+                    mat_name[kind], plant_name[how], caught ? first : "NOT CAUGHT");
+            ck_assert_msg(planted, "%s: %s changed nothing", mat_name[kind], plant_name[how]);
+            ck_assert_msg(caught, "%s: %s not caught", mat_name[kind], plant_name[how]);
         }
-        fprintf(stderr, "planted alltoallv shm, %s, %s: %s\n", mat_name[kind], plant_name[how],
-                caught ? first : "NOT CAUGHT");
-        ck_assert_msg(planted, "%s: %s changed nothing", mat_name[kind], plant_name[how]);
-        ck_assert_msg(caught, "%s: %s not caught", mat_name[kind], plant_name[how]);
     }
 }
 END_TEST
@@ -564,12 +689,24 @@ END_TEST
 /* Successive calls, interleaved: the slot and the flags outlive the call   */
 /* ------------------------------------------------------------------------ */
 
-/* Virtual ranks each run a list of calls (count matrices differing from
- * call to call, several pieces) on persistent slots and flags, progressed
- * in a random order as far as each can go and into its next calls: a
- * rank that leaves early overwrites, in its next call, what a slow rank
- * still reads; a flag that a later call's wait took for its own (stale)
- * lets a rank read before the write. */
+/* Virtual ranks each run a list of calls on persistent slots and flags,
+ * progressed in a random order as far as each can go and into its next
+ * calls: a rank that leaves early overwrites, in its next call, what a
+ * slow rank still reads; one that runs two calls ahead of a slow reader
+ * (the entry waits removed) writes the half that reader still reads; a
+ * flag that a later call's wait took for its own (stale) lets a rank
+ * read before the write.  The calls: alltoallv alone (count matrices
+ * differing from call to call, several pieces), or mixed with the other
+ * shared-memory schedules on the same slots, so that calls of one layout
+ * follow calls of another with ranks running ahead: reduce (the root
+ * alone in the halves, or sliced), allgather (whole: it moves through
+ * regions of the slot and, of one chunk, has no exit barrier), bcast
+ * (whole: an exit barrier), the allreduce latency path (two regions at
+ * the slot's end) or its pipeline, and a call without flags (a reduce of
+ * nothing).  Each rank settles what a call without an exit wait left
+ * owed as the component does (ompi_coll_xccl/coll_xccl_exec.c): one
+ * xccl_exit_owed_t for all its calls, given to every call's executor
+ * before it first progresses. */
 typedef struct {
     unsigned char **slot;
     struct {
@@ -609,36 +746,211 @@ static int sc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 
 #define SC_CALLS 30
 #define SC_PIECE 16
+/* The slots besides the smallest (two buffers of pieces of SC_PIECE):
+ * one without halves (the latency path's regions from 4 KiB on; of two
+ * ranks allgather trades slots and has no exit barrier), one with halves
+ * (allgather moves through regions) */
+#define SC_MID_SLOT ((size_t) 8192)
+#define SC_BIG_SLOT ((size_t) 49152)
+
+enum { K_A2AV, K_REDUCE, K_AG, K_BCAST, K_AR_SMALL, K_EMPTY };
+static const char *const sc_kind_name[] = { "alltoallv", "reduce", "allgather", "bcast", "allreduce small",
+                                            "reduce of nothing" };
+
+/* How a run goes: the slot, the calls alone or mixed, what is planted
+ * (into the alltoallv calls), flags compared without their call, the
+ * settlement skipped (xccl_exec_set_owed never called). */
+typedef struct {
+    size_t cap;
+    int mixed;
+    plant_t how;
+    int ignore_seq, no_settle;
+} sc_run_t;
 
 typedef struct {
     xccl_sched_t s;
     xccl_exec_t e;
-    vecs_t v;
+    int kind;
+    vecs_t v;                  /* alltoallv */
+    size_t n;                  /* int32 elements (reduce, allreduce), else bytes */
+    int root, in_place;
     unsigned char *in, *out, *want_in;
     int started;
 } sc_call_t;
 
-/* The matrix of call i (the same on every rank): kinds in turn, sizes of
- * up to about five pieces. */
-static void sc_matrix(int p, int call, size_t *m)
+/* The kind of call i (the same on every rank): alltoallv alone, or mixed
+ * with up to three alltoallv calls in a row. */
+static int sc_kind(int call, int mixed, unsigned mix)
 {
-    static const int kinds[] = { M_MOE, M_ONE, M_IRREGULAR, M_EQUAL, M_ZERO, M_PIECES, M_ONE };
-    make_matrix(kinds[call % 7], p, SC_PIECE, (unsigned) call * 13u + 1u, m);
+    static const int kinds[] = { K_A2AV, K_A2AV, K_AG, K_A2AV, K_REDUCE, K_A2AV, K_A2AV, K_A2AV, K_BCAST,
+                                 K_A2AV, K_EMPTY, K_A2AV, K_AR_SMALL, K_REDUCE, K_A2AV, K_A2AV, K_AG, K_REDUCE,
+                                 K_AG };
+    return mixed ? kinds[((unsigned) call + mix * 5u) % (sizeof(kinds) / sizeof(kinds[0]))] : K_A2AV;
 }
 
-/* plant: as plant_t, into every call's schedule. */
-static int run_successive(int p, unsigned seed, plant_t how, int ignore_seq, char *bad, size_t badlen)
+/* The matrix of call i (the same on every rank): kinds in turn, sizes of
+ * up to about 20 pieces of unit. */
+static void sc_matrix(int p, int call, size_t unit, size_t *m)
 {
-    const size_t cap = 2 * (size_t) (p - 1) * SC_PIECE;
+    static const int kinds[] = { M_MOE, M_ONE, M_IRREGULAR, M_EQUAL, M_ZERO, M_PIECES, M_ONE };
+    make_matrix(kinds[call % 7], p, unit, (unsigned) call * 13u + 1u, m);
+}
+
+static int32_t sc_elem(int call, int r, size_t i)
+{
+    return (int32_t) (call * 100003 + r * 1009 + (int) i);
+}
+
+/* Call `call` of rank r: its schedule and buffers. */
+static void sc_build(sc_call_t *c, int kind, int r, int p, int call, const sc_run_t *run)
+{
+    static const size_t reduce_n[] = { 13, 300, 3000, 9000 }, ag_n[] = { 200, 3000, 30000 };
+    static const size_t bcast_n[] = { 100, 3000 }, ar_n[] = { 5, 60, 700 };
+    int rc = 0;
+    c->kind = kind;
+    xccl_sched_init(&c->s, r, p, K_REDUCE == kind || K_EMPTY == kind || K_AR_SMALL == kind ? 4 : 1);
+    c->s.slot_cap = run->cap;
+    switch (kind) {
+    case K_A2AV: {
+        /* blocks of pieces of the small slot; of a quarter of a piece on
+         * the larger ones, so that one-to-one calls take one piece and let
+         * the sender run on */
+        size_t *m = xmalloc((size_t) p * (size_t) p * sizeof(size_t)), half;
+        int depth;
+        const size_t pc = layout_of(run->cap, p, &depth, &half);
+        sc_matrix(p, call, pc >= 256 ? pc / 4 : pc, m);
+        vecs_make(&c->v, p, r, m, (unsigned) call);
+        free(m);
+        rc = xccl_build_alltoallv_shm(&c->s, c->v.sb, c->v.sd, c->v.rb, c->v.rd, NULL, NULL);
+        plant(&c->s, run->how);
+        c->in = xmalloc(c->v.slen);
+        c->want_in = xmalloc(c->v.slen);
+        c->out = xmalloc(c->v.rlen);
+        fill_send(&c->v, p, r, (unsigned) call, c->in);
+        memcpy(c->want_in, c->in, c->v.slen);
+        memset(c->out, GUARD_RECV, c->v.rlen);
+        break;
+    }
+    case K_REDUCE: case K_EMPTY:
+        /* the root alone (small, or two ranks) and sliced; the same root
+         * for two calls in a row */
+        c->n = K_EMPTY == kind ? 0 : reduce_n[call % 4];
+        c->root = call / 2 % p;
+        c->in_place = 0 == call % 3;
+        rc = xccl_build_reduce_shm(&c->s, c->n, c->root, c->in_place);
+        c->in = xmalloc(c->n * 4);
+        for (size_t i = 0; i < c->n; i++) {
+            ((int32_t *) c->in)[i] = sc_elem(call, r, i);
+        }
+        c->out = r != c->root ? NULL : c->in_place ? c->in : xmalloc(c->n * 4);
+        if (c->out && c->out != c->in) {
+            memset(c->out, GUARD_RECV, c->n * 4);
+        }
+        break;
+    case K_AR_SMALL:
+        c->n = ar_n[call % 3];
+        rc = xccl_build_allreduce_shm_small(&c->s, c->n);
+        c->in = xmalloc(c->n * 4);
+        c->out = xmalloc(c->n * 4);
+        for (size_t i = 0; i < c->n; i++) {
+            ((int32_t *) c->in)[i] = sc_elem(call, r, i);
+        }
+        memset(c->out, GUARD_RECV, c->n * 4);
+        break;
+    case K_AG:
+        c->n = ag_n[call % 3];
+        rc = xccl_build_allgather_shm(&c->s, c->n);
+        c->in = xmalloc(c->n);
+        c->out = xmalloc((size_t) p * c->n);
+        for (size_t i = 0; i < c->n; i++) {
+            c->in[i] = data_byte(r, 0, i, (unsigned) call);
+        }
+        memset(c->out, GUARD_RECV, (size_t) p * c->n);
+        break;
+    default:
+        c->n = bcast_n[call % 2];
+        c->root = call % p;
+        rc = xccl_build_bcast_shm_whole(&c->s, c->n, c->root);
+        c->out = xmalloc(c->n);
+        for (size_t i = 0; i < c->n; i++) {
+            c->out[i] = r == c->root ? data_byte(c->root, 0, i, (unsigned) call) : GUARD_RECV;
+        }
+        break;
+    }
+    ck_assert_msg(0 == rc, "%s p=%d call %d: build failed", sc_kind_name[kind], p, call);
+    ck_assert_msg(c->s.slot_bytes <= run->cap, "%s p=%d call %d: slot %zu of %zu", sc_kind_name[kind], p, call,
+                  c->s.slot_bytes, run->cap);
+}
+
+/* 0, or -1 with bad: rank r's result of its call. */
+static int sc_check(const sc_call_t *c, int r, int p, int call, char *bad, size_t badlen)
+{
+    char what[96];
+    snprintf(what, sizeof(what), "successive p=%d call %d (%s)", p, call, sc_kind_name[c->kind]);
+    switch (c->kind) {
+    case K_A2AV:
+        return check_rank(&c->v, p, r, (unsigned) call, c->out, c->in, c->want_in, what, bad, badlen);
+    case K_REDUCE: case K_AR_SMALL:
+        for (size_t i = 0; c->out && i < c->n; i++) {
+            uint32_t acc = 0;
+            for (int q = 0; q < p; q++) {
+                acc += (uint32_t) sc_elem(call, q, i);
+            }
+            if (((const int32_t *) c->out)[i] != (int32_t) acc) {
+                snprintf(bad, badlen, "%s: rank %d element %zu wrong", what, r, i);
+                return -1;
+            }
+        }
+        return 0;
+    case K_AG:
+        for (size_t i = 0; i < (size_t) p * c->n; i++) {
+            if (c->out[i] != data_byte((int) (i / c->n), 0, i % c->n, (unsigned) call)) {
+                snprintf(bad, badlen, "%s: rank %d byte %zu of block %zu wrong", what, r, i % c->n, i / c->n);
+                return -1;
+            }
+        }
+        return 0;
+    case K_BCAST:
+        for (size_t i = 0; i < c->n; i++) {
+            if (c->out[i] != data_byte(c->root, 0, i, (unsigned) call)) {
+                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
+                return -1;
+            }
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static void sc_free(sc_call_t *c)
+{
+    xccl_exec_fini(&c->e);
+    xccl_sched_fini(&c->s);
+    if (K_A2AV == c->kind) {
+        vecs_free(&c->v);
+    }
+    if (c->out != c->in) {
+        free(c->out);
+    }
+    free(c->in);
+    free(c->want_in);
+    memset(c, 0, sizeof(*c));
+}
+
+static int run_successive(int p, unsigned seed, unsigned mix, const sc_run_t *run, char *bad, size_t badlen)
+{
+    const size_t cap = run->cap;
     sc_t sc;
     sc.slot = xmalloc((size_t) p * sizeof(*sc.slot));
     sc.flag = calloc((size_t) p, sizeof(*sc.flag));
     sc.ranks = xmalloc((size_t) p * sizeof(int));
-    sc.ignore_seq = ignore_seq;
+    sc.ignore_seq = run->ignore_seq;
     xccl_peer_t *peer = xmalloc((size_t) p * sizeof(*peer));
     sc_call_t *cur = calloc((size_t) p, sizeof(*cur));
     int *at = calloc((size_t) p, sizeof(int)), *order = xmalloc((size_t) p * sizeof(int));
-    size_t *m = xmalloc((size_t) p * (size_t) p * sizeof(size_t));
+    xccl_exit_owed_t *owed = calloc((size_t) p, sizeof(*owed));      /* one per rank, all its calls */
+    red_ctx_t rctx = { xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM), 4, 0 };
     sc_cur = &sc;
     for (int r = 0; r < p; r++) {
         sc.slot[r] = xmalloc(cap);
@@ -660,47 +972,31 @@ static int run_successive(int p, unsigned seed, plant_t how, int ignore_seq, cha
             while (at[r] < SC_CALLS && 0 == rc) {
                 sc_call_t *c = &cur[r];
                 if (!c->started) {
-                    sc_matrix(p, at[r], m);
-                    vecs_make(&c->v, p, r, m, (unsigned) at[r]);
-                    xccl_sched_init(&c->s, r, p, 1);
-                    c->s.slot_cap = cap;
-                    ck_assert_int_eq(xccl_build_alltoallv_shm(&c->s, c->v.sb, c->v.sd, c->v.rb, c->v.rd, NULL, NULL),
-                                     0);
-                    ck_assert_uint_le(c->s.slot_bytes, cap);
-                    plant(&c->s, how);
-                    c->in = xmalloc(c->v.slen);
-                    c->want_in = xmalloc(c->v.slen);
-                    c->out = xmalloc(c->v.rlen);
-                    fill_send(&c->v, p, r, (unsigned) at[r], c->in);
-                    memcpy(c->want_in, c->in, c->v.slen);
-                    memset(c->out, GUARD_RECV, c->v.rlen);
+                    sc_build(c, sc_kind(at[r], run->mixed, mix), r, p, at[r], run);
                     void *bufs[XCCL_NBUF] = { c->in, c->out, NULL, sc.slot[r] };
-                    ck_assert_int_eq(xccl_exec_init(&c->e, &c->s, NULL, bufs, NULL, NULL, 900u + (unsigned) at[r]), 0);
+                    const uint32_t seq = 900u + (unsigned) at[r];
+                    ck_assert_int_eq(xccl_exec_init(&c->e, &c->s, NULL, bufs, reduce_cb, &rctx, seq), 0);
                     xccl_exec_set_peer(&c->e, &peer[r]);
+                    if (!run->no_settle) {
+                        xccl_exec_set_owed(&c->e, &owed[r]);
+                    }
                     c->started = 1;
                 }
                 const size_t before = c->e.step;
                 const int st = xccl_exec_progress(&c->e);
                 moved |= c->e.step != before || st != 0;
                 if (st < 0) {
-                    snprintf(bad, badlen, "p=%d rank %d call %d: execution failed", p, r, at[r]);
+                    snprintf(bad, badlen, "p=%d rank %d call %d (%s): execution failed", p, r, at[r],
+                             sc_kind_name[c->kind]);
                     rc = -1;
                 } else if (0 == st) {
                     break;
                 }
                 if (st > 0) {
-                    char what[64];
-                    snprintf(what, sizeof(what), "successive p=%d call %d", p, at[r]);
-                    rc = check_rank(&c->v, p, r, (unsigned) at[r], c->out, c->in, c->want_in, what, bad, badlen);
+                    rc = sc_check(c, r, p, at[r], bad, badlen);
                 }
                 if (st != 0 || rc) {
-                    xccl_exec_fini(&c->e);
-                    xccl_sched_fini(&c->s);
-                    vecs_free(&c->v);
-                    free(c->in);
-                    free(c->want_in);
-                    free(c->out);
-                    memset(c, 0, sizeof(*c));
+                    sc_free(c);
                     if (st > 0 && ++at[r] == SC_CALLS) {
                         left--;
                     }
@@ -713,14 +1009,10 @@ static int run_successive(int p, unsigned seed, plant_t how, int ignore_seq, cha
             rc = -1;
         }
     }
+    ck_assert_msg(!rctx.bad_alias, "a reduction's ranges overlap partially");
     for (int r = 0; r < p; r++) {
         if (cur[r].started) {
-            xccl_exec_fini(&cur[r].e);
-            xccl_sched_fini(&cur[r].s);
-            vecs_free(&cur[r].v);
-            free(cur[r].in);
-            free(cur[r].want_in);
-            free(cur[r].out);
+            sc_free(&cur[r]);
         }
         free(sc.slot[r]);
     }
@@ -731,35 +1023,91 @@ static int run_successive(int p, unsigned seed, plant_t how, int ignore_seq, cha
     free(cur);
     free(at);
     free(order);
-    free(m);
+    free(owed);
     return rc;
+}
+
+/* Whether run fails at p under one of n seeds (the first failure in bad);
+ * the intact run passes under each. */
+static int sc_caught(int p, const sc_run_t *run, unsigned salt, unsigned n, char *bad, size_t badlen)
+{
+    for (unsigned sd = 0; sd < n; sd++) {
+        const sc_run_t intact = { run->cap, run->mixed, PLANT_NONE, 0, 0 };
+        ck_assert_msg(0 == run_successive(p, seed_of(p, salt + sd), sd % 4, &intact, bad, badlen), "intact: %s",
+                      bad);
+        if (0 != run_successive(p, seed_of(p, salt + sd), sd % 4, run, bad, badlen)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 START_TEST(successive_calls_interleaved)
 {
     char bad[512] = "";
+    const size_t tiny = 0;     /* two buffers of pieces of SC_PIECE: per p */
+    const sc_run_t runs[] = {
+        { tiny, 0, PLANT_NONE, 0, 0 },
+        { SC_BIG_SLOT, 0, PLANT_NONE, 0, 0 },
+        { SC_MID_SLOT, 1, PLANT_NONE, 0, 0 },
+        { SC_BIG_SLOT, 1, PLANT_NONE, 0, 0 },
+    };
+    unsigned long calls = 0;
     for (int p = 2; p <= 7; p++) {
-        for (unsigned sd = 0; sd < 10; sd++) {
-            ck_assert_msg(0 == run_successive(p, seed_of(p, 600 + sd), PLANT_NONE, 0, bad, sizeof(bad)), "%s", bad);
+        for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+            sc_run_t run = runs[i];
+            run.cap = run.cap ? run.cap : 2 * (size_t) (p - 1) * SC_PIECE;
+            for (unsigned sd = 0; sd < 10; sd++) {
+                ck_assert_msg(0 == run_successive(p, seed_of(p, 600 + sd), sd % 4, &run, bad, sizeof(bad)),
+                              "slot %zu%s: %s", run.cap, run.mixed ? " mixed" : "", bad);
+                calls += SC_CALLS;
+            }
         }
     }
-    /* without the exit waits a rank leaves while its readers still read,
-     * and overwrites its slot in the next call */
+    fprintf(stderr, "successive: %lu calls per rank checked\n", calls);
     for (int p = 2; p <= 5; p++) {
-        int caught = 0;
-        for (unsigned sd = 0; sd < 24 && !caught; sd++) {
-            caught = 0 != run_successive(p, seed_of(p, 650 + sd), PLANT_NO_EXIT, 0, bad, sizeof(bad));
-        }
+        /* without the exit waits (two buffers over the slot) a rank leaves
+         * while its readers still read, and overwrites its slot in the
+         * next call */
+        sc_run_t run = { 2 * (size_t) (p - 1) * SC_PIECE, 0, PLANT_NO_EXIT, 0, 0 };
+        int caught = sc_caught(p, &run, 650, 24, bad, sizeof(bad));
         fprintf(stderr, "planted successive p=%d, exit waits removed: %s\n", p, caught ? bad : "NOT CAUGHT");
         ck_assert_msg(caught, "p=%d: an early leaver was not caught", p);
+        /* without the entry waits (the halves) a rank writes the half a
+         * reader two calls behind still reads: alltoallv alone, and mixed */
+        for (int mixed = 0; mixed < 2; mixed++) {
+            run = (sc_run_t) { SC_BIG_SLOT, mixed, PLANT_NO_ENTRY, 0, 0 };
+            caught = sc_caught(p, &run, 660, 24, bad, sizeof(bad));
+            fprintf(stderr, "planted successive p=%d%s, entry waits removed: %s\n", p, mixed ? " mixed" : "",
+                    caught ? bad : "NOT CAUGHT");
+            ck_assert_msg(caught, "p=%d%s: a writer without its entry waits was not caught", p,
+                          mixed ? " mixed" : "");
+        }
+        /* the entry post behind the entry waits: writers wait for each
+         * other's post forever after a call that posted nothing, or in
+         * the first call */
+        run = (sc_run_t) { SC_BIG_SLOT, 1, PLANT_LATE_ENTRY, 0, 0 };
+        caught = sc_caught(p, &run, 665, 24, bad, sizeof(bad));
+        fprintf(stderr, "planted successive p=%d mixed, entry post behind the entry waits: %s\n", p,
+                caught ? bad : "NOT CAUGHT");
+        ck_assert_msg(caught, "p=%d: the entry post behind the entry waits was not caught", p);
+        /* the settlement skipped: a call of one layout writes what a slow
+         * rank still reads of a call of another without an exit wait (in
+         * the slot without halves only two ranks' allgather has none) */
+        for (int big = 2 == p ? 0 : 1; big < 2; big++) {
+            run = (sc_run_t) { big ? SC_BIG_SLOT : SC_MID_SLOT, 1, PLANT_NONE, 0, 1 };
+            caught = sc_caught(p, &run, 670, 24, bad, sizeof(bad));
+            fprintf(stderr, "planted successive p=%d slot %zu mixed, settlement skipped: %s\n", p, run.cap,
+                    caught ? bad : "NOT CAUGHT");
+            ck_assert_msg(caught, "p=%d slot %zu: the settlement skipped was not caught", p, run.cap);
+        }
     }
     /* flags compared without their call: an earlier call's flag passes a
      * wait of the next */
     int caught = 0;
     for (int p = 2; p <= 5 && !caught; p++) {
-        for (unsigned sd = 0; sd < 24 && !caught; sd++) {
-            caught = 0 != run_successive(p, seed_of(p, 680 + sd), PLANT_NONE, 1, bad, sizeof(bad));
-        }
+        const sc_run_t run = { 2 * (size_t) (p - 1) * SC_PIECE, 0, PLANT_NONE, 1, 0 };
+        caught = sc_caught(p, &run, 680, 24, bad, sizeof(bad));
     }
     fprintf(stderr, "planted successive, stale flags: %s\n", caught ? bad : "NOT CAUGHT");
     ck_assert_msg(caught, "flags of an earlier call taken for this one's were not caught");
@@ -773,7 +1121,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, slot_too_small);
     tcase_add_test(tc, refused_without_slot);
-    tcase_add_loop_test(tc, planted_bugs_fail, PLANT_NO_WRITTEN, NPLANTS);
+    tcase_add_loop_test(tc, planted_bugs_fail, PLANT_NO_WRITTEN, PLANT_NO_ENTRY);
     tcase_add_loop_test(tc, many_seeds, 0, 4);
     tcase_add_test(tc, successive_calls_interleaved);
     suite_add_tcase(su, tc);

@@ -8,22 +8,35 @@
  *     for bit against a reference computed here in rank order); counts
  *     0, 1, odd ones, around p, at the boundary of the root-alone rule
  *     and above it; slots that hold the message in one piece with room to
- *     spare, exactly, one byte short of that (two pieces), a few and many
- *     pieces, down to one element a piece;
+ *     spare (the root alone in the halves), exactly, one byte short of
+ *     that (two pieces), a few and many pieces, down to one element a
+ *     piece;
  *   - off the root RECV is never touched (NULL, or guard bytes that must
  *     stay), SEND is never changed (but the root's in place);
  *   - the schedules: no sends or receives, the slot within its cap, every
  *     element reduced p-1 times in all, the two forms where the rule puts
- *     them, pieces and flags as designed, the exit (every other rank ends
- *     waiting for the root's last flag);
+ *     them, pieces and flags as designed; the way a call ends: every
+ *     other rank waiting for the root's last flag, or (the root alone in
+ *     the halves) the entry post alone first, the entry's waits on every
+ *     peer where a rank writes its slot, SHM_DONE last, no exit waits, a
+ *     root that writes nothing using no slot;
  *   - a slot too small, or none, is refused;
  *   - many seeds (interleavings) at a few p;
  *   - planted bugs fail: a barrier's waits removed, the exit waits
  *     removed, the root-alone form's waits before a buffer is reused
- *     removed;
+ *     removed, with and without the halves;
  *   - successive calls with the slots kept, ranks running ahead of slow
- *     ones into the next call: a rank that left while the root still read
- *     its slot would overwrite it (planted: the exit waits removed).
+ *     ones into the next call, each rank settling what a call without an
+ *     exit wait left owed as the component does: reduce alone on a slot
+ *     without halves, and mixed with the other shared-memory schedules
+ *     (alltoallv, allgather without its exit barrier, bcast, the allreduce
+ *     latency path, a call without flags) on slots of 8 and 48 KiB.
+ *     Caught: a rank that left while the root still read its slot (the
+ *     exit waits removed), one that writes the half a root two calls
+ *     behind still reads (the entry waits removed), writers waiting for
+ *     each other's entry post (the post behind the entry waits), and
+ *     (mixed) a call of one layout overwriting what a call of another
+ *     left to read (the settlement skipped).
  */
 #include <check.h>
 #include "check_main.h"
@@ -39,6 +52,7 @@
 
 #define ROOT_BYTES 2048        /* algos/shm_reduce.c SHM_REDUCE_ROOT_BYTES */
 #define HUGE_SLOT ((size_t) 1 << 20)
+#define WIDE_SLOT ((size_t) 49152)     /* halves of 20 KiB */
 
 static const int test_ps[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16 };
 #define NPS ((int) (sizeof(test_ps) / sizeof(test_ps[0])))
@@ -48,10 +62,21 @@ static unsigned seed_of(int p, unsigned salt)
     return (unsigned) p * 2654435761u + SIM_SEED_SALT + salt * 40503u;
 }
 
+#define DONE_FLAG ((uint32_t) 1 << 30)  /* algos/shm_util.h SHM_DONE */
+
 /* Whether the root reduces alone (algos/shm_reduce.c, the rule). */
 static int root_alone(int p, size_t bytes)
 {
     return 2 == p || bytes <= ROOT_BYTES;
+}
+
+/* The half of a slot of cap bytes (whole pages of the pipelines' part,
+ * less the latency path's 512 bytes from 4 KiB on), 0: none.  The root
+ * alone takes the halves wherever the slot has them. */
+static size_t half_of(size_t cap)
+{
+    const size_t usable = cap >= 4096 ? (cap - 512) / 64 * 64 : cap;
+    return usable / 2 / 4096 * 4096;
 }
 
 /* Checks counted, printed at the end of each test. */
@@ -84,6 +109,41 @@ static int plant_no_wait(xccl_sched_t *s, uint32_t val, int peer)
     return changed;
 }
 
+/* Remove from s the entry's waits (one call back).  Returns whether
+ * anything changed. */
+static int plant_no_entry(xccl_sched_t *s)
+{
+    int changed = 0;
+    size_t w = 0;
+    for (size_t st = 0; st < s->nsteps; st++) {
+        const size_t begin = s->step_start[st];
+        const size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
+        s->step_start[st] = w;
+        for (size_t i = begin; i < end; i++) {
+            if (XCCL_ACT_WAIT == s->acts[i].kind && s->acts[i].len > 0) {
+                changed = 1;
+                continue;
+            }
+            s->acts[w++] = s->acts[i];
+        }
+    }
+    s->nacts = w;
+    return changed;
+}
+
+/* The entry post moved into the step of the entry's waits (steps 0 and 1
+ * made one).  Returns whether anything changed. */
+static int plant_late_entry(xccl_sched_t *s)
+{
+    if (!s->entry_waits || s->nsteps < 2 || 1 != s->step_start[1]) {
+        return 0;
+    }
+    memmove(&s->step_start[1], &s->step_start[2], (s->nsteps - 2) * sizeof(s->step_start[0]));
+    memmove(&s->step_round[1], &s->step_round[2], (s->nsteps - 2) * sizeof(s->step_round[0]));
+    s->nsteps--;
+    return 1;
+}
+
 typedef enum {
     PLANT_NONE,
     PLANT_WAITS,               /* every rank's waits for flag value val removed */
@@ -103,7 +163,7 @@ typedef struct {
 } run_t;
 
 /* The schedule's shape (before any plant): no transfers, the slot within
- * its cap, the exit, flags and reductions as designed. */
+ * its cap, the way it ends, flags and reductions as designed. */
 static void check_shape(const job_t *j, const run_t *c, const char *what)
 {
     const int p = c->p;
@@ -123,9 +183,44 @@ static void check_shape(const job_t *j, const run_t *c, const char *what)
             nchecks++;
             continue;
         }
+        const int halves = root_alone(p, bytes) && half_of(c->cap) > 0;
+        ck_assert_msg(s->no_exit == halves && s->entry_waits == halves && s->slot_nalt == (halves ? 2u : 0u) &&
+                          s->slot_alt == (halves ? half_of(c->cap) : 0),
+                      "%s: rank %d: no_exit %d entry_waits %d regions %u of %zu", what, r, s->no_exit,
+                      s->entry_waits, s->slot_nalt, s->slot_alt);
+        nchecks++;
         const xccl_sched_t *rs = &j->sched[c->root];
         const xccl_action_t *last = &s->acts[s->nacts - 1];
-        if (r == c->root) {
+        /* the entry's waits (one call back): one on every peer where the
+         * rank writes its slot (all but a root that reads its own input
+         * from SEND), none elsewhere */
+        const int writes = r != c->root || (c->in_place && c->root >= 2);
+        size_t entry = 0;
+        uint32_t entered[2] = { 0, 0 };       /* bit q of the peers seen (p <= 64) */
+        for (size_t i = 0; i < s->nacts; i++) {
+            const xccl_action_t *a = &s->acts[i];
+            if (XCCL_ACT_WAIT == a->kind && a->len > 0) {
+                const int seen = entered[a->peer / 32] >> a->peer % 32 & 1u;
+                ck_assert_msg(1 == a->len && 0 == a->idx && a->peer != r && !seen,
+                              "%s: rank %d: a wait one call back", what, r);
+                entered[a->peer / 32] |= 1u << a->peer % 32;
+                entry++;
+            }
+        }
+        ck_assert_msg(entry == (halves && writes ? (size_t) (p - 1) : 0), "%s: rank %d: %zu entry waits", what, r,
+                      entry);
+        nchecks++;
+        if (halves) {
+            /* the entry post alone first, SHM_DONE last on every rank: no
+             * exit waits; a root that writes nothing uses no slot */
+            ck_assert_msg(s->nsteps >= 2 && 1 == s->step_start[1] && XCCL_ACT_POST == s->acts[0].kind &&
+                              0 == s->acts[0].idx,
+                          "%s: rank %d: not the entry post alone first", what, r);
+            ck_assert_msg(XCCL_ACT_POST == last->kind && DONE_FLAG == last->idx && DONE_FLAG == s->flag_top,
+                          "%s: rank %d: not SHM_DONE last", what, r);
+            ck_assert_msg(writes == (s->slot_bytes > 0), "%s: rank %d: slot %zu", what, r, s->slot_bytes);
+            nchecks += 3;
+        } else if (r == c->root) {
             /* it ends with its last flag, after its last read */
             ck_assert_msg(XCCL_ACT_POST == last->kind && last->idx == s->flag_top, "%s: root's last action", what);
         } else {
@@ -135,9 +230,10 @@ static void check_shape(const job_t *j, const run_t *c, const char *what)
         }
         nchecks++;
         if (root_alone(p, bytes)) {
-            /* the others wait for the root alone, and reduce nothing */
+            /* within the call the others wait for the root alone, and
+             * reduce nothing */
             for (size_t i = 0; i < s->nacts && r != c->root; i++) {
-                ck_assert_msg(XCCL_ACT_WAIT != s->acts[i].kind || s->acts[i].peer == c->root,
+                ck_assert_msg(XCCL_ACT_WAIT != s->acts[i].kind || s->acts[i].len > 0 || s->acts[i].peer == c->root,
                               "%s: rank %d waits for a peer other than the root", what, r);
                 nchecks++;
             }
@@ -235,15 +331,20 @@ static int run_reduce(const run_t *c, unsigned seed, int *planted, char *bad, si
 /* Sizes and slots                                                          */
 /* ------------------------------------------------------------------------ */
 
-/* The root's flag_top for count elements of kind k on p ranks in a slot of
- * cap: it grows with the number of pieces. */
+/* The root's highest flag (but SHM_DONE) for count elements of kind k on
+ * p ranks in a slot of cap: it grows with the number of pieces. */
 static uint32_t flags_at(int p, int k, size_t count, size_t cap)
 {
     xccl_sched_t s;
     xccl_sched_init(&s, 0, p, kind_es(k));
     s.slot_cap = cap;
     ck_assert_int_eq(xccl_build_reduce_shm(&s, count, 0, 0), 0);
-    const uint32_t f = s.flag_top;
+    uint32_t f = 0;
+    for (size_t i = 0; i < s.nacts; i++) {
+        if (XCCL_ACT_POST == s.acts[i].kind && DONE_FLAG != s.acts[i].idx && s.acts[i].idx > f) {
+            f = s.acts[i].idx;
+        }
+    }
     xccl_sched_fini(&s);
     return f;
 }
@@ -373,6 +474,41 @@ START_TEST(reduce_shm_pieces)
             }
         }
     }
+    /* the root alone in the halves: pieces of half a half, at most 64
+     * KiB; as many buffers as the half holds */
+    static const struct {
+        int p;
+        size_t count, cap, pieces, used;
+    } halves[] = {
+        { 2, 30000, WIDE_SLOT, 12, 20480 },          /* pieces of 10 KiB, two in the half */
+        { 2, 30000, HUGE_SLOT, 2, 120000 },          /* pieces of 64 KiB, seven in the half */
+        { 3, 500, WIDE_SLOT, 1, 2000 },
+        { 2, 2, 8704, 1, 8 },                        /* the smallest slot with halves: 4 KiB */
+    };
+    for (size_t i = 0; i < sizeof(halves) / sizeof(halves[0]); i++) {
+        for (int r = 0; r < halves[i].p; r++) {
+            xccl_sched_t s;
+            xccl_sched_init(&s, r, halves[i].p, es);
+            s.slot_cap = halves[i].cap;
+            ck_assert_int_eq(xccl_build_reduce_shm(&s, halves[i].count, 0, 0), 0);
+            ck_assert_uint_eq(s.slot_nalt, 2);
+            ck_assert_uint_eq(s.slot_alt, half_of(halves[i].cap));
+            ck_assert_uint_eq(flags_at(halves[i].p, RED_I32_SUM, halves[i].count, halves[i].cap), halves[i].pieces);
+            /* the root (not in place) writes nothing; the others use the
+             * buffers in one half, the other half above them */
+            ck_assert_uint_eq(s.slot_bytes, 0 == r ? 0 : halves[i].used + s.slot_alt);
+            nchecks += 4;
+            xccl_sched_fini(&s);
+        }
+    }
+    /* a byte less and no halves */
+    xccl_sched_t s;
+    xccl_sched_init(&s, 1, 2, es);
+    s.slot_cap = 8703;
+    ck_assert_int_eq(xccl_build_reduce_shm(&s, 2, 0, 0), 0);
+    ck_assert_uint_eq(s.slot_nalt, 0);
+    ck_assert_int_eq(s.no_exit, 0);
+    xccl_sched_fini(&s);
     fprintf(stderr, "reduce_shm_pieces: %lu checks\n", nchecks);
 }
 END_TEST
@@ -409,7 +545,9 @@ START_TEST(reduce_shm_small_slot)
 }
 END_TEST
 
-/* A schedule with a slot but no slot buffer is refused before it runs. */
+/* A schedule with a slot but no slot buffer is refused before it runs
+ * (the root alone in the halves, root 0 not in place, writes no slot and
+ * needs none). */
 START_TEST(refused_without_slot)
 {
     const int p = 3;
@@ -422,6 +560,11 @@ START_TEST(refused_without_slot)
             xccl_sched_init(&s[r], r, p, 4);
             s[r].slot_cap = 65536;
             ck_assert_int_eq(xccl_build_reduce_shm(&s[r], count, 0, 0), 0);
+            if (0 == r && 8 == count) {
+                ck_assert_uint_eq(s[r].slot_bytes, 0);
+                xccl_sched_fini(&s[r]);
+                continue;
+            }
             ck_assert(s[r].slot_bytes > 0);
             memset(rbuf, 0xEE, count * 4);
             for (size_t i = 0; i < count; i++) {
@@ -483,40 +626,52 @@ START_TEST(planted_bugs_fail)
     for (int p = 2; p <= 6; p++) {
         for (int big = 0; big < 2; big++) {
             const size_t count = big ? 3001 : 301;       /* floats: sliced from p = 3, or root alone */
-            const size_t cap = count * 4 / 2;             /* several pieces */
-            for (int root = 0; root < p; root += p - 1) {
-                /* the first barrier (the root alone: its wait for the copies in) */
-                run_t c = { p, KIND_FLT_ORDER, root, 1, count, cap, PLANT_WAITS, 1 };
-                int got = caught(c, 300, 20, bad, sizeof(bad));
-                fprintf(stderr, "planted: p=%d count=%zu root=%d, waits for 1 removed: %s\n", p, count, root,
-                        got ? bad : "NOT CAUGHT");
-                ck_assert_msg(got, "p=%d count=%zu: waits for 1 removed not caught", p, count);
-                /* the barrier before the root copies the slices out of the
-                 * last piece (sliced: the root's last flag less one) */
-                if (!root_alone(p, count * 4)) {
-                    c.val = flags_at(p, c.k, count, cap) - 1;
-                    got = caught(c, 400, 20, bad, sizeof(bad));
-                    fprintf(stderr, "planted: p=%d root=%d, waits for %u removed: %s\n", p, root, c.val,
-                            got ? bad : "NOT CAUGHT");
-                    ck_assert_msg(got, "p=%d: waits for %u removed not caught", p, c.val);
+            for (int wide = 0; wide < 2; wide++) {
+                /* several pieces, or a slot with halves (the root alone
+                 * there in one piece, of two ranks 3001 floats in two) */
+                const size_t cap = wide ? WIDE_SLOT : count * 4 / 2;
+                const int halves = wide && root_alone(p, count * 4);
+                for (int root = 0; root < p; root += p - 1) {
+                    /* the first barrier (the root alone: its wait for the copies in) */
+                    run_t c = { p, KIND_FLT_ORDER, root, 1, count, cap, PLANT_WAITS, 1 };
+                    int got = caught(c, 300, 20, bad, sizeof(bad));
+                    fprintf(stderr, "planted: p=%d count=%zu slot=%zu root=%d, waits for 1 removed: %s\n", p, count,
+                            cap, root, got ? bad : "NOT CAUGHT");
+                    ck_assert_msg(got, "p=%d count=%zu slot=%zu: waits for 1 removed not caught", p, count, cap);
+                    /* the barrier before the root copies the slices out of
+                     * the last piece (sliced: the root's last flag less one) */
+                    if (!root_alone(p, count * 4)) {
+                        c.val = flags_at(p, c.k, count, cap) - 1;
+                        got = caught(c, 400, 20, bad, sizeof(bad));
+                        fprintf(stderr, "planted: p=%d slot=%zu root=%d, waits for %u removed: %s\n", p, cap, root,
+                                c.val, got ? bad : "NOT CAUGHT");
+                        ck_assert_msg(got, "p=%d slot=%zu: waits for %u removed not caught", p, cap, c.val);
+                    }
+                    /* the exit: a rank leaves while the root reads its slot
+                     * (the halves have none: check_shape) */
+                    if (!halves) {
+                        c.how = PLANT_EXIT;
+                        got = caught(c, 500, 20, bad, sizeof(bad));
+                        fprintf(stderr, "planted: p=%d count=%zu slot=%zu root=%d, exit waits removed: %s\n", p,
+                                count, cap, root, got ? bad : "NOT CAUGHT");
+                        ck_assert_msg(got, "p=%d count=%zu slot=%zu: exit waits removed not caught", p, count, cap);
+                    }
                 }
-                /* the exit: a rank leaves while the root reads its slot */
-                c.how = PLANT_EXIT;
-                got = caught(c, 500, 20, bad, sizeof(bad));
-                fprintf(stderr, "planted: p=%d count=%zu root=%d, exit waits removed: %s\n", p, count, root,
-                        got ? bad : "NOT CAUGHT");
-                ck_assert_msg(got, "p=%d count=%zu: exit waits removed not caught", p, count);
             }
         }
         /* the root alone, many pieces: a rank writes piece 4 over piece 2,
          * which the root has not reduced yet (a rank runs its steps up to
          * a wait in one go, so a removed wait shows only where the rank
-         * could be held there: from piece 4 on) */
-        const run_t c = { p, KIND_FLT_ORDER, p / 2, 0, 500, 3 * 64, PLANT_REUSE, 3 };
-        const int got = caught(c, 600, 40, bad, sizeof(bad));
-        fprintf(stderr, "planted: p=%d, the root alone without the waits before reuse: %s\n", p,
-                got ? bad : "NOT CAUGHT");
-        ck_assert_msg(got, "p=%d: the root alone without the waits before reuse not caught", p);
+         * could be held there: from piece 4 on); in the halves (pieces of
+         * 10 KiB: two ranks) too */
+        for (int wide = 0; wide < (2 == p ? 2 : 1); wide++) {
+            const run_t c = { p, KIND_FLT_ORDER, p / 2, 0, wide ? 30000 : 500, wide ? WIDE_SLOT : 3 * 64,
+                              PLANT_REUSE, 3 };
+            const int got = caught(c, 600, 40, bad, sizeof(bad));
+            fprintf(stderr, "planted: p=%d slot=%zu, the root alone without the waits before reuse: %s\n", p, c.cap,
+                    got ? bad : "NOT CAUGHT");
+            ck_assert_msg(got, "p=%d slot=%zu: the root alone without the waits before reuse not caught", p, c.cap);
+        }
     }
 }
 END_TEST
@@ -525,8 +680,20 @@ END_TEST
 /* Successive calls: the slots kept, ranks running ahead into the next call */
 /* ------------------------------------------------------------------------ */
 
-/* Flags in memory, slots kept from call to call; the providers' ctx is
- * the rank. */
+/* Virtual ranks each run a list of calls on persistent slots and flags,
+ * progressed in a random order as far as each can go and into their next
+ * calls.  The calls: reduce alone (roots, counts and in place varying,
+ * both forms, one piece and several), or mixed with the other
+ * shared-memory schedules on the same slots, so that calls of one layout
+ * follow calls of another with ranks running ahead: alltoallv (the
+ * halves too), allgather (whole: it moves through regions of the slot
+ * and, of one chunk, has no exit barrier), bcast (whole: an exit
+ * barrier), the allreduce latency path (two regions at the slot's end) or
+ * its pipeline, and a call without flags (a reduce of nothing).  Each
+ * rank settles what a call without an exit wait left owed as the
+ * component does (ompi_coll_xccl/coll_xccl_exec.c): one xccl_exit_owed_t
+ * for all its calls, given to every call's executor before it first
+ * progresses.  Flags in memory; the providers' ctx is the rank. */
 typedef struct {
     int p;
     unsigned char **slot;
@@ -562,65 +729,194 @@ static int mc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
 }
 
 #define MC_CALLS 40
-#define MC_SLOT 8192
+#define MC_SLOT 8192           /* no halves; the latency path's regions */
+
+enum { K_REDUCE, K_A2AV, K_AG, K_BCAST, K_AR_SMALL, K_EMPTY };
+static const char *const mc_kind_name[] = { "reduce", "alltoallv", "allgather", "bcast", "allreduce small",
+                                            "reduce of nothing" };
+
+/* plant (into the reduce calls): none, the exit waits removed (a slot
+ * without halves), the entry waits removed, the entry post behind them */
+enum { MC_PLANT_NONE, MC_PLANT_EXIT, MC_PLANT_ENTRY, MC_PLANT_LATE_ENTRY };
+
+/* How a run goes: the slot, the calls alone or mixed, the plant, the
+ * settlement skipped (xccl_exec_set_owed never called). */
+typedef struct {
+    size_t cap;
+    int mixed, plant, no_settle;
+} mc_run_t;
 
 typedef struct {
     xccl_sched_t s;
     xccl_exec_t e;
-    int32_t *in, *out;
-    size_t n;
+    int kind;
+    unsigned char *in, *out;
+    size_t n;                  /* int32 elements (reduce, allreduce), else bytes (a block) */
     int root, in_place, started;
 } mc_call_t;
 
-/* Call i: its root, count and in place (the same on every rank): both
- * forms, one piece and several. */
+/* The kind of call i (the same on every rank): reduce alone, or mixed
+ * with up to three reduce calls in a row. */
+static int mc_kind(int call, int mixed, unsigned mix)
+{
+    static const int kinds[] = { K_REDUCE, K_REDUCE, K_AG, K_REDUCE, K_A2AV, K_REDUCE, K_REDUCE, K_REDUCE,
+                                 K_BCAST, K_REDUCE, K_EMPTY, K_REDUCE, K_AR_SMALL, K_A2AV, K_REDUCE, K_REDUCE,
+                                 K_AG, K_A2AV, K_AG };
+    return mixed ? kinds[((unsigned) call + mix * 5u) % (sizeof(kinds) / sizeof(kinds[0]))] : K_REDUCE;
+}
+
+/* Reduce call i: its root, count and in place (the same on every rank):
+ * both forms, one piece and several, runs of small ones (the root alone
+ * at every p). */
 static void mc_shape(int i, int p, unsigned mix, size_t *n, int *root, int *in_place)
 {
-    static const size_t sizes[] = { 13, 400, 1500, 3000, 700 };
-    *n = sizes[(unsigned) i * (mix + 1) % 5] + (size_t) (i % 3);
+    static const size_t sizes[] = { 13, 400, 1500, 3000, 700, 100, 7 };
+    *n = sizes[(unsigned) i * (mix + 1) % 7] + (size_t) (i % 3);
     /* the same root for three calls in a row: a rank that leaves early
      * writes its slot again in the next call (a root need not) */
     *root = (int) (((unsigned) i / 3u * 5u + mix) % (unsigned) p);
     *in_place = (i + (int) mix) % 3 == 0;
 }
 
-static void mc_build(mc_call_t *c, int r, int p, int call, unsigned mix, int plant)
+static int32_t mc_elem(int call, int r, size_t i)
 {
-    mc_shape(call, p, mix, &c->n, &c->root, &c->in_place);
-    xccl_sched_init(&c->s, r, p, sizeof(int32_t));
-    c->s.slot_cap = MC_SLOT;
-    ck_assert_int_eq(xccl_build_reduce_shm(&c->s, c->n, c->root, c->in_place), 0);
-    if (plant && r != c->root) {
-        /* the exit: the wait for the root's last flag, this rank's last action */
-        const xccl_action_t *last = &c->s.acts[c->s.nacts - 1];
-        ck_assert(XCCL_ACT_WAIT == last->kind && last->peer == c->root);
-        ck_assert(plant_no_wait(&c->s, last->idx, c->root));
-    }
-    c->in = xmalloc(c->n * 4);
-    for (size_t i = 0; i < c->n; i++) {
-        c->in[i] = (int32_t) (call * 100003 + r * 1009 + (int) i);
-    }
-    c->out = NULL;
-    if (r == c->root) {
-        c->out = c->in_place ? c->in : xmalloc(c->n * 4);
-        if (!c->in_place) {
-            memset(c->out, 0xEE, c->n * 4);
-        }
-    }
+    return (int32_t) (call * 100003 + r * 1009 + (int) i);
 }
 
+/* Byte i of what rank from gives rank to in call `call` (alltoallv,
+ * allgather, bcast). */
+static unsigned char mc_byte(int call, int from, int to, size_t i)
+{
+    const uint32_t x = (uint32_t) (call * 131 + from * 31 + to * 7) + (uint32_t) i * 2654435761u;
+    return (unsigned char) (x >> 13);
+}
+
+static void mc_build(mc_call_t *c, int kind, int r, int p, int call, unsigned mix, const mc_run_t *run)
+{
+    static const size_t a2av_n[] = { 8, 700, 5000 }, ag_n[] = { 200, 3000, 30000 }, bcast_n[] = { 100, 3000 };
+    static const size_t ar_n[] = { 5, 60, 700 };
+    int rc = 0;
+    c->kind = kind;
+    xccl_sched_init(&c->s, r, p, K_REDUCE == kind || K_EMPTY == kind || K_AR_SMALL == kind ? 4 : 1);
+    c->s.slot_cap = run->cap;
+    switch (kind) {
+    case K_REDUCE: case K_EMPTY:
+        mc_shape(call, p, mix, &c->n, &c->root, &c->in_place);
+        c->n = K_EMPTY == kind ? 0 : c->n;
+        rc = xccl_build_reduce_shm(&c->s, c->n, c->root, c->in_place);
+        if (0 == rc && MC_PLANT_EXIT == run->plant && K_REDUCE == kind && r != c->root) {
+            /* the exit: the wait for the root's last flag, this rank's last action */
+            const xccl_action_t *last = &c->s.acts[c->s.nacts - 1];
+            ck_assert(XCCL_ACT_WAIT == last->kind && last->peer == c->root);
+            ck_assert(plant_no_wait(&c->s, last->idx, c->root));
+        }
+        if (0 == rc && MC_PLANT_ENTRY == run->plant && K_REDUCE == kind) {
+            plant_no_entry(&c->s);
+        } else if (0 == rc && MC_PLANT_LATE_ENTRY == run->plant && K_REDUCE == kind) {
+            plant_late_entry(&c->s);
+        }
+        c->in = xmalloc(c->n * 4);
+        for (size_t i = 0; i < c->n; i++) {
+            ((int32_t *) c->in)[i] = mc_elem(call, r, i);
+        }
+        c->out = r != c->root ? NULL : c->in_place ? c->in : xmalloc(c->n * 4);
+        if (c->out && c->out != c->in) {
+            memset(c->out, 0xEE, c->n * 4);
+        }
+        break;
+    case K_AR_SMALL:
+        c->n = ar_n[call % 3];
+        rc = xccl_build_allreduce_shm_small(&c->s, c->n);
+        c->in = xmalloc(c->n * 4);
+        c->out = xmalloc(c->n * 4);
+        for (size_t i = 0; i < c->n; i++) {
+            ((int32_t *) c->in)[i] = mc_elem(call, r, i);
+        }
+        memset(c->out, 0xEE, c->n * 4);
+        break;
+    case K_A2AV: {
+        /* blocks of n bytes between every pair, in rank order */
+        c->n = a2av_n[call % 3];
+        size_t *v = xmalloc(4 * (size_t) p * sizeof(size_t));
+        for (int q = 0; q < p; q++) {
+            v[q] = v[2 * p + q] = c->n;
+            v[p + q] = v[3 * p + q] = (size_t) q * c->n;
+        }
+        rc = xccl_build_alltoallv_shm(&c->s, v, v + p, v + 2 * p, v + 3 * p, NULL, NULL);
+        free(v);
+        c->in = xmalloc((size_t) p * c->n);
+        c->out = xmalloc((size_t) p * c->n);
+        for (size_t i = 0; i < (size_t) p * c->n; i++) {
+            c->in[i] = mc_byte(call, r, (int) (i / c->n), i % c->n);
+        }
+        memset(c->out, 0xEE, (size_t) p * c->n);
+        break;
+    }
+    case K_AG:
+        c->n = ag_n[call % 3];
+        rc = xccl_build_allgather_shm(&c->s, c->n);
+        c->in = xmalloc(c->n);
+        c->out = xmalloc((size_t) p * c->n);
+        for (size_t i = 0; i < c->n; i++) {
+            c->in[i] = mc_byte(call, r, 0, i);
+        }
+        memset(c->out, 0xEE, (size_t) p * c->n);
+        break;
+    default:
+        c->n = bcast_n[call % 2];
+        c->root = call % p;
+        rc = xccl_build_bcast_shm_whole(&c->s, c->n, c->root);
+        c->in = NULL;
+        c->out = xmalloc(c->n);
+        for (size_t i = 0; i < c->n; i++) {
+            c->out[i] = r == c->root ? mc_byte(call, c->root, 0, i) : 0xEE;
+        }
+        break;
+    }
+    ck_assert_msg(0 == rc, "%s p=%d call %d: build failed", mc_kind_name[kind], p, call);
+    ck_assert_msg(c->s.slot_bytes <= run->cap, "%s p=%d call %d: slot %zu of %zu", mc_kind_name[kind], p, call,
+                  c->s.slot_bytes, run->cap);
+}
+
+/* Whether rank r's result of its call is right. */
 static int mc_check(const mc_call_t *c, int r, int p, int call)
 {
-    for (size_t i = 0; r == c->root && i < c->n; i++) {
-        uint32_t acc = 0;
-        for (int q = 0; q < p; q++) {
-            acc += (uint32_t) (call * 100003 + q * 1009 + (int) i);
+    switch (c->kind) {
+    case K_REDUCE: case K_AR_SMALL:
+        for (size_t i = 0; c->out && i < c->n; i++) {
+            uint32_t acc = 0;
+            for (int q = 0; q < p; q++) {
+                acc += (uint32_t) mc_elem(call, q, i);
+            }
+            if (((const int32_t *) c->out)[i] != (int32_t) acc) {
+                return -1;
+            }
         }
-        if (c->out[i] != (int32_t) acc) {
-            return -1;
+        return 0;
+    case K_A2AV:
+        for (size_t i = 0; i < (size_t) p * c->n; i++) {
+            if (c->out[i] != mc_byte(call, (int) (i / c->n), r, i % c->n)) {
+                return -1;
+            }
         }
+        return 0;
+    case K_AG:
+        for (size_t i = 0; i < (size_t) p * c->n; i++) {
+            if (c->out[i] != mc_byte(call, (int) (i / c->n), 0, i % c->n)) {
+                return -1;
+            }
+        }
+        return 0;
+    case K_BCAST:
+        for (size_t i = 0; i < c->n; i++) {
+            if (c->out[i] != mc_byte(call, c->root, 0, i)) {
+                return -1;
+            }
+        }
+        return 0;
+    default:
+        return 0;
     }
-    return 0;
 }
 
 static void mc_free(mc_call_t *c)
@@ -635,7 +931,7 @@ static void mc_free(mc_call_t *c)
 }
 
 /* Runs MC_CALLS calls on p ranks; 0 right, -1 a wrong result or deadlock. */
-static int run_successive(int p, unsigned seed, unsigned mix, int plant, char *bad, size_t badlen)
+static int run_successive(int p, unsigned seed, unsigned mix, const mc_run_t *run, char *bad, size_t badlen)
 {
     mc_t mc;
     mc.p = p;
@@ -645,11 +941,12 @@ static int run_successive(int p, unsigned seed, unsigned mix, int plant, char *b
     xccl_peer_t *peer = xmalloc((size_t) p * sizeof(*peer));
     mc_call_t *cur = calloc((size_t) p, sizeof(*cur));
     int *at = calloc((size_t) p, sizeof(int)), *order = xmalloc((size_t) p * sizeof(int));
+    xccl_exit_owed_t *owed = calloc((size_t) p, sizeof(*owed));      /* one per rank, all its calls */
     red_ctx_t rctx = { xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM), 4, 0 };
     mc_cur = &mc;
     for (int r = 0; r < p; r++) {
-        mc.slot[r] = xmalloc(MC_SLOT);
-        memset(mc.slot[r], 0xA5, MC_SLOT);
+        mc.slot[r] = xmalloc(run->cap);
+        memset(mc.slot[r], 0xA5, run->cap);
         mc.ranks[r] = r;
         peer[r] = (xccl_peer_t) { &mc.ranks[r], mc_buf, mc_post, mc_test, NULL, NULL };
         order[r] = r;
@@ -673,24 +970,29 @@ static int run_successive(int p, unsigned seed, unsigned mix, int plant, char *b
             while (at[r] < MC_CALLS && 0 == rc) {
                 mc_call_t *c = &cur[r];
                 if (!c->started) {
-                    mc_build(c, r, p, at[r], mix, plant);
+                    mc_build(c, mc_kind(at[r], run->mixed, mix), r, p, at[r], mix, run);
                     void *bufs[XCCL_NBUF] = { c->in, c->out, NULL, mc.slot[r] };
                     const uint32_t seq = 500u + (unsigned) at[r];
                     ck_assert_int_eq(xccl_exec_init(&c->e, &c->s, NULL, bufs, reduce_cb, &rctx, seq), 0);
                     xccl_exec_set_peer(&c->e, &peer[r]);
+                    if (!run->no_settle) {
+                        xccl_exec_set_owed(&c->e, &owed[r]);
+                    }
                     c->started = 1;
                 }
                 const size_t before = c->e.step;
                 const int st = xccl_exec_progress(&c->e);
                 moved |= c->e.step != before || st != 0;
                 if (st < 0) {
-                    snprintf(bad, badlen, "p=%d rank %d call %d: execution failed", p, r, at[r]);
+                    snprintf(bad, badlen, "p=%d rank %d call %d (%s): execution failed", p, r, at[r],
+                             mc_kind_name[c->kind]);
                     rc = -1;
                 } else if (0 == st) {
                     break;
                 } else {
                     if (0 != mc_check(c, r, p, at[r])) {
-                        snprintf(bad, badlen, "p=%d call %d (n=%zu root=%d): wrong result", p, at[r], c->n, c->root);
+                        snprintf(bad, badlen, "p=%d call %d (%s n=%zu root=%d): wrong result at rank %d", p, at[r],
+                                 mc_kind_name[c->kind], c->n, c->root, r);
                         rc = -1;
                     }
                     nchecks++;
@@ -721,28 +1023,82 @@ static int run_successive(int p, unsigned seed, unsigned mix, int plant, char *b
     free(cur);
     free(at);
     free(order);
+    free(owed);
     return rc;
+}
+
+/* Whether run fails at p under one of n seeds (the first failure in bad);
+ * the intact run passes under each. */
+static int mc_caught(int p, const mc_run_t *run, unsigned salt, unsigned n, char *bad, size_t badlen)
+{
+    for (unsigned sd = 0; sd < n; sd++) {
+        const mc_run_t intact = { run->cap, run->mixed, MC_PLANT_NONE, 0 };
+        ck_assert_msg(0 == run_successive(p, seed_of(p, salt + sd), sd % 4, &intact, bad, badlen), "intact: %s",
+                      bad);
+        if (0 != run_successive(p, seed_of(p, salt + sd), sd % 4, run, bad, badlen)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 START_TEST(successive_calls_interleaved)
 {
     char bad[256] = "";
+    static const mc_run_t runs[] = {
+        { MC_SLOT, 0, MC_PLANT_NONE, 0 },
+        { WIDE_SLOT, 0, MC_PLANT_NONE, 0 },
+        { MC_SLOT, 1, MC_PLANT_NONE, 0 },
+        { WIDE_SLOT, 1, MC_PLANT_NONE, 0 },
+    };
     nchecks = 0;
     for (int p = 2; p <= 7; p++) {
-        for (unsigned sd = 0; sd < 12; sd++) {
-            ck_assert_msg(0 == run_successive(p, seed_of(p, 700 + sd), sd % 4, 0, bad, sizeof(bad)), "%s", bad);
+        for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+            for (unsigned sd = 0; sd < 12; sd++) {
+                ck_assert_msg(0 == run_successive(p, seed_of(p, 700 + sd), sd % 4, &runs[i], bad, sizeof(bad)),
+                              "slot %zu%s: %s", runs[i].cap, runs[i].mixed ? " mixed" : "", bad);
+            }
         }
     }
     fprintf(stderr, "successive_calls_interleaved: %lu calls checked\n", nchecks);
-    /* without the exit waits, a rank that ran ahead overwrites its slot
-     * while the root still reads it */
     for (int p = 2; p <= 7; p++) {
-        int got = 0;
-        for (unsigned sd = 0; sd < 24 && !got; sd++) {
-            got = 0 != run_successive(p, seed_of(p, 900 + sd), sd % 4, 1, bad, sizeof(bad));
-        }
+        /* without the exit waits (no halves), a rank that ran ahead
+         * overwrites its slot while the root still reads it */
+        mc_run_t run = { MC_SLOT, 0, MC_PLANT_EXIT, 0 };
+        int got = mc_caught(p, &run, 900, 24, bad, sizeof(bad));
         fprintf(stderr, "planted: p=%d, successive calls without the exit waits: %s\n", p, got ? bad : "NOT CAUGHT");
         ck_assert_msg(got, "p=%d: successive calls without the exit waits not caught", p);
+        /* without the entry waits (the halves), a rank two calls ahead of
+         * a root writes the half that root still reads: reduce alone, and
+         * mixed */
+        for (int mixed = 0; mixed < 2; mixed++) {
+            run = (mc_run_t) { WIDE_SLOT, mixed, MC_PLANT_ENTRY, 0 };
+            got = mc_caught(p, &run, 930, 24, bad, sizeof(bad));
+            fprintf(stderr, "planted: p=%d%s, successive calls without the entry waits: %s\n", p,
+                    mixed ? " mixed" : "", got ? bad : "NOT CAUGHT");
+            ck_assert_msg(got, "p=%d%s: successive calls without the entry waits not caught", p,
+                          mixed ? " mixed" : "");
+        }
+        /* the entry post behind the entry waits: writers wait for each
+         * other's post forever after a call that posted nothing, or in
+         * the first call (of two ranks one writer: no deadlock) */
+        if (p > 2) {
+            run = (mc_run_t) { WIDE_SLOT, 1, MC_PLANT_LATE_ENTRY, 0 };
+            got = mc_caught(p, &run, 945, 24, bad, sizeof(bad));
+            fprintf(stderr, "planted: p=%d mixed, the entry post behind the entry waits: %s\n", p,
+                    got ? bad : "NOT CAUGHT");
+            ck_assert_msg(got, "p=%d: the entry post behind the entry waits not caught", p);
+        }
+        /* the settlement skipped: a call of one layout writes what a slow
+         * rank still reads of a call of another without an exit wait (in
+         * the slot without halves only two ranks' allgather has none) */
+        for (int wide = 2 == p ? 0 : 1; wide < 2; wide++) {
+            run = (mc_run_t) { wide ? WIDE_SLOT : MC_SLOT, 1, MC_PLANT_NONE, 1 };
+            got = mc_caught(p, &run, 960, 24, bad, sizeof(bad));
+            fprintf(stderr, "planted: p=%d slot %zu mixed, the settlement skipped: %s\n", p, run.cap,
+                    got ? bad : "NOT CAUGHT");
+            ck_assert_msg(got, "p=%d slot %zu: the settlement skipped not caught", p, run.cap);
+        }
     }
 }
 END_TEST
