@@ -65,18 +65,6 @@ static size_t pieces(size_t n, size_t pc)
     return (n + pc - 1) / pc;
 }
 
-/* shm_enter with its post 0 in a step of its own: made before this rank
- * waits for anybody, so that a peer whose previous call posted nothing
- * (or one in this call's entry too) finds it. */
-static void enter(xccl_sched_t *s, int writes)
-{
-    shm_enter(s, 0);
-    xccl_sched_step(s);
-    for (int k = 1; writes && k < s->size; k++) {
-        xccl_sched_wait_before(s, mod(s->rank + k, s->size));
-    }
-}
-
 static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root, int in_place)
 {
     const int p = s->size, r = s->rank;
@@ -98,7 +86,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
     pc = pc < GATHER_MAX_PIECE ? pc : GATHER_MAX_PIECE;
     const int halves = shm_halves(s, pc), depth = (int) (shm_room(s, pc) / pc);
     if (halves) {
-        enter(s, r != root && bytes[r] > 0);    /* the writers: the others, of their blocks */
+        shm_enter(s, r != root && bytes[r] > 0);    /* the writers: the others, of their blocks */
     }
     if (r == root && !in_place) {
         xccl_sched_copy(s, xccl_ref(XCCL_BUF_RECV, displs[r]), xccl_ref(XCCL_BUF_SEND, 0), bytes[r]);

@@ -104,9 +104,6 @@ static int root_alone(xccl_sched_t *s, size_t bytes, int root, int own_in_slot)
 
     if (halves) {
         shm_enter(s, writes);
-        if (!writes) {
-            xccl_sched_step(s);    /* the root's waits for the copies: after its post */
-        }
     }
     for (size_t t = 0; t < nchunks; t++) {
         size_t lo;

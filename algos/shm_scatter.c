@@ -64,18 +64,6 @@ static size_t pieces(size_t n, size_t pc)
     return (n + pc - 1) / pc;
 }
 
-/* shm_enter with its post 0 in a step of its own: made before this rank
- * waits for anybody, so that a peer whose previous call posted nothing
- * (or one in this call's entry too) finds it. */
-static void enter(xccl_sched_t *s, int writes)
-{
-    shm_enter(s, 0);
-    xccl_sched_step(s);
-    for (int k = 1; writes && k < s->size; k++) {
-        xccl_sched_wait_before(s, mod(s->rank + k, s->size));
-    }
-}
-
 static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root, int in_place)
 {
     const int p = s->size, r = s->rank;
@@ -105,7 +93,7 @@ static int build(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int
         }
     }
     if (halves) {
-        enter(s, r == root && most > 0);       /* the writer: the root, of the others' blocks */
+        shm_enter(s, r == root && most > 0);       /* the writer: the root, of the others' blocks */
     }
     if (r != root) {
         const size_t n = pieces(bytes[r], pc);

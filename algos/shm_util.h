@@ -214,7 +214,8 @@ static inline void shm_rotate_room(xccl_sched_t *s, size_t buf)
 
 /* With the halves, such a call has no exit wait (xccl_sched_t.no_exit,
  * entry_waits): shm_enter first, on every rank: it posts 0 ("entered:
- * done with every call before"), and a rank that writes its slot in the
+ * done with every call before") in a step of its own, before any wait (a
+ * peer's entry may wait for it), and a rank that writes its slot in the
  * call then waits for every peer to have entered the call before, i.e.
  * to be done with the last call that used this call's half.  So a rank
  * runs up to one call ahead of its slowest peer instead of waiting for
@@ -227,11 +228,9 @@ static inline void shm_rotate_room(xccl_sched_t *s, size_t buf)
 static inline void shm_enter(xccl_sched_t *s, int writes)
 {
     xccl_sched_post(s, 0);
-    if (writes) {
-        xccl_sched_step(s);          /* the post goes out before the waits */
-        for (int k = 1; k < s->size; k++) {
-            xccl_sched_wait_before(s, mod(s->rank + k, s->size));
-        }
+    xccl_sched_step(s);              /* the post goes out before any wait */
+    for (int k = 1; writes && k < s->size; k++) {
+        xccl_sched_wait_before(s, mod(s->rank + k, s->size));
     }
 }
 
