@@ -334,8 +334,13 @@ xccl_selection_t xccl_select_algo(const xccl_select_policy_t *p, xccl_select_cac
     const int v = (a->in_place ? 1 : 0) | (a->root ? 2 : 0) | (a->shm_slot ? 4 : 0);
     sel.by = XCCL_BY_MODEL;
     if (0 == c->algo[coll][cls][v]) {
+        /* The rooted collectives' MPI_IN_PLACE is the root's alone: the
+         * model prices them as not in place on every rank, which then all
+         * pick the same algorithm. */
+        xccl_coll_args_t alike = *a;
+        alike.in_place = alike.in_place && !xccl_coll_rooted(coll);
         double t[XCCL_CATALOG_MAX];
-        int n, best = xccl_select_model(p, coll, a, es, t, &n);
+        int n, best = xccl_select_model(p, coll, &alike, es, t, &n);
         if (best < 0) {
             best = XCCL_SEL_FIRST;     /* nothing predicted: the first algorithm */
         }

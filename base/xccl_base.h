@@ -107,6 +107,15 @@ static inline int xccl_coll_sizes_local(xccl_coll_t c)
     return XCCL_COLL_ALLTOALLV == c || XCCL_COLL_GATHERV == c || XCCL_COLL_SCATTERV == c;
 }
 
+/* The rooted collectives whose MPI_IN_PLACE only the root gives (reduce,
+ * gather(v), scatter(v)): nothing that must be alike on every rank may
+ * rest on it. */
+static inline int xccl_coll_rooted(xccl_coll_t c)
+{
+    return XCCL_COLL_REDUCE == c || XCCL_COLL_GATHER == c || XCCL_COLL_GATHERV == c || XCCL_COLL_SCATTER == c ||
+           XCCL_COLL_SCATTERV == c;
+}
+
 /* The collectives that the peer-access paths carry (the shared-memory
  * level's latency path and mesh, CUDA IPC): the first six.  The others run
  * their schedules over the transport, on host copies of device buffers. */

@@ -141,6 +141,37 @@ START_TEST(fallback_of_the_further_collectives)
 }
 END_TEST
 
+/* The rooted collectives over the transport (no segment): the root in
+ * place and the other ranks (never in place there) pick the same
+ * algorithm by the model, at every size and root. */
+START_TEST(rooted_in_place_alike)
+{
+    static const xccl_coll_t colls[] = { XCCL_COLL_REDUCE, XCCL_COLL_GATHER, XCCL_COLL_SCATTER };
+    xccl_select_policy_t p;
+    xccl_layout_t l = one_node(4);
+    xccl_select_policy_defaults(&p);
+    for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++) {
+        for (size_t n = 1; n <= ((size_t) 1 << 24); n *= 4) {
+            for (int root = 0; root < 4; root++) {
+                int picked[2];
+                for (int in_place = 0; in_place < 2; in_place++) {
+                    xccl_select_cache_t *c = calloc(1, sizeof(*c));
+                    ck_assert_ptr_nonnull(c);
+                    xccl_coll_args_t a = { .count = n, .block = n, .bytes = 4 * n, .root = root,
+                                           .in_place = in_place, .layout = &l };
+                    picked[in_place] = xccl_select_algo(&p, c, colls[i], &a, 4, 4 * n, 4).algo;
+                    free(c);
+                }
+                ck_assert_msg(picked[0] == picked[1], "%s n=%zu root=%d: %s in place, %s not",
+                              xccl_coll_name(colls[i]), n, root, xccl_select_name(colls[i], picked[1]),
+                              xccl_select_name(colls[i], picked[0]));
+            }
+        }
+    }
+    xccl_layout_fini(&l);
+}
+END_TEST
+
 START_TEST(forced_then_rule_then_model)
 {
     xccl_select_policy_t p;
@@ -811,6 +842,7 @@ int main(void)
     tcase_add_test(tc, fallback_decision);
     tcase_add_test(tc, fallback_of_the_further_collectives);
     tcase_add_test(tc, forced_then_rule_then_model);
+    tcase_add_test(tc, rooted_in_place_alike);
     tcase_add_test(tc, schedules_are_kept_while_arguments_repeat);
     tcase_add_test(tc, cached_schedule_runs_again);
     tcase_add_test(tc, shm_slot_in_cache_key_and_model);
