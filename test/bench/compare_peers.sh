@@ -7,14 +7,15 @@
 #   sm     the same Open MPI, --mca coll sm,tuned,libnbc,basic,self with
 #          coll_sm_priority 100 (at its default 0, 4.1's sm is placed
 #          first and disqualifies itself: "no underlying reduce"); sm has
-#          allreduce and bcast, the other three are tuned's
+#          allreduce, bcast, reduce and barrier, the others are tuned's
 #   impi   Intel MPI from PyPI (impi-rt, impi-devel), I_MPI_FABRICS=shm
 #   mpich  MPICH from PyPI (mpich)
 #
 # The PyPI wheels go into virtual environments, one per MPI (both wheels
 # install bin/mpicc, bin/mpiexec, include/mpi.h and lib/libmpi.so.12 at the
 # same places), only to measure: nothing of theirs is linked into xccl.
-# test/bench/peer_bench.c (plain MPI) is built with each MPI's own mpicc.
+# test/bench/peer_bench.c and peer_bench_more.c (plain MPI) are built with
+# each MPI's own mpicc.
 # A configuration that cannot be installed, built or run is reported as
 # unavailable, with the reason, and the others still run.
 #
@@ -42,7 +43,9 @@
 #   -n  rank counts (default 2,4)          -R  rounds (default 5)
 #   -r  timed repetitions per size and invocation (default 3)
 #   -s  sizes (peer_bench -s; default 8 B, 64 B, then powers of 4 up to 64 MiB)
-#   -c  collectives (default allreduce,allgather,reduce_scatter,alltoall,bcast)
+#   -c  collectives (default allreduce,allgather,reduce_scatter,alltoall,bcast;
+#       also reduce_scatter_block, reduce, barrier, allgatherv, alltoallv,
+#       gather, gatherv, scatter, scatterv, alltoallv_moe: see peer_bench.c)
 #   -C  configurations (default all five)
 #   -o  also write the table of np N to PREFIX-npN.txt
 #   -e  where the virtual environments live (default $XCCL_BUILDDIR/peers-venv;
@@ -83,14 +86,15 @@ while getopts "n:R:r:s:c:C:o:e:k:T:w:IPh" c; do
     I) nonblocking=1 ;;
     P) percall=1 ;;
     w) warm=$OPTARG ;;
-    *) sed -n '2,60p' "$0"; exit 2 ;;
+    *) sed -n '2,/^# Default run/p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
 [[ $# -eq 0 ]] || { echo "compare_peers: unexpected argument $1" >&2; exit 2; }
 bdir=$(cd "$bdir" 2> /dev/null && pwd) || { echo "compare_peers: no build directory (XCCL_BUILDDIR)" >&2; exit 2; }
 envdir=${envdir:-$bdir/peers-venv}
-src=$(cd "$(dirname "$0")" && pwd)/peer_bench.c
+srcdir=$(cd "$(dirname "$0")" && pwd)
+src=("$srcdir/peer_bench.c" "$srcdir/peer_bench_more.c")
 over_rounds=${MPICH_OVER_ROUNDS:-1}
 ncores=$(nproc)
 cmd=()
@@ -155,7 +159,7 @@ build() {   # m
     ompi) cc=mpicc ;;
     *) cc=$envdir/$m/bin/mpicc ;;
     esac
-    I_MPI_ROOT=$envdir/impi "$cc" -std=gnu11 -O2 -Wall -Wextra -o "$work/bin/pb-$m" "$src" \
+    I_MPI_ROOT=$envdir/impi "$cc" -std=gnu11 -O2 -Wall -Wextra -o "$work/bin/pb-$m" "${src[@]}" \
         > "$work/build-$m.log" 2>&1
 }
 
@@ -166,9 +170,9 @@ if ! command -v mpirun > /dev/null || [[ -z $ompi_dir ]]; then
 fi
 build ompi || { cat "$work/build-ompi.log" >&2; log "peer_bench does not build with Open MPI"; exit 2; }
 ompi_ver=$(ompi_info --parsable 2> /dev/null | sed -n 's/^ompi:version:full://p' | head -n 1)
-desc[xccl]="Open MPI $ompi_ver + xccl ($bdir/component, $(git -C "$(dirname "$src")" log -1 --format=%h 2> /dev/null || echo '?'))"
+desc[xccl]="Open MPI $ompi_ver + xccl ($bdir/component, $(git -C "$srcdir" log -1 --format=%h 2> /dev/null || echo '?'))"
 desc[tuned]="Open MPI $ompi_ver, coll tuned"
-desc[sm]="Open MPI $ompi_ver, coll sm (allreduce, bcast; the rest tuned), coll_sm_priority 100"
+desc[sm]="Open MPI $ompi_ver, coll sm (allreduce, bcast, reduce, barrier; the rest tuned), coll_sm_priority 100"
 [[ -f $bdir/component/mca_coll_xccl.so ]] || why[xccl]="no $bdir/component/mca_coll_xccl.so (build xccl first)"
 for m in impi mpich; do
     want "$m" || continue
@@ -314,7 +318,7 @@ for np in "${np_list[@]}"; do
         }
         function factor(c) {
             if (c == "allreduce") return 2 * (np - 1) / np
-            if (c == "bcast") return 1
+            if (c == "bcast" || c == "reduce") return 1
             return (np - 1) / np
         }
         BEGIN { ncf = split(cfgs, cf, ","); ncl = split(colls, cl, ",") }
@@ -343,8 +347,9 @@ for np in "${np_list[@]}"; do
             printf "# CPU used by other processes during each invocation: median %.2f, max %.2f of %d cores\n", median(ot), otmax, cores
             printf "# one-copy limit: memcpy 64 MiB, all %d cores copying at once: %.2f GB/s per core (median of %d)\n", cores, lim, split(mc, dummy, " ")
             printf "# cells: median per-call time (us) over rounds x reps, each the slowest rank%s\n", ""
-            printf "# reductions: MPI_FLOAT MPI_SUM; allgather, alltoall, bcast: MPI_BYTE; size: allreduce, bcast per rank,\n"
-            printf "#   allgather received, reduce_scatter and alltoall sent per rank (nccl-tests); * = blocks rounded up to one element\n"
+            printf "# reductions: MPI_FLOAT MPI_SUM; the others: MPI_BYTE; size: allreduce, bcast, reduce per rank,\n"
+            printf "#   allgather(v) received, reduce_scatter, alltoall(v)(_moe) sent per rank (nccl-tests), gather(v) received\n"
+            printf "#   and scatter(v) sent by root 0, barrier 0; * = blocks rounded up to one element\n"
             printf "# best = fastest of the others; ratio = xccl / best (< 1: xccl faster)\n"
             printf "# paired = the median over rounds of xccl / the best other in that round, each from that round'"'"'s\n"
             printf "#   samples (a round runs the configurations within seconds of each other; a virtual machine that changes speed\n"
@@ -352,7 +357,7 @@ for np in "${np_list[@]}"; do
             printf "# fast = xccl'"'"'s fastest sample / the fastest sample of the best other: each at its best (a virtual machine whose\n"
             printf "#   cores pass cache lines in regimes 3x apart that change within a second, test/bench/line_probe.c,\n"
             printf "#   puts any configuration'"'"'s samples in any regime; the fastest are those of the fast regime)\n"
-            printf "# busbw (GB/s, nccl-tests factors: allreduce 2(n-1)/n, allgather, reduce_scatter, alltoall (n-1)/n, bcast 1)\n"
+            printf "# busbw (GB/s, nccl-tests factors: allreduce 2(n-1)/n, bcast and reduce 1, the others (n-1)/n)\n"
             printf "#   and %%lim = busbw / one-copy limit, from 16 MiB\n"
             if (excl != "")
                 printf "# mpich at np %d: %d ranks on %d cores, it busy-polls: shown in (), left out of best; first %d round(s) only\n", np, np, cores, mrounds

@@ -1,8 +1,12 @@
 /*
- * peer_bench: a portable timing of five collectives, for comparing MPI
+ * peer_bench: a portable timing of collectives, for comparing MPI
  * implementations (Open MPI with or without xccl, Intel MPI, MPICH) on the
  * same machine.  Plain MPI-3 C, no xccl header: test/bench/compare_peers.sh
- * builds it with each implementation's own mpicc.
+ * builds it with each implementation's own mpicc.  Collectives: allreduce,
+ * allgather, reduce_scatter, alltoall, bcast (the default), reduce_scatter
+ * _block, and the further ones of peer_bench_more.c (reduce, barrier,
+ * allgatherv, alltoallv, gather, gatherv, scatter, scatterv, and
+ * alltoallv_moe, alltoallv with skewed counts from a fixed seed).
  *
  * For each collective and size: a warm-up that doubles its calls until
  * they last WARM_S (this also estimates the time of a call), one
@@ -10,17 +14,28 @@
  * the same on every rank: PAYLOAD / bytes calls (at most KMAX), fewer
  * where the warm-up says they would last longer than REP_S, at least one.
  * The time of a repetition is the per-call average of its K calls, maximum
- * over ranks (MPI_Reduce MAX of each rank's MPI_Wtime difference).
+ * over ranks (the maximum of each rank's MPI_Wtime difference).
  *
  * What "size" means (nccl-tests' convention, as in xccl_bench):
- *   allreduce, bcast      the buffer of each rank
- *   allgather             total received per rank (each sends size/p)
+ *   allreduce, bcast, reduce  the buffer of each rank
+ *   allgather(v)          total received per rank (each sends size/p;
+ *                         allgatherv: rank r a share ~ p + r)
  *   reduce_scatter(_block) total sent per rank (each receives size/p)
- *   alltoall              total sent per rank (size/p to each rank)
- * Reductions are MPI_SUM on MPI_FLOAT; the other three move MPI_BYTE.
+ *   alltoall(v)           total sent per rank (size/p to each rank;
+ *                         alltoallv: to rank d a share ~ p + (r + d) % p)
+ *   gather(v)             total the root receives (from each size/p;
+ *                         gatherv: from rank r a share ~ p + r)
+ *   scatter(v)            total the root sends (likewise)
+ *   alltoallv_moe         total sent per rank, split by the draw; sizes
+ *                         within 1 KiB..4 MiB only (as in xccl_bench)
+ *   barrier               one row, size 0
+ * (the layouts: peer_bench_more.c, the same as tools/xccl_bench_more.c's).
+ * Reductions (allreduce, reduce_scatter(_block), reduce) are MPI_SUM on
+ * MPI_FLOAT; the others move MPI_BYTE.
  * A block (size/p) is at least one element, so at 8 B and np 4
  * reduce_scatter moves 16 B: the lines print the bytes really moved.
- * MPI_Reduce_scatter runs with equal counts.  Bcast's root changes on
+ * MPI_Reduce_scatter runs with equal counts.  Reduce, gather(v) and
+ * scatter(v) run at root 0, as in xccl_bench.  Bcast's root changes on
  * every call (call i of a repetition: (rep + i) % p), so that every root
  * weighs the same in every figure: some MPIs are fast from one root and
  * slow from another (twice as slow, for one, at np 2 and 1 MiB), and a
@@ -38,8 +53,11 @@
  *
  * The check runs the collective once on rank- and index-dependent data
  * (small integers for floats, so every sum is exact) and compares every
- * element, and a guard after the result, on every rank.  A wrong result
- * prints a WRONG line and makes the exit status 1.
+ * element, and a guard after the result, on every rank.  The further
+ * rooted ones run it at root p-1 and at root 0, and a receive buffer they
+ * do not use (reduce, gather(v) off the root) must stay untouched;
+ * barrier's: a rank that leaves before the late rank p-1 has entered is
+ * wrong.  A wrong result prints a WRONG line and makes the exit status 1.
  *
  * -T SECONDS starts no new size after SECONDS; -L SECONDS measures no size
  * of a collective whose call is predicted to take longer than SECONDS (the
@@ -53,22 +71,26 @@
  * it with one rank per core to get "memcpy per core with all cores
  * copying".
  *
- * The control plane (agreements, timings, verdicts) uses MPI_Reduce,
- * MPI_Barrier and point-to-point messages, none of which the measured
- * collectives are, so a broken collective cannot distort the report.
+ * The control plane (agreements, timings, verdicts) uses point-to-point
+ * messages and MPI_Reduce_local, so a broken collective cannot distort the
+ * report, and MPI_Barrier before the timed calls: a barrier that returns
+ * early blurs the start of the timings, no result, and barrier's own C
+ * line shows it.
  *
  * Output, rank 0, one line per record (compare_peers.sh parses it):
  *   # comments (library version, np, options)
  *   T <coll> <size> <bytes> <rep> <calls> <us per call, max over ranks>
  *     (-P: the median over the calls, then their mean)
- *   C <coll> <size> ok|WRONG <wrong elements, summed over ranks>
+ *   C <coll> <size> ok|WRONG <wrong elements, summed over ranks;
+ *                              barrier: ranks that left early>
  *   S <coll> <size> deadline|slow     (not measured: -T out of time, or
  *                                     -L predicted slower)
  *   M memcpy <bytes> <rep> <GB/s slowest rank> <GB/s mean over ranks>
  *   V <cvar> <value>|absent           (-V: an MPI_T control variable, read
  *                                     after one 1 MiB allreduce)
  *
- * Build:  mpicc -std=gnu11 -O2 -o peer_bench test/bench/peer_bench.c
+ * Build:  mpicc -std=gnu11 -O2 -o peer_bench test/bench/peer_bench.c \
+ *           test/bench/peer_bench_more.c
  * Exit:   0 ok, 1 a wrong result, 2 bad command line or out of memory.
  */
 #include <mpi.h>
@@ -80,79 +102,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "peer_bench.h"
+
 /* ------------------------------------------------------------------------ */
-/* Types and constants                                                      */
+/* Constants (types: peer_bench.h)                                          */
 /* ------------------------------------------------------------------------ */
 
-enum coll_id {
-    C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK,
-    C_ALLTOALL, C_BCAST, NCOLL
-};
-
-typedef struct {
-    const char *name;
-    bool reduces;              /* MPI_FLOAT SUM, else MPI_BYTE */
-    bool blocked;              /* size is p blocks of size/p */
-} coll_info_t;
-
-static const coll_info_t colls[NCOLL] = {
+const coll_info_t colls[NCOLL] = {
     [C_ALLREDUCE] = { "allreduce", true, false },
     [C_ALLGATHER] = { "allgather", false, true },
     [C_REDUCE_SCATTER] = { "reduce_scatter", true, true },
     [C_REDUCE_SCATTER_BLOCK] = { "reduce_scatter_block", true, true },
     [C_ALLTOALL] = { "alltoall", false, true },
     [C_BCAST] = { "bcast", false, false },
+    [C_REDUCE] = { "reduce", true, false },
+    [C_BARRIER] = { "barrier", false, false },
+    [C_ALLGATHERV] = { "allgatherv", false, true },
+    [C_ALLTOALLV] = { "alltoallv", false, true },
+    [C_GATHER] = { "gather", false, true },
+    [C_GATHERV] = { "gatherv", false, true },
+    [C_SCATTER] = { "scatter", false, true },
+    [C_SCATTERV] = { "scatterv", false, true },
+    [C_ALLTOALLV_MOE] = { "alltoallv_moe", false, false },
 };
 
 #define DEFAULT_COLLS "allreduce,allgather,reduce_scatter,alltoall,bcast"
 /* Powers of 4 from 16 B hold 64 KiB, 1 MiB, 16 MiB and 64 MiB; 8 B is the
  * smallest message. */
 #define DEFAULT_SIZES "8,64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M"
-#define MAX_SIZES     64
-#define GUARD         64       /* bytes after each result that must stay */
-#define GUARD_BYTE    0xA5
 #define WARM_S        0.005    /* warm-up lasts at least this long ... */
 #define REP_S         0.05     /* ... and a repetition about this long */
-
-typedef struct {
-    int colls[NCOLL];
-    int ncolls;
-    size_t sizes[MAX_SIZES];
-    int nsizes;
-    int reps;
-    size_t payload;            /* bytes per repetition, sets K */
-    int kmax;
-    double deadline;           /* -T seconds, 0: none */
-    long warm_calls;           /* -w: warm-up calls at least (default 0) */
-    double slow;               /* -L seconds, 0: none */
-    bool memcpy_mode;
-    bool nonblocking;          /* -n: MPI_I<coll> + MPI_Wait */
-    bool per_call;             /* -P: each call timed alone, root i % p */
-    size_t memcpy_bytes;
-    const char *cvars[8];
-    int ncvars;
-} opts_t;
-
-typedef struct {
-    int rank, size;
-    const opts_t *o;
-    unsigned char *sbuf, *rbuf;
-    size_t cap;                /* bytes of each, guard included */
-    int *rcounts;              /* MPI_Reduce_scatter: equal blocks */
-    double t_start;
-    bool out_of_time;
-    double last_call[NCOLL];   /* -L: seconds per call at the last size measured */
-    size_t last_size[NCOLL];
-    long wrong_total;
-} bench_t;
-
-/* One call's shape: elements per block and bytes the size stands for. */
-typedef struct {
-    size_t count;              /* elements of the call (allreduce, bcast: all) */
-    size_t blk;                /* elements per rank block (blocked collectives) */
-    size_t esize;
-    size_t bytes;              /* what the lines report */
-} shape_t;
 
 /* ------------------------------------------------------------------------ */
 /* Prototypes (helpers follow main, top-down)                               */
@@ -167,10 +146,11 @@ static void call_coll(bench_t *B, int coll, const shape_t *s, int root);
 static long check_coll(bench_t *B, int coll, const shape_t *s);
 static double timed_calls(bench_t *B, int coll, const shape_t *s, int root0, long k);
 static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, double *mean);
+static void ctl_reduce(const bench_t *B, const void *in, void *out, int n, MPI_Datatype dt,
+                       MPI_Op op);
 static double agree_double(const bench_t *B, double v);
 static void print_cvar(const bench_t *B, const char *name);
 static size_t parse_bytes(const char *s, bool *ok);
-static void *xalloc(size_t bytes);
 static int cmp_size(const void *a, const void *b);
 
 /* ------------------------------------------------------------------------ */
@@ -193,15 +173,23 @@ int main(int argc, char **argv)
     } else {
         size_t maxsize = o.sizes[o.nsizes - 1];
         /* The largest block rounding up (one element per rank) stays below this. */
-        B.cap = maxsize + (size_t)B.size * sizeof(float) + GUARD;
+        B.cap = B.rcap = maxsize + (size_t)B.size * sizeof(float) + GUARD;
         B.sbuf = xalloc(B.cap);
         B.rbuf = xalloc(B.cap);
         memset(B.sbuf, 0, B.cap);       /* touch every page before timing */
         memset(B.rbuf, 0, B.cap);
         B.rcounts = xalloc((size_t)B.size * sizeof(int));
-        for (int c = 0; c < o.ncolls; c++)
+        more_alloc(&B);
+        for (int c = 0; c < o.ncolls; c++) {
+            if (o.colls[c] == C_BARRIER) {     /* no payload: one row */
+                run_size(&B, C_BARRIER, 0);
+                continue;
+            }
             for (int i = 0; i < o.nsizes; i++)
-                run_size(&B, o.colls[c], o.sizes[i]);
+                if (more_size_runs(o.colls[c], o.sizes[i]))
+                    run_size(&B, o.colls[c], o.sizes[i]);
+        }
+        more_free(&B);
         free(B.sbuf);
         free(B.rbuf);
         free(B.rcounts);
@@ -234,7 +222,8 @@ static void usage(void)
         "                  [-T SECONDS] [-L SECONDS] [-w CALLS] [-V CVAR]... [-n] [-P]\n"
         "       peer_bench -m [-M BYTES] [-r REPS]\n"
         "  -c  collectives, comma-separated (default " DEFAULT_COLLS ";\n"
-        "      also reduce_scatter_block)\n"
+        "      also reduce_scatter_block, reduce, barrier, allgatherv, alltoallv,\n"
+        "      gather, gatherv, scatter, scatterv, alltoallv_moe; all: every one)\n"
         "  -s  sizes in bytes, K/M/G suffixes (default " DEFAULT_SIZES ")\n"
         "  -r  timed repetitions per size (default 5)\n"
         "  -p  bytes per repetition: K = PAYLOAD/size calls (default 32M)\n"
@@ -247,7 +236,12 @@ static void usage(void)
         "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n"
         "  -n  time the nonblocking forms (MPI_I<coll>, then MPI_Wait)\n"
         "  -P  time each call alone (barrier, call): the median over a\n"
-        "      repetition's calls of the slowest rank; bcast's root is call %% p\n");
+        "      repetition's calls of the slowest rank; bcast's root is call %% p\n"
+        "size: allreduce, bcast, reduce the buffer; allgather(v) total received;\n"
+        "reduce_scatter(_block), alltoall(v) total sent; gather(v) total the root\n"
+        "receives; scatter(v) total the root sends; alltoallv_moe total sent, the\n"
+        "sizes within 1K..4M; barrier one row, 0 B.  reduce, gather(v), scatter(v)\n"
+        "at root 0; bcast's root changes on every call.\n");
 }
 
 static void parse_args(int argc, char **argv, opts_t *o, int rank)
@@ -300,10 +294,14 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
         int c = 0;
         while (c < NCOLL && strcmp(colls[c].name, t))
             c++;
-        if (c == NCOLL || o->ncolls == NCOLL)
+        if (!strcmp(t, "all") && o->ncolls == 0) {
+            for (c = 0; c < NCOLL; c++)
+                o->colls[o->ncolls++] = c;
+        } else if (c == NCOLL || o->ncolls == NCOLL) {
             ok = false;
-        else
+        } else {
             o->colls[o->ncolls++] = c;
+        }
     }
     free(dup);
     /* Sizes, sorted, no repeats */
@@ -357,6 +355,9 @@ static void print_header(const bench_t *B)
                B->o->nonblocking ? " nonblocking (MPI_I<coll> + MPI_Wait)" : "",
                B->o->per_call ? " per-call (barrier, one call; bcast root = call % p)" : "",
                B->o->per_call ? "; median over the calls" : "");
+    for (int c = 0; c < B->o->ncolls && !B->o->memcpy_mode; c++)
+        if (B->o->colls[c] == C_ALLTOALLV_MOE)
+            more_describe_moe(B);
     fflush(stdout);
 }
 
@@ -383,8 +384,8 @@ static void run_memcpy(bench_t *B)
             sink += dst[(size_t)i * 4099 % n];   /* the copy is used */
         }
         double t = MPI_Wtime() - t0, tmax = 0.0, tsum = 0.0;
-        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&t, &tsum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        ctl_reduce(B, &t, &tmax, 1, MPI_DOUBLE, MPI_MAX);
+        ctl_reduce(B, &t, &tsum, 1, MPI_DOUBLE, MPI_SUM);
         if (B->rank == 0) {
             double bytes = (double)n * k;
             printf("M memcpy %zu %d %.3f %.3f\n", n, r, bytes / tmax / 1e9,
@@ -421,13 +422,14 @@ static void run_size(bench_t *B, int coll, size_t size)
     shape_t s = shape_of(B, coll, size);
     for (int i = 0; i < B->size; i++)
         B->rcounts[i] = (int)s.blk;
+    more_layout(B, coll, &s);
 
     /* Warm-up: batches of 1, 2, 4, ... calls until at least three batches
      * have lasted WARM_S together, or a batch reaches K; the estimate of
      * a call is the fastest batch's (a first call that sets something up,
      * or a batch descheduled on a shared machine, must not shrink K),
      * slowest rank, the same on every rank. */
-    long kpay = (long)(o->payload / s.bytes);
+    long kpay = s.bytes ? (long)(o->payload / s.bytes) : o->kmax;
     kpay = kpay < 1 ? 1 : kpay > o->kmax ? o->kmax : kpay;
     double per_call = 0.0, spent = 0.0;
     long warmed = 0;
@@ -447,7 +449,7 @@ static void run_size(bench_t *B, int coll, size_t size)
     k = k < 1 ? 1 : k;
 
     long wrong = check_coll(B, coll, &s), wrong_sum = 0;
-    MPI_Reduce(&wrong, &wrong_sum, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    ctl_reduce(B, &wrong, &wrong_sum, 1, MPI_LONG, MPI_SUM);
     if (B->rank == 0) {
         printf("C %s %zu %s %ld\n", name, size, wrong_sum ? "WRONG" : "ok", wrong_sum);
         B->wrong_total += wrong_sum;
@@ -459,7 +461,7 @@ static void run_size(bench_t *B, int coll, size_t size)
             tmax = per_call_median(B, coll, &s, k, &tmean);
         } else {
             t = timed_calls(B, coll, &s, r % B->size, k) / (double)k;
-            MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            ctl_reduce(B, &t, &tmax, 1, MPI_DOUBLE, MPI_MAX);
         }
         if (B->rank == 0) {
             printf("T %s %zu %zu %d %ld %.3f", name, size, s.bytes, r, k, tmax * 1e6);
@@ -486,6 +488,8 @@ static shape_t shape_of(const bench_t *B, int coll, size_t size)
         s.count = elems;
         s.blk = elems / p;
     }
+    if (coll == C_BARRIER)
+        s.count = s.blk = 0;
     s.bytes = s.count * s.esize;
     return s;
 }
@@ -497,8 +501,9 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* -P: K calls, each after a barrier and timed alone (bcast: call i's root
- * is i % p); on rank 0 the median over the calls of the slowest rank's
- * time, seconds, and their mean in *mean (0 elsewhere). */
+ * is i % p; the other rooted ones: root 0); on rank 0 the median over the
+ * calls of the slowest rank's time, seconds, and their mean in *mean (0
+ * elsewhere). */
 static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, double *mean)
 {
     double *t = xalloc((size_t)k * sizeof(double));
@@ -506,10 +511,10 @@ static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, do
     for (long i = 0; i < k; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        call_coll(B, coll, s, (int)(i % B->size));
+        call_coll(B, coll, s, coll == C_BCAST ? (int)(i % B->size) : 0);
         t[i] = MPI_Wtime() - t0;
     }
-    MPI_Reduce(t, tmax, (int)k, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    ctl_reduce(B, t, tmax, (int)k, MPI_DOUBLE, MPI_MAX);
     double med = 0.0;
     *mean = 0.0;
     if (B->rank == 0) {
@@ -524,14 +529,14 @@ static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, do
 }
 
 /* Barrier, K calls, this rank's elapsed time; call i's root (bcast) is
- * (root0 + i) % p. */
+ * (root0 + i) % p, the other rooted ones' 0. */
 static double timed_calls(bench_t *B, int coll, const shape_t *s, int root0, long k)
 {
     int root = root0;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (long i = 0; i < k; i++) {
-        call_coll(B, coll, s, root);
+        call_coll(B, coll, s, coll == C_BCAST ? root : 0);
         if (++root == B->size)
             root = 0;
     }
@@ -572,6 +577,10 @@ static void call_coll(bench_t *B, int coll, const shape_t *s, int root)
 {
     MPI_Comm w = MPI_COMM_WORLD;
     const int n = (int)s->count, blk = (int)s->blk;
+    if (coll >= C_FIRST_MORE) {
+        more_call(B, coll, s, root);
+        return;
+    }
     if (B->o->nonblocking) {
         call_icoll(B, coll, s, root);
         return;
@@ -604,31 +613,12 @@ static void call_coll(bench_t *B, int coll, const shape_t *s, int root)
 /* Correctness                                                              */
 /* ------------------------------------------------------------------------ */
 
-/* Byte i of rank r's input: differs between neighbouring bytes, ranks
- * (17 is odd: r * 17 mod 256 differs for r < 256) and 256-byte pages. */
-static unsigned char byte_of(int r, size_t i)
-{
-    return (unsigned char)(i * 131u + (size_t)r * 17u + (i >> 8) * 7u);
-}
-
-/* Float i of rank r: a small integer, so any order of summation is exact. */
-static float float_of(int r, size_t i)
-{
-    return (float)((i * 5u + (size_t)r * 11u) % 997u + 1u);
-}
-
-static float float_sum(int p, size_t i)
-{
-    float v = 0.0f;
-    for (int r = 0; r < p; r++)
-        v += float_of(r, i);
-    return v;
-}
-
 /* Fill the input, poison the output and its guard, call once, compare on
  * this rank.  Returns the number of wrong bytes or elements here. */
 static long check_coll(bench_t *B, int coll, const shape_t *s)
 {
+    if (coll >= C_FIRST_MORE)
+        return more_check(B, coll, s);
     const int me = B->rank, p = B->size, root = p - 1;
     const size_t out_elems = (coll == C_REDUCE_SCATTER || coll == C_REDUCE_SCATTER_BLOCK)
                                  ? s->blk : s->count;
@@ -696,17 +686,39 @@ static long check_coll(bench_t *B, int coll, const shape_t *s)
 /* Helpers                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* The maximum of V over ranks, known to every rank (MPI_Reduce, then rank 0
- * sends it to each: neither is a collective under test). */
+/* OP (MPI_MAX or MPI_SUM) of IN's N values of type DT over the ranks, into
+ * OUT on rank 0: every rank sends rank 0 its values, which it combines with
+ * MPI_Reduce_local.  Point-to-point, as MPI_Reduce is a collective under
+ * test. */
+static void ctl_reduce(const bench_t *B, const void *in, void *out, int n, MPI_Datatype dt,
+                       MPI_Op op)
+{
+    if (B->rank != 0) {
+        MPI_Send(in, n, dt, 0, TAG_CTL, MPI_COMM_WORLD);
+        return;
+    }
+    int esize = 0;
+    MPI_Type_size(dt, &esize);
+    void *tmp = xalloc((size_t)n * (size_t)esize);
+    memcpy(out, in, (size_t)n * (size_t)esize);
+    for (int r = 1; r < B->size; r++) {
+        MPI_Recv(tmp, n, dt, r, TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Reduce_local(tmp, out, n, dt, op);
+    }
+    free(tmp);
+}
+
+/* The maximum of V over ranks, known to every rank (ctl_reduce, then rank
+ * 0 sends it to each). */
 static double agree_double(const bench_t *B, double v)
 {
     double m = 0.0;
-    MPI_Reduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    ctl_reduce(B, &v, &m, 1, MPI_DOUBLE, MPI_MAX);
     if (B->rank == 0)
         for (int r = 1; r < B->size; r++)
-            MPI_Send(&m, 1, MPI_DOUBLE, r, 77, MPI_COMM_WORLD);
+            MPI_Send(&m, 1, MPI_DOUBLE, r, TAG_AGREE, MPI_COMM_WORLD);
     else
-        MPI_Recv(&m, 1, MPI_DOUBLE, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(&m, 1, MPI_DOUBLE, 0, TAG_AGREE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     return m;
 }
 
@@ -784,7 +796,7 @@ static size_t parse_bytes(const char *s, bool *ok)
     return (size_t)v;
 }
 
-static void *xalloc(size_t bytes)
+void *xalloc(size_t bytes)
 {
     void *p = NULL;
     if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) {
