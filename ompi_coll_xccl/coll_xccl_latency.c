@@ -151,14 +151,6 @@ _Static_assert(3 * XCCL_LATENCY_BYTES <= XCCL_SEGMENT_SMALL_BYTES && XCCL_SEGMEN
 #define LAT_RING_MIN 192u
 _Static_assert(LAT_RING_MIN <= XCCL_LATENCY_UNITS, "latency ring");
 
-int mca_coll_xccl_latency_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
-                                 const xccl_coll_args_t *args, size_t es,
-                                 const mca_coll_xccl_reduce_t *red)
-{
-    return m->level_small && mca_coll_xccl_latency_runs(coll, algo) &&
-           (NULL == red || NULL != red->kernel) && mca_coll_xccl_latency_len(coll, args, es, m->size) <= XCCL_LATENCY_BYTES;
-}
-
 /* Spins (each with a pause: the peer's store gets its line sooner)
  * between two calls of Open MPI's progress engine while a latency-path
  * call waits, on cores of their own (mca_coll_xccl_spins_per_progress). */
@@ -227,36 +219,21 @@ LAT_FN int lat_posted_all(mca_coll_xccl_latency_t *st, uint64_t f, int wait)
     return 1;
 }
 
-LAT_FN void lat_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                      const xccl_coll_args_t *args, size_t es, const mca_coll_xccl_reduce_t *red,
-                      const char *ws, char *wr, int algo)
+/* The call's numbers and units, in call order (its fixed part set:
+ * mca_coll_xccl_latency_fix). */
+LAT_FN void lat_place(mca_coll_xccl_latency_t *st)
 {
-    struct mca_coll_xccl_level *h = m->level;
-    const size_t len = mca_coll_xccl_latency_len(coll, args, es, m->size);
-    const int bcast = XCCL_COLL_BCAST == coll;
-    *st = (mca_coll_xccl_latency_t) { .m = m, .coll = coll, .ws = ws, .wr = wr, .es = es, .len = len,
-                                  .kernel = NULL != red ? red->kernel : NULL, .block = args->block,
-                                  .me = h->local_of[m->rank] };
-    st->root = bcast ? h->local_of[args->root] : st->me;
-    /* allreduce: every element; reduce_scatter: this rank's block */
-    if (XCCL_COLL_ALLREDUCE == coll) {
-        st->count = args->count;
-    } else if (XCCL_COLL_REDUCE_SCATTER == coll || XCCL_COLL_REDUCE_SCATTER_BLOCK == coll) {
-        for (int j = 0; j < m->rank; j++) {
-            st->at += args->counts[j];
-        }
-        st->count = args->counts[m->rank];
-        st->at *= es;
-    }
+    struct mca_coll_xccl_level *h = st->m->level;
+    const size_t len = st->len;
+    const int bcast = XCCL_COLL_BCAST == st->coll;
+    st->k = st->last = 0;
+    st->flip = st->phase = 0;
+    st->polls = 0;
     st->f = ++h->lat_seq;
-    /* the sliced allreduce posts twice: f with its vector in its area,
-     * f2 with its reduced piece there too (a peer that posted past f2 is
-     * done with this call: the ring below counts the call as f2) */
-    st->sliced = XCCL_COLL_ALLREDUCE == coll && h->node_size > 1 &&
-                 algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM);
-    /* a bcast in pieces takes a number a piece: f .. f + pieces - 1, the
-     * last of which the ring counts the call as, like the sliced
-     * allreduce's f2 */
+    /* the sliced allreduce posts twice: f with its vector in its area, f2
+     * with its reduced piece there too; a bcast in pieces takes a number a
+     * piece, f .. f + pieces - 1 = f2.  A peer that posted past f2 is done
+     * with this call: the ring below counts the call as f2 */
     st->pieces = bcast && len > LAT_PIECE ? (len + LAT_PIECE - 1) / LAT_PIECE : 1;
     st->piece = st->pieces > 1 ? LAT_PIECE : len;
     st->f2 = st->sliced ? ++h->lat_seq : (h->lat_seq += st->pieces - 1);
@@ -314,6 +291,14 @@ LAT_FN void lat_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m, xc
             h->lat_wrote[k] = st->f2;
         }
     }
+}
+
+LAT_FN void lat_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                      const xccl_coll_args_t *args, size_t es, const mca_coll_xccl_reduce_t *red,
+                      const char *ws, char *wr, int algo)
+{
+    mca_coll_xccl_latency_fix(st, m, coll, args, es, red, ws, wr, algo);
+    lat_place(st);
 }
 
 /* Where segment rank s's part of the call lies: the start of its area
@@ -567,17 +552,19 @@ LAT_FN int lat_run(mca_coll_xccl_latency_t *st, int wait)
     }
 }
 
-void mca_coll_xccl_latency_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m,
-                                 xccl_coll_t coll, const xccl_coll_args_t *args, size_t es,
-                                 const mca_coll_xccl_reduce_t *red, const char *ws, char *wr,
-                                 int algo)
+int mca_coll_xccl_latency_run(mca_coll_xccl_latency_t *st, unsigned tries)
 {
-    lat_begin(st, m, coll, args, es, red, ws, wr, algo);
+    int rc = 0;
+    for (unsigned k = 0; 0 == rc && k < tries; k++) {
+        rc = lat_run(st, 0);
+    }
+    return rc;
 }
 
-int mca_coll_xccl_latency_run(mca_coll_xccl_latency_t *st, int wait)
+int mca_coll_xccl_latency_begin(mca_coll_xccl_latency_t *st, unsigned tries)
 {
-    return lat_run(st, wait);
+    lat_place(st);
+    return mca_coll_xccl_latency_run(st, tries);
 }
 
 int mca_coll_xccl_latency_call(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)

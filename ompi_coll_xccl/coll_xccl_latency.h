@@ -11,6 +11,7 @@
 #define MCA_COLL_XCCL_LATENCY_H
 
 #include "coll_xccl_call.h"
+#include "coll_xccl_level.h"
 
 BEGIN_C_DECLS
 
@@ -55,13 +56,17 @@ static inline int mca_coll_xccl_latency_runs(xccl_coll_t coll, int algo)
 /* Whether a call of coll with args, on a communicator whose level is
  * on, runs the latency path where the level's rule chose algo (the same
  * answer on every rank); red: a reduction's plan, NULL for the others. */
-int mca_coll_xccl_latency_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
-                                 const xccl_coll_args_t *args, size_t es,
-                                 const mca_coll_xccl_reduce_t *red);
+static inline int mca_coll_xccl_latency_wanted(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int algo,
+                                               const xccl_coll_args_t *args, size_t es,
+                                               const mca_coll_xccl_reduce_t *red)
+{
+    return m->level_small && mca_coll_xccl_latency_runs(coll, algo) && (NULL == red || NULL != red->kernel) &&
+           mca_coll_xccl_latency_len(coll, args, es, m->size) <= XCCL_LATENCY_BYTES;
+}
 
-/* One call through the latency path: what mca_coll_xccl_latency_begin
- * fixed (its numbers and units, the same on every rank) and how far it
- * went (mca_coll_xccl_latency_run). */
+/* One call through the latency path: what mca_coll_xccl_latency_fix and
+ * _begin fixed (its numbers and units, the same on every rank) and how
+ * far it went (mca_coll_xccl_latency_run). */
 typedef struct {
     mca_coll_xccl_module_t *m;
     xccl_coll_t coll;
@@ -82,18 +87,44 @@ typedef struct {
                                       * tests) since the last liveness check */
 } mca_coll_xccl_latency_t;
 
-/* Takes the call's numbers and units, in call order (no earlier call of
- * the level may still run: mca_coll_xccl_latency_idle); args, es, red as
- * for mca_coll_xccl_latency_wanted; ws, wr the work buffers
- * (coll_xccl_pack.c). */
-void mca_coll_xccl_latency_begin(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m,
-                                 xccl_coll_t coll, const xccl_coll_args_t *args, size_t es,
-                                 const mca_coll_xccl_reduce_t *red, const char *ws, char *wr,
-                                 int algo);
-/* Runs st as far as it can: 1 done, 0 waiting for a peer (only where
- * wait is 0: a nonblocking call, from progress), -1 a rank of the node is
- * gone (nothing logged). */
-int mca_coll_xccl_latency_run(mca_coll_xccl_latency_t *st, int wait);
+/* The fixed part of a call (what its arguments say: the same in every
+ * call of a persistent request's kept call, coll_xccl_request.h); args,
+ * es, red as for mca_coll_xccl_latency_wanted; ws, wr the work buffers
+ * (coll_xccl_pack.c); algo the level's algorithm. */
+static inline void mca_coll_xccl_latency_fix(mca_coll_xccl_latency_t *st, mca_coll_xccl_module_t *m,
+                                             xccl_coll_t coll, const xccl_coll_args_t *args, size_t es,
+                                             const mca_coll_xccl_reduce_t *red, const char *ws, char *wr,
+                                             int algo)
+{
+    const struct mca_coll_xccl_level *h = m->level;
+    const int me = h->local_of[m->rank];
+    *st = (mca_coll_xccl_latency_t) { .m = m, .coll = coll, .ws = ws, .wr = wr, .es = es,
+                                      .len = mca_coll_xccl_latency_len(coll, args, es, m->size),
+                                      .kernel = NULL != red ? red->kernel : NULL, .block = args->block,
+                                      .me = me, .root = XCCL_COLL_BCAST == coll ? h->local_of[args->root] : me };
+    /* the sliced allreduce (shm): every rank reduces a piece */
+    st->sliced = XCCL_COLL_ALLREDUCE == coll && h->node_size > 1 &&
+                 algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM);
+    /* allreduce: every element; reduce_scatter: this rank's block */
+    if (XCCL_COLL_ALLREDUCE == coll) {
+        st->count = args->count;
+    } else if (XCCL_COLL_REDUCE_SCATTER == coll || XCCL_COLL_REDUCE_SCATTER_BLOCK == coll) {
+        for (int j = 0; j < m->rank; j++) {
+            st->at += args->counts[j];
+        }
+        st->count = args->counts[m->rank];
+        st->at *= es;
+    }
+}
+/* A call whose fixed part st holds (mca_coll_xccl_latency_fix): takes its
+ * numbers and units, in call order (no earlier call of the level may
+ * still run: mca_coll_xccl_latency_idle), then runs as
+ * mca_coll_xccl_latency_run. */
+int mca_coll_xccl_latency_begin(mca_coll_xccl_latency_t *st, unsigned tries);
+/* Runs st as far as it gets in at most tries tests, without waiting for a
+ * peer (a nonblocking call, from progress): 1 done, 0 waiting for a peer,
+ * -1 a rank of the node is gone (nothing logged). */
+int mca_coll_xccl_latency_run(mca_coll_xccl_latency_t *st, unsigned tries);
 /* Whether no nonblocking call of the level is in flight on m (its
  * turns): a blocking call of the latency path waits for that. */
 static inline int mca_coll_xccl_latency_idle(mca_coll_xccl_module_t *m)

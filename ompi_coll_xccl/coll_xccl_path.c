@@ -562,6 +562,37 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
     return rc;
 }
 
+/* Where this thread's next described call goes (coll_xccl_path.h). */
+static __thread mca_coll_xccl_call_t *keep_to;
+
+void mca_coll_xccl_call_keep_to(mca_coll_xccl_call_t *to)
+{
+    keep_to = to;
+}
+
+int mca_coll_xccl_call_keep(mca_coll_xccl_call_t *c)
+{
+    mca_coll_xccl_call_t *to = keep_to;
+    keep_to = NULL;
+    if (NULL != c->args.counts && c->args.counts != c->counts) {
+        /* reduce_scatter's counts on the entry's stack */
+        const size_t n = (size_t) c->m->size * sizeof(size_t);
+        size_t *own = malloc(n);
+        if (NULL == own) {
+            return mca_coll_xccl_error(c->m, c->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory");
+        }
+        memcpy(own, c->args.counts, n);
+        c->counts = own;
+        c->args.counts = own;
+    }
+    if (NULL == to) {
+        free(c->counts);
+        return MPI_ERR_INTERN;
+    }
+    *to = *c;
+    return MPI_SUCCESS;
+}
+
 int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c)
 {
     const char *why = policy(c);

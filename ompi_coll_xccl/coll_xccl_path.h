@@ -146,11 +146,25 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
     return 1;
 }
 
+/* A persistent request's init describes its call once
+ * (coll_xccl_persist.c): while m->persistent is XCCL_CALL_DESCRIBE, the
+ * entry point checks the arguments and fills the descriptor as for a
+ * call, and mca_coll_xccl_call_run keeps it where
+ * mca_coll_xccl_call_keep_to said (this thread's last word) instead of
+ * running it.  The kept descriptor owns c->counts, which then holds
+ * args.counts or args.vec (copied where they lay on the entry's stack). */
+#define XCCL_CALL_DESCRIBE 2
+void mca_coll_xccl_call_keep_to(mca_coll_xccl_call_t *to);
+int mca_coll_xccl_call_keep(mca_coll_xccl_call_t *c) __attribute__((cold));
+
 /* Runs the call an entry point described: MPI_SUCCESS or an MPI error
  * code (logged).  Frees c->counts. */
 static inline int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
 {
     int rc;
+    if (__builtin_expect(XCCL_CALL_DESCRIBE == c->persistent, 0)) {
+        return mca_coll_xccl_call_keep(c);
+    }
     if (mca_coll_xccl_fast_latency(c, &rc)) {
         return rc;
     }

@@ -1,18 +1,38 @@
 /*
  * Persistent collectives (MPI-4 MPI_<Coll>_init; MPIX_<Coll>_init through
  * Open MPI 4.1's pcollreq extension) of the fourteen collectives xccl
- * carries.  The init keeps the arguments in a persistent request of
- * xccl's; each MPI_Start runs the collective's nonblocking entry point
- * with them (the same road as MPI_I<coll>: device buffers, the level, the
- * fallback), and the request completes when that call's request does.
- * MPI_Wait and MPI_Test leave it inactive (Open MPI's request layer does
- * that for persistent requests); MPI_Request_free frees an inactive one,
- * started or not, also after its communicator was freed (the request
- * holds the module).
+ * carries.  The init runs the collective's nonblocking entry point once to
+ * describe the call (mca_coll_xccl_call_run keeps the descriptor:
+ * coll_xccl_path.h): the arguments are checked there, once, and an
+ * invalid one is the init's error.  Each MPI_Start then takes one of two
+ * ways:
  *
- * Each start logs its call as a nonblocking call does, with the word
- * persistent (m->persistent while the entry point runs), and counts in
- * the summary with the calls.  A collective xccl is told to leave alone
+ *   the road      a copy of the descriptor through mca_coll_xccl_call_run,
+ *                 as MPI_I<coll> would run it (device buffers, the level,
+ *                 the fallback), without the checks; the request completes
+ *                 when that call's request does;
+ *   the latency   a small call of the level that its latency path runs
+ *   path          (the way mca_coll_xccl_fast_latency takes a nonblocking
+ *                 call): the call straight (mca_coll_xccl_lat_job_start),
+ *                 no request of its own, as far as it gets without
+ *                 waiting for a peer; the rest runs from progress, which
+ *                 completes the persistent request itself.
+ *
+ * Which way is decided once, from what the arguments and the communicator
+ * fix (the level on, the collective on its latency path, host buffers,
+ * the work buffers without packing, the level's algorithm), at the init,
+ * or where the level's vote still runs then, at the first start after it
+ * is over (until then the road).  A rank that decided while another still
+ * takes the road makes the same call: the road's request ends in the
+ * latency path too, in the same call order.  A collective disabled at run
+ * time (MPI_T) takes the road, which hands it to the fallback.
+ *
+ * MPI_Wait and MPI_Test leave the request inactive (Open MPI's request
+ * layer does that for persistent requests); MPI_Request_free frees an
+ * inactive one, started or not, also after its communicator was freed
+ * (the request holds the module).  Each start logs its call as a
+ * nonblocking call does, with the word persistent, and counts in the
+ * summary with the calls.  A collective xccl is told to leave alone
  * (disabled, or forced to the fallback) gets the fallback's persistent
  * request from the start, where the fallback has one.
  */
@@ -25,6 +45,7 @@
 #include "ompi/request/request.h"
 
 #include "coll_xccl_persist.h"
+#include "coll_xccl_path.h"
 
 #define XM(module) ((mca_coll_xccl_module_t *) (module))
 
@@ -41,7 +62,19 @@ typedef struct {
     int *arrays;                     /* the copies' one allocation */
     struct ompi_datatype_t *sdtype, *rdtype;
     struct ompi_op_t *op;
+    /* the call described at the init (call.m NULL: not described, each
+     * start runs the entry point), and the way its starts take */
+    mca_coll_xccl_call_t call;
+    int way;                         /* WAY_* */
+    int algo;                        /* WAY_LATENCY: the level's algorithm, */
+    mca_coll_xccl_lat_job_t job;     /* and the call on the latency path */
 } persist_t;
+
+enum {
+    WAY_OPEN,                        /* not decided yet: the level's vote runs */
+    WAY_ROAD,                        /* mca_coll_xccl_call_run on a copy of call */
+    WAY_LATENCY                      /* the latency path straight (job) */
+};
 
 static OBJ_CLASS_INSTANCE(persist_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
@@ -97,6 +130,47 @@ static int start_call(persist_t *p, ompi_request_t **in)
     }
 }
 
+/* The way of p's starts (WAY_OPEN: ask again at the next start), as
+ * mca_coll_xccl_fast_latency would take a nonblocking call of its
+ * descriptor: the latency path where the level takes small nonblocking
+ * calls and CUDA IPC is not set up, the level is on and runs the
+ * collective on its latency path, the buffers are host memory and the
+ * work buffers need no packing; else the road.  Every input is fixed for
+ * the request's life once the level's vote is over (the collective's
+ * enable is asked at each start). */
+static int decide_way(persist_t *p)
+{
+    mca_coll_xccl_module_t *m = p->m;
+    const int state = __atomic_load_n(&m->level_state, __ATOMIC_ACQUIRE);
+    if (NULL == p->call.m || !m->level_small_nb || m->gpu_ipc || XCCL_LEVEL_OFF == state) {
+        return WAY_ROAD;
+    }
+    if (XCCL_LEVEL_ON != state) {
+        return WAY_OPEN;
+    }
+    mca_coll_xccl_call_t c = p->call;
+    mca_coll_xccl_where_t w = { .device = 0 };
+    const char *ws;
+    char *wr;
+    int algo;
+    if (!(m->level_lat_colls >> c.coll & 1u)) {
+        return WAY_ROAD;
+    }
+    if (NULL != xccl_cu() && !mca_coll_xccl_gpu_surely_host(&c)) {
+        mca_coll_xccl_gpu_where(&c, &w);
+    }
+    if (w.device || !mca_coll_xccl_latency_buffers(&c, &ws, &wr, &algo)) {
+        return WAY_ROAD;
+    }
+    p->call.red = c.red;             /* a reduction's plan (es too) */
+    p->call.es = c.es;
+    p->algo = algo;
+    p->job.owner = &p->super.super;
+    mca_coll_xccl_latency_fix(&p->job.st, m, c.coll, &p->call.args, c.es, c.reduction ? &p->call.red : NULL,
+                              ws, wr, algo);
+    return WAY_LATENCY;
+}
+
 static void complete(persist_t *p, int err)
 {
     p->super.super.req_status.MPI_ERROR = err;
@@ -111,6 +185,23 @@ static int inner_done(ompi_request_t *in)
 {
     complete((persist_t *) in->req_complete_cb_data, in->req_status.MPI_ERROR);
     return 0;
+}
+
+/* The road: a copy of the described call (which keeps its counts), or
+ * the entry point where the init could not describe it. */
+static int start_road(persist_t *p, ompi_request_t **in)
+{
+    if (NULL == p->call.m) {
+        p->m->persistent = 1;
+        const int err = start_call(p, in);
+        p->m->persistent = 0;
+        return err;
+    }
+    mca_coll_xccl_call_t c = p->call;
+    c.request = in;
+    c.persistent = 1;
+    c.counts = NULL;
+    return mca_coll_xccl_call_run(&c);
 }
 
 static int persist_start(size_t count, ompi_request_t **requests)
@@ -133,9 +224,15 @@ static int persist_start(size_t count, ompi_request_t **requests)
         r->req_status._cancelled = 0;
         r->req_complete = REQUEST_PENDING;
         r->req_state = OMPI_REQUEST_ACTIVE;
-        p->m->persistent = 1;
-        const int err = start_call(p, &in);
-        p->m->persistent = 0;
+        if (WAY_OPEN == p->way) {
+            p->way = decide_way(p);
+        }
+        if (WAY_LATENCY == p->way && mca_coll_xccl_component.enable[p->coll]) {
+            mca_coll_xccl_log_call(p->m, p->coll, 2, p->call.bytes, p->algo, -1.0, NULL, "latency_path");
+            mca_coll_xccl_lat_job_start(&p->job);
+            continue;
+        }
+        const int err = start_road(p, &in);
         if (MPI_SUCCESS != err) {
             /* nothing runs: the request stays inactive, the error is the start's */
             r->req_status.MPI_ERROR = err;
@@ -165,6 +262,9 @@ static int persist_free(ompi_request_t **rptr)
     }
     if (MPI_REQUEST_NULL != p->inner) {
         ompi_request_free(&p->inner);
+    }
+    if (NULL != p->call.m) {
+        free(p->call.counts);
     }
     free(p->arrays);
     OBJ_RELEASE(p->m);
@@ -226,20 +326,38 @@ static int copy_arrays(persist_t *p, int size, const int *a, const int *b, const
     return MPI_SUCCESS;
 }
 
-static int persist_out(persist_t *p, ompi_request_t **request)
-{
-    if (NULL == p) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    *request = &p->super.super;
-    return MPI_SUCCESS;
-}
-
 static int persist_fail(persist_t *p, int rc)
 {
     ompi_request_t *r = &p->super.super;
     persist_free(&r);
     return rc;
+}
+
+/* The init's end: the call described (its arguments checked: an error
+ * is the init's, and no request is made) and its way decided where it
+ * can be already. */
+static int persist_out(persist_t *p, ompi_request_t **request)
+{
+    if (NULL == p) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_coll_xccl_module_t *m = p->m;
+    ompi_request_t *unused = MPI_REQUEST_NULL;
+    mca_coll_xccl_call_keep_to(&p->call);
+    m->persistent = XCCL_CALL_DESCRIBE;
+    const int err = start_call(p, &unused);
+    m->persistent = 0;
+    mca_coll_xccl_call_keep_to(NULL);
+    if (MPI_SUCCESS != err) {
+        p->call.m = NULL;
+        return persist_fail(p, err);
+    }
+    if (NULL != p->call.m) {
+        p->call.request = &p->inner; /* (any: a call with a request) */
+    }
+    p->way = decide_way(p);
+    *request = &p->super.super;
+    return MPI_SUCCESS;
 }
 
 /* A collective xccl is told to leave alone (coll_xccl_<coll>_enable false,

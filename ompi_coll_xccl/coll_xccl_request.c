@@ -196,6 +196,9 @@ static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_coll_base_nbc_request_t, NULL, NU
 #define REQUEST_SPINS 16u
 
 static xccl_request_t *active_requests;
+/* Kept calls of the latency path in flight (mca_coll_xccl_lat_job_start),
+ * under the same lock. */
+static mca_coll_xccl_lat_job_t *active_jobs;
 static opal_mutex_t active_lock = OPAL_MUTEX_STATIC_INIT;
 static int progressing;
 /* Active requests whose schedule has transfers (or is not built yet). */
@@ -315,7 +318,8 @@ static int request_build(xccl_request_t *req)
 int mca_coll_xccl_requests_active(int *transfers)
 {
     *transfers = __atomic_load_n(&active_transfers, __ATOMIC_RELAXED) > 0;
-    return NULL != __atomic_load_n(&active_requests, __ATOMIC_RELAXED);
+    return NULL != __atomic_load_n(&active_requests, __ATOMIC_RELAXED) ||
+           NULL != __atomic_load_n(&active_jobs, __ATOMIC_RELAXED);
 }
 
 /* Whether req may move data over the transport: counted while active. */
@@ -329,16 +333,16 @@ static int request_transfers(const xccl_request_t *req)
  * yet. */
 static int request_lat_progress(xccl_request_t *req)
 {
-    if (!req->lat_begun) {
-        mca_coll_xccl_latency_begin(&req->lat_st, req->module, req->coll, &req->args, req->es,
-                                    request_red(req), req->hooks.bufs[XCCL_BUF_SEND],
-                                    req->hooks.bufs[XCCL_BUF_RECV], req->lat_algo);
-        req->lat_begun = 1;
-    }
     const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
-    int rc = 0;
-    for (unsigned k = 0; 0 == rc && k < spins; k++) {
-        rc = mca_coll_xccl_latency_run(&req->lat_st, 0);
+    int rc;
+    if (!req->lat_begun) {
+        mca_coll_xccl_latency_fix(&req->lat_st, req->module, req->coll, &req->args, req->es,
+                                  request_red(req), req->hooks.bufs[XCCL_BUF_SEND],
+                                  req->hooks.bufs[XCCL_BUF_RECV], req->lat_algo);
+        req->lat_begun = 1;
+        rc = mca_coll_xccl_latency_begin(&req->lat_st, spins);
+    } else {
+        rc = mca_coll_xccl_latency_run(&req->lat_st, spins);
     }
     if (rc < 0) {
         req->err = mca_coll_xccl_error(req->module, req->coll, MPI_ERR_INTERN, "a rank of this node is gone");
@@ -347,12 +351,82 @@ static int request_lat_progress(xccl_request_t *req)
     return rc;
 }
 
+/* ------------------------------------------------------------ kept latency calls */
+
+/* A kept call in its turn: its numbers first, then as far as it gets in a
+ * few tests.  1 done, 0 not yet, -1 a rank of the node is gone. */
+static int job_run(mca_coll_xccl_lat_job_t *job)
+{
+    const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
+    if (job->begun) {
+        return mca_coll_xccl_latency_run(&job->st, spins);
+    }
+    job->begun = 1;
+    return mca_coll_xccl_latency_begin(&job->st, spins);
+}
+
+/* The owner of a kept call that ended with rc (job_run's, not 0); the
+ * turn was passed on already.  signal: another thread may wait for the
+ * owner already (not while its start runs: MPI lets one thread use a
+ * request at a time). */
+static void job_complete(mca_coll_xccl_lat_job_t *job, int rc, bool signal)
+{
+    ompi_request_t *owner = job->owner;
+    owner->req_status.MPI_ERROR = 1 == rc ? MPI_SUCCESS
+                                          : mca_coll_xccl_error(job->st.m, job->st.coll, MPI_ERR_INTERN,
+                                                                "a rank of this node is gone");
+    ompi_request_complete(owner, signal);
+}
+
+void mca_coll_xccl_lat_job_start(mca_coll_xccl_lat_job_t *job)
+{
+    mca_coll_xccl_module_t *m = job->st.m;
+    m->seq++;                        /* a call number, as every call takes one */
+    job->ticket = m->level_ticket++;
+    job->begun = 0;
+    if (mca_coll_xccl_level_my_turn(m, job->ticket)) {
+        const int rc = job_run(job);
+        if (0 != rc) {
+            mca_coll_xccl_level_pass_turn(m);
+            job_complete(job, rc, false);
+            return;
+        }
+    }
+    OPAL_THREAD_LOCK(&active_lock);
+    job->next = active_jobs;
+    active_jobs = job;
+    OPAL_THREAD_UNLOCK(&active_lock);
+}
+
+/* Under the lock: the kept calls in flight, each in its turn; those that
+ * ended pass the turn on and go onto *done (through next, their code in
+ * rc), to be completed outside the lock.  How many ended. */
+static int jobs_progress(mca_coll_xccl_lat_job_t **done)
+{
+    int events = 0;
+    for (mca_coll_xccl_lat_job_t **jp = &active_jobs; *jp;) {
+        mca_coll_xccl_lat_job_t *job = *jp;
+        const int rc = mca_coll_xccl_level_my_turn(job->st.m, job->ticket) ? job_run(job) : 0;
+        if (0 == rc) {
+            jp = &job->next;
+            continue;
+        }
+        mca_coll_xccl_level_pass_turn(job->st.m);
+        *jp = job->next;
+        job->rc = rc;
+        job->next = *done;
+        *done = job;
+        events++;
+    }
+    return events;
+}
+
 /* Called from Open MPI's progress loop (and from xccl's own waits). */
 int mca_coll_xccl_progress_requests(void)
 {
     xccl_request_t *done = NULL;
     int events = 0;
-    if (NULL == active_requests) {
+    if (NULL == active_requests && NULL == active_jobs) {
         return 0;
     }
     OPAL_THREAD_LOCK(&active_lock);
@@ -361,6 +435,8 @@ int mca_coll_xccl_progress_requests(void)
         return 0;
     }
     progressing = 1;
+    mca_coll_xccl_lat_job_t *jobs_done = NULL;
+    events += jobs_progress(&jobs_done);
     for (xccl_request_t **pp = &active_requests; *pp;) {
         xccl_request_t *req = *pp;
         int rc = 0;
@@ -405,6 +481,11 @@ int mca_coll_xccl_progress_requests(void)
     }
     progressing = 0;
     OPAL_THREAD_UNLOCK(&active_lock);
+    while (jobs_done) {
+        mca_coll_xccl_lat_job_t *job = jobs_done;
+        jobs_done = job->next;
+        job_complete(job, job->rc, true);
+    }
     while (done) {
         xccl_request_t *req = done;
         done = req->next;

@@ -6,6 +6,7 @@
 
 #include "coll_xccl_call.h"
 #include "coll_xccl_exec.h"
+#include "coll_xccl_latency.h"
 #include "coll_xccl_pack.h"
 
 BEGIN_C_DECLS
@@ -37,6 +38,28 @@ int mca_coll_xccl_request_start_waiting(mca_coll_xccl_module_t *m, const mca_col
 int mca_coll_xccl_request_start_lat(mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
                                     const mca_coll_xccl_exec_hooks_t *hooks,
                                     mca_coll_xccl_packed_t *pk, int algo, ompi_request_t **request);
+
+/* A call of the level's latency path that its owner keeps from call to
+ * call (a persistent request's: coll_xccl_persist.c), without a request
+ * of its own: no allocation, no completion callback.  The owner sets the
+ * call's fixed part once (mca_coll_xccl_latency_fix, on the work buffers
+ * and the level's algorithm as mca_coll_xccl_fast_latency takes them). */
+typedef struct mca_coll_xccl_lat_job {
+    mca_coll_xccl_latency_t st;
+    ompi_request_t *owner;           /* completed, with the call's code, once it is done */
+    /* in flight */
+    struct mca_coll_xccl_lat_job *next;
+    uint32_t ticket;                 /* its turn on the level (m->level_ticket) */
+    int begun;                       /* has its numbers (mca_coll_xccl_latency_begin) */
+    int rc;                          /* how it ended (progress: until it is completed) */
+} mca_coll_xccl_lat_job_t;
+
+/* Starts job's call: its call number and the level's next turn; where
+ * that turn has come (no call of the level in flight), the call runs at
+ * once as far as it gets without waiting for a peer, and the rest runs
+ * from progress, in its turn.  Completes job->owner once the call is
+ * done, maybe before it returns; never waits for another rank. */
+void mca_coll_xccl_lat_job_start(mca_coll_xccl_lat_job_t *job);
 
 /* A request its owner completes (a provider's nonblocking call,
  * coll_xccl_provider.h): new (NULL: out of memory), then keep once with

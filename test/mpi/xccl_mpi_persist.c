@@ -16,7 +16,11 @@
  *           another order than the ranks with gaps between them; the
  *           fourteen at once through MPI_Startall, completed with
  *           MPI_Waitall and, in other rounds, with MPI_Test loops (also on
- *           an odd/even split in reverse rank order); MPI_Test and MPI_Wait
+ *           an odd/even split in reverse rank order); the collectives of
+ *           the level's latency path at sizes across its range, made on a
+ *           new communicator before its first call (the level's vote still
+ *           to run), with blocking calls between starts and waits and waits
+ *           in reverse order; MPI_Test and MPI_Wait
  *           on requests never started (complete at once) and MPI_Request_free
  *           of them; requests on a dup started, completed, the dup freed,
  *           then the requests freed; two threads (MPI_THREAD_MULTIPLE), each
@@ -847,6 +851,107 @@ static void freed_comm(ctx_t *x, ctx_t *d)
     run_case(x, C_ALLREDUCE, 3, 0, 0, 0, 2);
 }
 
+/* ---------------------------------------------------------- latency path */
+
+/* A blocking call between a start and its wait, checked: an allreduce of
+ * one int and a bcast of two from a root that moves with the round. */
+static void blocking_between(ctx_t *x, int round)
+{
+    int in = x->rank + round, sum = 0, b[2] = { -1, -1 };
+    const int root = round % x->size, want = x->size * (x->size - 1) / 2 + x->size * round;
+    int rc = MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, x->comm);
+    if (MPI_SUCCESS != rc) {
+        fail_rc(x, "MPI_Allreduce between a start and its wait", C_ALLREDUCE, rc);
+    }
+    if (x->rank == root) {
+        b[0] = round, b[1] = -round;
+    }
+    rc = MPI_Bcast(b, 2, MPI_INT, root, x->comm);
+    if (MPI_SUCCESS != rc) {
+        fail_rc(x, "MPI_Bcast between a start and its wait", C_BCAST, rc);
+    }
+    if (sum != want || b[0] != round || b[1] != -round) {
+        printf("FAIL rank=%d comm=%s np=%d round=%d: blocking calls between a start and its wait: "
+               "allreduce got %d want %d, bcast got %d,%d want %d,%d\n",
+               world_rank, x->name, x->size, round, sum, want, b[0], b[1], round, -round);
+        fflush(stdout);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+/* Requests of the collectives the level's latency path runs, made on a
+ * new communicator before any call on it (its set-up and the level's vote
+ * still to come: a start decides its way once the vote is over, each rank
+ * at a start of its own), at sizes across the latency path's range (one
+ * int, in the root's line; a few KiB; 48 KB: the sliced allreduce, bcast
+ * in pieces).  Each is started many times, new values at every start; the
+ * rounds take turns: one request at a time; all started one by one, a
+ * blocking allreduce and bcast on the communicator, then the waits in
+ * reverse order; all started one by one, then MPI_Test loops. */
+static void latency_path(ctx_t *world, ctx_t *x)
+{
+    static const spec_t kinds[] = {
+        { C_ALLREDUCE, 1, 0, 0, 0 },   { C_ALLREDUCE, 1000, 0, 1, 1 },  { C_ALLREDUCE, 12000, 0, 0, 0 },
+        { C_BCAST, 1, 0, 0, 0 },       { C_BCAST, 12000, 1, 0, 0 },     { C_ALLGATHER, 1000, 0, 1, 0 },
+        { C_ALLTOALL, 300, 0, 0, 0 },  { C_REDUCE_SCATTER_BLOCK, 500, 0, 0, 1 },
+        { C_REDUCE_SCATTER, 3, 0, 1, 0 }, { C_BARRIER, 0, 0, 0, 0 },
+    };
+    enum { K = sizeof(kinds) / sizeof(kinds[0]) };
+    MPI_Comm c;
+    MPI_Comm_dup(world->comm, &c);
+    ctx_init(x, c, "dup_new");
+    pc_t p[K];
+    for (int i = 0; i < K; i++) {
+        pc_init(&p[i], x, kinds[i].coll, kinds[i].n, kinds[i].root % x->size, kinds[i].inplace, kinds[i].opmax);
+    }
+    const int rounds = opt_quick ? 12 : 60;
+    for (int round = 0; round < rounds; round++) {
+        const int mode = round % 3;
+        if (0 == mode) {
+            for (int i = 0; i < K; i++) {
+                pc_fill(&p[i]);
+                pc_start(&p[i]);
+                pc_wait(&p[i]);
+                pc_done(&p[i]);
+            }
+            continue;
+        }
+        for (int i = 0; i < K; i++) {
+            pc_fill(&p[i]);
+            pc_start(&p[i]);
+        }
+        if (1 == mode) {
+            blocking_between(x, round);
+            for (int i = K - 1; i >= 0; i--) {
+                pc_wait(&p[i]);
+                pc_done(&p[i]);
+            }
+            continue;
+        }
+        int done[K] = { 0 };
+        for (int left = K; left > 0;) {
+            for (int i = 0; i < K; i++) {
+                int flag = 0, rc;
+                if (done[i]) {
+                    continue;
+                }
+                if (MPI_SUCCESS != (rc = MPI_Test(&p[i].req, &flag, MPI_STATUS_IGNORE))) {
+                    fail_rc(x, "MPI_Test", p[i].coll, rc);
+                }
+                if (flag) {
+                    done[i] = 1;
+                    left--;
+                    pc_done(&p[i]);
+                }
+            }
+        }
+    }
+    for (int i = 0; i < K; i++) {
+        pc_free(&p[i]);
+    }
+    MPI_Comm_free(&x->comm);
+}
+
 /* -------------------------------------------------------------- threads */
 
 typedef struct {
@@ -953,6 +1058,11 @@ int main(int argc, char **argv)
     startall_rounds(&world, all_kinds, NCOLL, 10, 0);
     step(&world, "MPI_Startall, MPI_Test loops");
     startall_rounds(&world, all_kinds, NCOLL, 10, 1);
+
+    step(&world, "latency path: requests made before the level's vote, blocking calls between");
+    ctx_t fresh;
+    latency_path(&world, &fresh);
+    add_counts(starts, &checks, &fresh);
 
     step(&world, "requests never started");
     unstarted(&world);
