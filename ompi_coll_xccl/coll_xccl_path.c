@@ -562,6 +562,44 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
     return rc;
 }
 
+int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_plan_t *plan)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    mca_coll_xccl_packed_t pk;
+    /* as path_reduction, path_select and path_latency take a nonblocking
+     * call on host buffers where no provider wants it */
+    if (NULL == c->request || m->gpu_ipc || c->no_level || NULL != decide(c, policy(c))) {
+        return 0;
+    }
+    const int state = __atomic_load_n(&m->level_state, __ATOMIC_ACQUIRE);
+    if (!mca_coll_xccl_setup_test(m) || (XCCL_LEVEL_ON != state && XCCL_LEVEL_OFF != state)) {
+        return -1;
+    }
+    if (XCCL_LEVEL_ON != state ||
+        (c->reduction && (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &c->red, &c->es) ||
+                          NULL == c->red.kernel)) ||
+        MPI_SUCCESS != mca_coll_xccl_work_buffers(c, c->sbuf, c->rbuf, NULL, &pk, &plan->ws, &plan->wr)) {
+        return 0;
+    }
+    if (NULL != pk.s || NULL != pk.r) {
+        mca_coll_xccl_packed_end(m, c->coll, &pk, 0, 0);
+        return 0;
+    }
+    c->args.shm_slot = mca_coll_xccl_component.shm_bytes;
+    c->args.layout = &m->layout;
+    plan->sched = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes, c->es, -1, &plan->algo,
+                                                &plan->predicted_us, NULL);
+    if (NULL != plan->sched && mca_coll_xccl_sched_level(plan->sched) && 0 == plan->sched->max_xfers) {
+        plan->latency = mca_coll_xccl_latency_wanted(m, c->coll, plan->algo, &c->args, c->es,
+                                                     c->reduction ? &c->red : NULL);
+        return 1;
+    }
+    if (NULL != plan->sched) {
+        xccl_select_put(plan->sched);
+    }
+    return 0;
+}
+
 /* Where this thread's next described call goes (coll_xccl_path.h). */
 static __thread mca_coll_xccl_call_t *keep_to;
 

@@ -157,6 +157,21 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
 void mca_coll_xccl_call_keep_to(mca_coll_xccl_call_t *to);
 int mca_coll_xccl_call_keep(mca_coll_xccl_call_t *c) __attribute__((cold));
 
+/* How the path table runs the nonblocking call c (a persistent request's
+ * described call, on host buffers) where that is a schedule of the level
+ * without transfers: its reference and algorithm, its work buffers, and
+ * whether path_latency takes it (the latency path for algo instead).  1
+ * (plan filled; c's reduction planned), 0 another way (the fallback, a
+ * provider, packing, a schedule over the transport), -1 not known yet
+ * (the communicator's set-up or the level's vote still runs). */
+typedef struct {
+    const xccl_sched_t *sched;
+    int algo, latency;
+    double predicted_us;
+    char *ws, *wr;
+} mca_coll_xccl_level_plan_t;
+int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_plan_t *plan);
+
 /* Runs the call an entry point described: MPI_SUCCESS or an MPI error
  * code (logged).  Frees c->counts. */
 static inline int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)

@@ -66,14 +66,15 @@ typedef struct {
      * start runs the entry point), and the way its starts take */
     mca_coll_xccl_call_t call;
     int way;                         /* WAY_* */
-    int algo;                        /* WAY_LATENCY: the level's algorithm, */
-    mca_coll_xccl_lat_job_t job;     /* and the call on the latency path */
+    int algo;                        /* WAY_KEPT: the level's algorithm (the verbose line's) */
+    double predicted_us;
+    mca_coll_xccl_kept_t kept;       /* WAY_KEPT: the call */
 } persist_t;
 
 enum {
-    WAY_OPEN,                        /* not decided yet: the level's vote runs */
+    WAY_OPEN,                        /* not decided yet: the set-up or the level's vote runs */
     WAY_ROAD,                        /* mca_coll_xccl_call_run on a copy of call */
-    WAY_LATENCY                      /* the latency path straight (job) */
+    WAY_KEPT                         /* the call straight, kept (mca_coll_xccl_kept_start) */
 };
 
 static OBJ_CLASS_INSTANCE(persist_t, ompi_coll_base_nbc_request_t, NULL, NULL);
@@ -130,45 +131,58 @@ static int start_call(persist_t *p, ompi_request_t **in)
     }
 }
 
-/* The way of p's starts (WAY_OPEN: ask again at the next start), as
- * mca_coll_xccl_fast_latency would take a nonblocking call of its
- * descriptor: the latency path where the level takes small nonblocking
- * calls and CUDA IPC is not set up, the level is on and runs the
- * collective on its latency path, the buffers are host memory and the
- * work buffers need no packing; else the road.  Every input is fixed for
- * the request's life once the level's vote is over (the collective's
- * enable is asked at each start). */
+/* The way of p's starts (WAY_OPEN: ask again at the next start): the
+ * way the path table takes a nonblocking call of its descriptor
+ * (mca_coll_xccl_call_level_plan), kept where that is a schedule of the
+ * level or its latency path on host buffers; else the road.  Every input
+ * is fixed for the request's life once the communicator is set up and the
+ * level's vote is over (the collective's enable is asked at each start). */
 static int decide_way(persist_t *p)
 {
     mca_coll_xccl_module_t *m = p->m;
-    const int state = __atomic_load_n(&m->level_state, __ATOMIC_ACQUIRE);
-    if (NULL == p->call.m || !m->level_small_nb || m->gpu_ipc || XCCL_LEVEL_OFF == state) {
+    mca_coll_xccl_where_t w = { .device = 0 };
+    mca_coll_xccl_level_plan_t plan;
+    if (NULL == p->call.m) {
         return WAY_ROAD;
-    }
-    if (XCCL_LEVEL_ON != state) {
-        return WAY_OPEN;
     }
     mca_coll_xccl_call_t c = p->call;
-    mca_coll_xccl_where_t w = { .device = 0 };
-    const char *ws;
-    char *wr;
-    int algo;
-    if (!(m->level_lat_colls >> c.coll & 1u)) {
-        return WAY_ROAD;
+    const int rc = mca_coll_xccl_call_level_plan(&c, &plan);
+    if (rc <= 0) {
+        return rc < 0 ? WAY_OPEN : WAY_ROAD;
     }
     if (NULL != xccl_cu() && !mca_coll_xccl_gpu_surely_host(&c)) {
         mca_coll_xccl_gpu_where(&c, &w);
     }
-    if (w.device || !mca_coll_xccl_latency_buffers(&c, &ws, &wr, &algo)) {
+    if (w.device) {
+        xccl_select_put(plan.sched);
         return WAY_ROAD;
     }
+    mca_coll_xccl_kept_t *k = &p->kept;
     p->call.red = c.red;             /* a reduction's plan (es too) */
     p->call.es = c.es;
-    p->algo = algo;
-    p->job.owner = &p->super.super;
-    mca_coll_xccl_latency_fix(&p->job.st, m, c.coll, &p->call.args, c.es, c.reduction ? &p->call.red : NULL,
-                              ws, wr, algo);
-    return WAY_LATENCY;
+    p->call.args.shm_slot = c.args.shm_slot;
+    p->call.args.layout = c.args.layout;
+    p->algo = plan.algo;
+    p->predicted_us = plan.latency ? -1.0 : plan.predicted_us;
+    k->m = m;
+    k->coll = c.coll;
+    k->owner = &p->super.super;
+    k->red = c.reduction ? &p->call.red : NULL;
+    if (plan.latency) {
+        xccl_select_put(plan.sched);
+        mca_coll_xccl_latency_fix(&k->st, m, c.coll, &p->call.args, c.es, k->red, plan.ws, plan.wr, plan.algo);
+        return WAY_KEPT;
+    }
+    k->hooks = (mca_coll_xccl_exec_hooks_t) { .bufs = { NULL } };
+    k->hooks.bufs[XCCL_BUF_SEND] = plan.ws;
+    k->hooks.bufs[XCCL_BUF_RECV] = plan.wr;
+    const size_t need = plan.sched->scratch_bytes;
+    if (0 != mca_coll_xccl_level_hooks(m, &k->hooks, 0) || (need && NULL == (k->scratch = malloc(need)))) {
+        xccl_select_put(plan.sched);
+        return WAY_ROAD;
+    }
+    k->sched = plan.sched;
+    return WAY_KEPT;
 }
 
 static void complete(persist_t *p, int err)
@@ -227,9 +241,10 @@ static int persist_start(size_t count, ompi_request_t **requests)
         if (WAY_OPEN == p->way) {
             p->way = decide_way(p);
         }
-        if (WAY_LATENCY == p->way && mca_coll_xccl_component.enable[p->coll]) {
-            mca_coll_xccl_log_call(p->m, p->coll, 2, p->call.bytes, p->algo, -1.0, NULL, "latency_path");
-            mca_coll_xccl_lat_job_start(&p->job);
+        if (WAY_KEPT == p->way && mca_coll_xccl_component.enable[p->coll]) {
+            mca_coll_xccl_log_call(p->m, p->coll, 2, p->call.bytes, p->algo, p->predicted_us, NULL,
+                                   NULL == p->kept.sched ? "latency_path" : NULL);
+            mca_coll_xccl_kept_start(&p->kept);
             continue;
         }
         const int err = start_road(p, &in);
@@ -266,6 +281,10 @@ static int persist_free(ompi_request_t **rptr)
     if (NULL != p->call.m) {
         free(p->call.counts);
     }
+    if (NULL != p->kept.sched) {
+        xccl_select_put(p->kept.sched);
+    }
+    free(p->kept.scratch);
     free(p->arrays);
     OBJ_RELEASE(p->m);
     OMPI_REQUEST_FINI(&p->super.super);

@@ -196,9 +196,8 @@ static OBJ_CLASS_INSTANCE(xccl_request_t, ompi_coll_base_nbc_request_t, NULL, NU
 #define REQUEST_SPINS 16u
 
 static xccl_request_t *active_requests;
-/* Kept calls of the latency path in flight (mca_coll_xccl_lat_job_start),
- * under the same lock. */
-static mca_coll_xccl_lat_job_t *active_jobs;
+/* Kept calls in flight (mca_coll_xccl_kept_start), under the same lock. */
+static mca_coll_xccl_kept_t *active_kept;
 static opal_mutex_t active_lock = OPAL_MUTEX_STATIC_INIT;
 static int progressing;
 /* Active requests whose schedule has transfers (or is not built yet). */
@@ -319,7 +318,7 @@ int mca_coll_xccl_requests_active(int *transfers)
 {
     *transfers = __atomic_load_n(&active_transfers, __ATOMIC_RELAXED) > 0;
     return NULL != __atomic_load_n(&active_requests, __ATOMIC_RELAXED) ||
-           NULL != __atomic_load_n(&active_jobs, __ATOMIC_RELAXED);
+           NULL != __atomic_load_n(&active_kept, __ATOMIC_RELAXED);
 }
 
 /* Whether req may move data over the transport: counted while active. */
@@ -353,69 +352,88 @@ static int request_lat_progress(xccl_request_t *req)
 
 /* ------------------------------------------------------------ kept latency calls */
 
-/* A kept call in its turn: its numbers first, then as far as it gets in a
- * few tests.  1 done, 0 not yet, -1 a rank of the node is gone. */
-static int job_run(mca_coll_xccl_lat_job_t *job)
+/* A kept call in its turn: its numbers and units (the latency path) or
+ * its executor (a schedule) first, then as far as it gets in a few tests.
+ * 1 done, 0 not yet, -1 failed (the latency path: a rank of the node is
+ * gone; a schedule: a step failed, or no memory for its executor). */
+static int kept_run(mca_coll_xccl_kept_t *k)
 {
     const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
-    if (job->begun) {
-        return mca_coll_xccl_latency_run(&job->st, spins);
+    int rc = 0;
+    if (NULL == k->sched) {
+        if (k->begun) {
+            return mca_coll_xccl_latency_run(&k->st, spins);
+        }
+        k->begun = 1;
+        return mca_coll_xccl_latency_begin(&k->st, spins);
     }
-    job->begun = 1;
-    return mca_coll_xccl_latency_begin(&job->st, spins);
+    if (!k->begun) {
+        if (0 != mca_coll_xccl_exec_init(&k->e, k->m, k->sched, &k->hooks, k->red, k->scratch, k->seq)) {
+            return -1;
+        }
+        k->begun = 1;
+    }
+    for (unsigned i = 0; 0 == rc && i < spins; i++) {
+        rc = xccl_exec_progress(&k->e);
+    }
+    if (0 != rc) {
+        xccl_exec_fini(&k->e);
+    }
+    return rc;
 }
 
-/* The owner of a kept call that ended with rc (job_run's, not 0); the
+/* The owner of a kept call that ended with rc (kept_run's, not 0); the
  * turn was passed on already.  signal: another thread may wait for the
  * owner already (not while its start runs: MPI lets one thread use a
  * request at a time). */
-static void job_complete(mca_coll_xccl_lat_job_t *job, int rc, bool signal)
+static void kept_complete(mca_coll_xccl_kept_t *k, int rc, bool signal)
 {
-    ompi_request_t *owner = job->owner;
+    ompi_request_t *owner = k->owner;
     owner->req_status.MPI_ERROR = 1 == rc ? MPI_SUCCESS
-                                          : mca_coll_xccl_error(job->st.m, job->st.coll, MPI_ERR_INTERN,
-                                                                "a rank of this node is gone");
+                                  : NULL == k->sched ? mca_coll_xccl_error(k->m, k->coll, MPI_ERR_INTERN,
+                                                                           "a rank of this node is gone")
+                                  : mca_coll_xccl_exec_failed(k->m, k->coll);
     ompi_request_complete(owner, signal);
 }
 
-void mca_coll_xccl_lat_job_start(mca_coll_xccl_lat_job_t *job)
+void mca_coll_xccl_kept_start(mca_coll_xccl_kept_t *k)
 {
-    mca_coll_xccl_module_t *m = job->st.m;
-    m->seq++;                        /* a call number, as every call takes one */
-    job->ticket = m->level_ticket++;
-    job->begun = 0;
-    if (mca_coll_xccl_level_my_turn(m, job->ticket)) {
-        const int rc = job_run(job);
+    mca_coll_xccl_module_t *m = k->m;
+    k->seq = m->seq++;               /* a call number, as every call takes one */
+    k->ticket = m->level_ticket++;
+    k->begun = 0;
+    if (mca_coll_xccl_level_my_turn(m, k->ticket)) {
+        const int rc = kept_run(k);
         if (0 != rc) {
             mca_coll_xccl_level_pass_turn(m);
-            job_complete(job, rc, false);
+            kept_complete(k, rc, false);
             return;
         }
     }
     OPAL_THREAD_LOCK(&active_lock);
-    job->next = active_jobs;
-    active_jobs = job;
+    k->next = active_kept;
+    active_kept = k;
     OPAL_THREAD_UNLOCK(&active_lock);
 }
 
 /* Under the lock: the kept calls in flight, each in its turn; those that
  * ended pass the turn on and go onto *done (through next, their code in
  * rc), to be completed outside the lock.  How many ended. */
-static int jobs_progress(mca_coll_xccl_lat_job_t **done)
+static int kept_progress(mca_coll_xccl_kept_t **done)
 {
     int events = 0;
-    for (mca_coll_xccl_lat_job_t **jp = &active_jobs; *jp;) {
-        mca_coll_xccl_lat_job_t *job = *jp;
-        const int rc = mca_coll_xccl_level_my_turn(job->st.m, job->ticket) ? job_run(job) : 0;
+    for (mca_coll_xccl_kept_t **kp = &active_kept; *kp;) {
+        mca_coll_xccl_kept_t *k = *kp;
+        const int rc = mca_coll_xccl_level_my_turn(k->m, k->ticket) ? kept_run(k) : 0;
         if (0 == rc) {
-            jp = &job->next;
+            kp = &k->next;
             continue;
         }
-        mca_coll_xccl_level_pass_turn(job->st.m);
-        *jp = job->next;
-        job->rc = rc;
-        job->next = *done;
-        *done = job;
+        mca_coll_xccl_level_pass_turn(k->m);
+        *kp = k->next;
+        k->rc = rc;
+        k->next = *done;
+        *done = k;
         events++;
     }
     return events;
@@ -426,7 +444,7 @@ int mca_coll_xccl_progress_requests(void)
 {
     xccl_request_t *done = NULL;
     int events = 0;
-    if (NULL == active_requests && NULL == active_jobs) {
+    if (NULL == active_requests && NULL == active_kept) {
         return 0;
     }
     OPAL_THREAD_LOCK(&active_lock);
@@ -435,8 +453,8 @@ int mca_coll_xccl_progress_requests(void)
         return 0;
     }
     progressing = 1;
-    mca_coll_xccl_lat_job_t *jobs_done = NULL;
-    events += jobs_progress(&jobs_done);
+    mca_coll_xccl_kept_t *kept_done = NULL;
+    events += kept_progress(&kept_done);
     for (xccl_request_t **pp = &active_requests; *pp;) {
         xccl_request_t *req = *pp;
         int rc = 0;
@@ -481,10 +499,10 @@ int mca_coll_xccl_progress_requests(void)
     }
     progressing = 0;
     OPAL_THREAD_UNLOCK(&active_lock);
-    while (jobs_done) {
-        mca_coll_xccl_lat_job_t *job = jobs_done;
-        jobs_done = job->next;
-        job_complete(job, job->rc, true);
+    while (kept_done) {
+        mca_coll_xccl_kept_t *k = kept_done;
+        kept_done = k->next;
+        kept_complete(k, k->rc, true);
     }
     while (done) {
         xccl_request_t *req = done;

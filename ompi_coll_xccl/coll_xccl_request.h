@@ -39,27 +39,38 @@ int mca_coll_xccl_request_start_lat(mca_coll_xccl_module_t *m, const mca_coll_xc
                                     const mca_coll_xccl_exec_hooks_t *hooks,
                                     mca_coll_xccl_packed_t *pk, int algo, ompi_request_t **request);
 
-/* A call of the level's latency path that its owner keeps from call to
- * call (a persistent request's: coll_xccl_persist.c), without a request
- * of its own: no allocation, no completion callback.  The owner sets the
- * call's fixed part once (mca_coll_xccl_latency_fix, on the work buffers
- * and the level's algorithm as mca_coll_xccl_fast_latency takes them). */
-typedef struct mca_coll_xccl_lat_job {
-    mca_coll_xccl_latency_t st;
+/* A call that its owner keeps from call to call (a persistent request's:
+ * coll_xccl_persist.c), without a request of its own: no allocation, no
+ * completion callback.  The owner sets it up once, as the path table
+ * would run the call as a request: a call of the level's latency path
+ * (sched NULL; st's fixed part: mca_coll_xccl_latency_fix), or a schedule
+ * of the level without transfers (sched, hooks with the work buffers, the
+ * slot and the peers, red, scratch). */
+typedef struct mca_coll_xccl_kept {
+    mca_coll_xccl_module_t *m;
+    xccl_coll_t coll;
     ompi_request_t *owner;           /* completed, with the call's code, once it is done */
+    const xccl_sched_t *sched;
+    mca_coll_xccl_latency_t st;
+    mca_coll_xccl_exec_hooks_t hooks;
+    mca_coll_xccl_reduce_t *red;
+    void *scratch;
     /* in flight */
-    struct mca_coll_xccl_lat_job *next;
+    struct mca_coll_xccl_kept *next;
+    xccl_exec_t e;
+    uint32_t seq;                    /* its call number */
     uint32_t ticket;                 /* its turn on the level (m->level_ticket) */
-    int begun;                       /* has its numbers (mca_coll_xccl_latency_begin) */
+    int begun;                       /* has its numbers and units (the latency path) or its
+                                      * executor (a schedule) */
     int rc;                          /* how it ended (progress: until it is completed) */
-} mca_coll_xccl_lat_job_t;
+} mca_coll_xccl_kept_t;
 
-/* Starts job's call: its call number and the level's next turn; where
- * that turn has come (no call of the level in flight), the call runs at
- * once as far as it gets without waiting for a peer, and the rest runs
- * from progress, in its turn.  Completes job->owner once the call is
- * done, maybe before it returns; never waits for another rank. */
-void mca_coll_xccl_lat_job_start(mca_coll_xccl_lat_job_t *job);
+/* Starts k's call: its call number and the level's next turn; where that
+ * turn has come (no call of the level in flight), the call runs at once
+ * as far as it gets without waiting for a peer, and the rest runs from
+ * progress, in its turn.  Completes k->owner once the call is done, maybe
+ * before it returns; never waits for another rank. */
+void mca_coll_xccl_kept_start(mca_coll_xccl_kept_t *k);
 
 /* A request its owner completes (a provider's nonblocking call,
  * coll_xccl_provider.h): new (NULL: out of memory), then keep once with
