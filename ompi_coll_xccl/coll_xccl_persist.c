@@ -11,21 +11,23 @@
  *                 as MPI_I<coll> would run it (device buffers, the level,
  *                 the fallback), without the checks; the request completes
  *                 when that call's request does;
- *   the latency   a small call of the level that its latency path runs
- *   path          (the way mca_coll_xccl_fast_latency takes a nonblocking
- *                 call): the call straight (mca_coll_xccl_lat_job_start),
- *                 no request of its own, as far as it gets without
- *                 waiting for a peer; the rest runs from progress, which
+ *   the kept      a call the road runs as a schedule of the level without
+ *   call          transfers, or (small ones) as the level's latency path,
+ *                 on host buffers: the call straight
+ *                 (mca_coll_xccl_kept_start, coll_xccl_request.h) with the
+ *                 schedule, work buffers and algorithm chosen once, no
+ *                 request of its own; it runs as far as it gets without
+ *                 waiting for a peer, the rest from progress, which
  *                 completes the persistent request itself.
  *
- * Which way is decided once, from what the arguments and the communicator
- * fix (the level on, the collective on its latency path, host buffers,
- * the work buffers without packing, the level's algorithm), at the init,
- * or where the level's vote still runs then, at the first start after it
- * is over (until then the road).  A rank that decided while another still
- * takes the road makes the same call: the road's request ends in the
- * latency path too, in the same call order.  A collective disabled at run
- * time (MPI_T) takes the road, which hands it to the fallback.
+ * Which way is decided once, the way the path table takes a nonblocking
+ * call of the descriptor (mca_coll_xccl_call_level_plan): at the init, or
+ * where the communicator's set-up or the level's vote still runs then, at
+ * the first start after they are over (until then the road).  A rank that
+ * decided while another still takes the road makes the same call: the
+ * road's request builds the same schedule (or ends in the latency path),
+ * in the same call order.  A collective disabled at run time (MPI_T)
+ * takes the road, which hands it to the fallback.
  *
  * MPI_Wait and MPI_Test leave the request inactive (Open MPI's request
  * layer does that for persistent requests); MPI_Request_free frees an
