@@ -233,11 +233,8 @@ static int persist_start(size_t count, ompi_request_t **requests)
         if (MPI_REQUEST_NULL != p->inner) {
             ompi_request_free(&p->inner);
         }
+        /* (the status's other fields stay ompi_status_empty's from the init) */
         r->req_status.MPI_ERROR = MPI_SUCCESS;
-        r->req_status.MPI_SOURCE = MPI_ANY_SOURCE;
-        r->req_status.MPI_TAG = MPI_ANY_TAG;
-        r->req_status._ucount = 0;
-        r->req_status._cancelled = 0;
         r->req_complete = REQUEST_PENDING;
         r->req_state = OMPI_REQUEST_ACTIVE;
         if (WAY_OPEN == p->way) {

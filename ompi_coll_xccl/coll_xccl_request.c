@@ -356,7 +356,7 @@ static int request_lat_progress(xccl_request_t *req)
  * its executor (a schedule) first, then as far as it gets in a few tests.
  * 1 done, 0 not yet, -1 failed (the latency path: a rank of the node is
  * gone; a schedule: a step failed, or no memory for its executor). */
-static int kept_run(mca_coll_xccl_kept_t *k)
+static inline __attribute__((always_inline)) int kept_run(mca_coll_xccl_kept_t *k)
 {
     const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
     int rc = 0;
