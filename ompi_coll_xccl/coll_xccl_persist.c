@@ -220,7 +220,8 @@ static int start_road(persist_t *p, ompi_request_t **in)
     return mca_coll_xccl_call_run(&c);
 }
 
-static int persist_start(size_t count, ompi_request_t **requests)
+/* MPI_Start and MPI_Startall. */
+static __opal_attribute_noinline__ int start_all(size_t count, ompi_request_t **requests)
 {
     int rc = MPI_SUCCESS;
     for (size_t i = 0; i < count; i++) {
@@ -264,6 +265,25 @@ static int persist_start(size_t count, ompi_request_t **requests)
         }
     }
     return rc;
+}
+
+/* The common case first, in the fewest steps: one request (MPI_Start)
+ * whose way is kept, the collective enabled, no road call's request to
+ * free (start_all does the same). */
+static int persist_start(size_t count, ompi_request_t **requests)
+{
+    persist_t *p = 1 == count ? (persist_t *) requests[0] : NULL;
+    ompi_request_t *r = NULL != p ? &p->super.super : NULL;
+    if (NULL == p || WAY_KEPT != p->way || OMPI_REQUEST_ACTIVE == r->req_state ||
+        MPI_REQUEST_NULL != p->inner || !mca_coll_xccl_component.enable[p->coll]) {
+        return start_all(count, requests);
+    }
+    r->req_status.MPI_ERROR = MPI_SUCCESS;
+    r->req_complete = REQUEST_PENDING;
+    r->req_state = OMPI_REQUEST_ACTIVE;
+    mca_coll_xccl_log_call(p->m, p->coll, 2, p->call.bytes, p->algo, p->predicted_us, NULL,
+                           NULL == p->kept.sched ? "latency_path" : NULL);
+    return mca_coll_xccl_kept_start(&p->kept);
 }
 
 /* ------------------------------------------------------------ free */

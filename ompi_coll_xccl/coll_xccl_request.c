@@ -396,7 +396,7 @@ static void kept_complete(mca_coll_xccl_kept_t *k, int rc, bool signal)
     ompi_request_complete(owner, signal);
 }
 
-void mca_coll_xccl_kept_start(mca_coll_xccl_kept_t *k)
+int mca_coll_xccl_kept_start(mca_coll_xccl_kept_t *k)
 {
     mca_coll_xccl_module_t *m = k->m;
     k->seq = m->seq++;               /* a call number, as every call takes one */
@@ -407,13 +407,14 @@ void mca_coll_xccl_kept_start(mca_coll_xccl_kept_t *k)
         if (0 != rc) {
             mca_coll_xccl_level_pass_turn(m);
             kept_complete(k, rc, false);
-            return;
+            return MPI_SUCCESS;
         }
     }
     OPAL_THREAD_LOCK(&active_lock);
     k->next = active_kept;
     active_kept = k;
     OPAL_THREAD_UNLOCK(&active_lock);
+    return MPI_SUCCESS;
 }
 
 /* Under the lock: the kept calls in flight, each in its turn; those that

@@ -69,8 +69,9 @@ typedef struct mca_coll_xccl_kept {
  * turn has come (no call of the level in flight), the call runs at once
  * as far as it gets without waiting for a peer, and the rest runs from
  * progress, in its turn.  Completes k->owner once the call is done, maybe
- * before it returns; never waits for another rank. */
-void mca_coll_xccl_kept_start(mca_coll_xccl_kept_t *k);
+ * before it returns; never waits for another rank.  MPI_SUCCESS (an
+ * error is the owner's). */
+int mca_coll_xccl_kept_start(mca_coll_xccl_kept_t *k);
 
 /* A request its owner completes (a provider's nonblocking call,
  * coll_xccl_provider.h): new (NULL: out of memory), then keep once with
