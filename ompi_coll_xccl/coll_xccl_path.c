@@ -562,6 +562,11 @@ static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const c
     return rc;
 }
 
+const char *mca_coll_xccl_call_fallback(const mca_coll_xccl_call_t *c)
+{
+    return decide(c, policy(c));
+}
+
 int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_plan_t *plan)
 {
     mca_coll_xccl_module_t *m = c->m;

@@ -157,6 +157,10 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
 void mca_coll_xccl_call_keep_to(mca_coll_xccl_call_t *to);
 int mca_coll_xccl_call_keep(mca_coll_xccl_call_t *c) __attribute__((cold));
 
+/* Whether the call c goes to the fallback (policy and decide, from what
+ * every rank shares): the reason, or NULL. */
+const char *mca_coll_xccl_call_fallback(const mca_coll_xccl_call_t *c);
+
 /* How the path table runs the nonblocking call c (a persistent request's
  * described call, on host buffers) where that is a schedule of the level
  * without transfers: its reference and algorithm, its work buffers, and

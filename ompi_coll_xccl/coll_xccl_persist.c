@@ -71,6 +71,11 @@ typedef struct {
     int algo;                        /* WAY_KEPT: the level's algorithm (the verbose line's) */
     double predicted_us;
     mca_coll_xccl_kept_t kept;       /* WAY_KEPT: the call */
+    /* a call of the road that goes to the fallback: the fallback's own
+     * persistent request (MPI_REQUEST_NULL: none), the reason */
+    ompi_request_t *fb;
+    const char *fb_why;
+    int fb_started;                  /* fb was started since it was last waited for */
 } persist_t;
 
 enum {
@@ -220,6 +225,41 @@ static int start_road(persist_t *p, ompi_request_t **in)
     return mca_coll_xccl_call_run(&c);
 }
 
+/* The fallback's persistent request completed: so does p. */
+static int fallback_done(ompi_request_t *fb)
+{
+    complete((persist_t *) fb->req_complete_cb_data, fb->req_status.MPI_ERROR);
+    return 0;
+}
+
+/* A start of the fallback's persistent request (complete since p is; the
+ * wait, which returns at once, leaves it inactive for its next start), as
+ * MPI_Start would start it: a request that does nothing (libnbc's where
+ * nothing moves: one rank, no data) completes at once. */
+static int start_fallback(persist_t *p)
+{
+    mca_coll_xccl_log_call(p->m, p->coll, 2, p->call.bytes, -1, -1.0, p->fb_why, NULL);
+    if (OMPI_REQUEST_NOOP == p->fb->req_type) {
+        complete(p, MPI_SUCCESS);
+        return MPI_SUCCESS;
+    }
+    if ((OMPI_REQUEST_COLL != p->fb->req_type && OMPI_REQUEST_PML != p->fb->req_type) ||
+        NULL == p->fb->req_start) {
+        return MPI_ERR_REQUEST;
+    }
+    if (p->fb_started) {
+        (void) ompi_request_wait(&p->fb, MPI_STATUS_IGNORE);
+        p->fb_started = 0;
+    }
+    const int err = p->fb->req_start(1, &p->fb);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    p->fb_started = 1;
+    ompi_request_set_callback(p->fb, fallback_done, p);
+    return MPI_SUCCESS;
+}
+
 /* MPI_Start and MPI_Startall. */
 static __opal_attribute_noinline__ int start_all(size_t count, ompi_request_t **requests)
 {
@@ -247,7 +287,10 @@ static __opal_attribute_noinline__ int start_all(size_t count, ompi_request_t **
             mca_coll_xccl_kept_start(&p->kept);
             continue;
         }
-        const int err = start_road(p, &in);
+        const int err = MPI_REQUEST_NULL != p->fb ? start_fallback(p) : start_road(p, &in);
+        if (MPI_REQUEST_NULL != p->fb && MPI_SUCCESS == err) {
+            continue;
+        }
         if (MPI_SUCCESS != err) {
             /* nothing runs: the request stays inactive, the error is the start's */
             r->req_status.MPI_ERROR = err;
@@ -304,6 +347,12 @@ static int persist_free(ompi_request_t **rptr)
         xccl_select_put(p->kept.sched);
     }
     free(p->kept.scratch);
+    if (MPI_REQUEST_NULL != p->fb) {
+        if (p->fb_started) {
+            (void) ompi_request_wait(&p->fb, MPI_STATUS_IGNORE);
+        }
+        ompi_request_free(&p->fb);
+    }
     free(p->arrays);
     OBJ_RELEASE(p->m);
     OMPI_REQUEST_FINI(&p->super.super);
@@ -339,6 +388,7 @@ static persist_t *persist_new(mca_coll_xccl_module_t *m, xccl_coll_t coll)
     r->req_mpi_object.comm = m->comm;
     r->req_status = ompi_status_empty;
     p->inner = MPI_REQUEST_NULL;
+    p->fb = MPI_REQUEST_NULL;
     p->coll = coll;
     OBJ_RETAIN(m);
     p->m = m;
@@ -363,6 +413,8 @@ static int copy_arrays(persist_t *p, int size, const int *a, const int *b, const
     }
     return MPI_SUCCESS;
 }
+
+static const char *fallback_why(persist_t *p);
 
 static int persist_fail(persist_t *p, int rc)
 {
@@ -394,8 +446,27 @@ static int persist_out(persist_t *p, ompi_request_t **request)
         p->call.request = &p->inner; /* (any: a call with a request) */
     }
     p->way = decide_way(p);
+    p->fb_why = WAY_ROAD == p->way ? fallback_why(p) : NULL;
     *request = &p->super.super;
     return MPI_SUCCESS;
+}
+
+/* Where every start of p goes to the fallback (KEEP_FALLBACK makes the
+ * fallback's persistent request then): the reason, or NULL.  Only on host
+ * buffers (device data needs the road's staging) and without CUDA IPC
+ * (whose provider takes a call once the communicator is set up: the
+ * answer could change with it), so that the answer holds for the
+ * request's life and on every rank alike. */
+static const char *fallback_why(persist_t *p)
+{
+    mca_coll_xccl_where_t w = { .device = 0 };
+    if (NULL == p->call.m || p->m->gpu_ipc) {
+        return NULL;
+    }
+    if (NULL != xccl_cu() && !mca_coll_xccl_gpu_surely_host(&p->call)) {
+        mca_coll_xccl_gpu_where(&p->call, &w);
+    }
+    return w.device ? NULL : mca_coll_xccl_call_fallback(&p->call);
 }
 
 /* A collective xccl is told to leave alone (coll_xccl_<coll>_enable false,
@@ -411,6 +482,21 @@ static int handed_on(xccl_coll_t coll)
         const mca_coll_xccl_prev_init_t *pi = &XM(module)->prev_init;                             \
         if (NULL != pi->name && handed_on(coll)) {                                                \
             return pi->name(__VA_ARGS__, comm, info, request, pi->name##_module);                 \
+        }                                                                                         \
+    } while (0)
+
+/* A request whose every start goes to the fallback (persist_out found
+ * p->fb_why) keeps the fallback's own persistent request, made here on
+ * the user's arguments, where the fallback has one: its starts then skip
+ * what the fallback's nonblocking call builds at every call (libnbc's
+ * schedule); each start is still logged.  Without it, the road. */
+#define KEEP_FALLBACK(name, rc, ...)                                                              \
+    do {                                                                                          \
+        const mca_coll_xccl_prev_init_t *pi = &XM(module)->prev_init;                             \
+        persist_t *kp = MPI_SUCCESS == (rc) ? (persist_t *) *request : NULL;                      \
+        if (NULL != kp && NULL != kp->fb_why && NULL != pi->name &&                                \
+            MPI_SUCCESS != pi->name(__VA_ARGS__, comm, info, &kp->fb, pi->name##_module)) {        \
+            kp->fb = MPI_REQUEST_NULL;                                                            \
         }                                                                                         \
     } while (0)
 
@@ -456,8 +542,10 @@ int mca_coll_xccl_allreduce_init(const void *sbuf, void *rbuf, int count, struct
                                  mca_coll_base_module_t *module)
 {
     HAND_ON(allreduce, XCCL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op);
-    return persist_out(persist_reduction(module, XCCL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0),
+    const int rc = persist_out(persist_reduction(module, XCCL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0),
                        request);
+    KEEP_FALLBACK(allreduce, rc, sbuf, rbuf, count, dtype, op);
+    return rc;
 }
 
 int mca_coll_xccl_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -466,9 +554,11 @@ int mca_coll_xccl_allgather_init(const void *sbuf, int scount, struct ompi_datat
                                  ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(allgather, XCCL_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-    return persist_out(persist_blocks(module, XCCL_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount,
+    const int rc = persist_out(persist_blocks(module, XCCL_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount,
                                       rdtype, 0),
                        request);
+    KEEP_FALLBACK(allgather, rc, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+    return rc;
 }
 
 int mca_coll_xccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
@@ -487,7 +577,9 @@ int mca_coll_xccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *r
             return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
         }
     }
-    return persist_out(p, request);
+    const int rc = persist_out(p, request);
+    KEEP_FALLBACK(reduce_scatter, rc, sbuf, rbuf, rcounts, dtype, op);
+    return rc;
 }
 
 int mca_coll_xccl_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
@@ -496,9 +588,11 @@ int mca_coll_xccl_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rc
                                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(reduce_scatter_block, XCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op);
-    return persist_out(persist_reduction(module, XCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype,
+    const int rc = persist_out(persist_reduction(module, XCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype,
                                          op, 0),
                        request);
+    KEEP_FALLBACK(reduce_scatter_block, rc, sbuf, rbuf, rcount, dtype, op);
+    return rc;
 }
 
 int mca_coll_xccl_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -507,9 +601,11 @@ int mca_coll_xccl_alltoall_init(const void *sbuf, int scount, struct ompi_dataty
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(alltoall, XCCL_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-    return persist_out(persist_blocks(module, XCCL_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    const int rc = persist_out(persist_blocks(module, XCCL_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                       0),
                        request);
+    KEEP_FALLBACK(alltoall, rc, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+    return rc;
 }
 
 int mca_coll_xccl_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -517,8 +613,10 @@ int mca_coll_xccl_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(bcast, XCCL_COLL_BCAST, buf, count, dtype, root);
-    return persist_out(persist_blocks(module, XCCL_COLL_BCAST, NULL, 0, NULL, buf, count, dtype, root),
+    const int rc = persist_out(persist_blocks(module, XCCL_COLL_BCAST, NULL, 0, NULL, buf, count, dtype, root),
                        request);
+    KEEP_FALLBACK(bcast, rc, buf, count, dtype, root);
+    return rc;
 }
 
 int mca_coll_xccl_reduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -527,8 +625,10 @@ int mca_coll_xccl_reduce_init(const void *sbuf, void *rbuf, int count, struct om
                               mca_coll_base_module_t *module)
 {
     HAND_ON(reduce, XCCL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root);
-    return persist_out(persist_reduction(module, XCCL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root),
+    const int rc = persist_out(persist_reduction(module, XCCL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root),
                        request);
+    KEEP_FALLBACK(reduce, rc, sbuf, rbuf, count, dtype, op, root);
+    return rc;
 }
 
 int mca_coll_xccl_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
@@ -538,7 +638,13 @@ int mca_coll_xccl_barrier_init(struct ompi_communicator_t *comm, struct ompi_inf
     if (NULL != pi->barrier && handed_on(XCCL_COLL_BARRIER)) {
         return pi->barrier(comm, info, request, pi->barrier_module);
     }
-    return persist_out(persist_new(XM(module), XCCL_COLL_BARRIER), request);
+    const int rc = persist_out(persist_new(XM(module), XCCL_COLL_BARRIER), request);
+    persist_t *kp = MPI_SUCCESS == rc ? (persist_t *) *request : NULL;
+    if (NULL != kp && NULL != kp->fb_why && NULL != pi->barrier &&
+        MPI_SUCCESS != pi->barrier(comm, info, &kp->fb, pi->barrier_module)) {
+        kp->fb = MPI_REQUEST_NULL;     /* (KEEP_FALLBACK without arguments) */
+    }
+    return rc;
 }
 
 int mca_coll_xccl_allgatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -558,7 +664,9 @@ int mca_coll_xccl_allgatherv_init(const void *sbuf, int scount, struct ompi_data
             return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
         }
     }
-    return persist_out(p, request);
+    const int rc = persist_out(p, request);
+    KEEP_FALLBACK(allgatherv, rc, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype);
+    return rc;
 }
 
 int mca_coll_xccl_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls,
@@ -581,7 +689,9 @@ int mca_coll_xccl_alltoallv_init(const void *sbuf, const int *scounts, const int
             return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
         }
     }
-    return persist_out(p, request);
+    const int rc = persist_out(p, request);
+    KEEP_FALLBACK(alltoallv, rc, sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype);
+    return rc;
 }
 
 int mca_coll_xccl_gather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -590,9 +700,11 @@ int mca_coll_xccl_gather_init(const void *sbuf, int scount, struct ompi_datatype
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(gather, XCCL_COLL_GATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
-    return persist_out(persist_blocks(module, XCCL_COLL_GATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    const int rc = persist_out(persist_blocks(module, XCCL_COLL_GATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                       root),
                        request);
+    KEEP_FALLBACK(gather, rc, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
+    return rc;
 }
 
 int mca_coll_xccl_gatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -616,7 +728,9 @@ int mca_coll_xccl_gatherv_init(const void *sbuf, int scount, struct ompi_datatyp
             return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
         }
     }
-    return persist_out(p, request);
+    const int rc = persist_out(p, request);
+    KEEP_FALLBACK(gatherv, rc, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root);
+    return rc;
 }
 
 int mca_coll_xccl_scatter_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -625,9 +739,11 @@ int mca_coll_xccl_scatter_init(const void *sbuf, int scount, struct ompi_datatyp
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
     HAND_ON(scatter, XCCL_COLL_SCATTER, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
-    return persist_out(persist_blocks(module, XCCL_COLL_SCATTER, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    const int rc = persist_out(persist_blocks(module, XCCL_COLL_SCATTER, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                       root),
                        request);
+    KEEP_FALLBACK(scatter, rc, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
+    return rc;
 }
 
 int mca_coll_xccl_scatterv_init(const void *sbuf, const int *scounts, const int *displs,
@@ -651,5 +767,7 @@ int mca_coll_xccl_scatterv_init(const void *sbuf, const int *scounts, const int 
             return persist_fail(p, OMPI_ERR_OUT_OF_RESOURCE);
         }
     }
-    return persist_out(p, request);
+    const int rc = persist_out(p, request);
+    KEEP_FALLBACK(scatterv, rc, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root);
+    return rc;
 }

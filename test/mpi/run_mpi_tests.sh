@@ -61,7 +61,10 @@
 # the fourteen, as many verbose lines "xccl: <coll> comm=<cid> rank=<r>
 # ... persistent" as the program's line "STARTS rank=<r> ..." counts
 # starts, and for allreduce, allgather, bcast and barrier each an algo=
-# line (xccl runs them itself, no fallback=).
+# line (xccl runs them itself, no fallback=); .default_small.np{2,3}: the
+# same program with xccl's default small-message size, where the calls
+# xccl leaves to the fallback run the fallback's own persistent requests
+# (its verdict alone).
 #
 #
 # Thread levels and other runs that catch hangs (each run under a 60 s
@@ -902,6 +905,21 @@ if selected "$name"; then
     run_mpi "$name" 4 "$bindir/xccl_mpi_persist"
     judge "$name" 4 check_persist_starts
 fi
+# With the default small-message size: small calls of the collectives the
+# level does not carry go to the fallback, through its own persistent
+# requests.
+for np in 2 3; do
+    name=xccl_mpi_persist.default_small.np$np
+    selected "$name" || continue
+    saved_args=("${common_args[@]}")
+    common_args=("${common_base[@]}" --mca coll_xccl_verbose 1)
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_persist" -q
+    common_args=("${saved_args[@]}")
+    ok=0
+    problems=$(check_result "$name" 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
 
 # ------------------------------------------------------ thread levels
 # Hangs are what these runs catch: a shorter limit, a timeout fails.
