@@ -4,8 +4,8 @@
  * carries.  The init runs the collective's nonblocking entry point once to
  * describe the call (mca_coll_xccl_call_run keeps the descriptor:
  * coll_xccl_path.h): the arguments are checked there, once, and an
- * invalid one is the init's error.  Each MPI_Start then takes one of two
- * ways:
+ * invalid one is the init's error.  Each MPI_Start then takes one of
+ * three ways:
  *
  *   the road      a copy of the descriptor through mca_coll_xccl_call_run,
  *                 as MPI_I<coll> would run it (device buffers, the level,
@@ -18,7 +18,10 @@
  *                 schedule, work buffers and algorithm chosen once, no
  *                 request of its own; it runs as far as it gets without
  *                 waiting for a peer, the rest from progress, which
- *                 completes the persistent request itself.
+ *                 completes the persistent request itself;
+ *   the fallback  a call the road hands to the fallback, on host buffers:
+ *                 the fallback's own persistent request, made at the init
+ *                 (KEEP_FALLBACK), started.
  *
  * Which way is decided once, the way the path table takes a nonblocking
  * call of the descriptor (mca_coll_xccl_call_level_plan): at the init, or
@@ -287,10 +290,8 @@ static __opal_attribute_noinline__ int start_all(size_t count, ompi_request_t **
             mca_coll_xccl_kept_start(&p->kept);
             continue;
         }
-        const int err = MPI_REQUEST_NULL != p->fb ? start_fallback(p) : start_road(p, &in);
-        if (MPI_REQUEST_NULL != p->fb && MPI_SUCCESS == err) {
-            continue;
-        }
+        const int fallback = MPI_REQUEST_NULL != p->fb;
+        const int err = fallback ? start_fallback(p) : start_road(p, &in);
         if (MPI_SUCCESS != err) {
             /* nothing runs: the request stays inactive, the error is the start's */
             r->req_status.MPI_ERROR = err;
@@ -298,6 +299,9 @@ static __opal_attribute_noinline__ int start_all(size_t count, ompi_request_t **
             r->req_state = OMPI_REQUEST_INACTIVE;
             rc = err;
             continue;
+        }
+        if (fallback) {
+            continue;                /* its completion completes p */
         }
         if (REQUEST_COMPLETE(in)) {
             complete(p, in->req_status.MPI_ERROR);
