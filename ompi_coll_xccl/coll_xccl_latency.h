@@ -121,9 +121,9 @@ static inline void mca_coll_xccl_latency_fix(mca_coll_xccl_latency_t *st, mca_co
  * still run: mca_coll_xccl_latency_idle), then runs as
  * mca_coll_xccl_latency_run. */
 int mca_coll_xccl_latency_begin(mca_coll_xccl_latency_t *st, unsigned tries);
-/* Runs st as far as it gets in at most tries tests, without waiting for a
- * peer (a nonblocking call, from progress): 1 done, 0 waiting for a peer,
- * -1 a rank of the node is gone (nothing logged). */
+/* Runs st as far as it gets in at most tries tests (a pause between two),
+ * without waiting for a peer (a nonblocking call, from progress): 1 done,
+ * 0 waiting for a peer, -1 a rank of the node is gone (nothing logged). */
 int mca_coll_xccl_latency_run(mca_coll_xccl_latency_t *st, unsigned tries);
 /* Whether no nonblocking call of the level is in flight on m (its
  * turns): a blocking call of the latency path waits for that. */
