@@ -350,7 +350,7 @@ static int request_lat_progress(xccl_request_t *req)
     return rc;
 }
 
-/* ------------------------------------------------------------ kept latency calls */
+/* ------------------------------------------------------------ kept calls */
 
 /* A kept call in its turn: its numbers and units (the latency path) or
  * its executor (a schedule) first, then as far as it gets in a few tests.
