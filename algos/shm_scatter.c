@@ -53,7 +53,6 @@
 #include "shm_util.h"
 #include "xccl_build.h"
 
-#include <stdlib.h>
 
 /* A piece costs a flag, about what 4 KiB cost to copy (algos/shm_bcast.c):
  * pieces of 64 KiB keep that small and the pipeline's fill short. */
@@ -154,24 +153,7 @@ int xccl_build_scatterv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *
     return build(s, bytes, displs, root, in_place);
 }
 
-/* Every rank knows the block: one of 0 bytes needs no slot. */
 int xccl_build_scatter_shm(xccl_sched_t *s, size_t block, int root, int in_place)
 {
-    const int p = s->size;
-    if (0 == block) {
-        s->algo = "shm";
-        return xccl_sched_finalize(s);
-    }
-    size_t *v = malloc(2 * (size_t) p * sizeof(size_t));
-    if (NULL == v) {
-        s->algo = "shm";
-        return shm_fail(s);
-    }
-    for (int q = 0; q < p; q++) {
-        v[q] = block;
-        v[p + q] = (size_t) q * block;
-    }
-    const int rc = build(s, v, v + p, root, in_place);
-    free(v);
-    return rc;
+    return shm_rooted_even(s, block, root, in_place, build);
 }

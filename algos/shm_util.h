@@ -18,6 +18,8 @@
 
 #include "mesh_util.h"
 
+#include <stdlib.h>
+
 /* Chunks and slot buffers start on this boundary where the element allows. */
 #define SHM_ALIGN ((size_t) 64)
 
@@ -210,6 +212,32 @@ static inline void shm_rotate_room(xccl_sched_t *s, size_t buf)
             s->slot_bytes += s->slot_alt;
         }
     }
+}
+
+/* The even form of a rooted v builder (gather, scatter): blocks of block
+ * bytes in rank order.  Every rank knows the block: one of 0 bytes needs
+ * no slot. */
+typedef int (*shm_rooted_v_fn)(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                               int in_place);
+
+static inline int shm_rooted_even(xccl_sched_t *s, size_t block, int root, int in_place, shm_rooted_v_fn build)
+{
+    const int p = s->size;
+    s->algo = "shm";
+    if (0 == block) {
+        return xccl_sched_finalize(s);
+    }
+    size_t *v = (size_t *) malloc(2 * (size_t) p * sizeof(size_t));
+    if (NULL == v) {
+        return shm_fail(s);
+    }
+    for (int q = 0; q < p; q++) {
+        v[q] = block;
+        v[p + q] = (size_t) q * block;
+    }
+    const int rc = build(s, v, v + p, root, in_place);
+    free(v);
+    return rc;
 }
 
 /* With the halves, such a call has no exit wait (xccl_sched_t.no_exit,
