@@ -54,7 +54,6 @@
 #include "shm_util.h"
 #include "xccl_build.h"
 
-
 /* A piece costs a flag, about what 4 KiB cost to copy (algos/shm_bcast.c):
  * pieces of 64 KiB keep that small and the pipeline's fill short. */
 #define GATHER_MAX_PIECE ((size_t) 65536)
