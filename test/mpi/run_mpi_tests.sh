@@ -76,8 +76,10 @@
 #   small-message size (.default_small).  Exit 0 and "RESULT: ... 0 failed".
 # xccl_mpi_mixed.np{2,3,4} (and .default_small.np{2,3,4}): ranks describing
 #   one message with different datatypes (MPI_INT on some ranks, a derived
-#   type with gaps on others); results, and no "fallback=noncontiguous_datatype"
-#   line for (i)bcast, (i)allgather, (i)alltoall: xccl packs those itself.
+#   type with gaps on others), blocking, nonblocking and persistent (three
+#   starts of one init, new data each); results, and no
+#   "fallback=noncontiguous_datatype" line for (i)bcast, (i)allgather,
+#   (i)alltoall: xccl packs those itself.
 # xccl_bench.nb_moving_root.np{2,3}: xccl_bench -i -t (the xccl column
 #   nonblocking, bcast's root moving every call), 8 B .. 256 KiB: exit 0,
 #   "# result: all xccl checks passed", nonblocking bcasts through xccl.

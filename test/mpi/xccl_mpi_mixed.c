@@ -2,7 +2,7 @@
  * xccl_mpi_mixed: ranks describe the same message with different datatypes
  * of the same type signature, as MPI allows for data movement.
  *
- * usage: xccl_mpi_mixed [-c reduce,bcast,allgather,alltoall] [-t contig,vector,indexed,resized]
+ * usage: xccl_mpi_mixed [-c reduce,bcast,allgather,alltoall,persistent] [-t contig,vector,indexed,resized]
  *        (default: every collective, every derived type)
  *
  * Movement (bcast, allgather, alltoall; blocking and nonblocking; allgather
@@ -17,6 +17,13 @@
  * (bcast) or 256 KiB per block (allgather, alltoall); bcast from every root.
  * Every element received is checked, and every gap of a derived type must
  * hold what it held before the call.
+ *
+ * Persistent requests (MPI_<Coll>_init, MPIX_ on Open MPI 4.1) of the same
+ * movements, mixed the same way: one init, then three starts with new
+ * data each, the receive buffer emptied before each start.  At init xccl
+ * decides each rank's way of running the starts (a kept call on host
+ * buffers, or its nonblocking road); a rank whose description needs
+ * packing must still run the same schedule as one whose does not.
  *
  * Reductions (allreduce, in place too, and reduce_scatter_block, blocking
  * and nonblocking) on one derived type on every rank, as MPI requires:
@@ -40,6 +47,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "xccl_mpi_pnames.h"
 
 #define GAP ((int) 0x5a5a5a5a)   /* what gaps hold; never a value sent */
 #define EMPTY (-1)               /* what receive positions hold before a call */
@@ -314,6 +323,84 @@ static void test_movement(int alltoall, int t0)
     }
 }
 
+/* ------------------------------------------------------------ persistent */
+
+/* Persistent bcast (from the first and the last rank), allgather and
+ * alltoall (in place and not) on the mixed descriptions: one init, then
+ * STARTS starts, each with new data and an emptied receive buffer. */
+#define STARTS 3
+static void test_persistent(int t0)
+{
+    char what[200];
+    int t = t0;
+    const size_t P = (size_t) size;
+    for (int di = 0; di < NDERIVED; di++) {
+        if (!strstr(types_wanted, derived[di].name)) {
+            continue;
+        }
+        for (int mode = 0; mode < 2; mode++) {
+            const layout_t *me = layout_of(rank, mode, &derived[di]);
+            for (int k = 0; k < NSZ; k++) {
+                /* 0, 1 bcast from rank 0, from the last; 2, 3 allgather;
+                 * 4, 5 alltoall (odd: in place) */
+                for (int form = 0; form < 6; form++) {
+                    const int bcast = form < 2, alltoall = form >= 4, in_place = !bcast && (form & 1);
+                    const int root = bcast && form ? size - 1 : 0;
+                    const size_t n = bcast ? sizes_bcast[k] : sizes_block[k];
+                    if (n % (size_t) derived[di].u) {
+                        continue;
+                    }
+                    const int count = (int) (n / (size_t) me->u);
+                    const size_t nr = bcast ? n : n * P, ns = alltoall ? n * P : n;
+                    int *r = alloc_buf(me, nr), *s = in_place || bcast ? NULL : alloc_buf(me, ns);
+                    MPI_Request req;
+                    if (bcast) {
+                        MPI_Bcast_init(r, count, me->dt, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+                    } else if (alltoall) {
+                        MPI_Alltoall_init(in_place ? MPI_IN_PLACE : s, count, me->dt, r, count, me->dt,
+                                          MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+                    } else {
+                        MPI_Allgather_init(in_place ? MPI_IN_PLACE : s, count, me->dt, r, count, me->dt,
+                                           MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+                    }
+                    for (int st = 0; st < STARTS; st++, t++) {
+                        for (size_t e = 0; e < nr; e++) {
+                            r[pos(me, e)] = EMPTY;
+                        }
+                        int *src = in_place ? r : s;
+                        if (bcast && rank == root) {
+                            for (size_t e = 0; e < n; e++) {
+                                r[pos(me, e)] = val(root, e, t);
+                            }
+                        } else if (alltoall) {
+                            for (size_t e = 0; e < n * P; e++) {
+                                src[pos(me, e)] = val(rank, e, t);
+                            }
+                        } else if (!bcast) {
+                            const size_t at = in_place ? (size_t) rank * n : 0;
+                            for (size_t e = 0; e < n; e++) {
+                                src[pos(me, at + e)] = val(rank, e, t);
+                            }
+                        }
+                        MPI_Start(&req);
+                        MPI_Wait(&req, MPI_STATUS_IGNORE);
+                        want_ctx_t c = { root, t, n };
+                        snprintf(what, sizeof what, "persistent %s%s %s ints=%zu root=%d start %d "
+                                 "(mine %s x %d)", bcast ? "bcast" : alltoall ? "alltoall" : "allgather",
+                                 in_place ? " in place" : "", derived[di].name, n, root, st, me->name,
+                                 count);
+                        check_buf(what, me, r, nr,
+                                  bcast ? want_bcast : alltoall ? want_alltoall : want_allgather, &c);
+                    }
+                    MPI_Request_free(&req);
+                    free(r);
+                    free(s);
+                }
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------ reductions */
 
 static MPI_Datatype type_d3;
@@ -480,7 +567,7 @@ static void test_reductions(int t0)
 
 int main(int argc, char **argv)
 {
-    const char *which = "reduce,bcast,allgather,alltoall";
+    const char *which = "reduce,bcast,allgather,alltoall,persistent";
     setvbuf(stdout, NULL, _IOLBF, 0);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -492,7 +579,7 @@ int main(int argc, char **argv)
             types_wanted = argv[++i];
         } else {
             if (0 == rank) {
-                fprintf(stderr, "usage: %s [-c reduce,bcast,allgather,alltoall] "
+                fprintf(stderr, "usage: %s [-c reduce,bcast,allgather,alltoall,persistent] "
                                 "[-t contig,vector,indexed,resized]\n", argv[0]);
             }
             MPI_Finalize();
@@ -511,6 +598,10 @@ int main(int argc, char **argv)
     if (strstr(which, "alltoall")) {
         step("alltoall");
         test_movement(1, 4000);
+    }
+    if (strstr(which, "persistent")) {
+        step("persistent");
+        test_persistent(5000);
     }
     if (strstr(which, "reduce")) {
         step("reductions on derived types");
