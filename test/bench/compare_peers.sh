@@ -39,7 +39,7 @@
 #
 # Usage: compare_peers.sh [-n 2,4] [-R ROUNDS] [-r REPS] [-s SIZES] [-c COLLS]
 #                         [-C xccl,tuned,sm,impi,mpich] [-o PREFIX] [-e ENVDIR]
-#                         [-k RAWDIR] [-T SECONDS] [-w CALLS] [-I] [-P]
+#                         [-k RAWDIR] [-T SECONDS] [-w CALLS] [-I] [-P] [-F CALLS]
 #   -n  rank counts (default 2,4)          -R  rounds (default 5)
 #   -r  timed repetitions per size and invocation (default 3)
 #   -s  sizes (peer_bench -s; default 8 B, 64 B, then powers of 4 up to 64 MiB)
@@ -61,6 +61,15 @@
 #       yields when idle 26-40); without it a
 #       64 MiB size is warmed up with 3 calls and timed over 3
 #   -T  an invocation starts no new size after SECONDS (default 240)
+#   -F  first calls instead (peer_bench -F CALLS, a number is required): per
+#       size a new communicator, CALLS calls on it, each after a barrier and
+#       timed alone, inputs changing with the call, each result checked.
+#       The table gives, per collective and size, each configuration's call 1
+#       and the medians of calls 2-5, 6-20 and 21-CALLS (in each round, then
+#       the median over rounds), and "worst": the slowest of calls 2..CALLS
+#       over the steady state (the median of the last third of the calls),
+#       the median over rounds, with the slowest call of each round.  -r, -w
+#       do not apply, -I does; no -P; no memcpy figure.
 # Environment: XCCL_BUILDDIR (default ./build), PYTHON (default python3),
 # IMPI_PIP / MPICH_PIP (pip arguments; default "impi-rt impi-devel", "mpich"),
 # MPICH_OVER_ROUNDS (default 1).
@@ -68,10 +77,10 @@
 set -euo pipefail
 
 nps=2,4 rounds=5 reps=3 sizes="" colls="" configs=xccl,tuned,sm,impi,mpich
-prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0
+prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0 first=0
 bdir=${XCCL_BUILDDIR:-$PWD/build}
 envdir=""
-while getopts "n:R:r:s:c:C:o:e:k:T:w:IPh" c; do
+while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IPh" c; do
     case $c in
     n) nps=$OPTARG ;;
     R) rounds=$OPTARG ;;
@@ -86,11 +95,14 @@ while getopts "n:R:r:s:c:C:o:e:k:T:w:IPh" c; do
     I) nonblocking=1 ;;
     P) percall=1 ;;
     w) warm=$OPTARG ;;
+    F) first=$OPTARG ;;
     *) sed -n '2,/^# Default run/p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
 [[ $# -eq 0 ]] || { echo "compare_peers: unexpected argument $1" >&2; exit 2; }
+[[ $first =~ ^[0-9]+$ ]] || { echo "compare_peers: -F takes a number of calls" >&2; exit 2; }
+((first > 0 && percall)) && { echo "compare_peers: -F and -P exclude each other" >&2; exit 2; }
 bdir=$(cd "$bdir" 2> /dev/null && pwd) || { echo "compare_peers: no build directory (XCCL_BUILDDIR)" >&2; exit 2; }
 envdir=${envdir:-$bdir/peers-venv}
 srcdir=$(cd "$(dirname "$0")" && pwd)
@@ -210,18 +222,24 @@ busy_s() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f", ($2 + $3
 TIMEFORMAT='%3R %3U %3S'
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
-peer_args=(-r "$reps" -T "$deadline" -L 4)
+if ((first > 0)); then
+    peer_args=(-F "$first" -T "$deadline" -L 4)
+else
+    peer_args=(-r "$reps" -T "$deadline" -L 4)
+    ((percall)) && peer_args+=(-P)
+    ((warm > 0)) && peer_args+=(-w "$warm")
+fi
 [[ -n $sizes ]] && peer_args+=(-s "$sizes")
 ((nonblocking)) && peer_args+=(-n)
-((percall)) && peer_args+=(-P)
-((warm > 0)) && peer_args+=(-w "$warm")
 colls=${colls:-allreduce,allgather,reduce_scatter,alltoall,bcast}
 IFS=, read -r -a coll_list <<< "$colls"
 ncfg=${#cfg_list[@]}
 for ((round = 1; round <= rounds; round++)); do
-    # The one-copy limit: every core copies at once.
-    mpirun ${root_flag:+"$root_flag"} -np "$ncores" "$work/bin/pb-ompi" -m -r 3 > "$work/raw/memcpy.$round.txt" 2> /dev/null \
-        || log "memcpy measurement failed in round $round"
+    # The one-copy limit: every core copies at once (not for -F's table).
+    if ((first == 0)); then
+        mpirun ${root_flag:+"$root_flag"} -np "$ncores" "$work/bin/pb-ompi" -m -r 3 > "$work/raw/memcpy.$round.txt" 2> /dev/null \
+            || log "memcpy measurement failed in round $round"
+    fi
     # One invocation per collective: the configurations of one collective
     # are measured within seconds of each other, whatever the machine does.
     for np in "${np_list[@]}"; do
@@ -258,7 +276,8 @@ elapsed=$(($(date +%s) - t_start))
 [[ -n $rawkeep ]] && mkdir -p "$rawkeep" && cp "$work"/raw/* "$rawkeep"/
 
 # ---------------------------------------------------------------- table
-# All samples as "np cfg coll size bytes us" (T lines), plus checks, skips,
+# All samples as "np cfg coll size bytes us" (T lines) or "np cfg coll size
+# bytes round calls us..." (-F's F lines, as Q), plus checks, skips,
 # failures, loads and memcpy figures.
 for f in "$work"/raw/np*.txt; do
     b=${f##*/}; b=${b%.txt}
@@ -266,6 +285,7 @@ for f in "$work"/raw/np*.txt; do
     rest=${rest#*.}; rnd=${rest%%.*}
     awk -v np="$np" -v cfg="$cfg" -v rnd="$rnd" '
         $1 == "T" { print "T", np, cfg, $2, $3, $4, $7, rnd }
+        $1 == "F" { s = ""; for (i = 6; i <= NF; i++) s = s " " $i; print "Q", np, cfg, $2, $3, $4, rnd, $5 s }
         $1 == "C" && $4 != "ok" { print "W", np, cfg, $2, $3 }
         $1 == "S" { print "S", np, cfg, $2, $3, $4 }
         $1 == "V" && $3 != "1" { print "X", np, cfg, $2, $3 }
@@ -274,7 +294,116 @@ for f in "$work"/raw/np*.txt; do
         $1 == "#" && $2 == "others" { print "O", np, cfg, $3 }
     ' "$f"
 done > "$work/samples"
-cat "$work"/raw/memcpy.*.txt 2> /dev/null | awk '$1 == "M" { print "M", $5 }' >> "$work/samples"
+((first > 0)) || cat "$work"/raw/memcpy.*.txt 2> /dev/null | awk '$1 == "M" { print "M", $5 }' >> "$work/samples"
+
+# -F: the first-calls table of np $1 from the samples on stdin.
+first_table() {   # np
+    awk -v np="$1" -v calls="$first" -v cores="$ncores" -v cfgs="$configs" -v colls="$colls" \
+        -v mrounds="$over_rounds" '
+        function median(list,   n, a, i, j, t) {
+            n = split(list, a, " ")
+            if (n == 0) return -1
+            for (i = 2; i <= n; i++) {
+                t = a[i] + 0
+                for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]
+                a[j + 1] = t
+            }
+            return n % 2 ? a[(n + 1) / 2] + 0 : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        # the median of a[lo..hi]
+        function gmed(a, lo, hi,   s, i) {
+            s = ""
+            for (i = lo; i <= hi; i++) s = s " " a[i]
+            return median(s)
+        }
+        function cell(m) { return m < 0 ? "-" : sprintf(m < 100 ? "%.2f" : m < 10000 ? "%.1f" : "%.0f", m) }
+        function human(b) {
+            if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
+            if (b >= 1024 && b % 1024 == 0) return (b / 1024) "K"
+            return b
+        }
+        BEGIN {
+            ncf = split(cfgs, cf, ","); ncl = split(colls, cl, ",")
+            # the groups of calls: 1, 2-5, 6-20, 21-calls (those that exist)
+            split("1 2 6 21", glo, " "); split("1 5 20 " calls, ghi, " ")
+            for (ng = 0; ng < 4 && glo[ng + 1] <= calls; ng++)
+                if (ghi[ng + 1] > calls) ghi[ng + 1] = calls
+            sfrom = calls - int((calls + 2) / 3) + 1     # the last third
+        }
+        $2 != np { next }
+        $1 == "Q" {
+            key = $4 SUBSEP $5
+            if (!(key in seen)) { seen[key] = 1; nsz[$4]++; szs[$4, nsz[$4]] = $5 + 0 }
+            bytes[key] = $6
+            s = ""
+            for (i = 9; i <= NF; i++) s = s " " $i
+            q[key, $3, $7] = s
+            rl[key, $3] = rl[key, $3] " " $7
+            have[$3] = 1
+        }
+        $1 == "W" { wrong[$4 SUBSEP $5, $3] = 1; nwrong++ }
+        $1 == "S" { skip[$3] = skip[$3] " " $4 "@" human($5) "(" $6 ")" }
+        $1 == "X" { inactive[$3] = $4 "=" $5 }
+        $1 == "F" { fail[$3]++ }
+        $1 == "L" { ld = ld " " $4; if ($4 + 0 > ldmax) ldmax = $4 + 0 }
+        $1 == "O" { ot = ot " " $4; if ($4 + 0 > otmax) otmax = $4 + 0 }
+        END {
+            printf "# load average at the start of each invocation (counts the previous ones ranks): median %.2f, max %.2f\n", median(ld), ldmax
+            printf "# CPU used by other processes during each invocation: median %.2f, max %.2f of %d cores\n", median(ot), otmax, cores
+            printf "# first calls (peer_bench -F %d): per size a new communicator (MPI_Comm_dup), %d calls on it, each\n", calls, calls
+            printf "#   after a barrier and timed alone, no warm-up, inputs changing with the call, every result checked;\n"
+            printf "#   rooted ones at root 0; us per call, the slowest rank\n"
+            printf "# columns: call 1, and the median of the calls of each group, in each round; a cell: the median over rounds\n"
+            printf "# worst: the slowest of calls 2-%d / the steady state (the median of calls %d-%d), in each round;\n", calls, sfrom, calls
+            printf "#   the median over rounds; slowest call: which of calls 2-%d it was, in each round\n", calls
+            printf "# reductions: MPI_FLOAT MPI_SUM; the others: MPI_BYTE; size as in the other tables; * = blocks rounded up\n"
+            if (np > cores)
+                printf "# mpich at np %d: %d ranks on %d cores, it busy-polls: first %d round(s) only\n", np, np, cores, mrounds
+            for (c in fail) printf "# %s: %d invocation(s) failed or timed out (their printed samples are kept)\n", c, fail[c]
+            for (c in inactive) printf "# %s: %s: these are NOT xccl figures\n", c, inactive[c]
+            for (c in skip) printf "# %s not measured:%s\n", c, skip[c]
+            for (ci = 1; ci <= ncl; ci++) {
+                c = cl[ci]
+                for (i = 2; i <= nsz[c]; i++) {
+                    v = szs[c, i]
+                    for (j = i - 1; j >= 1 && szs[c, j] > v; j--) szs[c, j + 1] = szs[c, j]
+                    szs[c, j + 1] = v
+                }
+                for (i = 1; i <= nsz[c]; i++) order[++nk] = c SUBSEP szs[c, i]
+            }
+            for (k = 1; k <= nk; k++) {
+                key = order[k]
+                split(key, kk, SUBSEP)
+                printf "\n%s %s%s\n  %-8s", kk[1], human(kk[2]), bytes[key] != kk[2] ? "*" : "", "us"
+                for (g = 1; g <= ng; g++)
+                    printf " %9s", glo[g] == ghi[g] ? "call " glo[g] : glo[g] "-" ghi[g]
+                printf " %7s %6s  %s\n", "worst", "rounds", "slowest call"
+                for (i = 1; i <= ncf; i++) {
+                    cc = cf[i]
+                    if (!(cc in have) || !((key, cc) in rl)) continue
+                    nr = split(rl[key, cc], rr, " ")
+                    delete gv
+                    wl = ""; at = ""
+                    for (j = 1; j <= nr; j++) {
+                        n = split(q[key, cc, rr[j]], a, " ")
+                        for (g = 1; g <= ng; g++)
+                            if (glo[g] <= n) gv[g] = gv[g] " " gmed(a, glo[g], ghi[g] < n ? ghi[g] : n)
+                        if (n < 2) continue
+                        st = gmed(a, n - int((n + 2) / 3) + 1, n)
+                        wi = 2
+                        for (c2 = 3; c2 <= n; c2++) if (a[c2] + 0 > a[wi] + 0) wi = c2
+                        if (st > 0) { wl = wl " " a[wi] / st; at = at (at == "" ? "" : ",") wi }
+                    }
+                    printf "  %-8s", cc (((key, cc) in wrong) ? "!" : "")
+                    for (g = 1; g <= ng; g++) printf " %9s", cell(g in gv ? median(gv[g]) : -1)
+                    printf " %7s %6d  %s\n", wl == "" ? "-" : sprintf("%.2f", median(wl)), nr,
+                           at == "" ? "-" : at
+                }
+            }
+            if (nwrong) printf "\n# ! = a WRONG result in at least one call (%d)\n", nwrong
+        }
+    '
+}
 
 cpu=$(sed -n 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n 1)
 status=0
@@ -282,10 +411,14 @@ for np in "${np_list[@]}"; do
     table=$work/table-np$np.txt
     {
         echo "# xccl vs other MPI stacks, np=$np on $ncores cores ($cpu)$( ((np > ncores)) && echo ', oversubscribed')"
-        echo "# test/bench/compare_peers.sh: $rounds rounds x $reps reps, interleaved; $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s in all"
+        if ((first > 0)); then
+            echo "# test/bench/compare_peers.sh -F $first: $rounds rounds, interleaved; $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s in all"
+        else
+            echo "# test/bench/compare_peers.sh: $rounds rounds x $reps reps, interleaved; $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s in all"
+        fi
         ((nonblocking)) && echo "# nonblocking forms: MPI_I<coll> then MPI_Wait (peer_bench -n)"
         ((percall)) && echo "# each call timed alone: barrier, call; median over calls of the slowest rank; bcast root = call % p (peer_bench -P)"
-        ((warm > 0)) && echo "# warm-up: at least $warm calls per size (peer_bench -w $warm)"
+        ((warm > 0 && first == 0)) && echo "# warm-up: at least $warm calls per size (peer_bench -w $warm)"
         echo "# load average (1/5/15 min) before: $load_before, after: $load_after"
         for cfg in "${cfg_list[@]}"; do
             if [[ -n ${why[$cfg]:-} ]]; then
@@ -295,7 +428,8 @@ for np in "${np_list[@]}"; do
             fi
         done
     } > "$table"
-    awk -v np="$np" -v cores="$ncores" -v cfgs="$configs" -v colls="$colls" -v mrounds="$over_rounds" '
+    ((first > 0)) && first_table "$np" < "$work/samples" >> "$table"
+    ((first > 0)) || awk -v np="$np" -v cores="$ncores" -v cfgs="$configs" -v colls="$colls" -v mrounds="$over_rounds" '
         function median(list,   n, a, i, j, t) {
             n = split(list, a, " ")
             if (n == 0) return -1

@@ -50,6 +50,16 @@
  * What a code that calls a collective now and then, and not in a loop,
  * sees: no call hides behind the previous one's tail.  Where ranks share
  * cores, the median and the mean can tell different stories.
+ * -F CALLS times the first calls of a size instead: what a program meets
+ * that calls a size a few times (a solver whose sizes change, a script).
+ * Per size a new communicator (MPI_Comm_dup of world, freed after the
+ * size), no warm-up, CALLS calls on it, each after a barrier on it and
+ * timed alone, every rooted one (bcast too) at root 0.  Call i's inputs are
+ * the check's shifted by i (element j is byte_of / float_of (rank, j + i)),
+ * so data changes from call to call, and every call's result is checked
+ * (fill and compare outside the timed call).  The times of a call are
+ * gathered after the last call; its figure is the slowest rank's.
+ * -r, -p, -k and -w do not apply; not with -P or -m.
  *
  * The check runs the collective once on rank- and index-dependent data
  * (small integers for floats, so every sum is exact) and compares every
@@ -85,6 +95,9 @@
  *                              barrier: ranks that left early>
  *   S <coll> <size> deadline|slow     (not measured: -T out of time, or
  *                                     -L predicted slower)
+ *   F <coll> <size> <bytes> <calls> <us of call 1> ... <us of call CALLS>
+ *     (-F: each the slowest rank's; the C line before it sums the wrong
+ *     elements of all the calls)
  *   M memcpy <bytes> <rep> <GB/s slowest rank> <GB/s mean over ranks>
  *   V <cvar> <value>|absent           (-V: an MPI_T control variable, read
  *                                     after one 1 MiB allreduce)
@@ -141,9 +154,13 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank);
 static void print_header(const bench_t *B);
 static void run_memcpy(bench_t *B);
 static void run_size(bench_t *B, int coll, size_t size);
+static void run_first(bench_t *B, int coll, size_t size);
+static bool skip_size(bench_t *B, int coll, size_t size);
 static shape_t shape_of(const bench_t *B, int coll, size_t size);
 static void call_coll(bench_t *B, int coll, const shape_t *s, int root);
 static long check_coll(bench_t *B, int coll, const shape_t *s);
+static void fill_coll(bench_t *B, int coll, const shape_t *s, int root);
+static long verify_coll(bench_t *B, int coll, const shape_t *s, int root);
 static double timed_calls(bench_t *B, int coll, const shape_t *s, int root0, long k);
 static double per_call_median(bench_t *B, int coll, const shape_t *s, long k, double *mean);
 static void ctl_reduce(const bench_t *B, const void *in, void *out, int n, MPI_Datatype dt,
@@ -152,6 +169,7 @@ static double agree_double(const bench_t *B, double v);
 static void print_cvar(const bench_t *B, const char *name);
 static size_t parse_bytes(const char *s, bool *ok);
 static int cmp_size(const void *a, const void *b);
+static int cmp_double(const void *a, const void *b);
 
 /* ------------------------------------------------------------------------ */
 /* Main                                                                     */
@@ -161,7 +179,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     opts_t o;
-    bench_t B = { .o = &o };
+    bench_t B = { .o = &o, .comm = MPI_COMM_WORLD };
     MPI_Comm_rank(MPI_COMM_WORLD, &B.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &B.size);
     parse_args(argc, argv, &o, B.rank);
@@ -180,14 +198,15 @@ int main(int argc, char **argv)
         memset(B.rbuf, 0, B.cap);
         B.rcounts = xalloc((size_t)B.size * sizeof(int));
         more_alloc(&B);
+        void (*run)(bench_t *, int, size_t) = o.first_calls ? run_first : run_size;
         for (int c = 0; c < o.ncolls; c++) {
             if (o.colls[c] == C_BARRIER) {     /* no payload: one row */
-                run_size(&B, C_BARRIER, 0);
+                run(&B, C_BARRIER, 0);
                 continue;
             }
             for (int i = 0; i < o.nsizes; i++)
                 if (more_size_runs(o.colls[c], o.sizes[i]))
-                    run_size(&B, o.colls[c], o.sizes[i]);
+                    run(&B, o.colls[c], o.sizes[i]);
         }
         more_free(&B);
         free(B.sbuf);
@@ -220,6 +239,8 @@ static void usage(void)
     fprintf(stderr,
         "usage: peer_bench [-c COLLS] [-s SIZES] [-r REPS] [-p PAYLOAD] [-k KMAX]\n"
         "                  [-T SECONDS] [-L SECONDS] [-w CALLS] [-V CVAR]... [-n] [-P]\n"
+        "       peer_bench -F CALLS [-c COLLS] [-s SIZES] [-T SECONDS] [-L SECONDS]\n"
+        "                  [-V CVAR]... [-n]\n"
         "       peer_bench -m [-M BYTES] [-r REPS]\n"
         "  -c  collectives, comma-separated (default " DEFAULT_COLLS ";\n"
         "      also reduce_scatter_block, reduce, barrier, allgatherv, alltoallv,\n"
@@ -237,6 +258,9 @@ static void usage(void)
         "  -n  time the nonblocking forms (MPI_I<coll>, then MPI_Wait)\n"
         "  -P  time each call alone (barrier, call): the median over a\n"
         "      repetition's calls of the slowest rank; bcast's root is call %% p\n"
+        "  -F  first calls: per size a new communicator (MPI_Comm_dup), CALLS\n"
+        "      calls on it, each after a barrier and timed alone, each checked;\n"
+        "      one F line per size with every call's time (root 0, no warm-up)\n"
         "size: allreduce, bcast, reduce the buffer; allgather(v) total received;\n"
         "reduce_scatter(_block), alltoall(v) total sent; gather(v) total the root\n"
         "receives; scatter(v) total the root sends; alltoallv_moe total sent, the\n"
@@ -253,7 +277,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
     for (int i = 1; i < argc && ok; i++) {
         const char *a = argv[i];
         const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        bool takes = a[0] == '-' && a[1] && !a[2] && strchr("csrpkTLVMw", a[1]);
+        bool takes = a[0] == '-' && a[1] && !a[2] && strchr("csrpkTLVMwF", a[1]);
         if (takes && !v) {
             ok = false;
             break;
@@ -266,6 +290,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
         else if (!strcmp(a, "-T")) o->deadline = atof(v);
         else if (!strcmp(a, "-L")) o->slow = atof(v);
         else if (!strcmp(a, "-w")) o->warm_calls = atol(v);
+        else if (!strcmp(a, "-F")) ok = (o->first_calls = atoi(v)) > 0;
         else if (!strcmp(a, "-M")) o->memcpy_bytes = parse_bytes(v, &ok);
         else if (!strcmp(a, "-V")) {
             if (o->ncvars < (int)(sizeof o->cvars / sizeof o->cvars[0]))
@@ -286,6 +311,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
         i++;
     }
     ok = ok && o->reps > 0 && o->kmax > 0 && o->payload > 0 && o->memcpy_bytes > 0;
+    ok = ok && !(o->first_calls && (o->per_call || o->memcpy_mode));
 
     /* Collectives */
     char *dup = strdup(clist);
@@ -347,6 +373,15 @@ static void print_header(const bench_t *B)
     if (B->o->memcpy_mode)
         printf("# memcpy of %zu bytes on every rank at once, %d reps\n",
                B->o->memcpy_bytes, B->o->reps);
+    else if (B->o->first_calls)
+        printf("# first calls: per size a new communicator (MPI_Comm_dup of world) and %d\n"
+               "#   calls on it%s, each after a barrier and timed alone;\n"
+               "#   inputs change with the call, every result is checked; rooted ones at\n"
+               "#   root 0; reductions MPI_FLOAT MPI_SUM, others MPI_BYTE\n"
+               "# F coll size bytes calls us_call_1 ... us_call_%d (each the slowest rank)\n",
+               B->o->first_calls,
+               B->o->nonblocking ? " (nonblocking: MPI_I<coll> + MPI_Wait)" : "",
+               B->o->first_calls);
     else
         printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g%s%s; reductions MPI_FLOAT "
                "MPI_SUM, others MPI_BYTE\n# T coll size bytes rep calls "
@@ -407,18 +442,8 @@ static void run_size(bench_t *B, int coll, size_t size)
 {
     const opts_t *o = B->o;
     const char *name = colls[coll].name;
-    if (!B->out_of_time && o->deadline > 0)
-        B->out_of_time = agree_double(B, MPI_Wtime() - B->t_start) > o->deadline;
-    const size_t last = B->last_size[coll];
-    double predicted = B->last_call[coll];
-    if (last >= ((size_t)64 << 10))
-        predicted *= (double)size / (double)last;
-    bool too_slow = o->slow > 0 && last > 0 && predicted > o->slow;
-    if (B->out_of_time || too_slow) {
-        if (B->rank == 0)
-            printf("S %s %zu %s\n", name, size, B->out_of_time ? "deadline" : "slow");
+    if (skip_size(B, coll, size))
         return;
-    }
     shape_t s = shape_of(B, coll, size);
     for (int i = 0; i < B->size; i++)
         B->rcounts[i] = (int)s.blk;
@@ -472,6 +497,86 @@ static void run_size(bench_t *B, int coll, size_t size)
     }
     if (B->rank == 0)
         fflush(stdout);
+}
+
+/* -F: first calls.  CALLS calls of COLL at SIZE on a new communicator (a
+ * duplicate of world, freed after the size), each after a barrier on it
+ * and timed alone, every rooted one at root 0; call i's inputs are
+ * generation i (1, 2, ...), so no call finds the previous one's data, and
+ * every result is checked (barrier: check_barrier once after the calls).
+ * The ranks' times go to rank 0 after the last call, so the control plane
+ * never runs between them; rank 0 prints the C line (wrong elements over
+ * all calls and ranks) and the F line (each call's slowest rank). */
+static void run_first(bench_t *B, int coll, size_t size)
+{
+    const int n = B->o->first_calls;
+    const char *name = colls[coll].name;
+    if (skip_size(B, coll, size))
+        return;
+    shape_t s = shape_of(B, coll, size);
+    for (int i = 0; i < B->size; i++)
+        B->rcounts[i] = (int)s.blk;
+    more_layout(B, coll, &s);
+
+    double *t = xalloc((size_t)n * sizeof(double));
+    double *tmax = xalloc((size_t)n * sizeof(double));
+    long wrong = 0, wrong_sum = 0;
+    MPI_Comm_dup(MPI_COMM_WORLD, &B->comm);
+    for (int i = 0; i < n; i++) {
+        B->gen = (size_t)i + 1;
+        fill_coll(B, coll, &s, 0);
+        MPI_Barrier(B->comm);
+        double t0 = MPI_Wtime();
+        call_coll(B, coll, &s, 0);
+        t[i] = MPI_Wtime() - t0;
+        wrong += verify_coll(B, coll, &s, 0);
+    }
+    if (coll == C_BARRIER)
+        wrong += more_check(B, coll, &s);
+    MPI_Comm_free(&B->comm);
+    B->comm = MPI_COMM_WORLD;
+    B->gen = 0;
+
+    ctl_reduce(B, t, tmax, n, MPI_DOUBLE, MPI_MAX);
+    ctl_reduce(B, &wrong, &wrong_sum, 1, MPI_LONG, MPI_SUM);
+    double steady = 0.0;               /* -L: the median of the last third */
+    if (B->rank == 0) {
+        printf("C %s %zu %s %ld\n", name, size, wrong_sum ? "WRONG" : "ok", wrong_sum);
+        B->wrong_total += wrong_sum;
+        printf("F %s %zu %zu %d", name, size, s.bytes, n);
+        for (int i = 0; i < n; i++)
+            printf(" %.3f", tmax[i] * 1e6);
+        printf("\n");
+        fflush(stdout);
+        int from = n - (n + 2) / 3;
+        qsort(tmax + from, (size_t)(n - from), sizeof(double), cmp_double);
+        int m = n - from;
+        steady = m % 2 ? tmax[from + m / 2] : (tmax[from + m / 2 - 1] + tmax[from + m / 2]) / 2;
+    }
+    B->last_call[coll] = agree_double(B, steady);
+    B->last_size[coll] = size;
+    free(t);
+    free(tmax);
+}
+
+/* Whether COLL at SIZE is left out (-T out of time, -L predicted slower
+ * than the limit), the same on every rank; rank 0 prints its S line. */
+static bool skip_size(bench_t *B, int coll, size_t size)
+{
+    const opts_t *o = B->o;
+    if (!B->out_of_time && o->deadline > 0)
+        B->out_of_time = agree_double(B, MPI_Wtime() - B->t_start) > o->deadline;
+    const size_t last = B->last_size[coll];
+    double predicted = B->last_call[coll];
+    if (last >= ((size_t)64 << 10))
+        predicted *= (double)size / (double)last;
+    bool too_slow = o->slow > 0 && last > 0 && predicted > o->slow;
+    if (!B->out_of_time && !too_slow)
+        return false;
+    if (B->rank == 0)
+        printf("S %s %zu %s\n", colls[coll].name, size,
+               B->out_of_time ? "deadline" : "slow");
+    return true;
 }
 
 static shape_t shape_of(const bench_t *B, int coll, size_t size)
@@ -545,7 +650,7 @@ static double timed_calls(bench_t *B, int coll, const shape_t *s, int root0, lon
 
 static void call_icoll(bench_t *B, int coll, const shape_t *s, int root)
 {
-    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Comm w = B->comm;
     MPI_Request r = MPI_REQUEST_NULL;
     const int n = (int)s->count, blk = (int)s->blk;
     switch (coll) {
@@ -575,7 +680,7 @@ static void call_icoll(bench_t *B, int coll, const shape_t *s, int root)
 
 static void call_coll(bench_t *B, int coll, const shape_t *s, int root)
 {
-    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Comm w = B->comm;
     const int n = (int)s->count, blk = (int)s->blk;
     if (coll >= C_FIRST_MORE) {
         more_call(B, coll, s, root);
@@ -613,72 +718,105 @@ static void call_coll(bench_t *B, int coll, const shape_t *s, int root)
 /* Correctness                                                              */
 /* ------------------------------------------------------------------------ */
 
-/* Fill the input, poison the output and its guard, call once, compare on
- * this rank.  Returns the number of wrong bytes or elements here. */
+/* Fill the input, poison the output and its guard, call once at root p-1
+ * (bcast), compare on this rank.  Returns the number of wrong bytes or
+ * elements here. */
 static long check_coll(bench_t *B, int coll, const shape_t *s)
 {
     if (coll >= C_FIRST_MORE)
         return more_check(B, coll, s);
-    const int me = B->rank, p = B->size, root = p - 1;
-    const size_t out_elems = (coll == C_REDUCE_SCATTER || coll == C_REDUCE_SCATTER_BLOCK)
-                                 ? s->blk : s->count;
-    const size_t out_bytes = out_elems * s->esize;
-    float *sf = (float *)B->sbuf, *rf = (float *)B->rbuf;
+    const int root = B->size - 1;
+    fill_coll(B, coll, s, root);
+    call_coll(B, coll, s, root);
+    return verify_coll(B, coll, s, root);
+}
 
-    memset(B->rbuf, GUARD_BYTE, out_bytes + GUARD);
+/* Bytes of this rank's result (the first six collectives). */
+static size_t out_bytes_of(int coll, const shape_t *s)
+{
+    const size_t elems = (coll == C_REDUCE_SCATTER || coll == C_REDUCE_SCATTER_BLOCK)
+                             ? s->blk : s->count;
+    return elems * s->esize;
+}
+
+/* This rank's input of one call of COLL at ROOT, element i being
+ * byte_of / float_of (rank, i + B->gen); its output and guard poisoned. */
+static void fill_coll(bench_t *B, int coll, const shape_t *s, int root)
+{
+    if (coll >= C_FIRST_MORE) {
+        more_fill(B, coll, s, root);
+        return;
+    }
+    const int me = B->rank;
+    const size_t g = B->gen;
+    float *sf = (float *)B->sbuf;
+
+    memset(B->rbuf, GUARD_BYTE, out_bytes_of(coll, s) + GUARD);
     switch (coll) {
     case C_ALLREDUCE:
     case C_REDUCE_SCATTER:
     case C_REDUCE_SCATTER_BLOCK:
         for (size_t i = 0; i < s->count; i++)
-            sf[i] = float_of(me, i);
+            sf[i] = float_of(me, i + g);
         break;
     case C_ALLGATHER:
         for (size_t i = 0; i < s->blk; i++)
-            B->sbuf[i] = byte_of(me, i);
+            B->sbuf[i] = byte_of(me, i + g);
         break;
     case C_ALLTOALL:                   /* byte i goes to rank i / blk */
         for (size_t i = 0; i < s->count; i++)
-            B->sbuf[i] = byte_of(me, i);
+            B->sbuf[i] = byte_of(me, i + g);
         break;
     case C_BCAST:
         if (me == root)
             for (size_t i = 0; i < s->count; i++)
-                B->rbuf[i] = byte_of(root, i);
+                B->rbuf[i] = byte_of(root, i + g);
         break;
     default:
         break;
     }
-    call_coll(B, coll, s, root);
+}
+
+/* Compare the result of one call of COLL at ROOT, on fill_coll's inputs,
+ * and the guard after it on this rank.  Returns the number of wrong bytes
+ * or elements here. */
+static long verify_coll(bench_t *B, int coll, const shape_t *s, int root)
+{
+    if (coll >= C_FIRST_MORE)
+        return more_verify(B, coll, s, root);
+    const int me = B->rank, p = B->size;
+    const size_t g = B->gen, out = out_bytes_of(coll, s);
+    const float *rf = (const float *)B->rbuf;
 
     long wrong = 0;
     switch (coll) {
     case C_ALLREDUCE:
         for (size_t i = 0; i < s->count; i++)
-            wrong += rf[i] != float_sum(p, i);
+            wrong += rf[i] != float_sum(p, i + g);
         break;
     case C_REDUCE_SCATTER:
     case C_REDUCE_SCATTER_BLOCK:
         for (size_t i = 0; i < s->blk; i++)
-            wrong += rf[i] != float_sum(p, (size_t)me * s->blk + i);
+            wrong += rf[i] != float_sum(p, (size_t)me * s->blk + i + g);
         break;
     case C_ALLGATHER:
         for (size_t i = 0; i < s->count; i++)
-            wrong += B->rbuf[i] != byte_of((int)(i / s->blk), i % s->blk);
+            wrong += B->rbuf[i] != byte_of((int)(i / s->blk), i % s->blk + g);
         break;
     case C_ALLTOALL:                   /* block j came from rank j's block me */
         for (size_t i = 0; i < s->count; i++)
-            wrong += B->rbuf[i] != byte_of((int)(i / s->blk), (size_t)me * s->blk + i % s->blk);
+            wrong += B->rbuf[i] != byte_of((int)(i / s->blk),
+                                           (size_t)me * s->blk + i % s->blk + g);
         break;
     case C_BCAST:
         for (size_t i = 0; i < s->count; i++)
-            wrong += B->rbuf[i] != byte_of(root, i);
+            wrong += B->rbuf[i] != byte_of(root, i + g);
         break;
     default:
         break;
     }
     for (size_t i = 0; i < GUARD; i++)
-        wrong += B->rbuf[out_bytes + i] != GUARD_BYTE;
+        wrong += B->rbuf[out + i] != GUARD_BYTE;
     return wrong;
 }
 

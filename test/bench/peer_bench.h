@@ -63,6 +63,7 @@ typedef struct {
     bool memcpy_mode;
     bool nonblocking;          /* -n: MPI_I<coll> + MPI_Wait */
     bool per_call;             /* -P: each call timed alone, root i % p */
+    int first_calls;           /* -F: calls per size on a new communicator, 0: off */
     size_t memcpy_bytes;
     const char *cvars[8];
     int ncvars;
@@ -71,6 +72,10 @@ typedef struct {
 typedef struct {
     int rank, size;
     const opts_t *o;
+    MPI_Comm comm;             /* the collectives under test run here (world,
+                                * or -F's duplicate); the control plane: world */
+    size_t gen;                /* the check's inputs: element i of rank r is
+                                * byte_of / float_of (r, i + gen) */
     unsigned char *sbuf, *rbuf;
     size_t cap;                /* bytes of sbuf, guard included */
     size_t rcap;               /* bytes of rbuf, guard included (>= cap) */
@@ -134,6 +139,8 @@ bool more_size_runs(int coll, size_t size);
 void more_layout(bench_t *B, int coll, const shape_t *s);
 void more_call(bench_t *B, int coll, const shape_t *s, int root);
 long more_check(bench_t *B, int coll, const shape_t *s);
+void more_fill(bench_t *B, int coll, const shape_t *s, int root);
+long more_verify(bench_t *B, int coll, const shape_t *s, int root);
 void more_describe_moe(const bench_t *B);
 
 #endif

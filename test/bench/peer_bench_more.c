@@ -28,7 +28,9 @@
  * buffer the collective does not use (the receive buffer of reduce or
  * gather(v) off the root) must come back untouched.  Barrier's check:
  * rank p-1 enters LATE_S after the others, and a rank that leaves before
- * it has entered is wrong.
+ * it has entered is wrong.  peer_bench -F checks every call with the two
+ * halves of the check, more_fill and more_verify, at root 0, on inputs
+ * that change with the call (B->gen).
  */
 #include <mpi.h>
 
@@ -222,7 +224,7 @@ void more_layout(bench_t *B, int coll, const shape_t *s)
 /* One call of COLL at ROOT; -n: its nonblocking form, waited for at once. */
 void more_call(bench_t *B, int coll, const shape_t *s, int root)
 {
-    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Comm w = B->comm;
     MPI_Request q = MPI_REQUEST_NULL, *r = B->o->nonblocking ? &q : NULL;
     void *sb = B->sbuf, *rb = B->rbuf;
     const int n = (int)s->count, blk = (int)s->blk, me = B->rank;
@@ -320,40 +322,62 @@ static size_t out_bytes(const bench_t *B, int coll, const shape_t *s, int root)
     }
 }
 
-/* Fill the input, poison the output and its guard, call once at ROOT,
- * compare on this rank.  Returns the number of wrong bytes or elements. */
-static long check_at(bench_t *B, int coll, const shape_t *s, int root)
+/* Fill this rank's input of COLL at ROOT (generation B->gen) and poison
+ * its output and the guard (barrier: nothing). */
+void more_fill(bench_t *B, int coll, const shape_t *s, int root)
 {
-    const int me = B->rank, p = B->size;
-    const size_t out = out_bytes(B, coll, s, root);
-    float *sf = (float *)B->sbuf, *rf = (float *)B->rbuf;
+    const int me = B->rank;
+    const size_t g = B->gen;
+    float *sf = (float *)B->sbuf;
 
+    if (coll == C_BARRIER)
+        return;
     if (coll == C_REDUCE)
         for (size_t i = 0; i < s->count; i++)
-            sf[i] = float_of(me, i);
+            sf[i] = float_of(me, i + g);
     else                               /* the root's or this rank's bytes */
         for (size_t i = 0; i < s->count; i++)
-            B->sbuf[i] = byte_of(me, i);
-    memset(B->rbuf, GUARD_BYTE, out + GUARD);
-    more_call(B, coll, s, root);
+            B->sbuf[i] = byte_of(me, i + g);
+    memset(B->rbuf, GUARD_BYTE, out_bytes(B, coll, s, root) + GUARD);
+}
 
+/* Compare what one call of COLL at ROOT left on this rank with what
+ * more_fill's inputs make.  Returns the number of wrong bytes or elements
+ * (barrier: 0, its check is check_barrier's). */
+long more_verify(bench_t *B, int coll, const shape_t *s, int root)
+{
+    const int me = B->rank, p = B->size;
+    const size_t g = B->gen;
+    const float *rf = (const float *)B->rbuf;
+
+    if (coll == C_BARRIER)
+        return 0;
+    const size_t out = out_bytes(B, coll, s, root);
     long wrong = 0;
     if (coll == C_REDUCE) {
         for (size_t i = 0; i < out / sizeof(float); i++)
-            wrong += rf[i] != float_sum(p, i);
+            wrong += rf[i] != float_sum(p, i + g);
     } else if (coll == C_SCATTER || coll == C_SCATTERV) {
         for (size_t i = 0; i < out; i++)    /* my block of the root's */
-            wrong += B->rbuf[i] != byte_of(root, (size_t)B->vsdispls[me] + i);
+            wrong += B->rbuf[i] != byte_of(root, (size_t)B->vsdispls[me] + i + g);
     } else if (out > 0) {
         for (int r = 0; r < p; r++) {       /* block r: rank r's from vpeer_off[r] */
             const unsigned char *b = B->rbuf + B->vrdispls[r];
             for (size_t i = 0; i < (size_t)B->vrcounts[r]; i++)
-                wrong += b[i] != byte_of(r, (size_t)B->vpeer_off[r] + i);
+                wrong += b[i] != byte_of(r, (size_t)B->vpeer_off[r] + i + g);
         }
     }
     for (size_t i = 0; i < GUARD; i++)
         wrong += B->rbuf[out + i] != GUARD_BYTE;
     return wrong;
+}
+
+/* Fill, call once at ROOT, compare on this rank. */
+static long check_at(bench_t *B, int coll, const shape_t *s, int root)
+{
+    more_fill(B, coll, s, root);
+    more_call(B, coll, s, root);
+    return more_verify(B, coll, s, root);
 }
 
 /* The check of COLL at shape S: rooted ones at root p-1 and root 0. */
