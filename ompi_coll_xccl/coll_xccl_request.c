@@ -8,8 +8,9 @@
  * shared-memory level waits for its turn (the level's calls before it, in
  * call order, are done: they share the slots and flags).  A small call of
  * the level runs its latency path (coll_xccl_latency.h) in its turn,
- * from progress, without a schedule.  A call on device buffers wraps the
- * host call's request (staged).
+ * from progress, without a schedule.  A call on device buffers, or a
+ * provider's, has a request that another party completes
+ * (coll_xccl_promise.c).
  */
 #include "ompi_config.h"
 
@@ -21,149 +22,14 @@
 
 #include "coll_xccl_request.h"
 #include "coll_xccl_select.h"
-#include "coll_xccl_gpu.h"
 #include "coll_xccl_setup.h"
 #include "coll_xccl_level.h"
 #include "coll_xccl_latency.h"
 
-/* An active collective request of xccl's: the ompi_request_t at the start
- * of an object of `whole` bytes.  It must be an ompi_coll_base_nbc_request_t
- * first: for a derived datatype or a user op, Open MPI's MPI layer keeps
- * them alive through the request it got back (ompi_coll_base_retain_op,
- * _datatypes), writing into that struct's fields, which overwrote xccl's
- * own and crashed the progress of MPI_Iallreduce / MPI_Ibcast with derived
- * datatypes.  Zeroed past the ompi_request_t, as that constructor leaves
- * the rest. */
-static void init_request(ompi_request_t *r, size_t whole, ompi_request_free_fn_t free_fn,
-                         mca_coll_xccl_module_t *m)
-{
-    memset((char *) r + sizeof(*r), 0, whole - sizeof(*r));
-    OMPI_REQUEST_INIT(r, false);
-    r->req_type = OMPI_REQUEST_COLL;
-    /* A request that completes in error goes to its communicator's error
-     * handler (ompi_errhandler_request_invoke reads this; Open MPI 5
-     * crashed in MPI_Wait on a NULL one). */
-    r->req_mpi_object.comm = m->comm;
-    r->req_state = OMPI_REQUEST_ACTIVE;
-    r->req_free = free_fn;
-    r->req_status.MPI_ERROR = MPI_SUCCESS;
-    r->req_status._cancelled = 0;
-}
-
-/* ------------------------------------------------------------ staged */
-
-/* A nonblocking call on device buffers: the host call's request (inner)
- * runs on the host copies; when it completes, its completion callback
- * completes the copies back and this request. */
-typedef struct {
-    ompi_coll_base_nbc_request_t super;   /* see init_request */
-    ompi_request_t *inner;
-    mca_coll_xccl_module_t *module;  /* retained while active */
-    xccl_coll_t coll;
-    mca_coll_xccl_staged_t st;
-} staged_request_t;
-
-static OBJ_CLASS_INSTANCE(staged_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
-
-static int staged_request_free(ompi_request_t **rptr)
-{
-    staged_request_t *req = (staged_request_t *) *rptr;
-    if (req->inner) {
-        ompi_request_free(&req->inner);
-    }
-    OMPI_REQUEST_FINI(&req->super.super);
-    OBJ_RELEASE(req);
-    *rptr = MPI_REQUEST_NULL;
-    return OMPI_SUCCESS;
-}
-
-/* Completes the copies back when the call succeeded. */
-static int staged_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, mca_coll_xccl_staged_t *st,
-                      int rc)
-{
-    int rc2 = mca_coll_xccl_gpu_stage_out(m, coll, &st->gpu, MPI_SUCCESS == rc);
-    return MPI_SUCCESS != rc ? rc : rc2;
-}
-
-static int staged_request_done(ompi_request_t *inner)
-{
-    staged_request_t *req = inner->req_complete_cb_data;
-    int rc = staged_end(req->module, req->coll, &req->st, inner->req_status.MPI_ERROR);
-    req->super.super.req_status.MPI_ERROR = rc;
-    OBJ_RELEASE(req->module);
-    ompi_request_complete(&req->super.super, true);
-    return 0;
-}
-
-int mca_coll_xccl_staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                mca_coll_xccl_staged_t *st, int rc, ompi_request_t *inner,
-                                ompi_request_t **request)
-{
-    if (NULL == request || MPI_SUCCESS != rc) {
-        return staged_end(m, coll, st, rc);
-    }
-    staged_request_t *req = OBJ_NEW(staged_request_t);
-    if (NULL == req) {
-        /* The host call runs already: finish it here rather than leak it. */
-        ompi_request_wait(&inner, MPI_STATUS_IGNORE);
-        staged_end(m, coll, st, MPI_SUCCESS);
-        return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a request");
-    }
-    init_request(&req->super.super, sizeof(*req), staged_request_free, m);
-    req->inner = inner;
-    req->coll = coll;
-    req->st = *st;
-    OBJ_RETAIN(m);
-    req->module = m;
-    *request = &req->super.super;
-    ompi_request_set_callback(inner, staged_request_done, req);
-    return MPI_SUCCESS;
-}
-
-/* ------------------------------------------------------------ promises */
-
-/* A nonblocking call that a peer-access provider runs in the background
- * (coll_xccl_provider.h): the provider completes it. */
-typedef struct {
-    ompi_coll_base_nbc_request_t super;   /* see init_request */
-    mca_coll_xccl_module_t *module;  /* retained while active */
-} promise_t;
-
-static OBJ_CLASS_INSTANCE(promise_t, ompi_coll_base_nbc_request_t, NULL, NULL);
-
-static int promise_free(ompi_request_t **rptr)
-{
-    promise_t *req = (promise_t *) *rptr;
-    OMPI_REQUEST_FINI(&req->super.super);
-    OBJ_RELEASE(req);
-    *rptr = MPI_REQUEST_NULL;
-    return OMPI_SUCCESS;
-}
-
-ompi_request_t *mca_coll_xccl_promise_new(mca_coll_xccl_module_t *m)
-{
-    promise_t *req = OBJ_NEW(promise_t);
-    if (NULL == req) {
-        return NULL;
-    }
-    init_request(&req->super.super, sizeof(*req), promise_free, m);
-    OBJ_RETAIN(m);
-    req->module = m;
-    return &req->super.super;
-}
-
-void mca_coll_xccl_promise_keep(ompi_request_t *r, int rc)
-{
-    promise_t *req = (promise_t *) r;
-    req->super.super.req_status.MPI_ERROR = rc;
-    OBJ_RELEASE(req->module);
-    ompi_request_complete(&req->super.super, true);
-}
-
 /* ------------------------------------------------------------ schedules */
 
 typedef struct xccl_request {
-    ompi_coll_base_nbc_request_t super;   /* see init_request */
+    ompi_coll_base_nbc_request_t super;   /* see mca_coll_xccl_request_init */
     struct xccl_request *next;       /* in the list of active requests */
     mca_coll_xccl_module_t *module;  /* retained while active */
     xccl_coll_t coll;
@@ -524,7 +390,7 @@ static xccl_request_t *request_new(mca_coll_xccl_module_t *m, xccl_coll_t coll,
     if (NULL == req) {
         return NULL;
     }
-    init_request(&req->super.super, sizeof(*req), request_free, m);
+    mca_coll_xccl_request_init(&req->super.super, sizeof(*req), request_free, m);
     req->coll = coll;
     req->hooks = *hooks;
     if (red) {

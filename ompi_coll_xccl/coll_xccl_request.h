@@ -8,6 +8,7 @@
 #include "coll_xccl_exec.h"
 #include "coll_xccl_latency.h"
 #include "coll_xccl_pack.h"
+#include "coll_xccl_promise.h"
 
 BEGIN_C_DECLS
 
@@ -72,21 +73,6 @@ typedef struct mca_coll_xccl_kept {
  * before it returns; never waits for another rank.  MPI_SUCCESS (an
  * error is the owner's). */
 int mca_coll_xccl_kept_start(mca_coll_xccl_kept_t *k);
-
-/* A request its owner completes (a provider's nonblocking call,
- * coll_xccl_provider.h): new (NULL: out of memory), then keep once with
- * the call's code. */
-ompi_request_t *mca_coll_xccl_promise_new(mca_coll_xccl_module_t *m);
-void mca_coll_xccl_promise_keep(ompi_request_t *r, int rc);
-
-/* A call on device buffers runs on host copies (coll_xccl_gpu.c); a
- * nonblocking one completes the copies back when the host call's request
- * (inner) completes.  Ends a staged call: blocking (request NULL) or
- * started (inner). */
-struct mca_coll_xccl_staged;
-int mca_coll_xccl_staged_finish(mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                struct mca_coll_xccl_staged *st, int rc, ompi_request_t *inner,
-                                ompi_request_t **request);
 
 END_C_DECLS
 
