@@ -570,6 +570,16 @@ int mca_coll_xccl_latency_begin(mca_coll_xccl_latency_t *st, unsigned tries)
     return mca_coll_xccl_latency_run(st, tries);
 }
 
+void mca_coll_xccl_latency_place(mca_coll_xccl_latency_t *st) { lat_place(st); }
+int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f)
+{
+    return s < 0 ? lat_posted_all(st, f, 1) : lat_posted(st, s, f, 1);
+}
+void mca_coll_xccl_latency_post(mca_coll_xccl_latency_t *st)
+{
+    atomic_store_explicit(&((lat_line_t *) st->m->level->line[st->me])->seq, st->f, memory_order_release);
+}
+
 int mca_coll_xccl_latency_call(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)
 {
     mca_coll_xccl_module_t *m = c->m;

@@ -131,6 +131,15 @@ static inline int mca_coll_xccl_latency_idle(mca_coll_xccl_module_t *m)
 {
     return __atomic_load_n(&m->level_turn, __ATOMIC_ACQUIRE) == m->level_ticket;
 }
+/* The ring and the waits of the v forms (coll_xccl_latency_v.c), whose
+ * calls give no bytes every rank knows: _place takes st's numbers and
+ * units as for any call (st->len the bytes every rank reserves; st->root
+ * == st->me where this rank writes its units); _wait blocks until
+ * segment rank s (every peer where s < 0) posted f or later (1, or -1 a
+ * rank is gone); _post posts st->f. */
+void mca_coll_xccl_latency_place(mca_coll_xccl_latency_t *st);
+int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f);
+void mca_coll_xccl_latency_post(mca_coll_xccl_latency_t *st);
 /* A blocking call on its work buffers ws, wr (coll_xccl_pack.c): algo the
  * level's algorithm (mca_coll_xccl_latency_runs); an allreduce of shm is
  * sliced (every rank reduces one piece, posts again and copies the

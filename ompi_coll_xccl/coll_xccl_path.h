@@ -23,6 +23,7 @@
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_gpu_ipc.h"
 #include "coll_xccl_latency.h"
+#include "coll_xccl_latency_v.h"
 #include "coll_xccl_request.h"
 #include "coll_xccl_level.h"
 
@@ -116,6 +117,9 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
     const char *ws;
     char *wr;
     int algo;
+    if (xccl_coll_sizes_local(c->coll)) {
+        return mca_coll_xccl_fast_latency_v(c, rc);    /* gatherv, scatterv, alltoallv */
+    }
     if (!((NULL == c->request || (m->level_small_nb && !m->gpu_ipc)) &&
           (m->level_lat_colls >> c->coll & 1u) && mca_coll_xccl_component.enable[c->coll] &&
           (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)))) {

@@ -141,7 +141,7 @@ compdir=$2
 [[ -x $bindir/xccl_mpi_check && -x $bindir/xccl_mpi_errors && -x $bindir/xccl_mpi_nb &&
    -x $bindir/xccl_mpi_threads && -x $bindir/xccl_mpi_mixed && -x $bindir/xccl_comm_churn &&
    -x $bindir/xccl_mpi_latency && -x $bindir/xccl_mpi_trials && -x $bindir/xccl_mpi_colls &&
-   -x $bindir/xccl_mpi_persist ]] ||
+   -x $bindir/xccl_mpi_persist && -x $bindir/xccl_mpi_latency_v ]] ||
     { echo "$0: no test binaries in $bindir" >&2; exit 2; }
 [[ -d $compdir ]] || { echo "$0: no directory $compdir" >&2; exit 2; }
 
@@ -1082,6 +1082,44 @@ check_latency_roots() {
             "no ibcast took the latency path"
 }
 run_latency_no_trials roots -r check_latency_roots
+
+# The v forms' latency path (xccl_mpi_latency_v: gatherv, scatterv and
+# alltoallv under skew, small and large blocks, one rank's past the
+# latency path's room while the others' fit, in place, the six's small
+# calls and nonblocking v calls in flight among them): results, and on
+# every rank, for each of the three, one verbose line per call (the
+# program's CALLS line), at least one via=latency_path and one algo=shm
+# without it (the ranks agreed on the executor), and one line per
+# nonblocking call.  (Planted: alltoallv deciding on its own blocks alone
+# hangs with wrong bytes at np 2 and 3; a writer that skips the ring's
+# wait gives wrong bytes at np 4.)
+check_latency_v() {
+    local name=$1 np=$2 r bad=0
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" '
+            $1 == "CALLS" && $2 == "rank=" rank { for (i = 3; i <= NF; i++) { split($i, kv, "="); calls[kv[1]] = kv[2] } seen = 1 }
+            $1 == "xccl:" && $2 ~ /^i?(gatherv|scatterv|alltoallv)$/ && $3 == "comm=0" {
+                lines[$2]++
+                if ($0 ~ / via=latency_path/) lat[$2]++
+                else if ($6 == "algo=shm") exe[$2]++
+            }
+            END {
+                if (!seen) { print name ": rank " rank ": no CALLS line"; exit 1 }
+                msg = ""
+                n = split("gatherv scatterv alltoallv", cs, " ")
+                for (i = 1; i <= n; i++) for (nb = 0; nb < 2; nb++) {
+                    c = (nb ? "i" : "") cs[i]
+                    if (lines[c] + 0 != calls[c] + 0)
+                        msg = msg sprintf(" %s: %d calls, %d verbose lines;", c, calls[c], lines[c])
+                    if (!nb && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
+                    if (!nb && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
+                }
+                if (msg != "") { print name ": rank " rank ":" msg; exit 1 }
+            }' || bad=1
+    done
+    return "$bad"
+}
+run_small_modes xccl_mpi_latency_v check_latency_v "$bindir/xccl_mpi_latency_v" -n 3000
 
 # The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
 # allgather, alltoall, bcast, allreduce and reduce_scatter_block at 24 KiB (shm is the latency path

@@ -1,0 +1,111 @@
+/*
+ * The latency path of the v forms (gatherv, scatterv, alltoallv;
+ * coll_xccl_latency_v.c): their small blocking calls on one node without
+ * the executor, through the latency path's lines and small areas.  A rank
+ * of these collectives knows only its own sizes (gatherv's and scatterv's
+ * root: every rank's), so no rank can tell alone whether a call is small:
+ * every such call of the level starts here, each rank's part says whether
+ * it fits, and all ranks read that before any data reaches a result.
+ * Where some part does not fit, every rank runs the level's executor
+ * schedule instead (c->lat_v), as the call would have without this path.
+ */
+#ifndef MCA_COLL_XCCL_LATENCY_V_H
+#define MCA_COLL_XCCL_LATENCY_V_H
+
+#include "coll_xccl_call.h"
+#include "coll_xccl_gpu.h"
+#include "coll_xccl_latency.h"
+#include "coll_xccl_level.h"
+
+BEGIN_C_DECLS
+
+/* A call's room in each rank's small area: one slot per peer, each a
+ * header word and a block of at most XCCL_LATENCY_V_SLOT - 8 bytes (a
+ * 4 KiB block and one more line), fewer bytes where n - 1 slots of that
+ * would pass XCCL_LATENCY_BYTES (more than 16 ranks), 64 bytes at least
+ * (up to XCCL_LATENCY_V_RANKS ranks). */
+#define XCCL_LATENCY_V_SLOT ((size_t) 4160)
+#define XCCL_LATENCY_V_RANKS (1 + (int) (XCCL_LATENCY_BYTES / 64))
+
+/* The slot of a communicator of n ranks (the same on every rank). */
+static inline size_t mca_coll_xccl_latency_v_slot(int n)
+{
+    const size_t fit = (size_t) XCCL_LATENCY_BYTES / (size_t) (n - 1) / 64 * 64;
+    return fit < XCCL_LATENCY_V_SLOT ? fit : XCCL_LATENCY_V_SLOT;
+}
+
+/* Whether a call c of a v form whose schedule would be algo starts on
+ * the latency path (from what every rank shares: blocking, the level on
+ * with its small calls, the level's algorithm; not when its agreement
+ * already sent it to the executor). */
+static inline int mca_coll_xccl_latency_v_wanted(const mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
+                                                 int algo)
+{
+    return NULL == c->request && !c->lat_v && xccl_coll_sizes_local(c->coll) && m->level_small &&
+           c->args.shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
+           algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM);
+}
+
+/* One blocking call c on its work buffers ws, wr (the user's where
+ * nothing needs packing, coll_xccl_pack.c's otherwise; NULL where the
+ * rank has none), host copies of device buffers where stage (filled
+ * first: the peers read them): MPI_SUCCESS, done and logged
+ * via=latency_path, or with c->lat_v set where every rank agreed on the
+ * executor (nothing logged, nothing written to a result); or an MPI error
+ * code (logged). */
+int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
+                                 char *wr);
+
+/* The user's buffers as work buffers, where contiguous: 1, else 0. */
+static inline int mca_coll_xccl_latency_v_buffers(const mca_coll_xccl_call_t *c, const char **ws, char **wr)
+{
+    *ws = NULL;
+    *wr = NULL;
+    if (NULL != c->rbuf) {           /* none off gatherv's root and on scatterv's root in place */
+        if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn)) {
+            return 0;
+        }
+        *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
+    }
+    if (mca_coll_xccl_send_in_place(c)) {
+        *ws = *wr;                   /* alltoallv's input; gatherv's root: its block in place */
+    } else if (NULL != c->sbuf) {
+        if (!mca_coll_xccl_is_contiguous(c->sdtype, c->sn)) {
+            return 0;
+        }
+        *ws = (const char *) c->sbuf + mca_coll_xccl_true_lb(c->sdtype);
+    }
+    return 1;
+}
+
+/* The fast way of a v form's blocking call (coll_xccl_path.h), the path
+ * table's rule (path_latency) with fewer steps: where the whole way would
+ * reach mca_coll_xccl_latency_v_wanted on every rank (the level on with
+ * its fast way, m->level_lat_colls; one node of this job, which decide
+ * keeps; the collective enabled and not forced: the level's shm) and the
+ * buffers are the host's and contiguous.  1 with the call's result in
+ * *rc, or 0: the whole way (c->lat_v: to the executor). */
+static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
+    const char *ws;
+    char *wr;
+    if (!(NULL == c->request && m->level_local && 0 != __atomic_load_n(&m->level_lat_colls, __ATOMIC_RELAXED) &&
+          k->enable[c->coll] && XCCL_SEL_AUTO == k->policy.forced[c->coll] && m->size >= 2 &&
+          m->size <= XCCL_LATENCY_V_RANKS &&
+          (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) && mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
+        return 0;
+    }
+    *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr);
+    if (MPI_SUCCESS == *rc && c->lat_v) {
+        return 0;
+    }
+    free(c->counts);
+    c->counts = NULL;
+    return 1;
+}
+
+END_C_DECLS
+
+#endif

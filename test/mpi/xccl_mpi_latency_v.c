@@ -1,0 +1,400 @@
+/*
+ * xccl_mpi_latency_v: the latency path of the v forms (gatherv, scatterv,
+ * alltoallv; ompi_coll_xccl/coll_xccl_latency_v.c) under skew, among the
+ * six collectives' latency-path calls and nonblocking v calls.
+ *
+ * usage: xccl_mpi_latency_v [-n ITERATIONS] [-s SEED]   (default 3000, 1)
+ *
+ * One long sequence of calls on MPI_COMM_WORLD with no barrier between
+ * them; every rank derives call i from (seed, i) alone:
+ *   - which: MPI_Gatherv, MPI_Scatterv or MPI_Alltoallv (most calls), a
+ *     small MPI_Allreduce, MPI_Bcast (its root kept for runs of calls, so
+ *     that a root runs ahead) or MPI_Alltoall, or the start of a
+ *     nonblocking v call (MPI_Igatherv, _Iscatterv, _Ialltoallv) that stays
+ *     in flight over the next one to three calls, then is waited for;
+ *   - the sizes, from each sender to each receiver: all small (0 to about
+ *     1 KiB, a quarter of them 0, now and then 4140 to 4170 bytes: around
+ *     the largest block the latency path takes, 4152 bytes up to 16
+ *     ranks); one rank's blocks past that (5 to 20 KiB) and the others'
+ *     small (the ranks must agree to take the executor); or every block
+ *     up to 20 KiB;
+ *   - the root (every rank in turn), MPI_IN_PLACE where the standard
+ *     allows it (gatherv's and scatterv's root; alltoallv, whose sizes are
+ *     then the same both ways), the blocks in a random order with gaps
+ *     between them (on each side its own layout);
+ *   - which ranks sleep 1-60 us before the call (about one call in eight).
+ * Every byte of every result is checked against values each rank computes
+ * itself; the gaps, the bytes after the blocks, the receive buffer off
+ * gatherv's root and every send buffer must come back untouched.
+ *
+ * Output: "FAIL ..." lines (at most 10 per rank); every rank
+ *   CALLS rank=<r> gatherv=<n> scatterv=<n> alltoallv=<n> igatherv=<n> iscatterv=<n> ialltoallv=<n>
+ * (what reached MPI, for counting verbose lines); then from rank 0
+ *   RESULT: <passed> passed, <failed> failed
+ * Exit status 0 when every check passed on every rank.
+ */
+#include <mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { GATHERV, SCATTERV, ALLTOALLV, NV };
+static const char *const vname[NV] = { "gatherv", "scatterv", "alltoallv" };
+#define MAXB 20480                 /* the largest block */
+#define GAP 40                     /* the largest gap between two blocks */
+#define FILL 0x5A                  /* receive buffers: what must stay where no block lands */
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static uint64_t h3(uint64_t a, uint64_t b, uint64_t c)
+{
+    return mix(a * 0x9E3779B97F4A7C15ull ^ mix(b + 0x632BE59BD9B4E019ull) ^ mix(c + 17));
+}
+
+static int rank, size, nfail;
+static uint64_t seed = 1;
+
+/* Byte k of what rank s sends rank d in call i. */
+static unsigned char bval(long i, int s, int d, size_t k)
+{
+    return (unsigned char) h3(seed ^ (uint64_t) i, (uint64_t) s * 4099 + (uint64_t) d, k);
+}
+
+static void fail(long i, const char *coll, const char *what, long k, long got, long want)
+{
+    if (nfail++ < 10) {
+        printf("FAIL rank %d call %ld %s: %s at %ld: %ld, want %ld\n", rank, i, coll, what, k, got, want);
+    }
+}
+
+/* One v call: its sizes (cnt[s * size + d]: bytes from s to d), root,
+ * in place, this rank's layouts and buffers. */
+typedef struct {
+    long i;
+    int which, root, inplace;
+    int *cnt;
+    int *sc, *sd, *rc, *rd;        /* this rank's counts and displacements */
+    unsigned char *sb, *rb, *sref; /* send, receive; a copy of the send buffer */
+    size_t sspan, rspan;
+    MPI_Request req;
+} vcall_t;
+
+/* Bytes from s to d in call i: mode 0 all small, 1 one rank's blocks
+ * large (the agreement case: scatterv's root's block for rank big, the
+ * blocks rank big sends in the others; in place, where it receives too),
+ * 2 every block up to MAXB; symmetric in place (alltoallv). */
+static int bytes_of(long i, int which, int mode, int big, int s, int d, int sym)
+{
+    if (sym && s > d) {
+        const int t = s;
+        s = d;
+        d = t;
+    }
+    const uint64_t h = h3(seed ^ (uint64_t) i, (uint64_t) s * 131 + (uint64_t) d, 99);
+    const int large = SCATTERV == which ? d == big : s == big || (sym && d == big);
+    if (2 == mode || (1 == mode && large)) {
+        return 1 == mode ? 5000 + (int) (h % (MAXB - 5000)) : (int) (h % (MAXB + 1));
+    }
+    if (h % 4 == 0) {
+        return 0;
+    }
+    if (h % 16 == 1) {
+        return 4140 + (int) ((h >> 8) % 31);
+    }
+    return (int) ((h >> 8) % 1100);
+}
+
+/* Displacements of n blocks cnt[0..n) in a random order with gaps; the
+ * span in bytes. */
+static size_t layout(long i, int salt, const int *cnt, int *displs, int n)
+{
+    int order[64];
+    for (int j = 0; j < n; j++) {
+        order[j] = j;
+    }
+    for (int j = n - 1; j > 0; j--) {
+        const int k = (int) (h3(seed ^ (uint64_t) i, (uint64_t) salt, (uint64_t) j) % (uint64_t) (j + 1));
+        const int t = order[j];
+        order[j] = order[k];
+        order[k] = t;
+    }
+    size_t at = 0;
+    for (int j = 0; j < n; j++) {
+        at += h3(seed ^ (uint64_t) i, (uint64_t) salt + 7, (uint64_t) j) % (GAP + 1);
+        displs[order[j]] = (int) at;
+        at += (size_t) cnt[order[j]];
+    }
+    return at + GAP;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (NULL == p) {
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+/* Sets up v for call i (which, mode, root, in place from the hash). */
+static void v_prepare(vcall_t *v, long i, uint64_t h)
+{
+    const int p = size, me = rank;
+    v->i = i;
+    v->which = (int) (h % NV);
+    v->root = (int) ((h >> 8) % (uint64_t) p);
+    v->inplace = (h >> 12) % 4 == 0;
+    const int mode = (h >> 16) % 8 < 5 ? 0 : (h >> 16) % 8 < 7 ? 1 : 2;
+    const int big = (int) ((h >> 20) % (uint64_t) p);
+    const int sym = ALLTOALLV == v->which && v->inplace;
+    for (int s = 0; s < p; s++) {
+        for (int d = 0; d < p; d++) {
+            v->cnt[s * p + d] = bytes_of(i, v->which, mode, big, s, d, sym);
+        }
+    }
+    /* this rank's sides: gatherv sends cnt[me][root] and the root receives
+     * cnt[s][root]; scatterv the other way; alltoallv all */
+    for (int q = 0; q < p; q++) {
+        v->sc[q] = GATHERV == v->which ? (q == v->root ? v->cnt[me * p + q] : 0)
+                   : SCATTERV == v->which ? (me == v->root ? v->cnt[me * p + q] : 0)
+                                          : v->cnt[me * p + q];
+        v->rc[q] = GATHERV == v->which ? (me == v->root ? v->cnt[q * p + me] : 0)
+                   : SCATTERV == v->which ? (q == v->root ? v->cnt[q * p + me] : 0)
+                                          : v->cnt[q * p + me];
+    }
+    v->sspan = layout(i, 1000 + me, v->sc, v->sd, p);
+    v->rspan = layout(i, 2000 + me, v->rc, v->rd, p);
+    if (sym) {
+        memcpy(v->sd, v->rd, (size_t) p * sizeof(int));
+        v->sspan = v->rspan;
+    }
+    memset(v->rb, FILL, v->rspan + GAP);
+    memset(v->sb, FILL, v->sspan + GAP);
+    for (int q = 0; q < p; q++) {
+        for (int k = 0; k < v->sc[q]; k++) {
+            v->sb[v->sd[q] + k] = bval(i, me, q, (size_t) k);
+        }
+    }
+    memcpy(v->sref, v->sb, v->sspan + GAP);
+    if (v->inplace && GATHERV == v->which && me == v->root) {
+        /* the root's own block already in place */
+        for (int k = 0; k < v->rc[me]; k++) {
+            v->rb[v->rd[me] + k] = bval(i, me, me, (size_t) k);
+        }
+    } else if (v->inplace && ALLTOALLV == v->which) {
+        memcpy(v->rb, v->sb, v->rspan + GAP);
+    }
+}
+
+/* Starts v (nonblocking: into v->req) or runs it. */
+static int v_call(vcall_t *v, int nb)
+{
+    const int me = rank, root = v->root, ip = v->inplace;
+    MPI_Request *r = nb ? &v->req : NULL;
+    switch (v->which) {
+    case GATHERV: {
+        const void *s = ip && me == root ? MPI_IN_PLACE : v->sb + v->sd[root];
+        return nb ? MPI_Igatherv(s, v->sc[root], MPI_BYTE, v->rb, v->rc, v->rd, MPI_BYTE, root, MPI_COMM_WORLD, r)
+                  : MPI_Gatherv(s, v->sc[root], MPI_BYTE, v->rb, v->rc, v->rd, MPI_BYTE, root, MPI_COMM_WORLD);
+    }
+    case SCATTERV: {
+        void *d = ip && me == root ? MPI_IN_PLACE : v->rb + v->rd[root];
+        return nb ? MPI_Iscatterv(v->sb, v->sc, v->sd, MPI_BYTE, d, v->rc[root], MPI_BYTE, root, MPI_COMM_WORLD, r)
+                  : MPI_Scatterv(v->sb, v->sc, v->sd, MPI_BYTE, d, v->rc[root], MPI_BYTE, root, MPI_COMM_WORLD);
+    }
+    default: {
+        const void *s = ip ? MPI_IN_PLACE : v->sb;
+        return nb ? MPI_Ialltoallv(s, v->sc, v->sd, MPI_BYTE, v->rb, v->rc, v->rd, MPI_BYTE, MPI_COMM_WORLD, r)
+                  : MPI_Alltoallv(s, v->sc, v->sd, MPI_BYTE, v->rb, v->rc, v->rd, MPI_BYTE, MPI_COMM_WORLD);
+    }
+    }
+}
+
+/* Every byte of v's receive buffer (blocks, gaps, the bytes after) and
+ * its send buffer. */
+static void v_check(const vcall_t *v)
+{
+    const int p = size, me = rank;
+    const char *name = vname[v->which];
+    unsigned char *want = xmalloc(v->rspan + GAP);
+    memset(want, FILL, v->rspan + GAP);
+    /* scatterv's root in place receives nothing; a gatherv off the root
+     * neither */
+    const int receives = !(SCATTERV == v->which && v->inplace && me == v->root);
+    for (int q = 0; receives && q < p; q++) {
+        for (int k = 0; k < v->rc[q]; k++) {
+            want[v->rd[q] + k] = bval(v->i, q, me, (size_t) k);
+        }
+    }
+    for (size_t k = 0; k < v->rspan + GAP; k++) {
+        if (v->rb[k] != want[k]) {
+            fail(v->i, name, "receive buffer", (long) k, v->rb[k], want[k]);
+            break;
+        }
+    }
+    free(want);
+    if (!(ALLTOALLV == v->which && v->inplace)) {
+        for (size_t k = 0; k < v->sspan + GAP; k++) {
+            if (v->sb[k] != v->sref[k]) {
+                fail(v->i, name, "send buffer", (long) k, v->sb[k], v->sref[k]);
+                break;
+            }
+        }
+    }
+}
+
+static void v_alloc(vcall_t *v)
+{
+    const size_t p = (size_t) size, span = p * (MAXB + GAP) + 2 * GAP;
+    v->cnt = xmalloc(p * p * sizeof(int));
+    v->sc = xmalloc(p * sizeof(int));
+    v->sd = xmalloc(p * sizeof(int));
+    v->rc = xmalloc(p * sizeof(int));
+    v->rd = xmalloc(p * sizeof(int));
+    v->sb = xmalloc(span);
+    v->rb = xmalloc(span);
+    v->sref = xmalloc(span);
+}
+
+/* A small call of the six: allreduce of 1-64 ints, bcast of 1-200 bytes
+ * from a root kept for runs of calls, alltoall of 1-256 bytes a block. */
+static void six_call(long i, uint64_t h, int broot)
+{
+    const int p = size;
+    static int s6[64 * 256], r6[64 * 256];
+    const int kind = (int) (h % 3);
+    if (0 == kind) {
+        const int n = 1 + (int) ((h >> 8) % 64);
+        for (int k = 0; k < n; k++) {
+            s6[k] = (int) (h3(seed ^ (uint64_t) i, (uint64_t) rank, (uint64_t) k) & 0xffff);
+        }
+        MPI_Allreduce(s6, r6, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        for (int k = 0; k < n; k++) {
+            long want = 0;
+            for (int q = 0; q < p; q++) {
+                want += (long) (h3(seed ^ (uint64_t) i, (uint64_t) q, (uint64_t) k) & 0xffff);
+            }
+            if (r6[k] != (int) want) {
+                fail(i, "allreduce", "element", k, r6[k], want);
+                break;
+            }
+        }
+    } else if (1 == kind) {
+        const int n = 1 + (int) ((h >> 8) % 200);
+        unsigned char *b = (unsigned char *) r6;
+        for (int k = 0; k < n; k++) {
+            b[k] = rank == broot ? bval(i, broot, 0, (size_t) k) : 0;
+        }
+        MPI_Bcast(b, n, MPI_BYTE, broot, MPI_COMM_WORLD);
+        for (int k = 0; k < n; k++) {
+            if (b[k] != bval(i, broot, 0, (size_t) k)) {
+                fail(i, "bcast", "byte", k, b[k], bval(i, broot, 0, (size_t) k));
+                break;
+            }
+        }
+    } else {
+        const int n = 1 + (int) ((h >> 8) % 256);
+        unsigned char *sb = (unsigned char *) s6, *rb = (unsigned char *) r6;
+        for (int q = 0; q < p; q++) {
+            for (int k = 0; k < n; k++) {
+                sb[q * n + k] = bval(i, rank, q, (size_t) k);
+            }
+        }
+        MPI_Alltoall(sb, n, MPI_BYTE, rb, n, MPI_BYTE, MPI_COMM_WORLD);
+        for (int q = 0; q < p; q++) {
+            for (int k = 0; k < n; k++) {
+                if (rb[q * n + k] != bval(i, q, rank, (size_t) k)) {
+                    fail(i, "alltoall", "byte", q * n + k, rb[q * n + k], bval(i, q, rank, (size_t) k));
+                    q = p;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    long iters = 3000;
+    int opt;
+    while ((opt = getopt(argc, argv, "n:s:")) != -1) {
+        if ('n' == opt) {
+            iters = atol(optarg);
+        } else if ('s' == opt) {
+            seed = strtoull(optarg, NULL, 0);
+        } else {
+            fprintf(stderr, "usage: xccl_mpi_latency_v [-n ITERATIONS] [-s SEED]\n");
+            return 2;
+        }
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 64) {
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    vcall_t v, pend;
+    v_alloc(&v);
+    v_alloc(&pend);
+    long passed = 0, calls[2][NV] = { { 0 } };
+    int pending = 0, pend_left = 0, broot = 0, brun = 0;
+    for (long i = 0; i < iters; i++) {
+        const uint64_t h = h3(seed, (uint64_t) i, 7);
+        const uint64_t d = h3(seed, (uint64_t) i, (uint64_t) rank + 100);
+        if (d % 8 == 0) {
+            usleep((useconds_t) (1 + (d >> 8) % 60));
+        }
+        if (brun-- <= 0) {
+            broot = (int) ((h >> 44) % (uint64_t) size);
+            brun = (int) ((h >> 50) % 4);
+        }
+        const int before = nfail;
+        const int kind = (int) ((h >> 32) % 16);
+        if (kind < 3) {
+            six_call(i, h >> 36, broot);
+        } else if (kind < 5 && !pending) {
+            v_prepare(&pend, i, h >> 36);
+            if (MPI_SUCCESS != v_call(&pend, 1)) {
+                fail(i, vname[pend.which], "return code", 0, 1, 0);
+            }
+            calls[1][pend.which]++;
+            pending = 1;
+            pend_left = 1 + (int) ((h >> 40) % 3);
+        } else {
+            v_prepare(&v, i, h >> 36);
+            if (MPI_SUCCESS != v_call(&v, 0)) {
+                fail(i, vname[v.which], "return code", 0, 1, 0);
+            }
+            calls[0][v.which]++;
+            v_check(&v);
+        }
+        if (pending && (pend_left-- <= 0 || i == iters - 1)) {
+            MPI_Wait(&pend.req, MPI_STATUS_IGNORE);
+            v_check(&pend);
+            pending = 0;
+        }
+        passed += nfail == before;
+    }
+    printf("CALLS rank=%d gatherv=%ld scatterv=%ld alltoallv=%ld igatherv=%ld iscatterv=%ld ialltoallv=%ld\n",
+           rank, calls[0][GATHERV], calls[0][SCATTERV], calls[0][ALLTOALLV], calls[1][GATHERV],
+           calls[1][SCATTERV], calls[1][ALLTOALLV]);
+    long mine[2] = { passed, iters - passed }, all[2];
+    MPI_Reduce(mine, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (0 == rank) {
+        printf("RESULT: %ld passed, %ld failed\n", all[0], all[1]);
+    }
+    int bad = nfail > 0, anybad;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return anybad ? 1 : 0;
+}
