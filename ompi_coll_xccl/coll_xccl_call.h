@@ -39,8 +39,6 @@ typedef struct mca_coll_xccl_call {
     int ipc_said;                    /* CUDA IPC's agreement has this rank's word (gpu_ipc_pass) */
     int64_t seq;                     /* its call number, taken already (-1: not yet) */
     int no_level;                    /* never a schedule of the shared-memory level */
-    int lat_v;                       /* the v forms: the latency path's agreement sent the
-                                      * call to the level's executor (coll_xccl_latency_v.h) */
     size_t total;                    /* reductions: elements reduced */
     size_t es;                       /* bytes per element of the schedule */
     xccl_coll_args_t args;           /* the builders' (layout set when it runs) */
@@ -77,7 +75,7 @@ static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xcc
     c->copy_out = 1;
     c->ipc_said = 0;
     c->seq = -1;
-    c->no_level = c->lat_v = 0;
+    c->no_level = 0;
     c->es = 1;
     c->args = (xccl_coll_args_t) { .in_place = c->in_place };
     c->counts = NULL;

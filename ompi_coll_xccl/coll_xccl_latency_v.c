@@ -1,54 +1,55 @@
 /*
- * The latency path of the v forms (coll_xccl_latency_v.h): small blocking
- * gatherv, scatterv and alltoallv calls on one node through the latency
- * lines and small areas, with the ring, numbers and waits of the latency
- * path (coll_xccl_latency.c), without the executor.
+ * The latency path of the v forms (coll_xccl_latency_v.h): gatherv,
+ * scatterv and alltoallv blocking calls on one node, their small blocks
+ * through the latency lines and small areas with the ring, numbers and
+ * waits of the latency path (coll_xccl_latency.c), their large blocks,
+ * where there are any, through the level's executor.
  *
  * The decision.  The six collectives' latency path takes a call where
  * every rank's part is small, which every rank computes alike from the
  * call's arguments.  A v form's rank knows its own sizes only (gatherv's
- * and scatterv's root: every rank's), so whether a call is small cannot be
- * decided before the ranks have told each other; a bound every rank could
- * compute (the call's whole size) does not exist.  So every blocking call
- * of these collectives on the level starts here, and the ranks agree in
- * the call's first post, with no round of its own:
- *   - each rank that sends writes, into its slot for each receiver, a
- *     header word (the call's number and whether the whole call may run
- *     here, as far as this rank knows) and, where it does, the block;
- *   - it posts the call's number in its latency line (release);
- *   - a receiver waits for the post of each rank it reads (acquire) and
- *     reads the header there: gatherv's and scatterv's root decides for
- *     all (it knows every size) and every other rank reads the root's
- *     word; alltoallv's ranks each read every peer's word for them and
- *     take the latency form only where all say so.
- * Every rank reads the same words, so all decide alike, and before any
- * byte reaches a result (an alltoallv in place still holds its input).
- * Where the answer is no, every rank returns with c->lat_v set and the
- * call goes on to the level's executor schedule (path_schedule), as it
- * would have without this path: the slots, flags and turns of the level
- * are untouched here, and the latency path's state (numbers, ring, flips)
- * moved alike on every rank, so both leave the segment as the next call
- * of either kind expects.  A header is read only after its writer's post
- * and the ring keeps the writer off those units until the reader posted a
- * later call, so a word is always the call's own (a number in the latency
- * line itself would not be: a rank runs ahead into later calls).
+ * and scatterv's root: every rank's), so whether a whole call is small is
+ * known to no rank before the ranks have told each other, and no bound
+ * every rank could compute exists.  An agreement in the call (each rank
+ * posting whether its part fits, every rank reading every post before
+ * any data moves) was the first form of this file; it makes every rank
+ * wait for the ones whose word it needs (gatherv's senders for the root,
+ * where tuned's run ahead: 1.5 times tuned's time at np 2, 8 and 64 B).
+ * Decided block by block instead, nothing needs agreeing: a block's size
+ * is known to both of its ends, so both know whether it is small (at most
+ * a slot).  So, in every blocking call of these collectives on the level,
+ * each rank:
+ *   1. (where it writes its part) waits until every peer posted past the
+ *      last call that wrote its units, as the six's calls do;
+ *   2. copies each small block it sends into its slot for the receiver,
+ *      and posts the call's number in its latency line (release), also
+ *      where it sends nothing: "in this call, done with every call before";
+ *   3. copies its own block straight from SEND to RECV, and each small
+ *      block it receives out of the sender's slot once the sender posted
+ *      (acquire);
+ *   4. where it sends or receives a large block: runs the collective's
+ *      level schedule (shm) of the large blocks alone (the small ones and
+ *      its own set to zero bytes in the call's counts), in its turn;
+ *      both ends of each large block run it, and those schedules wait
+ *      only for the ranks they trade bytes with; else it posts its
+ *      executor flag at (this call, LATV_DONE) and takes the call
+ *      number the executor would have taken.
+ * That post keeps the executor's flags in step: the schedules of a call
+ * wait for every peer to have entered the call before (shm_enter) and a
+ * later call of another layout for every peer's done flag of one without
+ * an exit barrier (the executor's settlement); a rank that ran no
+ * schedule in a call says, with the highest value, that it is done with
+ * it and every call before, which it is.  The latency path's state (ring,
+ * numbers, flips) moves alike on every rank, the slots and flags only in
+ * the ranks that run schedules, as in any call of the level.
  *
  * The room.  Every rank reserves the same units in every such call: n - 1
- * slots of mca_coll_xccl_latency_v_slot(n) bytes (4160 up to 16 ranks),
- * rank q's slot for rank r at ((r - q - 1) mod n) slots into q's part
- * (gatherv's senders: the first; scatterv's and gatherv's root: the
- * header for r there, gatherv's one header for all in the first).  A
- * block fits where it has at most a slot less the header word; its first
- * 56 bytes share the header's line.  Blocks lie at their slot, not packed,
- * because a receiver knows only its own block's size.  The ring counts
- * the call like any other (a rank that writes nothing in its part records
- * nothing and waits for nothing first), so the latency path's calls of
- * every collective interleave in call order.
+ * slots of mca_coll_xccl_latency_v_slot(n) bytes, rank q's slot for rank r
+ * at ((r - q - 1) mod n) slots into q's part (gatherv's senders: the
+ * first), because a receiver knows only its own block's size, not where
+ * the sender's other blocks end.  A rank that writes nothing in its part
+ * records nothing in the ring and waits for nothing first.
  *
- * What it costs against the executor: no schedule, one post per rank, a
- * copy in and a copy out per block.  gatherv's senders wait for the
- * root's post (its decision), which they would not need for the data;
- * alltoallv's ranks wait for every peer, as any of them may say no.
  * Nonblocking calls keep the executor (their turn in m->level_ticket);
  * this path, like the six's blocking one, first waits until none is in
  * flight (mca_coll_xccl_latency_idle).
@@ -62,17 +63,21 @@
 
 #include "base/xccl_copy.h"
 
+#include "coll_xccl_exec.h"
 #include "coll_xccl_latency_v.h"
 #include "coll_xccl_log.h"
+#include "coll_xccl_select.h"
 
-/* The header word before a slot's block: number << 1 | "may run here". */
-#define LATV_HEAD ((size_t) 8)
+/* The executor flag of a rank that ran no schedule in a call: it meets
+ * every wait on that call's flags (values stay below UINT32_MAX). */
+#define LATV_DONE (UINT32_MAX - 1)
 
 typedef struct {
     mca_coll_xccl_latency_t st;      /* the ring's numbers and units */
-    const size_t *vec;               /* c->args.vec: sizes and displacements in bytes */
-    size_t slot, cap;                /* a slot's bytes, a block's at most */
+    size_t *vec;                     /* c->args.vec: sizes and displacements in bytes */
+    size_t slot;                     /* a slot's bytes: a small block's most */
     int n, rank, root;               /* communicator ranks */
+    int large;                       /* this rank sends or receives a large block */
 } latv_t;
 
 static inline void copy(void *dst, const void *src, size_t len)
@@ -84,9 +89,9 @@ static inline void copy(void *dst, const void *src, size_t len)
     }
 }
 
-/* Rank q's slot for rank r (communicator ranks): in q's part of the call,
- * the start of its area (more than two ranks) or of the area of the pair
- * layout (coll_xccl_latency.c), the same placement as the six's calls. */
+/* Rank q's slot for rank r (communicator ranks; r < 0: the first) in q's
+ * part of the call: at the start of its area (more than two ranks) or of
+ * the area of the pair layout (coll_xccl_latency.c), as the six's calls. */
 static inline unsigned char *slot_of(const latv_t *v, int q, int r)
 {
     const mca_coll_xccl_latency_t *st = &v->st;
@@ -95,144 +100,141 @@ static inline unsigned char *slot_of(const latv_t *v, int q, int r)
     return st->m->level->small[st->pair ? s ^ st->flip : s] + st->at0 + d * v->slot;
 }
 
-static inline void head_put(unsigned char *at, uint64_t f, int ok)
+static inline int small(const latv_t *v, size_t len)
 {
-    const uint64_t w = f << 1 | (uint64_t) (ok != 0);
-    memcpy(at, &w, sizeof(w));
+    return len > 0 && len <= v->slot;
 }
 
-static inline int head_ok(const unsigned char *at)
+/* Receives q's small block of len bytes at dst from q's slot for this
+ * rank (r < 0: its first): 1, or -1 q is gone. */
+static inline int take(latv_t *v, int q, int r, char *dst, size_t len)
 {
-    uint64_t w;
-    memcpy(&w, at, sizeof(w));
-    return (int) (w & 1);
+    if (1 != mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f)) {
+        return -1;
+    }
+    copy(dst, slot_of(v, q, r), len);
+    return 1;
 }
 
-/* Whether the peer q has posted this call (1), or is gone (-1). */
-static inline int posted(latv_t *v, int q)
-{
-    return mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f);
-}
+/* Steps 2 and 3 of each collective (the top of the file): 1, or -1 a
+ * rank is gone; v->large set, and the counts of the blocks moved here
+ * set to zero where a large one is left for the executor. */
 
-/* Each function below: 1 ran here, 0 the executor, -1 a rank is gone. */
-
-/* Gatherv: a sender's block into its first slot, then the root's word;
- * the root decides, posts it, and copies every block out after its post. */
 static int gatherv(latv_t *v, const char *ws, char *wr, int in_place)
 {
-    const size_t *bytes = v->vec, *displs = v->vec + v->n;
+    size_t *bytes = v->vec, *displs = v->vec + v->n;
     const int n = v->n, me = v->rank, root = v->root;
-    int ok = 1;
     if (me != root) {
-        if (bytes[me] > 0 && bytes[me] <= v->cap) {
-            copy(slot_of(v, me, -1) + LATV_HEAD, ws, bytes[me]);
+        if (small(v, bytes[me])) {
+            copy(slot_of(v, me, -1), ws, bytes[me]);
         }
         mca_coll_xccl_latency_post(&v->st);
-        return 1 != posted(v, root) ? -1 : head_ok(slot_of(v, root, -1));
+        v->large = bytes[me] > v->slot;
+        return 1;
     }
-    for (int q = 0; q < n; q++) {
-        ok &= q == root || bytes[q] <= v->cap;
-    }
-    head_put(slot_of(v, root, -1), v->st.f, ok);
     mca_coll_xccl_latency_post(&v->st);
-    if (!ok) {
-        return 0;
-    }
     if (!in_place && bytes[me] > 0) {
         copy(wr + displs[me], ws, bytes[me]);
     }
     for (int k = 1; k < n; k++) {
         const int q = (root + k) % n;
-        if (bytes[q] > 0) {
-            if (1 != posted(v, q)) {
-                return -1;
-            }
-            copy(wr + displs[q], slot_of(v, q, -1) + LATV_HEAD, bytes[q]);
+        if (small(v, bytes[q]) && 1 != take(v, q, -1, wr + displs[q], bytes[q])) {
+            return -1;
         }
+        v->large |= bytes[q] > v->slot;
+    }
+    for (int q = 0; v->large && q < n; q++) {
+        bytes[q] = bytes[q] > v->slot && q != root ? bytes[q] : 0;
     }
     return 1;
 }
 
-/* Scatterv: the root writes each rank's word and block into that rank's
- * slot, posts, and keeps its own block; a receiver reads its slot after
- * the root's post. */
 static int scatterv(latv_t *v, const char *ws, char *wr, int in_place)
 {
-    const size_t *bytes = v->vec, *displs = v->vec + v->n;
+    size_t *bytes = v->vec, *displs = v->vec + v->n;
     const int n = v->n, me = v->rank, root = v->root;
-    int ok = 1;
     if (me != root) {
         mca_coll_xccl_latency_post(&v->st);
-        if (1 != posted(v, root)) {
-            return -1;
-        }
-        const unsigned char *at = slot_of(v, root, me);
-        if (!head_ok(at)) {
-            return 0;
-        }
-        /* (a block past the slot: sizes that differ between the root and
-         * this rank, an erroneous program; never read past the slot) */
-        copy(wr, at + LATV_HEAD, bytes[me] <= v->cap ? bytes[me] : v->cap);
-        return 1;
-    }
-    for (int q = 0; q < n; q++) {
-        ok &= q == root || bytes[q] <= v->cap;
+        v->large = bytes[me] > v->slot;
+        return small(v, bytes[me]) ? take(v, root, me, wr, bytes[me]) : 1;
     }
     for (int k = 1; k < n; k++) {
         const int q = (root + k) % n;
-        unsigned char *at = slot_of(v, root, q);
-        head_put(at, v->st.f, ok);
-        if (ok && bytes[q] > 0) {
-            copy(at + LATV_HEAD, ws + displs[q], bytes[q]);
+        if (small(v, bytes[q])) {
+            copy(slot_of(v, me, q), ws + displs[q], bytes[q]);
         }
+        v->large |= bytes[q] > v->slot;
     }
     mca_coll_xccl_latency_post(&v->st);
-    if (ok && !in_place && bytes[me] > 0) {
+    if (!in_place && bytes[me] > 0) {
         copy(wr, ws + displs[me], bytes[me]);
     }
-    return ok;
+    for (int q = 0; v->large && q < n; q++) {
+        bytes[q] = bytes[q] > v->slot && q != root ? bytes[q] : 0;
+    }
+    return 1;
 }
 
-/* Alltoallv: every rank writes its word and block into its slot for each
- * peer and posts; it reads every peer's word for it before it writes its
- * result (in place, the input), then the blocks. */
 static int alltoallv(latv_t *v, const char *ws, char *wr)
 {
     const int n = v->n, me = v->rank;
-    const size_t *sc = v->vec, *sd = v->vec + n, *rc = v->vec + 2 * n, *rd = v->vec + 3 * n;
-    int ok = 1;
-    for (int r = 0; r < n; r++) {
-        ok &= r == me || sc[r] <= v->cap;
-    }
+    size_t *sc = v->vec, *sd = v->vec + n, *rc = v->vec + 2 * n, *rd = v->vec + 3 * n;
     for (int k = 1; k < n; k++) {
         const int r = (me + k) % n;
-        unsigned char *at = slot_of(v, me, r);
-        head_put(at, v->st.f, ok);
-        if (ok && sc[r] > 0) {
-            copy(at + LATV_HEAD, ws + sd[r], sc[r]);
+        if (small(v, sc[r])) {
+            copy(slot_of(v, me, r), ws + sd[r], sc[r]);
         }
     }
     mca_coll_xccl_latency_post(&v->st);
-    for (int k = 1; k < n; k++) {
-        const int q = (me - k + n) % n;
-        if (1 != posted(v, q)) {
-            return -1;
-        }
-        ok &= head_ok(slot_of(v, q, me));
-    }
-    if (!ok) {
-        return 0;
-    }
     if (rc[me] > 0 && wr + rd[me] != ws + sd[me]) {
         copy(wr + rd[me], ws + sd[me], rc[me]);
     }
     for (int k = 1; k < n; k++) {
         const int q = (me - k + n) % n;
-        if (rc[q] > 0) {
-            copy(wr + rd[q], slot_of(v, q, me) + LATV_HEAD, rc[q] <= v->cap ? rc[q] : v->cap);
+        if (small(v, rc[q]) && 1 != take(v, q, me, wr + rd[q], rc[q])) {
+            return -1;
         }
+        v->large |= rc[q] > v->slot || sc[q] > v->slot;
+    }
+    for (int q = 0; v->large && q < n; q++) {
+        sc[q] = sc[q] > v->slot && q != me ? sc[q] : 0;
+        rc[q] = rc[q] > v->slot && q != me ? rc[q] : 0;
     }
     return 1;
+}
+
+/* Step 4 where this rank has a large block: the level's schedule of the
+ * call's counts as the steps above left them, in its turn (as
+ * path_schedule runs one), logged as the executor's. */
+static int executor(mca_coll_xccl_call_t *c, const char *ws, char *wr)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
+    int used, rc;
+    double us;
+    c->args.layout = &m->layout;
+    c->args.shm_slot = mca_coll_xccl_component.shm_bytes;
+    const xccl_sched_t *s = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes, c->es,
+                                                          xccl_select_level_index(c->coll, XCCL_LEVEL_SHM),
+                                                          &used, &us, NULL);
+    if (NULL == s) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, used, us, NULL, NULL);
+    hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
+    hooks.bufs[XCCL_BUF_RECV] = wr;
+    if (0 != mca_coll_xccl_level_hooks(m, &hooks, s->peer_access)) {
+        rc = mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
+    } else {
+        const uint32_t ticket = m->level_ticket++;
+        while (!mca_coll_xccl_level_my_turn(m, ticket)) {
+            opal_progress();
+        }
+        rc = mca_coll_xccl_exec_run(m, c->coll, s, &hooks, NULL);
+        mca_coll_xccl_level_pass_turn(m);
+    }
+    xccl_select_put(s);
+    return rc;
 }
 
 int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
@@ -240,9 +242,8 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_level *h = m->level;
-    latv_t v = { .vec = c->args.vec, .n = m->size, .rank = m->rank, .root = c->args.root };
+    latv_t v = { .vec = (size_t *) c->args.vec, .n = m->size, .rank = m->rank, .root = c->args.root };
     v.slot = mca_coll_xccl_latency_v_slot(v.n);
-    v.cap = v.slot - LATV_HEAD;
     int r = stage ? mca_coll_xccl_gpu_stage_fill(m, c->coll, stage) : MPI_SUCCESS;
     if (MPI_SUCCESS != r) {
         return r;
@@ -253,8 +254,12 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     }
     /* whether this rank writes its part: the ring records (and its next
      * writes there wait for) only those calls */
-    const int writes = XCCL_COLL_ALLTOALLV == c->coll || v.rank == v.root ||
-                       (XCCL_COLL_GATHERV == c->coll && v.vec[v.rank] > 0 && v.vec[v.rank] <= v.cap);
+    int writes = 0;
+    for (int q = 0; q < v.n && !writes; q++) {
+        writes = XCCL_COLL_ALLTOALLV == c->coll ? q != v.rank && small(&v, v.vec[q])
+                 : XCCL_COLL_GATHERV == c->coll ? q == v.rank && v.rank != v.root && small(&v, v.vec[q])
+                                                : q != v.rank && v.rank == v.root && small(&v, v.vec[q]);
+    }
     const int me = h->local_of[m->rank];
     v.st = (mca_coll_xccl_latency_t) { .m = m, .coll = c->coll, .len = (size_t) (v.n - 1) * v.slot,
                                        .me = me, .root = writes ? me : -1 };
@@ -271,12 +276,11 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     if (r < 0) {
         return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "a rank of this node is gone");
     }
-    if (r) {
-        m->seq++;                    /* a call number, as the executor's would take */
-        mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, xccl_select_level_index(c->coll, XCCL_LEVEL_SHM), -1.0,
-                               NULL, "latency_path");
-    } else {
-        c->lat_v = 1;
+    if (v.large) {
+        return executor(c, ws, wr);
     }
+    (void) xccl_segment_flag_post(h->seg, (uint32_t) m->seq++, LATV_DONE);
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, xccl_select_level_index(c->coll, XCCL_LEVEL_SHM), -1.0, NULL,
+                           "latency_path");
     return MPI_SUCCESS;
 }

@@ -1,13 +1,13 @@
 /*
  * The latency path of the v forms (gatherv, scatterv, alltoallv;
- * coll_xccl_latency_v.c): their small blocking calls on one node without
- * the executor, through the latency path's lines and small areas.  A rank
- * of these collectives knows only its own sizes (gatherv's and scatterv's
- * root: every rank's), so no rank can tell alone whether a call is small:
- * every such call of the level starts here, each rank's part says whether
- * it fits, and all ranks read that before any data reaches a result.
- * Where some part does not fit, every rank runs the level's executor
- * schedule instead (c->lat_v), as the call would have without this path.
+ * coll_xccl_latency_v.c): their blocking calls on one node move each
+ * block of at most mca_coll_xccl_latency_v_slot(n) bytes (4 KiB up to 17
+ * ranks) through the latency path's lines and small areas, without the
+ * executor, and the larger blocks, where a call has any, through the
+ * level's executor schedule of those blocks alone.  Whether a block is
+ * small is known to both of its ends (its sender's count is its
+ * receiver's), so no rank needs to know another's sizes and no round of
+ * agreement is run: every rank starts every such call here.
  */
 #ifndef MCA_COLL_XCCL_LATENCY_V_H
 #define MCA_COLL_XCCL_LATENCY_V_H
@@ -19,12 +19,11 @@
 
 BEGIN_C_DECLS
 
-/* A call's room in each rank's small area: one slot per peer, each a
- * header word and a block of at most XCCL_LATENCY_V_SLOT - 8 bytes (a
- * 4 KiB block and one more line), fewer bytes where n - 1 slots of that
- * would pass XCCL_LATENCY_BYTES (more than 16 ranks), 64 bytes at least
- * (up to XCCL_LATENCY_V_RANKS ranks). */
-#define XCCL_LATENCY_V_SLOT ((size_t) 4160)
+/* A call's room in each rank's small area: one slot per peer of at most
+ * XCCL_LATENCY_V_SLOT bytes, fewer where n - 1 of them would pass
+ * XCCL_LATENCY_BYTES (more than 17 ranks), 64 at least (up to
+ * XCCL_LATENCY_V_RANKS ranks).  A block of at most a slot is small. */
+#define XCCL_LATENCY_V_SLOT ((size_t) 4096)
 #define XCCL_LATENCY_V_RANKS (1 + (int) (XCCL_LATENCY_BYTES / 64))
 
 /* The slot of a communicator of n ranks (the same on every rank). */
@@ -34,29 +33,30 @@ static inline size_t mca_coll_xccl_latency_v_slot(int n)
     return fit < XCCL_LATENCY_V_SLOT ? fit : XCCL_LATENCY_V_SLOT;
 }
 
-/* Whether a call c of a v form whose schedule would be algo starts on
- * the latency path (from what every rank shares: blocking, the level on
- * with its small calls, the level's algorithm; not when its agreement
- * already sent it to the executor). */
+/* Whether a call c of a v form whose schedule would be algo goes here
+ * (from what every rank shares: blocking, the level on with its small
+ * calls, the level's algorithm). */
 static inline int mca_coll_xccl_latency_v_wanted(const mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
                                                  int algo)
 {
-    return NULL == c->request && !c->lat_v && xccl_coll_sizes_local(c->coll) && m->level_small &&
-           c->args.shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
+    return NULL == c->request && xccl_coll_sizes_local(c->coll) && m->level_small && c->args.shm_slot > 0 &&
+           m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
            algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM);
 }
 
 /* One blocking call c on its work buffers ws, wr (the user's where
  * nothing needs packing, coll_xccl_pack.c's otherwise; NULL where the
- * rank has none), host copies of device buffers where stage (filled
- * first: the peers read them): MPI_SUCCESS, done and logged
- * via=latency_path, or with c->lat_v set where every rank agreed on the
- * executor (nothing logged, nothing written to a result); or an MPI error
- * code (logged). */
+ * rank has none; alltoallv's SEND apart from RECV where a block may be
+ * large), host copies of device buffers where stage (filled first: the
+ * peers read them).  Logs one line: via=latency_path where this rank
+ * moved small blocks only, else the executor's (algo=shm).  MPI_SUCCESS
+ * or an MPI error code (logged). */
 int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
                                  char *wr);
 
-/* The user's buffers as work buffers, where contiguous: 1, else 0. */
+/* The user's buffers as work buffers, where contiguous: 1, else 0 (also
+ * for alltoallv in place, whose executor part needs SEND as a copy:
+ * coll_xccl_pack.c makes it). */
 static inline int mca_coll_xccl_latency_v_buffers(const mca_coll_xccl_call_t *c, const char **ws, char **wr)
 {
     *ws = NULL;
@@ -68,8 +68,10 @@ static inline int mca_coll_xccl_latency_v_buffers(const mca_coll_xccl_call_t *c,
         *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
     }
     if (mca_coll_xccl_send_in_place(c)) {
-        *ws = *wr;                   /* alltoallv's input; gatherv's root: its block in place */
-    } else if (NULL != c->sbuf) {
+        *ws = *wr;                   /* gatherv's root: its block in place */
+        return XCCL_COLL_ALLTOALLV != c->coll;
+    }
+    if (NULL != c->sbuf) {
         if (!mca_coll_xccl_is_contiguous(c->sdtype, c->sn)) {
             return 0;
         }
@@ -83,8 +85,8 @@ static inline int mca_coll_xccl_latency_v_buffers(const mca_coll_xccl_call_t *c,
  * reach mca_coll_xccl_latency_v_wanted on every rank (the level on with
  * its fast way, m->level_lat_colls; one node of this job, which decide
  * keeps; the collective enabled and not forced: the level's shm) and the
- * buffers are the host's and contiguous.  1 with the call's result in
- * *rc, or 0: the whole way (c->lat_v: to the executor). */
+ * buffers are the host's and need no packing.  1 with the call's result
+ * in *rc, or 0: the whole way. */
 static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
@@ -93,14 +95,11 @@ static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
     char *wr;
     if (!(NULL == c->request && m->level_local && 0 != __atomic_load_n(&m->level_lat_colls, __ATOMIC_RELAXED) &&
           k->enable[c->coll] && XCCL_SEL_AUTO == k->policy.forced[c->coll] && m->size >= 2 &&
-          m->size <= XCCL_LATENCY_V_RANKS &&
-          (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) && mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
+          m->size <= XCCL_LATENCY_V_RANKS && (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) &&
+          mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
         return 0;
     }
     *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr);
-    if (MPI_SUCCESS == *rc && c->lat_v) {
-        return 0;
-    }
     free(c->counts);
     c->counts = NULL;
     return 1;

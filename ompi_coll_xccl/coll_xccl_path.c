@@ -313,11 +313,7 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
     if (mca_coll_xccl_latency_v_wanted(m, c, run->algo)) {   /* the v forms: every blocking call */
-        *rc = mca_coll_xccl_latency_v_call(c, run->stage, run->ws, run->wr);
-        if (MPI_SUCCESS == *rc && c->lat_v) {
-            return 0;                /* every rank agreed on the executor */
-        }
-        *rc = run_end(c, run, 0, *rc);
+        *rc = run_end(c, run, 0, mca_coll_xccl_latency_v_call(c, run->stage, run->ws, run->wr));
         return 1;
     }
     if (!(run->level && mca_coll_xccl_latency_wanted(m, c->coll, run->algo, &c->args, c->es,

@@ -1085,14 +1085,15 @@ run_latency_no_trials roots -r check_latency_roots
 
 # The v forms' latency path (xccl_mpi_latency_v: gatherv, scatterv and
 # alltoallv under skew, small and large blocks, one rank's past the
-# latency path's room while the others' fit, in place, the six's small
+# latency path's slot while the others' fit, in place, the six's small
 # calls and nonblocking v calls in flight among them): results, and on
 # every rank, for each of the three, one verbose line per call (the
 # program's CALLS line), at least one via=latency_path and one algo=shm
-# without it (the ranks agreed on the executor), and one line per
-# nonblocking call.  (Planted: alltoallv deciding on its own blocks alone
-# hangs with wrong bytes at np 2 and 3; a writer that skips the ring's
-# wait gives wrong bytes at np 4.)
+# without it (a large block: the executor's schedule of the large
+# blocks), and one line per nonblocking call.  (Planted, at np 3 and 4:
+# a rank without a large block that skips its executor flag hangs; a
+# gatherv root that leaves the small blocks in the executor's counts
+# gives wrong bytes; a writer that skips the ring's wait too.)
 check_latency_v() {
     local name=$1 np=$2 r bad=0
     for ((r = 0; r < np; r++)); do

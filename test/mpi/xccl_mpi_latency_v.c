@@ -13,11 +13,14 @@
  *     nonblocking v call (MPI_Igatherv, _Iscatterv, _Ialltoallv) that stays
  *     in flight over the next one to three calls, then is waited for;
  *   - the sizes, from each sender to each receiver: all small (0 to about
- *     1 KiB, a quarter of them 0, now and then 4140 to 4170 bytes: around
- *     the largest block the latency path takes, 4152 bytes up to 16
- *     ranks); one rank's blocks past that (5 to 20 KiB) and the others'
- *     small (the ranks must agree to take the executor); or every block
- *     up to 20 KiB;
+ *     1 KiB, a quarter of them 0, now and then 4080 to 4110 bytes: around
+ *     the largest block the latency path takes, 4096 bytes up to 17
+ *     ranks); one rank's blocks past that (5 to 20 KiB: the executor's)
+ *     and the others' small (the latency path's, in the same call); or
+ *     every block up to 20 KiB;
+ *   - the blocking v calls come in runs of 1 to 16 of one collective and
+ *     root (other calls among them), so that senders run ahead of a
+ *     slow root through the latency path's ring;
  *   - the root (every rank in turn), MPI_IN_PLACE where the standard
  *     allows it (gatherv's and scatterv's root; alltoallv, whose sizes are
  *     then the same both ways), the blocks in a random order with gaps
@@ -109,7 +112,7 @@ static int bytes_of(long i, int which, int mode, int big, int s, int d, int sym)
         return 0;
     }
     if (h % 16 == 1) {
-        return 4140 + (int) ((h >> 8) % 31);
+        return 4080 + (int) ((h >> 8) % 31);
     }
     return (int) ((h >> 8) % 1100);
 }
@@ -146,13 +149,14 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-/* Sets up v for call i (which, mode, root, in place from the hash). */
-static void v_prepare(vcall_t *v, long i, uint64_t h)
+/* Sets up v for call i: the collective and root from the hash pick, the
+ * mode and in place from h. */
+static void v_prepare(vcall_t *v, long i, uint64_t h, uint64_t pick)
 {
     const int p = size, me = rank;
     v->i = i;
-    v->which = (int) (h % NV);
-    v->root = (int) ((h >> 8) % (uint64_t) p);
+    v->which = (int) (pick % NV);
+    v->root = (int) ((pick >> 8) % (uint64_t) p);
     v->inplace = (h >> 12) % 4 == 0;
     const int mode = (h >> 16) % 8 < 5 ? 0 : (h >> 16) % 8 < 7 ? 1 : 2;
     const int big = (int) ((h >> 20) % (uint64_t) p);
@@ -347,7 +351,8 @@ int main(int argc, char **argv)
     v_alloc(&v);
     v_alloc(&pend);
     long passed = 0, calls[2][NV] = { { 0 } };
-    int pending = 0, pend_left = 0, broot = 0, brun = 0;
+    int pending = 0, pend_left = 0, broot = 0, brun = 0, vrun = 0;
+    uint64_t vpick = 0;
     for (long i = 0; i < iters; i++) {
         const uint64_t h = h3(seed, (uint64_t) i, 7);
         const uint64_t d = h3(seed, (uint64_t) i, (uint64_t) rank + 100);
@@ -363,7 +368,7 @@ int main(int argc, char **argv)
         if (kind < 3) {
             six_call(i, h >> 36, broot);
         } else if (kind < 5 && !pending) {
-            v_prepare(&pend, i, h >> 36);
+            v_prepare(&pend, i, h >> 36, h >> 36);
             if (MPI_SUCCESS != v_call(&pend, 1)) {
                 fail(i, vname[pend.which], "return code", 0, 1, 0);
             }
@@ -371,7 +376,11 @@ int main(int argc, char **argv)
             pending = 1;
             pend_left = 1 + (int) ((h >> 40) % 3);
         } else {
-            v_prepare(&v, i, h >> 36);
+            if (vrun-- <= 0) {
+                vpick = h >> 36;
+                vrun = (int) (h3(seed, (uint64_t) i, 11) % 16);
+            }
+            v_prepare(&v, i, h >> 36, vpick);
             if (MPI_SUCCESS != v_call(&v, 0)) {
                 fail(i, vname[v.which], "return code", 0, 1, 0);
             }
