@@ -19,7 +19,7 @@ typedef enum {
     XCCL_MEM_DEVICE = 1        /* device or managed memory: staged */
 } xccl_mem_type_t;
 
-typedef struct {
+typedef struct xccl_mem_info {
     xccl_mem_type_t type;
     xccl_cucontext_t ctx;             /* the context that owns a device buffer */
     void *base;                       /* start of its allocation */

@@ -48,6 +48,9 @@ typedef struct mca_coll_xccl_call {
                                       * slo and rlo elements (the lowest displacement where
                                       * it is negative, else 0) */
     int persistent;                  /* a persistent request's start (m->persistent) */
+    const struct xccl_mem_info *mem; /* where sbuf [0] and rbuf [1] live, found out once
+                                      * (a persistent request's, at its init); NULL:
+                                      * the driver is asked (xccl_gpu_classify) */
     mca_coll_xccl_reduce_t red;      /* reductions, once planned (set by the run) */
 } mca_coll_xccl_call_t;
 
@@ -81,6 +84,7 @@ static inline void mca_coll_xccl_call_init(mca_coll_xccl_call_t *c, mca_coll_xcc
     c->counts = NULL;
     c->slo = c->rlo = 0;
     c->persistent = m->persistent;
+    c->mem = NULL;
 }
 
 /* The kind of call the verbose line names: 0 blocking, 1 nonblocking

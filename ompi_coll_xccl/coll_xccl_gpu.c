@@ -60,13 +60,18 @@ void mca_coll_xccl_gpu_init(void)
 void mca_coll_xccl_gpu_where(const mca_coll_xccl_call_t *c, mca_coll_xccl_where_t *w)
 {
     const void *a = mca_coll_xccl_send_in_place(c) ? NULL : c->sbuf, *b = c->rbuf;
-    xccl_mem_info_t ia, ib;
-    xccl_gpu_classify(a, &ia);
-    xccl_gpu_classify(b, &ib);
-    const int da = XCCL_MEM_DEVICE == ia.type, db = XCCL_MEM_DEVICE == ib.type;
+    xccl_mem_info_t *ia = &w->mem[0], *ib = &w->mem[1];
+    if (NULL != c->mem) {
+        *ia = c->mem[0];
+        *ib = c->mem[1];
+    } else {
+        xccl_gpu_classify(a, ia);
+        xccl_gpu_classify(b, ib);
+    }
+    const int da = XCCL_MEM_DEVICE == ia->type, db = XCCL_MEM_DEVICE == ib->type;
     w->device = da || db;
-    w->all = (da || NULL == a) && (db || NULL == b) && (!da || !db || ia.ctx == ib.ctx);
-    w->ctx = da ? ia.ctx : ib.ctx;
+    w->all = (da || NULL == a) && (db || NULL == b) && (!da || !db || ia->ctx == ib->ctx);
+    w->ctx = da ? ia->ctx : ib->ctx;
 }
 
 /* RECV first, SEND 64-byte aligned after it; copy_r: RECV is read (in

@@ -22,6 +22,8 @@ typedef struct {
     int device;                      /* a buffer is device (or managed) memory */
     int all;                         /* every buffer given is, of one context */
     void *ctx;                       /* its CUDA context */
+    xccl_mem_info_t mem[2];          /* sbuf's, rbuf's (what mca_coll_xccl_call_t.mem
+                                      * keeps for a persistent request's starts) */
 } mca_coll_xccl_where_t;
 
 /* Memory that is host memory whatever the driver says: the process's brk
@@ -45,9 +47,9 @@ static inline int mca_coll_xccl_gpu_surely_host(const mca_coll_xccl_call_t *c)
            (NULL == c->rbuf || (r >= lo && r < hi));
 }
 
-/* Classifies c's buffers (one driver query each).  Only a process that
- * has loaded the driver (xccl_cu()) can hold device memory: callers ask
- * nothing without it. */
+/* Classifies c's buffers (one driver query each; none where c->mem holds
+ * them already).  Only a process that has loaded the driver (xccl_cu())
+ * can hold device memory: callers ask nothing without it. */
 void mca_coll_xccl_gpu_where(const mca_coll_xccl_call_t *c, mca_coll_xccl_where_t *w);
 
 /* A call on device buffers runs as the same call on host copies of the

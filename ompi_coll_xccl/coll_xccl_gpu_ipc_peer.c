@@ -143,12 +143,19 @@ void mca_coll_xccl_gpu_ipc_set_hooks(ipc_call_t *call, char *const dev[2], const
 /* ------------------------------------------------------------ this rank's part */
 
 /* Exports device buffer p (its handle, once per allocation) as what the
- * peers read for buffer k; 0 if p is not device memory of c->ctx. */
-static int export_buf(ipc_call_t *c, ipc_buf_t out[2], const void *p, int k)
+ * peers read for buffer k; 0 if p is not device memory of c->ctx.  mem:
+ * p's allocation as classified already (a persistent request's), or NULL
+ * (the driver is asked). */
+static int export_buf(ipc_call_t *c, ipc_buf_t out[2], const void *p, int k,
+                      const xccl_mem_info_t *mem)
 {
     xccl_mem_info_t info;
     ipc_buf_t *b = &out[k];
-    xccl_gpu_classify(p, &info);
+    if (NULL != mem) {
+        info = *mem;
+    } else {
+        xccl_gpu_classify(p, &info);
+    }
     if (XCCL_MEM_DEVICE != info.type || info.ctx != c->ctx) {
         return 0;
     }
@@ -231,7 +238,16 @@ int mca_coll_xccl_gpu_ipc_own_part(const mca_coll_xccl_call_t *c, ipc_call_t *ca
                 !mca_coll_xccl_is_contiguous(c->sdtype, c->sn))) {
         return 0;
     }
-    xccl_gpu_classify(r, &info);
+    /* c->mem: sbuf's and rbuf's allocations, classified at a persistent
+     * request's init; SEND lies in rbuf's where it is RECV or in place */
+    const xccl_mem_info_t *mem_r = NULL, *mem_s = NULL;
+    if (NULL != c->mem) {
+        mem_r = &c->mem[1];
+        mem_s = XCCL_COLL_BCAST == c->coll || c->in_place ? mem_r : &c->mem[0];
+        info = *mem_r;
+    } else {
+        xccl_gpu_classify(r, &info);
+    }
     if (XCCL_MEM_DEVICE != info.type) {
         return 0;
     }
@@ -245,10 +261,10 @@ int mca_coll_xccl_gpu_ipc_own_part(const mca_coll_xccl_call_t *c, ipc_call_t *ca
               recv = leader >= 0 ? me != leader
                                  : XCCL_COLL_ALLREDUCE == c->coll || (XCCL_COLL_BCAST == c->coll && me == c->root);
     if (XCCL_COLL_BCAST != c->coll && send) {
-        ok = export_buf(call, out, dev[XCCL_BUF_SEND], XCCL_BUF_SEND);
+        ok = export_buf(call, out, dev[XCCL_BUF_SEND], XCCL_BUF_SEND, mem_s);
     }
     if (ok && recv) {
-        ok = export_buf(call, out, r, XCCL_BUF_RECV);
+        ok = export_buf(call, out, r, XCCL_BUF_RECV, mem_r);
     }
     if (ok && c->reduction && (leader < 0 || me == leader)) {
         /* The kernels load into this context (once), or this rank is out. */

@@ -71,6 +71,15 @@ static int persist_out(persist_t *p, ompi_request_t **request)
     }
     if (NULL != p->call.m) {
         p->call.request = &p->inner; /* (any: a call with a request) */
+        /* Where the buffers live, asked once: the starts (their copies of
+         * the descriptor) read it, not the driver. */
+        mca_coll_xccl_where_t w = { .device = 0 };
+        if (NULL != xccl_cu() && !mca_coll_xccl_gpu_surely_host(&p->call)) {
+            mca_coll_xccl_gpu_where(&p->call, &w);
+        }
+        p->mem[0] = w.mem[0];
+        p->mem[1] = w.mem[1];
+        p->call.mem = p->mem;
     }
     p->way = mca_coll_xccl_persist_way(p);
     p->fb_why = WAY_ROAD == p->way ? fallback_why(p) : NULL;

@@ -8,6 +8,8 @@
 
 #include "ompi/mca/coll/base/coll_base_util.h"
 
+#include "gpu/xccl_gpu.h"
+
 #include "coll_xccl_call.h"
 #include "coll_xccl_request.h"
 
@@ -29,6 +31,7 @@ typedef struct {
     /* the call described at the init (call.m NULL: not described, each
      * start runs the entry point), and the way its starts take */
     mca_coll_xccl_call_t call;
+    xccl_mem_info_t mem[2];          /* where sbuf and rbuf live (call.mem): asked at the init */
     int way;                         /* WAY_* */
     int algo;                        /* WAY_KEPT: the level's algorithm (the verbose line's) */
     double predicted_us;

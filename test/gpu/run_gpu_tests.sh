@@ -662,9 +662,10 @@ finish "$name" "$ok" "$problems"
 
 # The driver calls of a warm CUDA IPC call (xccl_gpu_budget.c, counted by
 # the fake): per call no IPC handle opened or exported, at most one host
-# synchronisation (none in a nonblocking call), a bounded number of calls that does not grow with the
-# size, and no copy between host and device memory (nothing staged: every
-# counted call went through CUDA IPC); np 2 and 4 on one fake device (the
+# synchronisation (none in a nonblocking call or a persistent start), a bounded number of calls that does not grow with the
+# size, no copy between host and device memory (nothing staged: every
+# counted call went through CUDA IPC), and per persistent start no
+# cuPointerGetAttribute(s) (the init found out where the buffers live); np 2 and 4 on one fake device (the
 # leader form), np 3 on two (the mesh): the summary lines at verbose 1 name
 # the form.
 for np in 2 3 4; do

@@ -24,6 +24,10 @@
  * BUDGET(p) driver calls, the same at every size, not counting the ones
  * that poll (cuEventQuery, and the context pushed and popped around each
  * progress step), whose number depends on how long the peers take.
+ * Then the same calls persistent (MPI_<Coll>_init once for each
+ * collective and size, MPI_Start + MPI_Wait for every call): what the
+ * buffers are and where they live is found out at init, so per start,
+ * beyond the nonblocking budget, no cuPointerGetAttribute(s) either.
  * Each rank's counts go to rank 0 point-to-point, which prints one line
  * per case (the largest rank's figures), "FAIL: ..." for a broken
  * budget and "RESULT: N passed, M failed" (cases).  Exit 0 all held, 1 a
@@ -40,6 +44,7 @@
 
 #include <mpi.h>
 
+#include "../mpi/xccl_mpi_pnames.h"
 #include "test_cuda.h"
 
 #define ITERS 10
@@ -55,14 +60,15 @@ static const char *const syncs[] = { "cuStreamSynchronize", "cuEventSynchronize"
 static const char *const polls[] = { "cuEventQuery", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2" };
 
 typedef struct {
-    double all, sync, ipc_open, ipc_get, staged;
+    double all, sync, ipc_open, ipc_get, staged, attrs;
 } cost_t;
 
 /* polled: leave the polling calls out of all */
 static cost_t snapshot(int polled)
 {
     cost_t c = { (double) calls(NULL), 0, (double) calls("cuIpcOpenMemHandle_v2"),
-                 (double) calls("cuIpcGetMemHandle"), (double) calls("host<->device copies") };
+                 (double) calls("cuIpcGetMemHandle"), (double) calls("host<->device copies"),
+                 (double) (calls("cuPointerGetAttribute") + calls("cuPointerGetAttributes")) };
     for (size_t i = 0; i < sizeof(syncs) / sizeof(syncs[0]); i++) {
         c.sync += (double) calls(syncs[i]);
     }
@@ -95,8 +101,31 @@ static void one_icall(int coll, CUdeviceptr s, CUdeviceptr r, int count, int p)
     MPI_Wait(&q, MPI_STATUS_IGNORE);
 }
 
-static void one_call(int coll, CUdeviceptr s, CUdeviceptr r, int count, int p, int nb)
+/* The persistent request of one collective (MPI_<Coll>_init). */
+static void one_init(int coll, CUdeviceptr s, CUdeviceptr r, int count, int p, MPI_Request *q)
 {
+    void *sb = (void *) (uintptr_t) s, *rb = (void *) (uintptr_t) r;
+    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Info i = MPI_INFO_NULL;
+    switch (coll) {
+    case ALLREDUCE: MPI_Allreduce_init(sb, rb, count, MPI_FLOAT, MPI_SUM, w, i, q); break;
+    case ALLGATHER: MPI_Allgather_init(sb, count / p, MPI_FLOAT, rb, count / p, MPI_FLOAT, w, i, q); break;
+    case REDUCE_SCATTER:
+        MPI_Reduce_scatter_block_init(sb, rb, count / p, MPI_FLOAT, MPI_SUM, w, i, q);
+        break;
+    case ALLTOALL: MPI_Alltoall_init(sb, count / p, MPI_FLOAT, rb, count / p, MPI_FLOAT, w, i, q); break;
+    default: MPI_Bcast_init(rb, count, MPI_FLOAT, 0, w, i, q); break;
+    }
+}
+
+/* nb: 0 blocking, 1 nonblocking, 2 a start of the persistent request pq */
+static void one_call(int coll, CUdeviceptr s, CUdeviceptr r, int count, int p, int nb, MPI_Request *pq)
+{
+    if (2 == nb) {
+        MPI_Start(pq);
+        MPI_Wait(pq, MPI_STATUS_IGNORE);
+        return;
+    }
     void *sb = (void *) (uintptr_t) s, *rb = (void *) (uintptr_t) r;
     if (nb) {
         one_icall(coll, s, r, count, p);
@@ -135,7 +164,8 @@ int main(int argc, char **argv)
     CUdeviceptr s, r;
     TEST_CU_CHECK(rank, cu.MemAlloc(&s, max));
     TEST_CU_CHECK(rank, cu.MemAlloc(&r, max));
-    for (int nb = 0; nb < 2; nb++)
+    static const char *const form[] = { "", "i", "persistent " };
+    for (int nb = 0; nb < 3; nb++)
     for (int coll = 0; coll < NCOLL; coll++) {
         double first_all = -1, last_all = -1;
         for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -143,51 +173,59 @@ int main(int argc, char **argv)
              * and alltoall: at least one per rank */
             int count = (int) (sizes[k] / sizeof(float));
             count = count < p ? p : count - count % p;
+            MPI_Request pq = MPI_REQUEST_NULL;
+            if (2 == nb) {
+                one_init(coll, s, r, count, p, &pq);
+            }
             for (int i = 0; i < WARMUP; i++) {
-                one_call(coll, s, r, count, p, nb);
+                one_call(coll, s, r, count, p, nb, &pq);
             }
             const cost_t a = snapshot(nb);
             for (int i = 0; i < ITERS; i++) {
-                one_call(coll, s, r, count, p, nb);
+                one_call(coll, s, r, count, p, nb, &pq);
             }
             const cost_t b = snapshot(nb);
-            double mine[5] = { (b.all - a.all) / ITERS, (b.sync - a.sync) / ITERS,
+            if (2 == nb) {
+                MPI_Request_free(&pq);
+            }
+            double mine[6] = { (b.all - a.all) / ITERS, (b.sync - a.sync) / ITERS,
                                (b.ipc_open - a.ipc_open) / ITERS, (b.ipc_get - a.ipc_get) / ITERS,
-                               (b.staged - a.staged) / ITERS };
+                               (b.staged - a.staged) / ITERS, (b.attrs - a.attrs) / ITERS };
             /* the largest of every rank's, at rank 0 (point-to-point) */
             if (0 == rank) {
                 for (int q = 1; q < p; q++) {
-                    double theirs[5];
-                    MPI_Recv(theirs, 5, MPI_DOUBLE, q, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                    for (int j = 0; j < 5; j++) {
+                    double theirs[6];
+                    MPI_Recv(theirs, 6, MPI_DOUBLE, q, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    for (int j = 0; j < 6; j++) {
                         mine[j] = theirs[j] > mine[j] ? theirs[j] : mine[j];
                     }
                 }
                 printf("budget: %s%-20s %8zu B/rank np %d: per call (largest rank) %.1f driver calls%s "
-                       "(budget %d), %.1f synchronisations, %.1f cuIpcOpenMemHandle, %.1f cuIpcGetMemHandle\n",
-                       nb ? "i" : "", names[coll], sizes[k], p, mine[0], nb ? " but polls" : "",
-                       BUDGET(p), mine[1], mine[2], mine[3]);
+                       "(budget %d), %.1f synchronisations, %.1f cuIpcOpenMemHandle, %.1f cuIpcGetMemHandle, "
+                       "%.1f cuPointerGetAttribute(s)\n",
+                       form[nb], names[coll], sizes[k], p, mine[0], nb ? " but polls" : "",
+                       BUDGET(p), mine[1], mine[2], mine[3], mine[5]);
                 int broken = 0;
-                if (mine[0] > BUDGET(p) || mine[1] > (nb ? 0.0 : 1.0) || mine[2] > 0.0 || mine[3] > 0.0) {
-                    printf("FAIL: %s%s %zu B: the budget is broken\n", nb ? "i" : "", names[coll],
-                           sizes[k]);
+                if (mine[0] > BUDGET(p) || mine[1] > (nb ? 0.0 : 1.0) || mine[2] > 0.0 || mine[3] > 0.0 ||
+                    (2 == nb && mine[5] > 0.0)) {
+                    printf("FAIL: %s%s %zu B: the budget is broken\n", form[nb], names[coll], sizes[k]);
                     broken = 1;
                 }
                 if (mine[4] > 0.0) {
                     printf("FAIL: %s%s %zu B: %.1f copies between host and device per call: staged, "
-                           "not through CUDA IPC\n", nb ? "i" : "", names[coll], sizes[k], mine[4]);
+                           "not through CUDA IPC\n", form[nb], names[coll], sizes[k], mine[4]);
                     broken = 1;
                 }
                 const int two_forms = REDUCE_SCATTER == coll && p > 2;
                 if (two_forms && last_all >= 0 && k + 1 == sizeof(sizes) / sizeof(sizes[0]) &&
                     mine[0] != last_all) {
                     printf("FAIL: %s%s: %.1f driver calls at %zu B, %.1f at %zu B: grows with the size\n",
-                           nb ? "i" : "", names[coll], mine[0], sizes[k], last_all, sizes[k - 1]);
+                           form[nb], names[coll], mine[0], sizes[k], last_all, sizes[k - 1]);
                     broken = 1;
                 }
                 if (first_all >= 0 && (two_forms ? mine[0] > first_all + 2 * p : mine[0] != first_all)) {
                     printf("FAIL: %s%s: %.1f driver calls at %zu B, %.1f at %zu B: grows with the size\n",
-                           nb ? "i" : "", names[coll], mine[0], sizes[k], first_all, sizes[0]);
+                           form[nb], names[coll], mine[0], sizes[k], first_all, sizes[0]);
                     broken = 1;
                 }
                 bad += broken;
@@ -195,7 +233,7 @@ int main(int argc, char **argv)
                 first_all = first_all < 0 ? mine[0] : first_all;
                 last_all = mine[0];
             } else {
-                MPI_Send(mine, 5, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+                MPI_Send(mine, 6, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
             }
         }
     }
