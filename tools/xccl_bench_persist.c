@@ -12,38 +12,14 @@
  * request is libnbc's own.
  */
 #include <mpi.h>
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "xccl_bench_call.h"
+#include "xccl_mpi_pnames.h"
 
-/* Open MPI 4.1: MPIX_<Coll>_init; Open MPI 5 and MPI-4 libraries:
- * MPI_<Coll>_init (Open MPI 5 has them while its MPI_VERSION is 3). */
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define HAVE_PERSIST 1
-#define MPI_Allreduce_init MPIX_Allreduce_init
-#define MPI_Allgather_init MPIX_Allgather_init
-#define MPI_Reduce_scatter_init MPIX_Reduce_scatter_init
-#define MPI_Reduce_scatter_block_init MPIX_Reduce_scatter_block_init
-#define MPI_Alltoall_init MPIX_Alltoall_init
-#define MPI_Bcast_init MPIX_Bcast_init
-#define MPI_Reduce_init MPIX_Reduce_init
-#define MPI_Barrier_init MPIX_Barrier_init
-#define MPI_Allgatherv_init MPIX_Allgatherv_init
-#define MPI_Alltoallv_init MPIX_Alltoallv_init
-#define MPI_Gather_init MPIX_Gather_init
-#define MPI_Gatherv_init MPIX_Gatherv_init
-#define MPI_Scatter_init MPIX_Scatter_init
-#define MPI_Scatterv_init MPIX_Scatterv_init
-#elif MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define HAVE_PERSIST 1
-#else
-#define HAVE_PERSIST 0
-#endif
+#define HAVE_PERSIST XCCL_MPI_HAVE_PERSIST
 
 /* NULL when -P can run, else why not. */
 const char *persist_unavailable(void)

@@ -44,7 +44,11 @@
 
 #include <mpi.h>
 
-#include "../mpi/xccl_mpi_pnames.h"
+#include "../../tools/xccl_mpi_pnames.h"
+
+#if !XCCL_MPI_HAVE_PERSIST
+#error "no persistent collectives: neither MPI_<Coll>_init (MPI-4) nor MPIX_<Coll>_init (Open MPI pcollreq)"
+#endif
 #include "test_cuda.h"
 
 #define ITERS 10

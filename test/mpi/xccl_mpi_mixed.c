@@ -48,7 +48,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xccl_mpi_pnames.h"
+#include "../../tools/xccl_mpi_pnames.h"
+
+#if !XCCL_MPI_HAVE_PERSIST
+#error "no persistent collectives: neither MPI_<Coll>_init (MPI-4) nor MPIX_<Coll>_init (Open MPI pcollreq)"
+#endif
 
 #define GAP ((int) 0x5a5a5a5a)   /* what gaps hold; never a value sent */
 #define EMPTY (-1)               /* what receive positions hold before a call */

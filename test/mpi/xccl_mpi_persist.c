@@ -57,7 +57,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xccl_mpi_pnames.h"
+#include "../../tools/xccl_mpi_pnames.h"
+
+#if !XCCL_MPI_HAVE_PERSIST
+#error "no persistent collectives: neither MPI_<Coll>_init (MPI-4) nor MPIX_<Coll>_init (Open MPI pcollreq)"
+#endif
 
 enum {
     C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_ALLTOALL, C_BCAST, C_REDUCE,
