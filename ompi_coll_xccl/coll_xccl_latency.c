@@ -242,7 +242,7 @@ LAT_FN void lat_place(mca_coll_xccl_latency_t *st)
     /* the ring: three of the larger of this call's and the last call's
      * parts, at least LAT_RING_MIN units, at most the whole area */
     const unsigned big = units > h->lat_last ? units : h->lat_last;
-    const unsigned ring = 3 * big < LAT_RING_MIN ? LAT_RING_MIN
+    const unsigned ring = 3 * big < LAT_RING_MIN ? (st->wide ? XCCL_LATENCY_UNITS : LAT_RING_MIN)
                           : 3 * big < XCCL_LATENCY_UNITS ? 3 * big : XCCL_LATENCY_UNITS;
     st->pair = 2 == h->node_size;
     /* The chain: of two ranks, a bcast of more than LAT_INLINE bytes after

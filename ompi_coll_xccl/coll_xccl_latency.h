@@ -82,6 +82,8 @@ typedef struct {
     int pair, flip;                  /* two ranks: the pair layout, and segment rank s writes
                                       * area s ^ flip (coll_xccl_latency.c) */
     int phase;                       /* 0 give, 1 read, 2 the sliced allreduce's second half */
+    int wide;                        /* the v forms: a ring of the whole area where
+                                      * LAT_RING_MIN would do (coll_xccl_latency_v.c) */
     size_t k;                        /* bcast: the next piece to read */
     unsigned polls;                  /* waits (blocking: progress calls; a request: unmet
                                       * tests) since the last liveness check */

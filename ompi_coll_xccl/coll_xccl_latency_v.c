@@ -44,11 +44,18 @@
  * the ranks that run schedules, as in any call of the level.
  *
  * The room.  Every rank reserves the same units in every such call: n - 1
- * slots of mca_coll_xccl_latency_v_slot(n) bytes, rank q's slot for rank r
- * at ((r - q - 1) mod n) slots into q's part (gatherv's senders: the
- * first), because a receiver knows only its own block's size, not where
- * the sender's other blocks end.  A rank that writes nothing in its part
- * records nothing in the ring and waits for nothing first.
+ * slots of mca_coll_xccl_latency_v_slot(n) bytes (gatherv: one, its
+ * senders' only block), rank q's slot for rank r at ((r - q - 1) mod n)
+ * slots into q's part, because a receiver knows only its own block's
+ * size, not where the sender's other blocks end.  A rank that writes
+ * nothing in its part records nothing in the ring and waits for nothing
+ * first.  The ring of these calls is the whole small area (st.wide) where
+ * the six's would be LAT_RING_MIN: a sender waits for its slowest
+ * receiver once it is as many calls ahead as the ring holds, 48 of
+ * gatherv's, 16 of scatterv's at np 4 (in LAT_RING_MIN, 4 of either at np
+ * 4 with 4 ranks on 2 cores took 2-5 and 1.2-2 times as long at 8 B - 4
+ * KiB: docs/bench/latency-path.md); a small block's call touches a line
+ * per slot.
  *
  * Nonblocking calls keep the executor (their turn in m->level_ticket);
  * this path, like the six's blocking one, first waits until none is in
@@ -261,8 +268,9 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
                                                 : q != v.rank && v.rank == v.root && small(&v, v.vec[q]);
     }
     const int me = h->local_of[m->rank];
-    v.st = (mca_coll_xccl_latency_t) { .m = m, .coll = c->coll, .len = (size_t) (v.n - 1) * v.slot,
-                                       .me = me, .root = writes ? me : -1 };
+    v.st = (mca_coll_xccl_latency_t) { .m = m, .coll = c->coll,
+                                       .len = XCCL_COLL_GATHERV == c->coll ? v.slot : (size_t) (v.n - 1) * v.slot,
+                                       .me = me, .root = writes ? me : -1, .wide = 1 };
     mca_coll_xccl_latency_place(&v.st);
     r = 1;
     if (writes && v.st.last > 0 && h->lat_seen <= v.st.last) {

@@ -1090,10 +1090,11 @@ run_latency_no_trials roots -r check_latency_roots
 # every rank, for each of the three, one verbose line per call (the
 # program's CALLS line), at least one via=latency_path and one algo=shm
 # without it (a large block: the executor's schedule of the large
-# blocks), and one line per nonblocking call.  (Planted, at np 3 and 4:
-# a rank without a large block that skips its executor flag hangs; a
+# blocks), and one line per nonblocking call.  (Planted: a rank without
+# a large block that skips its executor flag hangs at np 3 and 4; a
 # gatherv root that leaves the small blocks in the executor's counts
-# gives wrong bytes; a writer that skips the ring's wait too.)
+# gives wrong bytes there; a writer that skips the ring's wait gives
+# wrong bytes at np 2, 3 and 4.)
 check_latency_v() {
     local name=$1 np=$2 r bad=0
     for ((r = 0; r < np; r++)); do

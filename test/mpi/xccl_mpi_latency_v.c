@@ -19,8 +19,13 @@
  *     and the others' small (the latency path's, in the same call); or
  *     every block up to 20 KiB;
  *   - the blocking v calls come in runs of 1 to 16 of one collective and
- *     root (other calls among them), so that senders run ahead of a
- *     slow root through the latency path's ring;
+ *     root (other calls among them), one run in eight of 100 to 199
+ *     calls with nothing else among them, all blocks small (at most
+ *     1100 bytes: no executor call stops a rank), before whose first call a
+ *     receiver (gatherv: the root, scatterv: the rank after the root)
+ *     sleeps 3 ms, so that the senders run ahead through the latency
+ *     path's ring (100 calls pass through it twice where a call takes a
+ *     slot of 4 KiB, as gatherv's at any size and the others' at np 2);
  *   - the root (every rank in turn), MPI_IN_PLACE where the standard
  *     allows it (gatherv's and scatterv's root; alltoallv, whose sizes are
  *     then the same both ways), the blocks in a random order with gaps
@@ -92,7 +97,8 @@ typedef struct {
     MPI_Request req;
 } vcall_t;
 
-/* Bytes from s to d in call i: mode 0 all small, 1 one rank's blocks
+/* Bytes from s to d in call i: mode 0 all small, 3 the same without
+ * the ones around the latency path's largest block, 1 one rank's blocks
  * large (the agreement case: scatterv's root's block for rank big, the
  * blocks rank big sends in the others; in place, where it receives too),
  * 2 every block up to MAXB; symmetric in place (alltoallv). */
@@ -111,7 +117,7 @@ static int bytes_of(long i, int which, int mode, int big, int s, int d, int sym)
     if (h % 4 == 0) {
         return 0;
     }
-    if (h % 16 == 1) {
+    if (h % 16 == 1 && 3 != mode) {
         return 4080 + (int) ((h >> 8) % 31);
     }
     return (int) ((h >> 8) % 1100);
@@ -150,15 +156,15 @@ static void *xmalloc(size_t n)
 }
 
 /* Sets up v for call i: the collective and root from the hash pick, the
- * mode and in place from h. */
-static void v_prepare(vcall_t *v, long i, uint64_t h, uint64_t pick)
+ * mode (tiny: 3) and in place from h. */
+static void v_prepare(vcall_t *v, long i, uint64_t h, uint64_t pick, int tiny)
 {
     const int p = size, me = rank;
     v->i = i;
     v->which = (int) (pick % NV);
     v->root = (int) ((pick >> 8) % (uint64_t) p);
     v->inplace = (h >> 12) % 4 == 0;
-    const int mode = (h >> 16) % 8 < 5 ? 0 : (h >> 16) % 8 < 7 ? 1 : 2;
+    const int mode = tiny ? 3 : (h >> 16) % 8 < 5 ? 0 : (h >> 16) % 8 < 7 ? 1 : 2;
     const int big = (int) ((h >> 20) % (uint64_t) p);
     const int sym = ALLTOALLV == v->which && v->inplace;
     for (int s = 0; s < p; s++) {
@@ -351,7 +357,7 @@ int main(int argc, char **argv)
     v_alloc(&v);
     v_alloc(&pend);
     long passed = 0, calls[2][NV] = { { 0 } };
-    int pending = 0, pend_left = 0, broot = 0, brun = 0, vrun = 0;
+    int pending = 0, pend_left = 0, broot = 0, brun = 0, vrun = 0, pure = 0, slow = 0;
     uint64_t vpick = 0;
     for (long i = 0; i < iters; i++) {
         const uint64_t h = h3(seed, (uint64_t) i, 7);
@@ -365,10 +371,10 @@ int main(int argc, char **argv)
         }
         const int before = nfail;
         const int kind = (int) ((h >> 32) % 16);
-        if (kind < 3) {
+        if (kind < 3 && !pure) {
             six_call(i, h >> 36, broot);
-        } else if (kind < 5 && !pending) {
-            v_prepare(&pend, i, h >> 36, h >> 36);
+        } else if (kind < 5 && !pending && !pure) {
+            v_prepare(&pend, i, h >> 36, h >> 36, 0);
             if (MPI_SUCCESS != v_call(&pend, 1)) {
                 fail(i, vname[pend.which], "return code", 0, 1, 0);
             }
@@ -377,16 +383,24 @@ int main(int argc, char **argv)
             pend_left = 1 + (int) ((h >> 40) % 3);
         } else {
             if (vrun-- <= 0) {
+                const uint64_t g = h3(seed, (uint64_t) i, 11);
                 vpick = h >> 36;
-                vrun = (int) (h3(seed, (uint64_t) i, 11) % 16);
+                pure = g % 8 == 0;
+                vrun = pure ? 100 + (int) ((g >> 8) % 100) : (int) (g % 16);
+                slow = pure;
             }
-            v_prepare(&v, i, h >> 36, vpick);
+            v_prepare(&v, i, h >> 36, vpick, pure);
+            if (slow && rank == (GATHERV == v.which ? v.root : (v.root + 1) % size)) {
+                usleep(3000);        /* the others run ahead through the ring */
+            }
+            slow = 0;
             if (MPI_SUCCESS != v_call(&v, 0)) {
                 fail(i, vname[v.which], "return code", 0, 1, 0);
             }
             calls[0][v.which]++;
             v_check(&v);
         }
+        pure &= vrun > 0;
         if (pending && (pend_left-- <= 0 || i == iters - 1)) {
             MPI_Wait(&pend.req, MPI_STATUS_IGNORE);
             v_check(&pend);
