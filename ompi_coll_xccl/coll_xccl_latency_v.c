@@ -15,18 +15,22 @@
  * any data moves) was the first form of this file; it makes every rank
  * wait for the ones whose word it needs (gatherv's senders for the root,
  * where tuned's run ahead: 1.5 times tuned's time at np 2, 8 and 64 B).
- * Decided block by block instead, nothing needs agreeing: a block's size
- * is known to both of its ends, so both know whether it is small (at most
- * a slot).  So, in every blocking call of these collectives on the level,
- * each rank:
+ * Decided block by block instead, nothing needs agreeing: both ends of a
+ * block know which way it goes, gatherv's by its size (at most
+ * XCCL_LATENCY_V_BLOCK: small), scatterv's and alltoallv's by the word
+ * the sender writes for it in its directory, which the receiver reads
+ * where it reads the block, after the sender's post, which it waits for
+ * anyway.  In every blocking call of these collectives on the level, each
+ * rank:
  *   1. (where it writes its part) waits until every peer posted past the
  *      last call that wrote its units, as the six's calls do;
- *   2. copies each small block it sends into its slot for the receiver,
- *      and posts the call's number in its latency line (release), also
- *      where it sends nothing: "in this call, done with every call before";
- *   3. copies its own block straight from SEND to RECV, and each small
- *      block it receives out of the sender's slot once the sender posted
- *      (acquire);
+ *   2. copies each block it sends that fits into its part, with its entry
+ *      in the directory (the others' entries: large), and posts the
+ *      call's number in its latency line (release), also where it sends
+ *      nothing: "in this call, done with every call before";
+ *   3. copies its own block straight from SEND to RECV, and each block it
+ *      receives out of the sender's part once the sender posted (acquire),
+ *      where the sender's entry says it lies there;
  *   4. where it sends or receives a large block: runs the collective's
  *      level schedule (shm) of the large blocks alone (the small ones and
  *      its own set to zero bytes in the call's counts), in its turn;
@@ -43,19 +47,23 @@
  * numbers, flips) moves alike on every rank, the slots and flags only in
  * the ranks that run schedules, as in any call of the level.
  *
- * The room.  Every rank reserves the same units in every such call: n - 1
- * slots of mca_coll_xccl_latency_v_slot(n) bytes (gatherv: one, its
- * senders' only block), rank q's slot for rank r at ((r - q - 1) mod n)
- * slots into q's part, because a receiver knows only its own block's
- * size, not where the sender's other blocks end.  A rank that writes
- * nothing in its part records nothing in the ring and waits for nothing
- * first.  The ring of these calls is the whole small area (st.wide) where
- * the six's would be LAT_RING_MIN: a sender waits for its slowest
- * receiver once it is as many calls ahead as the ring holds, 48 of
- * gatherv's, 16 of scatterv's at np 4 (in LAT_RING_MIN, 4 of either at np
- * 4 with 4 ranks on 2 cores took 2-5 and 1.2-2 times as long at 8 B - 4
- * KiB: docs/bench/latency-path.md); a small block's call touches a line
- * per slot.
+ * The room.  Every rank reserves the same units in every such call: its
+ * part, a directory of n entries (scatterv, alltoallv) and
+ * XCCL_LATENCY_V_BLOCK bytes of blocks, packed in the order of the ranks
+ * after the sender, 16 bytes apart at least (so that tiny blocks share
+ * the directory's line).  A sender fills it block by block while a block
+ * fits; a receiver does not know where the sender's other blocks end,
+ * hence the directory.  A rank that writes nothing in its part records
+ * nothing in the ring and waits for nothing first.  The ring of these
+ * calls is the whole small area (st.wide) where the six's would be
+ * LAT_RING_MIN: a sender waits for its slowest receiver once it is as
+ * many calls ahead as the ring holds, 45 at up to 16 ranks (48 of
+ * gatherv's).  That depth matters with more ranks than cores, where a
+ * waiting rank yields: at np 4 on 2 cores, slots of 4 KiB per peer (16
+ * calls in the whole area) took scatterv 1.6 times as long at 8 B as
+ * slots of 1 KiB (64 calls), and in LAT_RING_MIN (4 calls) gatherv and
+ * scatterv took 2-5 and 1.2-2 times as long as in the whole area
+ * (docs/bench/latency-path.md).
  *
  * Nonblocking calls keep the executor (their turn in m->level_ticket);
  * this path, like the six's blocking one, first waits until none is in
@@ -78,11 +86,15 @@
 /* The executor flag of a rank that ran no schedule in a call: it meets
  * every wait on that call's flags (values stay below UINT32_MAX). */
 #define LATV_DONE (UINT32_MAX - 1)
+/* A directory entry: the block is large (the executor's). */
+#define LATV_LARGE UINT32_MAX
+/* Blocks in a part start 16 bytes apart at least. */
+#define LATV_ALIGN ((size_t) 16)
 
 typedef struct {
     mca_coll_xccl_latency_t st;      /* the ring's numbers and units */
     size_t *vec;                     /* c->args.vec: sizes and displacements in bytes */
-    size_t slot;                     /* a slot's bytes: a small block's most */
+    size_t part;                     /* the bytes of a rank's part of the call */
     int n, rank, root;               /* communicator ranks */
     int large;                       /* this rank sends or receives a large block */
 } latv_t;
@@ -96,62 +108,100 @@ static inline void copy(void *dst, const void *src, size_t len)
     }
 }
 
-/* Rank q's slot for rank r (communicator ranks; r < 0: the first) in q's
- * part of the call: at the start of its area (more than two ranks) or of
- * the area of the pair layout (coll_xccl_latency.c), as the six's calls. */
-static inline unsigned char *slot_of(const latv_t *v, int q, int r)
+/* Rank q's part of the call (a communicator rank): at the start of its
+ * area (more than two ranks) or of the area of the pair layout
+ * (coll_xccl_latency.c), as the six's calls. */
+static inline unsigned char *part_of(const latv_t *v, int q)
 {
     const mca_coll_xccl_latency_t *st = &v->st;
     const int s = st->m->level->local_of[q];
-    const size_t d = r < 0 ? 0 : (size_t) ((r - q - 1 + v->n) % v->n);
-    return st->m->level->small[st->pair ? s ^ st->flip : s] + st->at0 + d * v->slot;
+    return st->m->level->small[st->pair ? s ^ st->flip : s] + st->at0;
 }
 
-static inline int small(const latv_t *v, size_t len)
+/* Waits for q's post of this call: 1, or -1 q is gone. */
+static inline int posted(latv_t *v, int q)
 {
-    return len > 0 && len <= v->slot;
+    return mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f);
 }
 
-/* Receives q's small block of len bytes at dst from q's slot for this
- * rank (r < 0: its first): 1, or -1 q is gone. */
-static inline int take(latv_t *v, int q, int r, char *dst, size_t len)
+/* A sender's blocks (scatterv's root, alltoallv): each block for another
+ * rank, in the order of the ranks after this one, into the part after its
+ * directory while it fits (its entry: where), else the entry says large;
+ * bytes[r] then 0 for the first kind. */
+static void give(latv_t *v, const char *ws, size_t *bytes, const size_t *displs)
 {
-    if (1 != mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f)) {
+    unsigned char *part = part_of(v, v->rank);
+    uint32_t *dir = (uint32_t *) part;
+    size_t at = mca_coll_xccl_latency_v_dir(v->n);
+    for (int k = 1; k < v->n; k++) {
+        const int r = (v->rank + k) % v->n;
+        const size_t len = bytes[r];
+        if (0 == len) {
+            continue;
+        }
+        if (len <= v->part - at) {
+            copy(part + at, ws + displs[r], len);
+            dir[r] = (uint32_t) at;
+            at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
+            bytes[r] = 0;
+        } else {
+            dir[r] = LATV_LARGE;
+            v->large = 1;
+        }
+    }
+}
+
+/* A receiver's block of len bytes from q at dst, once q posted: copied
+ * from q's part where q's directory says so (*len then 0), else left for
+ * the executor.  1, or -1 q is gone. */
+static int take(latv_t *v, int q, char *dst, size_t *len)
+{
+    if (1 != posted(v, q)) {
         return -1;
     }
-    copy(dst, slot_of(v, q, r), len);
+    const unsigned char *part = part_of(v, q);
+    const uint32_t at = ((const uint32_t *) part)[v->rank];
+    if (LATV_LARGE == at) {
+        v->large = 1;
+    } else {
+        copy(dst, part + at, *len);
+        *len = 0;
+    }
     return 1;
 }
 
 /* Steps 2 and 3 of each collective (the top of the file): 1, or -1 a
  * rank is gone; v->large set, and the counts of the blocks moved here
- * set to zero where a large one is left for the executor. */
+ * (and the own one's) set to zero, which leaves the executor's. */
 
 static int gatherv(latv_t *v, const char *ws, char *wr, int in_place)
 {
     size_t *bytes = v->vec, *displs = v->vec + v->n;
     const int n = v->n, me = v->rank, root = v->root;
     if (me != root) {
-        if (small(v, bytes[me])) {
-            copy(slot_of(v, me, -1), ws, bytes[me]);
+        if (bytes[me] <= v->part) {
+            copy(part_of(v, me), ws, bytes[me]);
         }
         mca_coll_xccl_latency_post(&v->st);
-        v->large = bytes[me] > v->slot;
+        v->large = bytes[me] > v->part;
         return 1;
     }
     mca_coll_xccl_latency_post(&v->st);
     if (!in_place && bytes[me] > 0) {
         copy(wr + displs[me], ws, bytes[me]);
     }
+    bytes[me] = 0;
     for (int k = 1; k < n; k++) {
         const int q = (root + k) % n;
-        if (small(v, bytes[q]) && 1 != take(v, q, -1, wr + displs[q], bytes[q])) {
-            return -1;
+        if (bytes[q] > v->part) {
+            v->large = 1;
+        } else if (bytes[q] > 0) {
+            if (1 != posted(v, q)) {
+                return -1;
+            }
+            copy(wr + displs[q], part_of(v, q), bytes[q]);
+            bytes[q] = 0;
         }
-        v->large |= bytes[q] > v->slot;
-    }
-    for (int q = 0; v->large && q < n; q++) {
-        bytes[q] = bytes[q] > v->slot && q != root ? bytes[q] : 0;
     }
     return 1;
 }
@@ -159,26 +209,17 @@ static int gatherv(latv_t *v, const char *ws, char *wr, int in_place)
 static int scatterv(latv_t *v, const char *ws, char *wr, int in_place)
 {
     size_t *bytes = v->vec, *displs = v->vec + v->n;
-    const int n = v->n, me = v->rank, root = v->root;
+    const int me = v->rank, root = v->root;
     if (me != root) {
         mca_coll_xccl_latency_post(&v->st);
-        v->large = bytes[me] > v->slot;
-        return small(v, bytes[me]) ? take(v, root, me, wr, bytes[me]) : 1;
+        return bytes[me] > 0 ? take(v, root, wr, &bytes[me]) : 1;
     }
-    for (int k = 1; k < n; k++) {
-        const int q = (root + k) % n;
-        if (small(v, bytes[q])) {
-            copy(slot_of(v, me, q), ws + displs[q], bytes[q]);
-        }
-        v->large |= bytes[q] > v->slot;
-    }
+    give(v, ws, bytes, displs);
     mca_coll_xccl_latency_post(&v->st);
     if (!in_place && bytes[me] > 0) {
         copy(wr, ws + displs[me], bytes[me]);
     }
-    for (int q = 0; v->large && q < n; q++) {
-        bytes[q] = bytes[q] > v->slot && q != root ? bytes[q] : 0;
-    }
+    bytes[me] = 0;
     return 1;
 }
 
@@ -186,26 +227,17 @@ static int alltoallv(latv_t *v, const char *ws, char *wr)
 {
     const int n = v->n, me = v->rank;
     size_t *sc = v->vec, *sd = v->vec + n, *rc = v->vec + 2 * n, *rd = v->vec + 3 * n;
-    for (int k = 1; k < n; k++) {
-        const int r = (me + k) % n;
-        if (small(v, sc[r])) {
-            copy(slot_of(v, me, r), ws + sd[r], sc[r]);
-        }
-    }
+    give(v, ws, sc, sd);
     mca_coll_xccl_latency_post(&v->st);
     if (rc[me] > 0 && wr + rd[me] != ws + sd[me]) {
         copy(wr + rd[me], ws + sd[me], rc[me]);
     }
+    sc[me] = rc[me] = 0;
     for (int k = 1; k < n; k++) {
         const int q = (me - k + n) % n;
-        if (small(v, rc[q]) && 1 != take(v, q, me, wr + rd[q], rc[q])) {
+        if (rc[q] > 0 && 1 != take(v, q, wr + rd[q], &rc[q])) {
             return -1;
         }
-        v->large |= rc[q] > v->slot || sc[q] > v->slot;
-    }
-    for (int q = 0; v->large && q < n; q++) {
-        sc[q] = sc[q] > v->slot && q != me ? sc[q] : 0;
-        rc[q] = rc[q] > v->slot && q != me ? rc[q] : 0;
     }
     return 1;
 }
@@ -250,7 +282,6 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_level *h = m->level;
     latv_t v = { .vec = (size_t *) c->args.vec, .n = m->size, .rank = m->rank, .root = c->args.root };
-    v.slot = mca_coll_xccl_latency_v_slot(v.n);
     int r = stage ? mca_coll_xccl_gpu_stage_fill(m, c->coll, stage) : MPI_SUCCESS;
     if (MPI_SUCCESS != r) {
         return r;
@@ -259,18 +290,20 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     while (!mca_coll_xccl_latency_idle(m)) {
         opal_progress();
     }
-    /* whether this rank writes its part: the ring records (and its next
-     * writes there wait for) only those calls */
+    v.part = XCCL_COLL_GATHERV == c->coll ? XCCL_LATENCY_V_BLOCK
+                                          : mca_coll_xccl_latency_v_dir(v.n) + XCCL_LATENCY_V_BLOCK;
+    /* whether this rank writes its part (a block, or a directory): the
+     * ring records (and its next writes there wait for) only those calls */
     int writes = 0;
     for (int q = 0; q < v.n && !writes; q++) {
-        writes = XCCL_COLL_ALLTOALLV == c->coll ? q != v.rank && small(&v, v.vec[q])
-                 : XCCL_COLL_GATHERV == c->coll ? q == v.rank && v.rank != v.root && small(&v, v.vec[q])
-                                                : q != v.rank && v.rank == v.root && small(&v, v.vec[q]);
+        writes = XCCL_COLL_ALLTOALLV == c->coll ? q != v.rank && v.vec[q] > 0
+                 : XCCL_COLL_GATHERV == c->coll ? q == v.rank && v.rank != v.root && v.vec[q] > 0 &&
+                                                      v.vec[q] <= v.part
+                                                : q != v.rank && v.rank == v.root && v.vec[q] > 0;
     }
     const int me = h->local_of[m->rank];
-    v.st = (mca_coll_xccl_latency_t) { .m = m, .coll = c->coll,
-                                       .len = XCCL_COLL_GATHERV == c->coll ? v.slot : (size_t) (v.n - 1) * v.slot,
-                                       .me = me, .root = writes ? me : -1, .wide = 1 };
+    v.st = (mca_coll_xccl_latency_t) { .m = m, .coll = c->coll, .len = v.part, .me = me,
+                                       .root = writes ? me : -1, .wide = 1 };
     mca_coll_xccl_latency_place(&v.st);
     r = 1;
     if (writes && v.st.last > 0 && h->lat_seen <= v.st.last) {

@@ -1,13 +1,14 @@
 /*
  * The latency path of the v forms (gatherv, scatterv, alltoallv;
- * coll_xccl_latency_v.c): their blocking calls on one node move each
- * block of at most mca_coll_xccl_latency_v_slot(n) bytes (4 KiB up to 17
- * ranks) through the latency path's lines and small areas, without the
- * executor, and the larger blocks, where a call has any, through the
- * level's executor schedule of those blocks alone.  Whether a block is
- * small is known to both of its ends (its sender's count is its
- * receiver's), so no rank needs to know another's sizes and no round of
- * agreement is run: every rank starts every such call here.
+ * coll_xccl_latency_v.c): their blocking calls on one node move the
+ * blocks that fit a rank's part of XCCL_LATENCY_V_BLOCK bytes through the
+ * latency path's lines and small areas, without the executor, and the
+ * others, where a call has any, through the level's executor schedule of
+ * those blocks alone.  Whether a block goes which way is known to both of
+ * its ends (gatherv: its size; scatterv, alltoallv: the sender's word,
+ * which its receiver reads with the block), so no rank needs to know
+ * another's sizes and no round of agreement is run: every rank starts
+ * every such call here.
  */
 #ifndef MCA_COLL_XCCL_LATENCY_V_H
 #define MCA_COLL_XCCL_LATENCY_V_H
@@ -19,19 +20,17 @@
 
 BEGIN_C_DECLS
 
-/* A call's room in each rank's small area: one slot per peer of at most
- * XCCL_LATENCY_V_SLOT bytes, fewer where n - 1 of them would pass
- * XCCL_LATENCY_BYTES (more than 17 ranks), 64 at least (up to
- * XCCL_LATENCY_V_RANKS ranks).  A block of at most a slot is small. */
-#define XCCL_LATENCY_V_SLOT ((size_t) 4096)
-#define XCCL_LATENCY_V_RANKS (1 + (int) (XCCL_LATENCY_BYTES / 64))
-
-/* The slot of a communicator of n ranks (the same on every rank). */
-static inline size_t mca_coll_xccl_latency_v_slot(int n)
+/* A rank's part of such a call in its small area: the blocks it sends
+ * there, XCCL_LATENCY_V_BLOCK bytes at most (a gatherv sender's block:
+ * at most that), after a directory of 4 bytes per rank (scatterv's root,
+ * alltoallv), which says where each block lies, or that it is large. */
+#define XCCL_LATENCY_V_BLOCK ((size_t) 4096)
+static inline size_t mca_coll_xccl_latency_v_dir(int n)
 {
-    const size_t fit = (size_t) XCCL_LATENCY_BYTES / (size_t) (n - 1) / 64 * 64;
-    return fit < XCCL_LATENCY_V_SLOT ? fit : XCCL_LATENCY_V_SLOT;
+    return ((size_t) n * 4 + 15) / 16 * 16;     /* the blocks after it 16 bytes apart */
 }
+/* The ranks whose part fits XCCL_LATENCY_BYTES (three fit the small area). */
+#define XCCL_LATENCY_V_RANKS ((int) ((XCCL_LATENCY_BYTES - XCCL_LATENCY_V_BLOCK) / 4))
 
 /* Whether a call c of a v form whose schedule would be algo goes here
  * (from what every rank shares: blocking, the level on with its small

@@ -1093,8 +1093,9 @@ run_latency_no_trials roots -r check_latency_roots
 # blocks), and one line per nonblocking call.  (Planted: a rank without
 # a large block that skips its executor flag hangs at np 3 and 4; a
 # gatherv root that leaves the small blocks in the executor's counts
-# gives wrong bytes there; a writer that skips the ring's wait gives
-# wrong bytes at np 2, 3 and 4.)
+# gives wrong bytes there, a receiver that takes a block by its size
+# where the sender's part had no room for it crashes there; a writer that
+# skips the ring's wait gives wrong bytes at np 2, 3 and 4.)
 check_latency_v() {
     local name=$1 np=$2 r bad=0
     for ((r = 0; r < np; r++)); do

@@ -14,10 +14,10 @@
  *     in flight over the next one to three calls, then is waited for;
  *   - the sizes, from each sender to each receiver: all small (0 to about
  *     1 KiB, a quarter of them 0, now and then 4080 to 4110 bytes: around
- *     the largest block the latency path takes, 4096 bytes up to 17
- *     ranks); one rank's blocks past that (5 to 20 KiB: the executor's)
- *     and the others' small (the latency path's, in the same call); or
- *     every block up to 20 KiB;
+ *     the 4096 bytes of blocks a rank's part of the latency path holds,
+ *     where a sender's part also runs out of room); one rank's blocks
+ *     past that (5 to 20 KiB: the executor's) and the others' small (the
+ *     latency path's, in the same call); or every block up to 20 KiB;
  *   - the blocking v calls come in runs of 1 to 16 of one collective and
  *     root (other calls among them), one run in eight of 100 to 199
  *     calls with nothing else among them, all blocks small (at most
