@@ -286,7 +286,9 @@ LAT_FN void lat_place(mca_coll_xccl_latency_t *st)
      * with more ranks nobody else writes its area; of two ranks, a call it
      * gives nothing in (a bcast it reads) had it as its only reader */
     if (st->root == st->me && len > 0) {
-        for (unsigned k = u; k < u + units; k++) {
+        const unsigned end = u + (st->wrote ? (unsigned) ((st->wrote + XCCL_LATENCY_UNIT - 1) / XCCL_LATENCY_UNIT)
+                                            : units);
+        for (unsigned k = u; k < end; k++) {
             st->last = h->lat_wrote[k] > st->last ? h->lat_wrote[k] : st->last;
             h->lat_wrote[k] = st->f2;
         }

@@ -84,6 +84,8 @@ typedef struct {
     int phase;                       /* 0 give, 1 read, 2 the sliced allreduce's second half */
     int wide;                        /* the v forms: a ring of the whole area where
                                       * LAT_RING_MIN would do (coll_xccl_latency_v.c) */
+    size_t wrote;                    /* the v forms: the bytes this rank writes at the start
+                                      * of its part (0: len), all the ring records */
     size_t k;                        /* bcast: the next piece to read */
     unsigned polls;                  /* waits (blocking: progress calls; a request: unmet
                                       * tests) since the last liveness check */

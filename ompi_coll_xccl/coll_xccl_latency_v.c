@@ -65,6 +65,15 @@
  * scatterv took 2-5 and 1.2-2 times as long as in the whole area
  * (docs/bench/latency-path.md).
  *
+ * Gather, scatter, reduce and allgatherv know their sizes on every rank
+ * and come here where all of a call fits (mca_coll_xccl_latency_v_fits,
+ * the same answer everywhere): gather and scatter as gatherv and scatterv
+ * of even blocks, reduce as a gather of the vectors that the root reduces
+ * in rank order (with a kernel of ours), allgatherv as every rank's block
+ * in its part, read by all.  None has a large block, so for them the
+ * executor never runs from here; decide (coll_xccl_path.c) keeps them
+ * from the fallback below the small-message size.
+ *
  * Nonblocking calls keep the executor (their turn in m->level_ticket);
  * this path, like the six's blocking one, first waits until none is in
  * flight (mca_coll_xccl_latency_idle).
@@ -72,6 +81,7 @@
 #include "ompi_config.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opal/runtime/opal_progress.h"
@@ -88,8 +98,7 @@
 #define LATV_DONE (UINT32_MAX - 1)
 /* A directory entry: the block is large (the executor's). */
 #define LATV_LARGE UINT32_MAX
-/* Blocks in a part start 16 bytes apart at least. */
-#define LATV_ALIGN ((size_t) 16)
+#define LATV_ALIGN XCCL_LATENCY_V_ALIGN
 
 typedef struct {
     mca_coll_xccl_latency_t st;      /* the ring's numbers and units */
@@ -122,6 +131,22 @@ static inline unsigned char *part_of(const latv_t *v, int q)
 static inline int posted(latv_t *v, int q)
 {
     return mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f);
+}
+
+/* Where a sender's blocks end in its part (give, below, fills it so), 0
+ * where it sends none to another rank (and writes no directory entry). */
+static size_t packed(const latv_t *v, const size_t *bytes)
+{
+    size_t at = mca_coll_xccl_latency_v_dir(v->n);
+    int any = 0;
+    for (int k = 1; k < v->n; k++) {
+        const size_t len = bytes[(v->rank + k) % v->n];
+        any |= len > 0;
+        if (len > 0 && len <= v->part - at) {
+            at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
+        }
+    }
+    return any ? at : 0;
 }
 
 /* A sender's blocks (scatterv's root, alltoallv): each block for another
@@ -242,6 +267,78 @@ static int alltoallv(latv_t *v, const char *ws, char *wr)
     return 1;
 }
 
+/* Reduce (all of it fits): every rank but an in-place root's gives its
+ * vector in its part; the root reduces them in rank order into RECV (its
+ * own from SEND, or in place from the copy in its part). */
+static int reduce(latv_t *v, const mca_coll_xccl_call_t *c, const char *ws, char *wr)
+{
+    const int n = v->n, me = v->rank, root = v->root;
+    const size_t count = c->args.count, len = count * c->es;
+    if (me != root || c->in_place) {
+        copy(part_of(v, me), ws, len);
+    }
+    mca_coll_xccl_latency_post(&v->st);
+    if (me != root || 0 == count) {
+        return 1;
+    }
+    const char *first = NULL;
+    for (int q = 0; q < n; q++) {
+        if (q != me && 1 != posted(v, q)) {
+            return -1;
+        }
+        const char *src = q == me && !c->in_place ? ws : (const char *) part_of(v, q);
+        if (0 == q) {
+            first = src;
+        } else {
+            c->red.kernel(wr, 1 == q ? first : wr, src, count);
+        }
+    }
+    return 1;
+}
+
+/* Allgatherv (all of it fits): every rank gives its block in its part
+ * and copies every other rank's out after its post. */
+static int allgatherv(latv_t *v, const char *ws, char *wr, int in_place)
+{
+    const size_t *bytes = v->vec, *displs = v->vec + v->n;
+    const int n = v->n, me = v->rank;
+    const char *own = in_place ? wr + displs[me] : ws;
+    copy(part_of(v, me), own, bytes[me]);
+    mca_coll_xccl_latency_post(&v->st);
+    if (!in_place) {
+        copy(wr + displs[me], own, bytes[me]);
+    }
+    for (int k = 1; k < n; k++) {
+        const int q = (me - k + n) % n;
+        if (bytes[q] > 0) {
+            if (1 != posted(v, q)) {
+                return -1;
+            }
+            copy(wr + displs[q], part_of(v, q), bytes[q]);
+        }
+    }
+    return 1;
+}
+
+int mca_coll_xccl_latency_v_plan(mca_coll_xccl_call_t *c)
+{
+    struct mca_coll_xccl_level *h = c->m->level;
+    if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
+        mca_coll_xccl_reduce_t red;
+        size_t es = 1;
+        if (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &red, &es) || NULL == red.kernel) {
+            return 0;
+        }
+        h->plan = red;
+        h->plan_es = es;
+        h->plan_dt = c->rdtype;
+        h->plan_op = c->op;
+    }
+    c->red = h->plan;
+    c->es = h->plan_es;
+    return 1;
+}
+
 /* Step 4 where this rank has a large block: the level's schedule of the
  * call's counts as the steps above left them, in its turn (as
  * path_schedule runs one), logged as the executor's. */
@@ -281,47 +378,83 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_level *h = m->level;
+    const xccl_coll_t coll = c->coll;
     latv_t v = { .vec = (size_t *) c->args.vec, .n = m->size, .rank = m->rank, .root = c->args.root };
-    int r = stage ? mca_coll_xccl_gpu_stage_fill(m, c->coll, stage) : MPI_SUCCESS;
+    int r = stage ? mca_coll_xccl_gpu_stage_fill(m, coll, stage) : MPI_SUCCESS;
     if (MPI_SUCCESS != r) {
         return r;
+    }
+    /* gather, scatter: gatherv's and scatterv's counts, blocks in rank order */
+    size_t even[128];
+    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
+        v.vec = 2 * (size_t) v.n <= sizeof(even) / sizeof(even[0]) ? even : malloc(2 * (size_t) v.n * sizeof(size_t));
+        if (NULL == v.vec) {
+            return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts");
+        }
+        for (int q = 0; q < v.n; q++) {
+            v.vec[q] = c->args.block;
+            v.vec[v.n + q] = (size_t) q * c->args.block;
+        }
     }
     /* after the level's nonblocking calls made before this one */
     while (!mca_coll_xccl_latency_idle(m)) {
         opal_progress();
     }
-    v.part = XCCL_COLL_GATHERV == c->coll ? XCCL_LATENCY_V_BLOCK
-                                          : mca_coll_xccl_latency_v_dir(v.n) + XCCL_LATENCY_V_BLOCK;
-    /* whether this rank writes its part (a block, or a directory): the
-     * ring records (and its next writes there wait for) only those calls */
-    int writes = 0;
-    for (int q = 0; q < v.n && !writes; q++) {
-        writes = XCCL_COLL_ALLTOALLV == c->coll ? q != v.rank && v.vec[q] > 0
-                 : XCCL_COLL_GATHERV == c->coll ? q == v.rank && v.rank != v.root && v.vec[q] > 0 &&
-                                                      v.vec[q] <= v.part
-                                                : q != v.rank && v.rank == v.root && v.vec[q] > 0;
+    const int dir = XCCL_COLL_SCATTERV == coll || XCCL_COLL_SCATTER == coll || XCCL_COLL_ALLTOALLV == coll;
+    v.part = (dir ? mca_coll_xccl_latency_v_dir(v.n) : 0) + XCCL_LATENCY_V_BLOCK;
+    /* the bytes this rank writes at the start of its part (its blocks, a
+     * directory): the ring records (and its next writes there wait for)
+     * only those */
+    size_t wrote = 0;
+    if (XCCL_COLL_REDUCE == coll) {
+        wrote = v.rank != v.root || c->in_place ? c->args.count * c->es : 0;
+    } else if (XCCL_COLL_ALLGATHERV == coll) {
+        wrote = v.vec[v.rank];
+    } else if (!dir) {
+        wrote = v.rank != v.root && v.vec[v.rank] <= v.part ? v.vec[v.rank] : 0;
+    } else if (XCCL_COLL_ALLTOALLV == coll || v.rank == v.root) {
+        wrote = packed(&v, v.vec);
     }
     const int me = h->local_of[m->rank];
-    v.st = (mca_coll_xccl_latency_t) { .m = m, .coll = c->coll, .len = v.part, .me = me,
-                                       .root = writes ? me : -1, .wide = 1 };
+    v.st = (mca_coll_xccl_latency_t) { .m = m, .coll = coll, .len = v.part, .me = me,
+                                       .root = wrote ? me : -1, .wide = 1, .wrote = wrote };
     mca_coll_xccl_latency_place(&v.st);
     r = 1;
-    if (writes && v.st.last > 0 && h->lat_seen <= v.st.last) {
+    if (wrote && v.st.last > 0 && h->lat_seen <= v.st.last) {
         r = mca_coll_xccl_latency_wait(&v.st, -1, v.st.last + 1);
     }
     if (1 == r) {
-        r = XCCL_COLL_GATHERV == c->coll    ? gatherv(&v, ws, wr, c->in_place)
-            : XCCL_COLL_SCATTERV == c->coll ? scatterv(&v, ws, wr, c->in_place)
-                                            : alltoallv(&v, ws, wr);
+        switch (coll) {
+        case XCCL_COLL_GATHER:
+        case XCCL_COLL_GATHERV:
+            r = gatherv(&v, ws, wr, c->in_place);
+            break;
+        case XCCL_COLL_SCATTER:
+        case XCCL_COLL_SCATTERV:
+            r = scatterv(&v, ws, wr, c->in_place);
+            break;
+        case XCCL_COLL_REDUCE:
+            r = reduce(&v, c, ws, wr);
+            break;
+        case XCCL_COLL_ALLGATHERV:
+            r = allgatherv(&v, ws, wr, c->in_place);
+            break;
+        default:
+            r = alltoallv(&v, ws, wr);
+        }
+    }
+    if (NULL != v.vec && v.vec != even && v.vec != c->args.vec) {
+        free(v.vec);
     }
     if (r < 0) {
-        return mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "a rank of this node is gone");
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a rank of this node is gone");
     }
     if (v.large) {
+        /* (gather, scatter: never, all of them fit) */
         return executor(c, ws, wr);
     }
     (void) xccl_segment_flag_post(h->seg, (uint32_t) m->seq++, LATV_DONE);
-    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, xccl_select_level_index(c->coll, XCCL_LEVEL_SHM), -1.0, NULL,
+    mca_coll_xccl_log_call(m, coll, 0, c->bytes, xccl_select_level_index(coll, XCCL_LEVEL_SHM), -1.0, NULL,
                            "latency_path");
     return MPI_SUCCESS;
 }

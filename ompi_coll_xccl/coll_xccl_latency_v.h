@@ -8,7 +8,10 @@
  * its ends (gatherv: its size; scatterv, alltoallv: the sender's word,
  * which its receiver reads with the block), so no rank needs to know
  * another's sizes and no round of agreement is run: every rank starts
- * every such call here.
+ * every such call here.  Gather, scatter, reduce and allgatherv, whose
+ * sizes every rank knows, come here where all of a call fits
+ * (mca_coll_xccl_latency_v_fits), also below the small-message size,
+ * where they would otherwise go to the fallback.
  */
 #ifndef MCA_COLL_XCCL_LATENCY_V_H
 #define MCA_COLL_XCCL_LATENCY_V_H
@@ -21,27 +24,77 @@
 BEGIN_C_DECLS
 
 /* A rank's part of such a call in its small area: the blocks it sends
- * there, XCCL_LATENCY_V_BLOCK bytes at most (a gatherv sender's block:
- * at most that), after a directory of 4 bytes per rank (scatterv's root,
- * alltoallv), which says where each block lies, or that it is large. */
+ * there, XCCL_LATENCY_V_BLOCK bytes at most (a gatherv sender's block, a
+ * reduce's vector: at most that), after a directory of 4 bytes per rank
+ * (scatter(v)'s root, alltoallv), which says where each block lies, or
+ * that it is large; blocks XCCL_LATENCY_V_ALIGN bytes apart at least. */
 #define XCCL_LATENCY_V_BLOCK ((size_t) 4096)
+#define XCCL_LATENCY_V_ALIGN ((size_t) 16)
 static inline size_t mca_coll_xccl_latency_v_dir(int n)
 {
-    return ((size_t) n * 4 + 15) / 16 * 16;     /* the blocks after it 16 bytes apart */
+    return ((size_t) n * 4 + 15) / 16 * 16;
 }
 /* The ranks whose part fits XCCL_LATENCY_BYTES (three fit the small area). */
 #define XCCL_LATENCY_V_RANKS ((int) ((XCCL_LATENCY_BYTES - XCCL_LATENCY_V_BLOCK) / 4))
 
-/* Whether a call c of a v form whose schedule would be algo goes here
- * (from what every rank shares: blocking, the level on with its small
- * calls, the level's algorithm). */
+/* The collectives that come here. */
+static inline int mca_coll_xccl_latency_v_coll(xccl_coll_t coll)
+{
+    return xccl_coll_sizes_local(coll) || XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll ||
+           XCCL_COLL_REDUCE == coll || XCCL_COLL_ALLGATHERV == coll;
+}
+
+/* Whether all of c fits, from what every rank knows (the v forms: always,
+ * block by block): gather's and allgatherv's every block and reduce's
+ * vector at most XCCL_LATENCY_V_BLOCK bytes, scatter's blocks all in the
+ * root's part. */
+static inline int mca_coll_xccl_latency_v_fits(const mca_coll_xccl_call_t *c)
+{
+    const size_t most = XCCL_LATENCY_V_BLOCK, align = XCCL_LATENCY_V_ALIGN;
+    switch (c->coll) {
+    case XCCL_COLL_GATHER:
+        return c->args.block <= most;
+    case XCCL_COLL_SCATTER:
+        return (size_t) (c->m->size - 1) * ((c->args.block + align - 1) / align * align) <= most;
+    case XCCL_COLL_REDUCE:
+        return c->bytes <= most;
+    case XCCL_COLL_ALLGATHERV:
+        for (int q = 0; q < c->m->size; q++) {
+            if (c->args.vec[q] > most) {
+                return 0;
+            }
+        }
+        return 1;
+    default:
+        return 1;
+    }
+}
+
+/* Whether decide (coll_xccl_path.c) keeps from the fallback a call that
+ * the policy hands it as not faster below the small-message size: a
+ * blocking one that comes here (the level's small calls on; the vote
+ * settled first, as for the six's small calls). */
+static inline int mca_coll_xccl_latency_v_small(const mca_coll_xccl_call_t *c)
+{
+    return NULL == c->request && c->m->level_small && mca_coll_xccl_latency_v_coll(c->coll) &&
+           mca_coll_xccl_latency_v_fits(c);
+}
+
+/* Whether a call c whose schedule would be algo goes here (from what
+ * every rank shares: blocking, the level on with its small calls, the
+ * level's algorithm, what fits; a reduction with a kernel of ours). */
 static inline int mca_coll_xccl_latency_v_wanted(const mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
                                                  int algo)
 {
-    return NULL == c->request && xccl_coll_sizes_local(c->coll) && m->level_small && c->args.shm_slot > 0 &&
-           m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
-           algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM);
+    return NULL == c->request && mca_coll_xccl_latency_v_coll(c->coll) && m->level_small &&
+           c->args.shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
+           algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM) && mca_coll_xccl_latency_v_fits(c) &&
+           (!c->reduction || NULL != c->red.kernel);
 }
+
+/* The fast way's plan of a reduction: 1 (c->red and c->es set, a kernel
+ * of ours), or 0 (the whole way: its plan, or the fallback's reason). */
+int mca_coll_xccl_latency_v_plan(mca_coll_xccl_call_t *c);
 
 /* One blocking call c on its work buffers ws, wr (the user's where
  * nothing needs packing, coll_xccl_pack.c's otherwise; NULL where the
@@ -79,13 +132,14 @@ static inline int mca_coll_xccl_latency_v_buffers(const mca_coll_xccl_call_t *c,
     return 1;
 }
 
-/* The fast way of a v form's blocking call (coll_xccl_path.h), the path
- * table's rule (path_latency) with fewer steps: where the whole way would
- * reach mca_coll_xccl_latency_v_wanted on every rank (the level on with
- * its fast way, m->level_lat_colls; one node of this job, which decide
- * keeps; the collective enabled and not forced: the level's shm) and the
- * buffers are the host's and need no packing.  1 with the call's result
- * in *rc, or 0: the whole way. */
+/* The fast way of a blocking call that comes here (coll_xccl_path.h),
+ * the path table's rule (path_latency) with fewer steps: where the whole
+ * way would reach mca_coll_xccl_latency_v_wanted on every rank (the level
+ * on with its fast way, m->level_lat_colls; one node of this job, which
+ * decide keeps; the collective enabled and not forced: the level's shm;
+ * what fits; a reduction's kernel) and the buffers are the host's and
+ * need no packing.  1 with the call's result in *rc, or 0: the whole
+ * way. */
 static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
@@ -94,8 +148,9 @@ static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
     char *wr;
     if (!(NULL == c->request && m->level_local && 0 != __atomic_load_n(&m->level_lat_colls, __ATOMIC_RELAXED) &&
           k->enable[c->coll] && XCCL_SEL_AUTO == k->policy.forced[c->coll] && m->size >= 2 &&
-          m->size <= XCCL_LATENCY_V_RANKS && (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) &&
-          mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
+          m->size <= XCCL_LATENCY_V_RANKS && mca_coll_xccl_latency_v_fits(c) &&
+          (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) &&
+          (!c->reduction || mca_coll_xccl_latency_v_plan(c)) && mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
         return 0;
     }
     *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr);

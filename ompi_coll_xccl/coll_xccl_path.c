@@ -507,9 +507,11 @@ static inline int fallback_wrong(const mca_coll_xccl_call_t *c)
  * job whose level may run (m->level_local): its schedules then run
  * through the node's segment, not the transport.  Below small_msg_bytes
  * the fallback is faster (the executor's cost per call), where every
- * rank knows the size; alltoallv, gatherv and scatterv stay whatever
- * their sizes.  Figures: docs/bench/latency-path.md,
- * docs/bench/more-collectives.md. */
+ * rank knows the size, but for the blocking calls of gather, scatter,
+ * reduce and allgatherv that the latency path of coll_xccl_latency_v.c
+ * takes (the vote settled first: settle_small); alltoallv, gatherv and
+ * scatterv stay whatever their sizes.  Figures:
+ * docs/bench/latency-path.md, docs/bench/more-collectives.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
     if (xccl_select_why_slower == why) {
@@ -518,7 +520,8 @@ static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
         }
         if (c->m->level_local && xccl_select_level_index(c->coll, XCCL_LEVEL_SHM) >= XCCL_SEL_FIRST) {
             return xccl_coll_sizes_local(c->coll) ||
-                           c->bytes >= (size_t) mca_coll_xccl_component.policy.small_bytes
+                           c->bytes >= (size_t) mca_coll_xccl_component.policy.small_bytes ||
+                           mca_coll_xccl_latency_v_small(c)
                        ? NULL
                        : xccl_select_why_small;
         }
@@ -550,8 +553,10 @@ static inline const char *policy(const mca_coll_xccl_call_t *c)
 static inline void settle_small(mca_coll_xccl_call_t *c, const char *why)
 {
     mca_coll_xccl_module_t *m = c->m;
-    if (xccl_select_why_small == why && NULL == c->request && c->bytes <= XCCL_LATENCY_BYTES &&
-        m->level_small && XCCL_LEVEL_ON != __atomic_load_n(&m->level_state, __ATOMIC_ACQUIRE)) {
+    if (((xccl_select_why_small == why && c->bytes <= XCCL_LATENCY_BYTES) ||
+         (xccl_select_why_slower == why && !xccl_coll_sizes_local(c->coll) &&
+          mca_coll_xccl_latency_v_coll(c->coll) && mca_coll_xccl_latency_v_fits(c))) &&
+        NULL == c->request && m->level_small && XCCL_LEVEL_ON != __atomic_load_n(&m->level_state, __ATOMIC_ACQUIRE)) {
         mca_coll_xccl_setup_settle(m);
     }
 }

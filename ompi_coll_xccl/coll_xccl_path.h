@@ -117,8 +117,8 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
     const char *ws;
     char *wr;
     int algo;
-    if (xccl_coll_sizes_local(c->coll)) {
-        return mca_coll_xccl_fast_latency_v(c, rc);    /* gatherv, scatterv, alltoallv */
+    if (mca_coll_xccl_latency_v_coll(c->coll)) {
+        return mca_coll_xccl_fast_latency_v(c, rc);    /* the v forms, gather, scatter, reduce */
     }
     if (!((NULL == c->request || (m->level_small_nb && !m->gpu_ipc)) &&
           (m->level_lat_colls >> c->coll & 1u) && mca_coll_xccl_component.enable[c->coll] &&

@@ -1085,12 +1085,17 @@ run_latency_no_trials roots -r check_latency_roots
 
 # The v forms' latency path (xccl_mpi_latency_v: gatherv, scatterv and
 # alltoallv under skew, small and large blocks, one rank's past the
-# latency path's slot while the others' fit, in place, the six's small
-# calls and nonblocking v calls in flight among them): results, and on
-# every rank, for each of the three, one verbose line per call (the
-# program's CALLS line), at least one via=latency_path and one algo=shm
-# without it (a large block: the executor's schedule of the large
-# blocks), and one line per nonblocking call.  (Planted: a rank without
+# latency path's room while the others' fit, in place, the six's small
+# calls, gather, scatter, reduce and allgatherv of up to about 4 KiB and
+# nonblocking v calls in flight among them): results, and on every rank,
+# for each of the seven, one verbose line per call (the program's CALLS
+# line) and at least one via=latency_path (with xccl's default
+# small-message size too: decide keeps those from the fallback), for the
+# three v forms at least one algo=shm without it (a large block: the
+# executor's schedule of the large blocks), one line per nonblocking
+# call, and no call of gather, scatter, reduce or allgatherv on any
+# communicator to the fallback (all of theirs fit, or pass 4 KiB in all;
+# the first call on a new communicator takes the whole way).  (Planted: a rank without
 # a large block that skips its executor flag hangs at np 3 and 4; a
 # gatherv root that leaves the small blocks in the executor's counts
 # gives wrong bytes there, a receiver that takes a block by its size
@@ -1101,7 +1106,8 @@ check_latency_v() {
     for ((r = 0; r < np; r++)); do
         per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" '
             $1 == "CALLS" && $2 == "rank=" rank { for (i = 3; i <= NF; i++) { split($i, kv, "="); calls[kv[1]] = kv[2] } seen = 1 }
-            $1 == "xccl:" && $2 ~ /^i?(gatherv|scatterv|alltoallv)$/ && $3 == "comm=0" {
+            $1 == "xccl:" && $2 ~ /^(gather|scatter|reduce|allgatherv)$/ && $6 ~ /^fallback=/ { fb[$2]++ }
+            $1 == "xccl:" && $2 ~ /^i?(gatherv|scatterv|alltoallv|gather|scatter|reduce|allgatherv)$/ && $3 == "comm=0" {
                 lines[$2]++
                 if ($0 ~ / via=latency_path/) lat[$2]++
                 else if ($6 == "algo=shm") exe[$2]++
@@ -1109,13 +1115,14 @@ check_latency_v() {
             END {
                 if (!seen) { print name ": rank " rank ": no CALLS line"; exit 1 }
                 msg = ""
-                n = split("gatherv scatterv alltoallv", cs, " ")
+                n = split("gatherv scatterv alltoallv gather scatter reduce allgatherv", cs, " ")
                 for (i = 1; i <= n; i++) for (nb = 0; nb < 2; nb++) {
                     c = (nb ? "i" : "") cs[i]
                     if (lines[c] + 0 != calls[c] + 0)
                         msg = msg sprintf(" %s: %d calls, %d verbose lines;", c, calls[c], lines[c])
                     if (!nb && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
-                    if (!nb && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
+                    if (!nb && i <= 3 && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
+                    if (!nb && fb[c] + 0 > 0) msg = msg " " c ": " fb[c] " calls to the fallback;"
                 }
                 if (msg != "") { print name ": rank " rank ":" msg; exit 1 }
             }' || bad=1

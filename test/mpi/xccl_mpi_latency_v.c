@@ -9,9 +9,12 @@
  * them; every rank derives call i from (seed, i) alone:
  *   - which: MPI_Gatherv, MPI_Scatterv or MPI_Alltoallv (most calls), a
  *     small MPI_Allreduce, MPI_Bcast (its root kept for runs of calls, so
- *     that a root runs ahead) or MPI_Alltoall, or the start of a
- *     nonblocking v call (MPI_Igatherv, _Iscatterv, _Ialltoallv) that stays
- *     in flight over the next one to three calls, then is waited for;
+ *     that a root runs ahead) or MPI_Alltoall, MPI_Gather, MPI_Scatter,
+ *     MPI_Reduce or MPI_Allgatherv of up to about 4 KiB a rank (the
+ *     latency path's, where all of a call fits, else the executor's or
+ *     the fallback's; see fixed_call), or the start of a nonblocking v
+ *     call (MPI_Igatherv, _Iscatterv, _Ialltoallv) that stays in flight
+ *     over the next one to three calls, then is waited for;
  *   - the sizes, from each sender to each receiver: all small (0 to about
  *     1 KiB, a quarter of them 0, now and then 4080 to 4110 bytes: around
  *     the 4096 bytes of blocks a rank's part of the latency path holds,
@@ -31,12 +34,16 @@
  *     then the same both ways), the blocks in a random order with gaps
  *     between them (on each side its own layout);
  *   - which ranks sleep 1-60 us before the call (about one call in eight).
+ * Before them, each of gather, scatter, reduce and allgatherv is twice the
+ * first call on a new communicator (MPI_Comm_dup), which takes the whole
+ * way (its set-up and vote in the call).
  * Every byte of every result is checked against values each rank computes
  * itself; the gaps, the bytes after the blocks, the receive buffer off
  * gatherv's root and every send buffer must come back untouched.
  *
  * Output: "FAIL ..." lines (at most 10 per rank); every rank
  *   CALLS rank=<r> gatherv=<n> scatterv=<n> alltoallv=<n> igatherv=<n> iscatterv=<n> ialltoallv=<n>
+ *         gather=<n> scatter=<n> reduce=<n> allgatherv=<n>
  * (what reached MPI, for counting verbose lines); then from rank 0
  *   RESULT: <passed> passed, <failed> failed
  * Exit status 0 when every check passed on every rank.
@@ -333,6 +340,109 @@ static void six_call(long i, uint64_t h, int broot)
     }
 }
 
+/* The collectives whose sizes every rank knows, small and not: gather
+ * and scatter (blocks of 0 to 1500 bytes), reduce (1 to 1100 ints,
+ * MPI_SUM), allgatherv (blocks of 0 to 1300 bytes, a quarter of them 0,
+ * in a random order with gaps); every root, in place where the standard
+ * allows it; every byte of the receive buffers (the rest untouched). */
+enum { F_GATHER, F_SCATTER, F_REDUCE, F_ALLGATHERV, NF };
+static const char *const fname[NF] = { "gather", "scatter", "reduce", "allgatherv" };
+
+static int ival(long i, int r, size_t k)
+{
+    return (int) (h3(seed ^ (uint64_t) i, (uint64_t) r + 7000, k) & 0xffff);
+}
+
+static void fixed_call(long i, uint64_t h, long *calls, MPI_Comm comm)
+{
+    static unsigned char *sb, *rb, *want;
+    static int *cnt, *dsp;
+    const int p = size, me = rank, which = (int) (h % NF), root = (int) ((h >> 8) % (uint64_t) p);
+    const int ip = (h >> 16) % 4 == 0;
+    const uint64_t z = h3(seed ^ (uint64_t) i, 77, 78);     /* the sizes */
+    const size_t cap = (size_t) p * (1500 + GAP) + 4400 + 2 * GAP;
+    if (NULL == sb) {
+        sb = xmalloc(cap);
+        rb = xmalloc(cap);
+        want = xmalloc(cap);
+        cnt = xmalloc((size_t) p * sizeof(int));
+        dsp = xmalloc((size_t) p * sizeof(int));
+    }
+    memset(rb, FILL, cap);
+    memset(want, FILL, cap);
+    int rc = MPI_SUCCESS;
+    if (F_GATHER == which || F_SCATTER == which) {
+        const int b = (int) (z % 1501), g = F_GATHER == which;
+        calls[which] += b > 0;       /* (Open MPI returns at once where nothing moves) */
+        for (int q = 0; q < p; q++) {
+            for (int k = 0; k < b; k++) {
+                const unsigned char x = g ? bval(i, q, root, (size_t) k) : bval(i, root, q, (size_t) k);
+                if (g && q == me) {
+                    sb[k] = x;
+                } else if (!g && me == root) {
+                    sb[q * b + k] = x;
+                }
+                if (g && me == root) {
+                    want[q * b + k] = x;
+                } else if (!g && q == me && !(ip && me == root)) {
+                    want[k] = x;
+                }
+            }
+        }
+        if (g && ip && me == root) {
+            memcpy(rb + me * b, sb, (size_t) b);
+        }
+        rc = g ? MPI_Gather(ip && me == root ? MPI_IN_PLACE : sb, b, MPI_BYTE, rb, b, MPI_BYTE, root, comm)
+               : MPI_Scatter(sb, b, MPI_BYTE, ip && me == root ? MPI_IN_PLACE : rb, b, MPI_BYTE, root,
+                             comm);
+    } else if (F_REDUCE == which) {
+        const int n = 1 + (int) (z % 1100);
+        calls[which]++;
+        int *src = ip && me == root ? (int *) rb : (int *) sb, *w = (int *) want;
+        for (int k = 0; k < n; k++) {
+            src[k] = ival(i, me, (size_t) k);
+            long sum = 0;
+            for (int q = 0; q < p; q++) {
+                sum += ival(i, q, (size_t) k);
+            }
+            if (me == root) {
+                w[k] = (int) sum;
+            }
+        }
+        rc = MPI_Reduce(ip && me == root ? MPI_IN_PLACE : sb, rb, n, MPI_INT, MPI_SUM, root, comm);
+    } else {
+        for (int q = 0; q < p; q++) {
+            const uint64_t c = h3(seed ^ (uint64_t) i, (uint64_t) q, 55);
+            cnt[q] = c % 4 == 0 ? 0 : (int) ((c >> 8) % 1301);
+        }
+        (void) layout(i, 3000, cnt, dsp, p);
+        for (int q = 0, any = 0; q < p && !any; q++) {
+            calls[which] += any = cnt[q] > 0;
+        }
+        for (int q = 0; q < p; q++) {
+            for (int k = 0; k < cnt[q]; k++) {
+                want[dsp[q] + k] = bval(i, q, 0, (size_t) k);
+            }
+        }
+        for (int k = 0; k < cnt[me]; k++) {
+            sb[k] = bval(i, me, 0, (size_t) k);
+        }
+        if (ip) {
+            memcpy(rb + dsp[me], sb, (size_t) cnt[me]);
+        }
+        rc = MPI_Allgatherv(ip ? MPI_IN_PLACE : sb, cnt[me], MPI_BYTE, rb, cnt, dsp, MPI_BYTE, comm);
+    }
+    if (MPI_SUCCESS != rc) {
+        fail(i, fname[which], "return code", 0, rc, MPI_SUCCESS);
+    }
+    for (size_t k = 0; k < cap; k++) {
+        if (rb[k] != want[k]) {
+            fail(i, fname[which], "receive buffer", (long) k, rb[k], want[k]);
+            break;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     long iters = 3000;
@@ -356,9 +466,22 @@ int main(int argc, char **argv)
     vcall_t v, pend;
     v_alloc(&v);
     v_alloc(&pend);
-    long passed = 0, calls[2][NV] = { { 0 } };
+    long passed = 0, calls[2][NV] = { { 0 } }, fcalls[NF] = { 0 };
     int pending = 0, pend_left = 0, broot = 0, brun = 0, vrun = 0, pure = 0, slow = 0;
     uint64_t vpick = 0;
+    /* Each of gather, scatter, reduce, allgatherv as the first call on a
+     * new communicator (twice): before its set-up, the whole way, where
+     * decide must keep it from the fallback as the fast way of later
+     * calls would take it. */
+    long first[NF] = { 0 };
+    for (int k = 0; k < 2 * NF; k++) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        const int before = nfail;
+        fixed_call(-1 - k, (h3(seed, (uint64_t) k, 99) & ~(uint64_t) 3) | (uint64_t) (k % NF), first, d);
+        passed += nfail == before;
+        MPI_Comm_free(&d);
+    }
     for (long i = 0; i < iters; i++) {
         const uint64_t h = h3(seed, (uint64_t) i, 7);
         const uint64_t d = h3(seed, (uint64_t) i, (uint64_t) rank + 100);
@@ -373,6 +496,8 @@ int main(int argc, char **argv)
         const int kind = (int) ((h >> 32) % 16);
         if (kind < 3 && !pure) {
             six_call(i, h >> 36, broot);
+        } else if (kind >= 13 && !pure) {
+            fixed_call(i, h >> 36, fcalls, MPI_COMM_WORLD);
         } else if (kind < 5 && !pending && !pure) {
             v_prepare(&pend, i, h >> 36, h >> 36, 0);
             if (MPI_SUCCESS != v_call(&pend, 1)) {
@@ -408,10 +533,13 @@ int main(int argc, char **argv)
         }
         passed += nfail == before;
     }
-    printf("CALLS rank=%d gatherv=%ld scatterv=%ld alltoallv=%ld igatherv=%ld iscatterv=%ld ialltoallv=%ld\n",
+    /* (reduce: and the one below) */
+    printf("CALLS rank=%d gatherv=%ld scatterv=%ld alltoallv=%ld igatherv=%ld iscatterv=%ld ialltoallv=%ld "
+           "gather=%ld scatter=%ld reduce=%ld allgatherv=%ld\n",
            rank, calls[0][GATHERV], calls[0][SCATTERV], calls[0][ALLTOALLV], calls[1][GATHERV],
-           calls[1][SCATTERV], calls[1][ALLTOALLV]);
-    long mine[2] = { passed, iters - passed }, all[2];
+           calls[1][SCATTERV], calls[1][ALLTOALLV], fcalls[F_GATHER], fcalls[F_SCATTER], fcalls[F_REDUCE] + 1,
+           fcalls[F_ALLGATHERV]);
+    long mine[2] = { passed, iters + 2 * NF - passed }, all[2];
     MPI_Reduce(mine, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (0 == rank) {
         printf("RESULT: %ld passed, %ld failed\n", all[0], all[1]);
