@@ -77,16 +77,24 @@ static int check_root(mca_coll_xccl_call_t *c, int root)
     return MPI_SUCCESS;
 }
 
-/* vec of n entries, owned by the call (c->counts, freed on every way out
- * of mca_coll_xccl_call_run). */
-static size_t *new_vec(mca_coll_xccl_call_t *c, size_t n)
+/* vec of n entries, zeroed: a blocking call's in the entry's own room
+ * (VEC_ROOM entries: it ends before the entry returns, and the schedule
+ * cache copies what it keeps; a heap block and its free cost a small call
+ * of these a tenth of its time), else owned by the call (c->counts, freed
+ * on every way out of mca_coll_xccl_call_run: a request or a persistent
+ * request's description keeps it). */
+#define VEC_ROOM 64
+static size_t *new_vec(mca_coll_xccl_call_t *c, size_t n, size_t *room)
 {
-    size_t *v = calloc(n ? n : 1, sizeof(size_t));
-    if (NULL == v) {
+    size_t *v = room;
+    if (NULL == c->request && XCCL_CALL_DESCRIBE != c->persistent && n <= VEC_ROOM) {
+        memset(v, 0, n * sizeof(size_t));
+    } else if (NULL == (v = calloc(n ? n : 1, sizeof(size_t)))) {
         (void) mca_coll_xccl_call_error(c, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts");
         return NULL;
+    } else {
+        c->counts = v;
     }
-    c->counts = v;
     c->args.vec = v;
     c->args.nvec = n;
     return v;
@@ -138,7 +146,8 @@ static int allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdty
         (!c.in_place && MPI_SUCCESS != (err = mca_coll_xccl_check_buf(sbuf, (size_t) scount, sdtype)))) {
         return mca_coll_xccl_call_error(&c, err, "NULL buffer with a nonzero count");
     }
-    size_t *v = new_vec(&c, 2 * (size_t) P);
+    size_t room[VEC_ROOM];
+    size_t *v = new_vec(&c, 2 * (size_t) P, room);
     if (NULL == v) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -187,7 +196,8 @@ static int alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
         (!c.in_place && MPI_SUCCESS != (err = mca_coll_xccl_check_buf(sbuf, (size_t) (shi - slo), sdtype)))) {
         return mca_coll_xccl_call_error(&c, err, "NULL buffer with a nonzero count");
     }
-    size_t *v = new_vec(&c, 4 * (size_t) P);
+    size_t room[VEC_ROOM];
+    size_t *v = new_vec(&c, 4 * (size_t) P, room);
     if (NULL == v) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -254,7 +264,8 @@ static int gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
         (!c.in_place && MPI_SUCCESS != (err = mca_coll_xccl_check_buf(sbuf, (size_t) scount, sdtype)))) {
         return mca_coll_xccl_call_error(&c, err, "NULL buffer with a nonzero count");
     }
-    size_t *v = new_vec(&c, 2 * (size_t) P);
+    size_t room[VEC_ROOM];
+    size_t *v = new_vec(&c, 2 * (size_t) P, room);
     if (NULL == v) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -327,7 +338,8 @@ static int scatterv(const void *sbuf, const int *scounts, const int *displs,
         (!in_place && MPI_SUCCESS != (err = mca_coll_xccl_check_buf(rbuf, (size_t) rcount, rdtype)))) {
         return mca_coll_xccl_call_error(&c, err, "NULL buffer with a nonzero count");
     }
-    size_t *v = new_vec(&c, 2 * (size_t) P);
+    size_t room[VEC_ROOM];
+    size_t *v = new_vec(&c, 2 * (size_t) P, room);
     if (NULL == v) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }

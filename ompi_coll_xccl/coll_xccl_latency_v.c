@@ -379,7 +379,12 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_level *h = m->level;
     const xccl_coll_t coll = c->coll;
-    latv_t v = { .vec = (size_t *) c->args.vec, .n = m->size, .rank = m->rank, .root = c->args.root };
+    latv_t v;                        /* field by field: zeroing it all costs a call more */
+    v.vec = (size_t *) c->args.vec;
+    v.n = m->size;
+    v.rank = m->rank;
+    v.root = c->args.root;
+    v.large = 0;
     int r = stage ? mca_coll_xccl_gpu_stage_fill(m, coll, stage) : MPI_SUCCESS;
     if (MPI_SUCCESS != r) {
         return r;
@@ -415,13 +420,25 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     } else if (XCCL_COLL_ALLTOALLV == coll || v.rank == v.root) {
         wrote = packed(&v, v.vec);
     }
-    const int me = h->local_of[m->rank];
-    v.st = (mca_coll_xccl_latency_t) { .m = m, .coll = coll, .len = v.part, .me = me,
-                                       .root = wrote ? me : -1, .wide = 1, .wrote = wrote };
+    /* what mca_coll_xccl_latency_place reads; it sets the rest */
+    v.st.m = m;
+    v.st.coll = coll;
+    v.st.len = v.part;
+    v.st.me = h->local_of[m->rank];
+    v.st.root = wrote ? v.st.me : -1;
+    v.st.sliced = 0;
+    v.st.wide = 1;
+    v.st.wrote = wrote;
     mca_coll_xccl_latency_place(&v.st);
     r = 1;
     if (wrote && v.st.last > 0 && h->lat_seen <= v.st.last) {
-        r = mca_coll_xccl_latency_wait(&v.st, -1, v.st.last + 1);
+        /* Every peer past the last call that wrote these units; where that
+         * takes a wait, past the call halfway from there to this one: the
+         * next calls' units, written after it, then need none, and a
+         * sender that runs a ring ahead waits once in many calls instead
+         * of reading its receivers' lines every call (a number below f is
+         * one every peer posts without this rank). */
+        r = mca_coll_xccl_latency_wait(&v.st, -1, v.st.last + 1 + (v.st.f - 1 - v.st.last) / 2);
     }
     if (1 == r) {
         switch (coll) {

@@ -154,8 +154,10 @@ static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
         return 0;
     }
     *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr);
-    free(c->counts);
-    c->counts = NULL;
+    if (NULL != c->counts) {         /* (a blocking call's are on the entry's stack) */
+        free(c->counts);
+        c->counts = NULL;
+    }
     return 1;
 }
 
