@@ -64,6 +64,29 @@ static inline int mca_coll_xccl_latency_wanted(const mca_coll_xccl_module_t *m, 
            mca_coll_xccl_latency_len(coll, args, es, m->size) <= XCCL_LATENCY_BYTES;
 }
 
+/* The plan of c's reduction for a fast way of the latency path, kept in
+ * the level for the next call of the same datatype and op: 1 (c->red and
+ * c->es set, a kernel of ours), or 0 (the whole way: its plan, or the
+ * fallback's reason). */
+static inline int mca_coll_xccl_latency_plan(mca_coll_xccl_call_t *c)
+{
+    struct mca_coll_xccl_level *h = c->m->level;
+    if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
+        mca_coll_xccl_reduce_t red;
+        size_t es = 1;
+        if (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &red, &es) || NULL == red.kernel) {
+            return 0;
+        }
+        h->plan = red;
+        h->plan_es = es;
+        h->plan_dt = c->rdtype;
+        h->plan_op = c->op;
+    }
+    c->red = h->plan;
+    c->es = h->plan_es;
+    return 1;
+}
+
 /* One call through the latency path: what mca_coll_xccl_latency_fix and
  * _begin fixed (its numbers and units, the same on every rank) and how
  * far it went (mca_coll_xccl_latency_run). */

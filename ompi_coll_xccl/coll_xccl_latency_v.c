@@ -320,25 +320,6 @@ static int allgatherv(latv_t *v, const char *ws, char *wr, int in_place)
     return 1;
 }
 
-int mca_coll_xccl_latency_v_plan(mca_coll_xccl_call_t *c)
-{
-    struct mca_coll_xccl_level *h = c->m->level;
-    if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
-        mca_coll_xccl_reduce_t red;
-        size_t es = 1;
-        if (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &red, &es) || NULL == red.kernel) {
-            return 0;
-        }
-        h->plan = red;
-        h->plan_es = es;
-        h->plan_dt = c->rdtype;
-        h->plan_op = c->op;
-    }
-    c->red = h->plan;
-    c->es = h->plan_es;
-    return 1;
-}
-
 /* Step 4 where this rank has a large block: the level's schedule of the
  * call's counts as the steps above left them, in its turn (as
  * path_schedule runs one), logged as the executor's. */

@@ -92,10 +92,6 @@ static inline int mca_coll_xccl_latency_v_wanted(const mca_coll_xccl_module_t *m
            (!c->reduction || NULL != c->red.kernel);
 }
 
-/* The fast way's plan of a reduction: 1 (c->red and c->es set, a kernel
- * of ours), or 0 (the whole way: its plan, or the fallback's reason). */
-int mca_coll_xccl_latency_v_plan(mca_coll_xccl_call_t *c);
-
 /* One blocking call c on its work buffers ws, wr (the user's where
  * nothing needs packing, coll_xccl_pack.c's otherwise; NULL where the
  * rank has none; alltoallv's SEND apart from RECV where a block may be
@@ -150,7 +146,7 @@ static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
           k->enable[c->coll] && XCCL_SEL_AUTO == k->policy.forced[c->coll] && m->size >= 2 &&
           m->size <= XCCL_LATENCY_V_RANKS && mca_coll_xccl_latency_v_fits(c) &&
           (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) &&
-          (!c->reduction || mca_coll_xccl_latency_v_plan(c)) && mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
+          (!c->reduction || mca_coll_xccl_latency_plan(c)) && mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
         return 0;
     }
     *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr);

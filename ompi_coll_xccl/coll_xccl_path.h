@@ -51,23 +51,11 @@ static inline int mca_coll_xccl_latency_buffers(mca_coll_xccl_call_t *c, const c
                                                 char **wr_out, int *algo_out)
 {
     mca_coll_xccl_module_t *m = c->m;
-    struct mca_coll_xccl_level *h = m->level;
     char *ws, *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
     if (c->reduction) {
-        if (c->rdtype != h->plan_dt || c->op != h->plan_op) {
-            mca_coll_xccl_reduce_t red;
-            size_t es = 1;
-            if (NULL != mca_coll_xccl_plan_reduction(c->rdtype, c->op, c->total, &red, &es) ||
-                NULL == red.kernel) {
-                return 0;
-            }
-            h->plan = red;
-            h->plan_es = es;
-            h->plan_dt = c->rdtype;
-            h->plan_op = c->op;
+        if (!mca_coll_xccl_latency_plan(c)) {
+            return 0;
         }
-        c->red = h->plan;
-        c->es = h->plan_es;
         ws = c->in_place ? wr : (char *) c->sbuf + mca_coll_xccl_true_lb(c->rdtype);
     } else if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn)) {
         return 0;
