@@ -167,6 +167,8 @@ XCCL_COMPONENT_DECLSPEC extern mca_coll_xccl_component_t mca_coll_xccl_component
 /* Set-up of a communicator, on first use (coll_xccl_setup.c). */
 enum {
     XCCL_SETUP_NONE,                 /* enabled: fallbacks saved, nothing else */
+    XCCL_SETUP_AGREEING,             /* inside the fallback's agreement call: a call
+                                      * made from there goes to the fallback */
     XCCL_SETUP_PENDING,              /* agreement started by a nonblocking call */
     XCCL_SETUP_DONE                  /* layout ordered, transport chosen */
 };

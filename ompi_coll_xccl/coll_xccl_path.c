@@ -537,12 +537,17 @@ static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 }
 
 /* The policy's reason for the fallback (enable, forced, tuning rules,
- * size), before the exceptions of decide. */
+ * size), before the exceptions of decide; a call made from inside the
+ * fallback's set-up agreement on the same communicator (XCCL_SETUP_AGREEING:
+ * every rank is there) goes to the fallback whatever it is. */
 static inline const char *policy(const mca_coll_xccl_call_t *c)
 {
     const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
     if (!k->enable[c->coll]) {
         return "disabled";
+    }
+    if (__builtin_expect(XCCL_SETUP_AGREEING == c->m->setup, 0)) {
+        return "inside_set_up";
     }
     return xccl_select_fallback(&k->policy, c->coll, c->m->size, c->bytes, 0);
 }

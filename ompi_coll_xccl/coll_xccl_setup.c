@@ -394,6 +394,12 @@ static int setup_start(mca_coll_xccl_module_t *m, int wait)
             setup_finish(m, MPI_SUCCESS);
             return MPI_SUCCESS;
         }
+        /* The fallback's agreement call may make collectives of its own
+         * on this communicator (han creates its sub-communicators in its
+         * first call, with an iallreduce of the parent's): those find the
+         * state AGREEING and go to the fallback (mca_coll_xccl_call_fallback),
+         * alike on every rank, since every rank is inside the same call. */
+        m->setup = XCCL_SETUP_AGREEING;
         rc = agree(m, wait);
         if (wait || MPI_SUCCESS != rc) {
             setup_finish(m, rc);
@@ -437,8 +443,8 @@ void mca_coll_xccl_setup_fini(mca_coll_xccl_module_t *m)
 
 void mca_coll_xccl_setup_settle(mca_coll_xccl_module_t *m)
 {
-    if (XCCL_SETUP_NONE == m->setup) {
-        return;                      /* the call sets up, then waits */
+    if (XCCL_SETUP_NONE == m->setup || XCCL_SETUP_AGREEING == m->setup) {
+        return;                      /* the call sets up, then waits; or runs inside it */
     }
     while (!mca_coll_xccl_setup_test(m) || !mca_coll_xccl_level_ready(m)) {
         opal_progress();

@@ -26,6 +26,9 @@
 #                                runs on the PML transport (for lack of UCX
 #                                connectivity between hosts), and bytes
 #                                crossed the simulated link.
+#   xccl.above_han               xccl_mpi_check -q -k with han as xccl's
+#                                fallback: passes, and calls made from
+#                                inside xccl's set-up went to han
 #   xccl.gpu_staged.map_by_node  xccl_mpi_gpu -n 1 MiB against the fake
 #                                libcuda.so.1, staged copies in 64 KiB
 #                                pieces: exit 0, "0 failed", ranks on both
@@ -234,6 +237,26 @@ for map in node slot; do
     fi
     finish "$name" "$ok" "$problems"
 done
+
+# 3a. xccl above han (Open MPI's hierarchical component, priority between
+#     tuned's and xccl's), han as xccl's fallback: xccl's set-up agreement
+#     runs han's allgather, whose first call creates han's sub-communicators
+#     with collectives on the same communicator; xccl hands those to han
+#     ("fallback=inside_set_up").  -k and op ^avx: stock's known bugs, as in
+#     step 2; han's segmented allreduce crashes on MPI_IN_PLACE, its simple
+#     one does not.
+name=xccl.above_han
+run_job "$name" 4 --map-by node \
+    --mca coll xccl,han,tuned,basic,libnbc,self --mca coll_han_priority 79 \
+    --mca coll_han_use_simple_allreduce 1 --mca op ^avx \
+    --mca coll_xccl_verbose 1 "$prog" -q -k
+ok=0
+problems=$(check_exit_result "$name") || ok=1
+if [[ $ok -eq 0 ]] && ! per_rank_output "$name" 0 | grep -q 'fallback=inside_set_up'; then
+    problems="$name: rank 0 logged no call made from inside the set-up (han took none?)"
+    ok=1
+fi
+finish "$name" "$ok" "$problems"
 
 # check_forced_mn <name> <np> <coll=algo ...>: every rank ran each forced
 # algorithm at least once and no algo= line of that collective names
