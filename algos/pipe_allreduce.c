@@ -7,16 +7,62 @@
  * chunk t-2 while the inter-node lane allreduces chunk t-1 on the rails.
  * K + 2 slots, each as long as its longer lane: about
  *   (K + 2) / K * max(intra time, inter time)
- * where hier takes their sum.  Every element is reduced as hier reduces
- * it (one rank of each node, then the rail's algorithm, the same bits on
- * every rail member), and the allgather only copies: every rank ends with
- * the same bits.
+ * where hier takes their sum; slots of few rounds take smaller chunks
+ * (pipe_slot_chunk).  Every element is reduced as hier reduces it (one
+ * rank of each node, then the rail's algorithm, the same bits on every
+ * rail member), and the allgather only copies: every rank ends with the
+ * same bits.
  */
 #include "pipe_util.h"
 #include "xccl_build.h"
 #include "xccl_hier.h"
 
 #include <stdlib.h>
+
+/* The rounds of a slot's longer lane: the intra-node reduce-scatter and
+ * allgather against the rail's allreduce.  Read off the largest node and
+ * the rail of every node, not this rank's own groups, so that every rank
+ * cuts the vector into the same chunks.  -1 if a stage fails to build. */
+static int slot_rounds(const xccl_layout_t *l, size_t count, int in_place, size_t es,
+                       xccl_reduce_scatter_build_fn intra_rs, xccl_allreduce_build_fn inter_ar,
+                       xccl_allgatherv_build_fn intra_ag)
+{
+    const int g = l->max_ppn, L = l->min_ppn;
+    size_t *counts = malloc((size_t) g * sizeof(size_t));
+    size_t *bytes = malloc((size_t) g * sizeof(size_t));
+    size_t *displs = malloc((size_t) g * sizeof(size_t));
+    int intra = -1, inter = -1;
+    xccl_sched_t c;
+
+    if (NULL != counts && NULL != bytes && NULL != displs) {
+        for (int i = 0; i < g; i++) {
+            counts[i] = i < L ? chunk_count(count, L, i) : 0;
+            bytes[i] = counts[i] * es;
+            displs[i] = i < L ? chunk_first(count, L, i) * es : 0;
+        }
+        xccl_sched_init(&c, 0, g, es);
+        if (0 == intra_rs(&c, counts, in_place)) {
+            intra = (int) c.rounds;
+        }
+        xccl_sched_fini(&c);
+        xccl_sched_init(&c, 0, g, es);
+        if (intra >= 0 && 0 == intra_ag(&c, bytes, displs, 1)) {
+            intra += (int) c.rounds;
+        } else {
+            intra = -1;
+        }
+        xccl_sched_fini(&c);
+        xccl_sched_init(&c, 0, l->nnodes, es);
+        if (0 == inter_ar(&c, counts[0])) {
+            inter = (int) c.rounds;
+        }
+        xccl_sched_fini(&c);
+    }
+    free(counts);
+    free(bytes);
+    free(displs);
+    return intra < 0 || inter < 0 ? -1 : intra > inter ? intra : inter;
+}
 
 int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count, int in_place,
                               size_t chunk, int max_chunks, xccl_reduce_scatter_build_fn intra_rs,
@@ -30,7 +76,8 @@ int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t co
     const int L = l->min_ppn, ln = xccl_layout_node_size(l, node), N = l->nnodes;
     const int *members = xccl_layout_node_members(l, node);
     const size_t es = s->elem_size;
-    const int K = pipe_chunks(count, es, chunk, max_chunks);
+    const int rounds = slot_rounds(l, count, in_place, es, intra_rs, inter_ar, intra_ag);
+    const int K = pipe_chunks(count, es, pipe_slot_chunk(chunk, rounds), max_chunks);
     const int on_rail = j < L && N > 1;
     size_t *counts = malloc((size_t) K * (size_t) ln * sizeof(size_t));
     size_t *bytes = malloc((size_t) K * (size_t) ln * sizeof(size_t));
@@ -39,7 +86,7 @@ int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t co
     pipe_t pp;
     int rc = -1, nr = 0;
 
-    if (pipe_init(&pp, s, 3 * (size_t) K) < 0 || NULL == counts || NULL == bytes || NULL == displs ||
+    if (pipe_init(&pp, s, 3 * (size_t) K) < 0 || rounds < 0 || NULL == counts || NULL == bytes || NULL == displs ||
         NULL == rail) {
         goto out;
     }

@@ -54,6 +54,22 @@ static inline int pipe_chunks(size_t n, size_t unit, size_t chunk, int max)
     return k < 1 ? 1 : (int) k;
 }
 
+/* The chunk for slots of `rounds` rounds.  chunk is meant for slots of at
+ * least PIPE_SLOT_ROUNDS rounds; a shorter slot (two nodes of two ranks:
+ * two rounds) costs less latency per chunk, so its chunks shrink in
+ * proportion, and the pipeline's fill and drain (the first chunk's
+ * intra-node reduce-scatter and the last one's allgather, overlapped with
+ * nothing) shrink with them.  Figures: docs/bench/two-node.md. */
+#define PIPE_SLOT_ROUNDS 4
+static inline size_t pipe_slot_chunk(size_t chunk, int rounds)
+{
+    if (rounds >= PIPE_SLOT_ROUNDS || 0 == chunk) {
+        return chunk;
+    }
+    const size_t c = chunk / PIPE_SLOT_ROUNDS * (size_t) (rounds > 1 ? rounds : 1);
+    return c > 0 ? c : 1;
+}
+
 static inline int pipe_init(pipe_t *pp, xccl_sched_t *s, size_t cap)
 {
     pp->kid = calloc(cap, sizeof(*pp->kid));

@@ -82,7 +82,8 @@ int xccl_build_hier_bcast_rails(xccl_sched_t *s, const xccl_layout_t *l, size_t 
 
 /* The stages of hier_allreduce, hier_reduce_scatter and hier_allgather_any
  * on K chunks (at least chunk bytes each, at most max_chunks, at most one
- * per element or byte), overlapped: the intra-node stage of one chunk runs
+ * per element or byte; allreduce: less than chunk where a slot has fewer
+ * than four rounds, pipe_slot_chunk in pipe_util.h), overlapped: the intra-node stage of one chunk runs
  * beside the inter-node stage of another, in one step per round
  * (xccl_sched_zip; algos/pipe_util.h has the slots and why they cannot
  * deadlock).  The stages must be round-synchronous builders (ring, nhr,

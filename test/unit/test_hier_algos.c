@@ -253,8 +253,9 @@ static const struct {
 #define NAR ((int) (sizeof(ar_combos) / sizeof(ar_combos[0])))
 
 /* The pipelined forms: round-synchronous stages only (the
- * zip's condition), in pipe_k chunks of at least one element. */
+ * zip's condition), in pipe_k chunks of at least pipe_chunk bytes. */
 static int pipe_k = 3;
+static size_t pipe_chunk = 1;
 static const struct {
     xccl_reduce_scatter_build_fn rs;
     xccl_allreduce_build_fn ar;
@@ -298,8 +299,8 @@ static int build_ar_combo(xccl_sched_t *s, const xccl_layout_t *l, int combo, si
     }
     *name = "pipeline";
     combo -= NAR;
-    return xccl_build_pipe_allreduce(s, l, count, in_place, 1, pipe_k, par_combos[combo].rs, par_combos[combo].ar,
-                                     par_combos[combo].ag);
+    return xccl_build_pipe_allreduce(s, l, count, in_place, pipe_chunk, pipe_k, par_combos[combo].rs,
+                                     par_combos[combo].ar, par_combos[combo].ag);
 }
 
 static const char *ar_combo_name(int combo)
@@ -1067,6 +1068,60 @@ START_TEST(pipe_big)
         xccl_layout_fini(&flat);
     }
     xccl_layout_fini(&l);
+}
+END_TEST
+
+/* Rank 0's messages to other nodes in the pipelined allreduce (ring,
+ * nhr, ring) of count floats on the layout, in chunks of at least chunk
+ * bytes, at most max of them. */
+static size_t pipe_inter_msgs(const xccl_layout_t *l, size_t count, size_t chunk, int max)
+{
+    xccl_sched_t s;
+    xccl_sched_init(&s, 0, l->size, sizeof(float));
+    ck_assert_int_eq(0, xccl_build_pipe_allreduce(&s, l, count, 0, chunk, max, xccl_build_reduce_scatter_ring,
+                                                  xccl_build_allreduce_nhr, xccl_build_allgatherv_ring));
+    size_t n = 0;
+    for (size_t i = 0; i < s.nacts; i++) {
+        n += XCCL_ACT_SEND == s.acts[i].kind && l->node_of[s.acts[i].peer] != l->node_of[0];
+    }
+    xccl_sched_fini(&s);
+    return n;
+}
+
+/* Slots of fewer than four rounds take proportionally smaller chunks
+ * (two nodes of two ranks: ring reduce-scatter and allgather of one
+ * round each, nhr of two: half the chunk), longer ones the chunk as
+ * given; the number of chunks (rank 0's rail messages over those of one
+ * chunk) follows from the layout's largest node and its node count alone,
+ * so that uneven nodes agree on it and still reduce correctly. */
+START_TEST(pipe_short_slots)
+{
+    static const struct {
+        lay_t lay;
+        int chunks;            /* of 16 KiB in chunks of at least 4 KiB */
+    } cases[] = {
+        { { "block:2", 4, 0 }, 8 },            /* 2 nodes x 2: 2 rounds, 2 KiB */
+        { { "block:3", 6, 0 }, 4 },            /* 2 x 3: 2 + 2 rounds */
+        { { "block:4", 8, 0 }, 4 },            /* 2 x 4: 3 + 3 */
+        { { "block:2", 8, 0 }, 4 },            /* 4 x 2: nhr on 4 ranks, 4 rounds */
+        { { "0,0,1,1,1", 0, 0 }, 4 },          /* nodes of 2 and 3: the larger one's 4 rounds */
+        { { "0,0,1,1,2,2,2", 0, 0 }, 4 },      /* 2, 2, 3 */
+    };
+    const size_t count = 4096;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        xccl_layout_t l;
+        layout_of(&cases[i].lay, &l);
+        const size_t one = pipe_inter_msgs(&l, count, 4096, 1), all = pipe_inter_msgs(&l, count, 4096, 64);
+        ck_assert_msg(one > 0 && all == (size_t) cases[i].chunks * one, "layout %s p=%d: %zu rail messages, "
+                      "%zu per chunk: want %d chunks", lname(&cases[i].lay), l.size, all, one, cases[i].chunks);
+        xccl_layout_fini(&l);
+        pipe_chunk = 4096;
+        pipe_k = 64;
+        check_allreduce(&cases[i].lay, NAR, RED_I32_SUM, count + 3, (int) (i & 1));
+        check_allreduce_float(&cases[i].lay, NAR, count, !(i & 1));
+        pipe_chunk = 1;
+        pipe_k = 3;
+    }
 }
 END_TEST
 
@@ -2060,6 +2115,7 @@ int main(void)
     tcase_set_timeout(tp, 300);
     tcase_add_loop_test(tp, pipe_layouts, 0, nlays);
     tcase_add_test(tp, pipe_big);
+    tcase_add_test(tp, pipe_short_slots);
     tcase_add_test(tp, cost_sees_pipeline_overlap);
     tcase_add_test(tp, zip_places_steps_by_round);
     suite_add_tcase(su, tp);
