@@ -39,7 +39,7 @@
 #
 # Usage: compare_peers.sh [-n 2,4] [-R ROUNDS] [-r REPS] [-s SIZES] [-c COLLS]
 #                         [-C xccl,tuned,sm,impi,mpich] [-o PREFIX] [-e ENVDIR]
-#                         [-k RAWDIR] [-T SECONDS] [-w CALLS] [-I] [-P] [-F CALLS]
+#                         [-k RAWDIR] [-T SECONDS] [-w CALLS] [-I|-p] [-P] [-F CALLS]
 #   -n  rank counts (default 2,4)          -R  rounds (default 5)
 #   -r  timed repetitions per size and invocation (default 3)
 #   -s  sizes (peer_bench -s; default 8 B, 64 B, then powers of 4 up to 64 MiB)
@@ -52,6 +52,16 @@
 #       kept, so later runs skip the download)
 #   -k  keep the raw peer_bench outputs in RAWDIR
 #   -I  time the nonblocking forms (peer_bench -n: MPI_I<coll>, MPI_Wait)
+#   -p  the persistent view: every configuration runs twice a round, as
+#       itself (blocking) and as p<configuration> (peer_bench -i: per size
+#       MPI_<Coll>_init, or Open MPI 4.1's MPIX_<Coll>_init, on the same
+#       buffers, then MPI_Start + MPI_Wait per call, checked through the
+#       same requests); ptuned and psm are libnbc's persistent requests.
+#       The table's subject is pxccl: best = the fastest of the others but
+#       xccl, ratio = pxccl / best, px/x = pxccl / xccl.  An MPI without
+#       the persistent forms is reported unavailable for them (peer_bench
+#       -i exits with status 3 and says why).  The first six collectives
+#       only (peer_bench -i); not with -I or -F.
 #   -P  time each call alone (peer_bench -P: a barrier before every call, the
 #       median over the calls of the slowest rank; bcast's root changes on
 #       every call)
@@ -77,10 +87,10 @@
 set -euo pipefail
 
 nps=2,4 rounds=5 reps=3 sizes="" colls="" configs=xccl,tuned,sm,impi,mpich
-prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0 first=0
+prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0 first=0 persist=0
 bdir=${XCCL_BUILDDIR:-$PWD/build}
 envdir=""
-while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IPh" c; do
+while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IPph" c; do
     case $c in
     n) nps=$OPTARG ;;
     R) rounds=$OPTARG ;;
@@ -94,6 +104,7 @@ while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IPh" c; do
     T) deadline=$OPTARG ;;
     I) nonblocking=1 ;;
     P) percall=1 ;;
+    p) persist=1 ;;
     w) warm=$OPTARG ;;
     F) first=$OPTARG ;;
     *) sed -n '2,/^# Default run/p' "$0"; exit 2 ;;
@@ -103,6 +114,7 @@ shift $((OPTIND - 1))
 [[ $# -eq 0 ]] || { echo "compare_peers: unexpected argument $1" >&2; exit 2; }
 [[ $first =~ ^[0-9]+$ ]] || { echo "compare_peers: -F takes a number of calls" >&2; exit 2; }
 ((first > 0 && percall)) && { echo "compare_peers: -F and -P exclude each other" >&2; exit 2; }
+((persist && (first > 0 || nonblocking))) && { echo "compare_peers: -p excludes -F and -I" >&2; exit 2; }
 bdir=$(cd "$bdir" 2> /dev/null && pwd) || { echo "compare_peers: no build directory (XCCL_BUILDDIR)" >&2; exit 2; }
 envdir=${envdir:-$bdir/peers-venv}
 srcdir=$(cd "$(dirname "$0")" && pwd)
@@ -147,7 +159,7 @@ setup_venv() {   # name, pip arguments
 
 # cmd=(the command that starts NP ranks of peer_bench in configuration CFG).
 launcher() {   # cfg np
-    local cfg=$1 np=$2
+    local cfg=${1#p} np=$2
     case $cfg in
     xccl | tuned | sm)
         cmd=(mpirun -np "$np" --mca mca_base_component_path "$ompi_dir:$bdir/component")
@@ -199,6 +211,17 @@ for m in impi mpich; do
     mpich) desc[mpich]="MPICH ${ver:-?} (PyPI mpich)" ;;
     esac
 done
+# -p: every configuration also as p<configuration>, its persistent forms.
+if ((persist)); then
+    for cfg in "${cfg_list[@]}"; do
+        [[ -n ${desc[$cfg]:-} ]] || continue
+        cfg_list+=("p$cfg")
+        desc[p$cfg]="${desc[$cfg]}; persistent (MPI_<Coll>_init, MPI_Start + MPI_Wait)"
+        [[ $cfg == tuned || $cfg == sm ]] && desc[p$cfg]+=": libnbc's"
+        [[ -n ${why[$cfg]:-} ]] && why[p$cfg]=${why[$cfg]}
+    done
+    configs=$(IFS=,; echo "${cfg_list[*]}")
+fi
 
 # A short run of each configuration at np 2: anything that does not start,
 # or gives a wrong result, is unavailable from here on.
@@ -207,9 +230,16 @@ for cfg in "${cfg_list[@]}"; do
     [[ -n ${desc[$cfg]:-} ]] || { log "unknown configuration $cfg"; exit 2; }
     f=$work/smoke-$cfg.txt
     launcher "$cfg" 2
-    if ! timeout 120 "${cmd[@]}" -s 8,64K -r 1 -V coll_xccl_world_active > "$f" 2> "$f.err"; then
+    smoke=(-s 8,64K -r 1 -V coll_xccl_world_active)
+    # a persistent one: whether this MPI has the forms (exit status 3: not)
+    [[ $cfg == p* ]] && smoke+=(-i -c allreduce)
+    rc=0
+    timeout 120 "${cmd[@]}" "${smoke[@]}" > "$f" 2> "$f.err" || rc=$?
+    if ((rc == 3)) && [[ $cfg == p* ]]; then
+        why[$cfg]="no persistent collectives: $(grep -m1 'peer_bench: -i' "$f.err" || tail -n 1 "$f.err")"
+    elif ((rc != 0)); then
         why[$cfg]="a short run failed: $(grep -v '^\s*$' "$f.err" | tail -n 1)"
-    elif [[ $cfg == xccl ]] && ! grep -q '^V coll_xccl_world_active 1' "$f"; then
+    elif [[ ${cfg#p} == xccl ]] && ! grep -q '^V coll_xccl_world_active 1' "$f"; then
         why[$cfg]="xccl not active on MPI_COMM_WORLD: $(grep '^V' "$f" || echo 'no cvar')"
     fi
     if [[ -n ${why[$cfg]:-} ]]; then log "$cfg unavailable: ${why[$cfg]}"; fi
@@ -249,11 +279,12 @@ for ((round = 1; round <= rounds; round++)); do
             cfg=${cfg_list[(i + round - 1 + ci) % ncfg]}
             [[ -z ${why[$cfg]:-} ]] || continue
             args=("${peer_args[@]}" -c "$coll")
-            if [[ $cfg == mpich ]] && ((np > ncores)); then
+            [[ $cfg == p* ]] && args+=(-i)
+            if [[ ${cfg#p} == mpich ]] && ((np > ncores)); then
                 ((round <= over_rounds)) || continue
                 args+=(-L 0.25)
             fi
-            [[ $cfg == xccl ]] && args+=(-V coll_xccl_world_active)
+            [[ ${cfg#p} == xccl ]] && args+=(-V coll_xccl_world_active)
             f=$work/raw/np$np.$cfg.$round.$coll.txt
             echo "# load $(loadavg)" > "$f"
             launcher "$cfg" "$np"
@@ -417,6 +448,7 @@ for np in "${np_list[@]}"; do
             echo "# test/bench/compare_peers.sh: $rounds rounds x $reps reps, interleaved; $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s in all"
         fi
         ((nonblocking)) && echo "# nonblocking forms: MPI_I<coll> then MPI_Wait (peer_bench -n)"
+        ((persist)) && echo "# persistent view: p<cfg> = MPI_<Coll>_init per size, MPI_Start + MPI_Wait per call (peer_bench -i); subject pxccl, best over the others but xccl, px/x = pxccl / xccl"
         ((percall)) && echo "# each call timed alone: barrier, call; median over calls of the slowest rank; bcast root = call % p (peer_bench -P)"
         ((warm > 0 && first == 0)) && echo "# warm-up: at least $warm calls per size (peer_bench -w $warm)"
         echo "# load average (1/5/15 min) before: $load_before, after: $load_after"
@@ -429,7 +461,8 @@ for np in "${np_list[@]}"; do
         done
     } > "$table"
     ((first > 0)) && first_table "$np" < "$work/samples" >> "$table"
-    ((first > 0)) || awk -v np="$np" -v cores="$ncores" -v cfgs="$configs" -v colls="$colls" -v mrounds="$over_rounds" '
+    ((first > 0)) || awk -v np="$np" -v cores="$ncores" -v cfgs="$configs" -v colls="$colls" -v mrounds="$over_rounds" \
+        -v persist="$persist" '
         function median(list,   n, a, i, j, t) {
             n = split(list, a, " ")
             if (n == 0) return -1
@@ -455,7 +488,12 @@ for np in "${np_list[@]}"; do
             if (c == "bcast" || c == "reduce") return 1
             return (np - 1) / np
         }
-        BEGIN { ncf = split(cfgs, cf, ","); ncl = split(colls, cl, ",") }
+        # out of best: the subject, xccl itself under -p (px/x has it), mpich oversubscribed
+        function out(cc) { return cc == subj || (persist && cc == "xccl") || (excl != "" && (cc == excl || cc == "p" excl)) }
+        BEGIN {
+            ncf = split(cfgs, cf, ","); ncl = split(colls, cl, ",")
+            subj = persist ? "pxccl" : "xccl"
+        }
         $1 == "M" { mc = mc " " $2; next }
         $2 != np { next }
         $1 == "T" {
@@ -484,7 +522,7 @@ for np in "${np_list[@]}"; do
             printf "# reductions: MPI_FLOAT MPI_SUM; the others: MPI_BYTE; size: allreduce, bcast, reduce per rank,\n"
             printf "#   allgather(v) received, reduce_scatter, alltoall(v)(_moe) sent per rank (nccl-tests), gather(v) received\n"
             printf "#   and scatter(v) sent by root 0, barrier 0; * = blocks rounded up to one element\n"
-            printf "# best = fastest of the others; ratio = xccl / best (< 1: xccl faster)\n"
+            printf "# best = fastest of the others; ratio = %s / best (< 1: xccl faster)\n", subj
             printf "# paired = the median over rounds of xccl / the best other in that round, each from that round'"'"'s\n"
             printf "#   samples (a round runs the configurations within seconds of each other; a virtual machine that changes speed\n"
             printf "#   for minutes at a time can put one configuration'"'"'s samples in its fast spells, another'"'"'s in its slow)\n"
@@ -500,7 +538,9 @@ for np in "${np_list[@]}"; do
             for (c in skip) printf "# %s not measured:%s\n", c, skip[c]
             printf "%-15s %6s", "coll", "size"
             for (i = 1; i <= ncf; i++) if (cf[i] in have) printf " %10s", cf[i]
-            printf " %6s %6s %6s %6s %8s %5s %8s %5s\n", "best", "ratio", "paired", "fast", "bw_xccl", "%lim", "bw_best", "%lim"
+            printf " %6s %6s %6s %6s", "best", "ratio", "paired", "fast"
+            if (persist) printf " %6s", "px/x"
+            printf " %8s %5s %8s %5s\n", "bw_" subj, "%lim", "bw_best", "%lim"
             # Collectives in the order asked for, sizes ascending.
             for (ci = 1; ci <= ncl; ci++) {
                 c = cl[ci]
@@ -517,27 +557,28 @@ for np in "${np_list[@]}"; do
                 if (c != prev && prev != "") print ""
                 prev = c
                 printf "%-15s %6s", c, human(sz) (bytes[order[k]] != sz ? "*" : "")
-                best = -1; bn = "-"; x = -1
+                best = -1; bn = "-"; x = -1; xb = -1
                 for (i = 1; i <= ncf; i++) {
                     cc = cf[i]
                     if (!(cc in have)) continue
                     m = median(t[order[k], cc])
                     cell = m < 0 ? "-" : sprintf(m < 100 ? "%.2f" : m < 10000 ? "%.1f" : "%.0f", m)
                     if ((order[k], cc) in wrong) cell = cell "!"
-                    if (cc == excl && m >= 0) cell = "(" cell ")"
+                    if (excl != "" && (cc == excl || cc == "p" excl) && m >= 0) cell = "(" cell ")"
                     printf " %10s", cell
-                    if (cc == "xccl") { x = m; continue }
-                    if (cc == excl || m < 0 || ((order[k], cc) in wrong)) continue
+                    if (cc == "xccl") xb = m
+                    if (cc == subj) { x = m; continue }
+                    if (out(cc) || m < 0 || ((order[k], cc) in wrong)) continue
                     if (best < 0 || m < best) { best = m; bn = cc }
                 }
                 r = (x > 0 && best > 0) ? sprintf("%.2f", x / best) : "-"
                 # per round: xccl against the best other of that round
                 pl = ""
                 for (rd in rnds) {
-                    xr = median(tr[order[k], "xccl", rd]); br = -1
+                    xr = median(tr[order[k], subj, rd]); br = -1
                     for (i = 1; i <= ncf; i++) {
                         cc = cf[i]
-                        if (cc == "xccl" || cc == excl || !(cc in have) || ((order[k], cc) in wrong)) continue
+                        if (out(cc) || !(cc in have) || ((order[k], cc) in wrong)) continue
                         m = median(tr[order[k], cc, rd])
                         if (m > 0 && (br < 0 || m < br)) br = m
                     }
@@ -545,15 +586,16 @@ for np in "${np_list[@]}"; do
                 }
                 pr = pl != "" ? sprintf("%.2f", median(pl)) : "-"
                 # the fastest sample of each configuration
-                fx = minv(t[order[k], "xccl"]); fb = -1
+                fx = minv(t[order[k], subj]); fb = -1
                 for (i = 1; i <= ncf; i++) {
                     cc = cf[i]
-                    if (cc == "xccl" || cc == excl || !(cc in have) || ((order[k], cc) in wrong)) continue
+                    if (out(cc) || !(cc in have) || ((order[k], cc) in wrong)) continue
                     m = minv(t[order[k], cc])
                     if (m > 0 && (fb < 0 || m < fb)) fb = m
                 }
                 fr = fx > 0 && fb > 0 ? sprintf("%.2f", fx / fb) : "-"
                 printf " %6s %6s %6s %6s", bn, r, pr, fr
+                if (persist) printf " %6s", ((x > 0 && xb > 0) ? sprintf("%.2f", x / xb) : "-")
                 if (sz >= 16777216 && lim > 0) {
                     f = factor(c)
                     bx = x > 0 ? bytes[order[k]] / x / 1e3 * f : 0

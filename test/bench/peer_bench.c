@@ -43,6 +43,13 @@
  * repetitions pick the root that came up twice.
  * -n times the nonblocking forms instead (each MPI_I<coll> followed by
  * MPI_Wait: the nonblocking path's cost, no overlap).
+ * -i times the persistent forms instead: per size MPI_<Coll>_init on the
+ * same buffers (bcast: one request per root, every root's made before the
+ * warm-up), each call MPI_Start + MPI_Wait of the request of its root, the
+ * check through the same requests; the requests are freed after the size.
+ * MPI 4's MPI_<Coll>_init, or Open MPI 4.1's MPIX_<Coll>_init from
+ * <mpi-ext.h>; where this MPI has neither, -i says so on stderr and exits
+ * with status 3.  The first six collectives only; not with -n or -F.
  * -P times every call alone instead: a barrier, one call, this rank's
  * time; a repetition's figure is the median over its K calls of each
  * call's slowest rank (the T line's last field but one; the last is their
@@ -117,6 +124,32 @@
 
 #include "peer_bench.h"
 
+/* The persistent collectives (-i): MPI 4's names, or Open MPI 4.1's pcollreq
+ * extension under MPIX_ (Open MPI 5 has MPI 4's names with MPI_VERSION 3).
+ * PB_PERSIST: 1 where this MPI has them under either name. */
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PB_PERSIST 1
+#define PB_Allreduce_init MPIX_Allreduce_init
+#define PB_Allgather_init MPIX_Allgather_init
+#define PB_Reduce_scatter_init MPIX_Reduce_scatter_init
+#define PB_Reduce_scatter_block_init MPIX_Reduce_scatter_block_init
+#define PB_Alltoall_init MPIX_Alltoall_init
+#define PB_Bcast_init MPIX_Bcast_init
+#elif MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define PB_PERSIST 1
+#define PB_Allreduce_init MPI_Allreduce_init
+#define PB_Allgather_init MPI_Allgather_init
+#define PB_Reduce_scatter_init MPI_Reduce_scatter_init
+#define PB_Reduce_scatter_block_init MPI_Reduce_scatter_block_init
+#define PB_Alltoall_init MPI_Alltoall_init
+#define PB_Bcast_init MPI_Bcast_init
+#else
+#define PB_PERSIST 0
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* Constants (types: peer_bench.h)                                          */
 /* ------------------------------------------------------------------------ */
@@ -158,6 +191,8 @@ static void run_first(bench_t *B, int coll, size_t size);
 static bool skip_size(bench_t *B, int coll, size_t size);
 static shape_t shape_of(const bench_t *B, int coll, size_t size);
 static void call_coll(bench_t *B, int coll, const shape_t *s, int root);
+static void persist_make(bench_t *B, int coll, const shape_t *s);
+static void persist_free(bench_t *B);
 static long check_coll(bench_t *B, int coll, const shape_t *s);
 static void fill_coll(bench_t *B, int coll, const shape_t *s, int root);
 static long verify_coll(bench_t *B, int coll, const shape_t *s, int root);
@@ -183,6 +218,14 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &B.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &B.size);
     parse_args(argc, argv, &o, B.rank);
+    if (o.persistent && !PB_PERSIST) {
+        if (B.rank == 0)
+            fprintf(stderr, "peer_bench: -i: this MPI (MPI_VERSION %d) has no persistent "
+                    "collectives (MPI 4's MPI_<Coll>_init, Open MPI 4.1's MPIX_<Coll>_init)\n",
+                    MPI_VERSION);
+        MPI_Finalize();
+        return 3;
+    }
     print_header(&B);
     B.t_start = MPI_Wtime();
 
@@ -197,6 +240,9 @@ int main(int argc, char **argv)
         memset(B.sbuf, 0, B.cap);       /* touch every page before timing */
         memset(B.rbuf, 0, B.cap);
         B.rcounts = xalloc((size_t)B.size * sizeof(int));
+        B.preq = xalloc((size_t)B.size * sizeof(MPI_Request));
+        for (int i = 0; i < B.size; i++)
+            B.preq[i] = MPI_REQUEST_NULL;
         more_alloc(&B);
         void (*run)(bench_t *, int, size_t) = o.first_calls ? run_first : run_size;
         for (int c = 0; c < o.ncolls; c++) {
@@ -212,6 +258,7 @@ int main(int argc, char **argv)
         free(B.sbuf);
         free(B.rbuf);
         free(B.rcounts);
+        free(B.preq);
     }
     if (o.ncvars > 0) {
         /* Components that set a communicator up on its first large call
@@ -238,7 +285,7 @@ static void usage(void)
 {
     fprintf(stderr,
         "usage: peer_bench [-c COLLS] [-s SIZES] [-r REPS] [-p PAYLOAD] [-k KMAX]\n"
-        "                  [-T SECONDS] [-L SECONDS] [-w CALLS] [-V CVAR]... [-n] [-P]\n"
+        "                  [-T SECONDS] [-L SECONDS] [-w CALLS] [-V CVAR]... [-n|-i] [-P]\n"
         "       peer_bench -F CALLS [-c COLLS] [-s SIZES] [-T SECONDS] [-L SECONDS]\n"
         "                  [-V CVAR]... [-n]\n"
         "       peer_bench -m [-M BYTES] [-r REPS]\n"
@@ -256,6 +303,9 @@ static void usage(void)
         "  -V  print the MPI_T control variable CVAR at the end (or 'absent')\n"
         "  -m  measure memcpy of -M bytes (default 64M) on every rank at once\n"
         "  -n  time the nonblocking forms (MPI_I<coll>, then MPI_Wait)\n"
+        "  -i  time the persistent forms (MPI_<Coll>_init per size, then\n"
+        "      MPI_Start + MPI_Wait per call; the first six collectives only;\n"
+        "      exit status 3 where this MPI has none)\n"
         "  -P  time each call alone (barrier, call): the median over a\n"
         "      repetition's calls of the slowest rank; bcast's root is call %% p\n"
         "  -F  first calls: per size a new communicator (MPI_Comm_dup), CALLS\n"
@@ -304,6 +354,9 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
         } else if (!strcmp(a, "-P")) {
             o->per_call = true;
             continue;
+        } else if (!strcmp(a, "-i")) {
+            o->persistent = true;
+            continue;
         } else {
             ok = false;
             break;
@@ -312,6 +365,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
     }
     ok = ok && o->reps > 0 && o->kmax > 0 && o->payload > 0 && o->memcpy_bytes > 0;
     ok = ok && !(o->first_calls && (o->per_call || o->memcpy_mode));
+    ok = ok && !(o->persistent && (o->first_calls || o->nonblocking || o->memcpy_mode));
 
     /* Collectives */
     char *dup = strdup(clist);
@@ -350,6 +404,8 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
         o->nsizes = n;
     }
     ok = ok && (o->memcpy_mode || (o->ncolls > 0 && o->nsizes > 0));
+    for (int c = 0; c < o->ncolls && o->persistent; c++)
+        ok = ok && o->colls[c] < C_FIRST_MORE;
     if (!ok) {
         if (rank == 0)
             usage();
@@ -383,11 +439,12 @@ static void print_header(const bench_t *B)
                B->o->nonblocking ? " (nonblocking: MPI_I<coll> + MPI_Wait)" : "",
                B->o->first_calls);
     else
-        printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g%s%s; reductions MPI_FLOAT "
+        printf("# reps=%d payload=%zu kmax=%d deadline=%g slow=%g%s%s%s; reductions MPI_FLOAT "
                "MPI_SUM, others MPI_BYTE\n# T coll size bytes rep calls "
                "us_per_call(max over ranks%s)\n",
                B->o->reps, B->o->payload, B->o->kmax, B->o->deadline, B->o->slow,
                B->o->nonblocking ? " nonblocking (MPI_I<coll> + MPI_Wait)" : "",
+               B->o->persistent ? " persistent (MPI_<Coll>_init per size, MPI_Start + MPI_Wait)" : "",
                B->o->per_call ? " per-call (barrier, one call; bcast root = call % p)" : "",
                B->o->per_call ? "; median over the calls" : "");
     for (int c = 0; c < B->o->ncolls && !B->o->memcpy_mode; c++)
@@ -448,6 +505,8 @@ static void run_size(bench_t *B, int coll, size_t size)
     for (int i = 0; i < B->size; i++)
         B->rcounts[i] = (int)s.blk;
     more_layout(B, coll, &s);
+    if (o->persistent)
+        persist_make(B, coll, &s);
 
     /* Warm-up: batches of 1, 2, 4, ... calls until at least three batches
      * have lasted WARM_S together, or a batch reaches K; the estimate of
@@ -495,6 +554,8 @@ static void run_size(bench_t *B, int coll, size_t size)
             printf("\n");
         }
     }
+    if (o->persistent)
+        persist_free(B);
     if (B->rank == 0)
         fflush(stdout);
 }
@@ -678,12 +739,64 @@ static void call_icoll(bench_t *B, int coll, const shape_t *s, int root)
     MPI_Wait(&r, MPI_STATUS_IGNORE);
 }
 
+/* -i: this size's persistent requests on the buffers of every call (bcast:
+ * one per root, in root order on every rank: the inits are collective). */
+static void persist_make(bench_t *B, int coll, const shape_t *s)
+{
+#if PB_PERSIST
+    MPI_Comm w = B->comm;
+    MPI_Info in = MPI_INFO_NULL;
+    const int n = (int)s->count, blk = (int)s->blk;
+    MPI_Request *r = B->preq;
+    switch (coll) {
+    case C_ALLREDUCE:
+        PB_Allreduce_init(B->sbuf, B->rbuf, n, MPI_FLOAT, MPI_SUM, w, in, r);
+        break;
+    case C_ALLGATHER:
+        PB_Allgather_init(B->sbuf, blk, MPI_BYTE, B->rbuf, blk, MPI_BYTE, w, in, r);
+        break;
+    case C_REDUCE_SCATTER:
+        PB_Reduce_scatter_init(B->sbuf, B->rbuf, B->rcounts, MPI_FLOAT, MPI_SUM, w, in, r);
+        break;
+    case C_REDUCE_SCATTER_BLOCK:
+        PB_Reduce_scatter_block_init(B->sbuf, B->rbuf, blk, MPI_FLOAT, MPI_SUM, w, in, r);
+        break;
+    case C_ALLTOALL:
+        PB_Alltoall_init(B->sbuf, blk, MPI_BYTE, B->rbuf, blk, MPI_BYTE, w, in, r);
+        break;
+    case C_BCAST:
+        for (int root = 0; root < B->size; root++)
+            PB_Bcast_init(B->rbuf, n, MPI_BYTE, root, w, in, &r[root]);
+        break;
+    default:
+        break;
+    }
+#else
+    (void)B;
+    (void)coll;
+    (void)s;
+#endif
+}
+
+static void persist_free(bench_t *B)
+{
+    for (int i = 0; i < B->size; i++)
+        if (B->preq[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&B->preq[i]);
+}
+
 static void call_coll(bench_t *B, int coll, const shape_t *s, int root)
 {
     MPI_Comm w = B->comm;
     const int n = (int)s->count, blk = (int)s->blk;
     if (coll >= C_FIRST_MORE) {
         more_call(B, coll, s, root);
+        return;
+    }
+    if (B->o->persistent) {
+        MPI_Request *r = &B->preq[coll == C_BCAST ? root : 0];
+        MPI_Start(r);
+        MPI_Wait(r, MPI_STATUS_IGNORE);
         return;
     }
     if (B->o->nonblocking) {

@@ -63,6 +63,8 @@ typedef struct {
     bool memcpy_mode;
     bool nonblocking;          /* -n: MPI_I<coll> + MPI_Wait */
     bool per_call;             /* -P: each call timed alone, root i % p */
+    bool persistent;           /* -i: MPI_<Coll>_init per size, then MPI_Start
+                                * + MPI_Wait per call */
     int first_calls;           /* -F: calls per size on a new communicator, 0: off */
     size_t memcpy_bytes;
     const char *cvars[8];
@@ -90,6 +92,7 @@ typedef struct {
     double last_call[NCOLL];   /* -L: seconds per call at the last size measured */
     size_t last_size[NCOLL];
     long wrong_total;
+    MPI_Request *preq;         /* -i: this size's requests, one per root (p) */
 } bench_t;
 
 /* One call's shape: elements per block and bytes the size stands for. */
