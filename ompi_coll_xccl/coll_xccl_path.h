@@ -5,9 +5,10 @@
  *
  *   1. the latency path's fast way (below): a small call on one node whose
  *      way the entry already knows ends in the latency path;
- *   2. decide (coll_xccl_path.c): the fallback or xccl, from what every
+ *   2. decide (coll_xccl_decide.c): the fallback or xccl, from what every
  *      rank shares only, before any data moves;
- *   3. the fallback's fast way: a call for the fallback on heap buffers;
+ *   3. the fallback's fast way (coll_xccl_decide.c): a call for the
+ *      fallback on heap buffers;
  *   4. the path table (coll_xccl_path.c): each path takes the call or
  *      hands it on to the next.
  *
@@ -32,6 +33,15 @@ BEGIN_C_DECLS
 /* Steps 2 to 4 of the road: MPI_SUCCESS or an MPI error code (logged).
  * Frees c->counts. */
 int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c);
+
+/* Step 4, the path table, for a call decided (why: the fallback's reason,
+ * or NULL for xccl).  Frees c->counts. */
+int mca_coll_xccl_call_paths(mca_coll_xccl_call_t *c, const char *why);
+
+/* Whether a peer-access provider (CUDA IPC) wants the nonblocking call c
+ * and the communicator can run it (from what every rank shares:
+ * coll_xccl_provider.h). */
+int mca_coll_xccl_peer_wanted(const mca_coll_xccl_call_t *c);
 
 /* Whether a blocking call of c's size still goes to the level's trials
  * (the whole way): its size class has not yet picked shm. */

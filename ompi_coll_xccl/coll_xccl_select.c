@@ -1,7 +1,7 @@
 /*
  * The component's side of selection (algos/select.c decides): the
  * algorithm and schedule of a call that xccl runs, from the communicator's
- * cache (whether it runs it: xccl_select_fallback, in coll_xccl_path.c).
+ * cache (whether it runs it: xccl_select_fallback, in coll_xccl_decide.c).
  */
 #include "ompi_config.h"
 
