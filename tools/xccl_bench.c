@@ -25,7 +25,8 @@
  * 1; a failure in the stock column is reported but is Open MPI's.
  *
  * -P: the persistent form too (xccl_bench_persist.c): per size one request
- * per mode, MPI_Start + MPI_Wait timed in the same rounds (the order of
+ * per mode (bcast one per root: a round's starts take its blocking calls'
+ * root), MPI_Start + MPI_Wait timed in the same rounds (the order of
  * the four runs turns round every other round), checked like the calls.
  *
  * The control plane (timings, verdicts, the barriers around mode switches)
@@ -481,11 +482,18 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
     *row = (row_t){ .bytes = bytes, .count = count,
                     .t = { -1.0, -1.0 }, .check = { CK_NONE, CK_NONE },
                     .pt = { -1.0, -1.0 }, .pcheck = { CK_NONE, CK_NONE } };
-    MPI_Request preq[NMODE] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+    /* -P: per mode one request, bcast one per root (a round's persistent
+     * starts take the root of its blocking calls); every rank makes them
+     * in the same order */
+    const int nroot = coll == C_BCAST ? B->size : 1;
+    MPI_Request *preq = xmalloc((size_t)NMODE * (size_t)nroot * sizeof(MPI_Request));
+    for (int i = 0; i < NMODE * nroot; i++)
+        preq[i] = MPI_REQUEST_NULL;
     for (int m = 0; o->persistent && m < NMODE; m++)
         if (on[m]) {
             set_mode(B, coll, m);
-            persist_init(B, coll, count, 0, &preq[m]);
+            for (int root = 0; root < nroot; root++)
+                persist_init(B, coll, count, root, &preq[m * nroot + root]);
         }
     for (int r = 0; r < R; r++) {
         for (int k = 0; k < nrun; k++) {
@@ -493,23 +501,24 @@ static void run_size(bench_t *B, int coll, size_t count, row_t *row)
             if (!on[mode])
                 continue;
             set_mode(B, coll, mode);
-            if (v >= NMODE) {  /* -P: the persistent request */
-                samples[v * R + r] = persist_time(B, &preq[mode], iters);
-                if (r == 0)
-                    row->pcheck[mode] = persist_check(B, coll, count, 0, &preq[mode], mode);
-                continue;
-            }
             /* bcast's root moves per round; the further rooted ones: 0 */
             const int root = coll == C_BCAST ? r % B->size : 0;
+            if (v >= NMODE) {  /* -P: the persistent request */
+                samples[v * R + r] = persist_time(B, &preq[mode * nroot + root], iters);
+                if (r == 0)
+                    row->pcheck[mode] = persist_check(B, coll, count, root, &preq[mode * nroot + root], mode);
+                continue;
+            }
             samples[v * R + r] = time_calls(B, coll, count, root, mode, iters);
             if (r == 0)
                 row->check[mode] = o->gpu ? check_coll_gpu(B, coll, count, mode)
                                           : check_coll(B, coll, count, mode);
         }
     }
-    for (int m = 0; m < NMODE; m++)
-        if (preq[m] != MPI_REQUEST_NULL)
-            MPI_Request_free(&preq[m]);
+    for (int i = 0; i < NMODE * nroot; i++)
+        if (preq[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&preq[i]);
+    free(preq);
     if (B->rank == 0)
         for (int v = 0; v < nrun; v++)
             if (on[v % NMODE])

@@ -2,14 +2,14 @@
  * xccl_bench_persist.c: -P, the persistent form of every collective
  * (MPI-4's MPI_<Coll>_init; Open MPI 4.1's MPIX_<Coll>_init through the
  * pcollreq extension of <mpi-ext.h>).  run_size inits one request per
- * size and mode (on the benchmark buffers, rooted ones at root 0), times
+ * size and mode (on the benchmark buffers, the further rooted ones at root
+ * 0, bcast one per root, each round's the root of its blocking calls), times
  * MPI_Start + MPI_Wait on it in the same interleaved rounds as the
  * blocking calls, and checks one start of it on known inputs in the first
- * round.  Which module runs a start is the mode's: with xccl loaded, its
- * persistent request runs each start as MPI_I<coll> with the collective's
- * coll_xccl_<coll>_enable at that moment, so with xccl disabled the start
- * reaches the stock module's nonblocking form (libnbc); without xccl the
- * request is libnbc's own.
+ * round.  Which module runs a start is the mode's: each request is made
+ * under its mode's coll_xccl_<coll>_enable, and xccl hands a disabled
+ * collective's init to the stock module, so the stock request is libnbc's
+ * own, with or without xccl loaded.
  */
 #include <mpi.h>
 
