@@ -1,16 +1,15 @@
 /*
- * Step 2 and 3 of a call's road (coll_xccl_path.h): whether it goes to the
- * fallback, decided from what every rank shares only (parameters,
- * communicator size, sizes) and before any data moves, so that all ranks
- * take the same way whatever their buffers; then a call for the fallback
- * on heap buffers goes there at once (the fallback's fast way), and every
- * other call to the path table (coll_xccl_path.c).  Also how the path
- * table would run a persistent request's call, decided once at its init
- * (mca_coll_xccl_call_level_plan).
+ * Whether a call goes to the fallback (coll_xccl_decide.h), decided from
+ * what every rank shares only (parameters, communicator size, sizes) and
+ * before any data moves, so that all ranks take the same way whatever
+ * their buffers; and how the path table would run a persistent request's
+ * call, decided once at its init.
  */
 #include "ompi_config.h"
 
-#include "coll_xccl_path.h"
+#include "coll_xccl_decide.h"
+#include "coll_xccl_latency_v.h"
+#include "coll_xccl_peers.h"
 #include "coll_xccl_dtype.h"
 #include "coll_xccl_pack.h"
 #include "coll_xccl_previous.h"
@@ -111,8 +110,6 @@ const char *mca_coll_xccl_call_fallback(const mca_coll_xccl_call_t *c)
     return decide(c, policy(c));
 }
 
-/* How the path table would run a persistent request's described call
- * (coll_xccl_path.h). */
 int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_plan_t *plan)
 {
     mca_coll_xccl_module_t *m = c->m;
@@ -151,16 +148,9 @@ int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_p
     return 0;
 }
 
-int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c)
+const char *mca_coll_xccl_call_decide(mca_coll_xccl_call_t *c)
 {
     const char *why = policy(c);
     settle_small(c, why);
-    why = decide(c, why);
-    /* The fallback's fast way: a call for the fallback on buffers in the
-     * heap, with the fewest steps. */
-    if (NULL != why && NULL == c->counts && mca_coll_xccl_gpu_surely_host(c)) {
-        mca_coll_xccl_log_call(c->m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, -1, -1.0, why, NULL);
-        return mca_coll_xccl_call_previous(c, c->sbuf, c->rbuf, c->request);
-    }
-    return mca_coll_xccl_call_paths(c, why);
+    return decide(c, why);
 }

@@ -1,8 +1,10 @@
 /*
- * The path table: the road of a call once decided (coll_xccl_decide.c)
- * and not taken by a fast way (coll_xccl_path.h).  The call tries the
- * paths in order (paths[] below), each of one shape: it takes the call,
- * or the call goes on to the next:
+ * The road of a call after the latency path's fast way (coll_xccl_path.h).
+ * The call is decided first (coll_xccl_decide.c): the fallback or xccl,
+ * alike on every rank; a call for the fallback on heap buffers goes there
+ * at once (the fallback's fast way).  Every other call tries the paths in
+ * order (paths[] below), each of one shape: it takes the call, or the
+ * call goes on to the next:
  *
  *   set_up        a small blocking call on a communicator whose level may
  *                 be on, not yet set up: sets it up, then the latency
@@ -12,7 +14,7 @@
  *                 fallback's reason);
  *   peer_access   CUDA IPC inside a node: a peer-access schedule ("mesh",
  *                 or "leader" on one shared GPU) on the peers' mapped
- *                 buffers, where every rank can (providers[]);
+ *                 buffers, where every rank can (coll_xccl_peers.c);
  *   staging       device buffers: host copies, on which the paths after
  *                 it run; the copies go back once the call is done;
  *   fallback      the saved module's function (coll_xccl_previous.c);
@@ -35,6 +37,7 @@
 #include "opal/runtime/opal_progress.h"
 
 #include "coll_xccl_path.h"
+#include "coll_xccl_peers.h"
 #include "coll_xccl_exec.h"
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_gpu_ipc.h"
@@ -125,31 +128,18 @@ static int run_end(mca_coll_xccl_call_t *c, run_t *run, uint64_t t0, int rc)
     return rc;
 }
 
-/* Peer access inside a node (CUDA IPC): where every rank can, the
- * collective's mesh schedule on the peers' mapped buffers. */
-static const mca_coll_xccl_peer_provider_t *const providers[] = {
-    &mca_coll_xccl_gpu_ipc_provider,
-};
-
 static int peer_host(mca_coll_xccl_call_t *c, ompi_request_t **inner);
 
-int mca_coll_xccl_peer_progress(void)
-{
-    int n = 0;
-    for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
-        n += providers[i]->progress();
-    }
-    return n;
-}
-
+/* Peer access inside a node (CUDA IPC): where every rank can, the
+ * collective's mesh schedule on the peers' mapped buffers. */
 static int path_peer_access(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
     if (NULL != run->why) {
         return 0;
     }
-    for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
-        const mca_coll_xccl_peer_provider_t *pv = providers[i];
+    for (size_t i = 0; i < mca_coll_xccl_nproviders; i++) {
+        const mca_coll_xccl_peer_provider_t *pv = mca_coll_xccl_providers[i];
         mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
         void *state = NULL;
         double predicted_us;
@@ -461,20 +451,8 @@ static int peer_host(mca_coll_xccl_call_t *c, ompi_request_t **inner)
     return run_paths(c, &run, PATH_STAGING);
 }
 
-/* Whether a peer-access provider wants a nonblocking call
- * (coll_xccl_path.h). */
-int mca_coll_xccl_peer_wanted(const mca_coll_xccl_call_t *c)
-{
-    for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
-        if (providers[i]->wanted(c) && providers[i]->usable(c->m)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The path table's way (coll_xccl_path.h). */
-__opal_attribute_noinline__ int mca_coll_xccl_call_paths(mca_coll_xccl_call_t *c, const char *why)
+/* The path table's way. */
+static __opal_attribute_noinline__ int run_call(mca_coll_xccl_call_t *c, const char *why)
 {
     run_t run = { .why = why, .s = c->sbuf, .r = c->rbuf, .request = c->request };
     int rc = run_paths(c, &run, 0);
@@ -512,4 +490,16 @@ int mca_coll_xccl_call_keep(mca_coll_xccl_call_t *c)
     }
     *to = *c;
     return MPI_SUCCESS;
+}
+
+int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c)
+{
+    const char *why = mca_coll_xccl_call_decide(c);
+    /* The fallback's fast way: a call for the fallback on buffers in the
+     * heap, with the fewest steps. */
+    if (NULL != why && NULL == c->counts && mca_coll_xccl_gpu_surely_host(c)) {
+        mca_coll_xccl_log_call(c->m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, -1, -1.0, why, NULL);
+        return mca_coll_xccl_call_previous(c, c->sbuf, c->rbuf, c->request);
+    }
+    return run_call(c, why);
 }

@@ -7,8 +7,7 @@
  *      way the entry already knows ends in the latency path;
  *   2. decide (coll_xccl_decide.c): the fallback or xccl, from what every
  *      rank shares only, before any data moves;
- *   3. the fallback's fast way (coll_xccl_decide.c): a call for the
- *      fallback on heap buffers;
+ *   3. the fallback's fast way: a call for the fallback on heap buffers;
  *   4. the path table (coll_xccl_path.c): each path takes the call or
  *      hands it on to the next.
  *
@@ -21,6 +20,8 @@
 #include <stdlib.h>
 
 #include "coll_xccl_call.h"
+#include "coll_xccl_decide.h"
+#include "coll_xccl_peers.h"
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_gpu_ipc.h"
 #include "coll_xccl_latency.h"
@@ -33,15 +34,6 @@ BEGIN_C_DECLS
 /* Steps 2 to 4 of the road: MPI_SUCCESS or an MPI error code (logged).
  * Frees c->counts. */
 int mca_coll_xccl_call_route(mca_coll_xccl_call_t *c);
-
-/* Step 4, the path table, for a call decided (why: the fallback's reason,
- * or NULL for xccl).  Frees c->counts. */
-int mca_coll_xccl_call_paths(mca_coll_xccl_call_t *c, const char *why);
-
-/* Whether a peer-access provider (CUDA IPC) wants the nonblocking call c
- * and the communicator can run it (from what every rank shares:
- * coll_xccl_provider.h). */
-int mca_coll_xccl_peer_wanted(const mca_coll_xccl_call_t *c);
 
 /* Whether a blocking call of c's size still goes to the level's trials
  * (the whole way): its size class has not yet picked shm. */
@@ -159,25 +151,6 @@ static inline int mca_coll_xccl_fast_latency(mca_coll_xccl_call_t *c, int *rc)
 void mca_coll_xccl_call_keep_to(mca_coll_xccl_call_t *to);
 int mca_coll_xccl_call_keep(mca_coll_xccl_call_t *c) __attribute__((cold));
 
-/* Whether the call c goes to the fallback (policy and decide, from what
- * every rank shares): the reason, or NULL. */
-const char *mca_coll_xccl_call_fallback(const mca_coll_xccl_call_t *c);
-
-/* How the path table runs the nonblocking call c (a persistent request's
- * described call, on host buffers) where that is a schedule of the level
- * without transfers: its reference and algorithm, its work buffers, and
- * whether path_latency takes it (the latency path for algo instead).  1
- * (plan filled; c's reduction planned), 0 another way (the fallback, a
- * provider, packing, a schedule over the transport), -1 not known yet
- * (the communicator's set-up or the level's vote still runs). */
-typedef struct {
-    const xccl_sched_t *sched;
-    int algo, latency;
-    double predicted_us;
-    char *ws, *wr;
-} mca_coll_xccl_level_plan_t;
-int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_plan_t *plan);
-
 /* Runs the call an entry point described: MPI_SUCCESS or an MPI error
  * code (logged).  Frees c->counts. */
 static inline int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
@@ -191,10 +164,6 @@ static inline int mca_coll_xccl_call_run(mca_coll_xccl_call_t *c)
     }
     return mca_coll_xccl_call_route(c);
 }
-
-/* Advances the nonblocking calls of the peer-access providers (CUDA IPC):
- * how many completed.  From the component's progress function. */
-int mca_coll_xccl_peer_progress(void);
 
 END_C_DECLS
 

@@ -10,7 +10,7 @@
 BEGIN_C_DECLS
 
 /* A way for the ranks of a node to reach each other's buffers and flags,
- * as the peer_access path (coll_xccl_path.c, providers[]) drives it: a
+ * as the peer_access path (coll_xccl_path.c, coll_xccl_peers.c) drives it: a
  * call a provider takes runs one of its collective's peer-access
  * schedules ("mesh", "leader") through the one executor, with the
  * provider's xccl_peer_t, copies and reductions.  Its provider is CUDA
