@@ -398,6 +398,12 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
         wrote = v.vec[v.rank];
     } else if (!dir) {
         wrote = v.rank != v.root && v.vec[v.rank] <= v.part ? v.vec[v.rank] : 0;
+    } else if (XCCL_COLL_SCATTER == coll) {
+        /* packed's answer without its pass: every block fits (fits) */
+        const size_t b = c->args.block;
+        wrote = v.rank == v.root && b ? mca_coll_xccl_latency_v_dir(v.n) +
+                                            (size_t) (v.n - 1) * ((b + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN)
+                                      : 0;
     } else if (XCCL_COLL_ALLTOALLV == coll || v.rank == v.root) {
         wrote = packed(&v, v.vec);
     }
