@@ -40,6 +40,7 @@
 #define SIM_EXEC_SEQ 23
 #define SIM_SEED_SALT 29u
 #include "sim_harness.h"
+#include "shm_sim.h"
 #include "xccl_layout.h"
 #include "xccl_build.h"
 #include "xccl_cost.h"
@@ -55,19 +56,6 @@ static int leader_form;
  * (XCCL_PEER_COPY: read() and write(), nothing mapped); overrides
  * leader_form. */
 static int bcast_split;
-
-static unsigned seed_of(int p, unsigned salt)
-{
-    return (unsigned) p * 2654435761u + SIM_SEED_SALT + salt * 40503u;
-}
-
-/* Sizes to try at p: 0, 1, around p, and LARGE.  Returns how many. */
-static size_t sizes_at(int p, size_t *c)
-{
-    size_t n = counts_around(p, c);
-    c[n++] = LARGE;
-    return n;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Allgather                                                                */
@@ -87,26 +75,10 @@ static int run_allgather(int p, size_t b, int in_place, unsigned seed, char *bad
         ck_assert_int_eq(leader_form ? xccl_build_allgather_leader(&j.sched[r], b)
                                      : xccl_build_allgather_mesh(&j.sched[r], b), 0);
         ck_assert_str_eq(j.sched[r].algo, leader_form ? "leader" : "mesh");
-        j.rbuf[r] = xmalloc(total);
-        memset(j.rbuf[r], 0xEE, total);
-        j.sbuf[r] = in_place ? j.rbuf[r] + (size_t) r * b : job_sbuf(&j, r, b);
-        for (size_t i = 0; i < b; i++) {
-            j.sbuf[r][i] = ag_pattern(r, i);
-        }
+        job_fill_allgather(&j, r, b, NULL, total, in_place);
     }
-    char err[256];
-    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    for (int r = 0; r < p && 0 == rc; r++) {
-        for (size_t i = 0; i < total && 0 == rc; i++) {
-            if (j.rbuf[r][i] != ag_pattern((int) (i / b), i % b)) {
-                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
-                rc = -1;
-            }
-        }
-    }
+    rc = job_try(&j, NULL, seed, what, bad, badlen);
+    rc = 0 == rc ? job_check_allgather(&j, b, NULL, what, bad, badlen) : rc;
     job_fini(&j);
     return rc;
 }
@@ -115,7 +87,7 @@ START_TEST(allgather_mesh)
 {
     const int p = (_i - 1) % SMALL_P + 1;
     leader_form = _i > SMALL_P;
-    size_t sz[8], n = sizes_at(p, sz);
+    size_t sz[8], n = sizes_at(p, LARGE, sz);
     char bad[512] = "";
     for (size_t k = 0; k < n; k++) {
         for (int in_place = 0; in_place < 2; in_place++) {
@@ -131,7 +103,6 @@ END_TEST
 
 static int run_alltoall(int p, size_t b, int in_place, unsigned seed, char *bad, size_t badlen)
 {
-    const size_t total = (size_t) p * b;
     char what[128];
     job_t j;
     int rc = 0;
@@ -144,35 +115,10 @@ static int run_alltoall(int p, size_t b, int in_place, unsigned seed, char *bad,
     for (int r = 0; r < p; r++) {
         ck_assert_int_eq(leader_form ? xccl_build_alltoall_leader(&j.sched[r], b, in_place)
                                      : xccl_build_alltoall_mesh(&j.sched[r], b, in_place), 0);
-        j.rbuf[r] = xmalloc(total);
-        memset(j.rbuf[r], 0xEE, total);
-        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total);
-        for (int to = 0; to < p; to++) {
-            for (size_t i = 0; i < b; i++) {
-                j.sbuf[r][(size_t) to * b + i] = pattern(r, to, i);
-            }
-        }
+        job_fill_alltoall(&j, r, b, in_place);
     }
-    char err[256];
-    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    for (int r = 0; r < p && 0 == rc; r++) {
-        for (size_t i = 0; i < total && 0 == rc; i++) {
-            if (j.rbuf[r][i] != pattern((int) (i / b), r, i % b)) {
-                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
-                rc = -1;
-            }
-        }
-        /* not in place the input must survive */
-        for (size_t i = 0; i < total && 0 == rc && !in_place; i++) {
-            if (j.sbuf[r][i] != pattern(r, (int) (i / b), i % b)) {
-                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
-                rc = -1;
-            }
-        }
-    }
+    rc = job_try(&j, NULL, seed, what, bad, badlen);
+    rc = 0 == rc ? job_check_alltoall(&j, b, in_place, what, bad, badlen) : rc;
     job_fini(&j);
     return rc;
 }
@@ -181,7 +127,7 @@ START_TEST(alltoall_mesh)
 {
     const int p = (_i - 1) % SMALL_P + 1;
     leader_form = _i > SMALL_P;
-    size_t sz[8], n = sizes_at(p, sz);
+    size_t sz[8], n = sizes_at(p, LARGE, sz);
     char bad[512] = "";
     for (size_t k = 0; k < n; k++) {
         /* LARGE blocks: p * p * LARGE bytes; keep the largest p cheaper */
@@ -216,24 +162,10 @@ static int run_bcast_planted(int p, size_t n, int root, unsigned seed, const xcc
             xccl_sched_fini(&j.sched[r]);
             j.sched[r] = planted[r];
         }
-        j.rbuf[r] = xmalloc(n);
-        for (size_t i = 0; i < n; i++) {
-            j.rbuf[r][i] = r == root ? ag_pattern(root, i) : 0xEE;
-        }
+        job_fill_bcast(&j, r, n, root);
     }
-    char err[256];
-    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    for (int r = 0; r < p && 0 == rc; r++) {
-        for (size_t i = 0; i < n && 0 == rc; i++) {
-            if (j.rbuf[r][i] != ag_pattern(root, i)) {
-                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
-                rc = -1;
-            }
-        }
-    }
+    rc = job_try(&j, NULL, seed, what, bad, badlen);
+    rc = 0 == rc ? job_check_bcast(&j, n, root, what, bad, badlen) : rc;
     if (planted) {
         for (int r = 0; r < p; r++) {
             memset(&j.sched[r], 0, sizeof(j.sched[r]));    /* the caller's */
@@ -253,7 +185,7 @@ START_TEST(bcast_mesh)
     const int p = (_i - 1) % SMALL_P + 1;
     leader_form = _i > SMALL_P;
     bcast_split = _i > 2 * SMALL_P;
-    size_t sz[9], n = sizes_at(p, sz);
+    size_t sz[9], n = sizes_at(p, LARGE, sz);
     if (bcast_split) {
         /* parts of whole 4 KiB units, and one unit more than p of them */
         sz[n++] = (size_t) p * 8192 + 4099;
@@ -303,7 +235,7 @@ static void build_allreduce(xccl_sched_t *s, int how, size_t count, int in_place
 static int run_allreduce(int p, int k, int how, size_t count, int in_place, unsigned seed,
                          const xccl_sched_t *planted, char *bad, size_t badlen)
 {
-    const size_t es = kind_es(k), bytes = count * es;
+    const size_t es = kind_es(k);
     char what[160];
     job_t j;
     int rc = 0;
@@ -320,37 +252,15 @@ static int run_allreduce(int p, int k, int how, size_t count, int in_place, unsi
         } else {
             build_allreduce(&j.sched[r], how, count, in_place);
         }
-        j.rbuf[r] = xmalloc(bytes);
-        memset(j.rbuf[r], 0xEE, bytes);
-        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, bytes);
-        kind_fill(k, r, j.sbuf[r], count);
+        job_fill_allreduce(&j, r, k, count, in_place);
     }
-    unsigned char *want = xmalloc(bytes), *input = xmalloc(bytes);
-    kind_reference(k, p, want, count);
-    char err[256];
-    if (0 != job_exec(&j, kind_fn(k), seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    for (int r = 0; r < p && 0 == rc; r++) {
-        if (0 != memcmp(j.rbuf[r], want, bytes)) {
-            snprintf(bad, badlen, "%s: rank %d has a wrong result", what, r);
-            rc = -1;
-        } else if (!in_place) {
-            kind_fill(k, r, input, count);
-            if (0 != memcmp(j.sbuf[r], input, bytes)) {
-                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
-                rc = -1;
-            }
-        }
-    }
+    rc = job_try(&j, kind_fn(k), seed, what, bad, badlen);
+    rc = 0 == rc ? job_check_allreduce(&j, k, count, in_place, what, bad, badlen) : rc;
     if (planted) {
         for (int r = 0; r < p; r++) {
             memset(&j.sched[r], 0, sizeof(j.sched[r]));    /* the caller's */
         }
     }
-    free(want);
-    free(input);
     job_fini(&j);
     return rc;
 }
@@ -359,7 +269,7 @@ START_TEST(allreduce_mesh)
 {
     const int p = (_i - 1) % SMALL_P + 1;
     leader_form = _i > SMALL_P;
-    size_t sz[8], n = sizes_at(p, sz);
+    size_t sz[8], n = sizes_at(p, LARGE, sz);
     char bad[512] = "";
     for (int k = 0; k < NKINDS; k++) {
         for (size_t c = 0; c < n; c++) {
@@ -396,24 +306,6 @@ START_TEST(allreduce_mapped_fails_read_only)
     job_fini(&j);
 }
 END_TEST
-
-/* Count patterns: every rank base (reduce_scatter_block); irregular (every
- * third rank 0, the others base .. base+3); all on the last rank. */
-enum { CNT_REGULAR, CNT_IRREGULAR, CNT_LAST_ONLY, NCNT };
-
-static size_t make_counts(int p, int pat, size_t base, size_t *c)
-{
-    size_t total = 0;
-    for (int r = 0; r < p; r++) {
-        switch (pat) {
-        case CNT_REGULAR: c[r] = base; break;
-        case CNT_IRREGULAR: c[r] = r % 3 == 1 ? 0 : base + (size_t) (r % 4); break;
-        default: c[r] = r == p - 1 ? base : 0; break;
-        }
-        total += c[r];
-    }
-    return total;
-}
 
 /* The leader's reduce_scatter: the whole vector folded in scratch (0) or
  * block by block (1); both are tested at every p (the default picks by
@@ -457,41 +349,15 @@ static int run_reduce_scatter(int p, int k, int how, const size_t *counts, size_
         } else {
             build_reduce_scatter(&j.sched[r], how, counts, in_place);
         }
-        j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * es);
-        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total * es);
-        if (!in_place) {
-            memset(j.rbuf[r], 0xEE, counts[r] * es);
-        }
-        kind_fill(k, r, j.sbuf[r], total);
+        job_fill_reduce_scatter(&j, r, k, counts, total, in_place);
     }
-    unsigned char *want = xmalloc(total * es), *input = xmalloc(total * es);
-    kind_reference(k, p, want, total);
-    char err[256];
-    if (0 != job_exec(&j, kind_fn(k), seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    size_t first = 0;
-    for (int r = 0; r < p && 0 == rc; r++) {
-        if (0 != memcmp(j.rbuf[r], want + first * es, counts[r] * es)) {
-            snprintf(bad, badlen, "%s: rank %d has a wrong result", what, r);
-            rc = -1;
-        } else if (!in_place) {
-            kind_fill(k, r, input, total);
-            if (0 != memcmp(j.sbuf[r], input, total * es)) {
-                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
-                rc = -1;
-            }
-        }
-        first += counts[r];
-    }
+    rc = job_try(&j, kind_fn(k), seed, what, bad, badlen);
+    rc = 0 == rc ? job_check_reduce_scatter(&j, k, counts, total, in_place, what, bad, badlen) : rc;
     if (planted) {
         for (int r = 0; r < p; r++) {
             memset(&j.sched[r], 0, sizeof(j.sched[r]));
         }
     }
-    free(want);
-    free(input);
     job_fini(&j);
     return rc;
 }

@@ -31,6 +31,7 @@
 #define SIM_EXEC_SEQ 41
 #define SIM_SEED_SALT 43u
 #include "sim_harness.h"
+#include "shm_sim.h"
 #include "xccl_layout.h"
 #include "xccl_build.h"
 #include "xccl_hier.h"
@@ -40,19 +41,6 @@
 #define SMALL_P 64
 #define SHM_FAST_BYTES_TEST 256        /* algos/shm_util.h SHM_FAST_BYTES */
 #define LARGE 4099
-
-static unsigned seed_of(int p, unsigned salt)
-{
-    return (unsigned) p * 2654435761u + SIM_SEED_SALT + salt * 40503u;
-}
-
-/* Sizes at p: 0, 1, around p, LARGE. */
-static size_t sizes_at(int p, size_t *c)
-{
-    size_t n = counts_around(p, c);
-    c[n++] = LARGE;
-    return n;
-}
 
 /* Slot sizes to try for a message of `bytes` whose smallest slot is `min`:
  * the smallest, a few chunks, and one that holds everything. */
@@ -93,25 +81,19 @@ typedef enum {
  * for val that no rank has, or a post in the first step: nothing). */
 static int last_planted;
 
+/* A wait for flag value *(uint32_t *) ctx. */
+static int drop_wait_for(const xccl_sched_t *s, size_t st, const xccl_action_t *a, void *ctx)
+{
+    (void) s, (void) st;
+    return XCCL_ACT_WAIT == a->kind && a->idx == *(const uint32_t *) ctx;
+}
+
 /* s rewritten in place: see plant_t.  Returns whether anything changed. */
 static int plant(xccl_sched_t *s, plant_t how, uint32_t val)
 {
     int changed = 0;
     if (PLANT_NO_WAIT == how) {
-        size_t w = 0;
-        for (size_t st = 0; st < s->nsteps; st++) {
-            const size_t begin = s->step_start[st];
-            const size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
-            s->step_start[st] = w;
-            for (size_t i = begin; i < end; i++) {
-                if (XCCL_ACT_WAIT == s->acts[i].kind && s->acts[i].idx == val) {
-                    changed = 1;
-                    continue;
-                }
-                s->acts[w++] = s->acts[i];
-            }
-        }
-        s->nacts = w;
+        changed = sched_drop(s, drop_wait_for, &val);
     } else if (PLANT_EARLY_POST == how) {
         for (size_t st = 1; st < s->nsteps; st++) {
             const size_t begin = s->step_start[st];
@@ -136,6 +118,18 @@ static int plant(xccl_sched_t *s, plant_t how, uint32_t val)
     return changed;
 }
 
+/* The bug planted into every rank's schedule of j; whether j is to run
+ * (nothing planted, or the plant changed something: last_planted). */
+static int plant_job(job_t *j, plant_t how, uint32_t val)
+{
+    int planted = 0;
+    for (int r = 0; r < j->p; r++) {
+        planted |= plant(&j->sched[r], how, val);
+    }
+    last_planted = planted;
+    return PLANT_NONE == how || planted;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Allreduce                                                                */
 /* ------------------------------------------------------------------------ */
@@ -145,11 +139,11 @@ typedef int (*ar_build_t)(xccl_sched_t *, size_t);
 static int run_allreduce(int p, int k, size_t count, int in_place, size_t cap, int small, unsigned seed,
                          plant_t how, uint32_t val, char *bad, size_t badlen)
 {
-    const size_t es = kind_es(k), bytes = count * es;
+    const size_t es = kind_es(k);
     const ar_build_t build = small ? xccl_build_allreduce_shm_small : xccl_build_allreduce_shm;
     char what[200];
     job_t j;
-    int rc = 0, planted = 0;
+    int rc = 0;
     snprintf(what, sizeof(what), "allreduce %s p=%d kind=%d count=%zu in_place=%d slot=%zu plant=%d/%u",
              small ? "shm_small" : "shm", p, k, count, in_place, cap, (int) how, val);
     job_init(&j, p, es);
@@ -158,38 +152,12 @@ static int run_allreduce(int p, int k, size_t count, int in_place, size_t cap, i
         ck_assert_msg(0 == build(&j.sched[r], count), "%s: build failed", what);
         ck_assert_str_eq(j.sched[r].algo, small ? "shm_small" : "shm");
         check_shape(&j.sched[r], what);
-        planted |= plant(&j.sched[r], how, val);
-        j.rbuf[r] = xmalloc(bytes);
-        memset(j.rbuf[r], 0xEE, bytes);
-        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, bytes);
-        kind_fill(k, r, j.sbuf[r], count);
+        job_fill_allreduce(&j, r, k, count, in_place);
     }
-    last_planted = planted;
-    if (how != PLANT_NONE && !planted) {
-        job_fini(&j);
-        return 0;
+    if (plant_job(&j, how, val)) {
+        rc = job_try(&j, kind_fn(k), seed, what, bad, badlen);
+        rc = 0 == rc ? job_check_allreduce(&j, k, count, in_place, what, bad, badlen) : rc;
     }
-    unsigned char *want = xmalloc(bytes), *input = xmalloc(bytes);
-    kind_reference(k, p, want, count);
-    char err[256];
-    if (0 != job_exec(&j, kind_fn(k), seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    for (int r = 0; r < p && 0 == rc; r++) {
-        if (0 != memcmp(j.rbuf[r], want, bytes)) {
-            snprintf(bad, badlen, "%s: rank %d has a wrong result", what, r);
-            rc = -1;
-        } else if (!in_place) {
-            kind_fill(k, r, input, count);
-            if (0 != memcmp(j.sbuf[r], input, bytes)) {
-                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
-                rc = -1;
-            }
-        }
-    }
-    free(want);
-    free(input);
     job_fini(&j);
     return rc;
 }
@@ -197,7 +165,7 @@ static int run_allreduce(int p, int k, size_t count, int in_place, size_t cap, i
 START_TEST(allreduce_shm)
 {
     const int p = _i;
-    size_t sz[8], n = sizes_at(p, sz);
+    size_t sz[8], n = sizes_at(p, LARGE, sz);
     char bad[512] = "";
     for (int small = 0; small < 2; small++) {
         for (int k = 0; k < NKINDS; k++) {
@@ -262,72 +230,25 @@ END_TEST
 /* Reduce_scatter                                                           */
 /* ------------------------------------------------------------------------ */
 
-enum { CNT_REGULAR, CNT_IRREGULAR, CNT_LAST_ONLY, NCNT };
-
-static size_t make_counts(int p, int pat, size_t base, size_t *c)
-{
-    size_t total = 0;
-    for (int r = 0; r < p; r++) {
-        switch (pat) {
-        case CNT_REGULAR: c[r] = base; break;
-        case CNT_IRREGULAR: c[r] = r % 3 == 1 ? 0 : base + (size_t) (r % 4); break;
-        default: c[r] = r == p - 1 ? base : 0; break;
-        }
-        total += c[r];
-    }
-    return total;
-}
-
 static int run_reduce_scatter(int p, int k, const size_t *counts, size_t total, int in_place, size_t cap,
                               unsigned seed, plant_t how, uint32_t val, char *bad, size_t badlen)
 {
-    const size_t es = kind_es(k);
     char what[200];
     job_t j;
-    int rc = 0, planted = 0;
+    int rc = 0;
     snprintf(what, sizeof(what), "reduce_scatter shm p=%d kind=%d total=%zu in_place=%d slot=%zu plant=%d/%u", p, k,
              total, in_place, cap, (int) how, val);
-    job_init(&j, p, es);
+    job_init(&j, p, kind_es(k));
     for (int r = 0; r < p; r++) {
         j.sched[r].slot_cap = cap;
         ck_assert_msg(0 == xccl_build_reduce_scatter_shm(&j.sched[r], counts, in_place), "%s: build failed", what);
         check_shape(&j.sched[r], what);
-        planted |= plant(&j.sched[r], how, val);
-        j.rbuf[r] = xmalloc((in_place ? total : counts[r]) * es);
-        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total * es);
-        if (!in_place) {
-            memset(j.rbuf[r], 0xEE, counts[r] * es);
-        }
-        kind_fill(k, r, j.sbuf[r], total);
+        job_fill_reduce_scatter(&j, r, k, counts, total, in_place);
     }
-    last_planted = planted;
-    if (how != PLANT_NONE && !planted) {
-        job_fini(&j);
-        return 0;
+    if (plant_job(&j, how, val)) {
+        rc = job_try(&j, kind_fn(k), seed, what, bad, badlen);
+        rc = 0 == rc ? job_check_reduce_scatter(&j, k, counts, total, in_place, what, bad, badlen) : rc;
     }
-    unsigned char *want = xmalloc(total * es), *input = xmalloc(total * es);
-    kind_reference(k, p, want, total);
-    char err[256];
-    if (0 != job_exec(&j, kind_fn(k), seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    size_t first = 0;
-    for (int r = 0; r < p && 0 == rc; r++) {
-        if (0 != memcmp(j.rbuf[r], want + first * es, counts[r] * es)) {
-            snprintf(bad, badlen, "%s: rank %d has a wrong result", what, r);
-            rc = -1;
-        } else if (!in_place) {
-            kind_fill(k, r, input, total);
-            if (0 != memcmp(j.sbuf[r], input, total * es)) {
-                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
-                rc = -1;
-            }
-        }
-        first += counts[r];
-    }
-    free(want);
-    free(input);
     job_fini(&j);
     return rc;
 }
@@ -380,48 +301,21 @@ static int run_allgather(int p, size_t b, const size_t *v, int in_place, size_t 
     }
     char what[200];
     job_t j;
-    int rc = 0, planted = 0;
+    int rc = 0;
     snprintf(what, sizeof(what), "allgather%s shm p=%d block=%zu in_place=%d slot=%zu plant=%d/%u", v ? "v" : "", p,
              b, in_place, cap, (int) how, val);
     job_init(&j, p, 1);
     for (int r = 0; r < p; r++) {
-        const size_t mine = v ? v[r] : b, at = v ? v[p + r] : (size_t) r * b;
         j.sched[r].slot_cap = cap;
         ck_assert_msg(0 == (v ? xccl_build_allgatherv_shm(&j.sched[r], v, v + p, in_place)
                               : xccl_build_allgather_shm(&j.sched[r], b)),
                       "%s: build failed", what);
         check_shape(&j.sched[r], what);
-        planted |= plant(&j.sched[r], how, val);
-        j.rbuf[r] = xmalloc(total);
-        memset(j.rbuf[r], 0xEE, total);
-        j.sbuf[r] = in_place ? j.rbuf[r] + at : job_sbuf(&j, r, mine);
-        for (size_t i = 0; i < mine; i++) {
-            j.sbuf[r][i] = ag_pattern(r, i);
-        }
-        if (v && in_place) {
-            j.sbuf[r] = NULL;          /* allgatherv in place: SEND unused */
-        }
+        job_fill_allgather(&j, r, b, v, total, in_place);
     }
-    last_planted = planted;
-    if (how != PLANT_NONE && !planted) {
-        job_fini(&j);
-        return 0;
-    }
-    char err[256];
-    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    for (int r = 0; r < p && 0 == rc; r++) {
-        for (int q = 0; q < p && 0 == rc; q++) {
-            const size_t n = v ? v[q] : b, at = v ? v[p + q] : (size_t) q * b;
-            for (size_t i = 0; i < n && 0 == rc; i++) {
-                if (j.rbuf[r][at + i] != ag_pattern(q, i)) {
-                    snprintf(bad, badlen, "%s: rank %d block %d byte %zu wrong", what, r, q, i);
-                    rc = -1;
-                }
-            }
-        }
+    if (plant_job(&j, how, val)) {
+        rc = job_try(&j, NULL, seed, what, bad, badlen);
+        rc = 0 == rc ? job_check_allgather(&j, b, v, what, bad, badlen) : rc;
     }
     job_fini(&j);
     return rc;
@@ -430,7 +324,7 @@ static int run_allgather(int p, size_t b, const size_t *v, int in_place, size_t 
 START_TEST(allgather_shm)
 {
     const int p = _i;
-    size_t sz[8], n = sizes_at(p, sz);
+    size_t sz[8], n = sizes_at(p, LARGE, sz);
     char bad[512] = "";
     for (size_t k = 0; k < n; k++) {
         size_t caps[3];
@@ -472,10 +366,9 @@ END_TEST
 static int run_alltoall(int p, size_t b, int in_place, size_t cap, unsigned seed, plant_t how, uint32_t val,
                         char *bad, size_t badlen)
 {
-    const size_t total = (size_t) p * b;
     char what[200];
     job_t j;
-    int rc = 0, planted = 0;
+    int rc = 0;
     snprintf(what, sizeof(what), "alltoall shm p=%d block=%zu in_place=%d slot=%zu plant=%d/%u", p, b, in_place, cap,
              (int) how, val);
     job_init(&j, p, 1);
@@ -483,39 +376,11 @@ static int run_alltoall(int p, size_t b, int in_place, size_t cap, unsigned seed
         j.sched[r].slot_cap = cap;
         ck_assert_msg(0 == xccl_build_alltoall_shm(&j.sched[r], b, in_place), "%s: build failed", what);
         check_shape(&j.sched[r], what);
-        planted |= plant(&j.sched[r], how, val);
-        j.rbuf[r] = xmalloc(total);
-        memset(j.rbuf[r], 0xEE, total);
-        j.sbuf[r] = in_place ? j.rbuf[r] : job_sbuf(&j, r, total);
-        for (int to = 0; to < p; to++) {
-            for (size_t i = 0; i < b; i++) {
-                j.sbuf[r][(size_t) to * b + i] = pattern(r, to, i);
-            }
-        }
+        job_fill_alltoall(&j, r, b, in_place);
     }
-    last_planted = planted;
-    if (how != PLANT_NONE && !planted) {
-        job_fini(&j);
-        return 0;
-    }
-    char err[256];
-    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    for (int r = 0; r < p && 0 == rc; r++) {
-        for (size_t i = 0; i < total && 0 == rc; i++) {
-            if (j.rbuf[r][i] != pattern((int) (i / b), r, i % b)) {
-                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
-                rc = -1;
-            }
-        }
-        for (size_t i = 0; i < total && 0 == rc && !in_place; i++) {
-            if (j.sbuf[r][i] != pattern(r, (int) (i / b), i % b)) {
-                snprintf(bad, badlen, "%s: rank %d changed its input", what, r);
-                rc = -1;
-            }
-        }
+    if (plant_job(&j, how, val)) {
+        rc = job_try(&j, NULL, seed, what, bad, badlen);
+        rc = 0 == rc ? job_check_alltoall(&j, b, in_place, what, bad, badlen) : rc;
     }
     job_fini(&j);
     return rc;
@@ -524,7 +389,7 @@ static int run_alltoall(int p, size_t b, int in_place, size_t cap, unsigned seed
 START_TEST(alltoall_shm)
 {
     const int p = _i;
-    size_t sz[8], n = sizes_at(p, sz);
+    size_t sz[8], n = sizes_at(p, LARGE, sz);
     char bad[512] = "";
     for (size_t k = 0; k < n; k++) {
         const size_t b = LARGE == sz[k] && p > 32 ? 1031 : sz[k];
@@ -552,7 +417,7 @@ static int run_bcast(int p, size_t n, int root, size_t cap, unsigned seed, plant
 {
     char what[200];
     job_t j;
-    int rc = 0, planted = 0;
+    int rc = 0;
     snprintf(what, sizeof(what), "bcast shm p=%d bytes=%zu root=%d slot=%zu plant=%d/%u", p, n, root, cap, (int) how,
              val);
     job_init(&j, p, 1);
@@ -560,29 +425,11 @@ static int run_bcast(int p, size_t n, int root, size_t cap, unsigned seed, plant
         j.sched[r].slot_cap = cap;
         ck_assert_msg(0 == xccl_build_bcast_shm(&j.sched[r], n, root), "%s: build failed", what);
         check_shape(&j.sched[r], what);
-        planted |= plant(&j.sched[r], how, val);
-        j.rbuf[r] = xmalloc(n);
-        for (size_t i = 0; i < n; i++) {
-            j.rbuf[r][i] = r == root ? ag_pattern(root, i) : 0xEE;
-        }
+        job_fill_bcast(&j, r, n, root);
     }
-    last_planted = planted;
-    if (how != PLANT_NONE && !planted) {
-        job_fini(&j);
-        return 0;
-    }
-    char err[256];
-    if (0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
-    for (int r = 0; r < p && 0 == rc; r++) {
-        for (size_t i = 0; i < n && 0 == rc; i++) {
-            if (j.rbuf[r][i] != ag_pattern(root, i)) {
-                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
-                rc = -1;
-            }
-        }
+    if (plant_job(&j, how, val)) {
+        rc = job_try(&j, NULL, seed, what, bad, badlen);
+        rc = 0 == rc ? job_check_bcast(&j, n, root, what, bad, badlen) : rc;
     }
     job_fini(&j);
     return rc;
@@ -591,7 +438,7 @@ static int run_bcast(int p, size_t n, int root, size_t cap, unsigned seed, plant
 START_TEST(bcast_shm)
 {
     const int p = _i;
-    size_t sz[8], n = sizes_at(p, sz);
+    size_t sz[8], n = sizes_at(p, LARGE, sz);
     int roots[SMALL_P];
     const int nroots = pick_roots(p, 16, roots);
     char bad[512] = "";
@@ -954,45 +801,11 @@ END_TEST
 /* Successive calls, interleaved: the slot outlives the call                */
 /* ------------------------------------------------------------------------ */
 
-/* Virtual ranks each run a list of calls on persistent slots, progressed
- * in a random order as far as each can go (into its next calls too), so a
- * fast rank runs ahead of a slow one: the latency path (no exit barrier,
- * alternating regions), the pipelines, bcast (non-roots wait only for the
- * root) and calls without flags (count 0: nothing holds a rank back). */
-typedef struct {
-    int p;
-    unsigned char **slot;
-    struct {
-        int posted;
-        uint32_t seq, val;
-    } *flag;
-    int *ranks;                        /* ctx of each rank's provider: its rank */
-} mc_t;
-
-static mc_t *mc_cur;
-
-static void *mc_buf(void *ctx, int peer, xccl_buf_id_t id)
-{
-    (void) ctx;
-    return XCCL_BUF_SLOT == id ? mc_cur->slot[peer] : NULL;
-}
-
-static int mc_post(void *ctx, uint32_t seq, uint32_t val)
-{
-    const int r = *(const int *) ctx;
-    mc_cur->flag[r].posted = 1;
-    mc_cur->flag[r].seq = seq;
-    mc_cur->flag[r].val = val;
-    return 0;
-}
-
-static int mc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
-{
-    (void) ctx;
-    const uint32_t fs = mc_cur->flag[peer].seq;
-    return mc_cur->flag[peer].posted && (fs == seq ? mc_cur->flag[peer].val >= val : (int32_t) (fs - seq) > 0);
-}
-
+/* Virtual ranks each run a list of calls on persistent slots
+ * (shm_successive), so a fast rank runs ahead of a slow one: the latency
+ * path (no exit barrier, alternating regions), the pipelines, bcast
+ * (non-roots wait only for the root) and calls without flags (count 0:
+ * nothing holds a rank back). */
 enum { MC_FAST, MC_EMPTY, MC_SMALL_BIG, MC_SLICED, MC_BCAST, MC_AG, MC_A2A, MC_NKINDS };
 #define MC_CALLS 40
 /* bcast, allgather and alltoall move through 2-7 regions of it from call
@@ -1008,89 +821,90 @@ static int mc_kind(int i, unsigned mix)
     return (int) ((unsigned) i * 7u + mix * (unsigned) i * (unsigned) i) % MC_A2A;
 }
 
-/* One call: its schedule and buffers on rank r. */
+/* One call: its schedule and buffers (int32 elements) on rank r. */
 typedef struct {
-    xccl_sched_t s;
-    xccl_exec_t e;
-    int32_t *in, *out;
+    shm_call_t sim;
     size_t n;                          /* elements (allgather: per rank) */
-    int started;
 } mc_call_t;
 
-/* plant: 0 none, 1 the waits one call back removed, 2 the slots swapped on
- * rank 0 only, 3 what a call without an exit barrier left owed never
- * settled (run_successive) */
-static void mc_build(mc_call_t *c, int kind, int r, int p, int call, int plant)
+/* A run: p ranks, the mix of kinds, the plant: 0 none, 1 the waits one
+ * call back removed, 2 the slots swapped on rank 0 only, 3 what a call
+ * without an exit barrier left owed never settled (run_successive). */
+typedef struct {
+    int p;
+    unsigned mix;
+    int plant;
+} mc_run_t;
+
+static void mc_build(void *ctx, shm_call_t *sc, int r, int call)
 {
     static const size_t sizes[MC_NKINDS] = { 13, 0, 9000, 7000, 777, 333, 200 };
+    const mc_run_t *run = ctx;
+    const int p = run->p, plant = run->plant, kind = mc_kind(call, run->mix);
+    mc_call_t *c = (mc_call_t *) sc;
+    xccl_sched_t *s = &sc->s;
     c->n = sizes[kind] + (size_t) (call % 5);
     if (MC_EMPTY == kind) {
         c->n = 0;
     }
-    xccl_sched_init(&c->s, r, p, sizeof(int32_t));
-    c->s.slot_cap = MC_SLOT;
+    xccl_sched_init(s, r, p, sizeof(int32_t));
+    s->slot_cap = MC_SLOT;
     int rc;
     switch (kind) {
-    case MC_FAST: case MC_EMPTY: case MC_SMALL_BIG: rc = xccl_build_allreduce_shm_small(&c->s, c->n); break;
-    case MC_SLICED: rc = xccl_build_allreduce_shm(&c->s, c->n); break;
-    case MC_BCAST: rc = xccl_build_bcast_shm_whole(&c->s, c->n * 4, call % p); break;
-    case MC_A2A: rc = xccl_build_alltoall_shm_whole(&c->s, c->n * 4, 0); break;
-    default: rc = xccl_build_allgather_shm(&c->s, c->n * 4); break;
+    case MC_FAST: case MC_EMPTY: case MC_SMALL_BIG: rc = xccl_build_allreduce_shm_small(s, c->n); break;
+    case MC_SLICED: rc = xccl_build_allreduce_shm(s, c->n); break;
+    case MC_BCAST: rc = xccl_build_bcast_shm_whole(s, c->n * 4, call % p); break;
+    case MC_A2A: rc = xccl_build_alltoall_shm_whole(s, c->n * 4, 0); break;
+    default: rc = xccl_build_allgather_shm(s, c->n * 4); break;
     }
     ck_assert_int_eq(rc, 0);
-    ck_assert(c->s.slot_bytes <= MC_SLOT);
+    ck_assert(s->slot_bytes <= MC_SLOT);
     if (2 == p && (MC_AG == kind || MC_A2A == kind || MC_SLICED == kind)) {
         /* two ranks: the slots trade places on odd calls instead */
-        ck_assert_int_eq(c->s.slot_swap, 1);
-        ck_assert_uint_eq(c->s.slot_nalt, 0);
+        ck_assert_int_eq(s->slot_swap, 1);
+        ck_assert_uint_eq(s->slot_nalt, 0);
     } else if (2 == p && MC_BCAST == kind) {
         /* and a bcast's also move through an odd number of regions */
-        ck_assert_int_eq(c->s.slot_swap, 1);
-        ck_assert_uint_ge(c->s.slot_nalt, 3);
-        ck_assert_uint_eq(c->s.slot_nalt % 2, 1);
+        ck_assert_int_eq(s->slot_swap, 1);
+        ck_assert_uint_ge(s->slot_nalt, 3);
+        ck_assert_uint_eq(s->slot_nalt % 2, 1);
     } else if (MC_BCAST == kind || MC_AG == kind || (MC_A2A == kind && p <= 6)) {
-        ck_assert_uint_ge(c->s.slot_nalt, 2);
-        ck_assert_int_eq(c->s.slot_swap, 0);
+        ck_assert_uint_ge(s->slot_nalt, 2);
+        ck_assert_int_eq(s->slot_swap, 0);
     }
     /* allgather and alltoall of one chunk in two or more places end
      * without an exit barrier; nothing else here does */
-    ck_assert_int_eq(c->s.no_exit, (MC_AG == kind || MC_A2A == kind) && c->n > 0 &&
-                                       (c->s.slot_swap || c->s.slot_nalt >= 2));
+    ck_assert_int_eq(s->no_exit, (MC_AG == kind || MC_A2A == kind) && c->n > 0 && (s->slot_swap || s->slot_nalt >= 2));
     if (2 == plant) {                  /* the slots trade places on rank 0 only */
-        c->s.slot_swap = 0 == r && 2 == p;
+        s->slot_swap = 0 == r && 2 == p;
     }
     if (MC_FAST == kind) {
-        ck_assert_uint_eq(c->s.slot_flip, SHM_FAST_BYTES_TEST);
+        ck_assert_uint_eq(s->slot_flip, SHM_FAST_BYTES_TEST);
     }
     if (1 == plant) {                  /* the waits one call back removed */
-        size_t w = 0;
-        for (size_t st = 0; st < c->s.nsteps; st++) {
-            const size_t b = c->s.step_start[st], e = st + 1 < c->s.nsteps ? c->s.step_start[st + 1] : c->s.nacts;
-            c->s.step_start[st] = w;
-            for (size_t i = b; i < e; i++) {
-                if (!(XCCL_ACT_WAIT == c->s.acts[i].kind && c->s.acts[i].len > 0)) {
-                    c->s.acts[w++] = c->s.acts[i];
-                }
-            }
-        }
-        c->s.nacts = w;
+        sched_drop(s, drop_entry_wait, NULL);
     }
     const size_t in_n = MC_A2A == kind ? (size_t) p * c->n : c->n;
     const size_t out_n = MC_AG == kind || MC_A2A == kind ? (size_t) p * c->n : c->n;
-    c->in = xmalloc(in_n * 4);
-    c->out = xmalloc(out_n * 4);
+    int32_t *in = xmalloc(in_n * 4);
     for (size_t i = 0; i < in_n; i++) {
         /* alltoall: block q for rank q */
-        c->in[i] = (int32_t) (call * 100003 + r * 1009 + (int) i);
+        in[i] = (int32_t) (call * 100003 + r * 1009 + (int) i);
     }
-    memset(c->out, 0xEE, out_n * 4);
+    sc->in = (unsigned char *) in;
+    sc->out = xmalloc(out_n * 4);
+    memset(sc->out, 0xEE, out_n * 4);
     if (MC_BCAST == kind && r == call % p) {
-        memcpy(c->out, c->in, c->n * 4);
+        memcpy(sc->out, sc->in, c->n * 4);
     }
 }
 
-static int mc_check(const mc_call_t *c, int kind, int r, int p, int call)
+static int mc_check(void *ctx, const shm_call_t *sc, int r, int call, char *bad, size_t badlen)
 {
+    const mc_run_t *run = ctx;
+    const int p = run->p, kind = mc_kind(call, run->mix);
+    const mc_call_t *c = (const mc_call_t *) sc;
+    const int32_t *out = (const int32_t *) sc->out;
     for (size_t i = 0; i < (MC_AG == kind || MC_A2A == kind ? (size_t) p * c->n : c->n); i++) {
         int32_t want = 0;
         if (MC_A2A == kind) {          /* block q from rank q, its block r */
@@ -1106,8 +920,8 @@ static int mc_check(const mc_call_t *c, int kind, int r, int p, int call)
             }
             want = (int32_t) acc;
         }
-        if (c->out[i] != want) {
-            (void) r;
+        if (out[i] != want) {
+            snprintf(bad, badlen, "p=%d rank %d call %d (kind %d): wrong result", p, r, call, kind);
             return -1;
         }
     }
@@ -1117,102 +931,10 @@ static int mc_check(const mc_call_t *c, int kind, int r, int p, int call)
 /* Runs MC_CALLS calls on p ranks; 0 ok, -1 a wrong result or deadlock. */
 static int run_successive(int p, unsigned seed, unsigned mix, int plant, char *bad, size_t badlen)
 {
-    mc_t mc;
-    mc.p = p;
-    mc.slot = xmalloc((size_t) p * sizeof(*mc.slot));
-    mc.flag = calloc((size_t) p, sizeof(*mc.flag));
-    mc.ranks = xmalloc((size_t) p * sizeof(int));
-    xccl_peer_t *peer = xmalloc((size_t) p * sizeof(*peer));
-    mc_call_t *cur = calloc((size_t) p, sizeof(*cur));
-    int *at = calloc((size_t) p, sizeof(int)), *order = xmalloc((size_t) p * sizeof(int));
-    xccl_exit_owed_t *owed = calloc((size_t) p, sizeof(*owed));
-    red_ctx_t rctx = { xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM), 4, 0 };
-    mc_cur = &mc;
-    for (int r = 0; r < p; r++) {
-        mc.slot[r] = xmalloc(MC_SLOT);
-        memset(mc.slot[r], 0xA5, MC_SLOT);
-        mc.ranks[r] = r;
-        peer[r] = (xccl_peer_t) { &mc.ranks[r], mc_buf, mc_post, mc_test, NULL, NULL };
-        order[r] = r;
-    }
-    int rc = 0, idle = 0, left = p;
-    while (left > 0 && 0 == rc) {
-        for (int i = p - 1; i > 0; i--) {
-            seed = seed * 1103515245u + 12345u;
-            const int j = (int) ((seed >> 16) % (unsigned) (i + 1)), t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
-        int moved = 0;
-        for (int k = 0; k < p && 0 == rc; k++) {
-            const int r = order[k];
-            /* a random share of turns is skipped: some ranks fall behind */
-            seed = seed * 1103515245u + 12345u;
-            if ((seed >> 16) % 3 == 0) {
-                continue;
-            }
-            while (at[r] < MC_CALLS && 0 == rc) {
-                mc_call_t *c = &cur[r];
-                const int kind = mc_kind(at[r], mix);
-                if (!c->started) {
-                    mc_build(c, kind, r, p, at[r], plant);
-                    void *bufs[XCCL_NBUF] = { c->in, c->out, NULL, mc.slot[r] };
-                    ck_assert_int_eq(xccl_exec_init(&c->e, &c->s, NULL, bufs, reduce_cb, &rctx, 500u + (unsigned) at[r]),
-                                     0);
-                    xccl_exec_set_peer(&c->e, &peer[r]);
-                    if (3 != plant) {
-                        xccl_exec_set_owed(&c->e, &owed[r]);
-                    }
-                    c->started = 1;
-                }
-                const size_t before = c->e.step;
-                const int st = xccl_exec_progress(&c->e);
-                moved |= c->e.step != before || st != 0;
-                if (st < 0) {
-                    snprintf(bad, badlen, "rank %d call %d: execution failed", r, at[r]);
-                    rc = -1;
-                } else if (0 == st) {
-                    break;
-                } else {
-                    if (0 != mc_check(c, kind, r, p, at[r])) {
-                        snprintf(bad, badlen, "p=%d rank %d call %d (kind %d): wrong result", p, r, at[r], kind);
-                        rc = -1;
-                    }
-                    xccl_exec_fini(&c->e);
-                    xccl_sched_fini(&c->s);
-                    free(c->in);
-                    free(c->out);
-                    memset(c, 0, sizeof(*c));
-                    if (++at[r] == MC_CALLS) {
-                        left--;
-                    }
-                }
-            }
-        }
-        idle = moved ? 0 : idle + 1;
-        if (idle > 50 && 0 == rc) {
-            snprintf(bad, badlen, "p=%d: deadlock", p);
-            rc = -1;
-        }
-    }
-    for (int r = 0; r < p; r++) {
-        if (cur[r].started) {
-            xccl_exec_fini(&cur[r].e);
-            xccl_sched_fini(&cur[r].s);
-            free(cur[r].in);
-            free(cur[r].out);
-        }
-        free(mc.slot[r]);
-    }
-    free(mc.slot);
-    free(mc.flag);
-    free(mc.ranks);
-    free(peer);
-    free(cur);
-    free(at);
-    free(order);
-    free(owed);
-    return rc;
+    mc_run_t mc = { p, mix, plant };
+    const shm_run_t run = { p, MC_CALLS, MC_SLOT, 500u, 3 != plant, 0, 0, sizeof(mc_call_t), &mc,
+                            mc_build, mc_check, NULL };
+    return shm_successive(&run, seed, bad, badlen);
 }
 
 START_TEST(successive_calls_interleaved)

@@ -45,17 +45,12 @@
 #define SIM_EXEC_SEQ 61
 #define SIM_SEED_SALT 67u
 #include "sim_harness.h"
+#include "shm_sim.h"
 #include "xccl_build.h"
 
 #define GUARD_SEND 0x5C
 #define GUARD_RECV 0xEE
-#define STALE 0xA5                     /* the harness's stale slot bytes */
 #define BIG_SLOT ((size_t) 1 << 20)
-
-static unsigned seed_of(int p, unsigned salt)
-{
-    return (unsigned) p * 2654435761u + SIM_SEED_SALT + salt * 40503u;
-}
 
 /* Byte i of what rank from sends to rank to in call `call`: not periodic
  * in i, so that a piece read from the wrong buffer or step shows. */
@@ -148,12 +143,7 @@ static void shuffle(int p, unsigned seed, int *order)
     for (int i = 0; i < p; i++) {
         order[i] = i;
     }
-    for (int i = p - 1; i > 0; i--) {
-        seed = seed * 1103515245u + 12345u;
-        const int j = (int) ((seed >> 16) % (unsigned) (i + 1)), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
+    shm_shuffle(p, &seed, order);
 }
 
 /* Displacements of the blocks len[0..p-1] placed in the order `order`,
@@ -267,8 +257,9 @@ static const char *const plant_name[NPLANTS] = { "none", "written waits removed"
 
 /* The entry's waits are those one call back (len 1); the others name a
  * value of this call. */
-static int drop_wait(const xccl_sched_t *s, size_t st, const xccl_action_t *a, plant_t how)
+static int drop_wait(const xccl_sched_t *s, size_t st, const xccl_action_t *a, void *ctx)
 {
+    const plant_t how = *(const plant_t *) ctx;
     if (XCCL_ACT_WAIT != a->kind) {
         return 0;
     }
@@ -306,29 +297,10 @@ static int plant(xccl_sched_t *s, plant_t how)
         if (!s->entry_waits || s->nsteps < 2) {
             return 0;
         }
-        memmove(&s->step_start[1], &s->step_start[2], (s->nsteps - 2) * sizeof(s->step_start[0]));
-        memmove(&s->step_round[1], &s->step_round[2], (s->nsteps - 2) * sizeof(s->step_round[0]));
-        s->nsteps--;
+        sched_join_entry(s);
         return 1;
     }
-    if (PLANT_NONE == how) {
-        return 0;
-    }
-    size_t w = 0;
-    for (size_t st = 0; st < s->nsteps; st++) {
-        const size_t begin = s->step_start[st];
-        const size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
-        s->step_start[st] = w;
-        for (size_t i = begin; i < end; i++) {
-            if (drop_wait(s, st, &s->acts[i], how)) {
-                changed = 1;
-                continue;
-            }
-            s->acts[w++] = s->acts[i];
-        }
-    }
-    s->nacts = w;
-    return changed;
+    return PLANT_NONE != how && sched_drop(s, drop_wait, &how);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -470,11 +442,7 @@ static int run_a2av(int p, const size_t *m, size_t cap, size_t pc, unsigned call
     if (planted) {
         *planted = any;
     }
-    char err[256];
-    if (0 == rc && 0 != job_exec(&j, NULL, seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
+    rc = 0 == rc ? job_try(&j, NULL, seed, what, bad, badlen) : rc;
     for (int r = 0; r < p; r++) {
         if (0 == rc) {
             rc = check_rank(&v[r], p, r, call, j.rbuf[r], j.sbuf[r], want_send[r], what, bad, badlen);
@@ -707,43 +675,6 @@ END_TEST
  * owed as the component does (ompi_coll_xccl/coll_xccl_exec.c): one
  * xccl_exit_owed_t for all its calls, given to every call's executor
  * before it first progresses. */
-typedef struct {
-    unsigned char **slot;
-    struct {
-        int posted;
-        uint32_t seq, val;
-    } *flag;
-    int *ranks;
-    int ignore_seq;            /* planted: flags compared without their call */
-} sc_t;
-
-static sc_t *sc_cur;
-
-static void *sc_buf(void *ctx, int peer, xccl_buf_id_t id)
-{
-    (void) ctx;
-    return XCCL_BUF_SLOT == id ? sc_cur->slot[peer] : NULL;
-}
-
-static int sc_post(void *ctx, uint32_t seq, uint32_t val)
-{
-    const int r = *(const int *) ctx;
-    sc_cur->flag[r].posted = 1;
-    sc_cur->flag[r].seq = seq;
-    sc_cur->flag[r].val = val;
-    return 0;
-}
-
-static int sc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
-{
-    (void) ctx;
-    const uint32_t fs = sc_cur->flag[peer].seq;
-    if (sc_cur->ignore_seq) {
-        return sc_cur->flag[peer].posted && sc_cur->flag[peer].val >= val;
-    }
-    return sc_cur->flag[peer].posted && (fs == seq ? sc_cur->flag[peer].val >= val : (int32_t) (fs - seq) > 0);
-}
-
 #define SC_CALLS 30
 #define SC_PIECE 16
 /* The slots besides the smallest (two buffers of pieces of SC_PIECE):
@@ -767,15 +698,20 @@ typedef struct {
     int ignore_seq, no_settle;
 } sc_run_t;
 
+/* What the build and check of a call know: the run, p and the mix. */
 typedef struct {
-    xccl_sched_t s;
-    xccl_exec_t e;
+    const sc_run_t *run;
+    int p;
+    unsigned mix;
+} sc_ctx_t;
+
+typedef struct {
+    shm_call_t sim;
     int kind;
     vecs_t v;                  /* alltoallv */
     size_t n;                  /* int32 elements (reduce, allreduce), else bytes */
     int root, in_place;
-    unsigned char *in, *out, *want_in;
-    int started;
+    unsigned char *want_in;
 } sc_call_t;
 
 /* The kind of call i (the same on every rank): alltoallv alone, or mixed
@@ -802,14 +738,18 @@ static int32_t sc_elem(int call, int r, size_t i)
 }
 
 /* Call `call` of rank r: its schedule and buffers. */
-static void sc_build(sc_call_t *c, int kind, int r, int p, int call, const sc_run_t *run)
+static void sc_build(void *ctx, shm_call_t *sc, int r, int call)
 {
     static const size_t reduce_n[] = { 13, 300, 3000, 9000 }, ag_n[] = { 200, 3000, 30000 };
     static const size_t bcast_n[] = { 100, 3000 }, ar_n[] = { 5, 60, 700 };
+    const sc_ctx_t *x = ctx;
+    const sc_run_t *run = x->run;
+    const int p = x->p, kind = sc_kind(call, run->mixed, x->mix);
+    sc_call_t *c = (sc_call_t *) sc;
     int rc = 0;
     c->kind = kind;
-    xccl_sched_init(&c->s, r, p, K_REDUCE == kind || K_EMPTY == kind || K_AR_SMALL == kind ? 4 : 1);
-    c->s.slot_cap = run->cap;
+    xccl_sched_init(&sc->s, r, p, K_REDUCE == kind || K_EMPTY == kind || K_AR_SMALL == kind ? 4 : 1);
+    sc->s.slot_cap = run->cap;
     switch (kind) {
     case K_A2AV: {
         /* blocks of pieces of the small slot; of a quarter of a piece on
@@ -821,14 +761,14 @@ static void sc_build(sc_call_t *c, int kind, int r, int p, int call, const sc_ru
         sc_matrix(p, call, pc >= 256 ? pc / 4 : pc, m);
         vecs_make(&c->v, p, r, m, (unsigned) call);
         free(m);
-        rc = xccl_build_alltoallv_shm(&c->s, c->v.sb, c->v.sd, c->v.rb, c->v.rd, NULL, NULL);
-        plant(&c->s, run->how);
-        c->in = xmalloc(c->v.slen);
+        rc = xccl_build_alltoallv_shm(&sc->s, c->v.sb, c->v.sd, c->v.rb, c->v.rd, NULL, NULL);
+        plant(&sc->s, run->how);
+        sc->in = xmalloc(c->v.slen);
         c->want_in = xmalloc(c->v.slen);
-        c->out = xmalloc(c->v.rlen);
-        fill_send(&c->v, p, r, (unsigned) call, c->in);
-        memcpy(c->want_in, c->in, c->v.slen);
-        memset(c->out, GUARD_RECV, c->v.rlen);
+        sc->out = xmalloc(c->v.rlen);
+        fill_send(&c->v, p, r, (unsigned) call, sc->in);
+        memcpy(c->want_in, sc->in, c->v.slen);
+        memset(sc->out, GUARD_RECV, c->v.rlen);
         break;
     }
     case K_REDUCE: case K_EMPTY:
@@ -837,66 +777,69 @@ static void sc_build(sc_call_t *c, int kind, int r, int p, int call, const sc_ru
         c->n = K_EMPTY == kind ? 0 : reduce_n[call % 4];
         c->root = call / 2 % p;
         c->in_place = 0 == call % 3;
-        rc = xccl_build_reduce_shm(&c->s, c->n, c->root, c->in_place);
-        c->in = xmalloc(c->n * 4);
+        rc = xccl_build_reduce_shm(&sc->s, c->n, c->root, c->in_place);
+        sc->in = xmalloc(c->n * 4);
         for (size_t i = 0; i < c->n; i++) {
-            ((int32_t *) c->in)[i] = sc_elem(call, r, i);
+            ((int32_t *) sc->in)[i] = sc_elem(call, r, i);
         }
-        c->out = r != c->root ? NULL : c->in_place ? c->in : xmalloc(c->n * 4);
-        if (c->out && c->out != c->in) {
-            memset(c->out, GUARD_RECV, c->n * 4);
+        sc->out = r != c->root ? NULL : c->in_place ? sc->in : xmalloc(c->n * 4);
+        if (sc->out && sc->out != sc->in) {
+            memset(sc->out, GUARD_RECV, c->n * 4);
         }
         break;
     case K_AR_SMALL:
         c->n = ar_n[call % 3];
-        rc = xccl_build_allreduce_shm_small(&c->s, c->n);
-        c->in = xmalloc(c->n * 4);
-        c->out = xmalloc(c->n * 4);
+        rc = xccl_build_allreduce_shm_small(&sc->s, c->n);
+        sc->in = xmalloc(c->n * 4);
+        sc->out = xmalloc(c->n * 4);
         for (size_t i = 0; i < c->n; i++) {
-            ((int32_t *) c->in)[i] = sc_elem(call, r, i);
+            ((int32_t *) sc->in)[i] = sc_elem(call, r, i);
         }
-        memset(c->out, GUARD_RECV, c->n * 4);
+        memset(sc->out, GUARD_RECV, c->n * 4);
         break;
     case K_AG:
         c->n = ag_n[call % 3];
-        rc = xccl_build_allgather_shm(&c->s, c->n);
-        c->in = xmalloc(c->n);
-        c->out = xmalloc((size_t) p * c->n);
+        rc = xccl_build_allgather_shm(&sc->s, c->n);
+        sc->in = xmalloc(c->n);
+        sc->out = xmalloc((size_t) p * c->n);
         for (size_t i = 0; i < c->n; i++) {
-            c->in[i] = data_byte(r, 0, i, (unsigned) call);
+            sc->in[i] = data_byte(r, 0, i, (unsigned) call);
         }
-        memset(c->out, GUARD_RECV, (size_t) p * c->n);
+        memset(sc->out, GUARD_RECV, (size_t) p * c->n);
         break;
     default:
         c->n = bcast_n[call % 2];
         c->root = call % p;
-        rc = xccl_build_bcast_shm_whole(&c->s, c->n, c->root);
-        c->out = xmalloc(c->n);
+        rc = xccl_build_bcast_shm_whole(&sc->s, c->n, c->root);
+        sc->out = xmalloc(c->n);
         for (size_t i = 0; i < c->n; i++) {
-            c->out[i] = r == c->root ? data_byte(c->root, 0, i, (unsigned) call) : GUARD_RECV;
+            sc->out[i] = r == c->root ? data_byte(c->root, 0, i, (unsigned) call) : GUARD_RECV;
         }
         break;
     }
     ck_assert_msg(0 == rc, "%s p=%d call %d: build failed", sc_kind_name[kind], p, call);
-    ck_assert_msg(c->s.slot_bytes <= run->cap, "%s p=%d call %d: slot %zu of %zu", sc_kind_name[kind], p, call,
-                  c->s.slot_bytes, run->cap);
+    ck_assert_msg(sc->s.slot_bytes <= run->cap, "%s p=%d call %d: slot %zu of %zu", sc_kind_name[kind], p, call,
+                  sc->s.slot_bytes, run->cap);
 }
 
 /* 0, or -1 with bad: rank r's result of its call. */
-static int sc_check(const sc_call_t *c, int r, int p, int call, char *bad, size_t badlen)
+static int sc_check(void *ctx, const shm_call_t *sc, int r, int call, char *bad, size_t badlen)
 {
+    const int p = ((const sc_ctx_t *) ctx)->p;
+    const sc_call_t *c = (const sc_call_t *) sc;
+    const unsigned char *out = sc->out;
     char what[96];
     snprintf(what, sizeof(what), "successive p=%d call %d (%s)", p, call, sc_kind_name[c->kind]);
     switch (c->kind) {
     case K_A2AV:
-        return check_rank(&c->v, p, r, (unsigned) call, c->out, c->in, c->want_in, what, bad, badlen);
+        return check_rank(&c->v, p, r, (unsigned) call, out, sc->in, c->want_in, what, bad, badlen);
     case K_REDUCE: case K_AR_SMALL:
-        for (size_t i = 0; c->out && i < c->n; i++) {
+        for (size_t i = 0; out && i < c->n; i++) {
             uint32_t acc = 0;
             for (int q = 0; q < p; q++) {
                 acc += (uint32_t) sc_elem(call, q, i);
             }
-            if (((const int32_t *) c->out)[i] != (int32_t) acc) {
+            if (((const int32_t *) out)[i] != (int32_t) acc) {
                 snprintf(bad, badlen, "%s: rank %d element %zu wrong", what, r, i);
                 return -1;
             }
@@ -904,7 +847,7 @@ static int sc_check(const sc_call_t *c, int r, int p, int call, char *bad, size_
         return 0;
     case K_AG:
         for (size_t i = 0; i < (size_t) p * c->n; i++) {
-            if (c->out[i] != data_byte((int) (i / c->n), 0, i % c->n, (unsigned) call)) {
+            if (out[i] != data_byte((int) (i / c->n), 0, i % c->n, (unsigned) call)) {
                 snprintf(bad, badlen, "%s: rank %d byte %zu of block %zu wrong", what, r, i % c->n, i / c->n);
                 return -1;
             }
@@ -912,7 +855,7 @@ static int sc_check(const sc_call_t *c, int r, int p, int call, char *bad, size_
         return 0;
     case K_BCAST:
         for (size_t i = 0; i < c->n; i++) {
-            if (c->out[i] != data_byte(c->root, 0, i, (unsigned) call)) {
+            if (out[i] != data_byte(c->root, 0, i, (unsigned) call)) {
                 snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
                 return -1;
             }
@@ -923,108 +866,23 @@ static int sc_check(const sc_call_t *c, int r, int p, int call, char *bad, size_
     }
 }
 
-static void sc_free(sc_call_t *c)
+/* What sc_build allocated beyond SEND and RECV. */
+static void sc_release(void *ctx, shm_call_t *sc)
 {
-    xccl_exec_fini(&c->e);
-    xccl_sched_fini(&c->s);
+    sc_call_t *c = (sc_call_t *) sc;
+    (void) ctx;
     if (K_A2AV == c->kind) {
         vecs_free(&c->v);
     }
-    if (c->out != c->in) {
-        free(c->out);
-    }
-    free(c->in);
     free(c->want_in);
-    memset(c, 0, sizeof(*c));
 }
 
 static int run_successive(int p, unsigned seed, unsigned mix, const sc_run_t *run, char *bad, size_t badlen)
 {
-    const size_t cap = run->cap;
-    sc_t sc;
-    sc.slot = xmalloc((size_t) p * sizeof(*sc.slot));
-    sc.flag = calloc((size_t) p, sizeof(*sc.flag));
-    sc.ranks = xmalloc((size_t) p * sizeof(int));
-    sc.ignore_seq = run->ignore_seq;
-    xccl_peer_t *peer = xmalloc((size_t) p * sizeof(*peer));
-    sc_call_t *cur = calloc((size_t) p, sizeof(*cur));
-    int *at = calloc((size_t) p, sizeof(int)), *order = xmalloc((size_t) p * sizeof(int));
-    xccl_exit_owed_t *owed = calloc((size_t) p, sizeof(*owed));      /* one per rank, all its calls */
-    red_ctx_t rctx = { xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM), 4, 0 };
-    sc_cur = &sc;
-    for (int r = 0; r < p; r++) {
-        sc.slot[r] = xmalloc(cap);
-        memset(sc.slot[r], STALE, cap);
-        sc.ranks[r] = r;
-        peer[r] = (xccl_peer_t) { &sc.ranks[r], sc_buf, sc_post, sc_test, NULL, NULL };
-    }
-    int rc = 0, idle = 0, left = p;
-    while (left > 0 && 0 == rc) {
-        seed = seed * 1103515245u + 12345u;
-        shuffle(p, seed, order);
-        int moved = 0;
-        for (int k = 0; k < p && 0 == rc; k++) {
-            const int r = order[k];
-            seed = seed * 1103515245u + 12345u;
-            if ((seed >> 16) % 3 == 0) {
-                continue;              /* a random share of turns skipped: ranks fall behind */
-            }
-            while (at[r] < SC_CALLS && 0 == rc) {
-                sc_call_t *c = &cur[r];
-                if (!c->started) {
-                    sc_build(c, sc_kind(at[r], run->mixed, mix), r, p, at[r], run);
-                    void *bufs[XCCL_NBUF] = { c->in, c->out, NULL, sc.slot[r] };
-                    const uint32_t seq = 900u + (unsigned) at[r];
-                    ck_assert_int_eq(xccl_exec_init(&c->e, &c->s, NULL, bufs, reduce_cb, &rctx, seq), 0);
-                    xccl_exec_set_peer(&c->e, &peer[r]);
-                    if (!run->no_settle) {
-                        xccl_exec_set_owed(&c->e, &owed[r]);
-                    }
-                    c->started = 1;
-                }
-                const size_t before = c->e.step;
-                const int st = xccl_exec_progress(&c->e);
-                moved |= c->e.step != before || st != 0;
-                if (st < 0) {
-                    snprintf(bad, badlen, "p=%d rank %d call %d (%s): execution failed", p, r, at[r],
-                             sc_kind_name[c->kind]);
-                    rc = -1;
-                } else if (0 == st) {
-                    break;
-                }
-                if (st > 0) {
-                    rc = sc_check(c, r, p, at[r], bad, badlen);
-                }
-                if (st != 0 || rc) {
-                    sc_free(c);
-                    if (st > 0 && ++at[r] == SC_CALLS) {
-                        left--;
-                    }
-                }
-            }
-        }
-        idle = moved ? 0 : idle + 1;
-        if (idle > 50 && 0 == rc) {
-            snprintf(bad, badlen, "p=%d: deadlock", p);
-            rc = -1;
-        }
-    }
-    ck_assert_msg(!rctx.bad_alias, "a reduction's ranges overlap partially");
-    for (int r = 0; r < p; r++) {
-        if (cur[r].started) {
-            sc_free(&cur[r]);
-        }
-        free(sc.slot[r]);
-    }
-    free(sc.slot);
-    free(sc.flag);
-    free(sc.ranks);
-    free(peer);
-    free(cur);
-    free(at);
-    free(order);
-    free(owed);
-    return rc;
+    sc_ctx_t x = { run, p, mix };
+    const shm_run_t sr = { p, SC_CALLS, run->cap, 900u, !run->no_settle, run->ignore_seq, 1, sizeof(sc_call_t),
+                           &x, sc_build, sc_check, sc_release };
+    return shm_successive(&sr, seed, bad, badlen);
 }
 
 /* Whether run fails at p under one of n seeds (the first failure in bad);

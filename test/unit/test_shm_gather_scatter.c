@@ -48,6 +48,7 @@
 #define SIM_EXEC_SEQ 59
 #define SIM_SEED_SALT 61u
 #include "sim_harness.h"
+#include "shm_sim.h"
 #include "xccl_build.h"
 
 static const int sizes_p[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16 };
@@ -60,11 +61,6 @@ static const int sizes_p[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16 };
  * half of 4 KiB. */
 #define HALVES_SLOT ((size_t) 8704)
 #define SHM_DONE_TEST ((uint32_t) 1 << 30)    /* algos/shm_util.h SHM_DONE */
-
-static unsigned seed_of(int p, unsigned salt)
-{
-    return (unsigned) p * 2654435761u + SIM_SEED_SALT + salt * 40503u;
-}
 
 /* ------------------------------------------------------------------------ */
 /* The builders' pieces (their head comments), to pick sizes around them    */
@@ -145,6 +141,23 @@ typedef enum {
     PLANT_NO_SETTLE            /* (run_successive) xccl_exec_set_owed never called */
 } plant_t;
 
+/* What plant_bug drops: the plant, its flag value, whether the last step
+ * holds nothing but waits (the exit waits). */
+typedef struct {
+    plant_t how;
+    uint32_t val;
+    int last_waits_only;
+} drop_t;
+
+static int drop_planted(const xccl_sched_t *s, size_t st, const xccl_action_t *a, void *ctx)
+{
+    const drop_t *d = ctx;
+    const int wait = XCCL_ACT_WAIT == a->kind;
+    return (PLANT_NO_WAIT == d->how && wait && a->idx == d->val && 0 == a->len) ||
+           (PLANT_NO_EXIT == d->how && wait && st + 1 == s->nsteps && d->last_waits_only) ||
+           (PLANT_NO_ENTRY == d->how && wait && 1 == a->len);
+}
+
 /* s rewritten in place; returns whether anything changed.  The exit
  * waits: those of a last step with nothing else in it.  The late entry:
  * step 0 (the entry post alone) merged into step 1 (the entry waits). */
@@ -154,34 +167,15 @@ static int plant_bug(xccl_sched_t *s, plant_t how, uint32_t val)
         const int entry = s->nsteps >= 2 && 1 == s->step_start[1] && XCCL_ACT_POST == s->acts[0].kind &&
                           0 == s->acts[0].idx;
         if (entry) {
-            memmove(&s->step_start[1], &s->step_start[2], (s->nsteps - 2) * sizeof(size_t));
-            memmove(&s->step_round[1], &s->step_round[2], (s->nsteps - 2) * sizeof(size_t));
-            s->nsteps--;
+            sched_join_entry(s);
         }
         return entry;
     }
-    size_t w = 0;
-    int changed = 0;
-    for (size_t st = 0; st < s->nsteps; st++) {
-        const size_t begin = s->step_start[st], end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
-        int waits_only = 1;
-        for (size_t i = begin; i < end; i++) {
-            waits_only &= XCCL_ACT_WAIT == s->acts[i].kind;
-        }
-        s->step_start[st] = w;
-        for (size_t i = begin; i < end; i++) {
-            const int wait = XCCL_ACT_WAIT == s->acts[i].kind;
-            if ((PLANT_NO_WAIT == how && wait && s->acts[i].idx == val && 0 == s->acts[i].len) ||
-                (PLANT_NO_EXIT == how && wait && st + 1 == s->nsteps && waits_only) ||
-                (PLANT_NO_ENTRY == how && wait && 1 == s->acts[i].len)) {
-                changed = 1;
-                continue;
-            }
-            s->acts[w++] = s->acts[i];
-        }
+    drop_t d = { how, val, 1 };
+    for (size_t i = s->nsteps ? s->step_start[s->nsteps - 1] : s->nacts; i < s->nacts; i++) {
+        d.last_waits_only &= XCCL_ACT_WAIT == s->acts[i].kind;
     }
-    s->nacts = w;
-    return changed;
+    return sched_drop(s, drop_planted, &d);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -530,14 +524,14 @@ END_TEST
 /* Gatherv and scatterv                                                     */
 /* ------------------------------------------------------------------------ */
 
-enum { CNT_UNEVEN, CNT_ONE, CNT_ZERO, NCNT };
+enum { CNT_UNEVEN, CNT_ONE, CNT_ZERO, NVCNT };
 enum { PLACE_RANK_ORDER, PLACE_PERMUTED_GAPS, PLACE_PERMUTED_TIGHT, NPLACE };
-static const char *const cnt_name[NCNT] = { "uneven", "one", "zero" };
+static const char *const cnt_name[NVCNT] = { "uneven", "one", "zero" };
 static const char *const place_name[NPLACE] = { "rank order", "permuted with gaps", "permuted tight" };
 
 /* Counts of kind k: uneven, zeros among them (odd sizes around unit);
  * everything on rank `one`; nothing at all. */
-static void make_counts(int k, int p, size_t unit, int one, size_t *c)
+static void make_vcounts(int k, int p, size_t unit, int one, size_t *c)
 {
     for (int i = 0; i < p; i++) {
         const size_t v = (size_t) ((i * 7 + 3) % 5);
@@ -593,8 +587,8 @@ START_TEST(gatherv_scatterv_shm)
                     continue;          /* pieces of a byte: the smaller units */
                 }
                 for (int root = 0; root < p; root++) {
-                    for (int cnt = 0; cnt < NCNT; cnt++) {
-                        make_counts(cnt, p, units[ui], p / 2, c);
+                    for (int cnt = 0; cnt < NVCNT; cnt++) {
+                        make_vcounts(cnt, p, units[ui], p / 2, c);
                         for (int place = 0; place < NPLACE; place++) {
                             const size_t span = place_blocks(place, p, c, (unsigned) (root + ui), d);
                             snprintf(label, sizeof(label), "counts %s x%zu, %s", cnt_name[cnt], units[ui],
@@ -723,40 +717,6 @@ END_TEST
  * latency path (two regions past the pipelines', no exit barrier) and
  * gathers of 0 bytes (no flag at all: the entry of the call after one
  * must not wait for a flag of it). */
-typedef struct {
-    int p;
-    unsigned char **slot;
-    struct {
-        int posted;
-        uint32_t seq, val;
-    } *flag;
-    int *ranks;                        /* ctx of each rank's provider: its rank */
-} mc_t;
-
-static mc_t *mc_cur;
-
-static void *mc_buf(void *ctx, int peer, xccl_buf_id_t id)
-{
-    (void) ctx;
-    return XCCL_BUF_SLOT == id ? mc_cur->slot[peer] : NULL;
-}
-
-static int mc_post(void *ctx, uint32_t seq, uint32_t val)
-{
-    const int r = *(const int *) ctx;
-    mc_cur->flag[r].posted = 1;
-    mc_cur->flag[r].seq = seq;
-    mc_cur->flag[r].val = val;
-    return 0;
-}
-
-static int mc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
-{
-    (void) ctx;
-    const uint32_t fs = mc_cur->flag[peer].seq;
-    return mc_cur->flag[peer].posted && (fs == seq ? mc_cur->flag[peer].val >= val : (int32_t) (fs - seq) > 0);
-}
-
 #define MC_CALLS 40
 /* Slots: the small forms, and the halves (pieces of a few KiB, two
  * buffers to a half at p = 7). */
@@ -820,12 +780,13 @@ static int32_t mc_int(int call, int q, size_t i)
     return (int32_t) (call * 100003 + q * 1009 + (int) i);
 }
 
+/* A run: p ranks, slots of cap bytes, the mix of calls, the plant. */
 typedef struct {
-    xccl_sched_t s;
-    xccl_exec_t e;
-    unsigned char *in, *out;
-    int started;
-} mc_call_t;
+    int p;
+    size_t cap;
+    unsigned mix;
+    plant_t how;
+} mc_run_t;
 
 /* The ways the schedules of a run end: halves (entry waits), no exit
  * barrier otherwise (allgather), the latency path, exit waits or
@@ -840,8 +801,14 @@ static const char *mc_name(int kind)
     return kind < NCOLLS ? coll_name[kind] : others[kind - K_EMPTY];
 }
 
-static void mc_build(mc_call_t *cl, const mc_spec_t *m, int r, int p, int call, plant_t how)
+static void mc_build(void *ctx, shm_call_t *cl, int r, int call)
 {
+    const mc_run_t *run = ctx;
+    const int p = run->p;
+    const plant_t how = run->how;
+    mc_spec_t spec;
+    const mc_spec_t *m = &spec;
+    mc_spec(call, p, run->mix, run->cap, &spec);
     const int root = m->root, g = is_gather(m->kind);
     const size_t n = m->c[0];
     xccl_sched_init(&cl->s, r, p, K_AR == m->kind ? sizeof(int32_t) : 1);
@@ -906,7 +873,7 @@ static void mc_build(mc_call_t *cl, const mc_spec_t *m, int r, int p, int call, 
     mc_seen.exits += !cl->s.no_exit && !cl->s.slot_flip;
 }
 
-static int mc_check(const mc_call_t *cl, const mc_spec_t *m, int r, int p, int call)
+static int mc_right(const shm_call_t *cl, const mc_spec_t *m, int r, int p, int call)
 {
     const size_t n = m->c[0];
     switch (m->kind) {
@@ -956,110 +923,27 @@ static int mc_check(const mc_call_t *cl, const mc_spec_t *m, int r, int p, int c
     return 0;
 }
 
+static int mc_check(void *ctx, const shm_call_t *cl, int r, int call, char *bad, size_t badlen)
+{
+    const mc_run_t *run = ctx;
+    mc_spec_t m;
+    mc_spec(call, run->p, run->mix, run->cap, &m);
+    if (0 != mc_right(cl, &m, r, run->p, call)) {
+        snprintf(bad, badlen, "p=%d slot %zu rank %d call %d (%s root %d): wrong result", run->p, run->cap, r, call,
+                 mc_name(m.kind), m.root);
+        return -1;
+    }
+    return 0;
+}
+
 /* Runs MC_CALLS calls on p ranks with slots of cap bytes; 0 ok, -1 a
  * wrong result or deadlock. */
 static int run_successive(int p, size_t cap, unsigned seed, unsigned mix, plant_t how, char *bad, size_t badlen)
 {
-    mc_t mc;
-    mc.p = p;
-    mc.slot = xmalloc((size_t) p * sizeof(*mc.slot));
-    mc.flag = calloc((size_t) p, sizeof(*mc.flag));
-    mc.ranks = xmalloc((size_t) p * sizeof(int));
-    xccl_peer_t *peer = xmalloc((size_t) p * sizeof(*peer));
-    mc_call_t *cur = calloc((size_t) p, sizeof(*cur));
-    int *at = calloc((size_t) p, sizeof(int)), *order = xmalloc((size_t) p * sizeof(int));
-    xccl_exit_owed_t *owed = calloc((size_t) p, sizeof(*owed));    /* one per rank's set of slots */
-    red_ctx_t rctx = { xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM), sizeof(int32_t), 0 };
-    mc_cur = &mc;
-    for (int r = 0; r < p; r++) {
-        mc.slot[r] = xmalloc(cap);
-        memset(mc.slot[r], 0xA5, cap);
-        mc.ranks[r] = r;
-        peer[r] = (xccl_peer_t) { &mc.ranks[r], mc_buf, mc_post, mc_test, NULL, NULL };
-        order[r] = r;
-    }
-    int rc = 0, idle = 0, left = p;
-    while (left > 0 && 0 == rc) {
-        for (int i = p - 1; i > 0; i--) {
-            seed = seed * 1103515245u + 12345u;
-            const int j = (int) ((seed >> 16) % (unsigned) (i + 1)), t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
-        int moved = 0;
-        for (int k = 0; k < p && 0 == rc; k++) {
-            const int r = order[k];
-            /* a random share of turns is skipped: some ranks fall behind */
-            seed = seed * 1103515245u + 12345u;
-            if ((seed >> 16) % 3 == 0) {
-                continue;
-            }
-            while (at[r] < MC_CALLS && 0 == rc) {
-                mc_call_t *cl = &cur[r];
-                mc_spec_t m;
-                mc_spec(at[r], p, mix, cap, &m);
-                if (!cl->started) {
-                    mc_build(cl, &m, r, p, at[r], how);
-                    void *bufs[XCCL_NBUF] = { cl->in, cl->out, NULL, mc.slot[r] };
-                    ck_assert_int_eq(xccl_exec_init(&cl->e, &cl->s, NULL, bufs, reduce_cb, &rctx,
-                                                    500u + (unsigned) at[r]),
-                                     0);
-                    xccl_exec_set_peer(&cl->e, &peer[r]);
-                    if (PLANT_NO_SETTLE != how) {
-                        xccl_exec_set_owed(&cl->e, &owed[r]);
-                    }
-                    cl->started = 1;
-                }
-                const size_t before = cl->e.step;
-                const int st = xccl_exec_progress(&cl->e);
-                moved |= cl->e.step != before || st != 0;
-                if (st < 0) {
-                    snprintf(bad, badlen, "p=%d slot %zu rank %d call %d: execution failed", p, cap, r, at[r]);
-                    rc = -1;
-                } else if (0 == st) {
-                    break;
-                } else {
-                    if (0 != mc_check(cl, &m, r, p, at[r])) {
-                        snprintf(bad, badlen, "p=%d slot %zu rank %d call %d (%s root %d): wrong result", p, cap, r,
-                                 at[r], mc_name(m.kind), m.root);
-                        rc = -1;
-                    }
-                    xccl_exec_fini(&cl->e);
-                    xccl_sched_fini(&cl->s);
-                    free(cl->in);
-                    free(cl->out);
-                    memset(cl, 0, sizeof(*cl));
-                    if (++at[r] == MC_CALLS) {
-                        left--;
-                    }
-                }
-            }
-        }
-        idle = moved ? 0 : idle + 1;
-        if (idle > 50 && 0 == rc) {
-            snprintf(bad, badlen, "p=%d slot %zu: deadlock (rank 0 in call %d)", p, cap, at[0]);
-            rc = -1;
-        }
-    }
-    ck_assert_int_eq(rctx.bad_alias, 0);
-    for (int r = 0; r < p; r++) {
-        if (cur[r].started) {
-            xccl_exec_fini(&cur[r].e);
-            xccl_sched_fini(&cur[r].s);
-            free(cur[r].in);
-            free(cur[r].out);
-        }
-        free(mc.slot[r]);
-    }
-    free(mc.slot);
-    free(mc.flag);
-    free(mc.ranks);
-    free(peer);
-    free(cur);
-    free(at);
-    free(order);
-    free(owed);
-    return rc;
+    mc_run_t mc = { p, cap, mix, how };
+    const shm_run_t run = { p, MC_CALLS, cap, 500u, PLANT_NO_SETTLE != how, 0, 0, sizeof(shm_call_t), &mc,
+                            mc_build, mc_check, NULL };
+    return shm_successive(&run, seed, bad, badlen);
 }
 
 /* A plant at p = 2..5 with slots of cap, each caught by some seed. */

@@ -48,6 +48,7 @@
 #define SIM_EXEC_SEQ 61
 #define SIM_SEED_SALT 67u
 #include "sim_harness.h"
+#include "shm_sim.h"
 #include "xccl_build.h"
 
 #define ROOT_BYTES 2048        /* algos/shm_reduce.c SHM_REDUCE_ROOT_BYTES */
@@ -56,11 +57,6 @@
 
 static const int test_ps[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16 };
 #define NPS ((int) (sizeof(test_ps) / sizeof(test_ps[0])))
-
-static unsigned seed_of(int p, unsigned salt)
-{
-    return (unsigned) p * 2654435761u + SIM_SEED_SALT + salt * 40503u;
-}
 
 #define DONE_FLAG ((uint32_t) 1 << 30)  /* algos/shm_util.h SHM_DONE */
 
@@ -86,62 +82,34 @@ static unsigned long nchecks;
 /* Planting bugs into built schedules                                       */
 /* ------------------------------------------------------------------------ */
 
+/* A wait for flag value val on peer `peer`, or any when peer < 0. */
+typedef struct {
+    uint32_t val;
+    int peer;
+} wait_for_t;
+
+static int drop_wait_for(const xccl_sched_t *s, size_t st, const xccl_action_t *a, void *ctx)
+{
+    const wait_for_t *w = ctx;
+    (void) s, (void) st;
+    return XCCL_ACT_WAIT == a->kind && a->idx == w->val && (w->peer < 0 || a->peer == w->peer);
+}
+
 /* Remove from s the waits for flag value val (on peer `peer`, or any when
  * peer < 0).  Returns whether anything changed. */
 static int plant_no_wait(xccl_sched_t *s, uint32_t val, int peer)
 {
-    int changed = 0;
-    size_t w = 0;
-    for (size_t st = 0; st < s->nsteps; st++) {
-        const size_t begin = s->step_start[st];
-        const size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
-        s->step_start[st] = w;
-        for (size_t i = begin; i < end; i++) {
-            const xccl_action_t *a = &s->acts[i];
-            if (XCCL_ACT_WAIT == a->kind && a->idx == val && (peer < 0 || a->peer == peer)) {
-                changed = 1;
-                continue;
-            }
-            s->acts[w++] = *a;
-        }
-    }
-    s->nacts = w;
-    return changed;
-}
-
-/* Remove from s the entry's waits (one call back).  Returns whether
- * anything changed. */
-static int plant_no_entry(xccl_sched_t *s)
-{
-    int changed = 0;
-    size_t w = 0;
-    for (size_t st = 0; st < s->nsteps; st++) {
-        const size_t begin = s->step_start[st];
-        const size_t end = st + 1 < s->nsteps ? s->step_start[st + 1] : s->nacts;
-        s->step_start[st] = w;
-        for (size_t i = begin; i < end; i++) {
-            if (XCCL_ACT_WAIT == s->acts[i].kind && s->acts[i].len > 0) {
-                changed = 1;
-                continue;
-            }
-            s->acts[w++] = s->acts[i];
-        }
-    }
-    s->nacts = w;
-    return changed;
+    wait_for_t w = { val, peer };
+    return sched_drop(s, drop_wait_for, &w);
 }
 
 /* The entry post moved into the step of the entry's waits (steps 0 and 1
- * made one).  Returns whether anything changed. */
-static int plant_late_entry(xccl_sched_t *s)
+ * made one). */
+static void plant_late_entry(xccl_sched_t *s)
 {
-    if (!s->entry_waits || s->nsteps < 2 || 1 != s->step_start[1]) {
-        return 0;
+    if (s->entry_waits && s->nsteps >= 2 && 1 == s->step_start[1]) {
+        sched_join_entry(s);
     }
-    memmove(&s->step_start[1], &s->step_start[2], (s->nsteps - 2) * sizeof(s->step_start[0]));
-    memmove(&s->step_round[1], &s->step_round[2], (s->nsteps - 2) * sizeof(s->step_round[0]));
-    s->nsteps--;
-    return 1;
 }
 
 typedef enum {
@@ -293,11 +261,7 @@ static int run_reduce(const run_t *c, unsigned seed, int *planted, char *bad, si
     }
     unsigned char *want = xmalloc(bytes), *input = xmalloc(bytes);
     kind_reference(c->k, p, want, c->count);
-    char err[256];
-    if (0 != job_exec(&j, kind_fn(c->k), seed, what, err, sizeof(err))) {
-        snprintf(bad, badlen, "%s: %s", what, err);
-        rc = -1;
-    }
+    rc = job_try(&j, kind_fn(c->k), seed, what, bad, badlen);
     if (0 == rc && 0 != memcmp(j.rbuf[c->root], want, bytes)) {
         size_t i = 0;
         while (((unsigned char *) j.rbuf[c->root])[i] == want[i]) {
@@ -693,41 +657,7 @@ END_TEST
  * rank settles what a call without an exit wait left owed as the
  * component does (ompi_coll_xccl/coll_xccl_exec.c): one xccl_exit_owed_t
  * for all its calls, given to every call's executor before it first
- * progresses.  Flags in memory; the providers' ctx is the rank. */
-typedef struct {
-    int p;
-    unsigned char **slot;
-    struct {
-        int posted;
-        uint32_t seq, val;
-    } *flag;
-    int *ranks;
-} mc_t;
-
-static mc_t *mc_cur;
-
-static void *mc_buf(void *ctx, int peer, xccl_buf_id_t id)
-{
-    (void) ctx;
-    return XCCL_BUF_SLOT == id ? mc_cur->slot[peer] : NULL;
-}
-
-static int mc_post(void *ctx, uint32_t seq, uint32_t val)
-{
-    const int r = *(const int *) ctx;
-    mc_cur->flag[r].posted = 1;
-    mc_cur->flag[r].seq = seq;
-    mc_cur->flag[r].val = val;
-    return 0;
-}
-
-static int mc_test(void *ctx, int peer, uint32_t seq, uint32_t val)
-{
-    (void) ctx;
-    const uint32_t fs = mc_cur->flag[peer].seq;
-    return mc_cur->flag[peer].posted && (fs == seq ? mc_cur->flag[peer].val >= val : (int32_t) (fs - seq) > 0);
-}
-
+ * progresses (shm_successive runs the calls). */
 #define MC_CALLS 40
 #define MC_SLOT 8192           /* no halves; the latency path's regions */
 
@@ -746,13 +676,18 @@ typedef struct {
     int mixed, plant, no_settle;
 } mc_run_t;
 
+/* What the build and check of a call know: the run, p and the mix. */
 typedef struct {
-    xccl_sched_t s;
-    xccl_exec_t e;
+    const mc_run_t *run;
+    int p;
+    unsigned mix;
+} mc_ctx_t;
+
+typedef struct {
+    shm_call_t sim;
     int kind;
-    unsigned char *in, *out;
     size_t n;                  /* int32 elements (reduce, allreduce), else bytes (a block) */
-    int root, in_place, started;
+    int root, in_place;
 } mc_call_t;
 
 /* The kind of call i (the same on every rank): reduce alone, or mixed
@@ -791,48 +726,53 @@ static unsigned char mc_byte(int call, int from, int to, size_t i)
     return (unsigned char) (x >> 13);
 }
 
-static void mc_build(mc_call_t *c, int kind, int r, int p, int call, unsigned mix, const mc_run_t *run)
+static void mc_build(void *ctx, shm_call_t *sc, int r, int call)
 {
     static const size_t a2av_n[] = { 8, 700, 5000 }, ag_n[] = { 200, 3000, 30000 }, bcast_n[] = { 100, 3000 };
     static const size_t ar_n[] = { 5, 60, 700 };
+    const mc_ctx_t *x = ctx;
+    const mc_run_t *run = x->run;
+    const int p = x->p, kind = mc_kind(call, run->mixed, x->mix);
+    const unsigned mix = x->mix;
+    mc_call_t *c = (mc_call_t *) sc;
     int rc = 0;
     c->kind = kind;
-    xccl_sched_init(&c->s, r, p, K_REDUCE == kind || K_EMPTY == kind || K_AR_SMALL == kind ? 4 : 1);
-    c->s.slot_cap = run->cap;
+    xccl_sched_init(&sc->s, r, p, K_REDUCE == kind || K_EMPTY == kind || K_AR_SMALL == kind ? 4 : 1);
+    sc->s.slot_cap = run->cap;
     switch (kind) {
     case K_REDUCE: case K_EMPTY:
         mc_shape(call, p, mix, &c->n, &c->root, &c->in_place);
         c->n = K_EMPTY == kind ? 0 : c->n;
-        rc = xccl_build_reduce_shm(&c->s, c->n, c->root, c->in_place);
+        rc = xccl_build_reduce_shm(&sc->s, c->n, c->root, c->in_place);
         if (0 == rc && MC_PLANT_EXIT == run->plant && K_REDUCE == kind && r != c->root) {
             /* the exit: the wait for the root's last flag, this rank's last action */
-            const xccl_action_t *last = &c->s.acts[c->s.nacts - 1];
+            const xccl_action_t *last = &sc->s.acts[sc->s.nacts - 1];
             ck_assert(XCCL_ACT_WAIT == last->kind && last->peer == c->root);
-            ck_assert(plant_no_wait(&c->s, last->idx, c->root));
+            ck_assert(plant_no_wait(&sc->s, last->idx, c->root));
         }
         if (0 == rc && MC_PLANT_ENTRY == run->plant && K_REDUCE == kind) {
-            plant_no_entry(&c->s);
+            sched_drop(&sc->s, drop_entry_wait, NULL);
         } else if (0 == rc && MC_PLANT_LATE_ENTRY == run->plant && K_REDUCE == kind) {
-            plant_late_entry(&c->s);
+            plant_late_entry(&sc->s);
         }
-        c->in = xmalloc(c->n * 4);
+        sc->in = xmalloc(c->n * 4);
         for (size_t i = 0; i < c->n; i++) {
-            ((int32_t *) c->in)[i] = mc_elem(call, r, i);
+            ((int32_t *) sc->in)[i] = mc_elem(call, r, i);
         }
-        c->out = r != c->root ? NULL : c->in_place ? c->in : xmalloc(c->n * 4);
-        if (c->out && c->out != c->in) {
-            memset(c->out, 0xEE, c->n * 4);
+        sc->out = r != c->root ? NULL : c->in_place ? sc->in : xmalloc(c->n * 4);
+        if (sc->out && sc->out != sc->in) {
+            memset(sc->out, 0xEE, c->n * 4);
         }
         break;
     case K_AR_SMALL:
         c->n = ar_n[call % 3];
-        rc = xccl_build_allreduce_shm_small(&c->s, c->n);
-        c->in = xmalloc(c->n * 4);
-        c->out = xmalloc(c->n * 4);
+        rc = xccl_build_allreduce_shm_small(&sc->s, c->n);
+        sc->in = xmalloc(c->n * 4);
+        sc->out = xmalloc(c->n * 4);
         for (size_t i = 0; i < c->n; i++) {
-            ((int32_t *) c->in)[i] = mc_elem(call, r, i);
+            ((int32_t *) sc->in)[i] = mc_elem(call, r, i);
         }
-        memset(c->out, 0xEE, c->n * 4);
+        memset(sc->out, 0xEE, c->n * 4);
         break;
     case K_A2AV: {
         /* blocks of n bytes between every pair, in rank order */
@@ -842,74 +782,75 @@ static void mc_build(mc_call_t *c, int kind, int r, int p, int call, unsigned mi
             v[q] = v[2 * p + q] = c->n;
             v[p + q] = v[3 * p + q] = (size_t) q * c->n;
         }
-        rc = xccl_build_alltoallv_shm(&c->s, v, v + p, v + 2 * p, v + 3 * p, NULL, NULL);
+        rc = xccl_build_alltoallv_shm(&sc->s, v, v + p, v + 2 * p, v + 3 * p, NULL, NULL);
         free(v);
-        c->in = xmalloc((size_t) p * c->n);
-        c->out = xmalloc((size_t) p * c->n);
+        sc->in = xmalloc((size_t) p * c->n);
+        sc->out = xmalloc((size_t) p * c->n);
         for (size_t i = 0; i < (size_t) p * c->n; i++) {
-            c->in[i] = mc_byte(call, r, (int) (i / c->n), i % c->n);
+            sc->in[i] = mc_byte(call, r, (int) (i / c->n), i % c->n);
         }
-        memset(c->out, 0xEE, (size_t) p * c->n);
+        memset(sc->out, 0xEE, (size_t) p * c->n);
         break;
     }
     case K_AG:
         c->n = ag_n[call % 3];
-        rc = xccl_build_allgather_shm(&c->s, c->n);
-        c->in = xmalloc(c->n);
-        c->out = xmalloc((size_t) p * c->n);
+        rc = xccl_build_allgather_shm(&sc->s, c->n);
+        sc->in = xmalloc(c->n);
+        sc->out = xmalloc((size_t) p * c->n);
         for (size_t i = 0; i < c->n; i++) {
-            c->in[i] = mc_byte(call, r, 0, i);
+            sc->in[i] = mc_byte(call, r, 0, i);
         }
-        memset(c->out, 0xEE, (size_t) p * c->n);
+        memset(sc->out, 0xEE, (size_t) p * c->n);
         break;
     default:
         c->n = bcast_n[call % 2];
         c->root = call % p;
-        rc = xccl_build_bcast_shm_whole(&c->s, c->n, c->root);
-        c->in = NULL;
-        c->out = xmalloc(c->n);
+        rc = xccl_build_bcast_shm_whole(&sc->s, c->n, c->root);
+        sc->in = NULL;
+        sc->out = xmalloc(c->n);
         for (size_t i = 0; i < c->n; i++) {
-            c->out[i] = r == c->root ? mc_byte(call, c->root, 0, i) : 0xEE;
+            sc->out[i] = r == c->root ? mc_byte(call, c->root, 0, i) : 0xEE;
         }
         break;
     }
     ck_assert_msg(0 == rc, "%s p=%d call %d: build failed", mc_kind_name[kind], p, call);
-    ck_assert_msg(c->s.slot_bytes <= run->cap, "%s p=%d call %d: slot %zu of %zu", mc_kind_name[kind], p, call,
-                  c->s.slot_bytes, run->cap);
+    ck_assert_msg(sc->s.slot_bytes <= run->cap, "%s p=%d call %d: slot %zu of %zu", mc_kind_name[kind], p, call,
+                  sc->s.slot_bytes, run->cap);
 }
 
 /* Whether rank r's result of its call is right. */
-static int mc_check(const mc_call_t *c, int r, int p, int call)
+static int mc_right(const mc_call_t *c, int r, int p, int call)
 {
+    const unsigned char *out = c->sim.out;
     switch (c->kind) {
     case K_REDUCE: case K_AR_SMALL:
-        for (size_t i = 0; c->out && i < c->n; i++) {
+        for (size_t i = 0; out && i < c->n; i++) {
             uint32_t acc = 0;
             for (int q = 0; q < p; q++) {
                 acc += (uint32_t) mc_elem(call, q, i);
             }
-            if (((const int32_t *) c->out)[i] != (int32_t) acc) {
+            if (((const int32_t *) out)[i] != (int32_t) acc) {
                 return -1;
             }
         }
         return 0;
     case K_A2AV:
         for (size_t i = 0; i < (size_t) p * c->n; i++) {
-            if (c->out[i] != mc_byte(call, (int) (i / c->n), r, i % c->n)) {
+            if (out[i] != mc_byte(call, (int) (i / c->n), r, i % c->n)) {
                 return -1;
             }
         }
         return 0;
     case K_AG:
         for (size_t i = 0; i < (size_t) p * c->n; i++) {
-            if (c->out[i] != mc_byte(call, (int) (i / c->n), 0, i % c->n)) {
+            if (out[i] != mc_byte(call, (int) (i / c->n), 0, i % c->n)) {
                 return -1;
             }
         }
         return 0;
     case K_BCAST:
         for (size_t i = 0; i < c->n; i++) {
-            if (c->out[i] != mc_byte(call, c->root, 0, i)) {
+            if (out[i] != mc_byte(call, c->root, 0, i)) {
                 return -1;
             }
         }
@@ -919,112 +860,26 @@ static int mc_check(const mc_call_t *c, int r, int p, int call)
     }
 }
 
-static void mc_free(mc_call_t *c)
+static int mc_check(void *ctx, const shm_call_t *sc, int r, int call, char *bad, size_t badlen)
 {
-    xccl_exec_fini(&c->e);
-    xccl_sched_fini(&c->s);
-    if (c->out != c->in) {
-        free(c->out);
+    const mc_ctx_t *x = ctx;
+    const mc_call_t *c = (const mc_call_t *) sc;
+    nchecks++;
+    if (0 != mc_right(c, r, x->p, call)) {
+        snprintf(bad, badlen, "p=%d call %d (%s n=%zu root=%d): wrong result at rank %d", x->p, call,
+                 mc_kind_name[c->kind], c->n, c->root, r);
+        return -1;
     }
-    free(c->in);
-    memset(c, 0, sizeof(*c));
+    return 0;
 }
 
 /* Runs MC_CALLS calls on p ranks; 0 right, -1 a wrong result or deadlock. */
 static int run_successive(int p, unsigned seed, unsigned mix, const mc_run_t *run, char *bad, size_t badlen)
 {
-    mc_t mc;
-    mc.p = p;
-    mc.slot = xmalloc((size_t) p * sizeof(*mc.slot));
-    mc.flag = calloc((size_t) p, sizeof(*mc.flag));
-    mc.ranks = xmalloc((size_t) p * sizeof(int));
-    xccl_peer_t *peer = xmalloc((size_t) p * sizeof(*peer));
-    mc_call_t *cur = calloc((size_t) p, sizeof(*cur));
-    int *at = calloc((size_t) p, sizeof(int)), *order = xmalloc((size_t) p * sizeof(int));
-    xccl_exit_owed_t *owed = calloc((size_t) p, sizeof(*owed));      /* one per rank, all its calls */
-    red_ctx_t rctx = { xccl_reduce_kernel(XCCL_DT_INT32, XCCL_OP_SUM), 4, 0 };
-    mc_cur = &mc;
-    for (int r = 0; r < p; r++) {
-        mc.slot[r] = xmalloc(run->cap);
-        memset(mc.slot[r], 0xA5, run->cap);
-        mc.ranks[r] = r;
-        peer[r] = (xccl_peer_t) { &mc.ranks[r], mc_buf, mc_post, mc_test, NULL, NULL };
-        order[r] = r;
-    }
-    int rc = 0, idle = 0, left = p;
-    while (left > 0 && 0 == rc) {
-        for (int i = p - 1; i > 0; i--) {
-            seed = seed * 1103515245u + 12345u;
-            const int j = (int) ((seed >> 16) % (unsigned) (i + 1)), t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
-        int moved = 0;
-        for (int k = 0; k < p && 0 == rc; k++) {
-            const int r = order[k];
-            /* a random share of turns is skipped: some ranks fall behind */
-            seed = seed * 1103515245u + 12345u;
-            if ((seed >> 16) % 3 == 0) {
-                continue;
-            }
-            while (at[r] < MC_CALLS && 0 == rc) {
-                mc_call_t *c = &cur[r];
-                if (!c->started) {
-                    mc_build(c, mc_kind(at[r], run->mixed, mix), r, p, at[r], mix, run);
-                    void *bufs[XCCL_NBUF] = { c->in, c->out, NULL, mc.slot[r] };
-                    const uint32_t seq = 500u + (unsigned) at[r];
-                    ck_assert_int_eq(xccl_exec_init(&c->e, &c->s, NULL, bufs, reduce_cb, &rctx, seq), 0);
-                    xccl_exec_set_peer(&c->e, &peer[r]);
-                    if (!run->no_settle) {
-                        xccl_exec_set_owed(&c->e, &owed[r]);
-                    }
-                    c->started = 1;
-                }
-                const size_t before = c->e.step;
-                const int st = xccl_exec_progress(&c->e);
-                moved |= c->e.step != before || st != 0;
-                if (st < 0) {
-                    snprintf(bad, badlen, "p=%d rank %d call %d (%s): execution failed", p, r, at[r],
-                             mc_kind_name[c->kind]);
-                    rc = -1;
-                } else if (0 == st) {
-                    break;
-                } else {
-                    if (0 != mc_check(c, r, p, at[r])) {
-                        snprintf(bad, badlen, "p=%d call %d (%s n=%zu root=%d): wrong result at rank %d", p, at[r],
-                                 mc_kind_name[c->kind], c->n, c->root, r);
-                        rc = -1;
-                    }
-                    nchecks++;
-                    mc_free(c);
-                    if (++at[r] == MC_CALLS) {
-                        left--;
-                    }
-                }
-            }
-        }
-        idle = moved ? 0 : idle + 1;
-        if (idle > 50 && 0 == rc) {
-            snprintf(bad, badlen, "p=%d: deadlock", p);
-            rc = -1;
-        }
-    }
-    ck_assert_msg(!rctx.bad_alias, "a reduction's ranges overlap partially");
-    for (int r = 0; r < p; r++) {
-        if (cur[r].started) {
-            mc_free(&cur[r]);
-        }
-        free(mc.slot[r]);
-    }
-    free(mc.slot);
-    free(mc.flag);
-    free(mc.ranks);
-    free(peer);
-    free(cur);
-    free(at);
-    free(order);
-    free(owed);
-    return rc;
+    mc_ctx_t x = { run, p, mix };
+    const shm_run_t sr = { p, MC_CALLS, run->cap, 500u, !run->no_settle, 0, 0, sizeof(mc_call_t), &x,
+                           mc_build, mc_check, NULL };
+    return shm_successive(&sr, seed, bad, badlen);
 }
 
 /* Whether run fails at p under one of n seeds (the first failure in bad);
