@@ -230,7 +230,7 @@ for cfg in "${cfg_list[@]}"; do
     [[ -n ${desc[$cfg]:-} ]] || { log "unknown configuration $cfg"; exit 2; }
     f=$work/smoke-$cfg.txt
     launcher "$cfg" 2
-    smoke=(-s 8,64K -r 1 -V coll_xccl_world_active)
+    smoke=(-s "8,64K" -r 1 -V coll_xccl_world_active)
     # a persistent one: whether this MPI has the forms (exit status 3: not)
     [[ $cfg == p* ]] && smoke+=(-i -c allreduce)
     rc=0
