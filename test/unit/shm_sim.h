@@ -13,7 +13,8 @@
  *   - successive calls on persistent slots and flags (shm_successive):
  *     virtual ranks each run a list of calls, progressed in a random order
  *     as far as each can go and into their next calls, so that fast ranks
- *     run ahead of slow ones.
+ *     run ahead of slow ones; the calls of other layouts (the allreduce
+ *     latency path, allgather, bcast) that a suite mixes into its own.
  */
 #ifndef XCCL_TEST_SHM_SIM_H
 #define XCCL_TEST_SHM_SIM_H
@@ -21,6 +22,8 @@
 #ifndef XCCL_TEST_SIM_HARNESS_H
 #error "include sim_harness.h before shm_sim.h"
 #endif
+
+#include "xccl_build.h"
 
 static inline unsigned seed_of(int p, unsigned salt)
 {
@@ -481,6 +484,100 @@ static inline int shm_successive(const shm_run_t *run, unsigned seed, char *bad,
     free(order);
     free(owed);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Calls of other layouts mixed into a suite's successive calls             */
+/* ------------------------------------------------------------------------ */
+
+/* Element i of rank r's int32 input in call `call`. */
+static inline int32_t mix_elem(int call, int r, size_t i)
+{
+    return (int32_t) (call * 100003 + r * 1009 + (int) i);
+}
+
+/* Byte i of what rank from gives rank to in call `call` (the suite's). */
+typedef unsigned char (*mix_byte_t)(int call, int from, int to, size_t i);
+
+/* Rank r's allreduce latency path of n int32 elements (c->s initialised);
+ * the builder's answer. */
+static inline int mix_build_allreduce_small(shm_call_t *c, size_t n, int r, int call)
+{
+    const int rc = xccl_build_allreduce_shm_small(&c->s, n);
+    c->in = xmalloc(n * 4);
+    c->out = xmalloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        ((int32_t *) c->in)[i] = mix_elem(call, r, i);
+    }
+    memset(c->out, 0xEE, n * 4);
+    return rc;
+}
+
+/* Rank r's whole allgather of n bytes a rank. */
+static inline int mix_build_allgather(shm_call_t *c, size_t n, int r, int call, mix_byte_t byte)
+{
+    const int p = c->s.size, rc = xccl_build_allgather_shm(&c->s, n);
+    c->in = xmalloc(n);
+    c->out = xmalloc((size_t) p * n);
+    for (size_t i = 0; i < n; i++) {
+        c->in[i] = byte(call, r, 0, i);
+    }
+    memset(c->out, 0xEE, (size_t) p * n);
+    return rc;
+}
+
+/* Rank r's whole bcast of n bytes from root. */
+static inline int mix_build_bcast(shm_call_t *c, size_t n, int root, int r, int call, mix_byte_t byte)
+{
+    const int rc = xccl_build_bcast_shm_whole(&c->s, n, root);
+    c->in = NULL;
+    c->out = xmalloc(n);
+    for (size_t i = 0; i < n; i++) {
+        c->out[i] = r == root ? byte(call, root, 0, i) : 0xEE;
+    }
+    return rc;
+}
+
+/* 0, or -1 with why in bad: out (NULL: nothing to check) holds the int32
+ * sums of the p ranks' inputs. */
+static inline int mix_check_sum(const unsigned char *out, size_t n, int p, int r, int call, const char *what,
+                                char *bad, size_t badlen)
+{
+    for (size_t i = 0; out && i < n; i++) {
+        uint32_t acc = 0;
+        for (int q = 0; q < p; q++) {
+            acc += (uint32_t) mix_elem(call, q, i);
+        }
+        if (((const int32_t *) out)[i] != (int32_t) acc) {
+            snprintf(bad, badlen, "%s: rank %d element %zu wrong", what, r, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static inline int mix_check_allgather(const unsigned char *out, size_t n, int p, int r, int call, mix_byte_t byte,
+                                      const char *what, char *bad, size_t badlen)
+{
+    for (size_t i = 0; i < (size_t) p * n; i++) {
+        if (out[i] != byte(call, (int) (i / n), 0, i % n)) {
+            snprintf(bad, badlen, "%s: rank %d byte %zu of block %zu wrong", what, r, i % n, i / n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static inline int mix_check_bcast(const unsigned char *out, size_t n, int root, int r, int call, mix_byte_t byte,
+                                  const char *what, char *bad, size_t badlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (out[i] != byte(call, root, 0, i)) {
+            snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 #endif /* XCCL_TEST_SHM_SIM_H */

@@ -732,9 +732,10 @@ static void sc_matrix(int p, int call, size_t unit, size_t *m)
     make_matrix(kinds[call % 7], p, unit, (unsigned) call * 13u + 1u, m);
 }
 
-static int32_t sc_elem(int call, int r, size_t i)
+/* data_byte for the calls of other layouts (mix_byte_t). */
+static unsigned char sc_byte(int call, int from, int to, size_t i)
 {
-    return (int32_t) (call * 100003 + r * 1009 + (int) i);
+    return data_byte(from, to, i, (unsigned) call);
 }
 
 /* Call `call` of rank r: its schedule and buffers. */
@@ -780,7 +781,7 @@ static void sc_build(void *ctx, shm_call_t *sc, int r, int call)
         rc = xccl_build_reduce_shm(&sc->s, c->n, c->root, c->in_place);
         sc->in = xmalloc(c->n * 4);
         for (size_t i = 0; i < c->n; i++) {
-            ((int32_t *) sc->in)[i] = sc_elem(call, r, i);
+            ((int32_t *) sc->in)[i] = mix_elem(call, r, i);
         }
         sc->out = r != c->root ? NULL : c->in_place ? sc->in : xmalloc(c->n * 4);
         if (sc->out && sc->out != sc->in) {
@@ -789,32 +790,16 @@ static void sc_build(void *ctx, shm_call_t *sc, int r, int call)
         break;
     case K_AR_SMALL:
         c->n = ar_n[call % 3];
-        rc = xccl_build_allreduce_shm_small(&sc->s, c->n);
-        sc->in = xmalloc(c->n * 4);
-        sc->out = xmalloc(c->n * 4);
-        for (size_t i = 0; i < c->n; i++) {
-            ((int32_t *) sc->in)[i] = sc_elem(call, r, i);
-        }
-        memset(sc->out, GUARD_RECV, c->n * 4);
+        rc = mix_build_allreduce_small(sc, c->n, r, call);
         break;
     case K_AG:
         c->n = ag_n[call % 3];
-        rc = xccl_build_allgather_shm(&sc->s, c->n);
-        sc->in = xmalloc(c->n);
-        sc->out = xmalloc((size_t) p * c->n);
-        for (size_t i = 0; i < c->n; i++) {
-            sc->in[i] = data_byte(r, 0, i, (unsigned) call);
-        }
-        memset(sc->out, GUARD_RECV, (size_t) p * c->n);
+        rc = mix_build_allgather(sc, c->n, r, call, sc_byte);
         break;
     default:
         c->n = bcast_n[call % 2];
         c->root = call % p;
-        rc = xccl_build_bcast_shm_whole(&sc->s, c->n, c->root);
-        sc->out = xmalloc(c->n);
-        for (size_t i = 0; i < c->n; i++) {
-            sc->out[i] = r == c->root ? data_byte(c->root, 0, i, (unsigned) call) : GUARD_RECV;
-        }
+        rc = mix_build_bcast(sc, c->n, c->root, r, call, sc_byte);
         break;
     }
     ck_assert_msg(0 == rc, "%s p=%d call %d: build failed", sc_kind_name[kind], p, call);
@@ -833,34 +818,9 @@ static int sc_check(void *ctx, const shm_call_t *sc, int r, int call, char *bad,
     switch (c->kind) {
     case K_A2AV:
         return check_rank(&c->v, p, r, (unsigned) call, out, sc->in, c->want_in, what, bad, badlen);
-    case K_REDUCE: case K_AR_SMALL:
-        for (size_t i = 0; out && i < c->n; i++) {
-            uint32_t acc = 0;
-            for (int q = 0; q < p; q++) {
-                acc += (uint32_t) sc_elem(call, q, i);
-            }
-            if (((const int32_t *) out)[i] != (int32_t) acc) {
-                snprintf(bad, badlen, "%s: rank %d element %zu wrong", what, r, i);
-                return -1;
-            }
-        }
-        return 0;
-    case K_AG:
-        for (size_t i = 0; i < (size_t) p * c->n; i++) {
-            if (out[i] != data_byte((int) (i / c->n), 0, i % c->n, (unsigned) call)) {
-                snprintf(bad, badlen, "%s: rank %d byte %zu of block %zu wrong", what, r, i % c->n, i / c->n);
-                return -1;
-            }
-        }
-        return 0;
-    case K_BCAST:
-        for (size_t i = 0; i < c->n; i++) {
-            if (out[i] != data_byte(c->root, 0, i, (unsigned) call)) {
-                snprintf(bad, badlen, "%s: rank %d byte %zu wrong", what, r, i);
-                return -1;
-            }
-        }
-        return 0;
+    case K_REDUCE: case K_AR_SMALL: return mix_check_sum(out, c->n, p, r, call, what, bad, badlen);
+    case K_AG: return mix_check_allgather(out, c->n, p, r, call, sc_byte, what, bad, badlen);
+    case K_BCAST: return mix_check_bcast(out, c->n, c->root, r, call, sc_byte, what, bad, badlen);
     default:
         return 0;
     }

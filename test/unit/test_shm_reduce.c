@@ -713,11 +713,6 @@ static void mc_shape(int i, int p, unsigned mix, size_t *n, int *root, int *in_p
     *in_place = (i + (int) mix) % 3 == 0;
 }
 
-static int32_t mc_elem(int call, int r, size_t i)
-{
-    return (int32_t) (call * 100003 + r * 1009 + (int) i);
-}
-
 /* Byte i of what rank from gives rank to in call `call` (alltoallv,
  * allgather, bcast). */
 static unsigned char mc_byte(int call, int from, int to, size_t i)
@@ -757,7 +752,7 @@ static void mc_build(void *ctx, shm_call_t *sc, int r, int call)
         }
         sc->in = xmalloc(c->n * 4);
         for (size_t i = 0; i < c->n; i++) {
-            ((int32_t *) sc->in)[i] = mc_elem(call, r, i);
+            ((int32_t *) sc->in)[i] = mix_elem(call, r, i);
         }
         sc->out = r != c->root ? NULL : c->in_place ? sc->in : xmalloc(c->n * 4);
         if (sc->out && sc->out != sc->in) {
@@ -766,13 +761,7 @@ static void mc_build(void *ctx, shm_call_t *sc, int r, int call)
         break;
     case K_AR_SMALL:
         c->n = ar_n[call % 3];
-        rc = xccl_build_allreduce_shm_small(&sc->s, c->n);
-        sc->in = xmalloc(c->n * 4);
-        sc->out = xmalloc(c->n * 4);
-        for (size_t i = 0; i < c->n; i++) {
-            ((int32_t *) sc->in)[i] = mc_elem(call, r, i);
-        }
-        memset(sc->out, 0xEE, c->n * 4);
+        rc = mix_build_allreduce_small(sc, c->n, r, call);
         break;
     case K_A2AV: {
         /* blocks of n bytes between every pair, in rank order */
@@ -794,23 +783,12 @@ static void mc_build(void *ctx, shm_call_t *sc, int r, int call)
     }
     case K_AG:
         c->n = ag_n[call % 3];
-        rc = xccl_build_allgather_shm(&sc->s, c->n);
-        sc->in = xmalloc(c->n);
-        sc->out = xmalloc((size_t) p * c->n);
-        for (size_t i = 0; i < c->n; i++) {
-            sc->in[i] = mc_byte(call, r, 0, i);
-        }
-        memset(sc->out, 0xEE, (size_t) p * c->n);
+        rc = mix_build_allgather(sc, c->n, r, call, mc_byte);
         break;
     default:
         c->n = bcast_n[call % 2];
         c->root = call % p;
-        rc = xccl_build_bcast_shm_whole(&sc->s, c->n, c->root);
-        sc->in = NULL;
-        sc->out = xmalloc(c->n);
-        for (size_t i = 0; i < c->n; i++) {
-            sc->out[i] = r == c->root ? mc_byte(call, c->root, 0, i) : 0xEE;
-        }
+        rc = mix_build_bcast(sc, c->n, c->root, r, call, mc_byte);
         break;
     }
     ck_assert_msg(0 == rc, "%s p=%d call %d: build failed", mc_kind_name[kind], p, call);
@@ -818,59 +796,29 @@ static void mc_build(void *ctx, shm_call_t *sc, int r, int call)
                   sc->s.slot_bytes, run->cap);
 }
 
-/* Whether rank r's result of its call is right. */
-static int mc_right(const mc_call_t *c, int r, int p, int call)
+/* 0, or -1 with why in bad: rank r's result of its call. */
+static int mc_check(void *ctx, const shm_call_t *sc, int r, int call, char *bad, size_t badlen)
 {
-    const unsigned char *out = c->sim.out;
+    const int p = ((const mc_ctx_t *) ctx)->p;
+    const mc_call_t *c = (const mc_call_t *) sc;
+    const unsigned char *out = sc->out;
+    char what[128];
+    snprintf(what, sizeof(what), "p=%d call %d (%s n=%zu root=%d)", p, call, mc_kind_name[c->kind], c->n, c->root);
+    nchecks++;
     switch (c->kind) {
-    case K_REDUCE: case K_AR_SMALL:
-        for (size_t i = 0; out && i < c->n; i++) {
-            uint32_t acc = 0;
-            for (int q = 0; q < p; q++) {
-                acc += (uint32_t) mc_elem(call, q, i);
-            }
-            if (((const int32_t *) out)[i] != (int32_t) acc) {
-                return -1;
-            }
-        }
-        return 0;
+    case K_REDUCE: case K_AR_SMALL: return mix_check_sum(out, c->n, p, r, call, what, bad, badlen);
     case K_A2AV:
         for (size_t i = 0; i < (size_t) p * c->n; i++) {
             if (out[i] != mc_byte(call, (int) (i / c->n), r, i % c->n)) {
+                snprintf(bad, badlen, "%s: rank %d byte %zu of block %zu wrong", what, r, i % c->n, i / c->n);
                 return -1;
             }
         }
         return 0;
-    case K_AG:
-        for (size_t i = 0; i < (size_t) p * c->n; i++) {
-            if (out[i] != mc_byte(call, (int) (i / c->n), 0, i % c->n)) {
-                return -1;
-            }
-        }
-        return 0;
-    case K_BCAST:
-        for (size_t i = 0; i < c->n; i++) {
-            if (out[i] != mc_byte(call, c->root, 0, i)) {
-                return -1;
-            }
-        }
-        return 0;
-    default:
-        return 0;
+    case K_AG: return mix_check_allgather(out, c->n, p, r, call, mc_byte, what, bad, badlen);
+    case K_BCAST: return mix_check_bcast(out, c->n, c->root, r, call, mc_byte, what, bad, badlen);
+    default: return 0;
     }
-}
-
-static int mc_check(void *ctx, const shm_call_t *sc, int r, int call, char *bad, size_t badlen)
-{
-    const mc_ctx_t *x = ctx;
-    const mc_call_t *c = (const mc_call_t *) sc;
-    nchecks++;
-    if (0 != mc_right(c, r, x->p, call)) {
-        snprintf(bad, badlen, "p=%d call %d (%s n=%zu root=%d): wrong result at rank %d", x->p, call,
-                 mc_kind_name[c->kind], c->n, c->root, r);
-        return -1;
-    }
-    return 0;
 }
 
 /* Runs MC_CALLS calls on p ranks; 0 right, -1 a wrong result or deadlock. */
