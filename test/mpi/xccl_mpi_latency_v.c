@@ -32,7 +32,9 @@
  *   - the root (every rank in turn), MPI_IN_PLACE where the standard
  *     allows it (gatherv's and scatterv's root; alltoallv, whose sizes are
  *     then the same both ways), the blocks in a random order with gaps
- *     between them (on each side its own layout);
+ *     between them (on each side its own layout), in one call of four
+ *     (each rank its own) the buffer passed from about its middle, the
+ *     blocks before it at negative displacements;
  *   - which ranks sleep 1-60 us before the call (about one call in eight).
  * Before them, each of gather, scatter, reduce and allgatherv is twice the
  * first call on a new communicator (MPI_Comm_dup), which takes the whole
@@ -99,6 +101,10 @@ typedef struct {
     int which, root, inplace;
     int *cnt;
     int *sc, *sd, *rc, *rd;        /* this rank's counts and displacements */
+    int *sdm, *rdm;                /* the displacements the call passes: sd and rd less
+                                    * sshift and rshift, from sb and rb moved by them */
+    int sshift, rshift;            /* bytes (about half the span in some calls: some
+                                    * displacements negative), else 0 */
     unsigned char *sb, *rb, *sref; /* send, receive; a copy of the send buffer */
     size_t sspan, rspan;
     MPI_Request req;
@@ -195,6 +201,18 @@ static void v_prepare(vcall_t *v, long i, uint64_t h, uint64_t pick, int tiny)
         memcpy(v->sd, v->rd, (size_t) p * sizeof(int));
         v->sspan = v->rspan;
     }
+    /* one call in four passes the buffers from about their middle, the
+     * blocks before it at negative displacements (each rank its own) */
+    const int neg = (h3(seed ^ (uint64_t) i, 3000 + (uint64_t) me, 0) & 3) == 0;
+    v->sshift = neg && !sym ? (int) (v->sspan / 2) : 0;
+    v->rshift = neg ? (int) (v->rspan / 2) : 0;
+    if (sym) {
+        v->sshift = v->rshift;
+    }
+    for (int q = 0; q < p; q++) {
+        v->sdm[q] = v->sd[q] - v->sshift;
+        v->rdm[q] = v->rd[q] - v->rshift;
+    }
     memset(v->rb, FILL, v->rspan + GAP);
     memset(v->sb, FILL, v->sspan + GAP);
     for (int q = 0; q < p; q++) {
@@ -218,21 +236,22 @@ static int v_call(vcall_t *v, int nb)
 {
     const int me = rank, root = v->root, ip = v->inplace;
     MPI_Request *r = nb ? &v->req : NULL;
+    unsigned char *sb = v->sb + v->sshift, *rb = v->rb + v->rshift;
     switch (v->which) {
     case GATHERV: {
         const void *s = ip && me == root ? MPI_IN_PLACE : v->sb + v->sd[root];
-        return nb ? MPI_Igatherv(s, v->sc[root], MPI_BYTE, v->rb, v->rc, v->rd, MPI_BYTE, root, MPI_COMM_WORLD, r)
-                  : MPI_Gatherv(s, v->sc[root], MPI_BYTE, v->rb, v->rc, v->rd, MPI_BYTE, root, MPI_COMM_WORLD);
+        return nb ? MPI_Igatherv(s, v->sc[root], MPI_BYTE, rb, v->rc, v->rdm, MPI_BYTE, root, MPI_COMM_WORLD, r)
+                  : MPI_Gatherv(s, v->sc[root], MPI_BYTE, rb, v->rc, v->rdm, MPI_BYTE, root, MPI_COMM_WORLD);
     }
     case SCATTERV: {
         void *d = ip && me == root ? MPI_IN_PLACE : v->rb + v->rd[root];
-        return nb ? MPI_Iscatterv(v->sb, v->sc, v->sd, MPI_BYTE, d, v->rc[root], MPI_BYTE, root, MPI_COMM_WORLD, r)
-                  : MPI_Scatterv(v->sb, v->sc, v->sd, MPI_BYTE, d, v->rc[root], MPI_BYTE, root, MPI_COMM_WORLD);
+        return nb ? MPI_Iscatterv(sb, v->sc, v->sdm, MPI_BYTE, d, v->rc[root], MPI_BYTE, root, MPI_COMM_WORLD, r)
+                  : MPI_Scatterv(sb, v->sc, v->sdm, MPI_BYTE, d, v->rc[root], MPI_BYTE, root, MPI_COMM_WORLD);
     }
     default: {
-        const void *s = ip ? MPI_IN_PLACE : v->sb;
-        return nb ? MPI_Ialltoallv(s, v->sc, v->sd, MPI_BYTE, v->rb, v->rc, v->rd, MPI_BYTE, MPI_COMM_WORLD, r)
-                  : MPI_Alltoallv(s, v->sc, v->sd, MPI_BYTE, v->rb, v->rc, v->rd, MPI_BYTE, MPI_COMM_WORLD);
+        const void *s = ip ? MPI_IN_PLACE : sb;
+        return nb ? MPI_Ialltoallv(s, v->sc, v->sdm, MPI_BYTE, rb, v->rc, v->rdm, MPI_BYTE, MPI_COMM_WORLD, r)
+                  : MPI_Alltoallv(s, v->sc, v->sdm, MPI_BYTE, rb, v->rc, v->rdm, MPI_BYTE, MPI_COMM_WORLD);
     }
     }
 }
@@ -278,6 +297,8 @@ static void v_alloc(vcall_t *v)
     v->sd = xmalloc(p * sizeof(int));
     v->rc = xmalloc(p * sizeof(int));
     v->rd = xmalloc(p * sizeof(int));
+    v->sdm = xmalloc(p * sizeof(int));
+    v->rdm = xmalloc(p * sizeof(int));
     v->sb = xmalloc(span);
     v->rb = xmalloc(span);
     v->sref = xmalloc(span);
