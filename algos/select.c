@@ -271,7 +271,29 @@ int xccl_trial_record(xccl_trial_t *t, uint64_t t0, uint64_t t1)
         t->at[0][blk & 1][blk / 2 * per + pos] = t0;
         t->at[1][blk & 1][blk / 2 * per + pos] = t1;
     }
-    return i == 2 * (t->samples / per) * t->block - 1;
+    if (i == 2 * (t->samples / per) * t->block - 1) {
+        t->have = t->samples;                          /* the last call */
+        return 1;
+    }
+    if (i == 2 * t->block - 1 && !t->noisy) {
+        t->have = per;                                 /* the early check */
+        return 1;
+    }
+    return 0;
+}
+
+int xccl_trial_clear(const xccl_trial_t *t, const uint64_t at[2][2][XCCL_TRIAL_MAX])
+{
+    uint64_t lo[2] = { UINT64_MAX, UINT64_MAX }, hi[2] = { 0, 0 };
+    for (int j = 0; j < 2; j++) {
+        for (int i = 0; i < t->have; i++) {
+            const uint64_t v = at[1][j][i] > at[0][j][i] ? at[1][j][i] - at[0][j][i] : 0;
+            lo[j] = v < lo[j] ? v : lo[j];
+            hi[j] = v > hi[j] ? v : hi[j];
+        }
+    }
+    return t->have > 0 && ((hi[0] > 0 && (double) lo[1] >= XCCL_TRIAL_CLEAR * (double) hi[0]) ||
+                           (hi[1] > 0 && (double) lo[0] >= XCCL_TRIAL_CLEAR * (double) hi[1]));
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -283,7 +305,7 @@ static int cmp_u64(const void *x, const void *y)
 void xccl_trial_medians(const xccl_trial_t *t, const uint64_t at[2][2][XCCL_TRIAL_MAX],
                         uint64_t med[2])
 {
-    const int n = t->samples;
+    const int n = t->have;
     for (int j = 0; j < 2; j++) {
         uint64_t v[XCCL_TRIAL_MAX];
         for (int i = 0; i < n; i++) {

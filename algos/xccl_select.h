@@ -161,8 +161,15 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * finishes early (the late one, which waits least) is no measure of an
  * algorithm whose ranks finish apart (a bcast's readers of one root): the
  * span counts the last one.  Every rank makes the same calls in the same
- * order, so trials and picks are the same calls on every rank.  Figures
- * behind each rule: docs/bench/select-figures.md. */
+ * order, so trials and picks are the same calls on every rank.
+ *   A clear case ends early (QUIET trials): where more blocks follow, the
+ * ranks agree once more after the first block of each candidate, and
+ * where every span of one candidate there is at least XCCL_TRIAL_CLEAR
+ * times every span of the other, the faster is the pick from then on;
+ * else the trial goes on to its end, and its last agreement takes every
+ * timed call.  (NOISY trials are long because a few calls pick either
+ * way: they run to their end.)  Figures behind each rule:
+ * docs/bench/select-figures.md. */
 #define XCCL_TRIAL_MAX 16              /* timed calls of each candidate, at most */
 #define XCCL_TRIAL_BLOCK 3             /* calls of one candidate in a row ... */
 #define XCCL_TRIAL_UNTIMED 1           /* ... the first of them untimed */
@@ -180,6 +187,7 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  *          (figures: docs/bench/select-figures.md). */
 enum { XCCL_TRIAL_OFF, XCCL_TRIAL_QUIET, XCCL_TRIAL_NOISY };
 #define XCCL_TRIAL_NOISY_LARGE 5
+#define XCCL_TRIAL_CLEAR 1.5           /* an early pick: every span this much slower */
 /* The log2 size class of a call of `bytes` (trials and choices are kept
  * per class): 0 for 0 bytes, k for [2^(k-1), 2^k). */
 static inline int xccl_size_class(size_t bytes)
@@ -192,6 +200,7 @@ typedef struct xccl_trial {
     int samples;                       /* timed calls of each candidate */
     int block, untimed;                /* calls in a block, the untimed ones first */
     int noisy;                         /* XCCL_TRIAL_NOISY: longer */
+    int have;                          /* timed calls of each at the latest agreement */
     int cand[2];                       /* shm, mesh (algorithm indices) */
     int pick;                          /* the agreed one; 0 while trials run */
     uint64_t at[2][2][XCCL_TRIAL_MAX]; /* [0 start, 1 end][candidate][timed call]:
@@ -205,14 +214,20 @@ static inline int xccl_trial_next(const xccl_trial_t *t)
     return t->cand[i < 0 ? t->calls & 1 : (i / t->block) & 1];
 }
 /* Records that the trial call just made (xccl_trial_next's) ran from t0 to
- * t1 (ns, CLOCK_MONOTONIC) on this rank: 1 if it was the last (agree, then
- * xccl_trial_decide), else 0. */
+ * t1 (ns, CLOCK_MONOTONIC) on this rank: 1 if the ranks agree now (the
+ * trial's last call, or its early check: t->have < t->samples; then
+ * xccl_trial_medians and xccl_trial_decide), else 0. */
 int xccl_trial_record(xccl_trial_t *t, uint64_t t0, uint64_t t1);
-/* The median over each candidate's timed calls of at[1][j][i] - at[0][j][i]
- * (0 where negative), after the last call: the agreed readings (every
- * rank's MAX: last start, last end), or t->at, this rank's own. */
+/* The median over each candidate's timed calls so far (t->have) of
+ * at[1][j][i] - at[0][j][i] (0 where negative), at an agreement: the
+ * agreed readings (every rank's MAX: last start, last end), or t->at,
+ * this rank's own. */
 void xccl_trial_medians(const xccl_trial_t *t, const uint64_t at[2][2][XCCL_TRIAL_MAX],
                         uint64_t med[2]);
+/* Whether the early check may pick: every span of one candidate so far at
+ * least XCCL_TRIAL_CLEAR times every span of the other, in the agreed
+ * readings. */
+int xccl_trial_clear(const xccl_trial_t *t, const uint64_t at[2][2][XCCL_TRIAL_MAX]);
 /* The pick from the agreed medians (the same on every rank). */
 int xccl_trial_decide(xccl_trial_t *t, const uint64_t med[2]);
 

@@ -21,11 +21,15 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
     uint64_t med[2] = { 0, 0 };                 /* a tie: shm */
     int rc = m->prev.allreduce(t->at, last, 2 * 2 * XCCL_TRIAL_MAX, MPI_UINT64_T, MPI_MAX,
                                m->comm, m->prev.allreduce_module);
+    const int early = t->have < t->samples;
     if (MPI_SUCCESS == rc) {
         xccl_trial_medians(t, last, med);
     }
-    const int pick = xccl_trial_decide(t, med);
     const int k = xccl_size_class(bytes);       /* [2^(k-1), 2^k) */
+    if (early && (MPI_SUCCESS != rc || !xccl_trial_clear(t, last))) {
+        return rc;                              /* the trial goes on */
+    }
+    const int pick = xccl_trial_decide(t, med);
     if (pick == t->cand[0] && NULL != m->level && k < 64) {
         m->level->lat_picked[coll] |= (uint64_t) 1 << k;
     }
@@ -35,7 +39,7 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
         for (int j = 0; j < 2; j++) {
             size_t at = 0;
             line[j][0] = '\0';
-            for (int i = 0; i < t->samples && at < sizeof(line[j]); i++) {
+            for (int i = 0; i < t->have && at < sizeof(line[j]); i++) {
                 at += (size_t) snprintf(line[j] + at, sizeof(line[j]) - at, " %.1f",
                                         (double) (t->at[1][j][i] - t->at[0][j][i]) / 1e3);
             }
@@ -50,7 +54,7 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
             char clock[XCCL_TRIAL_MAX * 42 + 1];
             size_t at = 0;
             clock[0] = '\0';
-            for (int i = 0; i < t->samples && at < sizeof(clock); i++) {
+            for (int i = 0; i < t->have && at < sizeof(clock); i++) {
                 at += (size_t) snprintf(clock + at, sizeof(clock) - at, " %" PRIu64 "-%" PRIu64,
                                         t->at[0][j][i], t->at[1][j][i]);
             }
@@ -59,9 +63,9 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
                               j ? "mesh" : "shm", clock);
         }
     }
-    mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu shm=%.1fus mesh=%.1fus pick=%s%s",
+    mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu shm=%.1fus mesh=%.1fus%s pick=%s%s",
                       xccl_coll_name(coll), m->cid, m->world_rank, lo, lo ? 2 * lo - 1 : 0,
-                      (double) med[0] / 1e3, (double) med[1] / 1e3,
+                      (double) med[0] / 1e3, (double) med[1] / 1e3, early ? " clear" : "",
                       xccl_select_name(coll, pick),
                       MPI_SUCCESS != rc ? " (the agreement failed: shm)" : "");
     return rc;

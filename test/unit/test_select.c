@@ -584,8 +584,13 @@ static xccl_trial_t *run_trial_late(const xccl_select_policy_t *p, xccl_select_c
             ns = t_mesh[km++];
         }
         const uint64_t t0 = 10000000u * (uint64_t) i + (late ? late[i] : 0);
-        ck_assert_int_eq(xccl_trial_record(s.trial, t0, t0 + ns), i == n - 1);
         t = s.trial;
+        /* the ranks agree at the last call, and at the early check after
+         * the first block of each candidate where more blocks follow */
+        const int per = t->block - t->untimed;
+        const int check = !t->noisy && t->samples > per && i == t->warm + 2 * t->block - 1;
+        ck_assert_int_eq(xccl_trial_record(s.trial, t0, t0 + ns), i == n - 1 || check);
+        ck_assert_int_eq(t->have, check ? per : i == n - 1 ? t->samples : t->have);
     }
     return t;
 }
@@ -609,6 +614,88 @@ static xccl_trial_t *run_trial(const xccl_select_policy_t *p, xccl_select_cache_
 {
     return run_trial_late(p, c, coll, bytes, mode, seq, t_shm, t_mesh, NULL);
 }
+
+/* The early check (xccl_trial_clear): after the first block of each
+ * candidate the ranks agree, and where every span of one is at least
+ * XCCL_TRIAL_CLEAR times every span of the other, the faster is the pick;
+ * else the trial runs to its end.  Noisy trials have no check. */
+START_TEST(level_trials_early)
+{
+    xccl_select_policy_t p;
+    xccl_select_policy_defaults(&p);
+    p.trials = 5;
+    const xccl_coll_t ag = XCCL_COLL_ALLGATHER;
+    const int shm = xccl_select_index(ag, "shm"), mesh = xccl_select_index(ag, "mesh");
+    const char *first = "smsm" "sSSmMM";        /* up to the check */
+    struct {
+        uint64_t s[2], m[2];
+        int pick;                                /* 0: not clear */
+    } cases[] = {
+        { { 100, 110 }, { 200, 190 }, 1 },     /* mesh 1.73x shm's slowest */
+        { { 300, 310 }, { 100, 120 }, 2 },     /* shm 2.5x */
+        { { 100, 150 }, { 200, 190 }, 0 },     /* 190 < 1.5 x 150 */
+        { { 100, 400 }, { 200, 210 }, 0 },     /* a slow shm call: not clear either way */
+        { { 100, 100 }, { 150, 150 }, 1 },     /* exactly the margin */
+        { { 100, 100 }, { 149, 190 }, 0 },     /* one mesh call under it */
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        xccl_select_cache_t *c = calloc(1, sizeof(*c));
+        ck_assert_ptr_nonnull(c);
+        const int mode = XCCL_TRIAL_QUIET;
+        xccl_trial_t *t = run_trial(&p, c, ag, 65536, mode, first, cases[k].s, cases[k].m);
+        ck_assert_int_eq(t->have, 2);
+        ck_assert_int_lt(t->have, t->samples);
+        ck_assert_int_eq(xccl_trial_clear(t, t->at), 0 != cases[k].pick);
+        if (cases[k].pick) {
+            uint64_t med[2];
+            xccl_trial_medians(t, t->at, med);
+            ck_assert_uint_eq(med[0], (cases[k].s[0] + cases[k].s[1]) / 2);
+            const int want = 1 == cases[k].pick ? shm : mesh;
+            ck_assert_int_eq(xccl_trial_decide(t, med), want);
+            xccl_selection_t s = trial_sel(&p, c, ag, 65536, mode, 1);
+            ck_assert_int_eq(s.algo, want);
+            ck_assert_ptr_null(s.trial);
+        } else {
+            /* the trial goes on: the next block is shm's again, timed */
+            xccl_selection_t s = trial_sel(&p, c, ag, 65536, mode, 1);
+            ck_assert_ptr_nonnull(s.trial);
+            ck_assert_int_eq(s.algo, shm);
+        }
+        xccl_select_cache_fini(c);
+        free(c);
+    }
+    /* noisy trials: no agreement at the first blocks, however clear */
+    {
+        xccl_select_cache_t *c = calloc(1, sizeof(*c));
+        ck_assert_ptr_nonnull(c);
+        const uint64_t s1[2] = { 100, 100 }, m1[2] = { 1000, 1000 };
+        xccl_trial_t *t = NULL;
+        for (int i = 0; i < 10; i++) {
+            xccl_selection_t s = trial_sel(&p, c, ag, 65536, XCCL_TRIAL_NOISY, 1);
+            ck_assert_ptr_nonnull(s.trial);
+            t = s.trial;
+            const uint64_t ns = i < 4 || 4 == i || 7 == i ? 5000 : s.algo == shm ? s1[0] : m1[0];
+            ck_assert_int_eq(xccl_trial_record(t, 1000000u * (uint64_t) i, 1000000u * (uint64_t) i + ns), 0);
+        }
+        ck_assert_int_eq(t->have, 0);
+        ck_assert_ptr_nonnull(trial_sel(&p, c, ag, 65536, XCCL_TRIAL_NOISY, 1).trial);
+        xccl_select_cache_fini(c);
+        free(c);
+    }
+    /* the check reads the agreed readings it is given, not this rank's */
+    xccl_select_cache_t *c = calloc(1, sizeof(*c));
+    ck_assert_ptr_nonnull(c);
+    const uint64_t s2[2] = { 100, 100 }, m2[2] = { 300, 300 };
+    xccl_trial_t *t = run_trial(&p, c, ag, 65536, XCCL_TRIAL_QUIET, first, s2, m2);
+    ck_assert(xccl_trial_clear(t, t->at));
+    uint64_t last[2][2][XCCL_TRIAL_MAX];
+    memcpy(last, t->at, sizeof(last));
+    last[1][0][1] += 200;                       /* another rank ended an shm call late */
+    ck_assert(!xccl_trial_clear(t, last));
+    xccl_select_cache_fini(c);
+    free(c);
+}
+END_TEST
 
 START_TEST(level_trials)
 {
@@ -849,6 +936,7 @@ int main(void)
     tcase_add_test(tc, shm_level_rule);
     tcase_add_test(tc, shm_small_shrinks_with_ranks);
     tcase_add_test(tc, level_trials);
+    tcase_add_test(tc, level_trials_early);
     tcase_add_test(tc, policy_net_reaches_the_model);
     tcase_add_loop_test(tc, auto_within_10_percent_across_scale, 0, 2);
     suite_add_tcase(su, tc);
