@@ -257,6 +257,8 @@ typedef struct {
     int level_trials;                /* level_cma: the level's trials time shm against mesh
                                       * (xccl_trial_t), XCCL_TRIAL_QUIET, or _NOISY where a
                                       * rank yields when idle; else XCCL_TRIAL_OFF */
+    int quiet;                       /* a call xccl makes for itself (a trial's agreement):
+                                      * no verbose line, not counted */
     /* The level on, one node: bit coll set where a small blocking call may
      * go to the latency path straight from the entry (no forced algorithm,
      * no tuning rules; on a CUDA IPC communicator it says so to the CUDA

@@ -19,8 +19,12 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
     /* every timed call's last start and last end (xccl_trial_t) */
     uint64_t last[2][2][XCCL_TRIAL_MAX];
     uint64_t med[2] = { 0, 0 };                 /* a tie: shm */
-    int rc = m->prev.allreduce(t->at, last, 2 * 2 * XCCL_TRIAL_MAX, MPI_UINT64_T, MPI_MAX,
-                               m->comm, m->prev.allreduce_module);
+    /* through xccl's own allreduce (its module's entry: the latency path
+     * of the level the trial runs on), without a line of its own */
+    m->quiet = 1;
+    int rc = m->super.coll_allreduce(t->at, last, 2 * 2 * XCCL_TRIAL_MAX, MPI_UINT64_T, MPI_MAX,
+                                     m->comm, &m->super);
+    m->quiet = 0;
     const int early = t->have < t->samples;
     if (MPI_SUCCESS == rc) {
         xccl_trial_medians(t, last, med);

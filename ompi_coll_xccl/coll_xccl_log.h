@@ -27,7 +27,7 @@ static inline void mca_coll_xccl_log_call(const mca_coll_xccl_module_t *m, xccl_
                                           int nb, size_t bytes, int algo, double predicted_us,
                                           const char *fallback, const char *via)
 {
-    if (mca_coll_xccl_component.verbose >= 1) {
+    if (mca_coll_xccl_component.verbose >= 1 && !m->quiet) {
         mca_coll_xccl_log_call_line(m, coll, nb, bytes, algo, predicted_us, fallback, via);
     }
 }
