@@ -310,6 +310,18 @@ static int rd_chain(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return xccl_build_reduce_chain(s, a->count, a->root, a->in_place, 64 * 1024);
 }
+/* Two-level: reduce-scatter inside the nodes (the segment's where there is
+ * one), Rabenseifner's reduce on the rails (about 2 slices a rank where a
+ * binomial tree sends lg N: the model prices it ahead from 1 MiB on many
+ * nodes, the two within a few per cent on two), the slices gathered to
+ * the root over the transport (the shm gatherv is a whole schedule, not
+ * a stage). */
+static int rd_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_reduce(s, a->layout, a->count, a->root, a->in_place, intra_rs(s, a),
+                                 xccl_build_reduce_rabenseifner, xccl_build_gatherv_linear);
+}
 static int rd_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return shm_flat(s, a) ? xccl_build_reduce_shm(s, a->count, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
@@ -330,6 +342,20 @@ static int agv_direct(xccl_sched_t *s, const xccl_coll_args_t *a)
 static int agv_bruck(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return xccl_build_allgatherv_bruck(s, a->vec, a->vec + s->size, a->in_place);
+}
+/* Two-level, as allgather's: ring on the rails; hier_bruck: Bruck there,
+ * ceil(lg N) rounds between nodes instead of N-1 (many nodes). */
+static int agv_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allgatherv(s, a->layout, a->vec, a->vec + s->size, a->in_place,
+                                     xccl_build_allgatherv_ring, intra_agv(s, a));
+}
+static int agv_hier_bruck(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_hier_allgatherv(s, a->layout, a->vec, a->vec + s->size, a->in_place,
+                                     xccl_build_allgatherv_bruck, intra_agv(s, a));
 }
 static int agv_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
@@ -427,9 +453,10 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader },
         { "nhr", bc_nhr }, { "nb", bc_nb } },
     [XCCL_COLL_REDUCE] = { { "binomial", rd_binomial }, { "rabenseifner", rd_rab }, { "chain", rd_chain },
-        { "shm", rd_shm } },
+        { "hier", rd_hier }, { "shm", rd_shm } },
     [XCCL_COLL_BARRIER] = { { "dissemination", bar_dissem }, { "shm", bar_shm } },
     [XCCL_COLL_ALLGATHERV] = { { "ring", agv_ring }, { "direct", agv_direct }, { "bruck", agv_bruck },
+        { "hier", agv_hier }, { "hier_bruck", agv_hier_bruck },
         { "shm", agv_shm } },
     [XCCL_COLL_ALLTOALLV] = { { "pairwise", a2av_pw }, { "direct", a2av_direct }, { "shm", a2av_shm } },
     [XCCL_COLL_GATHER] = { { "binomial", ga_binomial }, { "linear", ga_linear }, { "shm", ga_shm } },

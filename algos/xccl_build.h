@@ -219,6 +219,10 @@ typedef int (*xccl_bcast_build_fn)(xccl_sched_t *s, size_t bytes, int root);
  * holds bytes[rank], or in_place: the block is already at RECV + displs[rank]. */
 typedef int (*xccl_allgatherv_build_fn)(xccl_sched_t *s, const size_t *bytes, const size_t *displs,
                                         int in_place);
+/* reduce and gatherv (conventions below, "Rooted collectives"). */
+typedef int (*xccl_reduce_build_fn)(xccl_sched_t *s, size_t count, int root, int in_place);
+typedef int (*xccl_gatherv_build_fn)(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                                     int in_place);
 
 /* alltoallv: rank r sends sbytes[q] from SEND + sdispls[q] to q and
  * receives rbytes[q] at RECV + rdispls[q] from q; SEND and RECV do not

@@ -75,6 +75,22 @@ int xccl_build_hier_bcast(xccl_sched_t *s, const xccl_layout_t *l, size_t bytes,
  * the pieces.  Any layout. */
 int xccl_build_hier_bcast_rails(xccl_sched_t *s, const xccl_layout_t *l, size_t bytes, int root,
                                 xccl_bcast_build_fn inter, xccl_allgatherv_build_fn intra);
+/* Rail-parallel reduce: intra-node reduce-scatter of L = min ppn slices
+ * -> reduce of slice j on rail j to the rail's rank on the root's node
+ * -> gather of the slices to the root inside its node.  Any layout, any
+ * root; only the root's RECV is named.  Each element is reduced in an
+ * order fixed by the layout and count: the same bits on every run. */
+int xccl_build_hier_reduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count, int root, int in_place,
+                           xccl_reduce_scatter_build_fn intra_rs, xccl_reduce_build_fn inter,
+                           xccl_gatherv_build_fn intra_gv);
+/* hier_allgather_any with a size per rank: rank i's rbytes[i] bytes go to
+ * RECV + rdispls[i] (in_place: already there).  Staged in RECV itself when
+ * the displacements pack the blocks in the rail-group order, else in
+ * SCRATCH and copied out block by block (gaps never written).  Any
+ * layout. */
+int xccl_build_hier_allgatherv(xccl_sched_t *s, const xccl_layout_t *l, const size_t *rbytes,
+                               const size_t *rdispls, int in_place, xccl_allgatherv_build_fn inter,
+                               xccl_allgatherv_build_fn intra);
 
 /* ------------------------------------------------------------------------ */
 /* Pipelined two-level algorithms                                          */

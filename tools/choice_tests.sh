@@ -11,8 +11,9 @@
 #   - 8 nodes x 8 ranks: at 16 MiB the model prefers a two-level allreduce
 #     (the pipelined one),
 #     at 8 B recursive doubling (latency), as the textbook costs say;
-#   - reduce, barrier, the v forms, gather and scatter at 65536 ranks:
-#     every algorithm predicted but shm (only with the level: n/a);
+#   - reduce, barrier, the v forms, gather and scatter at 65536 ranks
+#     (nodes of 8 but barrier): every algorithm predicted but shm (only
+#     with the level on one node: n/a);
 #   - xccl_info on the DGX-like fixture prints a row for every collective.
 set -uo pipefail
 b=${XCCL_BUILDDIR:?}
@@ -81,10 +82,11 @@ out=$("$b/xccl_simulate" -c allreduce -s 8..4 2>&1); [[ $? -eq 2 ]] || { echo "F
 out=$("$b/xccl_info" -n 64 --layout block:8 --sizes 16M --net fattree:2:4,nics=1) || fail=1
 check "xccl_info --net: the fat tree prices rabenseifner past 100 ms at 16 MiB" "$out" '$1 == 16777216 && $4 > 100000'
 out=$("$b/xccl_info" -n 8 --net torus:1x1 --layout block:1 2>&1); [[ $? -eq 2 && $out == *"no room"* ]] || { echo "FAIL: xccl_info --net torus:1x1 on 8 nodes not refused: $out"; fail=1; }
-# the further collectives at 65536 ranks: every algorithm predicted but shm,
-# the last one, which runs only with the level (n/a)
+# the further collectives at 65536 ranks on nodes of 8: every algorithm
+# predicted (the two-level ones of reduce and allgatherv too) but shm, the
+# last one, which runs only with the level on one node (n/a)
 for c in reduce allgatherv alltoallv gather gatherv scatter scatterv; do
-    out=$("$b/xccl_simulate" -c $c -n 65536 -s 1M) || fail=1
+    out=$("$b/xccl_simulate" -c $c -n 65536 -l block:8 -s 1M) || fail=1
     check "$c, 65536 ranks: every algorithm but shm predicted" "$out" \
         '$1 == 1048576 && $2 > 0 && $(NF - 2) == "n/a" && gsub(/n\/a/, "&") == 1'
 done

@@ -1315,6 +1315,449 @@ START_TEST(alltoallv_flat)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Reduce and allgatherv                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int reduce_chain16(xccl_sched_t *s, size_t count, int root, int in_place)
+{
+    return xccl_build_reduce_chain(s, count, root, in_place, 16);
+}
+
+static const struct {
+    xccl_reduce_scatter_build_fn rs;
+    xccl_reduce_build_fn rd;
+    xccl_gatherv_build_fn gv;
+    const char *name;
+} rd_combos[] = {
+    { xccl_build_reduce_scatter_ring, xccl_build_reduce_rabenseifner, xccl_build_gatherv_linear,
+      "ring/rabenseifner/linear" },
+    { xccl_build_reduce_scatter_pairwise, xccl_build_reduce_binomial, xccl_build_gatherv_linear,
+      "pairwise/binomial/linear" },
+    { xccl_build_reduce_scatter_recursive_halving, reduce_chain16, xccl_build_gatherv_linear,
+      "halving/chain16/linear" },
+};
+#define NRD ((int) (sizeof(rd_combos) / sizeof(rd_combos[0])))
+
+/* Whether a schedule names RECV in any action. */
+static int sched_names_recv(const xccl_sched_t *s)
+{
+    for (size_t i = 0; i < s->nacts; i++) {
+        const xccl_action_t *a = &s->acts[i];
+        const int used[3] = { XCCL_ACT_RECV != a->kind, XCCL_ACT_REDUCE == a->kind, XCCL_ACT_SEND != a->kind };
+        const xccl_ref_t *refs[3] = { &a->a, &a->b, &a->dst };
+        for (int k = 0; k < 3; k++) {
+            if (used[k] && XCCL_BUF_RECV == refs[k]->buf) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A reduce job: combo < NRD xccl_build_hier_reduce with rd_combos[combo],
+ * else the catalog's two-level entry combo - NRD (with a shared-memory
+ * slot of slot bytes: its intra-node stages through the segment).  Every
+ * rank's input from fill (element kind es), the root's RECV and every
+ * other rank's (which must stay untouched) 0xEE.  Returns 0 where the
+ * algorithm applies, else asserts that every rank said so. */
+typedef void (*rd_fill_fn)(int r, void *buf, size_t n, void *ctx);
+
+static int reduce_job(job_t *j, const xccl_layout_t *l, int combo, size_t es, size_t count, int root, int in_place,
+                      size_t slot, rd_fill_fn fill, void *ctx, const char *what)
+{
+    const int p = l->size;
+    const size_t bytes = count * es;
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    catalog_hier(XCCL_COLL_REDUCE, cat);
+    const xccl_coll_args_t args = { .count = count, .root = root, .in_place = in_place, .layout = l,
+                                    .shm_slot = slot };
+    int bad_build = 0, not_applicable = 0, recv_named = -1;
+    job_init(j, p, es);
+    for (int r = 0; r < p; r++) {
+        xccl_sched_t *s = &j->sched[r];
+        const int rc = combo < NRD ? xccl_build_hier_reduce(s, l, count, root, in_place, rd_combos[combo].rs,
+                                                            rd_combos[combo].rd, rd_combos[combo].gv)
+                                   : cat[combo - NRD]->build(s, &args);
+        not_applicable += XCCL_NOT_APPLICABLE == rc && 0 == s->nacts && 0 == s->nsteps;
+        bad_build |= (0 != rc && XCCL_NOT_APPLICABLE != rc) || (0 == rc && 0 != strcmp(s->algo, "hier"));
+        if (0 == rc && r != root && sched_names_recv(s)) {
+            recv_named = r;
+        }
+        j->rbuf[r] = xmalloc(bytes);
+        memset(j->rbuf[r], 0xEE, bytes);
+        if (r == root && in_place) {
+            j->sbuf[r] = j->rbuf[r];
+        } else {
+            j->sbuf[r] = job_sbuf(j, r, bytes);
+        }
+        fill(r, j->sbuf[r], count, ctx);
+    }
+    ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
+    ck_assert_msg(recv_named < 0, "%s: rank %d (not the root) names RECV", what, recv_named);
+    const int applies = combo < NRD || !flat_layout(l);
+    ck_assert_msg(not_applicable == (applies ? 0 : p), "%s: %d ranks not applicable, applies=%d", what,
+                  not_applicable, applies);
+    return applies ? 0 : XCCL_NOT_APPLICABLE;
+}
+
+static void rd_fill_kind(int r, void *buf, size_t n, void *ctx)
+{
+    fill_input(*(const red_kind_t *) ctx, r, buf, n);
+}
+
+static const char *rd_combo_name(int combo)
+{
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    catalog_hier(XCCL_COLL_REDUCE, cat);
+    return combo < NRD ? rd_combos[combo].name : cat[combo - NRD]->name;
+}
+
+/* The root gets the reduction of every rank's input (the kinds' results
+ * do not depend on the order: the test's reference is exact); no other
+ * RECV is written, no input changes (but the root's in place). */
+static void check_hier_reduce(const lay_t *lay, int combo, red_kind_t k, size_t count, int root, int in_place,
+                              size_t slot)
+{
+    xccl_layout_t l;
+    const size_t es = red_kinds[k].es, bytes = count * es;
+    char what[256];
+    job_t j;
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    snprintf(what, sizeof(what), "reduce %s%s layout %s p=%d kind=%d count=%zu root=%d in_place=%d slot=%zu",
+             combo < NRD ? "" : "catalog ", rd_combo_name(combo), lname(lay), p, (int) k, count, root, in_place,
+             slot);
+    if (0 == reduce_job(&j, &l, combo, es, count, root, in_place, slot, rd_fill_kind, &k, what)) {
+        job_run(&j, xccl_reduce_kernel(red_kinds[k].dt, red_kinds[k].op), what);
+        unsigned char *want = xmalloc(bytes), *input = xmalloc(bytes);
+        reference(k, p, want, count);
+        ck_assert_msg(0 == memcmp(j.rbuf[root], want, bytes), "%s: root's result wrong", what);
+        int bad_recv = -1, bad_send = -1;
+        for (int r = 0; r < p; r++) {
+            for (size_t i = 0; r != root && i < bytes && bad_recv < 0; i++) {
+                bad_recv = 0xEE != j.rbuf[r][i] ? r : -1;
+            }
+            if (r != root || !in_place) {
+                fill_input(k, r, input, count);
+                bad_send = 0 != memcmp(j.sbuf[r], input, bytes) ? r : bad_send;
+            }
+        }
+        ck_assert_msg(bad_recv < 0, "%s: rank %d's RECV written", what, bad_recv);
+        ck_assert_msg(bad_send < 0, "%s: rank %d's input changed", what, bad_send);
+        free(want);
+        free(input);
+    }
+    job_fini(&j);
+    xccl_layout_fini(&l);
+}
+
+static void rd_fill_float(int r, void *buf, size_t n, void *ctx)
+{
+    (void) ctx;
+    for (size_t i = 0; i < n; i++) {
+        ((float *) buf)[i] = float_input(r, i);
+    }
+}
+
+/* Float sums, whose bits depend on the order of the additions: the same
+ * bits from runs under different simulator seeds (the order is the
+ * schedule's, not the messages' arrival), close to the exact sum. */
+static void check_hier_reduce_float(const lay_t *lay, int combo, size_t count, int root, int in_place)
+{
+    xccl_layout_t l;
+    const size_t bytes = count * sizeof(float);
+    char what[256], err[256];
+    float *first = xmalloc(bytes);
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    snprintf(what, sizeof(what), "float reduce %s layout %s p=%d count=%zu root=%d in_place=%d",
+             rd_combo_name(combo), lname(lay), p, count, root, in_place);
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        job_t j;
+        if (0 == reduce_job(&j, &l, combo, sizeof(float), count, root, in_place, 0, rd_fill_float, NULL, what)) {
+            const int rc = job_exec(&j, xccl_reduce_kernel(XCCL_DT_FLOAT, XCCL_OP_SUM), seed * 7919u, what, err,
+                                    sizeof(err));
+            ck_assert_msg(0 == rc, "%s seed %u: %s", what, seed, err);
+            if (1 == seed) {
+                memcpy(first, j.rbuf[root], bytes);
+            }
+            ck_assert_msg(0 == memcmp(first, j.rbuf[root], bytes), "%s: seed %u's bits differ from seed 1's",
+                          what, seed);
+        }
+        job_fini(&j);
+    }
+    long far = -1;
+    for (size_t i = 0; i < count && far < 0 && (NRD > combo || !flat_layout(&l)); i++) {
+        double exact = 0.0, mag = 0.0;
+        for (int r = 0; r < p; r++) {
+            exact += (double) float_input(r, i);
+            mag += fabs((double) float_input(r, i));
+        }
+        far = fabs((double) first[i] - exact) > 1e-6 * (double) p * mag ? (long) i : -1;
+    }
+    ck_assert_msg(far < 0, "%s: element %ld far from the sum", what, far);
+    free(first);
+    xccl_layout_fini(&l);
+}
+
+START_TEST(reduce_layouts)
+{
+    const lay_t *lay = &lays[_i];
+    int p, nn, roots[64];
+    free(test_node_of(lay, &p, &nn));
+    const int nroots = pick_roots(p, 24, roots);
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    const int ncomb = NRD + catalog_hier(XCCL_COLL_REDUCE, cat);
+    /* fewer elements than slices (some empty), a few per slice, many */
+    const size_t counts[] = { 0, 1, 5, 37, p > 64 ? 101 : 301 };
+    const int nc = (int) (sizeof(counts) / sizeof(counts[0]));
+    /* Every root: each count once, the algorithms and in_place in turn. */
+    for (int ri = 0; ri < nroots; ri++) {
+        for (int c = 0; c < nc; c++) {
+            check_hier_reduce(lay, (ri + c) % ncomb, (red_kind_t) ((ri + 2 * c) % RED_NKINDS), counts[c], roots[ri],
+                              (ri + c / 2) & 1, 0);
+        }
+    }
+    /* The first and last root: every algorithm, in place and not. */
+    for (int ri = 0; ri < nroots; ri += nroots > 1 ? nroots - 1 : 1) {
+        for (int a = 0; a < ncomb; a++) {
+            for (int in_place = 0; in_place < 2; in_place++) {
+                check_hier_reduce(lay, a, (red_kind_t) ((a + in_place) % RED_NKINDS), 37, roots[ri], in_place, 0);
+            }
+        }
+    }
+    /* The catalog's with the intra-node stages through the segment. */
+    check_hier_reduce(lay, NRD, RED_I32_SUM, 301, p / 2, 1, 4096);
+    check_hier_reduce(lay, NRD, RED_DBL_MAX, 301, p - 1, 0, 4096);
+    for (int a = 0; a < ncomb; a++) {
+        check_hier_reduce_float(lay, a, 203, roots[(a * 3) % nroots], a & 1);
+    }
+}
+END_TEST
+
+/* Allgatherv block sizes: agv_bytes's patterns (regular, zeros and
+ * unequal, only the last rank's), then one middle rank with everything,
+ * then all empty. */
+#define HAGV_NPAT 5
+static size_t hagv_bytes(int pat, int p, int r)
+{
+    return pat < 3 ? agv_bytes(pat, p, r) : 3 == pat ? (r == p / 2 ? 37 : 0) : 0;
+}
+
+/* Placements: 0 packed in rank order; 1 reversed with gaps of 3 bytes;
+ * 2 packed in rail-group order (local rank mod L, node, local rank: the
+ * two-level builder's staging order, computed here from the layout), 3
+ * the same with a gap of 3 bytes before the first block; 4 rank order
+ * with gaps of 3 bytes. */
+#define HAGV_NPLACE 5
+static size_t hagv_place(const xccl_layout_t *l, int pat, int place, size_t *bytes, size_t *displs)
+{
+    const int p = l->size, L = l->min_ppn;
+    int *order = xmalloc((size_t) p * sizeof(int)), k = 0;
+    for (int r = 0; r < p; r++) {
+        bytes[r] = hagv_bytes(pat, p, r);
+        order[r] = place == 1 ? p - 1 - r : r;
+    }
+    if (place >= 2) {
+        for (int gg = 0; gg < L; gg++) {
+            for (int n = 0; n < l->nnodes; n++) {
+                for (int i = gg; i < xccl_layout_node_size(l, n); i += L) {
+                    order[k++] = xccl_layout_rank_at(l, n, i);
+                }
+            }
+        }
+        ck_assert_int_eq(k, p);
+    }
+    size_t total = place == 3 ? 3 : 0;
+    for (int i = 0; i < p; i++) {
+        displs[order[i]] = total;
+        total += bytes[order[i]] + (place == 1 || place == 4 ? 3 : 0);
+    }
+    free(order);
+    return total;
+}
+
+/* allgatherv stages of xccl_build_hier_allgatherv: (inter, intra). */
+static const struct {
+    xccl_allgatherv_build_fn inter, intra;
+    const char *name;
+} hagv_combos[] = {
+    { xccl_build_allgatherv_ring, xccl_build_allgatherv_ring, "ring/ring" },
+    { xccl_build_allgatherv_bruck, xccl_build_allgatherv_direct, "bruck/direct" },
+    { xccl_build_allgatherv_direct, xccl_build_allgatherv_bruck, "direct/bruck" },
+};
+#define NHAGV ((int) (sizeof(hagv_combos) / sizeof(hagv_combos[0])))
+
+/* combo < NHAGV: xccl_build_hier_allgatherv with hagv_combos[combo], else
+ * the catalog's two-level entry combo - NHAGV (slot: the shared-memory
+ * slot, intra-node stages through the segment).  Every rank ends with
+ * every block at its place; the bytes between blocks and the inputs are
+ * left alone. */
+static void check_hier_agv(const lay_t *lay, int combo, int pat, int place, int in_place, size_t slot)
+{
+    xccl_layout_t l;
+    char what[256];
+    job_t j;
+    int bad_build = 0, not_applicable = 0;
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    catalog_hier(XCCL_COLL_ALLGATHERV, cat);
+
+    layout_of(lay, &l);
+    const int p = l.size;
+    size_t *vec = xmalloc(2 * (size_t) p * sizeof(size_t));
+    size_t *bytes = vec, *displs = vec + p;
+    const size_t total = hagv_place(&l, pat, place, bytes, displs);
+    const xccl_coll_args_t args = { .vec = vec, .nvec = 2 * (size_t) p, .in_place = in_place, .layout = &l,
+                                    .shm_slot = slot };
+    snprintf(what, sizeof(what), "allgatherv %s%s layout %s p=%d pattern=%d place=%d in_place=%d slot=%zu",
+             combo < NHAGV ? "" : "catalog ", combo < NHAGV ? hagv_combos[combo].name : cat[combo - NHAGV]->name,
+             lname(lay), p, pat, place, in_place, slot);
+    job_init(&j, p, 1);
+    for (int r = 0; r < p; r++) {
+        xccl_sched_t *s = &j.sched[r];
+        const int rc = combo < NHAGV ? xccl_build_hier_allgatherv(s, &l, bytes, displs, in_place,
+                                                                  hagv_combos[combo].inter, hagv_combos[combo].intra)
+                                     : cat[combo - NHAGV]->build(s, &args);
+        not_applicable += XCCL_NOT_APPLICABLE == rc && 0 == s->nacts && 0 == s->nsteps;
+        bad_build |= (0 != rc && XCCL_NOT_APPLICABLE != rc) || (0 == rc && 0 != strcmp(s->algo, "hier"));
+        j.rbuf[r] = xmalloc(total);
+        memset(j.rbuf[r], 0xEE, total);
+        j.sbuf[r] = in_place ? j.rbuf[r] + displs[r] : job_sbuf(&j, r, bytes[r]);
+        for (size_t i = 0; i < bytes[r]; i++) {
+            j.sbuf[r][i] = ag_pattern(r, i);
+        }
+    }
+    ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
+    const int applies = combo < NHAGV || !flat_layout(&l);
+    ck_assert_msg(not_applicable == (applies ? 0 : p), "%s: %d ranks not applicable, applies=%d", what,
+                  not_applicable, applies);
+    if (applies) {
+        job_run(&j, NULL, what);
+        unsigned char *want = xmalloc(total);
+        memset(want, 0xEE, total);
+        for (int q = 0; q < p; q++) {
+            for (size_t i = 0; i < bytes[q]; i++) {
+                want[displs[q] + i] = ag_pattern(q, i);
+            }
+        }
+        long bad = -1;
+        for (int r = 0; r < p && bad < 0; r++) {
+            for (size_t x = 0; x < total && bad < 0; x++) {
+                bad = j.rbuf[r][x] != want[x] ? r * 100000L + (long) x : -1;
+            }
+            for (size_t i = 0; i < bytes[r] && bad < 0 && !in_place; i++) {
+                bad = j.sbuf[r][i] != ag_pattern(r, i) ? r * 100000L + 99999 : -1;
+            }
+        }
+        ck_assert_msg(bad < 0, "%s: rank %ld byte %ld wrong (99999: input changed)", what, bad / 100000,
+                      bad % 100000);
+        free(want);
+    }
+    free(vec);
+    job_fini(&j);
+    xccl_layout_fini(&l);
+}
+
+START_TEST(allgatherv_layouts)
+{
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    const int ncat = catalog_hier(XCCL_COLL_ALLGATHERV, cat);
+    /* Every catalog entry on every case; the stage combinations in turn. */
+    for (int pat = 0; pat < HAGV_NPAT; pat++) {
+        for (int place = 0; place < HAGV_NPLACE; place++) {
+            for (int in_place = 0; in_place < 2; in_place++) {
+                for (int a = 0; a < NHAGV + ncat; a++) {
+                    if (a >= NHAGV || a == (pat + place + in_place) % NHAGV) {
+                        check_hier_agv(&lays[_i], a, pat, place, in_place, 0);
+                    }
+                }
+            }
+        }
+    }
+    for (int a = 0; a < ncat; a++) {
+        check_hier_agv(&lays[_i], NHAGV + a, 1, 1, a & 1, 4096);
+    }
+}
+END_TEST
+
+/* A thousand ranks (big_layouts' three): the catalog's forms. */
+START_TEST(reduce_allgatherv_big)
+{
+    static const lay_t big[] = { { "block:8", 1024, 0 }, { "cyclic:64", 1024, 0 }, { "block:12", 1000, 0 } };
+    const xccl_algo_t *cat[XCCL_CATALOG_MAX];
+    check_hier_reduce(&big[_i], NRD, RED_I32_SUM, 3000, 999, _i & 1, 0);
+    check_hier_reduce(&big[_i], 0, RED_I64_BXOR, 100, 5, 0, 0);
+    for (int k = catalog_hier(XCCL_COLL_ALLGATHERV, cat) - 1; k >= 0; k--) {
+        check_hier_agv(&big[_i], NHAGV + k, 1, 2 * k + (_i & 1), k & 1, 0);
+    }
+}
+END_TEST
+
+/* The model prices the forms: reduce's two-level form ahead of the flat
+ * ones for large vectors on several nodes (n/L bytes a rank between nodes),
+ * the binomial tree still for small ones; allgatherv's hier_bruck (lg N
+ * rounds between nodes) on many nodes, hier (ring) on two for large
+ * blocks.  Layout block:8, elements of 4 bytes for reduce; "auto" is
+ * xccl_pick over the catalog as the component does it. */
+static void predict_rooted(xccl_coll_t c, int p, size_t bytes, double *t, int *n, size_t *vec)
+{
+    const xccl_cost_model_t intra = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA, 0, 0 };
+    const xccl_cost_model_t inter = { XCCL_COST_INTER_ALPHA, XCCL_COST_INTER_BETA, XCCL_COST_GAMMA,
+                                      XCCL_COST_DELTA, 0, 0 };
+    xccl_layout_t l;
+    ck_assert_int_eq(xccl_layout_parse(&l, "block:8", p, NULL, 0), 0);
+    for (int r = 0; r < p; r++) {
+        vec[r] = bytes / (size_t) p;
+        vec[p + r] = (size_t) r * vec[r];
+    }
+    const xccl_algo_t *algos = xccl_coll_algos(c, n);
+    cat_job_t j = { NULL, { .count = bytes / 4, .root = 1, .vec = vec, .nvec = 2 * (size_t) p, .layout = &l } };
+    for (int i = 0; i < *n; i++) {
+        j.algo = &algos[i];
+        t[i] = xccl_predict_hier(&l, XCCL_COLL_REDUCE == c ? 4 : 1, build_cat, &j, NULL, 0, &intra, &inter);
+    }
+    xccl_layout_fini(&l);
+}
+
+START_TEST(cost_prices_reduce_allgatherv)
+{
+    static const struct {
+        xccl_coll_t coll;
+        int p;
+        size_t bytes;
+        const char *auto_pick;
+    } cases[] = {
+        { XCCL_COLL_REDUCE, 16, 16 << 20, "hier" },
+        { XCCL_COLL_REDUCE, 64, 1 << 20, "hier" },
+        { XCCL_COLL_REDUCE, 1024, 16 << 20, "hier" },
+        { XCCL_COLL_REDUCE, 64, 8, "binomial" },
+        { XCCL_COLL_ALLGATHERV, 16, 16 << 20, "hier" },
+        { XCCL_COLL_ALLGATHERV, 128, 64 << 10, "hier_bruck" },
+        { XCCL_COLL_ALLGATHERV, 1024, 1 << 20, "hier_bruck" },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        double t[XCCL_CATALOG_MAX];
+        int n;
+        size_t *vec = xmalloc(2 * (size_t) cases[k].p * sizeof(size_t));
+        predict_rooted(cases[k].coll, cases[k].p, cases[k].bytes, t, &n, vec);
+        const xccl_algo_t *algos = xccl_coll_algos(cases[k].coll, &n);
+        const int pick = xccl_pick(t, n, XCCL_MODEL_MARGIN);
+        for (int i = 0; i < n; i++) {
+            /* every form but the level's is priced */
+            ck_assert_msg(0 == strcmp(algos[i].name, "shm") ? t[i] < 0 : t[i] > 0, "%s %s: %g",
+                          xccl_coll_name(cases[k].coll), algos[i].name, t[i]);
+        }
+        ck_assert_msg(pick >= 0 && 0 == strcmp(algos[pick].name, cases[k].auto_pick),
+                      "%s, %d ranks on nodes of 8, %zu bytes: auto %s, not %s", xccl_coll_name(cases[k].coll),
+                      cases[k].p, cases[k].bytes, pick >= 0 ? algos[pick].name : "-", cases[k].auto_pick);
+        free(vec);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Layouts                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -2119,5 +2562,13 @@ int main(void)
     tcase_add_test(tp, cost_sees_pipeline_overlap);
     tcase_add_test(tp, zip_places_steps_by_round);
     suite_add_tcase(su, tp);
+    /* reduce and allgatherv (CK_RUN_CASE=rooted_v runs them alone) */
+    TCase *tr = tcase_create("rooted_v");
+    tcase_set_timeout(tr, 300);
+    tcase_add_loop_test(tr, reduce_layouts, 0, nlays);
+    tcase_add_loop_test(tr, allgatherv_layouts, 0, nlays);
+    tcase_add_loop_test(tr, reduce_allgatherv_big, 0, 3);
+    tcase_add_test(tr, cost_prices_reduce_allgatherv);
+    suite_add_tcase(su, tr);
     return xccl_check_run(su);
 }

@@ -834,9 +834,9 @@ END_TEST
 /* The collectives the peer-access paths do not carry: no "mesh" or
  * "leader" entry; with peer access offered (mapped, one node) and no
  * slot, every algorithm builds a schedule that names no peer's buffer and
- * gets a prediction, or (the level's "shm" forms, which need the slot)
- * does not apply.  Arguments as the tools give them: 1000 bytes a rank,
- * root 3. */
+ * gets a prediction, or (the level's "shm" forms, which need the slot,
+ * and the two-level "hier" ones, which need nodes) does not apply.
+ * Arguments as the tools give them: 1000 bytes a rank, root 3. */
 START_TEST(catalog_no_peer_forms)
 {
     const xccl_cost_model_t m = { XCCL_COST_ALPHA, XCCL_COST_BETA, XCCL_COST_GAMMA, XCCL_COST_DELTA, 0, 0 };
@@ -856,21 +856,21 @@ START_TEST(catalog_no_peer_forms)
             const char *what = xccl_coll_name((xccl_coll_t) c);
             ck_assert_msg(0 != strcmp(algos[i].name, "mesh") && 0 != strcmp(algos[i].name, "leader"),
                           "%s has %s", what, algos[i].name);
-            const int shm = 0 == strncmp(algos[i].name, "shm", 3);
+            const int na = 0 == strncmp(algos[i].name, "shm", 3) || 0 == strncmp(algos[i].name, "hier", 4);
             cat_job_t j = { &algos[i], { .count = 250, .block = 1000, .bytes = 8000, .root = 3, .vec = env.vec,
                                          .nvec = 4 * 8, .layout = &env.one, .peer_access = XCCL_PEER_MAPPED } };
             for (int r = 0; r < p; r++) {
                 xccl_sched_t s;
                 xccl_sched_init(&s, r, p, XCCL_COLL_REDUCE == c ? 4 : 1);
                 const int rc = algos[i].build(&s, &j.args);
-                ck_assert_msg(rc == (shm ? XCCL_NOT_APPLICABLE : 0), "%s %s rank %d: build returned %d", what,
+                ck_assert_msg(rc == (na ? XCCL_NOT_APPLICABLE : 0), "%s %s rank %d: build returned %d", what,
                               algos[i].name, r, rc);
                 ck_assert_msg(!s.peer_access, "%s %s rank %d names a peer's buffer", what, algos[i].name, r);
                 xccl_sched_fini(&s);
             }
             const double t = xccl_predict_hier(&env.one, XCCL_COLL_REDUCE == c ? 4 : 1, build_cat, &j, NULL, 0,
                                                &m, &m);
-            ck_assert_msg(shm ? t < 0 : t > 0, "%s %s: predicted %g", what, algos[i].name, t);
+            ck_assert_msg(na ? t < 0 : t > 0, "%s %s: predicted %g", what, algos[i].name, t);
         }
     }
     ck_assert_int_eq(ncolls, XCCL_NCOLL - 1 - XCCL_COLL_BCAST);
