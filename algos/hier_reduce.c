@@ -59,7 +59,10 @@ int xccl_build_hier_reduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count
         bytes[i] = counts[i] * es;
         displs[i] = i < L ? chunk_first(count, L, i) * es : 0;
     }
-    const size_t my_off = displs[j], my_len = bytes[j];
+    /* (from the slices' rule, not the arrays: j < ln, which the compiler
+     * cannot see) */
+    const size_t my_off = j < L ? chunk_first(count, L, j) * es : 0;
+    const size_t my_len = j < L ? chunk_count(count, L, j) * es : 0;
     const int is_root = r == root;
     /* Where this rank's slice is after stage 1, and the stages' scratch. */
     const int whole = 1 == ln;             /* the slice is the whole SEND */
