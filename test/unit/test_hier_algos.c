@@ -1505,7 +1505,7 @@ static void check_hier_reduce_float(const lay_t *lay, int combo, size_t count, i
 START_TEST(reduce_layouts)
 {
     const lay_t *lay = &lays[_i];
-    int p, nn, roots[64];
+    int p, nn, roots[64] = { 0 };
     free(test_node_of(lay, &p, &nn));
     const int nroots = pick_roots(p, 24, roots);
     const xccl_algo_t *cat[XCCL_CATALOG_MAX];
