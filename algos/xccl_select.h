@@ -117,6 +117,21 @@ static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xc
     return bytes < (size_t) p->small_bytes ? xccl_select_why_small : NULL;
 }
 
+/* Where xccl keeps a collective of the fallback's (above: not faster)
+ * on a communicator spanning nodes with more than one rank on some node:
+ * allgatherv, whose two-level schedules send each node's data over the
+ * network once where the fallback's flat ones send it once per rank
+ * (Open MPI's han has no allgatherv).  Measured faster than tuned from
+ * this size (bytes as in xccl_select_fallback: the total received;
+ * figures: docs/bench/two-node.md, "Reduce and allgatherv").  Reduce
+ * stays with the fallback: its two-level form is faster than tuned's but
+ * not than han's, Open MPI 5's default there. */
+#define XCCL_NODES_ALLGATHERV_MIN ((size_t) 256 << 10)
+static inline int xccl_select_across_nodes(xccl_coll_t c, size_t bytes)
+{
+    return XCCL_COLL_ALLGATHERV == c && bytes >= XCCL_NODES_ALLGATHERV_MIN;
+}
+
 /* The cost model: t[i] the predicted seconds of algorithm XCCL_SEL_FIRST+i
  * for a (negative: it does not apply), *n of them; returns auto's pick
  * (xccl_pick with the policy's margin) as an index >= XCCL_SEL_FIRST, or

@@ -27,6 +27,28 @@ static inline int fallback_wrong(const mca_coll_xccl_call_t *c)
            (XCCL_COLL_ALLTOALLV == c->coll && c->in_place);
 }
 
+/* A blocking call that xccl carries across nodes at its size
+ * (xccl_select_across_nodes) on a communicator that is not one node of
+ * this job (m->level_local: alike on every rank), before its set-up: the
+ * set-up then runs first (settle_nodes), so that every rank reads the same
+ * layout. */
+static inline int across_nodes_candidate(const mca_coll_xccl_call_t *c)
+{
+    return NULL == c->request && !c->m->level_local && xccl_select_across_nodes(c->coll, c->bytes);
+}
+
+/* ... and the layout has several nodes, one of them with more ranks than
+ * one (else the two-level schedules have no level to save on). */
+static inline int across_nodes(const mca_coll_xccl_call_t *c)
+{
+    const mca_coll_xccl_module_t *m = c->m;
+    if (!across_nodes_candidate(c) || XCCL_SETUP_DONE != m->setup) {
+        return 0;
+    }
+    opal_atomic_rmb();
+    return m->layout.nnodes > 1 && m->layout.max_ppn > 1;
+}
+
 /* Whether c goes to the fallback, from what every rank shares: the
  * policy's reason why (policy below), or NULL.  Calls the policy sends
  * to the fallback as small stay with xccl where:
@@ -49,12 +71,13 @@ static inline int fallback_wrong(const mca_coll_xccl_call_t *c)
  * rank knows the size, but for the blocking calls of gather, scatter,
  * reduce and allgatherv that the latency path of coll_xccl_latency_v.c
  * takes (the vote settled first: settle_small); alltoallv, gatherv and
- * scatterv stay whatever their sizes.  Figures:
- * docs/bench/latency-path.md, docs/bench/more-collectives.md. */
+ * scatterv stay whatever their sizes.  Across nodes, allgatherv stays
+ * from the size where its two-level schedules are faster (across_nodes).  Figures: docs/bench/latency-path.md,
+ * docs/bench/more-collectives.md, docs/bench/two-node.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
     if (xccl_select_why_slower == why) {
-        if (fallback_wrong(c)) {
+        if (fallback_wrong(c) || across_nodes(c)) {
             return NULL;
         }
         if (c->m->level_local && xccl_select_level_index(c->coll, XCCL_LEVEL_SHM) >= XCCL_SEL_FIRST) {
@@ -148,9 +171,20 @@ int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_p
     return 0;
 }
 
+/* Before decide reads the layout for a blocking call that may run across
+ * nodes: the set-up is over (it runs here if it has not: the same call on
+ * every rank, which all make it). */
+static inline void settle_nodes(mca_coll_xccl_call_t *c, const char *why)
+{
+    if (xccl_select_why_slower == why && across_nodes_candidate(c)) {
+        (void) mca_coll_xccl_setup(c->m, 1);
+    }
+}
+
 const char *mca_coll_xccl_call_decide(mca_coll_xccl_call_t *c)
 {
     const char *why = policy(c);
     settle_small(c, why);
+    settle_nodes(c, why);
     return decide(c, why);
 }

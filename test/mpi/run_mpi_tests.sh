@@ -793,6 +793,35 @@ for set in "${colls_algo_sets[@]}"; do
         finish "$name" "$ok"
     done
 done
+# Across nodes (two nodes of two ranks, coll_xccl_node_layout): xccl keeps
+# the blocking allgatherv calls from 256 KiB received
+# (xccl_select_across_nodes) on the communicators of both nodes, and hands
+# every other allgatherv and every reduce to the fallback ("not_faster").
+# check_across_nodes <name> <np>: one line per rank that breaks this.
+check_across_nodes() {
+    local name=$1 np=$2 r bad=0
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" -v np="$np" '
+            $1 != "xccl:" || ($2 != "allgatherv" && $2 != "reduce") { next }
+            { b = $5; sub(/^bytes=/, "", b) }
+            $2 == "allgatherv" && $7 == "size=" np && b + 0 >= 262144 {
+                if ($6 ~ /^algo=/) kept++; else { wrong = $0; exit } next }
+            $6 ~ /^algo=/ { wrong = $0; exit }
+            END {
+                if (wrong != "") { print name ": rank " rank ": " wrong; exit 1 }
+                if (!kept) { print name ": rank " rank ": no allgatherv of 256 KiB or more on " np " ranks ran xccl"; exit 1 }
+            }' || bad=1
+    done
+    return "$bad"
+}
+name=xccl_mpi_colls.across_nodes.np4
+if selected "$name"; then
+    run_mpi "$name" 4 --mca coll_xccl_node_layout block:2 "$bindir/xccl_mpi_colls" -q -c allgatherv,reduce
+    ok=0
+    problems=$({ check_result "$name" && check_across_nodes "$name" 4; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
 # MPI_Ialltoallv with MPI_IN_PLACE on uneven blocks (zeros among them) at
 # np 4: xccl's pairwise alltoallv must get it right (every rank's
 # ialltoallv lines name it), where stock Open MPI 4.1.4's libnbc takes

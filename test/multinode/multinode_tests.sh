@@ -29,6 +29,9 @@
 #   xccl.above_han               xccl_mpi_check -q -k with han as xccl's
 #                                fallback: passes, and calls made from
 #                                inside xccl's set-up went to han
+#   xccl.colls.map_by_node       xccl_mpi_colls -q -c allgatherv,reduce:
+#                                passes, every rank ran some allgatherv
+#                                calls on 4 ranks with xccl, no such reduce
 #   xccl.gpu_staged.map_by_node  xccl_mpi_gpu -n 1 MiB against the fake
 #                                libcuda.so.1, staged copies in 64 KiB
 #                                pieces: exit 0, "0 failed", ranks on both
@@ -298,6 +301,28 @@ run_job "$name" 4 --map-by node \
 ok=0
 problems=$({ check_exit_result "$name" && check_counts "$name" 4 &&
     check_forced_mn "$name" 4 "${forced_pipe[@]}" bcast=nhr; } 2>&1) || ok=1
+finish "$name" "$ok" "$problems"
+
+# 3c. Allgatherv and reduce across the hosts (xccl_mpi_colls -q, --map-by
+#     node): right on every rank; on the communicators of all 4 ranks, every
+#     rank's larger allgatherv calls ran xccl (the two nodes' own layout,
+#     from the host names), its reduce calls none (the fallback's; on the
+#     split communicators inside one host the level may take them).
+name=xccl.colls.map_by_node
+run_job "$name" 4 --map-by node --mca coll xccl,tuned,basic,libnbc,self \
+    --mca coll_xccl_verbose 1 "$builddir/xccl_mpi_colls" -q -c allgatherv,reduce
+ok=0
+problems=$(check_exit_result "$name") || ok=1
+for ((r = 0; ok == 0 && r < 4; r++)); do
+    lines=$(per_rank_output "$name" "$r")
+    if ! grep -qE '^xccl: allgatherv .* algo=[^ ]+ size=4 ' <<<"$lines"; then
+        problems="$name: rank $r: no allgatherv call ran xccl"
+        ok=1
+    elif grep -qE '^xccl: reduce .* algo=[^ ]+ size=4 ' <<<"$lines"; then
+        problems="$name: rank $r: $(grep -m1 -E '^xccl: reduce .* algo=[^ ]+ size=4 ' <<<"$lines")"
+        ok=1
+    fi
+done
 finish "$name" "$ok" "$problems"
 
 # 4. Device buffers across the hosts, against the fake libcuda.so.1 (no
