@@ -22,48 +22,13 @@
 
 #define XM(module) ((mca_coll_xccl_module_t *) (module))
 
-/* One side of a v form: n counts and displacements of dt.  *lo, *hi: the
- * span in elements (lo <= 0 only where a displacement is negative);
- * *total: the sum of the counts.  MPI error code (logged). */
-static int side_span(mca_coll_xccl_call_t *c, int n, const int *counts, const int *displs,
-                     ptrdiff_t *lo, ptrdiff_t *hi, size_t *total)
-{
-    *lo = 0;
-    *hi = 0;
-    *total = 0;
-    if (n > 0 && (NULL == counts || NULL == displs)) {
-        return mca_coll_xccl_call_error(c, MPI_ERR_ARG, "NULL counts or displacements");
-    }
-    for (int i = 0; i < n; i++) {
-        if (counts[i] < 0) {
-            return mca_coll_xccl_call_error(c, MPI_ERR_COUNT, "negative count");
-        }
-        if (0 == counts[i]) {
-            continue;
-        }
-        const ptrdiff_t a = displs[i], b = (ptrdiff_t) displs[i] + counts[i];
-        *lo = a < *lo ? a : *lo;
-        *hi = b > *hi ? b : *hi;
-        *total += (size_t) counts[i];
-    }
-    return MPI_SUCCESS;
-}
-
-/* vec's counts and displacements of one side, in bytes of es per element
- * from the span's base lo. */
-static void side_bytes(size_t *bytes, size_t *offs, int n, const int *counts, const int *displs,
-                       ptrdiff_t lo, size_t es)
-{
-    for (int i = 0; i < n; i++) {
-        bytes[i] = (size_t) counts[i] * es;
-        offs[i] = counts[i] ? (size_t) (displs[i] - lo) * es : 0;
-    }
-}
-
-/* side_span and side_bytes in one pass over the counts (the rooted v
- * forms' root, where each call's time is a few hundred instructions):
- * bytes and offs as side_bytes writes them, from the span's base, which
- * a second pass moves to only where a displacement is negative.  MPI
+/* One side of a v form: n counts and displacements of a datatype of es
+ * bytes, checked and turned into vec's counts and displacements of that
+ * side in one pass over the counts.  bytes[i]: counts[i] * es; offs[i]:
+ * block i's place in bytes from the span's base (0 for an empty block),
+ * which a second pass moves to only where a displacement is negative.
+ * *lo_out, *hi_out: the span in elements (lo <= 0 only where a
+ * displacement is negative); *total_out: the sum of the counts.  MPI
  * error code (logged); bytes and offs then partly written. */
 static int side_vec(mca_coll_xccl_call_t *c, int n, const int *counts, const int *displs, size_t es,
                     size_t *bytes, size_t *offs, ptrdiff_t *lo_out, ptrdiff_t *hi_out, size_t *total_out)
@@ -117,10 +82,11 @@ static int check_root(mca_coll_xccl_call_t *c, int root)
     return MPI_SUCCESS;
 }
 
-/* vec of n entries, zeroed: a blocking call's in the entry's own room
- * (VEC_ROOM entries: it ends before the entry returns, and the schedule
- * cache copies what it keeps; a heap block and its free cost a small call
- * of these a tenth of its time), else owned by the call (c->counts, freed
+/* vec of n entries, zeroed where zero says (side_vec fills its side's
+ * entries itself): a blocking call's in the entry's own room (VEC_ROOM
+ * entries: it ends before the entry returns, and the schedule cache
+ * copies what it keeps; a heap block and its free cost a small call of
+ * these a tenth of its time), else owned by the call (c->counts, freed
  * on every way out of mca_coll_xccl_call_run: a request or a persistent
  * request's description keeps it). */
 #define VEC_ROOM 64
@@ -140,11 +106,6 @@ static size_t *new_vec_of(mca_coll_xccl_call_t *c, size_t n, size_t *room, int z
     c->args.vec = v;
     c->args.nvec = n;
     return v;
-}
-
-static size_t *new_vec(mca_coll_xccl_call_t *c, size_t n, size_t *room)
-{
-    return new_vec_of(c, n, room, 1);
 }
 
 /* An argument error found once the call owns its vec: that freed. */
@@ -177,36 +138,37 @@ static int allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdty
     c.rdtype = rdtype;
     c.rcounts = rcounts;
     c.rdispls = displs;
-    ptrdiff_t lo, hi;
-    size_t total;
     int err;
     if (MPI_SUCCESS != (err = check_type(&c, rdtype)) ||
-        (!c.in_place && MPI_SUCCESS != (err = check_type(&c, sdtype))) ||
-        MPI_SUCCESS != (err = side_span(&c, P, rcounts, displs, &lo, &hi, &total))) {
+        (!c.in_place && MPI_SUCCESS != (err = check_type(&c, sdtype)))) {
         return err;
     }
-    if (MPI_IN_PLACE == rbuf) {
-        return mca_coll_xccl_call_error(&c, MPI_ERR_BUFFER, "MPI_IN_PLACE as the receive buffer");
-    }
-    if (!c.in_place && scount < 0) {
-        return mca_coll_xccl_call_error(&c, MPI_ERR_COUNT, "negative count");
-    }
-    const size_t rs = mca_coll_xccl_dtype_size(rdtype);
-    if (!c.in_place && (size_t) scount * mca_coll_xccl_dtype_size(sdtype) != (size_t) rcounts[m->rank] * rs) {
-        return mca_coll_xccl_call_error(&c, MPI_ERR_TRUNCATE,
-                                        "the send count differs from this rank's receive count "
-                                        "(type signatures differ)");
-    }
-    if (MPI_SUCCESS != (err = mca_coll_xccl_check_buf(rbuf, (size_t) (hi - lo), rdtype)) ||
-        (!c.in_place && MPI_SUCCESS != (err = mca_coll_xccl_check_buf(sbuf, (size_t) scount, sdtype)))) {
-        return mca_coll_xccl_call_error(&c, err, "NULL buffer with a nonzero count");
-    }
     size_t room[VEC_ROOM];
-    size_t *v = new_vec(&c, 2 * (size_t) P, room);
+    size_t *v = new_vec_of(&c, 2 * (size_t) P, room, 0);
     if (NULL == v) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    side_bytes(v, v + P, P, rcounts, displs, lo, rs);
+    const size_t rs = mca_coll_xccl_dtype_size(rdtype);
+    ptrdiff_t lo, hi;
+    size_t total;
+    if (MPI_SUCCESS != (err = side_vec(&c, P, rcounts, displs, rs, v, v + P, &lo, &hi, &total))) {
+        return vec_error(&c, err, NULL);
+    }
+    if (MPI_IN_PLACE == rbuf) {
+        return vec_error(&c, MPI_ERR_BUFFER, "MPI_IN_PLACE as the receive buffer");
+    }
+    if (!c.in_place && scount < 0) {
+        return vec_error(&c, MPI_ERR_COUNT, "negative count");
+    }
+    if (!c.in_place && (size_t) scount * mca_coll_xccl_dtype_size(sdtype) != v[m->rank]) {
+        return vec_error(&c, MPI_ERR_TRUNCATE,
+                         "the send count differs from this rank's receive count "
+                         "(type signatures differ)");
+    }
+    if (MPI_SUCCESS != (err = mca_coll_xccl_check_buf(rbuf, (size_t) (hi - lo), rdtype)) ||
+        (!c.in_place && MPI_SUCCESS != (err = mca_coll_xccl_check_buf(sbuf, (size_t) scount, sdtype)))) {
+        return vec_error(&c, err, "NULL buffer with a nonzero count");
+    }
     c.rlo = lo;
     c.rbuf = moved(rbuf, lo, rdtype);
     if (c.in_place) {
@@ -235,43 +197,45 @@ static int alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
     c.sdispls = sdispls;
     c.rcounts = rcounts;
     c.rdispls = rdispls;
-    ptrdiff_t slo = 0, shi = 0, rlo, rhi;
-    size_t stotal = 0, rtotal;
     int err;
     if (MPI_SUCCESS != (err = check_type(&c, rdtype)) ||
-        (!c.in_place && MPI_SUCCESS != (err = check_type(&c, sdtype))) ||
-        MPI_SUCCESS != (err = side_span(&c, P, rcounts, rdispls, &rlo, &rhi, &rtotal)) ||
-        (!c.in_place && MPI_SUCCESS != (err = side_span(&c, P, scounts, sdispls, &slo, &shi, &stotal)))) {
+        (!c.in_place && MPI_SUCCESS != (err = check_type(&c, sdtype)))) {
         return err;
     }
-    if (MPI_IN_PLACE == rbuf) {
-        return mca_coll_xccl_call_error(&c, MPI_ERR_BUFFER, "MPI_IN_PLACE as the receive buffer");
-    }
-    if (MPI_SUCCESS != (err = mca_coll_xccl_check_buf(rbuf, (size_t) (rhi - rlo), rdtype)) ||
-        (!c.in_place && MPI_SUCCESS != (err = mca_coll_xccl_check_buf(sbuf, (size_t) (shi - slo), sdtype)))) {
-        return mca_coll_xccl_call_error(&c, err, "NULL buffer with a nonzero count");
-    }
     size_t room[VEC_ROOM];
-    size_t *v = new_vec(&c, 4 * (size_t) P, room);
+    size_t *v = new_vec_of(&c, 4 * (size_t) P, room, 0);
     if (NULL == v) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     const size_t rs = mca_coll_xccl_dtype_size(rdtype);
-    side_bytes(v + 2 * P, v + 3 * P, P, rcounts, rdispls, rlo, rs);
+    const size_t ss = c.in_place ? 0 : mca_coll_xccl_dtype_size(sdtype);
+    ptrdiff_t slo = 0, shi = 0, rlo, rhi;
+    size_t stotal = 0, rtotal;
+    if (MPI_SUCCESS != (err = side_vec(&c, P, rcounts, rdispls, rs, v + 2 * P, v + 3 * P, &rlo, &rhi,
+                                       &rtotal)) ||
+        (!c.in_place &&
+         MPI_SUCCESS != (err = side_vec(&c, P, scounts, sdispls, ss, v, v + P, &slo, &shi, &stotal)))) {
+        return vec_error(&c, err, NULL);
+    }
+    if (MPI_IN_PLACE == rbuf) {
+        return vec_error(&c, MPI_ERR_BUFFER, "MPI_IN_PLACE as the receive buffer");
+    }
+    if (MPI_SUCCESS != (err = mca_coll_xccl_check_buf(rbuf, (size_t) (rhi - rlo), rdtype)) ||
+        (!c.in_place && MPI_SUCCESS != (err = mca_coll_xccl_check_buf(sbuf, (size_t) (shi - slo), sdtype)))) {
+        return vec_error(&c, err, "NULL buffer with a nonzero count");
+    }
     if (c.in_place) {
         /* The input is the receive buffer, laid out as the output: the work
          * buffers give SEND as a copy of RECV (coll_xccl_pack.c). */
         memcpy(v, v + 2 * P, 2 * (size_t) P * sizeof(size_t));
         stotal = rtotal;
         c.sdtype = rdtype;
-    } else {
-        side_bytes(v, v + P, P, scounts, sdispls, slo, mca_coll_xccl_dtype_size(sdtype));
     }
     c.slo = slo;
     c.rlo = rlo;
     c.sbuf = moved(sbuf, slo, sdtype);
     c.rbuf = moved(rbuf, rlo, rdtype);
-    c.bytes = c.in_place ? rtotal * rs : stotal * mca_coll_xccl_dtype_size(sdtype);
+    c.bytes = c.in_place ? rtotal * rs : stotal * ss;
     c.sn = c.in_place ? 0 : (size_t) (shi - slo);
     c.rn = (size_t) (rhi - rlo);
     c.copy_r = 1;
