@@ -110,6 +110,9 @@
 #   the agreed trial times the medians of the spans from the last rank's
 #   start to the last rank's end of xccl's readings, which lie inside the
 #   calls' own clocks (they leave the wait for the late rank out).
+# xccl_mpi_trials.quiet_agree.np2: bcast and allgather alone, with trials:
+#   no allreduce line or summary (the trials' agreements are xccl's own
+#   quiet allreduces), each summary's calls= its lines.
 # xccl_calibrate.np2: the cost file has the six terms, each within sane
 #   bounds; xccl_simulate -F takes it; the component takes it (.component:
 #   verbose 2 prints the file's values) or refuses a bad one with its reason
@@ -1354,6 +1357,43 @@ for run in np2:0:short np3:0:either yield.np2:1:long off.np2:0:none late.np2:0:s
     indent "$problems"
     finish "$name" "$ok"
 done
+
+# xccl_mpi_trials.quiet_agree.np2: bcast and allgather alone (-c), 64 KiB
+# and 2 MiB, 48 calls each, short trials.  The program never calls
+# MPI_Allreduce; the trials' agreements run through xccl's own allreduce
+# without a line or a count (m->quiet).  So on every rank: no allreduce
+# line and no allreduce summary; one trial line per collective and class;
+# each collective's summary counts its calls, as many as its lines.  (The
+# fallback's allreduce would leave this output alike: test_trial_agree
+# checks which allreduce the agreement takes.)
+check_quiet_agreement() {
+    local name=$1 np=$2 calls=$3 r c out n lines summary
+    for ((r = 0; r < np; r++)); do
+        out=$(per_rank_output "$name" "$r")
+        n=$(grep -cE '^xccl: (i?allreduce |summary allreduce )' <<<"$out" || true)
+        ((n == 0)) || { echo "$name: rank $r: $n allreduce lines, want none"; return 1; }
+        n=$(grep -cE '^xccl: trial (bcast|allgather) ' <<<"$out" || true)
+        ((n == 4)) || { echo "$name: rank $r: $n trial lines, want 4"; return 1; }
+        for c in bcast allgather; do
+            lines=$(grep -cE "^xccl: $c comm=" <<<"$out" || true)
+            summary=$(sed -n "s/^xccl: summary $c rank=$r calls=\([0-9]*\) .*/\1/p" <<<"$out")
+            [[ $lines == "$calls" && $summary == "$calls" ]] || {
+                echo "$name: rank $r: $c: $lines lines, summary calls=${summary:-none}, want $calls"
+                return 1
+            }
+        done
+    done
+}
+name=xccl_mpi_trials.quiet_agree.np2
+if selected "$name"; then
+    common_args=("${trial_base[@]}" --mca mpi_yield_when_idle 0 --mca coll_xccl_verbose 1)
+    run_mpi "$name" 2 "$bindir/xccl_mpi_trials" -c bcast,allgather -s 65536,2097152 -n 48
+    common_args=("${saved[@]}")
+    ok=0
+    problems=$({ check_result "$name" && check_quiet_agreement "$name" 2 96; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+fi
 
 # Resident memory flat over 20 000 used and 20 000 unused communicators.
 name=xccl_comm_churn.rss.np2

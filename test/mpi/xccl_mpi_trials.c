@@ -23,6 +23,10 @@
  *   xccl_mpi_trials: call <n> <before> <after>
  * n counting the calls from 0.
  *
+ * -c COLL,...: only the collectives named (allgather, alltoall, bcast,
+ * allreduce, reduce_scatter_block; they run in that order), e.g. a run
+ * that never calls MPI_Allreduce itself.
+ *
  * run_mpi_tests.sh checks xccl's verbose lines: on every rank one
  * "xccl: trial <coll> ..." line per collective and size class, the same
  * pick on every rank, both candidates run before it, and only the pick
@@ -164,14 +168,30 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
     return bad;
 }
 
+/* Whether name is one of the comma-separated list's names. */
+static int listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *at = list; NULL != at; at = strchr(at, ',')) {
+        at += ',' == *at;
+        if (0 == strncmp(at, name, n) && (',' == at[n] || '\0' == at[n])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     size_t sizes[8] = { 24576, 65536, 2 << 20 };
     int nsizes = 3, calls = 48, opt;
+    const char *only = NULL;
     MPI_Init(&argc, &argv);
-    while ((opt = getopt(argc, argv, "n:s:L:")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:s:L:")) != -1) {
         if ('n' == opt) {
             calls = atoi(optarg);
+        } else if ('c' == opt) {
+            only = optarg;
         } else if ('L' == opt) {
             late_us = atoi(optarg);
         } else if ('s' == opt) {
@@ -180,7 +200,7 @@ int main(int argc, char **argv)
                 sizes[nsizes++] = strtoull(t, NULL, 0);
             }
         } else {
-            fprintf(stderr, "usage: xccl_mpi_trials [-n CALLS] [-s BYTES,...] [-L USEC]\n");
+            fprintf(stderr, "usage: xccl_mpi_trials [-c COLL,...] [-n CALLS] [-s BYTES,...] [-L USEC]\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -191,6 +211,9 @@ int main(int argc, char **argv)
                                          "reduce_scatter_block" };
     int cases = 0, bad = 0, all_bad = 0;
     for (int k = 0; k < 5; k++) {
+        if (NULL != only && !listed(only, colls[k])) {
+            continue;
+        }
         for (int z = 0; z < nsizes; z++) {
             /* whole blocks (of ints) */
             const size_t unit = (size_t) p * sizeof(int), bytes = sizes[z] / unit * unit;

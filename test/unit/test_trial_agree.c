@@ -1,0 +1,193 @@
+/*
+ * The agreement at the end of a level trial (mca_coll_xccl_level_trial_end,
+ * ompi_coll_xccl/coll_xccl_level_trials.c) on a module of stubs: the
+ * ranks' readings go through xccl's own allreduce entry
+ * (m->super.coll_allreduce) with m->quiet set for that call only, never
+ * through the fallback's (m->prev.allreduce), and the pick follows what
+ * that allreduce returns.
+ *
+ * No MPI run can tell the two apart by xccl's verbose output: neither the
+ * fallback's allreduce nor xccl's own under m->quiet writes a line or a
+ * count.  Here each stub counts its calls and records m->quiet.
+ *
+ * The stub of xccl's allreduce stands for a communicator of two ranks: it
+ * returns the MAX of this rank's readings and those of a peer the test
+ * makes up, whose calls of one candidate end late; so the agreed pick is
+ * the other candidate, whatever this rank's own readings say.  The
+ * fallback's stub returns this rank's readings unchanged.
+ */
+#include "ompi_config.h"
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ompi_coll_xccl/coll_xccl_level.h"
+#include "ompi_coll_xccl/coll_xccl_log.h"
+
+#include "check_main.h"
+
+/* The component's global and its log, which the trial's end reads and
+ * writes: stand-ins that keep the last line. */
+mca_coll_xccl_component_t mca_coll_xccl_component;
+static char last_line[1024];
+static int lines;
+
+void mca_coll_xccl_log(int level, const char *fmt, ...)
+{
+    if (level <= mca_coll_xccl_component.verbose) {
+        va_list ap;
+        lines++;
+        va_start(ap, fmt);
+        vsnprintf(last_line, sizeof(last_line), fmt, ap);
+        va_end(ap);
+    }
+}
+
+static mca_coll_xccl_module_t mod;
+static struct mca_coll_xccl_level level;
+static uint64_t peer[2][2][XCCL_TRIAL_MAX];   /* the made-up peer's readings */
+static int own_calls, own_quiet, fallback_calls, own_rc;
+
+/* xccl's allreduce entry, as the trial's end must call it. */
+static int own_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module)
+{
+    own_calls++;
+    own_quiet += mod.quiet;
+    ck_assert_int_eq(count, 2 * 2 * XCCL_TRIAL_MAX);
+    ck_assert_ptr_eq(dtype, MPI_UINT64_T);
+    ck_assert_ptr_eq(op, MPI_MAX);
+    ck_assert_ptr_eq(comm, mod.comm);
+    ck_assert_ptr_eq(module, &mod.super);
+    const uint64_t *in = sbuf, *p = &peer[0][0][0];
+    uint64_t *out = rbuf;
+    for (int i = 0; i < count; i++) {
+        out[i] = in[i] > p[i] ? in[i] : p[i];
+    }
+    return own_rc;
+}
+
+/* The fallback's allreduce: this rank's readings alone. */
+static int fallback_allreduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    (void) dtype;
+    (void) op;
+    (void) comm;
+    (void) module;
+    fallback_calls++;
+    memcpy(rbuf, sbuf, (size_t) count * sizeof(uint64_t));
+    return MPI_SUCCESS;
+}
+
+/* A fresh module and a quiet trial of bcast at 64 KiB: 4 timed calls of
+ * each candidate in blocks of 3 (the first untimed), no warm-up calls, so
+ * an early check after call 5 and the last agreement after call 11. */
+static xccl_trial_t fresh_trial(void)
+{
+    memset(&mod, 0, sizeof(mod));
+    memset(&level, 0, sizeof(level));
+    memset(peer, 0, sizeof(peer));
+    mod.comm = (ompi_communicator_t *) &level;  /* any address: compared only */
+    mod.level = &level;
+    mod.super.coll_allreduce = own_allreduce;
+    mod.prev.allreduce = fallback_allreduce;
+    mca_coll_xccl_component.verbose = 1;
+    own_calls = own_quiet = fallback_calls = lines = 0;
+    own_rc = MPI_SUCCESS;
+    last_line[0] = '\0';
+    xccl_trial_t t = { .block = 3, .untimed = 1, .samples = 4 };
+    t.cand[0] = xccl_select_index(XCCL_COLL_BCAST, "shm");
+    t.cand[1] = xccl_select_index(XCCL_COLL_BCAST, "mesh");
+    return t;
+}
+
+/* Runs the trial's calls, each of shm_ns or mesh_ns on this rank, through
+ * mca_coll_xccl_level_trial_end; the made-up peer starts each call with
+ * this rank and ends its shm calls peer_shm_ns after the start.  Returns
+ * the last call's return code. */
+static int run_calls(xccl_trial_t *t, int calls, uint64_t shm_ns, uint64_t mesh_ns,
+                     uint64_t peer_shm_ns)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < calls && 0 == t->pick; i++) {
+        const int j = xccl_trial_next(t) == t->cand[1];
+        const uint64_t t0 = 1000000u * (uint64_t) (i + 1);
+        const int at = (i / t->block / 2) * (t->block - t->untimed) + i % t->block - t->untimed;
+        if (i % t->block >= t->untimed) {
+            peer[0][j][at] = t0;
+            peer[1][j][at] = t0 + (j ? mesh_ns : peer_shm_ns);
+        }
+        rc = mca_coll_xccl_level_trial_end(&mod, XCCL_COLL_BCAST, 65536, t, t0,
+                                           t0 + (j ? mesh_ns : shm_ns));
+        ck_assert_int_eq(mod.quiet, 0);         /* set for the agreement only */
+    }
+    return rc;
+}
+
+/* n agreements, each through xccl's own allreduce with quiet set, none
+ * through the fallback's; the trial decided: pick. */
+static void check_agreements(const xccl_trial_t *t, int n, int pick)
+{
+    ck_assert_int_eq(fallback_calls, 0);
+    ck_assert_int_eq(own_calls, n);
+    ck_assert_int_eq(own_quiet, n);
+    ck_assert_int_eq(t->pick, pick);
+}
+
+/* Two agreements (the early check, not clear; the last call), both
+ * through xccl's own allreduce with quiet set; the pick is the agreed
+ * one, mesh (the peer's shm calls end late), not this rank's own, shm. */
+START_TEST(agreement_through_own_allreduce)
+{
+    xccl_trial_t t = fresh_trial();
+    ck_assert_int_eq(run_calls(&t, 12, 10000, 12000, 14000), MPI_SUCCESS);
+    check_agreements(&t, 2, t.cand[1]);
+    ck_assert_uint_eq(level.lat_picked[XCCL_COLL_BCAST], 0);
+    ck_assert_int_eq(lines, 1);                 /* the trial's own line, no other */
+    ck_assert_msg(strstr(last_line, "trial bcast ") && strstr(last_line, " pick=mesh"), "%s",
+                  last_line);
+}
+END_TEST
+
+/* A clear case: one agreement, at the early check; shm picked, which the
+ * level's latency path then follows. */
+START_TEST(clear_case_one_agreement)
+{
+    xccl_trial_t t = fresh_trial();
+    ck_assert_int_eq(run_calls(&t, 12, 10000, 40000, 10000), MPI_SUCCESS);
+    check_agreements(&t, 1, t.cand[0]);
+    ck_assert_uint_eq(level.lat_picked[XCCL_COLL_BCAST], (uint64_t) 1 << xccl_size_class(65536));
+    ck_assert_msg(strstr(last_line, " clear pick=shm"), "%s", last_line);
+}
+END_TEST
+
+/* xccl's allreduce fails: no retry through the fallback; the trial goes
+ * on past the early check and ends on shm with the failure said; quiet
+ * is cleared after each call all the same. */
+START_TEST(failed_agreement_no_fallback)
+{
+    xccl_trial_t t = fresh_trial();
+    own_rc = MPI_ERR_INTERN;
+    ck_assert_int_eq(run_calls(&t, 12, 10000, 12000, 14000), MPI_ERR_INTERN);
+    check_agreements(&t, 2, t.cand[0]);
+    ck_assert_msg(strstr(last_line, "(the agreement failed: shm)"), "%s", last_line);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *const tests[] = { agreement_through_own_allreduce, clear_case_one_agreement,
+                                   failed_agreement_no_fallback };
+    Suite *su = suite_create("trial_agree");
+    TCase *tc = tcase_create("trial_agree");
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        tcase_add_test(tc, tests[i]);
+    }
+    suite_add_tcase(su, tc);
+    return xccl_check_run(su);
+}
