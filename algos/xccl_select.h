@@ -119,17 +119,20 @@ static inline const char *xccl_select_fallback(const xccl_select_policy_t *p, xc
 
 /* Where xccl keeps a collective of the fallback's (above: not faster)
  * on a communicator spanning nodes with more than one rank on some node:
- * allgatherv, whose two-level schedules send each node's data over the
- * network once where the fallback's flat ones send it once per rank
- * (Open MPI's han has no allgatherv).  Measured faster than tuned from
- * this size (bytes as in xccl_select_fallback: the total received;
- * figures: docs/bench/two-node.md, "Reduce and allgatherv").  Reduce
- * stays with the fallback: its two-level form is faster than tuned's but
- * not than han's, Open MPI 5's default there. */
+ * its two-level schedules ("hier") send each node's data over the network
+ * once, where the fallback's flat ones (tuned's) send it once per rank.
+ * Measured faster than tuned from these sizes (bytes as in
+ * xccl_select_fallback: allgatherv the total received, reduce the vector;
+ * figures: docs/bench/two-node.md, "Reduce and allgatherv"), allgatherv
+ * also under han (which has none).  fallback_two_level: the fallback is
+ * itself two-level (Open MPI's han, the default between nodes from Open
+ * MPI 5): reduce stays there, hier's is not faster than han's. */
 #define XCCL_NODES_ALLGATHERV_MIN ((size_t) 256 << 10)
-static inline int xccl_select_across_nodes(xccl_coll_t c, size_t bytes)
+#define XCCL_NODES_REDUCE_MIN ((size_t) 1 << 20)
+static inline int xccl_select_across_nodes(xccl_coll_t c, size_t bytes, int fallback_two_level)
 {
-    return XCCL_COLL_ALLGATHERV == c && bytes >= XCCL_NODES_ALLGATHERV_MIN;
+    return (XCCL_COLL_ALLGATHERV == c && bytes >= XCCL_NODES_ALLGATHERV_MIN) ||
+           (XCCL_COLL_REDUCE == c && !fallback_two_level && bytes >= XCCL_NODES_REDUCE_MIN);
 }
 
 /* The cost model: t[i] the predicted seconds of algorithm XCCL_SEL_FIRST+i

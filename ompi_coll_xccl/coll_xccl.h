@@ -274,6 +274,8 @@ typedef struct {
     struct mca_coll_xccl_level *level;
 
     mca_coll_xccl_prev_t prev;
+    unsigned prev_two_level;         /* bit c: the blocking fallback of collective c is
+                                      * Open MPI's han (two levels of its own) */
     mca_coll_xccl_prev_init_t prev_init;
 } mca_coll_xccl_module_t;
 

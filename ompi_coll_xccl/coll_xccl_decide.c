@@ -34,7 +34,9 @@ static inline int fallback_wrong(const mca_coll_xccl_call_t *c)
  * layout. */
 static inline int across_nodes_candidate(const mca_coll_xccl_call_t *c)
 {
-    return NULL == c->request && !c->m->level_local && xccl_select_across_nodes(c->coll, c->bytes);
+    const mca_coll_xccl_module_t *m = c->m;
+    return NULL == c->request && !m->level_local &&
+           xccl_select_across_nodes(c->coll, c->bytes, m->prev_two_level >> c->coll & 1u);
 }
 
 /* ... and the layout has several nodes, one of them with more ranks than
@@ -71,8 +73,9 @@ static inline int across_nodes(const mca_coll_xccl_call_t *c)
  * rank knows the size, but for the blocking calls of gather, scatter,
  * reduce and allgatherv that the latency path of coll_xccl_latency_v.c
  * takes (the vote settled first: settle_small); alltoallv, gatherv and
- * scatterv stay whatever their sizes.  Across nodes, allgatherv stays
- * from the size where its two-level schedules are faster (across_nodes).  Figures: docs/bench/latency-path.md,
+ * scatterv stay whatever their sizes.  Across nodes, allgatherv and
+ * reduce stay from the sizes where their two-level schedules are faster
+ * than the fallback's (across_nodes).  Figures: docs/bench/latency-path.md,
  * docs/bench/more-collectives.md, docs/bench/two-node.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {

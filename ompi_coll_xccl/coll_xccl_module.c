@@ -124,6 +124,14 @@ static void decline(mca_coll_xccl_module_t *m)
 #undef DECLINE_INIT
 }
 
+/* Whether a fallback module is Open MPI's han, which runs its own
+ * two-level algorithms between nodes: from its class's name. */
+static unsigned two_level(const mca_coll_base_module_t *mod)
+{
+    const char *cls = mod->super.obj_class->cls_name;
+    return NULL != cls && 0 == strncmp(cls, "mca_coll_han_", strlen("mca_coll_han_"));
+}
+
 static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_xccl_module_t *m = (mca_coll_xccl_module_t *) module;
@@ -144,7 +152,9 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         why = "no fallback module for " #name;                            \
     } else {                                                              \
         OBJ_RETAIN(m->prev.name##_module);                                \
+        m->prev_two_level |= (nb ? 0u : two_level(m->prev.name##_module)) << (coll); \
     }
+    m->prev_two_level = 0;
     MCA_COLL_XCCL_ENTRIES(SAVE_PREV)
 #undef SAVE_PREV
 #define SAVE_PREV_INIT(name)                                                  \

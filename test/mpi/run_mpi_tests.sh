@@ -797,9 +797,10 @@ for set in "${colls_algo_sets[@]}"; do
     done
 done
 # Across nodes (two nodes of two ranks, coll_xccl_node_layout): xccl keeps
-# the blocking allgatherv calls from 256 KiB received
-# (xccl_select_across_nodes) on the communicators of both nodes, and hands
-# every other allgatherv and every reduce to the fallback ("not_faster").
+# the blocking allgatherv calls from 256 KiB received and the blocking
+# reduce calls from 1 MiB (xccl_select_across_nodes, tuned the fallback)
+# on the communicators of both nodes, and hands every other allgatherv and
+# reduce to the fallback ("not_faster").
 # check_across_nodes <name> <np>: one line per rank that breaks this.
 check_across_nodes() {
     local name=$1 np=$2 r bad=0
@@ -807,12 +808,13 @@ check_across_nodes() {
         per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" -v np="$np" '
             $1 != "xccl:" || ($2 != "allgatherv" && $2 != "reduce") { next }
             { b = $5; sub(/^bytes=/, "", b) }
-            $2 == "allgatherv" && $7 == "size=" np && b + 0 >= 262144 {
-                if ($6 ~ /^algo=/) kept++; else { wrong = $0; exit } next }
+            $7 == "size=" np && b + 0 >= ($2 == "reduce" ? 1048576 : 262144) {
+                if ($6 ~ /^algo=/) kept[$2]++; else { wrong = $0; exit } next }
             $6 ~ /^algo=/ { wrong = $0; exit }
             END {
                 if (wrong != "") { print name ": rank " rank ": " wrong; exit 1 }
-                if (!kept) { print name ": rank " rank ": no allgatherv of 256 KiB or more on " np " ranks ran xccl"; exit 1 }
+                if (!kept["allgatherv"] || !kept["reduce"]) {
+                    print name ": rank " rank ": no large allgatherv or reduce on " np " ranks ran xccl"; exit 1 }
             }' || bad=1
     done
     return "$bad"

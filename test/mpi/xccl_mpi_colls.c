@@ -1006,9 +1006,11 @@ static void sweep_reduce(ctx_t *x, int lv)
             }
         }
     }
-    if (lv == L_FULL) {
+    /* past 1 MiB (where xccl takes a reduce across nodes) */
+    if (lv >= L_QUICK) {
+        const size_t big = lv == L_FULL ? (size_t) 4 << 20 : ((size_t) 1 << 20) + 4096;
         for (int nb = 0; nb < 2; nb++) {
-            run(x, C_REDUCE, nb, pick_root(x), nb, P_EVEN, 0, O_SUM, T_INT, T_INT, elems(T_INT, 4 << 20));
+            run(x, C_REDUCE, nb, pick_root(x), nb, P_EVEN, 0, O_SUM, T_INT, T_INT, elems(T_INT, big));
         }
     }
 }

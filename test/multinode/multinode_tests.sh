@@ -29,9 +29,11 @@
 #   xccl.above_han               xccl_mpi_check -q -k with han as xccl's
 #                                fallback: passes, and calls made from
 #                                inside xccl's set-up went to han
-#   xccl.colls.map_by_node       xccl_mpi_colls -q -c allgatherv,reduce:
-#                                passes, every rank ran some allgatherv
-#                                calls on 4 ranks with xccl, no such reduce
+#   xccl.colls.{tuned,han}       xccl_mpi_colls -q -c allgatherv,reduce
+#                                with tuned or han as the fallback: passes,
+#                                every rank ran some allgatherv calls on 4
+#                                ranks with xccl, and reduce calls under
+#                                tuned, none under han
 #   xccl.gpu_staged.map_by_node  xccl_mpi_gpu -n 1 MiB against the fake
 #                                libcuda.so.1, staged copies in 64 KiB
 #                                pieces: exit 0, "0 failed", ranks on both
@@ -304,26 +306,48 @@ problems=$({ check_exit_result "$name" && check_counts "$name" 4 &&
 finish "$name" "$ok" "$problems"
 
 # 3c. Allgatherv and reduce across the hosts (xccl_mpi_colls -q, --map-by
-#     node): right on every rank; on the communicators of all 4 ranks, every
-#     rank's larger allgatherv calls ran xccl (the two nodes' own layout,
-#     from the host names), its reduce calls none (the fallback's; on the
-#     split communicators inside one host the level may take them).
-name=xccl.colls.map_by_node
-run_job "$name" 4 --map-by node --mca coll xccl,tuned,basic,libnbc,self \
-    --mca coll_xccl_verbose 1 "$builddir/xccl_mpi_colls" -q -c allgatherv,reduce
-ok=0
-problems=$(check_exit_result "$name") || ok=1
-for ((r = 0; ok == 0 && r < 4; r++)); do
-    lines=$(per_rank_output "$name" "$r")
-    if ! grep -qE '^xccl: allgatherv .* algo=[^ ]+ size=4 ' <<<"$lines"; then
-        problems="$name: rank $r: no allgatherv call ran xccl"
-        ok=1
-    elif grep -qE '^xccl: reduce .* algo=[^ ]+ size=4 ' <<<"$lines"; then
-        problems="$name: rank $r: $(grep -m1 -E '^xccl: reduce .* algo=[^ ]+ size=4 ' <<<"$lines")"
-        ok=1
+#     node), tuned and then han as the fallback: right on every rank; on
+#     the communicators of all 4 ranks every rank's larger allgatherv
+#     calls ran xccl (the two nodes' own layout, from the host names), its
+#     reduce calls of 1 MiB and more too under tuned, none under han (on
+#     the split communicators inside one host the level may take them).
+#     Under han, xccl_bench's calls (han 4.1.4's reduce crashes on the
+#     NULL and in-place buffers xccl_mpi_colls passes), both below and
+#     above the two thresholds.
+for stack in tuned han; do
+    name=xccl.colls.$stack
+    if [[ $stack == han ]]; then
+        stack_mca=(--mca coll xccl,han,tuned,basic,libnbc,self --mca coll_han_priority 79)
+        want_reduce=0
+        job=("$builddir/xccl_bench" -c allgatherv,reduce -b 128K -e 2M -f 16 -r 1 -n 2 -w 1)
+    else
+        stack_mca=(--mca coll xccl,tuned,basic,libnbc,self)
+        want_reduce=1
+        job=("$builddir/xccl_mpi_colls" -q -c allgatherv,reduce)
     fi
+    run_job "$name" 4 --map-by node "${stack_mca[@]}" --mca coll_xccl_verbose 1 "${job[@]}"
+    ok=0
+    if [[ $stack == han ]]; then
+        if [[ $run_rc -ne 0 ]] || ! grep -q '^# result: all xccl checks passed' "$logdir/$name.log"; then
+            problems="$name: exit status $run_rc, or xccl_bench's checks failed"
+            ok=1
+        fi
+    else
+        problems=$(check_exit_result "$name") || ok=1
+    fi
+    for ((r = 0; ok == 0 && r < 4; r++)); do
+        lines=$(per_rank_output "$name" "$r")
+        reduce_kept=$(grep -cE '^xccl: reduce .* algo=[^ ]+ size=4 ' <<<"$lines")
+        if ! grep -qE '^xccl: allgatherv .* algo=[^ ]+ size=4 ' <<<"$lines"; then
+            problems="$name: rank $r: no allgatherv call ran xccl"
+            ok=1
+        elif (( (reduce_kept > 0) != want_reduce )); then
+            problems="$name: rank $r: $reduce_kept reduce calls on 4 ranks ran xccl"
+            ok=1
+        fi
+    done
+    finish "$name" "$ok" "$problems"
 done
-finish "$name" "$ok" "$problems"
 
 # 4. Device buffers across the hosts, against the fake libcuda.so.1 (no
 #    GPU needed): xccl_mpi_gpu at np 4 --map-by node.  No CUDA IPC between

@@ -114,11 +114,15 @@ START_TEST(fallback_of_the_further_collectives)
     /* barrier is the level's: small (0 bytes) like the six */
     ck_assert(xccl_coll_level(XCCL_COLL_BARRIER) && !xccl_coll_peer(XCCL_COLL_BARRIER));
     ck_assert_str_eq(xccl_select_fallback(&p, XCCL_COLL_BARRIER, 4, 0, 0), "small_message");
-    /* across nodes: allgatherv from 256 KiB received, reduce never */
-    ck_assert(xccl_select_across_nodes(XCCL_COLL_ALLGATHERV, 256 << 10));
-    ck_assert(!xccl_select_across_nodes(XCCL_COLL_ALLGATHERV, (256 << 10) - 1));
-    ck_assert(!xccl_select_across_nodes(XCCL_COLL_REDUCE, 64 << 20));
-    ck_assert(!xccl_select_across_nodes(XCCL_COLL_ALLTOALLV, 64 << 20));
+    /* across nodes: allgatherv from 256 KiB received, reduce from 1 MiB
+     * but where the fallback has two levels of its own (han) */
+    for (int han = 0; han < 2; han++) {
+        ck_assert(xccl_select_across_nodes(XCCL_COLL_ALLGATHERV, 256 << 10, han));
+        ck_assert(!xccl_select_across_nodes(XCCL_COLL_ALLGATHERV, (256 << 10) - 1, han));
+        ck_assert_int_eq(xccl_select_across_nodes(XCCL_COLL_REDUCE, 1 << 20, han), !han);
+        ck_assert(!xccl_select_across_nodes(XCCL_COLL_REDUCE, (1 << 20) - 1, han));
+        ck_assert(!xccl_select_across_nodes(XCCL_COLL_ALLTOALLV, 64 << 20, han));
+    }
     /* a rule may name an algorithm by size, but never by the sizes that
      * differ between ranks */
     ck_assert_int_eq(xccl_tuning_parse("reduce ranks=* bytes=1K-* algo=rabenseifner\n"
