@@ -42,23 +42,17 @@ int xccl_build_hier_reduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count
     const int L = l->min_ppn, ln = xccl_layout_node_size(l, node);
     const int *members = xccl_layout_node_members(l, node);
     const size_t es = s->elem_size, slice0 = chunk_count(count, L, 0) * es;
-    size_t *counts = malloc((size_t) ln * sizeof(size_t));
-    size_t *bytes = malloc((size_t) ln * sizeof(size_t));
-    size_t *displs = malloc((size_t) ln * sizeof(size_t));
+    hier_slices_t v;
     int *rail = malloc((size_t) l->nnodes * sizeof(int));
     xccl_sched_t c;
     xccl_buf_map_t map;
     int rc = -1;
 
-    if (NULL == counts || NULL == bytes || NULL == displs || NULL == rail) {
+    if (0 != hier_slices_init(&v, count, L, ln, es) || NULL == rail) {
         goto out;
     }
+    const size_t *counts = v.counts, *bytes = v.bytes, *displs = v.displs;
     s->algo = "hier";
-    for (int i = 0; i < ln; i++) {
-        counts[i] = i < L ? chunk_count(count, L, i) : 0;
-        bytes[i] = counts[i] * es;
-        displs[i] = i < L ? chunk_first(count, L, i) * es : 0;
-    }
     /* (from the slices' rule, not the arrays: j < ln, which the compiler
      * cannot see) */
     const size_t my_off = j < L ? chunk_first(count, L, j) * es : 0;
@@ -123,9 +117,7 @@ int xccl_build_hier_reduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count
     s->algo = "hier";
     rc = xccl_sched_finalize(s);
 out:
-    free(counts);
-    free(bytes);
-    free(displs);
+    hier_slices_fini(&v);
     free(rail);
     return rc;
 }

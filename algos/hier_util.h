@@ -9,6 +9,8 @@
 #include "algo_util.h"
 #include "xccl_layout.h"
 
+#include <stdlib.h>
+
 /* Scratch regions start on this boundary, so reductions see aligned data. */
 #define HIER_ALIGN ((size_t) 64)
 
@@ -25,6 +27,38 @@ static inline xccl_buf_map_t hier_map(xccl_ref_t send, xccl_ref_t recv, xccl_ref
     m.base[XCCL_BUF_SCRATCH] = scratch;
     m.base[XCCL_BUF_SLOT] = xccl_ref(XCCL_BUF_SLOT, 0);    /* not moved (xccl_sched_append) */
     return m;
+}
+
+/* A node's slices of a vector of count elements of es bytes in the
+ * two-level reductions: the vector cut in L (min ppn) slices, local rank
+ * i < L holds slice i (counts[i] elements, bytes[i] bytes from displs[i]
+ * bytes), local ranks from L none; ln ranks on the node.  0, or -1 out
+ * of memory; hier_slices_fini in both cases. */
+typedef struct {
+    size_t *counts, *bytes, *displs;
+} hier_slices_t;
+
+static inline int hier_slices_init(hier_slices_t *v, size_t count, int L, int ln, size_t es)
+{
+    v->counts = malloc((size_t) ln * sizeof(size_t));
+    v->bytes = malloc((size_t) ln * sizeof(size_t));
+    v->displs = malloc((size_t) ln * sizeof(size_t));
+    if (NULL == v->counts || NULL == v->bytes || NULL == v->displs) {
+        return -1;
+    }
+    for (int i = 0; i < ln; i++) {
+        v->counts[i] = i < L ? chunk_count(count, L, i) : 0;
+        v->bytes[i] = v->counts[i] * es;
+        v->displs[i] = i < L ? chunk_first(count, L, i) * es : 0;
+    }
+    return 0;
+}
+
+static inline void hier_slices_fini(hier_slices_t *v)
+{
+    free(v->counts);
+    free(v->bytes);
+    free(v->displs);
 }
 
 /* Initialise child c for s's rank on group[0..g): -1 if s's rank is not in

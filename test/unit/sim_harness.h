@@ -370,4 +370,22 @@ static inline tally_t tally(const xccl_sched_t *s)
     return t;
 }
 
+/* Whether s names RECV in any action (the rooted collectives: a non-root
+ * rank's receive buffer is not significant, its schedule must not touch
+ * it). */
+static inline int sched_names_recv(const xccl_sched_t *s)
+{
+    for (size_t i = 0; i < s->nacts; i++) {
+        const xccl_action_t *a = &s->acts[i];
+        const int used[3] = { XCCL_ACT_RECV != a->kind, XCCL_ACT_REDUCE == a->kind, XCCL_ACT_SEND != a->kind };
+        const xccl_ref_t *refs[3] = { &a->a, &a->b, &a->dst };
+        for (int k = 0; k < 3; k++) {
+            if (used[k] && XCCL_BUF_RECV == refs[k]->buf) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 #endif /* XCCL_TEST_SIM_HARNESS_H */

@@ -1338,22 +1338,6 @@ static const struct {
 };
 #define NRD ((int) (sizeof(rd_combos) / sizeof(rd_combos[0])))
 
-/* Whether a schedule names RECV in any action. */
-static int sched_names_recv(const xccl_sched_t *s)
-{
-    for (size_t i = 0; i < s->nacts; i++) {
-        const xccl_action_t *a = &s->acts[i];
-        const int used[3] = { XCCL_ACT_RECV != a->kind, XCCL_ACT_REDUCE == a->kind, XCCL_ACT_SEND != a->kind };
-        const xccl_ref_t *refs[3] = { &a->a, &a->b, &a->dst };
-        for (int k = 0; k < 3; k++) {
-            if (used[k] && XCCL_BUF_RECV == refs[k]->buf) {
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
 /* A reduce job: combo < NRD xccl_build_hier_reduce with rd_combos[combo],
  * else the catalog's two-level entry combo - NRD (with a shared-memory
  * slot of slot bytes: its intra-node stages through the segment).  Every

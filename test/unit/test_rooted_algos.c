@@ -126,22 +126,6 @@ static const reduce_algo_t reduce_algos[] = {
 
 #define GUARD 0xEE
 
-/* Whether s names RECV anywhere. */
-static int names_recv(const xccl_sched_t *s)
-{
-    for (size_t i = 0; i < s->nacts; i++) {
-        const xccl_action_t *a = &s->acts[i];
-        const int used[3] = { XCCL_ACT_RECV != a->kind, XCCL_ACT_REDUCE == a->kind, XCCL_ACT_SEND != a->kind };
-        const xccl_ref_t *refs[3] = { &a->a, &a->b, &a->dst };
-        for (int k = 0; k < 3; k++) {
-            if (used[k] && XCCL_BUF_RECV == refs[k]->buf) {
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
 /* First byte where buf differs from want, or -1. */
 static long first_diff(const unsigned char *buf, const unsigned char *want, size_t n)
 {
@@ -173,7 +157,7 @@ static void check_reduce(const reduce_algo_t *al, int p, size_t count, int root,
             failed = r;
         } else if (NULL == s->algo || strlen(s->algo) != alen || 0 != strncmp(s->algo, al->name, alen)) {
             misnamed = r;
-        } else if (r != root && names_recv(s)) {
+        } else if (r != root && sched_names_recv(s)) {
             recv_named = r;
         }
         if (r == root) {
