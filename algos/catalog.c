@@ -322,6 +322,13 @@ static int rd_hier(xccl_sched_t *s, const xccl_coll_args_t *a)
         : xccl_build_hier_reduce(s, a->layout, a->count, a->root, a->in_place, intra_rs(s, a),
                                  xccl_build_reduce_rabenseifner, xccl_build_gatherv_linear);
 }
+static int rd_pipe(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return flat_layout(a->layout) ? XCCL_NOT_APPLICABLE
+        : xccl_build_pipe_reduce(s, a->layout, a->count, a->root, a->in_place, XCCL_PIPE_CHUNK,
+                                 XCCL_PIPE_MAX_CHUNKS, xccl_build_reduce_scatter_ring,
+                                 xccl_build_reduce_binomial, xccl_build_gatherv_linear);
+}
 static int rd_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return shm_flat(s, a) ? xccl_build_reduce_shm(s, a->count, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
@@ -453,7 +460,7 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader },
         { "nhr", bc_nhr }, { "nb", bc_nb } },
     [XCCL_COLL_REDUCE] = { { "binomial", rd_binomial }, { "rabenseifner", rd_rab }, { "chain", rd_chain },
-        { "hier", rd_hier }, { "shm", rd_shm } },
+        { "hier", rd_hier }, { "pipeline", rd_pipe }, { "shm", rd_shm } },
     [XCCL_COLL_BARRIER] = { { "dissemination", bar_dissem }, { "shm", bar_shm } },
     [XCCL_COLL_ALLGATHERV] = { { "ring", agv_ring }, { "direct", agv_direct }, { "bruck", agv_bruck },
         { "hier", agv_hier }, { "hier_bruck", agv_hier_bruck },

@@ -109,6 +109,11 @@ int xccl_build_hier_allgatherv(xccl_sched_t *s, const xccl_layout_t *l, const si
 int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count, int in_place,
                               size_t chunk, int max_chunks, xccl_reduce_scatter_build_fn intra_rs,
                               xccl_allreduce_build_fn inter_ar, xccl_allgatherv_build_fn intra_ag);
+/* reduce: as xccl_build_hier_reduce, pipelined; two nodes or more
+ * (XCCL_NOT_APPLICABLE on one). */
+int xccl_build_pipe_reduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count, int root, int in_place,
+                           size_t chunk, int max_chunks, xccl_reduce_scatter_build_fn intra_rs,
+                           xccl_reduce_build_fn inter, xccl_gatherv_build_fn intra_gv);
 int xccl_build_pipe_reduce_scatter(xccl_sched_t *s, const xccl_layout_t *l, const size_t *counts, int in_place,
                                    size_t chunk, int max_chunks, xccl_reduce_scatter_build_fn intra,
                                    xccl_reduce_scatter_build_fn inter);

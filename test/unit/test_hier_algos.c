@@ -1328,17 +1328,23 @@ static const struct {
     xccl_reduce_build_fn rd;
     xccl_gatherv_build_fn gv;
     const char *name;
+    int pipe_k;                        /* > 0: xccl_build_pipe_reduce, chunks of 1 byte, at most pipe_k */
 } rd_combos[] = {
     { xccl_build_reduce_scatter_ring, xccl_build_reduce_rabenseifner, xccl_build_gatherv_linear,
-      "ring/rabenseifner/linear" },
+      "ring/rabenseifner/linear", 0 },
     { xccl_build_reduce_scatter_pairwise, xccl_build_reduce_binomial, xccl_build_gatherv_linear,
-      "pairwise/binomial/linear" },
+      "pairwise/binomial/linear", 0 },
     { xccl_build_reduce_scatter_recursive_halving, reduce_chain16, xccl_build_gatherv_linear,
-      "halving/chain16/linear" },
+      "halving/chain16/linear", 0 },
+    { xccl_build_reduce_scatter_ring, xccl_build_reduce_binomial, xccl_build_gatherv_linear,
+      "pipeline ring/binomial/linear k<=3", 3 },
+    { xccl_build_reduce_scatter_ring, xccl_build_reduce_rabenseifner, xccl_build_gatherv_linear,
+      "pipeline ring/rabenseifner/linear k<=64", 64 },
 };
 #define NRD ((int) (sizeof(rd_combos) / sizeof(rd_combos[0])))
 
-/* A reduce job: combo < NRD xccl_build_hier_reduce with rd_combos[combo],
+/* A reduce job: combo < NRD xccl_build_hier_reduce (or with pipe_k,
+ * xccl_build_pipe_reduce: two nodes or more) with rd_combos[combo],
  * else the catalog's two-level entry combo - NRD (with a shared-memory
  * slot of slot bytes: its intra-node stages through the segment).  Every
  * rank's input from fill (element kind es), the root's RECV and every
@@ -1355,15 +1361,21 @@ static int reduce_job(job_t *j, const xccl_layout_t *l, int combo, size_t es, si
     catalog_hier(XCCL_COLL_REDUCE, cat);
     const xccl_coll_args_t args = { .count = count, .root = root, .in_place = in_place, .layout = l,
                                     .shm_slot = slot };
+    const int pipe = combo < NRD && rd_combos[combo].pipe_k > 0;
+    const char *want_name = pipe ? "pipeline" : "hier";
     int bad_build = 0, not_applicable = 0, recv_named = -1;
     job_init(j, p, es);
     for (int r = 0; r < p; r++) {
         xccl_sched_t *s = &j->sched[r];
-        const int rc = combo < NRD ? xccl_build_hier_reduce(s, l, count, root, in_place, rd_combos[combo].rs,
-                                                            rd_combos[combo].rd, rd_combos[combo].gv)
-                                   : cat[combo - NRD]->build(s, &args);
+        const int rc = combo >= NRD         ? cat[combo - NRD]->build(s, &args)
+                       : rd_combos[combo].pipe_k ? xccl_build_pipe_reduce(s, l, count, root, in_place, 1,
+                                                                          rd_combos[combo].pipe_k, rd_combos[combo].rs,
+                                                                          rd_combos[combo].rd, rd_combos[combo].gv)
+                                                 : xccl_build_hier_reduce(s, l, count, root, in_place,
+                                                                          rd_combos[combo].rs, rd_combos[combo].rd,
+                                                                          rd_combos[combo].gv);
         not_applicable += XCCL_NOT_APPLICABLE == rc && 0 == s->nacts && 0 == s->nsteps;
-        bad_build |= (0 != rc && XCCL_NOT_APPLICABLE != rc) || (0 == rc && 0 != strcmp(s->algo, "hier"));
+        bad_build |= (0 != rc && XCCL_NOT_APPLICABLE != rc) || (0 == rc && 0 != strcmp(s->algo, want_name));
         if (0 == rc && r != root && sched_names_recv(s)) {
             recv_named = r;
         }
@@ -1378,7 +1390,7 @@ static int reduce_job(job_t *j, const xccl_layout_t *l, int combo, size_t es, si
     }
     ck_assert_msg(!bad_build, "%s: build failed or wrong name", what);
     ck_assert_msg(recv_named < 0, "%s: rank %d (not the root) names RECV", what, recv_named);
-    const int applies = combo < NRD || !flat_layout(l);
+    const int applies = combo < NRD ? !pipe || l->nnodes > 1 : !flat_layout(l);
     ck_assert_msg(not_applicable == (applies ? 0 : p), "%s: %d ranks not applicable, applies=%d", what,
                   not_applicable, applies);
     return applies ? 0 : XCCL_NOT_APPLICABLE;
@@ -1473,7 +1485,8 @@ static void check_hier_reduce_float(const lay_t *lay, int combo, size_t count, i
         job_fini(&j);
     }
     long far = -1;
-    for (size_t i = 0; i < count && far < 0 && (NRD > combo || !flat_layout(&l)); i++) {
+    const int applies = NRD > combo ? 0 == rd_combos[combo].pipe_k || l.nnodes > 1 : !flat_layout(&l);
+    for (size_t i = 0; i < count && far < 0 && applies; i++) {
         double exact = 0.0, mag = 0.0;
         for (int r = 0; r < p; r++) {
             exact += (double) float_input(r, i);
@@ -1713,7 +1726,7 @@ START_TEST(cost_prices_reduce_allgatherv)
         size_t bytes;
         const char *auto_pick;
     } cases[] = {
-        { XCCL_COLL_REDUCE, 16, 16 << 20, "hier" },
+        { XCCL_COLL_REDUCE, 16, 16 << 20, "pipeline" },
         { XCCL_COLL_REDUCE, 64, 1 << 20, "hier" },
         { XCCL_COLL_REDUCE, 1024, 16 << 20, "hier" },
         { XCCL_COLL_REDUCE, 64, 8, "binomial" },
