@@ -796,6 +796,40 @@ for set in "${colls_algo_sets[@]}"; do
         finish "$name" "$ok"
     done
 done
+# The two-level forms of reduce and allgatherv forced on two nodes of two
+# ranks (coll_xccl_node_layout block:2), -q: results, and on every rank
+# the calls on all 4 ranks that xccl ran, blocking and not, ran the forced
+# one (the split communicators, one node each, run another).
+# check_forced_nodes <name> <np> <coll=algo ...>: one line per rank that fails.
+check_forced_nodes() {
+    local name=$1 np=$2 r kv bad=0
+    shift 2
+    for ((r = 0; r < np; r++)); do
+        for kv in "$@"; do
+            per_rank_output "$name" "$r" | awk -v c="${kv%%=*}" -v a="algo=${kv#*=}" -v sz="size=$np" \
+                -v who="$name: rank $r: $kv" '
+                $1 == "xccl:" && ($2 == c || $2 == "i" c) && $6 ~ /^algo=/ && $7 == sz {
+                    if ($6 == a) ran++; else { print who ", got: " $0; exit 1 } }
+                END { if (!ran) { print who ": no call ran it"; exit 1 } }' || bad=1
+        done
+    done
+    return "$bad"
+}
+for set in "reduce=hier allgatherv=hier" "reduce=pipeline allgatherv=hier_bruck"; do
+    tag=${set%% *}
+    tag=${tag#reduce=}
+    name=xccl_mpi_colls.forced_$tag.nodes2.np4
+    selected "$name" || continue
+    force=()
+    for kv in $set; do force+=(--mca "coll_xccl_${kv%%=*}_algorithm" "${kv#*=}"); done
+    run_mpi "$name" 4 --mca coll_xccl_node_layout block:2 "${force[@]}" "$bindir/xccl_mpi_colls" -q \
+        -c reduce,allgatherv
+    ok=0
+    # shellcheck disable=SC2086  # (the set's words are the pairs)
+    problems=$({ check_result "$name" && check_forced_nodes "$name" 4 $set; } 2>&1) || ok=1
+    indent "$problems"
+    finish "$name" "$ok"
+done
 # Across nodes (two nodes of two ranks, coll_xccl_node_layout): xccl keeps
 # the blocking allgatherv calls from 256 KiB received and the blocking
 # reduce calls from 1 MiB (xccl_select_across_nodes, tuned the fallback)
