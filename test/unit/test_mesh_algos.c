@@ -835,7 +835,8 @@ END_TEST
  * "leader" entry; with peer access offered (mapped, one node) and no
  * slot, every algorithm builds a schedule that names no peer's buffer and
  * gets a prediction, or (the level's "shm" forms, which need the slot,
- * and the two-level "hier" ones, which need nodes) does not apply.
+ * and the two-level "hier" and "pipeline" ones, which need nodes) does
+ * not apply.
  * Arguments as the tools give them: 1000 bytes a rank, root 3. */
 START_TEST(catalog_no_peer_forms)
 {
@@ -856,7 +857,8 @@ START_TEST(catalog_no_peer_forms)
             const char *what = xccl_coll_name((xccl_coll_t) c);
             ck_assert_msg(0 != strcmp(algos[i].name, "mesh") && 0 != strcmp(algos[i].name, "leader"),
                           "%s has %s", what, algos[i].name);
-            const int na = 0 == strncmp(algos[i].name, "shm", 3) || 0 == strncmp(algos[i].name, "hier", 4);
+            const int na = 0 == strncmp(algos[i].name, "shm", 3) || 0 == strncmp(algos[i].name, "hier", 4) ||
+                           0 == strcmp(algos[i].name, "pipeline");
             cat_job_t j = { &algos[i], { .count = 250, .block = 1000, .bytes = 8000, .root = 3, .vec = env.vec,
                                          .nvec = 4 * 8, .layout = &env.one, .peer_access = XCCL_PEER_MAPPED } };
             for (int r = 0; r < p; r++) {
