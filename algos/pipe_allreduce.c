@@ -28,39 +28,30 @@ static int slot_rounds(const xccl_layout_t *l, size_t count, int in_place, size_
                        xccl_allgatherv_build_fn intra_ag)
 {
     const int g = l->max_ppn, L = l->min_ppn;
-    size_t *counts = malloc((size_t) g * sizeof(size_t));
-    size_t *bytes = malloc((size_t) g * sizeof(size_t));
-    size_t *displs = malloc((size_t) g * sizeof(size_t));
+    hier_slices_t v;
     int intra = -1, inter = -1;
     xccl_sched_t c;
 
-    if (NULL != counts && NULL != bytes && NULL != displs) {
-        for (int i = 0; i < g; i++) {
-            counts[i] = i < L ? chunk_count(count, L, i) : 0;
-            bytes[i] = counts[i] * es;
-            displs[i] = i < L ? chunk_first(count, L, i) * es : 0;
-        }
+    if (0 == hier_slices_init(&v, count, L, g, es)) {
         xccl_sched_init(&c, 0, g, es);
-        if (0 == intra_rs(&c, counts, in_place)) {
+        if (0 == intra_rs(&c, v.counts, in_place)) {
             intra = (int) c.rounds;
         }
         xccl_sched_fini(&c);
         xccl_sched_init(&c, 0, g, es);
-        if (intra >= 0 && 0 == intra_ag(&c, bytes, displs, 1)) {
+        if (intra >= 0 && 0 == intra_ag(&c, v.bytes, v.displs, 1)) {
             intra += (int) c.rounds;
         } else {
             intra = -1;
         }
         xccl_sched_fini(&c);
         xccl_sched_init(&c, 0, l->nnodes, es);
-        if (0 == inter_ar(&c, counts[0])) {
+        if (0 == inter_ar(&c, v.counts[0])) {
             inter = (int) c.rounds;
         }
         xccl_sched_fini(&c);
     }
-    free(counts);
-    free(bytes);
-    free(displs);
+    hier_slices_fini(&v);
     return intra < 0 || inter < 0 ? -1 : intra > inter ? intra : inter;
 }
 
@@ -79,43 +70,30 @@ int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t co
     const int rounds = slot_rounds(l, count, in_place, es, intra_rs, inter_ar, intra_ag);
     const int K = pipe_chunks(count, es, pipe_slot_chunk(chunk, rounds), max_chunks);
     const int on_rail = j < L && N > 1;
-    size_t *counts = malloc((size_t) K * (size_t) ln * sizeof(size_t));
-    size_t *bytes = malloc((size_t) K * (size_t) ln * sizeof(size_t));
-    size_t *displs = malloc((size_t) K * (size_t) ln * sizeof(size_t));
+    hier_slices_t *v = pipe_slices(count, K, L, ln, es);    /* the slices of each chunk */
     int *rail = malloc((size_t) N * sizeof(int));
     pipe_t pp;
     int rc = -1, nr = 0;
 
-    if (pipe_init(&pp, s, 3 * (size_t) K) < 0 || rounds < 0 || NULL == counts || NULL == bytes || NULL == displs ||
-        NULL == rail) {
+    if (pipe_init(&pp, s, 3 * (size_t) K) < 0 || rounds < 0 || NULL == v || NULL == rail) {
         goto out;
     }
     s->algo = "pipeline";
     if (on_rail) {
         nr = xccl_layout_rail(l, j, rail);
     }
-    /* Slices of chunk c: counts etc. + c * ln. */
-    for (int c = 0; c < K; c++) {
-        const size_t cc = chunk_count(count, K, c);
-        for (int i = 0; i < ln; i++) {
-            size_t *cn = counts + (size_t) c * ln, *by = bytes + (size_t) c * ln, *di = displs + (size_t) c * ln;
-            cn[i] = i < L ? chunk_count(cc, L, i) : 0;
-            by[i] = cn[i] * es;
-            di[i] = i < L ? chunk_first(cc, L, i) * es : 0;
-        }
-    }
     const xccl_ref_t none = xccl_ref(XCCL_BUF_SCRATCH, 0);    /* placed by pipe_zip */
     for (int t = 0; t < K + 2; t++) {
         /* Intra lane: reduce-scatter chunk t (as hier: in place its slice
          * lands at RECV's start, then moves to its place), ... */
         if (t < K) {
-            const size_t cb = chunk_first(count, K, t) * es, *di = displs + (size_t) t * ln;
-            const size_t my_off = di[j], my_len = bytes[(size_t) t * ln + j];
+            const size_t cb = chunk_first(count, K, t) * es;
+            const size_t my_off = v[t].displs[j], my_len = v[t].bytes[j];
             xccl_sched_t *c = pipe_kid(&pp, members, ln);
             if (NULL == c) {
                 goto out;
             }
-            int brc = intra_rs(c, counts + (size_t) t * ln, in_place);
+            int brc = intra_rs(c, v[t].counts, in_place);
             if (0 == brc && in_place && my_off > 0) {
                 xccl_sched_copy(c, xccl_ref(XCCL_BUF_RECV, my_off), xccl_ref(XCCL_BUF_RECV, 0), my_len);
             }
@@ -127,21 +105,22 @@ int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t co
         }
         /* ... while the inter lane allreduces chunk t-1 on the rail ... */
         if (on_rail && t >= 1 && t - 1 < K) {
-            const size_t at = chunk_first(count, K, t - 1) * es + displs[(size_t) (t - 1) * ln + j];
+            const size_t at = chunk_first(count, K, t - 1) * es + v[t - 1].displs[j];
             xccl_sched_t *c = pipe_kid(&pp, rail, nr);
             if (NULL == c ||
-                pipe_add(&pp, inter_ar(c, counts[(size_t) (t - 1) * ln + j]), PIPE_INTER, rail,
+                pipe_add(&pp, inter_ar(c, v[t - 1].counts[j]), PIPE_INTER, rail,
                          hier_map(xccl_ref(XCCL_BUF_RECV, at), xccl_ref(XCCL_BUF_RECV, at), none)) < 0) {
                 goto out;
             }
         }
         /* ... and the intra lane then gathers chunk t-2. */
         if (t >= 2) {
-            const size_t cb = chunk_first(count, K, t - 2) * es, k = (size_t) (t - 2) * ln;
+            const size_t cb = chunk_first(count, K, t - 2) * es;
+            const hier_slices_t *w = &v[t - 2];
             xccl_sched_t *c = pipe_kid(&pp, members, ln);
             if (NULL == c ||
-                pipe_add(&pp, intra_ag(c, bytes + k, displs + k, 1), PIPE_INTRA, members,
-                         hier_map(xccl_ref(XCCL_BUF_RECV, cb + displs[k + j]), xccl_ref(XCCL_BUF_RECV, cb), none)) < 0) {
+                pipe_add(&pp, intra_ag(c, w->bytes, w->displs, 1), PIPE_INTRA, members,
+                         hier_map(xccl_ref(XCCL_BUF_RECV, cb + w->displs[j]), xccl_ref(XCCL_BUF_RECV, cb), none)) < 0) {
                 goto out;
             }
         }
@@ -150,9 +129,7 @@ int xccl_build_pipe_allreduce(xccl_sched_t *s, const xccl_layout_t *l, size_t co
     rc = 0;
 out:
     rc = pipe_end(&pp, rc);
-    free(counts);
-    free(bytes);
-    free(displs);
+    pipe_slices_free(v, K);
     free(rail);
     return rc;
 }

@@ -87,18 +87,13 @@ int xccl_build_pipe_reduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count
     /* SCRATCH: K slices of the largest (chunk 0's slice 0), then the
      * stages' scratch */
     const size_t width = hier_align(chunk_count(chunk_count(count, K, 0), L, 0) * es);
-    hier_slices_t *v = calloc((size_t) K, sizeof(*v));
+    hier_slices_t *v = pipe_slices(count, K, L, ln, es);    /* the slices of each chunk */
     int *rail = malloc((size_t) N * sizeof(int));
     pipe_t pp;
     int rc = -1, nr = 0;
 
     if (pipe_init(&pp, s, 3 * (size_t) K) < 0 || rounds < 0 || NULL == v || NULL == rail) {
         goto out;
-    }
-    for (int c = 0; c < K; c++) {
-        if (0 != hier_slices_init(&v[c], chunk_count(count, K, c), L, ln, es)) {
-            goto out;
-        }
     }
     if (on_rail) {
         nr = xccl_layout_rail(l, j, rail);
@@ -150,10 +145,7 @@ int xccl_build_pipe_reduce(xccl_sched_t *s, const xccl_layout_t *l, size_t count
     rc = 0;
 out:
     rc = pipe_end(&pp, rc);
-    for (int c = 0; NULL != v && c < K; c++) {
-        hier_slices_fini(&v[c]);
-    }
-    free(v);
+    pipe_slices_free(v, K);
     free(rail);
     return rc;
 }

@@ -70,6 +70,29 @@ static inline size_t pipe_slot_chunk(size_t chunk, int rounds)
     return c > 0 ? c : 1;
 }
 
+/* What pipe_slices gave (NULL too). */
+static inline void pipe_slices_free(hier_slices_t *v, int K)
+{
+    for (int c = 0; NULL != v && c < K; c++) {
+        hier_slices_fini(&v[c]);
+    }
+    free(v);
+}
+
+/* The slices (hier_slices_t) of each of K chunks of a vector of count
+ * elements, for a node of ln ranks; NULL out of memory. */
+static inline hier_slices_t *pipe_slices(size_t count, int K, int L, int ln, size_t es)
+{
+    hier_slices_t *v = calloc((size_t) K, sizeof(*v));
+    for (int c = 0; NULL != v && c < K; c++) {
+        if (0 != hier_slices_init(&v[c], chunk_count(count, K, c), L, ln, es)) {
+            pipe_slices_free(v, K);
+            return NULL;
+        }
+    }
+    return v;
+}
+
 static inline int pipe_init(pipe_t *pp, xccl_sched_t *s, size_t cap)
 {
     pp->kid = calloc(cap, sizeof(*pp->kid));
