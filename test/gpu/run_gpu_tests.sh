@@ -140,7 +140,9 @@ run_prog() {
 # Exit 0 and "RESULT: ... 0 failed".
 check_result() {
     local name=$1 result
-    result=$(grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed$' "$logdir/$name.log" | tail -n 1 || true)
+    # Not anchored: in the merged stream another rank's verbose line, written
+    # in pieces, can end up in front of it.
+    result=$(grep -oE 'RESULT: [0-9]+ passed, [0-9]+ failed$' "$logdir/$name.log" | tail -n 1 || true)
     if [[ $run_rc -ne 0 ]]; then
         echo "$name: exit status $run_rc${result:+ ($result)}"
         return 1

@@ -126,7 +126,10 @@ per_rank_output() {
 check_exit_result() {
     local name=$1 result
     [[ $run_rc -eq 0 ]] || { echo "$name: exit status $run_rc"; return 1; }
-    result=$(grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed$' "$logdir/$name.log" | tail -n 1)
+    # The per-rank files too: in the merged stream another rank's verbose
+    # lines can split the line.
+    result=$(cat "$logdir/$name.log" "$logdir/$name.out"/*/rank.*/stdout 2>/dev/null |
+        grep -E '^RESULT: [0-9]+ passed, [0-9]+ failed$' | tail -n 1)
     [[ -n $result ]] || { echo "$name: no RESULT line"; return 1; }
     [[ $result == *", 0 failed" ]] || { echo "$name: $result"; return 1; }
 }
@@ -328,7 +331,8 @@ for stack in tuned han; do
     run_job "$name" 4 --map-by node "${stack_mca[@]}" --mca coll_xccl_verbose 1 "${job[@]}"
     ok=0
     if [[ $stack == han ]]; then
-        if [[ $run_rc -ne 0 ]] || ! grep -q '^# result: all xccl checks passed' "$logdir/$name.log"; then
+        if [[ $run_rc -ne 0 ]] || ! cat "$logdir/$name.log" "$logdir/$name.out"/*/rank.*/stdout 2>/dev/null |
+            grep -q '^# result: all xccl checks passed'; then
             problems="$name: exit status $run_rc, or xccl_bench's checks failed"
             ok=1
         fi
