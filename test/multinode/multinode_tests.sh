@@ -40,6 +40,12 @@
 #                                hosts log pipelined calls
 #   xccl.gpu_direct.map_by_node  the same, device pointers straight to UCX:
 #                                ranks on both hosts log direct calls
+#   xccl.gpu_colls_{staged,direct}.map_by_node
+#                                xccl_mpi_gpu_colls (reduce, barrier, the v
+#                                forms, gather, scatter; up to 1 MiB + 5
+#                                elements) the same two ways: passes, and
+#                                ranks on both hosts ran reduce and
+#                                allgatherv calls of 4 ranks with xccl
 #   xccl.3hosts.np5.map_by_node  the same on three hosts behind a bridge,
 #                                5 ranks: uneven (2, 2, 1), non-contiguous
 #                                (XCCLMN_TEST_3HOSTS=0: not run)
@@ -362,10 +368,13 @@ done
 #    test/gpu/fake_ucx_cuda.c, preloaded, plays a UCX that can, and the
 #    fake's device memory is host-addressable): the two-level schedules
 #    run on the device buffers with their copies and reductions on the
-#    fake's streams; ranks on both hosts must log direct calls.  Skipped
-#    (said) when the fake, the UCX stand-in or the test program is not
-#    built.
+#    fake's streams; ranks on both hosts must log direct calls.  Each way
+#    then runs xccl_mpi_gpu_colls, whose largest class (1 MiB + 5 elements)
+#    takes reduce and allgatherv onto xccl's two-level schedules on device
+#    buffers; the smaller calls go to the fallback on host copies.  Skipped
+#    (said) when the fake, the UCX stand-in or a test program is not built.
 gpuprog=$builddir/xccl_mpi_gpu fakedir=$builddir/test/gpu/fake
+collsprog=$builddir/xccl_mpi_gpu_colls
 fake_ucx=$builddir/.libs/libxccl_fake_ucx_cuda.so
 for mode in staged direct; do
     name=xccl.gpu_$mode.map_by_node
@@ -396,6 +405,28 @@ for mode in staged direct; do
             n=$(per_rank_output "$name" "$r" | grep -c "$want" || true)
             [[ $n -gt 0 ]] || { echo "$name: rank $r logged no '$want' call"; exit 1; }
             echo "$name: rank $r: $n '$want' calls"
+        done
+    } 2>&1) || ok=1
+    finish "$name" "$ok" "$problems"
+    name=xccl.gpu_colls_$mode.map_by_node
+    if [[ ! -x $collsprog ]]; then
+        echo "== $name: SKIP (no $collsprog)"
+        continue
+    fi
+    run_job "$name" 4 --map-by node \
+        --mca coll xccl,tuned,basic,libnbc,self --mca op ^avx \
+        --mca coll_xccl_verbose 1 "${mode_args[@]}" \
+        -x "LD_LIBRARY_PATH=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$collsprog" -q -n 1048640
+    ok=0
+    problems=$({
+        check_exit_result "$name" &&
+        for r in 0 1; do
+            lines=$(per_rank_output "$name" "$r")
+            for coll in reduce allgatherv; do
+                grep -qE "^xccl: $coll .* algo=[^ ]+ size=4 " <<<"$lines" ||
+                    { echo "$name: rank $r ran no $coll call of 4 ranks with xccl"; exit 1; }
+            done
         done
     } 2>&1) || ok=1
     finish "$name" "$ok" "$problems"
