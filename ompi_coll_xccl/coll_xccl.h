@@ -276,6 +276,11 @@ typedef struct {
     mca_coll_xccl_prev_t prev;
     unsigned prev_two_level;         /* bit c: the blocking fallback of collective c is
                                       * Open MPI's han (two levels of its own) */
+    unsigned prev_two_level_nb;      /* bit c: so is its nonblocking fallback */
+    int nodes_settled;               /* a blocking call of every member's sequence
+                                      * finished the set-up before its decision
+                                      * (coll_xccl_decide.c, settle_nodes): later
+                                      * nonblocking calls may read the layout too */
     mca_coll_xccl_prev_init_t prev_init;
 } mca_coll_xccl_module_t;
 

@@ -27,16 +27,21 @@ static inline int fallback_wrong(const mca_coll_xccl_call_t *c)
            (XCCL_COLL_ALLTOALLV == c->coll && c->in_place);
 }
 
-/* A blocking call that xccl carries across nodes at its size
- * (xccl_select_across_nodes) on a communicator that is not one node of
- * this job (m->level_local: alike on every rank), before its set-up: the
- * set-up then runs first (settle_nodes), so that every rank reads the same
- * layout. */
+/* A call that xccl carries across nodes at its size
+ * (xccl_select_across_nodes, against its own fallback: blocking or
+ * nonblocking) on a communicator that is not one node of this job
+ * (m->level_local: alike on every rank).  A blocking one before its
+ * set-up: the set-up then runs first (settle_nodes), so that every rank
+ * reads the same layout.  A nonblocking one cannot wait for it: it is a
+ * candidate once a blocking call has settled it (m->nodes_settled, set at
+ * the same point of every member's sequence of calls), else the fallback
+ * runs it. */
 static inline int across_nodes_candidate(const mca_coll_xccl_call_t *c)
 {
     const mca_coll_xccl_module_t *m = c->m;
-    return NULL == c->request && !m->level_local &&
-           xccl_select_across_nodes(c->coll, c->bytes, m->prev_two_level >> c->coll & 1u);
+    const unsigned two_level = NULL == c->request ? m->prev_two_level : m->prev_two_level_nb;
+    return !m->level_local && (NULL == c->request || m->nodes_settled) &&
+           xccl_select_across_nodes(c->coll, c->bytes, two_level >> c->coll & 1u);
 }
 
 /* ... and the layout has several nodes, one of them with more ranks than
@@ -75,7 +80,8 @@ static inline int across_nodes(const mca_coll_xccl_call_t *c)
  * takes (the vote settled first: settle_small); alltoallv, gatherv and
  * scatterv stay whatever their sizes.  Across nodes, allgatherv and
  * reduce stay from the sizes where their two-level schedules are faster
- * than the fallback's (across_nodes).  Figures: docs/bench/latency-path.md,
+ * than the fallback's (across_nodes; nonblocking calls once a blocking
+ * one has settled the set-up).  Figures: docs/bench/latency-path.md,
  * docs/bench/more-collectives.md, docs/bench/two-node.md. */
 static inline const char *decide(const mca_coll_xccl_call_t *c, const char *why)
 {
@@ -176,11 +182,13 @@ int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_p
 
 /* Before decide reads the layout for a blocking call that may run across
  * nodes: the set-up is over (it runs here if it has not: the same call on
- * every rank, which all make it). */
+ * every rank, which all make it), for this call and the nonblocking ones
+ * after it. */
 static inline void settle_nodes(mca_coll_xccl_call_t *c, const char *why)
 {
-    if (xccl_select_why_slower == why && across_nodes_candidate(c)) {
+    if (xccl_select_why_slower == why && NULL == c->request && across_nodes_candidate(c)) {
         (void) mca_coll_xccl_setup(c->m, 1);
+        c->m->nodes_settled = 1;
     }
 }
 

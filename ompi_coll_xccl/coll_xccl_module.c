@@ -152,9 +152,12 @@ static int xccl_module_enable(mca_coll_base_module_t *module, struct ompi_commun
         why = "no fallback module for " #name;                            \
     } else {                                                              \
         OBJ_RETAIN(m->prev.name##_module);                                \
-        m->prev_two_level |= (nb ? 0u : two_level(m->prev.name##_module)) << (coll); \
+        *((nb) ? &m->prev_two_level_nb : &m->prev_two_level) |=           \
+            two_level(m->prev.name##_module) << (coll);                   \
     }
     m->prev_two_level = 0;
+    m->prev_two_level_nb = 0;
+    m->nodes_settled = 0;
     MCA_COLL_XCCL_ENTRIES(SAVE_PREV)
 #undef SAVE_PREV
 #define SAVE_PREV_INIT(name)                                                  \

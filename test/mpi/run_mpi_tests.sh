@@ -833,22 +833,29 @@ done
 # Across nodes (two nodes of two ranks, coll_xccl_node_layout): xccl keeps
 # the blocking allgatherv calls from 256 KiB received and the blocking
 # reduce calls from 1 MiB (xccl_select_across_nodes, tuned the fallback)
-# on the communicators of both nodes, and hands every other allgatherv and
-# reduce to the fallback ("not_faster").
+# on the communicators of both nodes, the nonblocking ones of those sizes
+# too once such a blocking call has run on the communicator (it settles
+# the set-up), and hands every other allgatherv and reduce to the
+# fallback ("not_faster").
 # check_across_nodes <name> <np>: one line per rank that breaks this.
 check_across_nodes() {
     local name=$1 np=$2 r bad=0
     for ((r = 0; r < np; r++)); do
         per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" -v np="$np" '
-            $1 != "xccl:" || ($2 != "allgatherv" && $2 != "reduce") { next }
-            { b = $5; sub(/^bytes=/, "", b) }
-            $7 == "size=" np && b + 0 >= ($2 == "reduce" ? 1048576 : 262144) {
+            $1 != "xccl:" { next }
+            { c = $2; nb = c ~ /^i/; if (nb) c = substr(c, 2) }
+            c != "allgatherv" && c != "reduce" { next }
+            { b = $5; sub(/^bytes=/, "", b)
+              big = $7 == "size=" np && b + 0 >= (c == "reduce" ? 1048576 : 262144) }
+            big && !nb { settled[$3] = 1 }
+            big && (!nb || settled[$3]) {
                 if ($6 ~ /^algo=/) kept[$2]++; else { wrong = $0; exit } next }
             $6 ~ /^algo=/ { wrong = $0; exit }
             END {
                 if (wrong != "") { print name ": rank " rank ": " wrong; exit 1 }
-                if (!kept["allgatherv"] || !kept["reduce"]) {
-                    print name ": rank " rank ": no large allgatherv or reduce on " np " ranks ran xccl"; exit 1 }
+                if (!kept["allgatherv"] || !kept["reduce"] || !kept["iallgatherv"] || !kept["ireduce"]) {
+                    print name ": rank " rank ": no large allgatherv, reduce, iallgatherv or ireduce on " \
+                        np " ranks ran xccl"; exit 1 }
             }' || bad=1
     done
     return "$bad"
