@@ -221,6 +221,8 @@ static void usage(FILE *f)
         "             xccl's result is there when the call returns)\n"
         "  -i         the xccl column nonblocking: MPI_I<collective>, then MPI_Wait (the\n"
         "             stock or staged column stays blocking)\n"
+        "  -I         both columns nonblocking: the stock column's MPI_I<collective> is the\n"
+        "             fallback's nonblocking form (libnbc's under tuned)\n"
         "  -P         also persistent requests (MPI_<Coll>_init, or MPIX_ on Open MPI 4.1;\n"
         "             init once per size, MPI_Start + MPI_Wait per call), xccl and stock:\n"
         "             columns pxccl, pstock, px/x, ps/px, pcheck after check; exit 2 where\n"
@@ -295,7 +297,7 @@ static bool parse_colls(const char *list, opts_t *o)
     return o->ncolls > 0;
 }
 
-#define OPTSTRING "c:b:e:f:r:n:w:kgpiPSqth"
+#define OPTSTRING "c:b:e:f:r:n:w:kgpiIPSqth"
 
 /* Is -g on the command line?  Looked at before MPI_Init (the context must
  * exist by then), silently; parse_args reports any error later. */
@@ -337,6 +339,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int rank)
         case 'g': o->gpu = true; break;
         case 'p': o->pinned = true; break;
         case 'i': o->nonblocking = true; break;
+        case 'I': o->nonblocking = o->nonblocking_all = true; break;
         case 'P': o->persistent = true; break;
         case 'S': o->staged_sync = true; break;
         case 'q': o->quiet = true; break;

@@ -119,12 +119,12 @@ static void icall_coll_on(bench_t *B, int coll, size_t count, int root, void *sb
 
 /* One call of COLL on SBUF/RBUF (host or device); errors abort (the
  * default MPI_ERRORS_ARE_FATAL handler).  xccl's own calls nonblocking
- * with -i (xccl_on: the xccl column). */
+ * with -i (xccl_on: the xccl column), every call with -I. */
 void call_coll_on(bench_t *B, int coll, size_t count, int root, void *sbuf, void *rbuf)
 {
     const int n = (int)count, blk = (int)(count / (size_t)B->size);
     MPI_Comm w = MPI_COMM_WORLD;
-    if (B->o->nonblocking && B->xccl_on) {
+    if (B->o->nonblocking && (B->xccl_on || B->o->nonblocking_all)) {
         icall_coll_on(B, coll, count, root, sbuf, rbuf);
         return;
     }

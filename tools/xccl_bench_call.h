@@ -71,6 +71,7 @@ typedef struct {
     bool gpu;                  /* -g: device buffers, xccl vs staged */
     bool pinned;               /* -p: staged through cuMemHostAlloc memory */
     bool nonblocking;          /* -i: xccl's calls as MPI_I<collective> + MPI_Wait */
+    bool nonblocking_all;      /* -I: the stock column's calls too */
     bool staged_sync;          /* -S: with -g, the staged call waits for its upload */
     bool persistent;           /* -P: also persistent requests, xccl and stock */
 } opts_t;

@@ -85,7 +85,9 @@ void print_header(const bench_t *B, const char *libver, double memcpy_gbs,
                colls[C_ALLREDUCE].cvar);
     else
         printf("# xccl on/off per call: MPI_T cvars coll_xccl_<collective>_enable = 1/0\n");
-    if (o->nonblocking)
+    if (o->nonblocking_all)
+        printf("# both columns: nonblocking calls, MPI_I<collective> then MPI_Wait (-I)\n");
+    else if (o->nonblocking)
         printf("# xccl column: nonblocking calls, MPI_I<collective> then MPI_Wait (-i)\n");
     if (o->persistent)
         printf("# -P: also persistent requests (init once per size, MPI_Start + MPI_Wait per\n"
