@@ -427,6 +427,63 @@ static int scv_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
     return shm_flat(s, a) ? xccl_build_scatterv_shm(s, a->vec, a->vec + s->size, a->root, a->in_place)
                           : XCCL_NOT_APPLICABLE;
 }
+/* Their peer-access forms (CUDA IPC): mapped peers on one node only, as
+ * "leader" above (the root writes peers' RECV, the reduce reads their
+ * inputs in place); "mesh" and "leader" differ only in allgatherv. */
+static int rd_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_reduce_mesh(s, a->count, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int rd_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_reduce_leader(s, a->count, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int agv_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_allgatherv_mesh(s, a->vec, a->vec + s->size, a->in_place)
+                        : XCCL_NOT_APPLICABLE;
+}
+static int agv_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_allgatherv_leader(s, a->vec, a->vec + s->size, a->in_place)
+                        : XCCL_NOT_APPLICABLE;
+}
+static int ga_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_gather_mesh(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int ga_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_gather_leader(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int gav_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_gatherv_mesh(s, a->vec, a->vec + s->size, a->root, a->in_place)
+                        : XCCL_NOT_APPLICABLE;
+}
+static int gav_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_gatherv_leader(s, a->vec, a->vec + s->size, a->root, a->in_place)
+                        : XCCL_NOT_APPLICABLE;
+}
+static int sc_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_scatter_mesh(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int sc_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_scatter_leader(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+}
+static int scv_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_scatterv_mesh(s, a->vec, a->vec + s->size, a->root, a->in_place)
+                        : XCCL_NOT_APPLICABLE;
+}
+static int scv_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    return leader_ok(a) ? xccl_build_scatterv_leader(s, a->vec, a->vec + s->size, a->root, a->in_place)
+                        : XCCL_NOT_APPLICABLE;
+}
 
 /* The first algorithm of each collective is its measured default (auto
  * keeps it unless another is predicted clearly faster). */
@@ -460,16 +517,19 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
         { "hier_sag", bc_hier_sag }, { "mesh", bc_mesh }, { "shm", bc_shm }, { "leader", bc_leader },
         { "nhr", bc_nhr }, { "nb", bc_nb } },
     [XCCL_COLL_REDUCE] = { { "binomial", rd_binomial }, { "rabenseifner", rd_rab }, { "chain", rd_chain },
-        { "hier", rd_hier }, { "pipeline", rd_pipe }, { "shm", rd_shm } },
+        { "hier", rd_hier }, { "pipeline", rd_pipe }, { "shm", rd_shm }, { "mesh", rd_mesh },
+        { "leader", rd_leader } },
     [XCCL_COLL_BARRIER] = { { "dissemination", bar_dissem }, { "shm", bar_shm } },
     [XCCL_COLL_ALLGATHERV] = { { "ring", agv_ring }, { "direct", agv_direct }, { "bruck", agv_bruck },
         { "hier", agv_hier }, { "hier_bruck", agv_hier_bruck },
-        { "shm", agv_shm } },
+        { "shm", agv_shm }, { "mesh", agv_mesh }, { "leader", agv_leader } },
     [XCCL_COLL_ALLTOALLV] = { { "pairwise", a2av_pw }, { "direct", a2av_direct }, { "shm", a2av_shm } },
-    [XCCL_COLL_GATHER] = { { "binomial", ga_binomial }, { "linear", ga_linear }, { "shm", ga_shm } },
-    [XCCL_COLL_GATHERV] = { { "linear", gav_linear }, { "shm", gav_shm } },
-    [XCCL_COLL_SCATTER] = { { "binomial", sc_binomial }, { "linear", sc_linear }, { "shm", sc_shm } },
-    [XCCL_COLL_SCATTERV] = { { "linear", scv_linear }, { "shm", scv_shm } },
+    [XCCL_COLL_GATHER] = { { "binomial", ga_binomial }, { "linear", ga_linear }, { "shm", ga_shm },
+        { "mesh", ga_mesh }, { "leader", ga_leader } },
+    [XCCL_COLL_GATHERV] = { { "linear", gav_linear }, { "shm", gav_shm }, { "mesh", gav_mesh }, { "leader", gav_leader } },
+    [XCCL_COLL_SCATTER] = { { "binomial", sc_binomial }, { "linear", sc_linear }, { "shm", sc_shm },
+        { "mesh", sc_mesh }, { "leader", sc_leader } },
+    [XCCL_COLL_SCATTERV] = { { "linear", scv_linear }, { "shm", scv_shm }, { "mesh", scv_mesh }, { "leader", scv_leader } },
 };
 
 const xccl_algo_t *xccl_coll_algos(xccl_coll_t c, int *n)

@@ -32,6 +32,18 @@ static inline void mesh_barrier(xccl_sched_t *s, uint32_t val)
     }
 }
 
+/* The rooted peer-access schedules (reduce, gather(v), scatter(v): the
+ * root reads or writes every rank's buffer itself, in both forms, "mesh"
+ * and "leader"): a rank other than the root that has a block posts flag 1
+ * (its input is there, its RECV may be written) and waits for the root's
+ * flag 2 (the root is done with its buffers) before it leaves. */
+static inline void mesh_lend(xccl_sched_t *s, int root)
+{
+    xccl_sched_post(s, 1);
+    xccl_sched_step(s);
+    xccl_sched_wait(s, root, 2);
+}
+
 /* Bytes of a piece for mesh_reduce_copied: `piece` rounded down to whole
  * elements of es bytes, at least one, at most max(n, 1) elements. */
 static inline size_t mesh_piece_bytes(size_t piece, size_t es, size_t n)

@@ -315,6 +315,33 @@ int xccl_build_scatterv_shm(xccl_sched_t *s, const size_t *bytes, const size_t *
 int xccl_build_alltoallv_shm(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
                              const size_t *rbytes, const size_t *rdispls, xccl_pair_bytes_fn pair,
                              const void *pair_ctx);
+/* Peer access with mapped buffers (XCCL_PEER_MAPPED), as the CUDA IPC
+ * forms of these collectives run: "mesh" (ranks on several GPUs) and
+ * "leader" (ranks on one GPU).  reduce, gather(v), scatter(v): the root
+ * reads or writes every rank's buffers itself in both forms (the same
+ * schedule under either name): the others post flag 1 (input there, RECV
+ * free) and wait for the root's flag 2; a rank without a block (the v
+ * forms) has nothing to do.  reduce folds in rank order 0..p-1 (the same
+ * bits as any rank-order reduction; in place at a root > 0 through
+ * SCRATCH, count elements).  allgatherv: "mesh" every rank copies each
+ * peer's SEND into its RECV between two barriers of all ranks; "leader"
+ * rank 0 fills every RECV. */
+int xccl_build_reduce_mesh(xccl_sched_t *s, size_t count, int root, int in_place);
+int xccl_build_reduce_leader(xccl_sched_t *s, size_t count, int root, int in_place);
+int xccl_build_gather_mesh(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_gather_leader(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_gatherv_mesh(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                            int in_place);
+int xccl_build_gatherv_leader(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                              int in_place);
+int xccl_build_scatter_mesh(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_scatter_leader(xccl_sched_t *s, size_t block, int root, int in_place);
+int xccl_build_scatterv_mesh(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                             int in_place);
+int xccl_build_scatterv_leader(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int root,
+                               int in_place);
+int xccl_build_allgatherv_mesh(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+int xccl_build_allgatherv_leader(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
 
 #ifdef __cplusplus
 }
