@@ -64,12 +64,18 @@ static int ipc_wanted(const mca_coll_xccl_call_t *c)
 {
     const size_t min = mca_coll_xccl_component.gpu_ipc_bytes;
     const struct mca_coll_xccl_ipc *ipc = c->m->ipc;
-    /* Not in place for alltoall and reduce_scatter.  A nonblocking call
-     * cannot set the slots up (that waits for the other ranks): it is
-     * wanted where a blocking call did (the same calls came before it on
-     * every rank, so every rank sees the same ipc->up). */
-    return min > 0 && xccl_coll_peer(c->coll) && c->bytes >= min && c->m->size >= 2 && !c->ipc_said &&
-           !(c->in_place && XCCL_COLL_ALLREDUCE != c->coll && XCCL_COLL_ALLGATHER != c->coll) &&
+    /* From what every rank shares only: not in place for alltoall and
+     * reduce_scatter (every rank's MPI_IN_PLACE or none's; the rooted
+     * collectives' is the root's alone and never decides); gatherv and
+     * scatterv at every size (a rank knows only its own, and the root
+     * the total: xccl_coll_sizes_local).  A nonblocking call cannot set
+     * the slots up (that waits for the other ranks): it is wanted where
+     * a blocking call did (the same calls came before it on every rank,
+     * so every rank sees the same ipc->up). */
+    return min > 0 && xccl_coll_mapped(c->coll) && (c->bytes >= min || xccl_coll_sizes_local(c->coll)) &&
+           c->m->size >= 2 && !c->ipc_said &&
+           !(c->in_place && (XCCL_COLL_ALLTOALL == c->coll || XCCL_COLL_REDUCE_SCATTER == c->coll ||
+                             XCCL_COLL_REDUCE_SCATTER_BLOCK == c->coll)) &&
            (NULL == c->request || (NULL != ipc && ipc->up > 0));
 }
 
@@ -83,7 +89,7 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_ipc *ipc = m->ipc;
-    const int leader = !ipc->one_device ? -1 : XCCL_COLL_BCAST == c->coll ? c->root : 0;
+    const int leader = mca_coll_xccl_gpu_ipc_leader(ipc, c);
     const uint64_t e = ipc->epoch++;
     char *dev[2];
     ipc_buf_t bufs[2];

@@ -195,6 +195,15 @@ static inline void mca_coll_xccl_gpu_ipc_pass_turn(struct mca_coll_xccl_ipc *ipc
     __atomic_store_n(&ipc->turn, ipc->turn + 1, __ATOMIC_RELEASE);
 }
 
+/* The rank that does a call's work in the "leader" form (every rank on
+ * one GPU): the root of bcast and of the rooted collectives, else rank 0;
+ * -1 in the "mesh" form. */
+static inline int mca_coll_xccl_gpu_ipc_leader(const struct mca_coll_xccl_ipc *ipc,
+                                               const mca_coll_xccl_call_t *c)
+{
+    return !ipc->one_device ? -1 : XCCL_COLL_BCAST == c->coll || xccl_coll_rooted(c->coll) ? c->root : 0;
+}
+
 /* ------------------------------------------------------------ a call's driver helpers */
 
 /* The call's first driver error is kept (and logged). */

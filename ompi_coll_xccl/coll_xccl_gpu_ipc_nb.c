@@ -264,13 +264,16 @@ int mca_coll_xccl_gpu_ipc_start(mca_coll_xccl_call_t *c, const xccl_sched_t *s, 
     struct mca_coll_xccl_ipc *ipc = m->ipc;
     ipc_job_t *job = calloc(1, sizeof(*job));
     ompi_request_t *promise = NULL != job ? mca_coll_xccl_promise_new(m) : NULL;
+    /* The job's own copy of reduce_scatter's counts (they may be on the
+     * entry's stack) or of the v forms' vec (the call frees its own when
+     * the entry returns; the host paths read it later) */
+    const size_t *from = NULL != c->args.counts ? c->args.counts : c->args.vec;
+    const size_t nfrom = NULL != c->args.counts ? (size_t) m->size : c->args.nvec;
     size_t *counts = NULL;
-    /* (reduce_scatter's counts may be on the entry's stack) */
-    if (NULL != job && NULL != c->args.counts &&
-        NULL != (counts = malloc((size_t) m->size * sizeof(size_t)))) {
-        memcpy(counts, c->args.counts, (size_t) m->size * sizeof(size_t));
+    if (NULL != job && NULL != from && NULL != (counts = malloc((nfrom ? nfrom : 1) * sizeof(size_t)))) {
+        memcpy(counts, from, nfrom * sizeof(size_t));
     }
-    if (NULL == promise || (NULL != c->args.counts && NULL == counts)) {
+    if (NULL == promise || (NULL != from && NULL == counts)) {
         free(counts);
         free(job);
         if (NULL != promise) {
@@ -284,7 +287,11 @@ int mca_coll_xccl_gpu_ipc_start(mca_coll_xccl_call_t *c, const xccl_sched_t *s, 
      * call's (the schedule's flags, or the host paths' transfers). */
     job->c = *c;
     job->c.counts = counts;
-    job->c.args.counts = counts;
+    if (NULL != c->args.counts) {
+        job->c.args.counts = counts;
+    } else {
+        job->c.args.vec = counts;
+    }
     job->c.seq = m->seq++;
     job->e = ipc->epoch++;
     job->s = s;
@@ -292,7 +299,7 @@ int mca_coll_xccl_gpu_ipc_start(mca_coll_xccl_call_t *c, const xccl_sched_t *s, 
     job->host = host;
     job->promise = promise;
     job->call = (ipc_call_t) { .m = m, .ipc = ipc, .cu = xccl_cu(), .async = 1 };
-    job->in = job_own_part(job, !ipc->one_device ? -1 : XCCL_COLL_BCAST == c->coll ? c->root : 0);
+    job->in = job_own_part(job, mca_coll_xccl_gpu_ipc_leader(ipc, c));
     *c->request = promise;
     OPAL_THREAD_LOCK(&jobs_lock);
     *jobs_tail = job;

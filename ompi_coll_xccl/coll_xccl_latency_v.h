@@ -18,6 +18,7 @@
 
 #include "coll_xccl_call.h"
 #include "coll_xccl_gpu.h"
+#include "coll_xccl_gpu_ipc.h"
 #include "coll_xccl_latency.h"
 #include "coll_xccl_level.h"
 
@@ -148,6 +149,9 @@ static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
           (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) &&
           (!c->reduction || mca_coll_xccl_latency_plan(c)) && mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
         return 0;
+    }
+    if (m->gpu_ipc && !mca_coll_xccl_gpu_ipc_pass(c)) {
+        return 0;                    /* CUDA IPC's agreement cannot be told yet: the whole way */
     }
     *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr);
     if (NULL != c->counts) {         /* (a blocking call's are on the entry's stack) */

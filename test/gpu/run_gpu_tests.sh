@@ -22,7 +22,8 @@
 # configured (every size), and off (0); nonblocking (-N) at np 2, 3, 4
 # and with one rank on host buffers (-M).  xccl_mpi_gpu_colls (reduce,
 # barrier, the v forms, gather, scatter) at np 2 and 4, CUDA IPC from 64
-# KiB, as configured and off, and with xccl's own algorithms forced.
+# KiB, as configured and off, with xccl's own algorithms forced, with the
+# last rank on host buffers, and on two fake devices (the mesh form).
 #
 # usage: run_gpu_tests.sh [<dir-with-xccl_mpi_gpu> [<component-dir>]]
 #   defaults: $XCCL_BUILDDIR (set by make check) and <dir>/component
@@ -541,13 +542,36 @@ done
 # gather, alltoallv, barrier).  np 2 and 4 on one fake device, each with
 # CUDA IPC from 64 KiB, as configured (every size) and off, and "carried":
 # xccl's own algorithms forced (auto hands most of these calls to the
-# fallback, on host copies), staged in pieces of 4 KiB.  Results and leaks
-# as in (1); with CUDA IPC off no call through it, otherwise the step's
-# allreduce at least; carried: each of the sixteen calls ran one of xccl's
-# algorithms, none went to the fallback.
+# fallback, on host copies), staged in pieces of 4 KiB, CUDA IPC off (it
+# would take most of them first).  Results and leaks as in (1); with CUDA
+# IPC off no call through it, otherwise the step's
+# allreduce at least, and with CUDA IPC from 64 KiB and as configured
+# reduce, gather, gatherv, scatter, scatterv and allgatherv, blocking and
+# nonblocking, through CUDA IPC on every rank (their leader form: one
+# device); carried: each of the sixteen calls ran one of xccl's
+# algorithms, none went to the fallback; mixed (-M: the last rank on host
+# buffers, as configured): results and leaks, and no call through CUDA IPC
+# (on one device a rank on host buffers can take part in none); mesh (two
+# fake devices, as configured): the mesh form with interprocess events,
+# checked as the configured run.
 colls_prog=$bindir/xccl_mpi_gpu_colls
 [[ -x $colls_prog ]] || { echo "$0: no $colls_prog (make check builds it)" >&2; exit 2; }
 colls_names=(reduce barrier allgatherv alltoallv gather gatherv scatter scatterv)
+colls_ipc=(reduce gather gatherv scatter scatterv allgatherv)
+# check_colls_ipc <name> <np>: every rank ran each of colls_ipc, blocking
+# and nonblocking, through CUDA IPC at least once.
+check_colls_ipc() {
+    local name=$1 np=$2 coll f r
+    for coll in "${colls_ipc[@]}"; do
+        for f in "$coll" "i$coll"; do
+            for ((r = 0; r < np; r++)); do
+                grep -qE "^xccl: $f comm=[0-9]+ rank=$r bytes=[0-9]+ algo=(leader|mesh) .* via=cuda_ipc" \
+                    "$logdir/$name.log" ||
+                    { echo "$name: rank $r: no $f call through cuda ipc"; return 1; }
+            done
+        done
+    done
+}
 # check_carried <name>: every blocking and nonblocking form has algo=
 # lines and none has fallback= lines.
 check_carried() {
@@ -563,7 +587,7 @@ check_carried() {
     done
 }
 for np in 2 4; do
-    for config in ipc default off carried; do
+    for config in ipc default off carried mixed mesh; do
         name=fake.colls.np$np.$config
         saved_extra=("${extra_args[@]}")
         extra_args+=(--mca coll_xccl_verbose 1)
@@ -575,25 +599,31 @@ for np in 2 4; do
                 --mca coll_xccl_allgatherv_algorithm ring --mca coll_xccl_alltoallv_algorithm pairwise
                 --mca coll_xccl_gather_algorithm binomial --mca coll_xccl_gatherv_algorithm linear
                 --mca coll_xccl_scatter_algorithm binomial --mca coll_xccl_scatterv_algorithm linear
-                --mca coll_xccl_gpu_chunk_bytes 4096)
+                --mca coll_xccl_gpu_chunk_bytes 4096 --mca coll_xccl_gpu_ipc_bytes 0)
             ;;
         esac
         PROG=$colls_prog
         PROG_ARGS=()
-        run "$name" "$np" "$fake_ldp" FAKE_CUDA_STATS=1 --
+        [[ $config != mixed ]] || PROG_ARGS=(-M)
+        devices=1
+        [[ $config != mesh ]] || devices=2
+        run "$name" "$np" "$fake_ldp" FAKE_CUDA_STATS=1 FAKE_CUDA_DEVICES=$devices --
+        PROG_ARGS=()
         PROG=
         extra_args=("${saved_extra[@]}")
         ok=0
         problems=$({
             check_result "$name" && check_leaks "$name" "$np" &&
             n=$(grep -cE '^xccl: .* via=cuda_ipc' "$logdir/$name.log" || true) &&
-            if [[ $config == off ]]; then
+            if [[ $config == off || $config == carried || $config == mixed ]]; then
                 [[ $n -eq 0 ]] ||
-                    { echo "$name: $n calls through cuda ipc with coll_xccl_gpu_ipc_bytes 0"; false; }
+                    { echo "$name: $n calls through cuda ipc ($config)"; false; }
             else
                 [[ $n -gt 0 ]] || { echo "$name: no call through cuda ipc"; false; }
             fi &&
             { [[ $config != carried ]] || check_carried "$name"; } &&
+            { [[ $config != ipc && $config != default && $config != mesh ]] ||
+                check_colls_ipc "$name" "$np"; } &&
             echo "$name: $(grep -E '^RESULT: ' "$logdir/$name.log" | tail -n 1)," \
                 "$n calls through cuda ipc, ${run_s} s"
         } 2>&1) || ok=1

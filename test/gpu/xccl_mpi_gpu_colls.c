@@ -54,6 +54,8 @@
  *          -H, --host  host buffers (malloc) instead of device buffers,
  *                  nothing else changes: checks the test itself against
  *                  stock Open MPI
+ *          -M      the last rank on host buffers (malloc), the others on
+ *                  device buffers (no call can run through CUDA IPC)
  *          -n N    largest size per rank in bytes (larger classes skipped)
  *          -i N    iterations per case (default 2)
  *          -c LIST only these, comma-separated: collective names, "mix",
@@ -102,7 +104,7 @@
 #define MAX_FAIL_LINES 3
 #define CTL_TAG_TIME 31338
 
-static int my_rank, nprocs, quiet, host_mode, iters = 2;
+static int my_rank, nprocs, quiet, host_mode, mixed, iters = 2;
 static unsigned selected = ~0u;   /* bit i: coll_names[i]; MIX_BIT, STEP_BIT */
 static size_t max_bytes = 2u << 20;
 static CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
@@ -975,7 +977,7 @@ static void run_all(void)
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s [-q] [-H|--host] [-n max_bytes_per_rank] [-i iterations] [-c list]\n",
+            "usage: %s [-q] [-H|--host] [-M] [-n max_bytes_per_rank] [-i iterations] [-c list]\n",
             prog);
 }
 
@@ -984,10 +986,11 @@ int main(int argc, char **argv)
     static const struct option longopts[] = { { "host", no_argument, NULL, 'H' },
                                               { NULL, 0, NULL, 0 } };
     int opt;
-    while ((opt = getopt_long(argc, argv, "qHn:i:c:", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "qHMn:i:c:", longopts, NULL)) != -1) {
         switch (opt) {
         case 'q': quiet = 1; break;
         case 'H': host_mode = 1; break;
+        case 'M': mixed = 1; break;
         case 'n': max_bytes = strtoull(optarg, NULL, 0); break;
         case 'i': iters = atoi(optarg); break;
         case 'c': selected = parse_selection(optarg); break;
@@ -1015,9 +1018,13 @@ int main(int argc, char **argv)
         test_cuda_release();
         return 77;
     }
+    if (mixed && my_rank == nprocs - 1) {
+        host_mode = 1;               /* its driver loaded and its context current all the same */
+    }
     if (0 == my_rank && !quiet) {
         printf("xccl_mpi_gpu_colls: %d ranks, %s buffers, max %zu bytes per rank, %d iterations\n",
-               nprocs, host_mode ? "host (--host)" : "device", max_bytes, iters);
+               nprocs, mixed ? "device and (last rank) host" : host_mode ? "host (--host)" : "device",
+               max_bytes, iters);
     }
     double t0 = MPI_Wtime();
     run_all();
