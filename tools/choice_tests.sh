@@ -13,7 +13,9 @@
 #     at 8 B recursive doubling (latency), as the textbook costs say;
 #   - reduce, barrier, the v forms, gather and scatter at 65536 ranks
 #     (nodes of 8 but barrier): every algorithm predicted but shm (only
-#     with the level on one node: n/a);
+#     with the level on one node: n/a) and, where they have them, mesh
+#     and leader (only with mapped peers on one node: n/a); with -P mapped
+#     on one node, gatherv's and reduce's mesh and leader predicted;
 #   - xccl_info on the DGX-like fixture prints a row for every collective.
 set -uo pipefail
 b=${XCCL_BUILDDIR:?}
@@ -83,12 +85,25 @@ out=$("$b/xccl_info" -n 64 --layout block:8 --sizes 16M --net fattree:2:4,nics=1
 check "xccl_info --net: the fat tree prices rabenseifner past 100 ms at 16 MiB" "$out" '$1 == 16777216 && $4 > 100000'
 out=$("$b/xccl_info" -n 8 --net torus:1x1 --layout block:1 2>&1); [[ $? -eq 2 && $out == *"no room"* ]] || { echo "FAIL: xccl_info --net torus:1x1 on 8 nodes not refused: $out"; fail=1; }
 # the further collectives at 65536 ranks on nodes of 8: every algorithm
-# predicted (the two-level ones of reduce and allgatherv too) but shm, the
-# last one, which runs only with the level on one node (n/a)
+# predicted (the two-level ones of reduce and allgatherv too) but shm,
+# which runs only with the level on one node, and mesh and leader (the
+# CUDA IPC forms, after it; all but alltoallv), which need mapped peers on
+# one node (n/a)
 for c in reduce allgatherv alltoallv gather gatherv scatter scatterv; do
     out=$("$b/xccl_simulate" -c $c -n 65536 -l block:8 -s 1M) || fail=1
-    check "$c, 65536 ranks: every algorithm but shm predicted" "$out" \
-        '$1 == 1048576 && $2 > 0 && $(NF - 2) == "n/a" && gsub(/n\/a/, "&") == 1'
+    if [[ $c == alltoallv ]]; then
+        check "$c, 65536 ranks: every algorithm but shm predicted" "$out" \
+            '$1 == 1048576 && $2 > 0 && $(NF - 2) == "n/a" && gsub(/n\/a/, "&") == 1'
+    else
+        check "$c, 65536 ranks: every algorithm but shm, mesh and leader predicted" "$out" \
+            '$1 == 1048576 && $2 > 0 && $(NF - 4) == "n/a" && $(NF - 3) == "n/a" && $(NF - 2) == "n/a" &&
+             gsub(/n\/a/, "&") == 3'
+    fi
+done
+for c in gatherv reduce; do
+    out=$("$b/xccl_simulate" -c $c -n 8 -P mapped -s 1M) || fail=1
+    check "$c, one node, mapped peers: mesh and leader predicted" "$out" \
+        '$1 == 1048576 && $(NF - 3) + 0 > 0 && $(NF - 2) + 0 > 0'
 done
 out=$("$b/xccl_simulate" -c barrier -n 65536 -s 8) || fail=1
 check "barrier, 65536 ranks: dissemination predicted, shm n/a" "$out" '$1 == 8 && $2 > 0 && $3 == "n/a"'
