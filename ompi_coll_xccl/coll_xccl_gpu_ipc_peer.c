@@ -215,6 +215,19 @@ static int in_call_ctx(ipc_call_t *call, const void *p, const xccl_mem_info_t *m
     return 1;
 }
 
+/* Whether the GPU reduces c's type and op on these buffers (aligned for
+ * its kernel); sets call's type and op. */
+static int reduction_on_device(const mca_coll_xccl_call_t *c, ipc_call_t *call, char *const dev[2])
+{
+    if (NULL == c->red.kernel ||
+        !xccl_gpu_reduce_supported((xccl_dtype_t) c->red.xdt, (xccl_op_t) c->red.xop)) {
+        return 0;
+    }
+    call->dt = (xccl_dtype_t) c->red.xdt;
+    call->op = (xccl_op_t) c->red.xop;
+    return 0 == (((uintptr_t) dev[0] | (uintptr_t) dev[1]) & (xccl_gpu_reduce_align(call->dt) - 1));
+}
+
 /* own_part of the further collectives (reduce, allgatherv, gather(v),
  * scatter(v); algos/xccl_build.h): the buffers this rank's schedule
  * touches (its own block's; at the root every block's side), each device
@@ -266,13 +279,7 @@ static int further_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_buf
         return 0;
     }
     if (c->reduction) {
-        if (NULL == c->red.kernel || !xccl_gpu_reduce_supported((xccl_dtype_t) c->red.xdt,
-                                                                (xccl_op_t) c->red.xop)) {
-            return 0;
-        }
-        call->dt = (xccl_dtype_t) c->red.xdt;
-        call->op = (xccl_op_t) c->red.xop;
-        if (((uintptr_t) dev[0] | (uintptr_t) dev[1]) & (xccl_gpu_reduce_align(call->dt) - 1)) {
+        if (!reduction_on_device(c, call, dev)) {
             return 0;
         }
     } else if ((need_s && !mca_coll_xccl_is_contiguous(c->sdtype, c->sn)) ||
@@ -343,13 +350,7 @@ int mca_coll_xccl_gpu_ipc_own_part(const mca_coll_xccl_call_t *c, ipc_call_t *ca
         return 0;
     }
     if (c->reduction) {
-        if (NULL == c->red.kernel || !xccl_gpu_reduce_supported((xccl_dtype_t) c->red.xdt,
-                                                                (xccl_op_t) c->red.xop)) {
-            return 0;
-        }
-        call->dt = (xccl_dtype_t) c->red.xdt;
-        call->op = (xccl_op_t) c->red.xop;
-        if (((uintptr_t) dev[0] | (uintptr_t) dev[1]) & (xccl_gpu_reduce_align(call->dt) - 1)) {
+        if (!reduction_on_device(c, call, dev)) {
             return 0;
         }
     } else if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn) ||
