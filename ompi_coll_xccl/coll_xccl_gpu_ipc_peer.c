@@ -215,6 +215,23 @@ static int in_call_ctx(ipc_call_t *call, const void *p, const xccl_mem_info_t *m
     return 1;
 }
 
+/* The reduction kernels load into the call's context (once), or this
+ * rank is out (said at verbose 2). */
+static int kernels_loaded(const mca_coll_xccl_call_t *c, const ipc_call_t *call)
+{
+    const char *why = NULL;
+    int ok = 0 == mca_coll_xccl_gpu_push(call->ctx);
+    if (ok) {
+        ok = 0 == xccl_gpu_kernels_load(&why);
+        mca_coll_xccl_gpu_pop();
+    }
+    if (!ok) {
+        mca_coll_xccl_log(2, "%s comm=%u rank=%d: no cuda ipc reduction: %s", xccl_coll_name(c->coll),
+                          c->m->cid, c->m->world_rank, why ? why : "cuCtxPushCurrent failed");
+    }
+    return ok;
+}
+
 /* Whether the GPU reduces c's type and op on these buffers (aligned for
  * its kernel); sets call's type and op. */
 static int reduction_on_device(const mca_coll_xccl_call_t *c, ipc_call_t *call, char *const dev[2])
@@ -303,20 +320,8 @@ static int further_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_buf
         (lend_r && !export_buf(call, out, r, XCCL_BUF_RECV, mem_r))) {
         return 0;
     }
-    if (c->reduction && me == root) {
-        /* The kernels load into this context (once), or this rank is out. */
-        const char *why = NULL;
-        int ok = 0 == mca_coll_xccl_gpu_push(call->ctx);
-        if (ok) {
-            ok = 0 == xccl_gpu_kernels_load(&why);
-            mca_coll_xccl_gpu_pop();
-        }
-        if (!ok) {
-            mca_coll_xccl_log(2, "%s comm=%u rank=%d: no cuda ipc reduction: %s",
-                              xccl_coll_name(c->coll), c->m->cid, c->m->world_rank,
-                              why ? why : "cuCtxPushCurrent failed");
-            return 0;
-        }
+    if (c->reduction && me == root && !kernels_loaded(c, call)) {
+        return 0;
     }
     return 1;
 }
@@ -387,18 +392,7 @@ int mca_coll_xccl_gpu_ipc_own_part(const mca_coll_xccl_call_t *c, ipc_call_t *ca
         ok = export_buf(call, out, r, XCCL_BUF_RECV, mem_r);
     }
     if (ok && c->reduction && (leader < 0 || me == leader)) {
-        /* The kernels load into this context (once), or this rank is out. */
-        const char *why = NULL;
-        ok = 0 == mca_coll_xccl_gpu_push(call->ctx);
-        if (ok) {
-            ok = 0 == xccl_gpu_kernels_load(&why);
-            mca_coll_xccl_gpu_pop();
-        }
-        if (!ok) {
-            mca_coll_xccl_log(2, "%s comm=%u rank=%d: no cuda ipc reduction: %s",
-                              xccl_coll_name(c->coll), c->m->cid, c->m->world_rank,
-                              why ? why : "cuCtxPushCurrent failed");
-        }
+        ok = kernels_loaded(c, call);
     }
     return ok;
 }
