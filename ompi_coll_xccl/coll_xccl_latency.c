@@ -72,7 +72,7 @@
  * call's payload the line holds, 0 while the root rewrites it: a reader
  * takes the payload only where tag reads f before and after it (a
  * seqlock), else the copy in the small area, which the ring protects. */
-#define LAT_INLINE 48
+#define LAT_INLINE XCCL_LATENCY_INLINE
 /* A bcast of more than LAT_PIECE bytes goes in pieces of LAT_PIECE (the
  * last shorter), each posted with a number of its own: the readers copy
  * piece k out while the root copies piece k + 1 in, instead of waiting for
@@ -580,6 +580,14 @@ int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f)
 void mca_coll_xccl_latency_post(mca_coll_xccl_latency_t *st)
 {
     atomic_store_explicit(&((lat_line_t *) st->m->level->line[st->me])->seq, st->f, memory_order_release);
+}
+void mca_coll_xccl_latency_inline_put(mca_coll_xccl_latency_t *st, const void *src, size_t len)
+{
+    lat_inline_put(st->m->level->line[st->me], src, len, st->f);
+}
+int mca_coll_xccl_latency_inline_get(mca_coll_xccl_latency_t *st, int s, void *dst, size_t len)
+{
+    return lat_inline_get(st->m->level->line[s], dst, len, st->f);
 }
 
 int mca_coll_xccl_latency_call(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)

@@ -133,6 +133,32 @@ static inline int posted(latv_t *v, int q)
     return mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f);
 }
 
+/* Small blocks travel in the sender's latency line too (as the six's
+ * bcast: XCCL_LATENCY_INLINE), where both ends know the block's place
+ * there: a rank's own block (gather(v), reduce, allgatherv), or of two
+ * ranks the one block for the other (scatter(v), alltoallv).  A reader
+ * whose sender has not moved on then gets the post and the block in one
+ * cache-line transfer instead of two or three; else it copies the block
+ * from the sender's part, which the ring protects as before. */
+static inline int inline_fits(size_t len)
+{
+    return len > 0 && len <= XCCL_LATENCY_INLINE;
+}
+
+static inline void put_inline(latv_t *v, const void *src, size_t len)
+{
+    if (inline_fits(len)) {
+        mca_coll_xccl_latency_inline_put(&v->st, src, len);
+    }
+}
+
+/* q's block of len bytes to dst from q's line, after q's post: 1, or 0
+ * (copy it from q's part). */
+static inline int get_inline(latv_t *v, int q, void *dst, size_t len)
+{
+    return inline_fits(len) && mca_coll_xccl_latency_inline_get(&v->st, v->st.m->level->local_of[q], dst, len);
+}
+
 /* Where a sender's blocks end in its part (give, below, fills it so), 0
  * where it sends none to another rank (and writes no directory entry). */
 static size_t packed(const latv_t *v, const size_t *bytes)
@@ -166,6 +192,9 @@ static void give(latv_t *v, const char *ws, size_t *bytes, const size_t *displs)
         }
         if (len <= v->part - at) {
             copy(part + at, ws + displs[r], len);
+            if (2 == v->n) {
+                put_inline(v, ws + displs[r], len);
+            }
             dir[r] = (uint32_t) at;
             at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
             bytes[r] = 0;
@@ -183,6 +212,10 @@ static int take(latv_t *v, int q, char *dst, size_t *len)
 {
     if (1 != posted(v, q)) {
         return -1;
+    }
+    if (2 == v->n && get_inline(v, q, dst, *len)) {
+        *len = 0;
+        return 1;
     }
     const unsigned char *part = part_of(v, q);
     const uint32_t at = ((const uint32_t *) part)[v->rank];
@@ -206,6 +239,7 @@ static int gatherv(latv_t *v, const char *ws, char *wr, int in_place)
     if (me != root) {
         if (bytes[me] <= v->part) {
             copy(part_of(v, me), ws, bytes[me]);
+            put_inline(v, ws, bytes[me]);
         }
         mca_coll_xccl_latency_post(&v->st);
         v->large = bytes[me] > v->part;
@@ -224,7 +258,9 @@ static int gatherv(latv_t *v, const char *ws, char *wr, int in_place)
             if (1 != posted(v, q)) {
                 return -1;
             }
-            copy(wr + displs[q], part_of(v, q), bytes[q]);
+            if (!get_inline(v, q, wr + displs[q], bytes[q])) {
+                copy(wr + displs[q], part_of(v, q), bytes[q]);
+            }
             bytes[q] = 0;
         }
     }
@@ -277,16 +313,24 @@ static int reduce(latv_t *v, const mca_coll_xccl_call_t *c, const char *ws, char
     if (me != root || c->in_place) {
         copy(part_of(v, me), ws, len);
     }
+    if (me != root) {
+        put_inline(v, ws, len);
+    }
     mca_coll_xccl_latency_post(&v->st);
     if (me != root || 0 == count) {
         return 1;
     }
     const char *first = NULL;
+    /* rank 0's vector and the current one, where they came in a line */
+    _Alignas(64) uint64_t line[2][XCCL_LATENCY_INLINE / 8];
     for (int q = 0; q < n; q++) {
         if (q != me && 1 != posted(v, q)) {
             return -1;
         }
         const char *src = q == me && !c->in_place ? ws : (const char *) part_of(v, q);
+        if (q != me && get_inline(v, q, line[0 != q], len)) {
+            src = (const char *) line[0 != q];
+        }
         if (0 == q) {
             first = src;
         } else {
@@ -304,6 +348,7 @@ static int allgatherv(latv_t *v, const char *ws, char *wr, int in_place)
     const int n = v->n, me = v->rank;
     const char *own = in_place ? wr + displs[me] : ws;
     copy(part_of(v, me), own, bytes[me]);
+    put_inline(v, own, bytes[me]);
     mca_coll_xccl_latency_post(&v->st);
     if (!in_place) {
         copy(wr + displs[me], own, bytes[me]);
@@ -314,7 +359,9 @@ static int allgatherv(latv_t *v, const char *ws, char *wr, int in_place)
             if (1 != posted(v, q)) {
                 return -1;
             }
-            copy(wr + displs[q], part_of(v, q), bytes[q]);
+            if (!get_inline(v, q, wr + displs[q], bytes[q])) {
+                copy(wr + displs[q], part_of(v, q), bytes[q]);
+            }
         }
     }
     return 1;
