@@ -139,7 +139,8 @@ static inline int posted(latv_t *v, int q)
  * ranks the one block for the other (scatter(v), alltoallv).  A reader
  * whose sender has not moved on then gets the post and the block in one
  * cache-line transfer instead of two or three; else it copies the block
- * from the sender's part, which the ring protects as before. */
+ * from the sender's part, which the ring protects as before (figures:
+ * docs/bench/latency-path.md). */
 static inline int inline_fits(size_t len)
 {
     return len > 0 && len <= XCCL_LATENCY_INLINE;
