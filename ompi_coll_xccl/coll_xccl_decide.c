@@ -75,9 +75,10 @@ static inline int across_nodes(const mca_coll_xccl_call_t *c)
  * job whose level may run (m->level_local): its schedules then run
  * through the node's segment, not the transport.  Below small_msg_bytes
  * the fallback is faster (the executor's cost per call), where every
- * rank knows the size, but for the blocking calls of gather, scatter,
- * reduce and allgatherv that the latency path of coll_xccl_latency_v.c
- * takes (the vote settled first: settle_small); alltoallv, gatherv and
+ * rank knows the size, but for the calls of gather, scatter, reduce and
+ * allgatherv that the latency path of coll_xccl_latency_v.c takes
+ * (blocking: the vote settled first, settle_small; nonblocking: as its
+ * requests, m->level_small_nb); alltoallv, gatherv and
  * scatterv stay whatever their sizes.  Across nodes, allgatherv and
  * reduce stay from the sizes where their two-level schedules are faster
  * than the fallback's (across_nodes; nonblocking calls once a blocking

@@ -573,9 +573,9 @@ int mca_coll_xccl_latency_begin(mca_coll_xccl_latency_t *st, unsigned tries)
 }
 
 void mca_coll_xccl_latency_place(mca_coll_xccl_latency_t *st) { lat_place(st); }
-int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f)
+int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f, int wait)
 {
-    return s < 0 ? lat_posted_all(st, f, 1) : lat_posted(st, s, f, 1);
+    return s < 0 ? lat_posted_all(st, f, wait) : lat_posted(st, s, f, wait);
 }
 void mca_coll_xccl_latency_post(mca_coll_xccl_latency_t *st)
 {

@@ -161,11 +161,12 @@ static inline int mca_coll_xccl_latency_idle(mca_coll_xccl_module_t *m)
 /* The ring and the waits of the v forms (coll_xccl_latency_v.c), whose
  * calls give no bytes every rank knows: _place takes st's numbers and
  * units as for any call (st->len the bytes every rank reserves; st->root
- * == st->me where this rank writes its units); _wait blocks until
- * segment rank s (every peer where s < 0) posted f or later (1, or -1 a
- * rank is gone); _post posts st->f. */
+ * == st->me where this rank writes its units); _wait, whether segment
+ * rank s (every peer where s < 0) posted f or later, waiting for it where
+ * wait says (1, 0 not yet: only without wait, or -1 a rank is gone);
+ * _post posts st->f. */
 void mca_coll_xccl_latency_place(mca_coll_xccl_latency_t *st);
-int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f);
+int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f, int wait);
 void mca_coll_xccl_latency_post(mca_coll_xccl_latency_t *st);
 /* A payload of at most XCCL_LATENCY_INLINE bytes in a rank's latency line,
  * next to its number (the six's bcast and the v forms): _put writes len

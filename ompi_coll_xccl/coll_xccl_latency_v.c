@@ -100,13 +100,7 @@
 #define LATV_LARGE UINT32_MAX
 #define LATV_ALIGN XCCL_LATENCY_V_ALIGN
 
-typedef struct {
-    mca_coll_xccl_latency_t st;      /* the ring's numbers and units */
-    size_t *vec;                     /* c->args.vec: sizes and displacements in bytes */
-    size_t part;                     /* the bytes of a rank's part of the call */
-    int n, rank, root;               /* communicator ranks */
-    int large;                       /* this rank sends or receives a large block */
-} latv_t;
+typedef mca_coll_xccl_latency_v_t latv_t;
 
 static inline void copy(void *dst, const void *src, size_t len)
 {
@@ -127,10 +121,11 @@ static inline unsigned char *part_of(const latv_t *v, int q)
     return st->m->level->small[st->pair ? s ^ st->flip : s] + st->at0;
 }
 
-/* Waits for q's post of this call: 1, or -1 q is gone. */
-static inline int posted(latv_t *v, int q)
+/* Whether q posted this call, waiting for it where wait says: 1, 0 not
+ * yet (only without wait), or -1 q is gone. */
+static inline int posted(latv_t *v, int q, int wait)
 {
-    return mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f);
+    return mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f, wait);
 }
 
 /* Small blocks travel in the sender's latency line too (as the six's
@@ -208,11 +203,13 @@ static void give(latv_t *v, const char *ws, size_t *bytes, const size_t *displs)
 
 /* A receiver's block of len bytes from q at dst, once q posted: copied
  * from q's part where q's directory says so (*len then 0), else left for
- * the executor.  1, or -1 q is gone. */
-static int take(latv_t *v, int q, char *dst, size_t *len)
+ * the executor.  1, 0 q has not posted (only without wait), or -1 q is
+ * gone. */
+static int take(latv_t *v, int q, char *dst, size_t *len, int wait)
 {
-    if (1 != posted(v, q)) {
-        return -1;
+    const int r = posted(v, q, wait);
+    if (1 != r) {
+        return r;
     }
     if (2 == v->n && get_inline(v, q, dst, *len)) {
         *len = 0;
@@ -231,33 +228,42 @@ static int take(latv_t *v, int q, char *dst, size_t *len)
 
 /* Steps 2 and 3 of each collective (the top of the file): 1, or -1 a
  * rank is gone; v->large set, and the counts of the blocks moved here
- * (and the own one's) set to zero, which leaves the executor's. */
+ * (and the own one's) set to zero, which leaves the executor's.  Without
+ * wait (a request), 0 where a peer has not posted yet: the next run goes
+ * on from there (v->given: step 2 done; v->k: the peers read). */
 
-static int gatherv(latv_t *v, const char *ws, char *wr, int in_place)
+static int gatherv(latv_t *v, int wait)
 {
     size_t *bytes = v->vec, *displs = v->vec + v->n;
     const int n = v->n, me = v->rank, root = v->root;
-    if (me != root) {
-        if (bytes[me] <= v->part) {
-            copy(part_of(v, me), ws, bytes[me]);
-            put_inline(v, ws, bytes[me]);
+    const char *ws = v->ws;
+    char *wr = v->wr;
+    if (!v->given) {
+        v->given = 1;
+        if (me != root) {
+            if (bytes[me] <= v->part) {
+                copy(part_of(v, me), ws, bytes[me]);
+                put_inline(v, ws, bytes[me]);
+            }
+            mca_coll_xccl_latency_post(&v->st);
+            v->large = bytes[me] > v->part;
+            return 1;
         }
         mca_coll_xccl_latency_post(&v->st);
-        v->large = bytes[me] > v->part;
-        return 1;
+        if (!v->in_place && bytes[me] > 0) {
+            copy(wr + displs[me], ws, bytes[me]);
+        }
+        bytes[me] = 0;
+        v->k = 1;
     }
-    mca_coll_xccl_latency_post(&v->st);
-    if (!in_place && bytes[me] > 0) {
-        copy(wr + displs[me], ws, bytes[me]);
-    }
-    bytes[me] = 0;
-    for (int k = 1; k < n; k++) {
-        const int q = (root + k) % n;
+    for (; v->k < n; v->k++) {
+        const int q = (root + v->k) % n;
         if (bytes[q] > v->part) {
             v->large = 1;
         } else if (bytes[q] > 0) {
-            if (1 != posted(v, q)) {
-                return -1;
+            const int r = posted(v, q, wait);
+            if (1 != r) {
+                return r;
             }
             if (!get_inline(v, q, wr + displs[q], bytes[q])) {
                 copy(wr + displs[q], part_of(v, q), bytes[q]);
@@ -268,37 +274,47 @@ static int gatherv(latv_t *v, const char *ws, char *wr, int in_place)
     return 1;
 }
 
-static int scatterv(latv_t *v, const char *ws, char *wr, int in_place)
+static int scatterv(latv_t *v, int wait)
 {
     size_t *bytes = v->vec, *displs = v->vec + v->n;
     const int me = v->rank, root = v->root;
     if (me != root) {
-        mca_coll_xccl_latency_post(&v->st);
-        return bytes[me] > 0 ? take(v, root, wr, &bytes[me]) : 1;
+        if (!v->given) {
+            v->given = 1;
+            mca_coll_xccl_latency_post(&v->st);
+        }
+        return bytes[me] > 0 ? take(v, root, v->wr, &bytes[me], wait) : 1;
     }
-    give(v, ws, bytes, displs);
+    give(v, v->ws, bytes, displs);
     mca_coll_xccl_latency_post(&v->st);
-    if (!in_place && bytes[me] > 0) {
-        copy(wr, ws + displs[me], bytes[me]);
+    if (!v->in_place && bytes[me] > 0) {
+        copy(v->wr, v->ws + displs[me], bytes[me]);
     }
     bytes[me] = 0;
     return 1;
 }
 
-static int alltoallv(latv_t *v, const char *ws, char *wr)
+static int alltoallv(latv_t *v, int wait)
 {
     const int n = v->n, me = v->rank;
     size_t *sc = v->vec, *sd = v->vec + n, *rc = v->vec + 2 * n, *rd = v->vec + 3 * n;
-    give(v, ws, sc, sd);
-    mca_coll_xccl_latency_post(&v->st);
-    if (rc[me] > 0 && wr + rd[me] != ws + sd[me]) {
-        copy(wr + rd[me], ws + sd[me], rc[me]);
+    const char *ws = v->ws;
+    char *wr = v->wr;
+    if (!v->given) {
+        v->given = 1;
+        give(v, ws, sc, sd);
+        mca_coll_xccl_latency_post(&v->st);
+        if (rc[me] > 0 && wr + rd[me] != ws + sd[me]) {
+            copy(wr + rd[me], ws + sd[me], rc[me]);
+        }
+        sc[me] = rc[me] = 0;
+        v->k = 1;
     }
-    sc[me] = rc[me] = 0;
-    for (int k = 1; k < n; k++) {
-        const int q = (me - k + n) % n;
-        if (rc[q] > 0 && 1 != take(v, q, wr + rd[q], &rc[q])) {
-            return -1;
+    for (; v->k < n; v->k++) {
+        const int q = (me - v->k + n) % n;
+        const int r = rc[q] > 0 ? take(v, q, wr + rd[q], &rc[q], wait) : 1;
+        if (1 != r) {
+            return r;
         }
     }
     return 1;
@@ -307,35 +323,39 @@ static int alltoallv(latv_t *v, const char *ws, char *wr)
 /* Reduce (all of it fits): every rank but an in-place root's gives its
  * vector in its part; the root reduces them in rank order into RECV (its
  * own from SEND, or in place from the copy in its part). */
-static int reduce(latv_t *v, const mca_coll_xccl_call_t *c, const char *ws, char *wr)
+static int reduce(latv_t *v, int wait)
 {
     const int n = v->n, me = v->rank, root = v->root;
-    const size_t count = c->args.count, len = count * c->es;
-    if (me != root || c->in_place) {
-        copy(part_of(v, me), ws, len);
-    }
-    if (me != root) {
-        put_inline(v, ws, len);
-    }
-    mca_coll_xccl_latency_post(&v->st);
-    if (me != root || 0 == count) {
-        return 1;
-    }
-    const char *first = NULL;
-    /* rank 0's vector and the current one, where they came in a line */
-    _Alignas(64) uint64_t line[2][XCCL_LATENCY_INLINE / 8];
-    for (int q = 0; q < n; q++) {
-        if (q != me && 1 != posted(v, q)) {
-            return -1;
+    const size_t count = v->count, len = count * v->es;
+    if (!v->given) {
+        v->given = 1;
+        if (me != root || v->in_place) {
+            copy(part_of(v, me), v->ws, len);
         }
-        const char *src = q == me && !c->in_place ? ws : (const char *) part_of(v, q);
-        if (q != me && get_inline(v, q, line[0 != q], len)) {
-            src = (const char *) line[0 != q];
+        if (me != root) {
+            put_inline(v, v->ws, len);
+        }
+        mca_coll_xccl_latency_post(&v->st);
+        if (me != root || 0 == count) {
+            return 1;
+        }
+        v->k = 0;
+    }
+    for (; v->k < n; v->k++) {
+        const int q = v->k;
+        const int r = q != me ? posted(v, q, wait) : 1;
+        if (1 != r) {
+            return r;
+        }
+        const char *src = q == me && !v->in_place ? v->ws : (const char *) part_of(v, q);
+        /* rank 0's vector and the current one, where they came in a line */
+        if (q != me && get_inline(v, q, v->line[0 != q], len)) {
+            src = (const char *) v->line[0 != q];
         }
         if (0 == q) {
-            first = src;
+            v->first = src;
         } else {
-            c->red.kernel(wr, 1 == q ? first : wr, src, count);
+            v->kernel(v->wr, 1 == q ? v->first : v->wr, src, count);
         }
     }
     return 1;
@@ -343,22 +363,28 @@ static int reduce(latv_t *v, const mca_coll_xccl_call_t *c, const char *ws, char
 
 /* Allgatherv (all of it fits): every rank gives its block in its part
  * and copies every other rank's out after its post. */
-static int allgatherv(latv_t *v, const char *ws, char *wr, int in_place)
+static int allgatherv(latv_t *v, int wait)
 {
     const size_t *bytes = v->vec, *displs = v->vec + v->n;
     const int n = v->n, me = v->rank;
-    const char *own = in_place ? wr + displs[me] : ws;
-    copy(part_of(v, me), own, bytes[me]);
-    put_inline(v, own, bytes[me]);
-    mca_coll_xccl_latency_post(&v->st);
-    if (!in_place) {
-        copy(wr + displs[me], own, bytes[me]);
+    char *wr = v->wr;
+    if (!v->given) {
+        v->given = 1;
+        const char *own = v->in_place ? wr + displs[me] : v->ws;
+        copy(part_of(v, me), own, bytes[me]);
+        put_inline(v, own, bytes[me]);
+        mca_coll_xccl_latency_post(&v->st);
+        if (!v->in_place) {
+            copy(wr + displs[me], own, bytes[me]);
+        }
+        v->k = 1;
     }
-    for (int k = 1; k < n; k++) {
-        const int q = (me - k + n) % n;
+    for (; v->k < n; v->k++) {
+        const int q = (me - v->k + n) % n;
         if (bytes[q] > 0) {
-            if (1 != posted(v, q)) {
-                return -1;
+            const int r = posted(v, q, wait);
+            if (1 != r) {
+                return r;
             }
             if (!get_inline(v, q, wr + displs[q], bytes[q])) {
                 copy(wr + displs[q], part_of(v, q), bytes[q]);
@@ -402,99 +428,131 @@ static int executor(mca_coll_xccl_call_t *c, const char *ws, char *wr)
     return rc;
 }
 
+/* The call's fixed part, then its numbers and units (in call order: no
+ * earlier call of the level may still run).  v->vec holds the call's
+ * sizes and displacements in bytes (gather's and scatter's even ones
+ * made by the caller). */
+static void latv_place(latv_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll, const xccl_coll_args_t *a,
+                       size_t es, xccl_reduce_fn_t kernel, const char *ws, char *wr)
+{
+    struct mca_coll_xccl_level *h = m->level;
+    v->n = m->size;
+    v->rank = m->rank;
+    v->root = a->root;
+    v->large = 0;
+    v->given = 0;
+    v->k = 0;
+    v->ws = ws;
+    v->wr = wr;
+    v->in_place = a->in_place;
+    v->count = a->count;
+    v->es = es;
+    v->kernel = kernel;
+    const int dir = XCCL_COLL_SCATTERV == coll || XCCL_COLL_SCATTER == coll || XCCL_COLL_ALLTOALLV == coll;
+    v->part = (dir ? mca_coll_xccl_latency_v_dir(v->n) : 0) + XCCL_LATENCY_V_BLOCK;
+    /* the bytes this rank writes at the start of its part (its blocks, a
+     * directory): the ring records (and its next writes there wait for)
+     * only those */
+    size_t wrote = 0;
+    if (XCCL_COLL_REDUCE == coll) {
+        wrote = v->rank != v->root || a->in_place ? a->count * es : 0;
+    } else if (XCCL_COLL_ALLGATHERV == coll) {
+        wrote = v->vec[v->rank];
+    } else if (!dir) {
+        wrote = v->rank != v->root && v->vec[v->rank] <= v->part ? v->vec[v->rank] : 0;
+    } else if (XCCL_COLL_SCATTER == coll) {
+        /* packed's answer without its pass: every block fits (fits) */
+        const size_t b = a->block;
+        wrote = v->rank == v->root && b ? mca_coll_xccl_latency_v_dir(v->n) +
+                                              (size_t) (v->n - 1) * ((b + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN)
+                                        : 0;
+    } else if (XCCL_COLL_ALLTOALLV == coll || v->rank == v->root) {
+        wrote = packed(v, v->vec);
+    }
+    /* what mca_coll_xccl_latency_place reads; it sets the rest */
+    v->st.m = m;
+    v->st.coll = coll;
+    v->st.len = v->part;
+    v->st.me = h->local_of[m->rank];
+    v->st.root = wrote ? v->st.me : -1;
+    v->st.sliced = 0;
+    v->st.wide = 1;
+    v->st.wrote = wrote;
+    mca_coll_xccl_latency_place(&v->st);
+    /* Every peer past the last call that wrote these units; where that
+     * takes a wait, past the call halfway from there to this one: the
+     * next calls' units, written after it, then need none, and a sender
+     * that runs a ring ahead waits once in many calls instead of reading
+     * its receivers' lines every call (a number below f is one every peer
+     * posts without this rank). */
+    v->ring = wrote && v->st.last > 0 && h->lat_seen <= v->st.last
+                  ? v->st.last + 1 + (v->st.f - 1 - v->st.last) / 2 : 0;
+}
+
+/* Steps 1 to 3 (the top of the file), as far as they get: 1 done, 0 a
+ * peer has not posted yet (only without wait), -1 a rank is gone. */
+static int latv_run(latv_t *v, int wait)
+{
+    if (v->ring) {
+        const int r = mca_coll_xccl_latency_wait(&v->st, -1, v->ring, wait);
+        if (1 != r) {
+            return r;
+        }
+        v->ring = 0;
+    }
+    switch (v->st.coll) {
+    case XCCL_COLL_GATHER:
+    case XCCL_COLL_GATHERV:
+        return gatherv(v, wait);
+    case XCCL_COLL_SCATTER:
+    case XCCL_COLL_SCATTERV:
+        return scatterv(v, wait);
+    case XCCL_COLL_REDUCE:
+        return reduce(v, wait);
+    case XCCL_COLL_ALLGATHERV:
+        return allgatherv(v, wait);
+    default:
+        return alltoallv(v, wait);
+    }
+}
+
+/* gather's and scatter's counts as gatherv's and scatterv's, blocks in
+ * rank order, into vec (2n entries). */
+static void even_blocks(size_t *vec, int n, size_t block)
+{
+    for (int q = 0; q < n; q++) {
+        vec[q] = block;
+        vec[n + q] = (size_t) q * block;
+    }
+}
+
 int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
                                  char *wr)
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_level *h = m->level;
     const xccl_coll_t coll = c->coll;
-    latv_t v;                        /* field by field: zeroing it all costs a call more */
+    latv_t v;                        /* field by field (latv_place): zeroing it all costs a call more */
     v.vec = (size_t *) c->args.vec;
-    v.n = m->size;
-    v.rank = m->rank;
-    v.root = c->args.root;
-    v.large = 0;
     int r = stage ? mca_coll_xccl_gpu_stage_fill(m, coll, stage) : MPI_SUCCESS;
     if (MPI_SUCCESS != r) {
         return r;
     }
-    /* gather, scatter: gatherv's and scatterv's counts, blocks in rank order */
     size_t even[128];
     if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
-        v.vec = 2 * (size_t) v.n <= sizeof(even) / sizeof(even[0]) ? even : malloc(2 * (size_t) v.n * sizeof(size_t));
+        const int n = m->size;
+        v.vec = 2 * (size_t) n <= sizeof(even) / sizeof(even[0]) ? even : malloc(2 * (size_t) n * sizeof(size_t));
         if (NULL == v.vec) {
             return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts");
         }
-        for (int q = 0; q < v.n; q++) {
-            v.vec[q] = c->args.block;
-            v.vec[v.n + q] = (size_t) q * c->args.block;
-        }
+        even_blocks(v.vec, n, c->args.block);
     }
     /* after the level's nonblocking calls made before this one */
     while (!mca_coll_xccl_latency_idle(m)) {
         opal_progress();
     }
-    const int dir = XCCL_COLL_SCATTERV == coll || XCCL_COLL_SCATTER == coll || XCCL_COLL_ALLTOALLV == coll;
-    v.part = (dir ? mca_coll_xccl_latency_v_dir(v.n) : 0) + XCCL_LATENCY_V_BLOCK;
-    /* the bytes this rank writes at the start of its part (its blocks, a
-     * directory): the ring records (and its next writes there wait for)
-     * only those */
-    size_t wrote = 0;
-    if (XCCL_COLL_REDUCE == coll) {
-        wrote = v.rank != v.root || c->in_place ? c->args.count * c->es : 0;
-    } else if (XCCL_COLL_ALLGATHERV == coll) {
-        wrote = v.vec[v.rank];
-    } else if (!dir) {
-        wrote = v.rank != v.root && v.vec[v.rank] <= v.part ? v.vec[v.rank] : 0;
-    } else if (XCCL_COLL_SCATTER == coll) {
-        /* packed's answer without its pass: every block fits (fits) */
-        const size_t b = c->args.block;
-        wrote = v.rank == v.root && b ? mca_coll_xccl_latency_v_dir(v.n) +
-                                            (size_t) (v.n - 1) * ((b + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN)
-                                      : 0;
-    } else if (XCCL_COLL_ALLTOALLV == coll || v.rank == v.root) {
-        wrote = packed(&v, v.vec);
-    }
-    /* what mca_coll_xccl_latency_place reads; it sets the rest */
-    v.st.m = m;
-    v.st.coll = coll;
-    v.st.len = v.part;
-    v.st.me = h->local_of[m->rank];
-    v.st.root = wrote ? v.st.me : -1;
-    v.st.sliced = 0;
-    v.st.wide = 1;
-    v.st.wrote = wrote;
-    mca_coll_xccl_latency_place(&v.st);
-    r = 1;
-    if (wrote && v.st.last > 0 && h->lat_seen <= v.st.last) {
-        /* Every peer past the last call that wrote these units; where that
-         * takes a wait, past the call halfway from there to this one: the
-         * next calls' units, written after it, then need none, and a
-         * sender that runs a ring ahead waits once in many calls instead
-         * of reading its receivers' lines every call (a number below f is
-         * one every peer posts without this rank). */
-        r = mca_coll_xccl_latency_wait(&v.st, -1, v.st.last + 1 + (v.st.f - 1 - v.st.last) / 2);
-    }
-    if (1 == r) {
-        switch (coll) {
-        case XCCL_COLL_GATHER:
-        case XCCL_COLL_GATHERV:
-            r = gatherv(&v, ws, wr, c->in_place);
-            break;
-        case XCCL_COLL_SCATTER:
-        case XCCL_COLL_SCATTERV:
-            r = scatterv(&v, ws, wr, c->in_place);
-            break;
-        case XCCL_COLL_REDUCE:
-            r = reduce(&v, c, ws, wr);
-            break;
-        case XCCL_COLL_ALLGATHERV:
-            r = allgatherv(&v, ws, wr, c->in_place);
-            break;
-        default:
-            r = alltoallv(&v, ws, wr);
-        }
-    }
+    latv_place(&v, m, coll, &c->args, c->es, c->reduction ? c->red.kernel : NULL, ws, wr);
+    r = latv_run(&v, 1);
     if (NULL != v.vec && v.vec != even && v.vec != c->args.vec) {
         free(v.vec);
     }
@@ -509,4 +567,43 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     mca_coll_xccl_log_call(m, coll, 0, c->bytes, xccl_select_level_index(coll, XCCL_LEVEL_SHM), -1.0, NULL,
                            "latency_path");
     return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ requests */
+
+int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                  const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
+                                  const char *ws, char *wr, uint32_t seq, unsigned tries)
+{
+    v->own = NULL;
+    v->vec = (size_t *) a->vec;
+    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
+        if (NULL == (v->own = malloc(2 * (size_t) m->size * sizeof(size_t)))) {
+            return -2;
+        }
+        v->vec = v->own;
+        even_blocks(v->vec, m->size, a->block);
+    }
+    v->seq = seq;
+    latv_place(v, m, coll, a, es, kernel, ws, wr);
+    return mca_coll_xccl_latency_v_run(v, tries);
+}
+
+int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries)
+{
+    int r = latv_run(v, 0);
+    for (unsigned k = 1; 0 == r && k < tries; k++) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();      /* as the latency path's waits: the peer's store lands sooner */
+#endif
+        r = latv_run(v, 0);
+    }
+    if (0 != r) {
+        free(v->own);
+        v->own = NULL;
+    }
+    if (1 == r) {
+        (void) xccl_segment_flag_post(v->st.m->level->seg, v->seq, LATV_DONE);
+    }
+    return r;
 }

@@ -49,19 +49,20 @@ static inline int mca_coll_xccl_latency_v_coll(xccl_coll_t coll)
  * block by block): gather's and allgatherv's every block and reduce's
  * vector at most XCCL_LATENCY_V_BLOCK bytes, scatter's blocks all in the
  * root's part. */
-static inline int mca_coll_xccl_latency_v_fits(const mca_coll_xccl_call_t *c)
+static inline int mca_coll_xccl_latency_v_fits_args(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes,
+                                                    int size)
 {
     const size_t most = XCCL_LATENCY_V_BLOCK, align = XCCL_LATENCY_V_ALIGN;
-    switch (c->coll) {
+    switch (coll) {
     case XCCL_COLL_GATHER:
-        return c->args.block <= most;
+        return a->block <= most;
     case XCCL_COLL_SCATTER:
-        return (size_t) (c->m->size - 1) * ((c->args.block + align - 1) / align * align) <= most;
+        return (size_t) (size - 1) * ((a->block + align - 1) / align * align) <= most;
     case XCCL_COLL_REDUCE:
-        return c->bytes <= most;
+        return bytes <= most;
     case XCCL_COLL_ALLGATHERV:
-        for (int q = 0; q < c->m->size; q++) {
-            if (c->args.vec[q] > most) {
+        for (int q = 0; q < size; q++) {
+            if (a->vec[q] > most) {
                 return 0;
             }
         }
@@ -70,15 +71,21 @@ static inline int mca_coll_xccl_latency_v_fits(const mca_coll_xccl_call_t *c)
         return 1;
     }
 }
+static inline int mca_coll_xccl_latency_v_fits(const mca_coll_xccl_call_t *c)
+{
+    return mca_coll_xccl_latency_v_fits_args(c->coll, &c->args, c->bytes, c->m->size);
+}
 
-/* Whether decide (coll_xccl_path.c) keeps from the fallback a call that
- * the policy hands it as not faster below the small-message size: a
- * blocking one that comes here (the level's small calls on; the vote
- * settled first, as for the six's small calls). */
+/* Whether decide (coll_xccl_decide.c) keeps from the fallback a call
+ * that the policy hands it as not faster below the small-message size:
+ * one that comes here, blocking (the level's small calls on; the vote
+ * settled first, as for the six's small calls) or nonblocking (a request
+ * of this path, m->level_small_nb, as the six's; where the vote turns the
+ * level off, the executor's schedule), not a persistent one's (below). */
 static inline int mca_coll_xccl_latency_v_small(const mca_coll_xccl_call_t *c)
 {
-    return NULL == c->request && c->m->level_small && mca_coll_xccl_latency_v_coll(c->coll) &&
-           mca_coll_xccl_latency_v_fits(c);
+    return (NULL == c->request ? c->m->level_small : !c->persistent && c->m->level_small_nb) &&
+           mca_coll_xccl_latency_v_coll(c->coll) && mca_coll_xccl_latency_v_fits(c);
 }
 
 /* Whether a call c whose schedule would be algo goes here (from what
@@ -92,6 +99,65 @@ static inline int mca_coll_xccl_latency_v_wanted(const mca_coll_xccl_module_t *m
            algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM) && mca_coll_xccl_latency_v_fits(c) &&
            (!c->reduction || NULL != c->red.kernel);
 }
+
+/* A call's state on this path: its numbers and units, sizes, buffers,
+ * and where its steps stopped (a request runs them from progress). */
+typedef struct {
+    mca_coll_xccl_latency_t st;      /* the ring's numbers and units */
+    size_t *vec;                     /* sizes and displacements in bytes (c->args.vec, or even blocks) */
+    size_t *own;                     /* a request's even blocks (gather, scatter), owned */
+    size_t part;                     /* the bytes of a rank's part of the call */
+    int n, rank, root;               /* communicator ranks */
+    int large;                       /* this rank sends or receives a large block */
+    int given, k;                    /* step 2 done; the peers read in step 3 */
+    uint64_t ring;                   /* step 1: every peer's post this rank waits for; 0 none */
+    const char *ws;                  /* the work buffers */
+    char *wr;
+    int in_place;
+    size_t count, es;                /* reduce: elements, their size */
+    xccl_reduce_fn_t kernel;
+    const char *first;               /* reduce: rank 0's vector */
+    _Alignas(64) uint64_t line[2][XCCL_LATENCY_INLINE / 8];   /* reduce: vectors that came in a line */
+    uint32_t seq;                    /* a request's call number (its executor flag) */
+} mca_coll_xccl_latency_v_t;
+
+/* Whether a nonblocking call c whose schedule would be algo runs here as
+ * a request, from what every rank knows: gather, scatter, reduce and
+ * allgatherv where all of the call fits, as the blocking rule; the v
+ * forms, where a rank may have a large block for the executor, keep the
+ * executor's schedule.  So do a persistent request's starts: the road
+ * (this path) and the kept way (coll_xccl_persist_start.c, the level's
+ * schedule) may both run the starts of one request, on different ranks,
+ * and must take the same call numbers and turns.  _runs: the rule on a
+ * request's copy of the arguments (a request made before the set-up
+ * decides once it is over, coll_xccl_request.c, as the path would have). */
+static inline int mca_coll_xccl_latency_v_nb_runs(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                                  const xccl_coll_args_t *a, size_t bytes, int algo,
+                                                  const mca_coll_xccl_reduce_t *red, int persistent)
+{
+    return !persistent && !xccl_coll_sizes_local(coll) && mca_coll_xccl_latency_v_coll(coll) &&
+           m->level_small_nb && a->shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
+           algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM) &&
+           mca_coll_xccl_latency_v_fits_args(coll, a, bytes, m->size) && (NULL == red || NULL != red->kernel);
+}
+static inline int mca_coll_xccl_latency_v_nb_wanted(const mca_coll_xccl_module_t *m,
+                                                    const mca_coll_xccl_call_t *c, int algo)
+{
+    return NULL != c->request && mca_coll_xccl_latency_v_nb_runs(m, c->coll, &c->args, c->bytes, algo,
+                                                                c->reduction ? &c->red : NULL,
+                                                                c->persistent);
+}
+
+/* A request's call (mca_coll_xccl_latency_v_nb_wanted) in its turn: takes
+ * its numbers and units (no earlier call of the level may still run),
+ * then runs as _run; seq its call number.  a, ws, wr stay until it ends. */
+int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                  const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
+                                  const char *ws, char *wr, uint32_t seq, unsigned tries);
+/* Runs v as far as it gets in at most tries tests, without waiting for a
+ * peer: 1 done, 0 waiting for a peer, -1 a rank of the node is gone, -2
+ * (_begin) out of memory; nothing logged. */
+int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries);
 
 /* One blocking call c on its work buffers ws, wr (the user's where
  * nothing needs packing, coll_xccl_pack.c's otherwise; NULL where the

@@ -302,8 +302,9 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
         *rc = run_end(c, run, 0, mca_coll_xccl_latency_v_call(c, run->stage, run->ws, run->wr));
         return 1;
     }
-    if (!(run->level && mca_coll_xccl_latency_wanted(m, c->coll, run->algo, &c->args, c->es,
-                                                     c->reduction ? &c->red : NULL))) {
+    if (!(run->level && (mca_coll_xccl_latency_wanted(m, c->coll, run->algo, &c->args, c->es,
+                                                      c->reduction ? &c->red : NULL) ||
+                         mca_coll_xccl_latency_v_nb_wanted(m, c, run->algo)))) {
         return 0;
     }
     mca_coll_xccl_log_call(m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, run->algo, run->predicted_us,

@@ -25,6 +25,7 @@
 #include "coll_xccl_setup.h"
 #include "coll_xccl_level.h"
 #include "coll_xccl_latency.h"
+#include "coll_xccl_latency_v.h"
 
 /* ------------------------------------------------------------ schedules */
 
@@ -42,7 +43,9 @@ typedef struct xccl_request {
     int reduction;                   /* red holds the call's plan (c->reduction) */
     int nb;                          /* the verbose line's kind (mca_coll_xccl_call_nb) */
     int lat, lat_algo, lat_begun;    /* the level's latency path, for its algorithm; begun */
+    int lat_v;                       /* ... of the v forms, gather, scatter, reduce, allgatherv */
     mca_coll_xccl_latency_t lat_st;
+    mca_coll_xccl_latency_v_t lat_v_st;
     xccl_coll_args_t args;           /* while waiting */
     size_t *counts;                  /* args.counts, owned */
     size_t *vec;                     /* args.vec, owned */
@@ -159,10 +162,13 @@ static int request_build(xccl_request_t *req)
     }
     req->waiting = 0;
     if (mca_coll_xccl_sched_level(req->sched) && req->level &&
-        mca_coll_xccl_latency_wanted(m, req->coll, algo, &req->args, req->es, request_red(req))) {
+        (mca_coll_xccl_latency_wanted(m, req->coll, algo, &req->args, req->es, request_red(req)) ||
+         mca_coll_xccl_latency_v_nb_runs(m, req->coll, &req->args, req->bytes, algo, request_red(req),
+                                         2 == req->nb))) {
         xccl_select_put(req->sched);
         req->sched = NULL;
         req->lat = 1;
+        req->lat_v = mca_coll_xccl_latency_v_coll(req->coll);
         req->lat_algo = algo;
         mca_coll_xccl_log_call(m, req->coll, req->nb, req->bytes, algo, -1.0, NULL, "latency_path");
         return MPI_SUCCESS;
@@ -200,7 +206,20 @@ static int request_lat_progress(xccl_request_t *req)
 {
     const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
     int rc;
-    if (!req->lat_begun) {
+    if (req->lat_v) {
+        const mca_coll_xccl_reduce_t *red = request_red(req);
+        rc = req->lat_begun ? mca_coll_xccl_latency_v_run(&req->lat_v_st, spins)
+                            : mca_coll_xccl_latency_v_begin(&req->lat_v_st, req->module, req->coll, &req->args,
+                                                            req->es, NULL != red ? red->kernel : NULL,
+                                                            req->hooks.bufs[XCCL_BUF_SEND],
+                                                            req->hooks.bufs[XCCL_BUF_RECV], req->seq, spins);
+        req->lat_begun = 1;
+        if (-2 == rc) {
+            req->err = mca_coll_xccl_error(req->module, req->coll, OMPI_ERR_OUT_OF_RESOURCE,
+                                           "out of memory for the counts");
+            return 0;
+        }
+    } else if (!req->lat_begun) {
         mca_coll_xccl_latency_fix(&req->lat_st, req->module, req->coll, &req->args, req->es,
                                   request_red(req), req->hooks.bufs[XCCL_BUF_SEND],
                                   req->hooks.bufs[XCCL_BUF_RECV], req->lat_algo);
@@ -532,6 +551,7 @@ int mca_coll_xccl_request_start_lat(mca_coll_xccl_module_t *m, const mca_coll_xc
         return err;
     }
     req->lat = 1;
+    req->lat_v = mca_coll_xccl_latency_v_coll(c->coll);
     req->lat_algo = algo;
     req->level = 1;
     req->ticket = m->level_ticket++;

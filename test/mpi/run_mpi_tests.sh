@@ -1168,7 +1168,9 @@ run_latency_no_trials roots -r check_latency_roots
 # small-message size too: decide keeps those from the fallback), for the
 # three v forms at least one algo=shm without it (a large block: the
 # executor's schedule of the large blocks), one line per nonblocking
-# call, and no call of gather, scatter, reduce or allgatherv on any
+# call, at least one via=latency_path of each of igather, iscatter,
+# ireduce and iallgatherv (a request of the latency path: all of theirs
+# fit), and no call of gather, scatter, reduce or allgatherv on any
 # communicator to the fallback (all of theirs fit, or pass 4 KiB in all;
 # the first call on a new communicator takes the whole way).  (Planted: a rank without
 # a large block that skips its executor flag hangs at np 3 and 4; a
@@ -1195,7 +1197,7 @@ check_latency_v() {
                     c = (nb ? "i" : "") cs[i]
                     if (lines[c] + 0 != calls[c] + 0)
                         msg = msg sprintf(" %s: %d calls, %d verbose lines;", c, calls[c], lines[c])
-                    if (!nb && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
+                    if ((!nb || i > 3) && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
                     if (!nb && i <= 3 && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
                     if (!nb && fb[c] + 0 > 0) msg = msg " " c ": " fb[c] " calls to the fallback;"
                 }

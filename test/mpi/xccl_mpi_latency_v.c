@@ -14,7 +14,9 @@
  *     latency path's, where all of a call fits, else the executor's or
  *     the fallback's; see fixed_call), or the start of a nonblocking v
  *     call (MPI_Igatherv, _Iscatterv, _Ialltoallv) that stays in flight
- *     over the next one to three calls, then is waited for;
+ *     over the next one to three calls, then is waited for, or of a
+ *     nonblocking MPI_Igather, _Iscatter, _Ireduce or _Iallgatherv of the
+ *     sizes below (in flight likewise, beside a v call that may be);
  *   - the sizes, from each sender to each receiver: all small (0 to about
  *     1 KiB, a quarter of them 0, now and then 4080 to 4110 bytes: around
  *     the 4096 bytes of blocks a rank's part of the latency path holds,
@@ -45,7 +47,8 @@
  *
  * Output: "FAIL ..." lines (at most 10 per rank); every rank
  *   CALLS rank=<r> gatherv=<n> scatterv=<n> alltoallv=<n> igatherv=<n> iscatterv=<n> ialltoallv=<n>
- *         gather=<n> scatter=<n> reduce=<n> allgatherv=<n>
+ *         gather=<n> scatter=<n> reduce=<n> allgatherv=<n> igather=<n> iscatter=<n>
+ *         ireduce=<n> iallgatherv=<n>
  * (what reached MPI, for counting verbose lines); then from rank 0
  *   RESULT: <passed> passed, <failed> failed
  * Exit status 0 when every check passed on every rank.
@@ -367,6 +370,8 @@ static void six_call(long i, uint64_t h, int broot)
  * in a random order with gaps); every root, in place where the standard
  * allows it; every byte of the receive buffers (the rest untouched). */
 enum { F_GATHER, F_SCATTER, F_REDUCE, F_ALLGATHERV, NF };
+/* The calls of ahead_run (three rings of the latency path's v calls). */
+#define AHEAD 150
 static const char *const fname[NF] = { "gather", "scatter", "reduce", "allgatherv" };
 
 static int ival(long i, int r, size_t k)
@@ -374,23 +379,40 @@ static int ival(long i, int r, size_t k)
     return (int) (h3(seed ^ (uint64_t) i, (uint64_t) r + 7000, k) & 0xffff);
 }
 
-static void fixed_call(long i, uint64_t h, long *calls, MPI_Comm comm)
+/* One such call's buffers and what it must leave in them. */
+typedef struct {
+    unsigned char *sb, *rb, *want;
+    int *cnt, *dsp;
+    size_t cap;
+    long i;
+    int which;
+    MPI_Request req;
+} fcall_t;
+
+static void f_alloc(fcall_t *f)
 {
-    static unsigned char *sb, *rb, *want;
-    static int *cnt, *dsp;
+    f->cap = (size_t) size * (1500 + GAP) + 4400 + 2 * GAP;
+    f->sb = xmalloc(f->cap);
+    f->rb = xmalloc(f->cap);
+    f->want = xmalloc(f->cap);
+    f->cnt = xmalloc((size_t) size * sizeof(int));
+    f->dsp = xmalloc((size_t) size * sizeof(int));
+}
+
+/* Starts call i (nonblocking: into f->req) or runs it; calls[which]
+ * counts the calls that reach xccl. */
+static void fixed_start(fcall_t *f, long i, uint64_t h, long *calls, MPI_Comm comm, int nb)
+{
+    unsigned char *sb = f->sb, *rb = f->rb, *want = f->want;
+    int *cnt = f->cnt, *dsp = f->dsp;
     const int p = size, me = rank, which = (int) (h % NF), root = (int) ((h >> 8) % (uint64_t) p);
     const int ip = (h >> 16) % 4 == 0;
     const uint64_t z = h3(seed ^ (uint64_t) i, 77, 78);     /* the sizes */
-    const size_t cap = (size_t) p * (1500 + GAP) + 4400 + 2 * GAP;
-    if (NULL == sb) {
-        sb = xmalloc(cap);
-        rb = xmalloc(cap);
-        want = xmalloc(cap);
-        cnt = xmalloc((size_t) p * sizeof(int));
-        dsp = xmalloc((size_t) p * sizeof(int));
-    }
-    memset(rb, FILL, cap);
-    memset(want, FILL, cap);
+    MPI_Request *r = &f->req;
+    f->i = i;
+    f->which = which;
+    memset(rb, FILL, f->cap);
+    memset(want, FILL, f->cap);
     int rc = MPI_SUCCESS;
     if (F_GATHER == which || F_SCATTER == which) {
         const int b = (int) (z % 1501), g = F_GATHER == which;
@@ -413,9 +435,12 @@ static void fixed_call(long i, uint64_t h, long *calls, MPI_Comm comm)
         if (g && ip && me == root) {
             memcpy(rb + me * b, sb, (size_t) b);
         }
-        rc = g ? MPI_Gather(ip && me == root ? MPI_IN_PLACE : sb, b, MPI_BYTE, rb, b, MPI_BYTE, root, comm)
-               : MPI_Scatter(sb, b, MPI_BYTE, ip && me == root ? MPI_IN_PLACE : rb, b, MPI_BYTE, root,
-                             comm);
+        const void *gs = ip && me == root ? MPI_IN_PLACE : sb;
+        void *sr = ip && me == root ? MPI_IN_PLACE : rb;
+        rc = g ? (nb ? MPI_Igather(gs, b, MPI_BYTE, rb, b, MPI_BYTE, root, comm, r)
+                     : MPI_Gather(gs, b, MPI_BYTE, rb, b, MPI_BYTE, root, comm))
+               : (nb ? MPI_Iscatter(sb, b, MPI_BYTE, sr, b, MPI_BYTE, root, comm, r)
+                     : MPI_Scatter(sb, b, MPI_BYTE, sr, b, MPI_BYTE, root, comm));
     } else if (F_REDUCE == which) {
         const int n = 1 + (int) (z % 1100);
         calls[which]++;
@@ -430,7 +455,9 @@ static void fixed_call(long i, uint64_t h, long *calls, MPI_Comm comm)
                 w[k] = (int) sum;
             }
         }
-        rc = MPI_Reduce(ip && me == root ? MPI_IN_PLACE : sb, rb, n, MPI_INT, MPI_SUM, root, comm);
+        const void *s = ip && me == root ? MPI_IN_PLACE : sb;
+        rc = nb ? MPI_Ireduce(s, rb, n, MPI_INT, MPI_SUM, root, comm, r)
+                : MPI_Reduce(s, rb, n, MPI_INT, MPI_SUM, root, comm);
     } else {
         for (int q = 0; q < p; q++) {
             const uint64_t c = h3(seed ^ (uint64_t) i, (uint64_t) q, 55);
@@ -451,17 +478,55 @@ static void fixed_call(long i, uint64_t h, long *calls, MPI_Comm comm)
         if (ip) {
             memcpy(rb + dsp[me], sb, (size_t) cnt[me]);
         }
-        rc = MPI_Allgatherv(ip ? MPI_IN_PLACE : sb, cnt[me], MPI_BYTE, rb, cnt, dsp, MPI_BYTE, comm);
+        const void *s = ip ? MPI_IN_PLACE : sb;
+        rc = nb ? MPI_Iallgatherv(s, cnt[me], MPI_BYTE, rb, cnt, dsp, MPI_BYTE, comm, r)
+                : MPI_Allgatherv(s, cnt[me], MPI_BYTE, rb, cnt, dsp, MPI_BYTE, comm);
     }
     if (MPI_SUCCESS != rc) {
         fail(i, fname[which], "return code", 0, rc, MPI_SUCCESS);
     }
-    for (size_t k = 0; k < cap; k++) {
-        if (rb[k] != want[k]) {
-            fail(i, fname[which], "receive buffer", (long) k, rb[k], want[k]);
+}
+
+/* Every byte of f's receive buffer, once its call ended. */
+static void fixed_check(const fcall_t *f)
+{
+    for (size_t k = 0; k < f->cap; k++) {
+        if (f->rb[k] != f->want[k]) {
+            fail(f->i, fname[f->which], "receive buffer", (long) k, f->rb[k], f->want[k]);
             break;
         }
     }
+}
+
+static void fixed_call(fcall_t *f, long i, uint64_t h, long *calls, MPI_Comm comm)
+{
+    fixed_start(f, i, h, calls, comm, 0);
+    fixed_check(f);
+}
+
+/* A run of CALLS nonblocking gathers and reduces of small blocks to root
+ * 0 (MPI_Igather, MPI_Ireduce, each waited for at once), root 0 asleep
+ * before the first: the senders' requests end as soon as they gave, so
+ * the senders run ahead through the latency path's ring, where a request
+ * must wait for the root before it writes over units the root has not
+ * read.  Every result checked. */
+static long ahead_run(fcall_t *f, long i0, int n, long *calls)
+{
+    long ok = 0;
+    if (0 == rank) {
+        usleep(3000);
+    }
+    for (int k = 0; k < n; k++) {
+        const long i = i0 + k;
+        /* which: gather or reduce; root 0; in place one in four */
+        const uint64_t h = (h3(seed, (uint64_t) i, 5) & ~(uint64_t) 0xffff) | (k % 2 ? F_REDUCE : F_GATHER);
+        const int before = nfail;
+        fixed_start(f, i, h, calls, MPI_COMM_WORLD, 1);
+        MPI_Wait(&f->req, MPI_STATUS_IGNORE);
+        fixed_check(f);
+        ok += nfail == before;
+    }
+    return ok;
 }
 
 int main(int argc, char **argv)
@@ -485,10 +550,14 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     vcall_t v, pend;
+    fcall_t f, fpend;
     v_alloc(&v);
     v_alloc(&pend);
-    long passed = 0, calls[2][NV] = { { 0 } }, fcalls[NF] = { 0 };
-    int pending = 0, pend_left = 0, broot = 0, brun = 0, vrun = 0, pure = 0, slow = 0;
+    f_alloc(&f);
+    f_alloc(&fpend);
+    long passed = 0, calls[2][NV] = { { 0 } }, fcalls[2][NF] = { { 0 } };
+    int pending = 0, pend_left = 0, fpending = 0, fpend_left = 0, broot = 0, brun = 0, vrun = 0, pure = 0,
+        slow = 0;
     uint64_t vpick = 0;
     /* Each of gather, scatter, reduce, allgatherv as the first call on a
      * new communicator (twice): before its set-up, the whole way, where
@@ -499,7 +568,47 @@ int main(int argc, char **argv)
         MPI_Comm d;
         MPI_Comm_dup(MPI_COMM_WORLD, &d);
         const int before = nfail;
-        fixed_call(-1 - k, (h3(seed, (uint64_t) k, 99) & ~(uint64_t) 3) | (uint64_t) (k % NF), first, d);
+        fixed_call(&f, -1 - k, (h3(seed, (uint64_t) k, 99) & ~(uint64_t) 3) | (uint64_t) (k % NF), first, d);
+        passed += nfail == before;
+        MPI_Comm_free(&d);
+    }
+    /* Three nonblocking calls of the four started as the first calls on a
+     * new communicator, one rank testing each for 2 ms before its next
+     * start: made while the set-up runs, which so ends sooner on that rank
+     * than on the others; each call decides as the path would have once
+     * the set-up is over, alike on every rank. */
+    fcall_t early[3];
+    long early_calls[NF] = { 0 };    /* (not on comm 0: not in CALLS) */
+    for (int j = 0; j < 3; j++) {
+        f_alloc(&early[j]);
+    }
+    for (int k = 0; k < 2 * NF; k++) {
+        MPI_Comm d;
+        MPI_Request r[3];
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        const int before = nfail;
+        for (int j = 0; j < 3; j++) {
+            const long i = -100 - 3 * k - j;
+            fixed_start(&early[j], i, (h3(seed, (uint64_t) -i, 98) & ~(uint64_t) 3) | (uint64_t) ((k + j) % NF),
+                        early_calls, d, 1);
+            r[j] = early[j].req;
+            if (rank == k % size) {
+                /* this rank's set-up may end now, before its next start */
+                int done;
+                const double t0 = MPI_Wtime();
+                while (MPI_Wtime() - t0 < 2e-3) {
+                    MPI_Test(&r[j], &done, MPI_STATUS_IGNORE);
+                    if (done) {
+                        r[j] = MPI_REQUEST_NULL;
+                        break;
+                    }
+                }
+            }
+        }
+        MPI_Waitall(3, r, MPI_STATUSES_IGNORE);
+        for (int j = 0; j < 3; j++) {
+            fixed_check(&early[j]);
+        }
         passed += nfail == before;
         MPI_Comm_free(&d);
     }
@@ -517,8 +626,12 @@ int main(int argc, char **argv)
         const int kind = (int) ((h >> 32) % 16);
         if (kind < 3 && !pure) {
             six_call(i, h >> 36, broot);
+        } else if (kind == 12 && !fpending && !pure) {
+            fixed_start(&fpend, i, h >> 36, fcalls[1], MPI_COMM_WORLD, 1);
+            fpending = 1;
+            fpend_left = 1 + (int) ((h >> 40) % 3);
         } else if (kind >= 13 && !pure) {
-            fixed_call(i, h >> 36, fcalls, MPI_COMM_WORLD);
+            fixed_call(&f, i, h >> 36, fcalls[0], MPI_COMM_WORLD);
         } else if (kind < 5 && !pending && !pure) {
             v_prepare(&pend, i, h >> 36, h >> 36, 0);
             if (MPI_SUCCESS != v_call(&pend, 1)) {
@@ -552,15 +665,23 @@ int main(int argc, char **argv)
             v_check(&pend);
             pending = 0;
         }
+        if (fpending && (fpend_left-- <= 0 || i == iters - 1)) {
+            MPI_Wait(&fpend.req, MPI_STATUS_IGNORE);
+            fixed_check(&fpend);
+            fpending = 0;
+        }
         passed += nfail == before;
     }
+    passed += ahead_run(&f, iters, AHEAD, fcalls[1]);
     /* (reduce: and the one below) */
     printf("CALLS rank=%d gatherv=%ld scatterv=%ld alltoallv=%ld igatherv=%ld iscatterv=%ld ialltoallv=%ld "
-           "gather=%ld scatter=%ld reduce=%ld allgatherv=%ld\n",
+           "gather=%ld scatter=%ld reduce=%ld allgatherv=%ld igather=%ld iscatter=%ld ireduce=%ld "
+           "iallgatherv=%ld\n",
            rank, calls[0][GATHERV], calls[0][SCATTERV], calls[0][ALLTOALLV], calls[1][GATHERV],
-           calls[1][SCATTERV], calls[1][ALLTOALLV], fcalls[F_GATHER], fcalls[F_SCATTER], fcalls[F_REDUCE] + 1,
-           fcalls[F_ALLGATHERV]);
-    long mine[2] = { passed, iters + 2 * NF - passed }, all[2];
+           calls[1][SCATTERV], calls[1][ALLTOALLV], fcalls[0][F_GATHER], fcalls[0][F_SCATTER],
+           fcalls[0][F_REDUCE] + 1, fcalls[0][F_ALLGATHERV], fcalls[1][F_GATHER], fcalls[1][F_SCATTER],
+           fcalls[1][F_REDUCE], fcalls[1][F_ALLGATHERV]);
+    long mine[2] = { passed, iters + 4 * NF + AHEAD - passed }, all[2];
     MPI_Reduce(mine, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (0 == rank) {
         printf("RESULT: %ld passed, %ld failed\n", all[0], all[1]);
