@@ -74,9 +74,11 @@
  * executor never runs from here; decide (coll_xccl_path.c) keeps them
  * from the fallback below the small-message size.
  *
- * Nonblocking calls keep the executor (their turn in m->level_ticket);
- * this path, like the six's blocking one, first waits until none is in
- * flight (mca_coll_xccl_latency_idle).
+ * Nonblocking calls of those four, where all of a call fits, run the
+ * same steps as requests in their turn (m->level_ticket; each step as far
+ * as the peers' posts let it, from progress); the other nonblocking calls
+ * keep the executor.  A blocking call first waits until no nonblocking
+ * call of the level is in flight (mca_coll_xccl_latency_idle).
  */
 #include "ompi_config.h"
 
@@ -88,14 +90,9 @@
 
 #include "base/xccl_copy.h"
 
-#include "coll_xccl_exec.h"
 #include "coll_xccl_latency_v.h"
 #include "coll_xccl_log.h"
-#include "coll_xccl_select.h"
 
-/* The executor flag of a rank that ran no schedule in a call: it meets
- * every wait on that call's flags (values stay below UINT32_MAX). */
-#define LATV_DONE (UINT32_MAX - 1)
 /* A directory entry: the block is large (the executor's). */
 #define LATV_LARGE UINT32_MAX
 #define LATV_ALIGN XCCL_LATENCY_V_ALIGN
@@ -130,7 +127,7 @@ static inline int posted(latv_t *v, int q, int wait)
 
 /* Small blocks travel in the sender's latency line too (as the six's
  * bcast: XCCL_LATENCY_INLINE), where both ends know the block's place
- * there: a rank's own block (gather(v), reduce, allgatherv), or of two
+ * there: a rank's own block (gather(v), allgatherv), or of two
  * ranks the one block for the other (scatter(v), alltoallv).  A reader
  * whose sender has not moved on then gets the post and the block in one
  * cache-line transfer instead of two or three; else it copies the block
@@ -332,9 +329,6 @@ static int reduce(latv_t *v, int wait)
         if (me != root || v->in_place) {
             copy(part_of(v, me), v->ws, len);
         }
-        if (me != root) {
-            put_inline(v, v->ws, len);
-        }
         mca_coll_xccl_latency_post(&v->st);
         if (me != root || 0 == count) {
             return 1;
@@ -348,10 +342,6 @@ static int reduce(latv_t *v, int wait)
             return r;
         }
         const char *src = q == me && !v->in_place ? v->ws : (const char *) part_of(v, q);
-        /* rank 0's vector and the current one, where they came in a line */
-        if (q != me && get_inline(v, q, v->line[0 != q], len)) {
-            src = (const char *) v->line[0 != q];
-        }
         if (0 == q) {
             v->first = src;
         } else {
@@ -394,46 +384,8 @@ static int allgatherv(latv_t *v, int wait)
     return 1;
 }
 
-/* Step 4 where this rank has a large block: the level's schedule of the
- * call's counts as the steps above left them, in its turn (as
- * path_schedule runs one), logged as the executor's. */
-static int executor(mca_coll_xccl_call_t *c, const char *ws, char *wr)
-{
-    mca_coll_xccl_module_t *m = c->m;
-    mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
-    int used, rc;
-    double us;
-    c->args.layout = &m->layout;
-    c->args.shm_slot = mca_coll_xccl_component.shm_bytes;
-    const xccl_sched_t *s = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes, c->es,
-                                                          xccl_select_level_index(c->coll, XCCL_LEVEL_SHM),
-                                                          &used, &us, NULL);
-    if (NULL == s) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, used, us, NULL, NULL);
-    hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
-    hooks.bufs[XCCL_BUF_RECV] = wr;
-    if (0 != mca_coll_xccl_level_hooks(m, &hooks, s->peer_access)) {
-        rc = mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
-    } else {
-        const uint32_t ticket = m->level_ticket++;
-        while (!mca_coll_xccl_level_my_turn(m, ticket)) {
-            opal_progress();
-        }
-        rc = mca_coll_xccl_exec_run(m, c->coll, s, &hooks, NULL);
-        mca_coll_xccl_level_pass_turn(m);
-    }
-    xccl_select_put(s);
-    return rc;
-}
-
-/* The call's fixed part, then its numbers and units (in call order: no
- * earlier call of the level may still run).  v->vec holds the call's
- * sizes and displacements in bytes (gather's and scatter's even ones
- * made by the caller). */
-static void latv_place(latv_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll, const xccl_coll_args_t *a,
-                       size_t es, xccl_reduce_fn_t kernel, const char *ws, char *wr)
+void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll, const xccl_coll_args_t *a,
+                                    size_t es, xccl_reduce_fn_t kernel, const char *ws, char *wr)
 {
     struct mca_coll_xccl_level *h = m->level;
     v->n = m->size;
@@ -489,9 +441,7 @@ static void latv_place(latv_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll, c
                   ? v->st.last + 1 + (v->st.f - 1 - v->st.last) / 2 : 0;
 }
 
-/* Steps 1 to 3 (the top of the file), as far as they get: 1 done, 0 a
- * peer has not posted yet (only without wait), -1 a rank is gone. */
-static int latv_run(latv_t *v, int wait)
+int mca_coll_xccl_latency_v_steps(mca_coll_xccl_latency_v_t *v, int wait)
 {
     if (v->ring) {
         const int r = mca_coll_xccl_latency_wait(&v->st, -1, v->ring, wait);
@@ -516,94 +466,3 @@ static int latv_run(latv_t *v, int wait)
     }
 }
 
-/* gather's and scatter's counts as gatherv's and scatterv's, blocks in
- * rank order, into vec (2n entries). */
-static void even_blocks(size_t *vec, int n, size_t block)
-{
-    for (int q = 0; q < n; q++) {
-        vec[q] = block;
-        vec[n + q] = (size_t) q * block;
-    }
-}
-
-int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
-                                 char *wr)
-{
-    mca_coll_xccl_module_t *m = c->m;
-    struct mca_coll_xccl_level *h = m->level;
-    const xccl_coll_t coll = c->coll;
-    latv_t v;                        /* field by field (latv_place): zeroing it all costs a call more */
-    v.vec = (size_t *) c->args.vec;
-    int r = stage ? mca_coll_xccl_gpu_stage_fill(m, coll, stage) : MPI_SUCCESS;
-    if (MPI_SUCCESS != r) {
-        return r;
-    }
-    size_t even[128];
-    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
-        const int n = m->size;
-        v.vec = 2 * (size_t) n <= sizeof(even) / sizeof(even[0]) ? even : malloc(2 * (size_t) n * sizeof(size_t));
-        if (NULL == v.vec) {
-            return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts");
-        }
-        even_blocks(v.vec, n, c->args.block);
-    }
-    /* after the level's nonblocking calls made before this one */
-    while (!mca_coll_xccl_latency_idle(m)) {
-        opal_progress();
-    }
-    latv_place(&v, m, coll, &c->args, c->es, c->reduction ? c->red.kernel : NULL, ws, wr);
-    r = latv_run(&v, 1);
-    if (NULL != v.vec && v.vec != even && v.vec != c->args.vec) {
-        free(v.vec);
-    }
-    if (r < 0) {
-        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a rank of this node is gone");
-    }
-    if (v.large) {
-        /* (gather, scatter: never, all of them fit) */
-        return executor(c, ws, wr);
-    }
-    (void) xccl_segment_flag_post(h->seg, (uint32_t) m->seq++, LATV_DONE);
-    mca_coll_xccl_log_call(m, coll, 0, c->bytes, xccl_select_level_index(coll, XCCL_LEVEL_SHM), -1.0, NULL,
-                           "latency_path");
-    return MPI_SUCCESS;
-}
-
-/* ------------------------------------------------------------ requests */
-
-int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                  const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
-                                  const char *ws, char *wr, uint32_t seq, unsigned tries)
-{
-    v->own = NULL;
-    v->vec = (size_t *) a->vec;
-    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
-        if (NULL == (v->own = malloc(2 * (size_t) m->size * sizeof(size_t)))) {
-            return -2;
-        }
-        v->vec = v->own;
-        even_blocks(v->vec, m->size, a->block);
-    }
-    v->seq = seq;
-    latv_place(v, m, coll, a, es, kernel, ws, wr);
-    return mca_coll_xccl_latency_v_run(v, tries);
-}
-
-int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries)
-{
-    int r = latv_run(v, 0);
-    for (unsigned k = 1; 0 == r && k < tries; k++) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();      /* as the latency path's waits: the peer's store lands sooner */
-#endif
-        r = latv_run(v, 0);
-    }
-    if (0 != r) {
-        free(v->own);
-        v->own = NULL;
-    }
-    if (1 == r) {
-        (void) xccl_segment_flag_post(v->st.m->level->seg, v->seq, LATV_DONE);
-    }
-    return r;
-}

@@ -117,9 +117,24 @@ typedef struct {
     size_t count, es;                /* reduce: elements, their size */
     xccl_reduce_fn_t kernel;
     const char *first;               /* reduce: rank 0's vector */
-    _Alignas(64) uint64_t line[2][XCCL_LATENCY_INLINE / 8];   /* reduce: vectors that came in a line */
     uint32_t seq;                    /* a request's call number (its executor flag) */
 } mca_coll_xccl_latency_v_t;
+
+/* The executor flag of a rank that ran no schedule in a call: it meets
+ * every wait on that call's flags (values stay below UINT32_MAX). */
+#define LATV_DONE (UINT32_MAX - 1)
+
+/* A call's fixed part (v->vec set: its sizes and displacements in bytes),
+ * then its numbers and units, in call order: no earlier call of the level
+ * may still run.  ws, wr the work buffers. */
+void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                   const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
+                                   const char *ws, char *wr);
+/* Its steps 1 to 3 (coll_xccl_latency_v.c), as far as they get: 1 done, 0
+ * a peer has not posted yet (only without wait), -1 a rank is gone; where
+ * this rank has a large block, v->large (step 4, the executor's, is the
+ * caller's). */
+int mca_coll_xccl_latency_v_steps(mca_coll_xccl_latency_v_t *v, int wait);
 
 /* Whether a nonblocking call c whose schedule would be algo runs here as
  * a request, from what every rank knows: gather, scatter, reduce and

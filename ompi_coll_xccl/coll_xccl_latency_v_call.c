@@ -1,0 +1,142 @@
+/*
+ * The entries of the v forms' latency path (coll_xccl_latency_v.h): a
+ * blocking call, with step 4 where this rank has a large block, and the
+ * requests' begin and run; the steps themselves are in
+ * coll_xccl_latency_v.c.
+ */
+#include "ompi_config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "opal/runtime/opal_progress.h"
+
+#include "coll_xccl_exec.h"
+#include "coll_xccl_latency_v.h"
+#include "coll_xccl_log.h"
+#include "coll_xccl_select.h"
+
+/* Step 4 where this rank has a large block: the level's schedule of the
+ * call's counts as the steps (coll_xccl_latency_v.c) left them, in its
+ * turn (as path_schedule runs one), logged as the executor's. */
+static int executor(mca_coll_xccl_call_t *c, const char *ws, char *wr)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
+    int used, rc;
+    double us;
+    c->args.layout = &m->layout;
+    c->args.shm_slot = mca_coll_xccl_component.shm_bytes;
+    const xccl_sched_t *s = mca_coll_xccl_select_schedule(m, c->coll, &c->args, c->bytes, c->es,
+                                                          xccl_select_level_index(c->coll, XCCL_LEVEL_SHM),
+                                                          &used, &us, NULL);
+    if (NULL == s) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, used, us, NULL, NULL);
+    hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
+    hooks.bufs[XCCL_BUF_RECV] = wr;
+    if (0 != mca_coll_xccl_level_hooks(m, &hooks, s->peer_access)) {
+        rc = mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
+    } else {
+        const uint32_t ticket = m->level_ticket++;
+        while (!mca_coll_xccl_level_my_turn(m, ticket)) {
+            opal_progress();
+        }
+        rc = mca_coll_xccl_exec_run(m, c->coll, s, &hooks, NULL);
+        mca_coll_xccl_level_pass_turn(m);
+    }
+    xccl_select_put(s);
+    return rc;
+}
+
+/* gather's and scatter's counts as gatherv's and scatterv's (2n). */
+static void even_blocks(size_t *vec, int n, size_t block)
+{
+    for (int q = 0; q < n; q++) {
+        vec[q] = block;
+        vec[n + q] = (size_t) q * block;
+    }
+}
+
+int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
+                                 char *wr)
+{
+    mca_coll_xccl_module_t *m = c->m;
+    struct mca_coll_xccl_level *h = m->level;
+    const xccl_coll_t coll = c->coll;
+    mca_coll_xccl_latency_v_t v;                        /* field by field (mca_coll_xccl_latency_v_place): zeroing it all costs a call more */
+    v.vec = (size_t *) c->args.vec;
+    int r = stage ? mca_coll_xccl_gpu_stage_fill(m, coll, stage) : MPI_SUCCESS;
+    if (MPI_SUCCESS != r) {
+        return r;
+    }
+    size_t even[128];
+    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
+        const int n = m->size;
+        v.vec = 2 * (size_t) n <= sizeof(even) / sizeof(even[0]) ? even : malloc(2 * (size_t) n * sizeof(size_t));
+        if (NULL == v.vec) {
+            return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts");
+        }
+        even_blocks(v.vec, n, c->args.block);
+    }
+    /* after the level's nonblocking calls made before this one */
+    while (!mca_coll_xccl_latency_idle(m)) {
+        opal_progress();
+    }
+    mca_coll_xccl_latency_v_place(&v, m, coll, &c->args, c->es, c->reduction ? c->red.kernel : NULL, ws, wr);
+    r = mca_coll_xccl_latency_v_steps(&v, 1);
+    if (NULL != v.vec && v.vec != even && v.vec != c->args.vec) {
+        free(v.vec);
+    }
+    if (r < 0) {
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a rank of this node is gone");
+    }
+    if (v.large) {
+        /* (gather, scatter: never, all of them fit) */
+        return executor(c, ws, wr);
+    }
+    (void) xccl_segment_flag_post(h->seg, (uint32_t) m->seq++, LATV_DONE);
+    mca_coll_xccl_log_call(m, coll, 0, c->bytes, xccl_select_level_index(coll, XCCL_LEVEL_SHM), -1.0, NULL,
+                           "latency_path");
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ requests */
+
+int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                  const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
+                                  const char *ws, char *wr, uint32_t seq, unsigned tries)
+{
+    v->own = NULL;
+    v->vec = (size_t *) a->vec;
+    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
+        if (NULL == (v->own = malloc(2 * (size_t) m->size * sizeof(size_t)))) {
+            return -2;
+        }
+        v->vec = v->own;
+        even_blocks(v->vec, m->size, a->block);
+    }
+    v->seq = seq;
+    mca_coll_xccl_latency_v_place(v, m, coll, a, es, kernel, ws, wr);
+    return mca_coll_xccl_latency_v_run(v, tries);
+}
+
+int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries)
+{
+    int r = mca_coll_xccl_latency_v_steps(v, 0);
+    for (unsigned k = 1; 0 == r && k < tries; k++) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();      /* as the latency path's waits: the peer's store lands sooner */
+#endif
+        r = mca_coll_xccl_latency_v_steps(v, 0);
+    }
+    if (0 != r) {
+        free(v->own);
+        v->own = NULL;
+    }
+    if (1 == r) {
+        (void) xccl_segment_flag_post(v->st.m->level->seg, v->seq, LATV_DONE);
+    }
+    return r;
+}
