@@ -1,7 +1,8 @@
 /*
  * What the suites that run the shared-memory and peer-access schedules on
  * a simulated node share (test_shm_algos, test_shm_gather_scatter,
- * test_shm_reduce, test_shm_alltoallv, test_mesh_algos), on top of
+ * test_shm_reduce, test_shm_alltoallv, and through mesh_sim.h
+ * test_mesh_algos, test_mesh_rooted, test_mesh_catalog), on top of
  * sim_harness.h (included first):
  *
  *   - seeds, sizes and count patterns;
