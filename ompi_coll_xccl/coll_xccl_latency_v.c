@@ -466,3 +466,41 @@ int mca_coll_xccl_latency_v_steps(mca_coll_xccl_latency_v_t *v, int wait)
     }
 }
 
+/* ------------------------------------------------------------ requests */
+
+int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                  const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
+                                  const char *ws, char *wr, uint32_t seq, unsigned tries)
+{
+    v->own = NULL;
+    v->vec = (size_t *) a->vec;
+    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
+        if (NULL == (v->own = malloc(2 * (size_t) m->size * sizeof(size_t)))) {
+            return -2;
+        }
+        v->vec = v->own;
+        mca_coll_xccl_latency_v_even(v->vec, m->size, a->block);
+    }
+    v->seq = seq;
+    mca_coll_xccl_latency_v_place(v, m, coll, a, es, kernel, ws, wr);
+    return mca_coll_xccl_latency_v_run(v, tries);
+}
+
+int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries)
+{
+    int r = mca_coll_xccl_latency_v_steps(v, 0);
+    for (unsigned k = 1; 0 == r && k < tries; k++) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();      /* as the latency path's waits: the peer's store lands sooner */
+#endif
+        r = mca_coll_xccl_latency_v_steps(v, 0);
+    }
+    if (0 != r) {
+        free(v->own);
+        v->own = NULL;
+    }
+    if (1 == r) {
+        (void) xccl_segment_flag_post(v->st.m->level->seg, v->seq, LATV_DONE);
+    }
+    return r;
+}

@@ -17,8 +17,6 @@
 #define MCA_COLL_XCCL_LATENCY_V_H
 
 #include "coll_xccl_call.h"
-#include "coll_xccl_gpu.h"
-#include "coll_xccl_gpu_ipc.h"
 #include "coll_xccl_latency.h"
 #include "coll_xccl_level.h"
 
@@ -120,6 +118,16 @@ typedef struct {
     uint32_t seq;                    /* a request's call number (its executor flag) */
 } mca_coll_xccl_latency_v_t;
 
+/* gather's and scatter's counts as gatherv's and scatterv's: n blocks of
+ * block bytes in rank order (vec: 2n entries). */
+static inline void mca_coll_xccl_latency_v_even(size_t *vec, int n, size_t block)
+{
+    for (int q = 0; q < n; q++) {
+        vec[q] = block;
+        vec[n + q] = (size_t) q * block;
+    }
+}
+
 /* The executor flag of a rank that ran no schedule in a call: it meets
  * every wait on that call's flags (values stay below UINT32_MAX). */
 #define LATV_DONE (UINT32_MAX - 1)
@@ -173,74 +181,6 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
  * peer: 1 done, 0 waiting for a peer, -1 a rank of the node is gone, -2
  * (_begin) out of memory; nothing logged. */
 int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries);
-
-/* One blocking call c on its work buffers ws, wr (the user's where
- * nothing needs packing, coll_xccl_pack.c's otherwise; NULL where the
- * rank has none; alltoallv's SEND apart from RECV where a block may be
- * large), host copies of device buffers where stage (filled first: the
- * peers read them).  Logs one line: via=latency_path where this rank
- * moved small blocks only, else the executor's (algo=shm).  MPI_SUCCESS
- * or an MPI error code (logged). */
-int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
-                                 char *wr);
-
-/* The user's buffers as work buffers, where contiguous: 1, else 0 (also
- * for alltoallv in place, whose executor part needs SEND as a copy:
- * coll_xccl_pack.c makes it). */
-static inline int mca_coll_xccl_latency_v_buffers(const mca_coll_xccl_call_t *c, const char **ws, char **wr)
-{
-    *ws = NULL;
-    *wr = NULL;
-    if (NULL != c->rbuf) {           /* none off gatherv's root and on scatterv's root in place */
-        if (!mca_coll_xccl_is_contiguous(c->rdtype, c->rn)) {
-            return 0;
-        }
-        *wr = (char *) c->rbuf + mca_coll_xccl_true_lb(c->rdtype);
-    }
-    if (mca_coll_xccl_send_in_place(c)) {
-        *ws = *wr;                   /* gatherv's root: its block in place */
-        return XCCL_COLL_ALLTOALLV != c->coll;
-    }
-    if (NULL != c->sbuf) {
-        if (!mca_coll_xccl_is_contiguous(c->sdtype, c->sn)) {
-            return 0;
-        }
-        *ws = (const char *) c->sbuf + mca_coll_xccl_true_lb(c->sdtype);
-    }
-    return 1;
-}
-
-/* The fast way of a blocking call that comes here (coll_xccl_path.h),
- * the path table's rule (path_latency) with fewer steps: where the whole
- * way would reach mca_coll_xccl_latency_v_wanted on every rank (the level
- * on with its fast way, m->level_lat_colls; one node of this job, which
- * decide keeps; the collective enabled and not forced: the level's shm;
- * what fits; a reduction's kernel) and the buffers are the host's and
- * need no packing.  1 with the call's result in *rc, or 0: the whole
- * way. */
-static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
-{
-    mca_coll_xccl_module_t *m = c->m;
-    const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
-    const char *ws;
-    char *wr;
-    if (!(NULL == c->request && m->level_local && 0 != __atomic_load_n(&m->level_lat_colls, __ATOMIC_RELAXED) &&
-          k->enable[c->coll] && XCCL_SEL_AUTO == k->policy.forced[c->coll] && m->size >= 2 &&
-          m->size <= XCCL_LATENCY_V_RANKS && mca_coll_xccl_latency_v_fits(c) &&
-          (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) &&
-          (!c->reduction || mca_coll_xccl_latency_plan(c)) && mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
-        return 0;
-    }
-    if (m->gpu_ipc && !mca_coll_xccl_gpu_ipc_pass(c)) {
-        return 0;                    /* CUDA IPC's agreement cannot be told yet: the whole way */
-    }
-    *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr);
-    if (NULL != c->counts) {         /* (a blocking call's are on the entry's stack) */
-        free(c->counts);
-        c->counts = NULL;
-    }
-    return 1;
-}
 
 END_C_DECLS
 

@@ -1,8 +1,7 @@
 /*
  * The entries of the v forms' latency path (coll_xccl_latency_v.h): a
- * blocking call, with step 4 where this rank has a large block, and the
- * requests' begin and run; the steps themselves are in
- * coll_xccl_latency_v.c.
+ * blocking call, with step 4 where this rank has a large block; the
+ * steps, and the requests' begin and run, are in coll_xccl_latency_v.c.
  */
 #include "ompi_config.h"
 
@@ -12,7 +11,7 @@
 #include "opal/runtime/opal_progress.h"
 
 #include "coll_xccl_exec.h"
-#include "coll_xccl_latency_v.h"
+#include "coll_xccl_latency_v_call.h"
 #include "coll_xccl_log.h"
 #include "coll_xccl_select.h"
 
@@ -50,15 +49,6 @@ static int executor(mca_coll_xccl_call_t *c, const char *ws, char *wr)
     return rc;
 }
 
-/* gather's and scatter's counts as gatherv's and scatterv's (2n). */
-static void even_blocks(size_t *vec, int n, size_t block)
-{
-    for (int q = 0; q < n; q++) {
-        vec[q] = block;
-        vec[n + q] = (size_t) q * block;
-    }
-}
-
 int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
                                  char *wr)
 {
@@ -78,7 +68,7 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
         if (NULL == v.vec) {
             return mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts");
         }
-        even_blocks(v.vec, n, c->args.block);
+        mca_coll_xccl_latency_v_even(v.vec, n, c->args.block);
     }
     /* after the level's nonblocking calls made before this one */
     while (!mca_coll_xccl_latency_idle(m)) {
@@ -100,43 +90,4 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     mca_coll_xccl_log_call(m, coll, 0, c->bytes, xccl_select_level_index(coll, XCCL_LEVEL_SHM), -1.0, NULL,
                            "latency_path");
     return MPI_SUCCESS;
-}
-
-/* ------------------------------------------------------------ requests */
-
-int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                  const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
-                                  const char *ws, char *wr, uint32_t seq, unsigned tries)
-{
-    v->own = NULL;
-    v->vec = (size_t *) a->vec;
-    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
-        if (NULL == (v->own = malloc(2 * (size_t) m->size * sizeof(size_t)))) {
-            return -2;
-        }
-        v->vec = v->own;
-        even_blocks(v->vec, m->size, a->block);
-    }
-    v->seq = seq;
-    mca_coll_xccl_latency_v_place(v, m, coll, a, es, kernel, ws, wr);
-    return mca_coll_xccl_latency_v_run(v, tries);
-}
-
-int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries)
-{
-    int r = mca_coll_xccl_latency_v_steps(v, 0);
-    for (unsigned k = 1; 0 == r && k < tries; k++) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();      /* as the latency path's waits: the peer's store lands sooner */
-#endif
-        r = mca_coll_xccl_latency_v_steps(v, 0);
-    }
-    if (0 != r) {
-        free(v->own);
-        v->own = NULL;
-    }
-    if (1 == r) {
-        (void) xccl_segment_flag_post(v->st.m->level->seg, v->seq, LATV_DONE);
-    }
-    return r;
 }

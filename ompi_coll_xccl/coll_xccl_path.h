@@ -25,7 +25,7 @@
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_gpu_ipc.h"
 #include "coll_xccl_latency.h"
-#include "coll_xccl_latency_v.h"
+#include "coll_xccl_latency_v_call.h"
 #include "coll_xccl_request.h"
 #include "coll_xccl_level.h"
 
