@@ -384,8 +384,9 @@ static int allgatherv(latv_t *v, int wait)
     return 1;
 }
 
-void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll, const xccl_coll_args_t *a,
-                                    size_t es, xccl_reduce_fn_t kernel, const char *ws, char *wr)
+void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
+                                   const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
+                                   const char *ws, char *wr)
 {
     struct mca_coll_xccl_level *h = m->level;
     v->n = m->size;

@@ -55,7 +55,9 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_level *h = m->level;
     const xccl_coll_t coll = c->coll;
-    mca_coll_xccl_latency_v_t v;                        /* field by field (mca_coll_xccl_latency_v_place): zeroing it all costs a call more */
+    /* set field by field (mca_coll_xccl_latency_v_place): zeroing it all
+     * costs a call more */
+    mca_coll_xccl_latency_v_t v;
     v.vec = (size_t *) c->args.vec;
     int r = stage ? mca_coll_xccl_gpu_stage_fill(m, coll, stage) : MPI_SUCCESS;
     if (MPI_SUCCESS != r) {

@@ -43,9 +43,10 @@ typedef struct xccl_request {
     int reduction;                   /* red holds the call's plan (c->reduction) */
     int nb;                          /* the verbose line's kind (mca_coll_xccl_call_nb) */
     int lat, lat_algo, lat_begun;    /* the level's latency path, for its algorithm; begun */
-    int lat_v;                       /* ... of the v forms, gather, scatter, reduce, allgatherv */
-    mca_coll_xccl_latency_t lat_st;
-    mca_coll_xccl_latency_v_t lat_v_st;
+    union {                          /* its state: the six's, or the v forms' */
+        mca_coll_xccl_latency_t lat_st;            /* (mca_coll_xccl_latency_v_coll: gather, */
+        mca_coll_xccl_latency_v_t lat_v_st;        /* scatter, reduce, allgatherv) */
+    };
     xccl_coll_args_t args;           /* while waiting */
     size_t *counts;                  /* args.counts, owned */
     size_t *vec;                     /* args.vec, owned */
@@ -168,7 +169,6 @@ static int request_build(xccl_request_t *req)
         xccl_select_put(req->sched);
         req->sched = NULL;
         req->lat = 1;
-        req->lat_v = mca_coll_xccl_latency_v_coll(req->coll);
         req->lat_algo = algo;
         mca_coll_xccl_log_call(m, req->coll, req->nb, req->bytes, algo, -1.0, NULL, "latency_path");
         return MPI_SUCCESS;
@@ -206,7 +206,7 @@ static int request_lat_progress(xccl_request_t *req)
 {
     const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
     int rc;
-    if (req->lat_v) {
+    if (mca_coll_xccl_latency_v_coll(req->coll)) {
         const mca_coll_xccl_reduce_t *red = request_red(req);
         rc = req->lat_begun ? mca_coll_xccl_latency_v_run(&req->lat_v_st, spins)
                             : mca_coll_xccl_latency_v_begin(&req->lat_v_st, req->module, req->coll, &req->args,
@@ -551,7 +551,6 @@ int mca_coll_xccl_request_start_lat(mca_coll_xccl_module_t *m, const mca_coll_xc
         return err;
     }
     req->lat = 1;
-    req->lat_v = mca_coll_xccl_latency_v_coll(c->coll);
     req->lat_algo = algo;
     req->level = 1;
     req->ticket = m->level_ticket++;
