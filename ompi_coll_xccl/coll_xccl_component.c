@@ -112,8 +112,8 @@ static int xccl_register(void)
     (void) mca_base_component_var_register(v, "small_msg_bytes",
         "With algorithm auto, calls moving fewer bytes than this go to the fallback module, "
         "whose latency is lower there, except on a communicator of one node with the "
-        "shared-memory level, whose latency path takes them (coll_xccl_shm_small; not for "
-        "reduce, allgatherv, gather, scatter); 0: xccl runs every size",
+        "shared-memory level, whose latency path takes them (coll_xccl_shm_small; gather, "
+        "scatter, reduce and allgatherv where all of a call fits it); 0: xccl runs every size",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &c->policy.small_bytes);
 
