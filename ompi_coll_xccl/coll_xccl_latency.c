@@ -21,6 +21,7 @@
 #include "coll_xccl_pack.h"
 #include "coll_xccl_level.h"
 #include "coll_xccl_latency.h"
+#include "coll_xccl_latency_line.h"
 
 /*
  * Small blocking calls on one node without the executor.  Segment rank s
@@ -66,24 +67,15 @@
  * reader).  With more ranks every rank writes its own area, in the
  * layout of its ws (the image layout).
  */
-/* A bcast of at most LAT_INLINE bytes also travels in the root's line,
- * next to its sequence word, so that a reader whose root has not moved on
- * gets both with one cache-line transfer instead of two.  tag says which
- * call's payload the line holds, 0 while the root rewrites it: a reader
- * takes the payload only where tag reads f before and after it (a
- * seqlock), else the copy in the small area, which the ring protects. */
+/* A bcast of at most LAT_INLINE bytes also travels in the root's line
+ * (coll_xccl_latency_line.h). */
 #define LAT_INLINE XCCL_LATENCY_INLINE
 /* A bcast of more than LAT_PIECE bytes goes in pieces of LAT_PIECE (the
  * last shorter), each posted with a number of its own: the readers copy
  * piece k out while the root copies piece k + 1 in, instead of waiting for
  * the whole part. */
 #define LAT_PIECE ((size_t) 16384)
-typedef struct {
-    _Atomic uint64_t seq;
-    _Atomic uint64_t tag;
-    _Atomic uint64_t inl[LAT_INLINE / 8];
-} lat_line_t;
-_Static_assert(sizeof(lat_line_t) <= XCCL_SEGMENT_LINE_BYTES, "latency line");
+typedef mca_coll_xccl_latency_line_t lat_line_t;
 
 /* The steps below and their helpers, inlined into the blocking call
  * (wait 1; as functions they cost a small call 15-20 % more) and into
@@ -102,37 +94,8 @@ LAT_FN void lat_copy(void *dst, const void *src, size_t len)
     }
 }
 
-/* The root's side: the payload of call f into its line. */
-LAT_FN void lat_inline_put(lat_line_t *l, const void *src, size_t len, uint64_t f)
-{
-    uint64_t w[LAT_INLINE / 8] = { 0 };
-    xccl_copy_small(w, src, len);
-    atomic_store_explicit(&l->tag, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (size_t i = 0; i < (len + 7) / 8; i++) {
-        atomic_store_explicit(&l->inl[i], w[i], memory_order_relaxed);
-    }
-    atomic_store_explicit(&l->tag, f, memory_order_release);
-}
-
-/* A reader's side: 1 and the payload of call f in dst, or 0 (the root has
- * moved on, or is rewriting the line: read the small area). */
-LAT_FN int lat_inline_get(const lat_line_t *l, void *dst, size_t len, uint64_t f)
-{
-    uint64_t w[LAT_INLINE / 8];
-    if (atomic_load_explicit(&l->tag, memory_order_acquire) != f) {
-        return 0;
-    }
-    for (size_t i = 0; i < (len + 7) / 8; i++) {
-        w[i] = atomic_load_explicit(&l->inl[i], memory_order_relaxed);
-    }
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&l->tag, memory_order_relaxed) != f) {
-        return 0;
-    }
-    xccl_copy_small(dst, w, len);
-    return 1;
-}
+#define lat_inline_put mca_coll_xccl_latency_line_put
+#define lat_inline_get mca_coll_xccl_latency_line_get
 /* Consecutive calls never share a unit (but for the chain below), so step
  * 1 of call f waits for f - 1 at most, which every peer posts without
  * waiting for this rank's f (a shared unit would deadlock).  A call's
@@ -580,14 +543,6 @@ int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f, i
 void mca_coll_xccl_latency_post(mca_coll_xccl_latency_t *st)
 {
     atomic_store_explicit(&((lat_line_t *) st->m->level->line[st->me])->seq, st->f, memory_order_release);
-}
-void mca_coll_xccl_latency_inline_put(mca_coll_xccl_latency_t *st, const void *src, size_t len)
-{
-    lat_inline_put(st->m->level->line[st->me], src, len, st->f);
-}
-int mca_coll_xccl_latency_inline_get(mca_coll_xccl_latency_t *st, int s, void *dst, size_t len)
-{
-    return lat_inline_get(st->m->level->line[s], dst, len, st->f);
 }
 
 int mca_coll_xccl_latency_call(mca_coll_xccl_call_t *c, const char *ws, char *wr, int algo)

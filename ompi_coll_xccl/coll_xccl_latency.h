@@ -168,15 +168,6 @@ static inline int mca_coll_xccl_latency_idle(mca_coll_xccl_module_t *m)
 void mca_coll_xccl_latency_place(mca_coll_xccl_latency_t *st);
 int mca_coll_xccl_latency_wait(mca_coll_xccl_latency_t *st, int s, uint64_t f, int wait);
 void mca_coll_xccl_latency_post(mca_coll_xccl_latency_t *st);
-/* A payload of at most XCCL_LATENCY_INLINE bytes in a rank's latency line,
- * next to its number (the six's bcast and the v forms): _put writes len
- * bytes of src as call st->f's, before this rank posts st->f; _get, once
- * segment rank s posted st->f, copies s's payload of call st->f (len
- * bytes) to dst and returns 1, or returns 0 where s has moved on or is
- * rewriting its line: then the copy in s's part holds it. */
-#define XCCL_LATENCY_INLINE 48
-void mca_coll_xccl_latency_inline_put(mca_coll_xccl_latency_t *st, const void *src, size_t len);
-int mca_coll_xccl_latency_inline_get(mca_coll_xccl_latency_t *st, int s, void *dst, size_t len);
 /* A blocking call on its work buffers ws, wr (coll_xccl_pack.c): algo the
  * level's algorithm (mca_coll_xccl_latency_runs); an allreduce of shm is
  * sliced (every rank reduces one piece, posts again and copies the

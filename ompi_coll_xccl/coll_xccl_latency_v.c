@@ -90,6 +90,7 @@
 
 #include "base/xccl_copy.h"
 
+#include "coll_xccl_latency_line.h"
 #include "coll_xccl_latency_v.h"
 #include "coll_xccl_log.h"
 
@@ -141,7 +142,7 @@ static inline int inline_fits(size_t len)
 static inline void put_inline(latv_t *v, const void *src, size_t len)
 {
     if (inline_fits(len)) {
-        mca_coll_xccl_latency_inline_put(&v->st, src, len);
+        mca_coll_xccl_latency_line_put(v->st.m->level->line[v->st.me], src, len, v->st.f);
     }
 }
 
@@ -149,7 +150,8 @@ static inline void put_inline(latv_t *v, const void *src, size_t len)
  * (copy it from q's part). */
 static inline int get_inline(latv_t *v, int q, void *dst, size_t len)
 {
-    return inline_fits(len) && mca_coll_xccl_latency_inline_get(&v->st, v->st.m->level->local_of[q], dst, len);
+    return inline_fits(len) &&
+           mca_coll_xccl_latency_line_get(v->st.m->level->line[v->st.m->level->local_of[q]], dst, len, v->st.f);
 }
 
 /* Where a sender's blocks end in its part (give, below, fills it so), 0
