@@ -180,6 +180,9 @@ int xccl_select_model(const xccl_select_policy_t *p, xccl_coll_t c, const xccl_c
  * algorithm whose ranks finish apart (a bcast's readers of one root): the
  * span counts the last one.  Every rank makes the same calls in the same
  * order, so trials and picks are the same calls on every rank.
+ *   A pick may come from the process's earlier communicators instead
+ * (mca_coll_xccl_level_trial_end): after the first call, where every rank
+ * kept the same one, the trial ends with it (xccl_trial_t.pick).
  *   A clear case ends early (QUIET trials): where more blocks follow, the
  * ranks agree once more after the first block of each candidate, and
  * where every span of one candidate there is at least XCCL_TRIAL_CLEAR

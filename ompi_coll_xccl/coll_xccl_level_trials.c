@@ -10,11 +10,98 @@
 
 #include "coll_xccl_level.h"
 
+/*
+ * Picks this process's communicators agreed on, kept for its later ones:
+ * which candidate wins depends on the machine and on how many ranks share
+ * the node, not on the communicator, so a communicator made later (a dup,
+ * a split, a framework's process group) need not time its first calls of
+ * a size class again.  Kept per collective and size class, a few
+ * situations each (communicator size, ranks on the node, QUIET or NOISY
+ * trials); a later pick of the same situation replaces an earlier one.
+ * Entries are packed words, read and written atomically (two threads may
+ * end trials on two communicators at once): the key above bit 8, the
+ * pick in the low 8 bits, 0 empty.
+ */
+#define LEARNED_WAYS 4
+static uint64_t learned[XCCL_NCOLL][65][LEARNED_WAYS];
+
+static uint64_t learned_key(const mca_coll_xccl_module_t *m, const xccl_trial_t *t)
+{
+    const uint64_t node = NULL != m->level ? (uint64_t) m->level->node_size : 0;
+    return ((uint64_t) m->size << 24 | node << 2 | (uint64_t) !!t->noisy << 1 | 1u) << 8;
+}
+
+static uint64_t *learned_way(xccl_coll_t coll, int k, uint64_t key)
+{
+    return &learned[coll][k][(key >> 8) % LEARNED_WAYS];
+}
+
+static void learned_put(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int k,
+                        const xccl_trial_t *t, int pick)
+{
+    if (pick <= 0 || pick > 0xff || k > 64) {
+        return;
+    }
+    const uint64_t key = learned_key(m, t);
+    __atomic_store_n(learned_way(coll, k, key), key | (uint64_t) pick, __ATOMIC_RELAXED);
+}
+
+/* This process's pick for the situation, 0 if none (or one the trial
+ * does not have as a candidate). */
+static int learned_get(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int k,
+                       const xccl_trial_t *t)
+{
+    if (k > 64) {
+        return 0;
+    }
+    const uint64_t key = learned_key(m, t);
+    const uint64_t e = __atomic_load_n(learned_way(coll, k, key), __ATOMIC_RELAXED);
+    const int pick = (int) (e & 0xff);
+    return (e & ~(uint64_t) 0xff) == key && (pick == t->cand[0] || pick == t->cand[1]) ? pick : 0;
+}
+
+/*
+ * After a trial's first call (untimed): the ranks agree whether every one
+ * of them kept the same pick for this situation from an earlier
+ * communicator (an allreduce MIN of pick and -pick, 0 where a rank has
+ * none).  If so that is the pick from the next call on, on every rank;
+ * else the trial goes on, the same on every rank.  One 8-byte
+ * allreduce per collective and size class of a communicator.
+ */
+static int learned_agree(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
+                         xccl_trial_t *t)
+{
+    const int k = xccl_size_class(bytes);
+    const int mine = learned_get(m, coll, k, t);
+    int v[2] = { mine, -mine }, agreed[2] = { 0, 0 };
+    m->quiet = 1;
+    const int rc = m->super.coll_allreduce(v, agreed, 2, MPI_INT, MPI_MIN, m->comm, &m->super);
+    m->quiet = 0;
+    if (MPI_SUCCESS != rc || agreed[0] <= 0 || agreed[0] != -agreed[1]) {
+        mca_coll_xccl_log(2, "trial kept %s comm=%u rank=%d bytes=%zu: %s", xccl_coll_name(coll),
+                          m->cid, m->world_rank, bytes,
+                          MPI_SUCCESS != rc ? "the agreement on kept picks failed: the trial goes on"
+                          : mine ? "not every rank kept this pick: the trial goes on"
+                                 : "no pick kept here: the trial goes on");
+        return rc;
+    }
+    t->pick = agreed[0];
+    if (t->pick == t->cand[0] && NULL != m->level && k < 64) {
+        m->level->lat_picked[coll] |= (uint64_t) 1 << k;
+    }
+    const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
+    mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu kept from earlier communicators "
+                      "of %d ranks, no calls timed: pick=%s", xccl_coll_name(coll), m->cid,
+                      m->world_rank, lo, lo ? 2 * lo - 1 : 0, m->size, xccl_select_name(coll, t->pick));
+    return MPI_SUCCESS;
+}
+
 int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
                                 xccl_trial_t *t, uint64_t t0, uint64_t t1)
 {
+    const int first = 0 == t->calls;
     if (!xccl_trial_record(t, t0, t1)) {
-        return MPI_SUCCESS;
+        return first ? learned_agree(m, coll, bytes, t) : MPI_SUCCESS;
     }
     /* every timed call's last start and last end (xccl_trial_t) */
     uint64_t last[2][2][XCCL_TRIAL_MAX];
@@ -36,6 +123,9 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
     const int pick = xccl_trial_decide(t, med);
     if (pick == t->cand[0] && NULL != m->level && k < 64) {
         m->level->lat_picked[coll] |= (uint64_t) 1 << k;
+    }
+    if (MPI_SUCCESS == rc) {
+        learned_put(m, coll, k, t, pick);
     }
     const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
     if (mca_coll_xccl_component.verbose >= 2) {

@@ -80,6 +80,9 @@
 #       over the steady state (the median of the last third of the calls),
 #       the median over rounds, with the slowest call of each round.  -r, -w
 #       do not apply, -I does; no -P; no memcpy figure.
+#   -K  with -F: each size's calls run first on another new communicator,
+#       untimed (peer_bench -K): the first calls of a size the process has
+#       called before, on a communicator that has not.
 # Environment: XCCL_BUILDDIR (default ./build), PYTHON (default python3),
 # IMPI_PIP / MPICH_PIP (pip arguments; default "impi-rt impi-devel", "mpich"),
 # MPICH_OVER_ROUNDS (default 1).
@@ -87,10 +90,10 @@
 set -euo pipefail
 
 nps=2,4 rounds=5 reps=3 sizes="" colls="" configs=xccl,tuned,sm,impi,mpich
-prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0 first=0 persist=0
+prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0 first=0 persist=0 known=0
 bdir=${XCCL_BUILDDIR:-$PWD/build}
 envdir=""
-while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IPph" c; do
+while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IKPph" c; do
     case $c in
     n) nps=$OPTARG ;;
     R) rounds=$OPTARG ;;
@@ -107,6 +110,7 @@ while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IPph" c; do
     p) persist=1 ;;
     w) warm=$OPTARG ;;
     F) first=$OPTARG ;;
+    K) known=1 ;;
     *) sed -n '2,/^# Default run/p' "$0"; exit 2 ;;
     esac
 done
@@ -114,6 +118,7 @@ shift $((OPTIND - 1))
 [[ $# -eq 0 ]] || { echo "compare_peers: unexpected argument $1" >&2; exit 2; }
 [[ $first =~ ^[0-9]+$ ]] || { echo "compare_peers: -F takes a number of calls" >&2; exit 2; }
 ((first > 0 && percall)) && { echo "compare_peers: -F and -P exclude each other" >&2; exit 2; }
+((known && first == 0)) && { echo "compare_peers: -K goes with -F" >&2; exit 2; }
 ((persist && (first > 0 || nonblocking))) && { echo "compare_peers: -p excludes -F and -I" >&2; exit 2; }
 bdir=$(cd "$bdir" 2> /dev/null && pwd) || { echo "compare_peers: no build directory (XCCL_BUILDDIR)" >&2; exit 2; }
 envdir=${envdir:-$bdir/peers-venv}
@@ -254,6 +259,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
 if ((first > 0)); then
     peer_args=(-F "$first" -T "$deadline" -L 4)
+    ((known)) && peer_args+=(-K)
 else
     peer_args=(-r "$reps" -T "$deadline" -L 4)
     ((percall)) && peer_args+=(-P)

@@ -286,7 +286,7 @@ static void usage(void)
     fprintf(stderr,
         "usage: peer_bench [-c COLLS] [-s SIZES] [-r REPS] [-p PAYLOAD] [-k KMAX]\n"
         "                  [-T SECONDS] [-L SECONDS] [-w CALLS] [-V CVAR]... [-n|-i] [-P]\n"
-        "       peer_bench -F CALLS [-c COLLS] [-s SIZES] [-T SECONDS] [-L SECONDS]\n"
+        "       peer_bench -F CALLS [-K] [-c COLLS] [-s SIZES] [-T SECONDS] [-L SECONDS]\n"
         "                  [-V CVAR]... [-n]\n"
         "       peer_bench -m [-M BYTES] [-r REPS]\n"
         "  -c  collectives, comma-separated (default " DEFAULT_COLLS ";\n"
@@ -311,6 +311,8 @@ static void usage(void)
         "  -F  first calls: per size a new communicator (MPI_Comm_dup), CALLS\n"
         "      calls on it, each after a barrier and timed alone, each checked;\n"
         "      one F line per size with every call's time (root 0, no warm-up)\n"
+        "  -K  with -F: the same calls first on another new communicator,\n"
+        "      untimed (the first calls of a size the process has called)\n"
         "size: allreduce, bcast, reduce the buffer; allgather(v) total received;\n"
         "reduce_scatter(_block), alltoall(v) total sent; gather(v) total the root\n"
         "receives; scatter(v) total the root sends; alltoallv_moe total sent, the\n"
@@ -354,6 +356,9 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
         } else if (!strcmp(a, "-P")) {
             o->per_call = true;
             continue;
+        } else if (!strcmp(a, "-K")) {
+            o->known = true;
+            continue;
         } else if (!strcmp(a, "-i")) {
             o->persistent = true;
             continue;
@@ -365,6 +370,7 @@ static void parse_args(int argc, char **argv, opts_t *o, int rank)
     }
     ok = ok && o->reps > 0 && o->kmax > 0 && o->payload > 0 && o->memcpy_bytes > 0;
     ok = ok && !(o->first_calls && (o->per_call || o->memcpy_mode));
+    ok = ok && !(o->known && !o->first_calls);
     ok = ok && !(o->persistent && (o->first_calls || o->nonblocking || o->memcpy_mode));
 
     /* Collectives */
@@ -567,7 +573,8 @@ static void run_size(bench_t *B, int coll, size_t size)
  * every result is checked (barrier: check_barrier once after the calls).
  * The ranks' times go to rank 0 after the last call, so the control plane
  * never runs between them; rank 0 prints the C line (wrong elements over
- * all calls and ranks) and the F line (each call's slowest rank). */
+ * all calls and ranks) and the F line (each call's slowest rank).  -K:
+ * the same calls run first on another duplicate, untimed but checked. */
 static void run_first(bench_t *B, int coll, size_t size)
 {
     const int n = B->o->first_calls;
@@ -582,19 +589,21 @@ static void run_first(bench_t *B, int coll, size_t size)
     double *t = xalloc((size_t)n * sizeof(double));
     double *tmax = xalloc((size_t)n * sizeof(double));
     long wrong = 0, wrong_sum = 0;
-    MPI_Comm_dup(MPI_COMM_WORLD, &B->comm);
-    for (int i = 0; i < n; i++) {
-        B->gen = (size_t)i + 1;
-        fill_coll(B, coll, &s, 0);
-        MPI_Barrier(B->comm);
-        double t0 = MPI_Wtime();
-        call_coll(B, coll, &s, 0);
-        t[i] = MPI_Wtime() - t0;
-        wrong += verify_coll(B, coll, &s, 0);
+    for (int pass = B->o->known ? 0 : 1; pass < 2; pass++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &B->comm);
+        for (int i = 0; i < n; i++) {
+            B->gen = (size_t)i + 1;
+            fill_coll(B, coll, &s, 0);
+            MPI_Barrier(B->comm);
+            double t0 = MPI_Wtime();
+            call_coll(B, coll, &s, 0);
+            t[i] = MPI_Wtime() - t0;
+            wrong += verify_coll(B, coll, &s, 0);
+        }
+        if (coll == C_BARRIER)
+            wrong += more_check(B, coll, &s);
+        MPI_Comm_free(&B->comm);
     }
-    if (coll == C_BARRIER)
-        wrong += more_check(B, coll, &s);
-    MPI_Comm_free(&B->comm);
     B->comm = MPI_COMM_WORLD;
     B->gen = 0;
 

@@ -66,6 +66,8 @@ typedef struct {
     bool persistent;           /* -i: MPI_<Coll>_init per size, then MPI_Start
                                 * + MPI_Wait per call */
     int first_calls;           /* -F: calls per size on a new communicator, 0: off */
+    bool known;                /* -K: with -F, the same calls on another new
+                                * communicator first, untimed */
     size_t memcpy_bytes;
     const char *cvars[8];
     int ncvars;

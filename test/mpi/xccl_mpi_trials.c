@@ -23,6 +23,13 @@
  *   xccl_mpi_trials: call <n> <before> <after>
  * n counting the calls from 0.
  *
+ * -A dup: everything once more on a dup of MPI_COMM_WORLD, after the
+ * calls on MPI_COMM_WORLD: its trials may take the picks the first
+ * communicator's trials agreed on.  -A split (np >= 3): everything on a
+ * communicator of world ranks 0 and 1, then on one of ranks 1 and 2
+ * (other ranks idle): only rank 1 has picks from before, so the second
+ * communicator's trials run in full.
+ *
  * -c COLL,...: only the collectives named (allgather, alltoall, bcast,
  * allreduce, reduce_scatter_block; they run in that order), e.g. a run
  * that never calls MPI_Allreduce itself.
@@ -75,8 +82,11 @@ static unsigned long calls_made;
 
 /* Calls of one collective at one size; the number of wrong calls here. */
 
-static int run(const char *coll, size_t bytes, int calls, int rank, int p)
+static int run(const char *coll, size_t bytes, int calls, MPI_Comm comm)
 {
+    int rank, p;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &p);
     const size_t block = bytes / (size_t) p;
     unsigned char *s = malloc(bytes), *r = malloc(bytes);
     int bad = 0;
@@ -94,12 +104,12 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
             for (size_t i = 0; i < block; i++) {
                 s[i] = val(rank, c, i);
             }
-            TIMED(MPI_Allgather(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD));
+            TIMED(MPI_Allgather(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, comm));
         } else if (0 == strcmp(coll, "alltoall")) {
             for (size_t i = 0; i < bytes; i++) {
                 s[i] = val(rank, c, i);          /* block q goes to rank q */
             }
-            TIMED(MPI_Alltoall(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, MPI_COMM_WORLD));
+            TIMED(MPI_Alltoall(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, comm));
         } else if (0 == strcmp(coll, "allreduce") || 0 == strcmp(coll, "reduce_scatter_block")) {
             /* ints, every other call in place; sums of small values: exact.
              * reduce_scatter_block: bytes is what each rank sends, its
@@ -113,10 +123,10 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
             }
             if (ar) {
                 TIMED(MPI_Allreduce(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT, MPI_SUM,
-                                    MPI_COMM_WORLD));
+                                    comm));
             } else {
                 TIMED(MPI_Reduce_scatter_block(c & 1 ? MPI_IN_PLACE : in, out, (int) n, MPI_INT,
-                                               MPI_SUM, MPI_COMM_WORLD));
+                                               MPI_SUM, comm));
             }
             size_t wrong = 0, first = 0;
             for (size_t i = 0; i < n; i++) {
@@ -140,7 +150,7 @@ static int run(const char *coll, size_t bytes, int calls, int rank, int p)
                     r[i] = val(root, c, i);
                 }
             }
-            TIMED(MPI_Bcast(r, (int) bytes, MPI_BYTE, root, MPI_COMM_WORLD));
+            TIMED(MPI_Bcast(r, (int) bytes, MPI_BYTE, root, comm));
         }
         size_t wrong = 0, first = 0;
         for (size_t i = 0; i < (0 == strcmp(coll, "bcast") ? bytes : block * (size_t) p); i++) {
@@ -181,15 +191,39 @@ static int listed(const char *list, const char *name)
     return 0;
 }
 
+/* Every collective (or those of -c) at every size on comm: the cases run
+ * and the cases with a wrong call, added to *cases and *bad. */
+static void run_all(MPI_Comm comm, const char *only, const size_t *sizes, int nsizes, int calls,
+                    int *cases, int *bad)
+{
+    static const char *const colls[] = { "allgather", "alltoall", "bcast", "allreduce",
+                                         "reduce_scatter_block" };
+    int p;
+    MPI_Comm_size(comm, &p);
+    for (int k = 0; k < 5; k++) {
+        if (NULL != only && !listed(only, colls[k])) {
+            continue;
+        }
+        for (int z = 0; z < nsizes; z++) {
+            /* whole blocks (of ints) */
+            const size_t unit = (size_t) p * sizeof(int), bytes = sizes[z] / unit * unit;
+            *bad += 0 != run(colls[k], bytes, calls, comm);
+            (*cases)++;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     size_t sizes[8] = { 24576, 65536, 2 << 20 };
     int nsizes = 3, calls = 48, opt;
-    const char *only = NULL;
+    const char *only = NULL, *again = NULL;
     MPI_Init(&argc, &argv);
-    while ((opt = getopt(argc, argv, "c:n:s:L:")) != -1) {
+    while ((opt = getopt(argc, argv, "A:c:n:s:L:")) != -1) {
         if ('n' == opt) {
             calls = atoi(optarg);
+        } else if ('A' == opt) {
+            again = optarg;
         } else if ('c' == opt) {
             only = optarg;
         } else if ('L' == opt) {
@@ -200,33 +234,49 @@ int main(int argc, char **argv)
                 sizes[nsizes++] = strtoull(t, NULL, 0);
             }
         } else {
-            fprintf(stderr, "usage: xccl_mpi_trials [-c COLL,...] [-n CALLS] [-s BYTES,...] [-L USEC]\n");
-            MPI_Abort(MPI_COMM_WORLD, 2);
+            nsizes = -1;
         }
     }
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
-    static const char *const colls[] = { "allgather", "alltoall", "bcast", "allreduce",
-                                         "reduce_scatter_block" };
+    const int dup = NULL != again && 0 == strcmp(again, "dup");
+    const int split = NULL != again && 0 == strcmp(again, "split");
+    if (nsizes < 0 || (NULL != again && !dup && !split) || (split && p < 3)) {
+        fprintf(stderr, "usage: xccl_mpi_trials [-c COLL,...] [-n CALLS] [-s BYTES,...] [-L USEC] "
+                        "[-A dup|split (np >= 3)]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     int cases = 0, bad = 0, all_bad = 0;
-    for (int k = 0; k < 5; k++) {
-        if (NULL != only && !listed(only, colls[k])) {
-            continue;
+    if (split) {
+        /* ranks 0 and 1, then ranks 1 and 2: only rank 1 has run the
+         * calls of such a communicator before */
+        for (int first = 0; first < 2; first++) {
+            MPI_Comm c;
+            const int in = rank == first || rank == first + 1;
+            MPI_Comm_split(MPI_COMM_WORLD, in ? 0 : MPI_UNDEFINED, rank, &c);
+            if (in) {
+                run_all(c, only, sizes, nsizes, calls, &cases, &bad);
+                MPI_Comm_free(&c);
+            }
         }
-        for (int z = 0; z < nsizes; z++) {
-            /* whole blocks (of ints) */
-            const size_t unit = (size_t) p * sizeof(int), bytes = sizes[z] / unit * unit;
-            bad += 0 != run(colls[k], bytes, calls, rank, p);
-            cases++;
+    } else {
+        run_all(MPI_COMM_WORLD, only, sizes, nsizes, calls, &cases, &bad);
+        if (dup) {
+            MPI_Comm c;
+            MPI_Comm_dup(MPI_COMM_WORLD, &c);
+            run_all(c, only, sizes, nsizes, calls, &cases, &bad);
+            MPI_Comm_free(&c);
         }
     }
+    int all_cases = 0;
     MPI_Reduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&cases, &all_cases, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     if (0 == rank) {
         /* a case fails where any rank saw a wrong call (bad counts cases
          * per rank, so all_bad can exceed cases: cap it) */
-        const int failed = all_bad < cases ? all_bad : cases;
-        printf("RESULT: %d passed, %d failed\n", cases - failed, failed);
+        const int failed = all_bad < all_cases ? all_bad : all_cases;
+        printf("RESULT: %d passed, %d failed\n", all_cases - failed, failed);
     }
     MPI_Finalize();
     return 0 != all_bad;
