@@ -14,7 +14,9 @@
  * returns the MAX of this rank's readings and those of a peer the test
  * makes up, whose calls of one candidate end late; so the agreed pick is
  * the other candidate, whatever this rank's own readings say.  The
- * fallback's stub returns this rank's readings unchanged.
+ * fallback's stub returns this rank's readings unchanged.  The picks kept
+ * for later communicators: agreed after a trial's first call, where the
+ * made-up peer kept the same pick.
  */
 #include "ompi_config.h"
 
@@ -49,12 +51,29 @@ static mca_coll_xccl_module_t mod;
 static struct mca_coll_xccl_level level;
 static uint64_t peer[2][2][XCCL_TRIAL_MAX];   /* the made-up peer's readings */
 static int own_calls, own_quiet, fallback_calls, own_rc;
+static int kept_calls, kept_quiet, peer_kept;  /* the picks kept: agreements, the peer's */
 
-/* xccl's allreduce entry, as the trial's end must call it. */
+/* xccl's allreduce entry, as the trial's end must call it: after the
+ * first call the agreement on kept picks (MIN of pick and -pick; the
+ * made-up peer kept peer_kept, 0 none), at the early check and the end
+ * the readings' (MAX). */
 static int own_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                          struct ompi_op_t *op, struct ompi_communicator_t *comm,
                          mca_coll_base_module_t *module)
 {
+    if (2 == count) {
+        kept_calls++;
+        kept_quiet += mod.quiet;
+        ck_assert_ptr_eq(dtype, MPI_INT);
+        ck_assert_ptr_eq(op, MPI_MIN);
+        ck_assert_ptr_eq(comm, mod.comm);
+        ck_assert_ptr_eq(module, &mod.super);
+        const int *in = sbuf;
+        int *out = rbuf;
+        out[0] = in[0] < peer_kept ? in[0] : peer_kept;
+        out[1] = in[1] < -peer_kept ? in[1] : -peer_kept;
+        return own_rc;
+    }
     own_calls++;
     own_quiet += mod.quiet;
     ck_assert_int_eq(count, 2 * 2 * XCCL_TRIAL_MAX);
@@ -98,6 +117,7 @@ static xccl_trial_t fresh_trial(void)
     mod.prev.allreduce = fallback_allreduce;
     mca_coll_xccl_component.verbose = 1;
     own_calls = own_quiet = fallback_calls = lines = 0;
+    kept_calls = kept_quiet = peer_kept = 0;
     own_rc = MPI_SUCCESS;
     last_line[0] = '\0';
     xccl_trial_t t = { .block = 3, .untimed = 1, .samples = 4 };
@@ -129,13 +149,16 @@ static int run_calls(xccl_trial_t *t, int calls, uint64_t shm_ns, uint64_t mesh_
     return rc;
 }
 
-/* n agreements, each through xccl's own allreduce with quiet set, none
- * through the fallback's; the trial decided: pick. */
+/* n agreements on the readings and one on kept picks (after the first
+ * call), each through xccl's own allreduce with quiet set, none through
+ * the fallback's; the trial decided: pick. */
 static void check_agreements(const xccl_trial_t *t, int n, int pick)
 {
     ck_assert_int_eq(fallback_calls, 0);
     ck_assert_int_eq(own_calls, n);
     ck_assert_int_eq(own_quiet, n);
+    ck_assert_int_eq(kept_calls, 1);
+    ck_assert_int_eq(kept_quiet, 1);
     ck_assert_int_eq(t->pick, pick);
 }
 
@@ -179,10 +202,50 @@ START_TEST(failed_agreement_no_fallback)
 }
 END_TEST
 
+/* A pick agreed on one communicator is kept: the next trial of the same
+ * situation on another module ends after its first call where the peer
+ * kept the same pick, with one agreement and no readings agreed, and says
+ * so in its line. */
+START_TEST(kept_pick_ends_the_next_trial)
+{
+    xccl_trial_t t = fresh_trial();
+    ck_assert_int_eq(run_calls(&t, 12, 10000, 12000, 14000), MPI_SUCCESS);
+    ck_assert_int_eq(t.pick, t.cand[1]);
+    xccl_trial_t u = fresh_trial();
+    peer_kept = u.cand[1];
+    ck_assert_int_eq(run_calls(&u, 1, 10000, 12000, 14000), MPI_SUCCESS);
+    ck_assert_int_eq(u.pick, u.cand[1]);
+    ck_assert_int_eq(kept_calls, 1);
+    ck_assert_int_eq(own_calls, 0);
+    ck_assert_uint_eq(level.lat_picked[XCCL_COLL_BCAST], 0);
+    ck_assert_msg(strstr(last_line, "kept from earlier communicators") && strstr(last_line, " pick=mesh"),
+                  "%s", last_line);
+}
+END_TEST
+
+/* Where the peer kept nothing (or another pick), the trial runs in full
+ * and the readings decide: here shm, though this rank kept mesh. */
+START_TEST(kept_pick_of_one_rank_only)
+{
+    xccl_trial_t t = fresh_trial();
+    ck_assert_int_eq(run_calls(&t, 12, 10000, 12000, 14000), MPI_SUCCESS);
+    ck_assert_int_eq(t.pick, t.cand[1]);
+    /* the peer kept shm, then nothing (each full trial keeps its pick,
+     * shm, for the next) */
+    for (int other = 1; other >= 0; other--) {
+        xccl_trial_t u = fresh_trial();
+        peer_kept = other ? u.cand[0] : 0;
+        ck_assert_int_eq(run_calls(&u, 12, 10000, 40000, 10000), MPI_SUCCESS);
+        check_agreements(&u, 1, u.cand[0]);
+    }
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = { agreement_through_own_allreduce, clear_case_one_agreement,
-                                   failed_agreement_no_fallback };
+                                   failed_agreement_no_fallback, kept_pick_ends_the_next_trial,
+                                   kept_pick_of_one_rank_only };
     Suite *su = suite_create("trial_agree");
     TCase *tc = tcase_create("trial_agree");
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
