@@ -85,7 +85,7 @@ int xccl_cost_load(const char *path, xccl_cost_model_t *m, char *err, size_t err
 /* Auto keeps the measured default (the first algorithm) unless another is
  * predicted faster by this fraction: at 0.09 auto is within 1/(1 - 0.09)
  * < 1.1 of the best candidate in every cell of xccl_simulate's p = 8 ..
- * 65536, 8 B .. 1 GiB (test_select); a larger margin keeps ring well
+ * 65536, 8 B .. 1 GiB (test_select_scale); a larger margin keeps ring well
  * behind the best (figures: docs/bench/select-figures.md). */
 #define XCCL_MODEL_MARGIN 0.09
 #define XCCL_RING_SEGMENT ((size_t) 256 * 1024)

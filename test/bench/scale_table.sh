@@ -100,7 +100,7 @@ beta 0.25 ns/B; between nodes alpha 20 us, beta 0.9 ns/B; gamma 0.2
 ns/B, delta 0.13 ns/B), 4-byte floats, times in microseconds.  "best" is
 the fastest candidate of the whole catalog (hier and hier_hd included: the
 two-level forms over nodes of 8), "auto" the component's pick from the
-same predictions (within 10 % of the best in every cell: test_select).
+same predictions (within 10 % of the best in every cell: test_select_scale).
 Made by \`test/bench/scale_table.sh > docs/bench/scale-allreduce.md\`.
 Plots of the same predictions at 1024 ranks (each candidate over the
 best, 8 B .. 1 GiB): [nodes of 8](plots/scale-allreduce-1024.svg), [one
