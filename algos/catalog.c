@@ -427,9 +427,12 @@ static int scv_shm(xccl_sched_t *s, const xccl_coll_args_t *a)
     return shm_flat(s, a) ? xccl_build_scatterv_shm(s, a->vec, a->vec + s->size, a->root, a->in_place)
                           : XCCL_NOT_APPLICABLE;
 }
-/* Their peer-access forms (CUDA IPC): mapped peers on one node only, as
+/* Their peer-access forms: mapped peers (CUDA IPC) on one node, as
  * "leader" above (the root writes peers' RECV, the reduce reads their
- * inputs in place); "mesh" and "leader" differ only in allgatherv. */
+ * inputs in place); "mesh" and "leader" differ only in allgatherv.  The
+ * mesh of allgatherv, gather and scatter also runs on copied peers
+ * (process_vm_readv and writev: xccl_coll_peer_copy); reduce's and the
+ * v forms' only on mapped ones. */
 static int rd_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return leader_ok(a) ? xccl_build_reduce_mesh(s, a->count, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
@@ -440,7 +443,7 @@ static int rd_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
 }
 static int agv_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return leader_ok(a) ? xccl_build_allgatherv_mesh(s, a->vec, a->vec + s->size, a->in_place)
+    return mesh_ok(a) ? xccl_build_allgatherv_mesh(s, a->vec, a->vec + s->size, a->in_place)
                         : XCCL_NOT_APPLICABLE;
 }
 static int agv_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
@@ -450,7 +453,7 @@ static int agv_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
 }
 static int ga_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return leader_ok(a) ? xccl_build_gather_mesh(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+    return mesh_ok(a) ? xccl_build_gather_mesh(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
 }
 static int ga_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
@@ -468,7 +471,7 @@ static int gav_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
 }
 static int sc_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
-    return leader_ok(a) ? xccl_build_scatter_mesh(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
+    return mesh_ok(a) ? xccl_build_scatter_mesh(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
 }
 static int sc_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
 {

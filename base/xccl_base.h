@@ -131,6 +131,15 @@ static inline int xccl_coll_level(xccl_coll_t c)
     return xccl_coll_peer(c) || XCCL_COLL_BARRIER == c;
 }
 
+/* The collectives whose "mesh" schedules also run on copied peers
+ * (process_vm_readv and writev inside a node, blocking calls): those six,
+ * and allgatherv, gather and scatter, pure copies whose sizes every rank
+ * knows (the level's trials time them against shm alike everywhere). */
+static inline int xccl_coll_peer_copy(xccl_coll_t c)
+{
+    return xccl_coll_peer(c) || XCCL_COLL_ALLGATHERV == c || XCCL_COLL_GATHER == c || XCCL_COLL_SCATTER == c;
+}
+
 /* The collectives with peer-access schedules on mapped buffers ("mesh",
  * "leader"), which the CUDA IPC provider runs on device buffers: those
  * six, reduce, allgatherv, gather(v) and scatter(v).  Not alltoallv: a

@@ -272,11 +272,12 @@ static int path_select(mca_coll_xccl_call_t *c, run_t *run, int *rc)
     c->args.shm_slot = XCCL_LEVEL_ON == m->level_state && !c->no_level ? mca_coll_xccl_component.shm_bytes
                                                                    : 0;
     /* Single copies from and to the peers' own buffers (process_vm_readv
-     * and writev): the mesh schedules of every collective (the reductions
-     * reduce pieces copied into scratch), in blocking calls
-     * (mca_coll_xccl_level_hooks: one publication per rank). */
+     * and writev): the mesh schedules of the six (the reductions reduce
+     * pieces copied into scratch), allgatherv, gather and scatter
+     * (xccl_coll_peer_copy), in blocking calls (mca_coll_xccl_level_hooks:
+     * one publication per rank). */
     c->args.peer_access = NULL == run->request && c->args.shm_slot && m->level_cma &&
-                                  xccl_coll_peer(c->coll) ? XCCL_PEER_COPY : XCCL_PEER_NONE;
+                                  xccl_coll_peer_copy(c->coll) ? XCCL_PEER_COPY : XCCL_PEER_NONE;
     c->args.layout = &m->layout;
     /* Where shm (or its latency path) and the mesh may both run, the
      * level's trials time them and keep the faster (xccl_trial_t). */

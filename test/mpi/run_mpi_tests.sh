@@ -724,7 +724,9 @@ check_colls_forced() {
                 echo "$name: rank $r: forced $kv, but no call ran it"
                 bad=1
             fi
-            [[ $a == shm ]] && continue
+            # shm, mesh: nonblocking calls (no slot, no single copies)
+            # and MPI_COMM_SELF run another
+            [[ $a == shm || $a == mesh ]] && continue
             wrong=$(per_rank_output "$name" "$r" |
                 awk -v c="$c" -v a="algo=$a" '$1 == "xccl:" && $2 == c && $6 ~ /^algo=/ && $6 != a' | head -n 1)
             if [[ -n $wrong ]]; then
@@ -782,6 +784,8 @@ colls_algo_sets=(
     "reduce=rabenseifner barrier=shm allgatherv=direct alltoallv=direct gather=linear scatter=linear"
     "reduce=chain allgatherv=bruck"
     "reduce=shm allgatherv=shm alltoallv=shm gather=shm gatherv=shm scatter=shm scatterv=shm"
+    # single copies (process_vm_readv / writev), blocking calls
+    "allgatherv=mesh gather=mesh scatter=mesh"
 )
 for set in "${colls_algo_sets[@]}"; do
     force=()
@@ -791,7 +795,7 @@ for set in "${colls_algo_sets[@]}"; do
         list+=${list:+,}${kv%%=*}
     done
     tag=${set%% *}
-    tag=${tag#reduce=}
+    tag=${tag#*=}
     for np in 3 4; do
         name=xccl_mpi_colls.forced_$tag.np$np
         selected "$name" || continue

@@ -4,15 +4,16 @@
 # scope.  The runs are described in run_mpi_tests.sh's header.
 
 # The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
-# allgather, alltoall, bcast, allreduce and reduce_scatter_block at 24 KiB (shm is the latency path
-# there for the first three),
+# allgather, alltoall, bcast, allreduce, reduce_scatter_block, allgatherv,
+# gather and scatter at 24 KiB (shm is the latency path there for the
+# first three),
 # 64 KiB and 2 MiB (a short and a long trial), every result checked (xccl_mpi_trials); on every rank one
 # "xccl: trial <coll> ..." line per collective and class, the same pick on
 # every rank, shm and mesh both run before it and only the pick after it.
 check_trial_lines() {
     local name=$1 np=$2 r
     for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block) " |
+        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter) " |
             sed "s/^/$r /"
     done | awk -v name="$name" -v np="$np" '
         # per rank: the trial state of the class of each call
@@ -34,7 +35,7 @@ check_trial_lines() {
         END {
             n = 0
             for (c in classes) n++
-            if (n != 15) { print name ": trials decided for " n " collective/class pairs, want 15"; bad = 1 }
+            if (n != 24) { print name ": trials decided for " n " collective/class pairs, want 24"; bad = 1 }
             for (c in classes) for (r = 0; r < np; r++) {
                 split(c, cc, SUBSEP)
                 if (ntrial[r, c] != 1) { print name ": rank " r ": " ntrial[r, c] + 0 " trial lines for " cc[1] " class " cc[2]; bad = 1 }
@@ -53,7 +54,7 @@ check_trial_lines() {
 check_no_trials() {
     local name=$1 np=$2 r n
     for ((r = 0; r < np; r++)); do
-        n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast|allreduce|reduce_scatter_block) .*algo=mesh)' || true)
+        n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter) .*algo=mesh)' || true)
         ((n == 0)) || { echo "$name: rank $r: $n trial or mesh lines, want none"; return 1; }
     done
 }
@@ -99,7 +100,7 @@ check_trials_as_voted() {
 check_trial_times() {
     local name=$1 np=$2 late=$3 r
     for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | grep -E '^(xccl_mpi_trials: call |xccl: trial (clock )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block) )' |
+        per_rank_output "$name" "$r" | grep -E '^(xccl_mpi_trials: call |xccl: trial (clock )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter) )' |
             sed "s/^/$r /"
     done | awk -v name="$name" -v np="$np" -v late="$late" '
         function median(v, n,    i, j, t) {
@@ -158,7 +159,7 @@ check_trial_times() {
                         printf "%s: rank %d: %s %s agreed %.1f us, above the median of the calls from the last rank in to the last out, %.3f us\n", name, r, key, cand, got, bound; bad = 1 }
                 }
             }
-            if (nk != 30) { print name ": " nk / 2 " collective/class trials with readings, want 15"; bad = 1 }
+            if (nk != 48) { print name ": " nk / 2 " collective/class trials with readings, want 24"; bad = 1 }
             if (!waited) { print name ": in no trial call did rank " np - 1 " begin " late / 2 " us after rank 0"; bad = 1 }
             exit bad
         }' || return 1
@@ -248,7 +249,7 @@ fi
 check_trials_kept() {
     local name=$1 np=$2 mode=$3 r
     for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block) " |
+        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter) " |
             sed "s/^/$r /"
     done | awk -v name="$name" -v np="$np" -v mode="$mode" '
         function cls(b,   k) { k = 0; while (b >= 2) { b = int(b / 2); k++ } return k }

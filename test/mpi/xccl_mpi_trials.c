@@ -1,7 +1,8 @@
 /*
  * xccl_mpi_trials: blocking MPI_Allgather, MPI_Alltoall, MPI_Bcast,
  * MPI_Allreduce and MPI_Reduce_scatter_block (MPI_INT sums, every other
- * call in place) of
+ * call in place), MPI_Allgatherv (equal blocks), MPI_Gather and
+ * MPI_Scatter of
  * one size class, enough calls for the shared-memory level's trials
  * (coll_xccl_shm_trials: shm and mesh in turn, then the agreed pick) and
  * some after them, every result checked.
@@ -11,7 +12,7 @@
  * trial length), CALLS calls (-n, default 48: a long trial takes 40) on data that
  * depends on the rank, the call and the index, so that a stale result of
  * an earlier call, a block from the wrong peer or a byte off is caught;
- * bcast's root changes with every call.  Every rank checks every byte of
+ * the roots of bcast, gather and scatter change with every call.  Every rank checks every byte of
  * every call; the verdicts are summed with MPI_Reduce on MPI_COMM_WORLD,
  * which is not a collective under test.
  *
@@ -31,7 +32,8 @@
  * communicator's trials run in full.
  *
  * -c COLL,...: only the collectives named (allgather, alltoall, bcast,
- * allreduce, reduce_scatter_block; they run in that order), e.g. a run
+ * allreduce, reduce_scatter_block, allgatherv, gather, scatter; they run
+ * in that order), e.g. a run
  * that never calls MPI_Allreduce itself.
  *
  * run_mpi_tests.sh checks xccl's verbose lines: on every rank one
@@ -144,6 +146,36 @@ static int run(const char *coll, size_t bytes, int calls, MPI_Comm comm)
                 bad++;
             }
             continue;
+        } else if (0 == strcmp(coll, "allgatherv")) {
+            int *cnt = malloc((size_t) p * sizeof(int)), *dsp = malloc((size_t) p * sizeof(int));
+            if (NULL == cnt || NULL == dsp) {
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
+            for (int q = 0; q < p; q++) {
+                cnt[q] = (int) block;
+                dsp[q] = q * (int) block;
+            }
+            for (size_t i = 0; i < block; i++) {
+                s[i] = val(rank, c, i);
+            }
+            TIMED(MPI_Allgatherv(s, (int) block, MPI_BYTE, r, cnt, dsp, MPI_BYTE, comm));
+            free(cnt);
+            free(dsp);
+        } else if (0 == strcmp(coll, "gather")) {
+            for (size_t i = 0; i < block; i++) {
+                s[i] = val(rank, c, i);
+            }
+            TIMED(MPI_Gather(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, root, comm));
+            if (rank != root) {
+                continue;            /* nothing received */
+            }
+        } else if (0 == strcmp(coll, "scatter")) {
+            if (rank == root) {
+                for (size_t i = 0; i < bytes; i++) {
+                    s[i] = val(root, c, i);  /* block q goes to rank q */
+                }
+            }
+            TIMED(MPI_Scatter(s, (int) block, MPI_BYTE, r, (int) block, MPI_BYTE, root, comm));
         } else {
             if (rank == root) {
                 for (size_t i = 0; i < bytes; i++) {
@@ -152,14 +184,20 @@ static int run(const char *coll, size_t bytes, int calls, MPI_Comm comm)
             }
             TIMED(MPI_Bcast(r, (int) bytes, MPI_BYTE, root, comm));
         }
+        /* what arrived: bcast the whole buffer; scatter this rank's block;
+         * the others every block */
+        const int sc = 0 == strcmp(coll, "scatter");
         size_t wrong = 0, first = 0;
-        for (size_t i = 0; i < (0 == strcmp(coll, "bcast") ? bytes : block * (size_t) p); i++) {
+        for (size_t i = 0; i < (0 == strcmp(coll, "bcast") ? bytes : sc ? block : block * (size_t) p); i++) {
             const size_t q = i / block, j = i % block;
             unsigned char want;
-            if (0 == strcmp(coll, "allgather")) {
+            if (0 == strcmp(coll, "allgather") || 0 == strcmp(coll, "allgatherv") ||
+                0 == strcmp(coll, "gather")) {
                 want = val((int) q, c, j);
             } else if (0 == strcmp(coll, "alltoall")) {
                 want = val((int) q, c, (size_t) rank * block + j);
+            } else if (sc) {
+                want = val(root, c, (size_t) rank * block + i);
             } else {
                 want = val(root, c, i);
             }
@@ -197,10 +235,10 @@ static void run_all(MPI_Comm comm, const char *only, const size_t *sizes, int ns
                     int *cases, int *bad)
 {
     static const char *const colls[] = { "allgather", "alltoall", "bcast", "allreduce",
-                                         "reduce_scatter_block" };
+                                         "reduce_scatter_block", "allgatherv", "gather", "scatter" };
     int p;
     MPI_Comm_size(comm, &p);
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < (int) (sizeof(colls) / sizeof(colls[0])); k++) {
         if (NULL != only && !listed(only, colls[k])) {
             continue;
         }

@@ -157,16 +157,23 @@ START_TEST(catalog_mesh_needs_peer_access)
             }
             xccl_sched_fini(&s);
         }
-        /* The further collectives' mesh (the root writes or reduces the
-         * peers' buffers in place) needs them mapped: not with copied
-         * peers (the host paths' XCCL_PEER_COPY, which never offers them
-         * these collectives anyway). */
+        /* Copied peers (the host paths' XCCL_PEER_COPY): the mesh of the
+         * collectives xccl_coll_peer_copy names; reduce's (it reduces the
+         * peers' inputs in place) and the v forms' (only the root knows
+         * the sizes: no trial alike everywhere) need them mapped. */
         if (!xccl_coll_peer((xccl_coll_t) c)) {
             xccl_sched_t s;
             j.args.peer_access = XCCL_PEER_COPY;
             xccl_sched_init(&s, 0, p, 4);
-            ck_assert_int_eq(algos[mesh].build(&s, &j.args), XCCL_NOT_APPLICABLE);
+            const int rc = algos[mesh].build(&s, &j.args);
+            if (xccl_coll_peer_copy((xccl_coll_t) c)) {
+                ck_assert_int_eq(rc, 0);
+                ck_assert_str_eq(s.algo, "mesh");
+            } else {
+                ck_assert_int_eq(rc, XCCL_NOT_APPLICABLE);
+            }
             xccl_sched_fini(&s);
+            j.args.peer_access = XCCL_PEER_MAPPED;
         }
         /* The model: no prediction without peer access, so auto never
          * picks it; with it, a prediction. */
