@@ -712,8 +712,10 @@ check_colls_forced() {
     for kv in $set; do
         c=${kv%%=*}
         a=${kv#*=}
-        if ! cat "$logdir/$name.out"/*/rank.*/stdout "$logdir/$name.out"/*/rank.*/stderr 2>/dev/null |
-            grep -qE "^xccl: i?$c comm="; then
+        # grep reads the files itself: grep -q at the end of a pipe exits at
+        # its first match, and the writer's SIGPIPE failed the pipeline
+        if ! grep -qsE "^xccl: i?$c comm=" "$logdir/$name.out"/*/rank.*/stdout \
+            "$logdir/$name.out"/*/rank.*/stderr; then
             echo "$name: (xccl carried no $c call: results only for $kv)"
             continue
         fi
