@@ -21,8 +21,8 @@
  * its turn (coll_xccl_gpu_ipc_int.h).  This file is the provider and its
  * blocking calls, which wait for their turn (progressing the nonblocking
  * calls made before them, coll_xccl_gpu_ipc_nb.c) and for each round; the
- * set-up is coll_xccl_gpu_ipc_setup.c, a call's peer
- * coll_xccl_gpu_ipc_peer.c.
+ * set-up is coll_xccl_gpu_ipc_setup.c, this rank's part of a call
+ * coll_xccl_gpu_ipc_part.c, a call's peer coll_xccl_gpu_ipc_peer.c.
  */
 #include "ompi_config.h"
 

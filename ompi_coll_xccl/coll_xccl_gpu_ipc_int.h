@@ -6,8 +6,10 @@
  *   coll_xccl_gpu_ipc_setup.c  the communicator's slots and flag events
  *                              (set up by its first call that tries), the
  *                              schedules' form;
- *   coll_xccl_gpu_ipc_peer.c   a call's xccl_peer_t on a CUDA stream, this
- *                              rank's part (exports), the peers' mappings;
+ *   coll_xccl_gpu_ipc_part.c   this rank's part of a call: whether it can
+ *                              take part, the exports of its buffers;
+ *   coll_xccl_gpu_ipc_peer.c   a call's xccl_peer_t on a CUDA stream, the
+ *                              peers' mappings;
  *   coll_xccl_gpu_ipc_nb.c     nonblocking calls, advanced from progress;
  *   coll_xccl_gpu_ipc.c        the provider: blocking calls.
  *
@@ -278,13 +280,15 @@ const char *mca_coll_xccl_gpu_ipc_form(mca_coll_xccl_call_t *c, int *rc);
 void mca_coll_xccl_gpu_ipc_drop_events(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc);
 void mca_coll_xccl_gpu_ipc_unmap_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc);
 
-/* ------------------------------------------------------------ a call's peer (coll_xccl_gpu_ipc_peer.c) */
+/* ------------------------------------------------------------ this rank's part (coll_xccl_gpu_ipc_part.c) */
 
 /* The buffers of the schedule (SEND, RECV) at dev[], and whether this rank
  * can take part; exports what its peers read or write into out[] (leader
  * >= 0: the "leader" form, with that rank doing the work). */
 int mca_coll_xccl_gpu_ipc_own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call,
                                    ipc_buf_t out[2], int leader, char *dev[2]);
+
+/* ------------------------------------------------------------ a call's peer (coll_xccl_gpu_ipc_peer.c) */
 
 /* The call's stream and device scratch (its context current): 1, or 0. */
 int mca_coll_xccl_gpu_ipc_take_set(ipc_call_t *call, size_t scratch);
