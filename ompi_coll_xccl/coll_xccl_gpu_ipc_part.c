@@ -116,25 +116,27 @@ static int reduction_on_device(const mca_coll_xccl_call_t *c, ipc_call_t *call, 
     return 0 == (((uintptr_t) dev[0] | (uintptr_t) dev[1]) & (xccl_gpu_reduce_align(call->dt) - 1));
 }
 
-/* own_part of the further collectives (reduce, allgatherv, gather(v),
- * scatter(v); algos/xccl_build.h): the buffers this rank's schedule
- * touches (its own block's; at the root every block's side), each device
- * memory of one context, and those its peers reach: a rank other than
- * the root lends the root its SEND (reduce, gather(v)) or RECV
+/* own_part of the further collectives (reduce, allgatherv, alltoallv,
+ * gather(v), scatter(v); algos/xccl_build.h): the buffers this rank's
+ * schedule touches (its own block's; at the root every block's side),
+ * each device memory of one context, and those its peers reach: a rank
+ * other than the root lends the root its SEND (reduce, gather(v)) or RECV
  * (scatter(v)); in allgatherv every rank lends its SEND ("mesh"; in
  * place its RECV, where its block is), or its SEND and RECV to rank 0
- * ("leader").  A buffer that is not significant here (NULL, MPI_IN_PLACE,
- * an empty block) is never looked at.  A rank that touches no buffer at
- * all (an empty block of a v form) takes the context of the
- * communicator's flag events or of its device, where known. */
+ * ("leader"); in alltoallv every rank with something to send lends its
+ * SEND (and says in round 1 where each block lies: call->a2av).  A
+ * buffer that is not significant here (NULL, MPI_IN_PLACE, an empty
+ * block) is never looked at.  A rank that touches no buffer at all (an
+ * empty block of a v form) takes the context of the communicator's flag
+ * events or of its device, where known. */
 static int further_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_buf_t out[2], int leader,
                         char *dev[2])
 {
     const int me = c->m->rank;
     const xccl_coll_t coll = c->coll;
     const int scatter = XCCL_COLL_SCATTER == coll || XCCL_COLL_SCATTERV == coll;
-    const int agv = XCCL_COLL_ALLGATHERV == coll;
-    const int root = agv ? (leader >= 0 ? 0 : -1) : c->root;
+    const int agv = XCCL_COLL_ALLGATHERV == coll, a2av = XCCL_COLL_ALLTOALLV == coll;
+    const int root = agv ? (leader >= 0 ? 0 : -1) : a2av ? -1 : c->root;
     const size_t own = XCCL_COLL_REDUCE == coll ? c->bytes
                        : XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll ? c->args.block
                                                                                 : c->args.vec[me];
@@ -153,6 +155,9 @@ static int further_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_buf
     if (me == root) {
         need_s = scatter ? c->sn > 0 : !c->in_place && own > 0;
         need_r = scatter ? !c->in_place && own > 0 : c->rn > 0;
+    } else if (a2av) {
+        need_s = lend_s = c->sn > 0;   /* (never in place here: ipc_wanted) */
+        need_r = c->rn > 0;
     } else if (agv) {
         need_s = lend_s = own > 0 && !c->in_place;
         need_r = c->rn > 0;
@@ -163,6 +168,7 @@ static int further_part(const mca_coll_xccl_call_t *c, ipc_call_t *call, ipc_buf
     }
     memset(out, 0, 2 * sizeof(*out));
     call->ctx = NULL;
+    call->a2av = a2av ? c->args.vec : NULL;
     if (NULL == call->cu) {
         return 0;
     }

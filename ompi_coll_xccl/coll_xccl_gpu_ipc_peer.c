@@ -187,7 +187,10 @@ int mca_coll_xccl_gpu_ipc_take_set(ipc_call_t *call, size_t scratch)
 }
 
 /* Round 2's part: maps every peer buffer the schedule names, and takes the
- * stream (and device scratch) of the call. */
+ * stream (and device scratch) of the call.  In alltoallv a peer's SEND is
+ * mapped where its block for this rank begins, as the peer published it
+ * in round 1 (xccl_build_alltoallv_mesh), and the block's size there must
+ * be what this rank receives (else no rank takes the call). */
 int mca_coll_xccl_gpu_ipc_map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call,
                                     const xccl_sched_t *s)
 {
@@ -210,8 +213,14 @@ int mca_coll_xccl_gpu_ipc_map_peers(mca_coll_xccl_module_t *m, ipc_call_t *call,
             char *base = b->valid ? xccl_ipc_cache_get(&ipc->maps, q, b->buffer_id, &b->handle,
                                                        call->ctx)
                                   : NULL;
+            size_t at = b->offset;
+            if (NULL != call->a2av && XCCL_BUF_SEND == refs[k].buf) {
+                const ipc_block_t *blk = &ipc->slot[q]->sent[m->rank];
+                at += blk->off;
+                base = blk->bytes == call->a2av[2 * (size_t) m->size + (size_t) q] ? base : NULL;
+            }
             ok = NULL != base;
-            ipc->mapped[2 * q + refs[k].buf] = ok ? base + b->offset : NULL;
+            ipc->mapped[2 * q + refs[k].buf] = ok ? base + at : NULL;
         }
     }
     if (ok && NULL == call->set) {     /* (a nonblocking call took its set at the start) */
