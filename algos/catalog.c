@@ -451,6 +451,14 @@ static int agv_leader(xccl_sched_t *s, const xccl_coll_args_t *a)
     return leader_ok(a) ? xccl_build_allgatherv_leader(s, a->vec, a->vec + s->size, a->in_place)
                         : XCCL_NOT_APPLICABLE;
 }
+/* alltoallv's: "mesh" only, not in place (algos/alltoallv_mesh.c). */
+static int a2av_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
+{
+    const size_t p = (size_t) s->size;
+    return leader_ok(a) && !a->in_place
+               ? xccl_build_alltoallv_mesh(s, a->vec, a->vec + p, a->vec + 2 * p, a->vec + 3 * p)
+               : XCCL_NOT_APPLICABLE;
+}
 static int ga_mesh(xccl_sched_t *s, const xccl_coll_args_t *a)
 {
     return mesh_ok(a) ? xccl_build_gather_mesh(s, a->block, a->root, a->in_place) : XCCL_NOT_APPLICABLE;
@@ -526,7 +534,8 @@ static const xccl_algo_t catalog[XCCL_NCOLL][XCCL_CATALOG_MAX + 1] = {
     [XCCL_COLL_ALLGATHERV] = { { "ring", agv_ring }, { "direct", agv_direct }, { "bruck", agv_bruck },
         { "hier", agv_hier }, { "hier_bruck", agv_hier_bruck },
         { "shm", agv_shm }, { "mesh", agv_mesh }, { "leader", agv_leader } },
-    [XCCL_COLL_ALLTOALLV] = { { "pairwise", a2av_pw }, { "direct", a2av_direct }, { "shm", a2av_shm } },
+    [XCCL_COLL_ALLTOALLV] = { { "pairwise", a2av_pw }, { "direct", a2av_direct }, { "shm", a2av_shm },
+        { "mesh", a2av_mesh } },
     [XCCL_COLL_GATHER] = { { "binomial", ga_binomial }, { "linear", ga_linear }, { "shm", ga_shm },
         { "mesh", ga_mesh }, { "leader", ga_leader } },
     [XCCL_COLL_GATHERV] = { { "linear", gav_linear }, { "shm", gav_shm }, { "mesh", gav_mesh }, { "leader", gav_leader } },

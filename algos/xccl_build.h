@@ -342,6 +342,14 @@ int xccl_build_scatterv_leader(xccl_sched_t *s, const size_t *bytes, const size_
                                int in_place);
 int xccl_build_allgatherv_mesh(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
 int xccl_build_allgatherv_leader(xccl_sched_t *s, const size_t *bytes, const size_t *displs, int in_place);
+/* alltoallv ("mesh" only, not in place): every rank copies its block from
+ * each peer's SEND into its RECV between two barriers of all ranks.  Rank
+ * q's SEND at offset 0, as rank r's schedule names it, is where q's block
+ * for r begins (q's sdispls[r], which only q knows): whoever provides the
+ * peer access resolves it so (the CUDA IPC provider from what q publishes
+ * in its slot).  A rank's own block is at SEND + sdispls[r]. */
+int xccl_build_alltoallv_mesh(xccl_sched_t *s, const size_t *sbytes, const size_t *sdispls,
+                              const size_t *rbytes, const size_t *rdispls);
 
 #ifdef __cplusplus
 }

@@ -142,12 +142,13 @@ static inline int xccl_coll_peer_copy(xccl_coll_t c)
 
 /* The collectives with peer-access schedules on mapped buffers ("mesh",
  * "leader"), which the CUDA IPC provider runs on device buffers: those
- * six, reduce, allgatherv, gather(v) and scatter(v).  Not alltoallv: a
- * rank does not know where its peers keep the blocks meant for it. */
+ * six, reduce, allgatherv, alltoallv, gather(v) and scatter(v).  Alltoallv
+ * has "mesh" only (each rank reads its own blocks: its peers tell it
+ * where they keep them, xccl_build_alltoallv_mesh). */
 static inline int xccl_coll_mapped(xccl_coll_t c)
 {
-    return xccl_coll_peer(c) || XCCL_COLL_REDUCE == c || XCCL_COLL_ALLGATHERV == c || XCCL_COLL_GATHER == c ||
-           XCCL_COLL_GATHERV == c || XCCL_COLL_SCATTER == c || XCCL_COLL_SCATTERV == c;
+    return xccl_coll_peer(c) || XCCL_COLL_REDUCE == c || XCCL_COLL_ALLGATHERV == c || XCCL_COLL_ALLTOALLV == c ||
+           XCCL_COLL_GATHER == c || XCCL_COLL_GATHERV == c || XCCL_COLL_SCATTER == c || XCCL_COLL_SCATTERV == c;
 }
 
 #ifdef __cplusplus

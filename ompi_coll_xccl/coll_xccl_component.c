@@ -212,7 +212,8 @@ static int xccl_register(void)
     c->gpu_ipc_bytes = 1;
     (void) mca_base_component_var_register(v, "gpu_ipc_bytes",
         "Device buffers, every rank of the communicator on one node with a CUDA context: "
-        "calls moving at least this many bytes (alltoall and reduce_scatter not in place; "
+        "calls moving at least this many bytes (alltoallv, gatherv and scatterv at every size; "
+        "alltoall(v) and reduce_scatter not in place; "
         "nonblocking ones once a blocking call set CUDA IPC up) run a peer-access schedule of the collective straight on the ranks' device "
         "buffers through CUDA IPC (ranks on one GPU: one rank does the work, \"leader\"; "
         "else \"mesh\") (0: never); two rounds of flags in host shared memory per call agree",

@@ -21,8 +21,8 @@
  * its turn (coll_xccl_gpu_ipc_int.h).  This file is the provider and its
  * blocking calls, which wait for their turn (progressing the nonblocking
  * calls made before them, coll_xccl_gpu_ipc_nb.c) and for each round; the
- * set-up is coll_xccl_gpu_ipc_setup.c, a call's peer
- * coll_xccl_gpu_ipc_peer.c.
+ * set-up is coll_xccl_gpu_ipc_setup.c, this rank's part of a call
+ * coll_xccl_gpu_ipc_part.c, a call's peer coll_xccl_gpu_ipc_peer.c.
  */
 #include "ompi_config.h"
 
@@ -64,18 +64,18 @@ static int ipc_wanted(const mca_coll_xccl_call_t *c)
 {
     const size_t min = mca_coll_xccl_component.gpu_ipc_bytes;
     const struct mca_coll_xccl_ipc *ipc = c->m->ipc;
-    /* From what every rank shares only: not in place for alltoall and
+    /* From what every rank shares only: not in place for alltoall(v) and
      * reduce_scatter (every rank's MPI_IN_PLACE or none's; the rooted
-     * collectives' is the root's alone and never decides); gatherv and
-     * scatterv at every size (a rank knows only its own, and the root
-     * the total: xccl_coll_sizes_local).  A nonblocking call cannot set
-     * the slots up (that waits for the other ranks): it is wanted where
-     * a blocking call did (the same calls came before it on every rank,
-     * so every rank sees the same ipc->up). */
+     * collectives' is the root's alone and never decides); alltoallv,
+     * gatherv and scatterv at every size (a rank knows only its own, and
+     * the root the total: xccl_coll_sizes_local).  A nonblocking call
+     * cannot set the slots up (that waits for the other ranks): it is
+     * wanted where a blocking call did (the same calls came before it on
+     * every rank, so every rank sees the same ipc->up). */
     return min > 0 && xccl_coll_mapped(c->coll) && (c->bytes >= min || xccl_coll_sizes_local(c->coll)) &&
            c->m->size >= 2 && !c->ipc_said &&
-           !(c->in_place && (XCCL_COLL_ALLTOALL == c->coll || XCCL_COLL_REDUCE_SCATTER == c->coll ||
-                             XCCL_COLL_REDUCE_SCATTER_BLOCK == c->coll)) &&
+           !(c->in_place && (XCCL_COLL_ALLTOALL == c->coll || XCCL_COLL_ALLTOALLV == c->coll ||
+                             XCCL_COLL_REDUCE_SCATTER == c->coll || XCCL_COLL_REDUCE_SCATTER_BLOCK == c->coll)) &&
            (NULL == c->request || (NULL != ipc && ipc->up > 0));
 }
 
@@ -95,7 +95,6 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
     ipc_buf_t bufs[2];
     *go = 0;
     ipc_call_t *call = &ipc->call;
-    ipc_slot_t *mine = ipc->slot[m->rank];
     while (!mca_coll_xccl_gpu_ipc_my_turn(ipc, e)) {   /* the nonblocking calls made before it */
         opal_progress();
     }
@@ -107,7 +106,7 @@ static int ipc_open(mca_coll_xccl_call_t *c, const xccl_sched_t *s,
     if (!all) {
         mca_coll_xccl_gpu_ipc_publish(m, ipc, e, XCCL_IPC_STAGE_OUT);
     } else {
-        memcpy(mine->buf, bufs, sizeof(bufs));
+        mca_coll_xccl_gpu_ipc_lend(m, ipc, call, bufs);
         if ((all = round1_all(m, ipc, e))) {
             all = round2_all(m, ipc, e, mca_coll_xccl_gpu_ipc_map_peers(m, call, s));
         }

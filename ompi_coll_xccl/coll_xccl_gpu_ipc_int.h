@@ -6,8 +6,10 @@
  *   coll_xccl_gpu_ipc_setup.c  the communicator's slots and flag events
  *                              (set up by its first call that tries), the
  *                              schedules' form;
- *   coll_xccl_gpu_ipc_peer.c   a call's xccl_peer_t on a CUDA stream, this
- *                              rank's part (exports), the peers' mappings;
+ *   coll_xccl_gpu_ipc_part.c   this rank's part of a call: whether it can
+ *                              take part, the exports of its buffers;
+ *   coll_xccl_gpu_ipc_peer.c   a call's xccl_peer_t on a CUDA stream, the
+ *                              peers' mappings;
  *   coll_xccl_gpu_ipc_nb.c     nonblocking calls, advanced from progress;
  *   coll_xccl_gpu_ipc.c        the provider: blocking calls.
  *
@@ -17,9 +19,11 @@
  * two rounds through the slots, no message and no collective:
  *   1. each rank writes whether it can take part (device buffers of one
  *      context, contiguous, a GPU kernel for a reduction) and the IPC
- *      handles of the buffers its peers read; one that cannot goes on at
- *      once (nobody can take the call: a host-buffer call pays one store),
- *      one that can waits for all;
+ *      handles of the buffers its peers read (in alltoallv also where in
+ *      its SEND the block for each rank lies, and its size: only the
+ *      sender knows); one that cannot goes on at once (nobody can take the
+ *      call: a host-buffer call pays one store), one that can waits for
+ *      all;
  *   2. if every rank can, each maps what its schedule reads of the others;
  *      each writes whether that worked and waits for all.
  * Every rank reads the same slots, so all decide alike: the schedule
@@ -41,6 +45,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "coll_xccl_gpu_hooks.h"
 #include "coll_xccl_provider.h"
@@ -66,6 +71,11 @@ typedef struct {
     int32_t valid, pad;
 } ipc_buf_t;
 
+/* Alltoallv: a block of a rank's SEND, as the rank it is for reads it. */
+typedef struct {
+    uint64_t off, bytes;             /* from the exported SEND */
+} ipc_block_t;
+
 /* A rank's slot, written by that rank only. */
 typedef struct {
     uint64_t flag;                   /* the schedule's flag: seq << 32 | value */
@@ -74,6 +84,7 @@ typedef struct {
     int32_t mapped;                  /* round 2: it mapped what it reads */
     int32_t pad1;
     ipc_buf_t buf[2];                /* round 1: its SEND and RECV, as its peers read them */
+    ipc_block_t sent[];              /* round 1 of alltoallv: its block for each rank (size entries) */
 } ipc_slot_t;
 
 /* A call's driver work and peer access (blocking: ipc->call; nonblocking:
@@ -86,6 +97,9 @@ typedef struct {
     xccl_gpu_set_t *set;             /* its stream and device scratch */
     xccl_dtype_t dt;
     xccl_op_t op;
+    /* Alltoallv: the call's sizes and displacements (xccl_coll_args_t.vec:
+     * sbytes, sdispls, rbytes, rdispls, size entries each); NULL else. */
+    const size_t *a2av;
     char error[200];                 /* the first driver error ("": none) */
     int pushed;                      /* ctx is current from the go to close */
     /* A nonblocking call (async) never synchronises: a flag it posts is
@@ -201,7 +215,24 @@ static inline void mca_coll_xccl_gpu_ipc_pass_turn(struct mca_coll_xccl_ipc *ipc
 static inline int mca_coll_xccl_gpu_ipc_leader(const struct mca_coll_xccl_ipc *ipc,
                                                const mca_coll_xccl_call_t *c)
 {
-    return !ipc->one_device ? -1 : XCCL_COLL_BCAST == c->coll || xccl_coll_rooted(c->coll) ? c->root : 0;
+    return !ipc->one_device || XCCL_COLL_ALLTOALLV == c->coll ? -1   /* (mesh only) */
+           : XCCL_COLL_BCAST == c->coll || xccl_coll_rooted(c->coll) ? c->root
+                                                                      : 0;
+}
+
+/* Round 1's words of this rank, before it says it can: the exports, and
+ * in alltoallv where each rank's block lies in its SEND (a receiver reads
+ * its own entry in round 2: mca_coll_xccl_gpu_ipc_map_peers). */
+static inline void mca_coll_xccl_gpu_ipc_lend(const mca_coll_xccl_module_t *m,
+                                              struct mca_coll_xccl_ipc *ipc, const ipc_call_t *call,
+                                              const ipc_buf_t bufs[2])
+{
+    ipc_slot_t *mine = ipc->slot[m->rank];
+    memcpy(mine->buf, bufs, 2 * sizeof(*bufs));
+    for (int q = 0; NULL != call->a2av && q < m->size; q++) {
+        mine->sent[q].off = call->a2av[m->size + q];
+        mine->sent[q].bytes = call->a2av[q];
+    }
 }
 
 /* ------------------------------------------------------------ a call's driver helpers */
@@ -278,13 +309,15 @@ const char *mca_coll_xccl_gpu_ipc_form(mca_coll_xccl_call_t *c, int *rc);
 void mca_coll_xccl_gpu_ipc_drop_events(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc);
 void mca_coll_xccl_gpu_ipc_unmap_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc);
 
-/* ------------------------------------------------------------ a call's peer (coll_xccl_gpu_ipc_peer.c) */
+/* ------------------------------------------------------------ this rank's part (coll_xccl_gpu_ipc_part.c) */
 
 /* The buffers of the schedule (SEND, RECV) at dev[], and whether this rank
  * can take part; exports what its peers read or write into out[] (leader
  * >= 0: the "leader" form, with that rank doing the work). */
 int mca_coll_xccl_gpu_ipc_own_part(const mca_coll_xccl_call_t *c, ipc_call_t *call,
                                    ipc_buf_t out[2], int leader, char *dev[2]);
+
+/* ------------------------------------------------------------ a call's peer (coll_xccl_gpu_ipc_peer.c) */
 
 /* The call's stream and device scratch (its context current): 1, or 0. */
 int mca_coll_xccl_gpu_ipc_take_set(ipc_call_t *call, size_t scratch);

@@ -95,7 +95,7 @@ static int job_step(ipc_job_t *job)
             mca_coll_xccl_gpu_ipc_publish(m, ipc, job->e, XCCL_IPC_STAGE_OUT);
             return job_to_host(job);
         }
-        memcpy(ipc->slot[m->rank]->buf, job->bufs, sizeof(job->bufs));
+        mca_coll_xccl_gpu_ipc_lend(m, ipc, call, job->bufs);
         mca_coll_xccl_gpu_ipc_publish(m, ipc, job->e, XCCL_IPC_STAGE_IN);
         job->state = JOB_ROUND1;
         /* fall through */

@@ -149,7 +149,7 @@ static int setup_slots(mca_coll_xccl_module_t *m, struct mca_coll_xccl_ipc *ipc)
     char *mine = hello.name;
     ipc_hello_t *all = calloc((size_t) P, sizeof(*all));
     int ok, rc;
-    ipc->slot_bytes = ((sizeof(ipc_slot_t) + 4095) / 4096) * 4096;
+    ipc->slot_bytes = ((sizeof(ipc_slot_t) + (size_t) P * sizeof(ipc_block_t) + 4095) / 4096) * 4096;
     ipc->slot = calloc((size_t) P, sizeof(*ipc->slot));
     ipc->mapped = calloc(2 * (size_t) P, sizeof(char *));
     memset(&hello, 0, sizeof(hello));
@@ -234,5 +234,7 @@ const char *mca_coll_xccl_gpu_ipc_form(mca_coll_xccl_call_t *c, int *rc)
     if (0 == ipc->up && MPI_SUCCESS != (*rc = setup_slots(m, ipc))) {
         return NULL;
     }
-    return ipc->up < 0 ? NULL : ipc->one_device ? "leader" : "mesh";
+    /* (alltoallv has the mesh form only: the leader would need every
+     * pair's displacements on both sides) */
+    return ipc->up < 0 ? NULL : ipc->one_device && XCCL_COLL_ALLTOALLV != c->coll ? "leader" : "mesh";
 }

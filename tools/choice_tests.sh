@@ -87,13 +87,13 @@ out=$("$b/xccl_info" -n 8 --net torus:1x1 --layout block:1 2>&1); [[ $? -eq 2 &&
 # the further collectives at 65536 ranks on nodes of 8: every algorithm
 # predicted (the two-level ones of reduce and allgatherv too) but shm,
 # which runs only with the level on one node, and mesh and leader (the
-# CUDA IPC forms, after it; all but alltoallv), which need mapped peers on
-# one node (n/a)
+# CUDA IPC forms, after it; alltoallv has mesh only), which need mapped
+# peers on one node (n/a)
 for c in reduce allgatherv alltoallv gather gatherv scatter scatterv; do
     out=$("$b/xccl_simulate" -c $c -n 65536 -l block:8 -s 1M) || fail=1
     if [[ $c == alltoallv ]]; then
-        check "$c, 65536 ranks: every algorithm but shm predicted" "$out" \
-            '$1 == 1048576 && $2 > 0 && $(NF - 2) == "n/a" && gsub(/n\/a/, "&") == 1'
+        check "$c, 65536 ranks: every algorithm but shm and mesh predicted" "$out" \
+            '$1 == 1048576 && $2 > 0 && $(NF - 3) == "n/a" && $(NF - 2) == "n/a" && gsub(/n\/a/, "&") == 2'
     else
         check "$c, 65536 ranks: every algorithm but shm, mesh and leader predicted" "$out" \
             '$1 == 1048576 && $2 > 0 && $(NF - 4) == "n/a" && $(NF - 3) == "n/a" && $(NF - 2) == "n/a" &&
@@ -105,6 +105,9 @@ for c in gatherv reduce; do
     check "$c, one node, mapped peers: mesh and leader predicted" "$out" \
         '$1 == 1048576 && $(NF - 3) + 0 > 0 && $(NF - 2) + 0 > 0'
 done
+out=$("$b/xccl_simulate" -c alltoallv -n 8 -P mapped -s 1M) || fail=1
+check "alltoallv, one node, mapped peers: mesh predicted" "$out" '$1 == 1048576 && $(NF - 2) + 0 > 0'
+
 out=$("$b/xccl_simulate" -c barrier -n 65536 -s 8) || fail=1
 check "barrier, 65536 ranks: dissemination predicted, shm n/a" "$out" '$1 == 8 && $2 > 0 && $3 == "n/a"'
 out=$("$b/xccl_simulate" -c nosuch 2>&1); [[ $? -eq 2 ]] || { echo "FAIL: unknown collective not refused"; fail=1; }

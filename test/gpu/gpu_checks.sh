@@ -186,7 +186,7 @@ user_check() {
 }
 
 colls_names=(reduce barrier allgatherv alltoallv gather gatherv scatter scatterv)
-colls_ipc=(reduce gather gatherv scatter scatterv allgatherv)
+colls_ipc=(reduce gather gatherv scatter scatterv allgatherv alltoallv)
 # check_colls_ipc <name> <np>: every rank ran each of colls_ipc, blocking
 # and nonblocking, through CUDA IPC at least once.
 check_colls_ipc() {

@@ -306,10 +306,11 @@ fake_user_nonblocking() {
 # would take most of them first).  Results and leaks as in (1); with CUDA
 # IPC off no call through it, otherwise the step's
 # allreduce at least, and with CUDA IPC from 64 KiB and as configured
-# reduce, gather, gatherv, scatter, scatterv and allgatherv, blocking and
-# nonblocking, through CUDA IPC on every rank (their leader form: one
-# device); carried: each of the sixteen calls ran one of xccl's
-# algorithms, none went to the fallback; mixed (-M: the last rank on host
+# reduce, gather, gatherv, scatter, scatterv, allgatherv and alltoallv,
+# blocking and nonblocking, through CUDA IPC on every rank (their leader
+# form on one device; alltoallv's mesh, its only one); carried: each of
+# the sixteen calls ran one of xccl's algorithms, none went to the
+# fallback; mixed (-M: the last rank on host
 # buffers, as configured): results and leaks, and no call through CUDA IPC
 # (on one device a rank on host buffers can take part in none); mesh (two
 # fake devices, as configured): the mesh form with interprocess events,

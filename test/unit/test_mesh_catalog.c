@@ -6,11 +6,12 @@
  *   - the catalog: "mesh" applies only with peer access on one node, so
  *     the cost model never predicts it otherwise;
  *   - the same for the "leader" forms (algos/mesh_leader.c), where they
- *     apply (not in place for alltoall and reduce_scatter);
- *   - the collectives without such forms (barrier, alltoallv: not
- *     xccl_coll_mapped) have neither, and none of their algorithms names
- *     a peer's buffer even where peer access is offered (the level's shm
- *     barrier needs its slot);
+ *     apply (not in place for alltoall and reduce_scatter); alltoallv has
+ *     "mesh" only, and not in place;
+ *   - the collective without such forms (barrier: not xccl_coll_mapped)
+ *     has neither, and none of its algorithms names a peer's buffer even
+ *     where peer access is offered (the level's shm barrier needs its
+ *     slot);
  *   - a mesh allgather appended on sub-groups of a schedule, its peers
  *     and flags translated to the parent's ranks.
  */
@@ -202,7 +203,8 @@ END_TEST
 /* "leader" writes the peers' buffers: only with mapped peers (not with
  * peers that can only be read, not without peer access) on one node; not
  * in place for alltoall and reduce_scatter (in place for the further
- * collectives: the root's, or every rank's in allgatherv). */
+ * collectives: the root's, or every rank's in allgatherv).  Alltoallv has
+ * none (its mesh: not in place). */
 START_TEST(catalog_leader_forms)
 {
     const int p = 8;
@@ -215,6 +217,20 @@ START_TEST(catalog_leader_forms)
         const xccl_algo_t *algos;
         if (!xccl_coll_mapped((xccl_coll_t) c)) {
             continue;          /* no leader: catalog_no_peer_forms */
+        }
+        if (XCCL_COLL_ALLTOALLV == c) {
+            /* mesh only, and not in place */
+            const int mesh = cat_index(c, "mesh", &algos, &n);
+            for (int i = 0; i < n; i++) {
+                ck_assert_str_ne(algos[i].name, "leader");
+            }
+            xccl_coll_args_t a = { .vec = env.vec, .nvec = 4 * 8, .in_place = 1, .peer_access = XCCL_PEER_MAPPED,
+                                   .layout = &one };
+            xccl_sched_t s;
+            xccl_sched_init(&s, 1, p, 1);
+            ck_assert_int_eq(algos[mesh].build(&s, &a), XCCL_NOT_APPLICABLE);
+            xccl_sched_fini(&s);
+            continue;
         }
         const int leader = cat_index(c, "leader", &algos, &n);
         static const struct {
@@ -244,7 +260,7 @@ START_TEST(catalog_leader_forms)
 }
 END_TEST
 
-/* The collectives without peer-access forms (barrier, alltoallv: not
+/* The collective without peer-access forms (barrier: not
  * xccl_coll_mapped): no "mesh" or
  * "leader" entry; with peer access offered (mapped, one node) and no
  * slot, every algorithm builds a schedule that names no peer's buffer and
@@ -289,7 +305,7 @@ START_TEST(catalog_no_peer_forms)
             ck_assert_msg(na ? t < 0 : t > 0, "%s %s: predicted %g", what, algos[i].name, t);
         }
     }
-    ck_assert_int_eq(ncolls, 2);    /* barrier, alltoallv */
+    ck_assert_int_eq(ncolls, 1);    /* barrier */
     xccl_layout_fini(&env.one);
     xccl_layout_fini(&env.two);
 }
