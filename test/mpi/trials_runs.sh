@@ -10,12 +10,19 @@
 # 64 KiB and 2 MiB (a short and a long trial), every result checked (xccl_mpi_trials); on every rank one
 # "xccl: trial <coll> ..." line per collective and class, the same pick on
 # every rank, shm and mesh both run before it and only the pick after it.
+# The collectives xccl_mpi_trials calls, whose trials these runs check.
+trial_colls='allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter'
+# trial_lines <name> <np> <ERE>: every rank's output lines that match ERE,
+# each behind its rank.
+trial_lines() {
+    local name=$1 np=$2 ere=$3 r
+    for ((r = 0; r < np; r++)); do
+        per_rank_output "$name" "$r" | grep -E "$ere" | sed "s/^/$r /"
+    done
+}
 check_trial_lines() {
     local name=$1 np=$2 r
-    for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter) " |
-            sed "s/^/$r /"
-    done | awk -v name="$name" -v np="$np" '
+    trial_lines "$name" "$np" "^xccl: (trial )?($trial_colls) " | awk -v name="$name" -v np="$np" '
         # per rank: the trial state of the class of each call
         function cls(b,   k) { k = 0; while (b >= 2) { b = int(b / 2); k++ } return k }
         $3 == "trial" {
@@ -54,7 +61,7 @@ check_trial_lines() {
 check_no_trials() {
     local name=$1 np=$2 r n
     for ((r = 0; r < np; r++)); do
-        n=$(per_rank_output "$name" "$r" | grep -cE '^xccl: (trial |(allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter) .*algo=mesh)' || true)
+        n=$(per_rank_output "$name" "$r" | grep -cE "^xccl: (trial |($trial_colls) .*algo=mesh)" || true)
         ((n == 0)) || { echo "$name: rank $r: $n trial or mesh lines, want none"; return 1; }
     done
 }
@@ -99,10 +106,7 @@ check_trials_as_voted() {
 # host the agreed median can come out above a rank's own).
 check_trial_times() {
     local name=$1 np=$2 late=$3 r
-    for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | grep -E '^(xccl_mpi_trials: call |xccl: trial (clock )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter) )' |
-            sed "s/^/$r /"
-    done | awk -v name="$name" -v np="$np" -v late="$late" '
+    trial_lines "$name" "$np" "^(xccl_mpi_trials: call |xccl: trial (clock )?($trial_colls) )" | awk -v name="$name" -v np="$np" -v late="$late" '
         function median(v, n,    i, j, t) {
             for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
             return n % 2 ? v[(n + 1) / 2] : int((v[n / 2] + v[n / 2 + 1]) / 2)
@@ -248,10 +252,7 @@ fi
 # 1 and 2.
 check_trials_kept() {
     local name=$1 np=$2 mode=$3 r
-    for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | grep -E "^xccl: (trial )?(allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter) " |
-            sed "s/^/$r /"
-    done | awk -v name="$name" -v np="$np" -v mode="$mode" '
+    trial_lines "$name" "$np" "^xccl: (trial )?($trial_colls) " | awk -v name="$name" -v np="$np" -v mode="$mode" '
         function cls(b,   k) { k = 0; while (b >= 2) { b = int(b / 2); k++ } return k }
         $3 == "trial" {
             split($5, cm, "="); split($7, bb, "[=.]"); c = $4 " class " cls(bb[2])
