@@ -1,7 +1,9 @@
 /*
  * The end of a shared-memory level's trial (xccl_trial_t, algos/): after
  * the trial's last call the ranks agree on the pick, which the latency
- * path's fast way then follows (coll_xccl_level.h has the log lines).
+ * path's fast way then follows; after its first call, whether every rank
+ * kept the same pick from an earlier communicator, which then ends the
+ * trial (coll_xccl_level.h has the log lines).
  */
 #include "ompi_config.h"
 
