@@ -62,6 +62,15 @@ static int learned_get(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int k,
     return (e & ~(uint64_t) 0xff) == key && (pick == t->cand[0] || pick == t->cand[1]) ? pick : 0;
 }
 
+/* The trial's pick is shm's (size class k): the latency path's fast way
+ * may take that class from now on. */
+static void picked(mca_coll_xccl_module_t *m, xccl_coll_t coll, int k, const xccl_trial_t *t)
+{
+    if (t->pick == t->cand[0] && NULL != m->level && k < 64) {
+        m->level->lat_picked[coll] |= (uint64_t) 1 << k;
+    }
+}
+
 /*
  * After a trial's first call (untimed): the ranks agree whether every one
  * of them kept the same pick for this situation from an earlier
@@ -88,9 +97,7 @@ static int learned_agree(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t byt
         return rc;
     }
     t->pick = agreed[0];
-    if (t->pick == t->cand[0] && NULL != m->level && k < 64) {
-        m->level->lat_picked[coll] |= (uint64_t) 1 << k;
-    }
+    picked(m, coll, k, t);
     const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
     mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu kept from earlier communicators "
                       "of %d ranks, no calls timed: pick=%s", xccl_coll_name(coll), m->cid,
@@ -123,9 +130,7 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
         return rc;                              /* the trial goes on */
     }
     const int pick = xccl_trial_decide(t, med);
-    if (pick == t->cand[0] && NULL != m->level && k < 64) {
-        m->level->lat_picked[coll] |= (uint64_t) 1 << k;
-    }
+    picked(m, coll, k, t);
     if (MPI_SUCCESS == rc) {
         learned_put(m, coll, k, t, pick);
     }

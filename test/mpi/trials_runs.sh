@@ -3,13 +3,6 @@
 # check_result, indent, finish) and variables (bindir, common_args) in
 # scope.  The runs are described in run_mpi_tests.sh's header.
 
-# The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
-# allgather, alltoall, bcast, allreduce, reduce_scatter_block, allgatherv,
-# gather and scatter at 24 KiB (shm is the latency path there for the
-# first three),
-# 64 KiB and 2 MiB (a short and a long trial), every result checked (xccl_mpi_trials); on every rank one
-# "xccl: trial <coll> ..." line per collective and class, the same pick on
-# every rank, shm and mesh both run before it and only the pick after it.
 # The collectives xccl_mpi_trials calls, whose trials these runs check.
 trial_colls='allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter'
 # trial_lines <name> <np> <ERE>: every rank's output lines that match ERE,
@@ -20,8 +13,15 @@ trial_lines() {
         per_rank_output "$name" "$r" | grep -E "$ere" | sed "s/^/$r /"
     done
 }
+# The level's trials (coll_xccl_shm_trials): 48 blocking calls each of
+# allgather, alltoall, bcast, allreduce, reduce_scatter_block, allgatherv,
+# gather and scatter at 24 KiB (shm is the latency path there for the
+# first three), 64 KiB and 2 MiB (a short and a long trial), every result
+# checked (xccl_mpi_trials); on every rank one "xccl: trial <coll> ..."
+# line per collective and class, the same pick on every rank, shm and
+# mesh both run before it and only the pick after it.
 check_trial_lines() {
-    local name=$1 np=$2 r
+    local name=$1 np=$2
     trial_lines "$name" "$np" "^xccl: (trial )?($trial_colls) " | awk -v name="$name" -v np="$np" '
         # per rank: the trial state of the class of each call
         function cls(b,   k) { k = 0; while (b >= 2) { b = int(b / 2); k++ } return k }
@@ -105,7 +105,7 @@ check_trials_as_voted() {
 # times holds only where the calls take less than the wait (on a loaded
 # host the agreed median can come out above a rank's own).
 check_trial_times() {
-    local name=$1 np=$2 late=$3 r
+    local name=$1 np=$2 late=$3
     trial_lines "$name" "$np" "^(xccl_mpi_trials: call |xccl: trial (clock )?($trial_colls) )" | awk -v name="$name" -v np="$np" -v late="$late" '
         function median(v, n,    i, j, t) {
             for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
@@ -240,7 +240,6 @@ if selected "$name"; then
     finish "$name" "$ok"
 fi
 
-
 # Picks kept for the process's later communicators (xccl_mpi_trials -A).
 # .kept.np2 (-A dup): every collective and class timed on MPI_COMM_WORLD,
 # then again on a dup: there every rank has one "kept from earlier
@@ -251,7 +250,7 @@ fi
 # a kept pick, and the second communicator's trials run timed, on ranks
 # 1 and 2.
 check_trials_kept() {
-    local name=$1 np=$2 mode=$3 r
+    local name=$1 np=$2 mode=$3
     trial_lines "$name" "$np" "^xccl: (trial )?($trial_colls) " | awk -v name="$name" -v np="$np" -v mode="$mode" '
         function cls(b,   k) { k = 0; while (b >= 2) { b = int(b / 2); k++ } return k }
         $3 == "trial" {

@@ -38,12 +38,19 @@ void f_alloc(fcall_t *f)
     f->dsp = xmalloc((size_t) size * sizeof(int));
 }
 
-/* Whether call h passes a block as one derived type of the block's bytes
- * on one side and as bytes on the other (one signature, two type maps):
- * one call in three. */
-static int one_type(uint64_t h)
+/* One side of a block of `bytes` bytes: in one call h in three, where
+ * `may`, one derived type of the block's bytes (*t, count 1; the other
+ * side passes bytes: one signature, two type maps), else MPI_BYTE, count
+ * bytes.  The caller frees a derived *t as soon as its call started. */
+static int block_type(uint64_t h, int may, int bytes, MPI_Datatype *t)
 {
-    return (h >> 20) % 3 == 0;
+    *t = MPI_BYTE;
+    if (!may || bytes <= 0 || (h >> 20) % 3 != 0) {
+        return bytes;
+    }
+    MPI_Type_contiguous(bytes, MPI_BYTE, t);
+    MPI_Type_commit(t);
+    return 1;
 }
 
 /* Starts call i (nonblocking: into f->req) or runs it; calls[which]
@@ -84,15 +91,8 @@ void fixed_start(fcall_t *f, long i, uint64_t h, long *calls, MPI_Comm comm, int
         }
         const void *gs = ip && me == root ? MPI_IN_PLACE : sb;
         void *sr = ip && me == root ? MPI_IN_PLACE : rb;
-        /* the root's side of one call in three as one block type of b
-         * bytes, freed as soon as the call started */
-        MPI_Datatype bt = MPI_BYTE;
-        int bc = b;
-        if (one_type(h) && b > 0) {
-            MPI_Type_contiguous(b, MPI_BYTE, &bt);
-            MPI_Type_commit(&bt);
-            bc = 1;
-        }
+        MPI_Datatype bt;                     /* the root's side */
+        const int bc = block_type(h, 1, b, &bt);
         rc = g ? (nb ? MPI_Igather(gs, b, MPI_BYTE, rb, bc, bt, root, comm, r)
                      : MPI_Gather(gs, b, MPI_BYTE, rb, bc, bt, root, comm))
                : (nb ? MPI_Iscatter(sb, bc, bt, sr, b, MPI_BYTE, root, comm, r)
@@ -138,15 +138,8 @@ void fixed_start(fcall_t *f, long i, uint64_t h, long *calls, MPI_Comm comm, int
             memcpy(rb + dsp[me], sb, (size_t) cnt[me]);
         }
         const void *s = ip ? MPI_IN_PLACE : sb;
-        /* one call in three sends its block as one type of cnt[me] bytes,
-         * freed as soon as the call started */
-        MPI_Datatype bt = MPI_BYTE;
-        int bc = cnt[me];
-        if (one_type(h) && cnt[me] > 0 && !ip) {
-            MPI_Type_contiguous(cnt[me], MPI_BYTE, &bt);
-            MPI_Type_commit(&bt);
-            bc = 1;
-        }
+        MPI_Datatype bt;                     /* the sender's side */
+        const int bc = block_type(h, !ip, cnt[me], &bt);
         rc = nb ? MPI_Iallgatherv(s, bc, bt, rb, cnt, dsp, MPI_BYTE, comm, r)
                 : MPI_Allgatherv(s, bc, bt, rb, cnt, dsp, MPI_BYTE, comm);
         if (MPI_BYTE != bt) {

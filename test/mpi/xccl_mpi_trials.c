@@ -12,9 +12,9 @@
  * trial length), CALLS calls (-n, default 48: a long trial takes 40) on data that
  * depends on the rank, the call and the index, so that a stale result of
  * an earlier call, a block from the wrong peer or a byte off is caught;
- * the roots of bcast, gather and scatter change with every call.  Every rank checks every byte of
- * every call; the verdicts are summed with MPI_Reduce on MPI_COMM_WORLD,
- * which is not a collective under test.
+ * the roots of bcast, gather and scatter change with every call.  Every
+ * rank checks every byte of every call; the verdicts are summed with
+ * MPI_Reduce on MPI_COMM_WORLD, which is not a collective under test.
  *
  * -L USEC: the last rank sleeps USEC before every call, late to each as a
  * descheduled rank is (the others wait for it in every call, whichever
@@ -91,8 +91,9 @@ static int run(const char *coll, size_t bytes, int calls, MPI_Comm comm)
     MPI_Comm_size(comm, &p);
     const size_t block = bytes / (size_t) p;
     unsigned char *s = malloc(bytes), *r = malloc(bytes);
+    int *cnt = malloc((size_t) p * sizeof(int)), *dsp = malloc((size_t) p * sizeof(int));
     int bad = 0;
-    if (NULL == s || NULL == r) {
+    if (NULL == s || NULL == r || NULL == cnt || NULL == dsp) {
         fprintf(stderr, "rank %d: out of memory\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -147,10 +148,6 @@ static int run(const char *coll, size_t bytes, int calls, MPI_Comm comm)
             }
             continue;
         } else if (0 == strcmp(coll, "allgatherv")) {
-            int *cnt = malloc((size_t) p * sizeof(int)), *dsp = malloc((size_t) p * sizeof(int));
-            if (NULL == cnt || NULL == dsp) {
-                MPI_Abort(MPI_COMM_WORLD, 2);
-            }
             for (int q = 0; q < p; q++) {
                 cnt[q] = (int) block;
                 dsp[q] = q * (int) block;
@@ -159,8 +156,6 @@ static int run(const char *coll, size_t bytes, int calls, MPI_Comm comm)
                 s[i] = val(rank, c, i);
             }
             TIMED(MPI_Allgatherv(s, (int) block, MPI_BYTE, r, cnt, dsp, MPI_BYTE, comm));
-            free(cnt);
-            free(dsp);
         } else if (0 == strcmp(coll, "gather")) {
             for (size_t i = 0; i < block; i++) {
                 s[i] = val(rank, c, i);
@@ -213,6 +208,8 @@ static int run(const char *coll, size_t bytes, int calls, MPI_Comm comm)
     }
     free(s);
     free(r);
+    free(cnt);
+    free(dsp);
     return bad;
 }
 
