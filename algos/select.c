@@ -63,16 +63,6 @@ int xccl_select_index(xccl_coll_t c, const char *name)
     return -1;
 }
 
-static int coll_index(const char *name)
-{
-    for (int i = 0; i < XCCL_NCOLL; i++) {
-        if (0 == strcmp(name, xccl_coll_name((xccl_coll_t) i))) {
-            return i;
-        }
-    }
-    return -1;
-}
-
 /* ------------------------------------------------------------ policy, rules */
 
 void xccl_select_policy_defaults(xccl_select_policy_t *p)
@@ -95,7 +85,7 @@ int xccl_select_check_tuning(const xccl_tuning_t *t, char *err, size_t errlen)
 {
     for (size_t i = 0; i < t->n; i++) {
         const xccl_tuning_rule_t *r = &t->rules[i];
-        int c = coll_index(r->coll);
+        int c = xccl_coll_index(r->coll);
         if (c < 0 || xccl_select_index((xccl_coll_t) c, r->algo) < 0) {
             snprintf(err, errlen, "line %d: unknown collective or algorithm \"%s %s\"", r->line,
                      r->coll, r->algo);

@@ -2,6 +2,8 @@
  * the verbose lines spell them. */
 #include "xccl_base.h"
 
+#include <string.h>
+
 static const char *const coll_names[XCCL_NCOLL] = {
     [XCCL_COLL_ALLREDUCE] = "allreduce",
     [XCCL_COLL_ALLGATHER] = "allgather",
@@ -22,4 +24,14 @@ static const char *const coll_names[XCCL_NCOLL] = {
 const char *xccl_coll_name(xccl_coll_t c)
 {
     return (int) c >= 0 && c < XCCL_NCOLL ? coll_names[c] : NULL;
+}
+
+int xccl_coll_index(const char *name)
+{
+    for (int i = 0; NULL != name && i < XCCL_NCOLL; i++) {
+        if (0 == strcmp(name, coll_names[i])) {
+            return i;
+        }
+    }
+    return -1;
 }

@@ -98,6 +98,8 @@ typedef enum {
 
 /* "allreduce", ..., "scatterv"; NULL if c is out of range. */
 const char *xccl_coll_name(xccl_coll_t c);
+/* The collective of that name, -1 if none. */
+int xccl_coll_index(const char *name);
 
 /* The collectives whose message sizes a rank does not know for the
  * others (alltoallv, and gatherv and scatterv off the root): nothing that

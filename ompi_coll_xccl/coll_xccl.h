@@ -141,6 +141,9 @@ typedef struct {
     bool cost_from_file;               /* the intra-node model came from cost_file */
     char *node_layout;               /* synthetic layout, or NULL: host names */
     char *tuning_file;
+    char *picks_file;                /* coll_xccl_picks_file as given */
+    int picks_days;                  /* its lines older than this are dropped (0: none) */
+    char *picks_path;                /* the file it names, NULL: none */
     char *ucx_tls;
     char *ucx_rndv_scheme;
     char *ucx_rndv_thresh;

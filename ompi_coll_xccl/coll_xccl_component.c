@@ -19,6 +19,7 @@
 #include "coll_xccl_path.h"
 #include "coll_xccl_request.h"
 #include "coll_xccl_level.h"
+#include "coll_xccl_picks.h"
 #include "gpu/xccl_gpu.h"
 #include "gpu/xccl_gpu_kernels.h"
 #include "topo/xccl_topo.h"
@@ -279,6 +280,19 @@ static int xccl_register(void)
                "wins; see docs/parameters.md) applied before the cost model; a forced algorithm still "
                "wins.  Must be the same on all ranks",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->tuning_file);
+    c->picks_file = "auto";
+    (void) mca_base_component_var_register(v, "picks_file",
+        "Where the shared-memory level's trial picks are kept for later processes on the node "
+        "(read at start, written at MPI_Finalize where a process timed trials): a path, auto "
+        "($XDG_CACHE_HOME/xccl/picks-<host>, else $HOME/.cache/xccl/picks-<host>) or none.  "
+        "A pick is used where every rank of the communicator has the same; else the trial runs",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->picks_file);
+    c->picks_days = 7;
+    (void) mca_base_component_var_register(v, "picks_days",
+        "Picks in coll_xccl_picks_file older than this many days are timed again (0: never)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->picks_days);
     c->world_active = false;
     (void) mca_base_component_var_register(v, "world_active",
         "Read-only: whether xccl runs MPI_COMM_WORLD's collectives (false until MPI_Init has "
@@ -405,6 +419,7 @@ static int xccl_open(void)
     if (c->tuning_file && c->tuning_file[0]) {
         read_tuning_file(c->tuning_file, &c->policy.tuning);
     }
+    mca_coll_xccl_picks_open();
     return OMPI_SUCCESS;
 }
 
@@ -554,6 +569,7 @@ static int xccl_close(void)
     if (c->verbose > 0 && c->output >= 0) {
         mca_coll_xccl_log_summary();
     }
+    mca_coll_xccl_picks_close();
     if (c->progress_registered) {
         opal_progress_unregister(progress);
         c->progress_registered = false;

@@ -118,10 +118,12 @@ int mca_coll_xccl_level_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hook
  * (the same calls' readings, ns, a line for each candidate),
  * MPI_SUCCESS, or the agreement's error (then the pick is shm).  After
  * the trial's first call the ranks agree whether every one kept the same
- * pick from an earlier communicator of the same shape (then the trial
- * ends with it, logged at verbose 1 as
+ * pick from an earlier communicator or process of the same shape
+ * (coll_xccl_picks.h; then the trial ends with it, logged at verbose 1 as
  *   xccl: trial <coll> comm=<cid> rank=<r> bytes=<lo>..<hi> kept from earlier communicators of <n> ranks, no calls timed: pick=<algo>
- * ); every agreed pick is kept for the process's later communicators. */
+ * or "kept from earlier processes (coll_xccl_picks_file)" where this
+ * rank's came from the file); every agreed pick is kept for the process's
+ * later communicators and the file. */
 int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
                                 xccl_trial_t *t, uint64_t t0, uint64_t t1);
 /* Whether s is a schedule of the shared-memory level: it uses the own slot

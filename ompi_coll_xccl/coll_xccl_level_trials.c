@@ -2,8 +2,9 @@
  * The end of a shared-memory level's trial (xccl_trial_t, algos/): after
  * the trial's last call the ranks agree on the pick, which the latency
  * path's fast way then follows; after its first call, whether every rank
- * kept the same pick from an earlier communicator, which then ends the
- * trial (coll_xccl_level.h has the log lines).
+ * kept the same pick from an earlier communicator or process
+ * (coll_xccl_picks.h), which then ends the trial (coll_xccl_level.h has
+ * the log lines).
  */
 #include "ompi_config.h"
 
@@ -11,55 +12,25 @@
 #include <stdio.h>
 
 #include "coll_xccl_level.h"
+#include "coll_xccl_picks.h"
 
-/*
- * Picks this process's communicators agreed on, kept for its later ones:
- * which candidate wins depends on the machine and on how many ranks share
- * the node, not on the communicator, so a communicator made later (a dup,
- * a split, a framework's process group) need not time its first calls of
- * a size class again.  Kept per collective and size class, a few
- * situations each (communicator size, ranks on the node, QUIET or NOISY
- * trials); a later pick of the same situation replaces an earlier one.
- * Entries are packed words, read and written atomically (two threads may
- * end trials on two communicators at once): the key above bit 8, the
- * pick in the low 8 bits, 0 empty.
- */
-#define LEARNED_WAYS 4
-static uint64_t learned[XCCL_NCOLL][65][LEARNED_WAYS];
-
-static uint64_t learned_key(const mca_coll_xccl_module_t *m, const xccl_trial_t *t)
+/* The situation of a trial on m (coll_xccl_picks.h). */
+static xccl_situation_t situation(const mca_coll_xccl_module_t *m, const xccl_trial_t *t)
 {
-    const uint64_t node = NULL != m->level ? (uint64_t) m->level->node_size : 0;
-    return ((uint64_t) m->size << 24 | node << 2 | (uint64_t) !!t->noisy << 1 | 1u) << 8;
+    const xccl_situation_t s = { .ranks = m->size,
+                                 .node = NULL != m->level ? m->level->node_size : 0,
+                                 .noisy = t->noisy };
+    return s;
 }
 
-static uint64_t *learned_way(xccl_coll_t coll, int k, uint64_t key)
-{
-    return &learned[coll][k][(key >> 8) % LEARNED_WAYS];
-}
-
-static void learned_put(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int k,
-                        const xccl_trial_t *t, int pick)
-{
-    if (pick <= 0 || pick > 0xff || k > 64) {
-        return;
-    }
-    const uint64_t key = learned_key(m, t);
-    __atomic_store_n(learned_way(coll, k, key), key | (uint64_t) pick, __ATOMIC_RELAXED);
-}
-
-/* This process's pick for the situation, 0 if none (or one the trial
+/* The pick kept for the trial's situation, 0 if none (or one the trial
  * does not have as a candidate). */
-static int learned_get(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int k,
-                       const xccl_trial_t *t)
+static int kept_pick(const mca_coll_xccl_module_t *m, xccl_coll_t coll, int k,
+                     const xccl_trial_t *t, int *from_file)
 {
-    if (k > 64) {
-        return 0;
-    }
-    const uint64_t key = learned_key(m, t);
-    const uint64_t e = __atomic_load_n(learned_way(coll, k, key), __ATOMIC_RELAXED);
-    const int pick = (int) (e & 0xff);
-    return (e & ~(uint64_t) 0xff) == key && (pick == t->cand[0] || pick == t->cand[1]) ? pick : 0;
+    const xccl_situation_t s = situation(m, t);
+    const int pick = xccl_picks_get(coll, k, &s, from_file);
+    return pick == t->cand[0] || pick == t->cand[1] ? pick : 0;
 }
 
 /* The trial's pick is shm's (size class k): the latency path's fast way
@@ -74,16 +45,17 @@ static void picked(mca_coll_xccl_module_t *m, xccl_coll_t coll, int k, const xcc
 /*
  * After a trial's first call (untimed): the ranks agree whether every one
  * of them kept the same pick for this situation from an earlier
- * communicator (an allreduce MIN of pick and -pick, 0 where a rank has
+ * communicator or process (an allreduce MIN of pick and -pick, 0 where a rank has
  * none).  If so that is the pick from the next call on, on every rank;
  * else the trial goes on, the same on every rank.  One 8-byte
  * allreduce per collective and size class of a communicator.
  */
-static int learned_agree(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
+static int kept_agree(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t bytes,
                          xccl_trial_t *t)
 {
     const int k = xccl_size_class(bytes);
-    const int mine = learned_get(m, coll, k, t);
+    int from_file = 0;
+    const int mine = kept_pick(m, coll, k, t, &from_file);
     int v[2] = { mine, -mine }, agreed[2] = { 0, 0 };
     m->quiet = 1;
     const int rc = m->super.coll_allreduce(v, agreed, 2, MPI_INT, MPI_MIN, m->comm, &m->super);
@@ -99,9 +71,11 @@ static int learned_agree(mca_coll_xccl_module_t *m, xccl_coll_t coll, size_t byt
     t->pick = agreed[0];
     picked(m, coll, k, t);
     const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
-    mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu kept from earlier communicators "
+    mca_coll_xccl_log(1, "trial %s comm=%u rank=%d bytes=%zu..%zu kept from earlier %s "
                       "of %d ranks, no calls timed: pick=%s", xccl_coll_name(coll), m->cid,
-                      m->world_rank, lo, lo ? 2 * lo - 1 : 0, m->size, xccl_select_name(coll, t->pick));
+                      m->world_rank, lo, lo ? 2 * lo - 1 : 0,
+                      from_file ? "processes (coll_xccl_picks_file)" : "communicators", m->size,
+                      xccl_select_name(coll, t->pick));
     return MPI_SUCCESS;
 }
 
@@ -110,7 +84,7 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
 {
     const int first = 0 == t->calls;
     if (!xccl_trial_record(t, t0, t1)) {
-        return first ? learned_agree(m, coll, bytes, t) : MPI_SUCCESS;
+        return first ? kept_agree(m, coll, bytes, t) : MPI_SUCCESS;
     }
     /* every timed call's last start and last end (xccl_trial_t) */
     uint64_t last[2][2][XCCL_TRIAL_MAX];
@@ -132,7 +106,8 @@ int mca_coll_xccl_level_trial_end(mca_coll_xccl_module_t *m, xccl_coll_t coll, s
     const int pick = xccl_trial_decide(t, med);
     picked(m, coll, k, t);
     if (MPI_SUCCESS == rc) {
-        learned_put(m, coll, k, t, pick);
+        const xccl_situation_t s = situation(m, t);
+        xccl_picks_put(coll, k, &s, pick);
     }
     const size_t lo = k ? (size_t) 1 << (k - 1) : 0;
     if (mca_coll_xccl_component.verbose >= 2) {

@@ -39,7 +39,7 @@
 #
 # Usage: compare_peers.sh [-n 2,4] [-R ROUNDS] [-r REPS] [-s SIZES] [-c COLLS]
 #                         [-C xccl,tuned,sm,impi,mpich] [-o PREFIX] [-e ENVDIR]
-#                         [-k RAWDIR] [-T SECONDS] [-w CALLS] [-I|-p] [-P] [-F CALLS]
+#                         [-k RAWDIR] [-T SECONDS] [-w CALLS] [-I|-p] [-P] [-F CALLS [-K]] [-M]
 #   -n  rank counts (default 2,4)          -R  rounds (default 5)
 #   -r  timed repetitions per size and invocation (default 3)
 #   -s  sizes (peer_bench -s; default 8 B, 64 B, then powers of 4 up to 64 MiB)
@@ -83,6 +83,11 @@
 #   -K  with -F: each size's calls run first on another new communicator,
 #       untimed (peer_bench -K): the first calls of a size the process has
 #       called before, on a communicator that has not.
+#   -M  xccl as on a machine where an earlier process timed its trials: an
+#       untimed run of each rank count first (peer_bench -F 40 on the same
+#       collectives and sizes) writes coll_xccl_picks_file, which every
+#       xccl run then reads.  Without it every xccl run has none (every
+#       process times its own trials, as the first on a machine).
 # Environment: XCCL_BUILDDIR (default ./build), PYTHON (default python3),
 # IMPI_PIP / MPICH_PIP (pip arguments; default "impi-rt impi-devel", "mpich"),
 # MPICH_OVER_ROUNDS (default 1).
@@ -90,10 +95,10 @@
 set -euo pipefail
 
 nps=2,4 rounds=5 reps=3 sizes="" colls="" configs=xccl,tuned,sm,impi,mpich
-prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0 first=0 persist=0 known=0
+prefix="" rawkeep="" deadline=240 nonblocking=0 percall=0 warm=0 first=0 persist=0 known=0 machine=0
 bdir=${XCCL_BUILDDIR:-$PWD/build}
 envdir=""
-while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IKPph" c; do
+while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IKMPph" c; do
     case $c in
     n) nps=$OPTARG ;;
     R) rounds=$OPTARG ;;
@@ -111,6 +116,7 @@ while getopts "n:R:r:s:c:C:o:e:k:T:w:F:IKPph" c; do
     w) warm=$OPTARG ;;
     F) first=$OPTARG ;;
     K) known=1 ;;
+    M) machine=1 ;;
     *) sed -n '2,/^# Default run/p' "$0"; exit 2 ;;
     esac
 done
@@ -133,6 +139,8 @@ IFS=, read -r -a cfg_list <<< "$configs"
 work=$(mktemp -d "${TMPDIR:-/tmp}/compare_peers.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/raw" "$work/bin"
+picks=none
+((machine)) && picks=$work/picks
 log() { echo "compare_peers: $*" >&2; }
 
 # ---------------------------------------------------------------- set-up
@@ -171,7 +179,7 @@ launcher() {   # cfg np
         [[ -n $root_flag ]] && cmd+=("$root_flag")
         ((np > ncores)) && cmd+=(--oversubscribe --mca mpi_yield_when_idle 1)
         case $cfg in
-        xccl) cmd+=(--mca coll 'xccl,tuned,libnbc,basic,self') ;;
+        xccl) cmd+=(--mca coll 'xccl,tuned,libnbc,basic,self' --mca coll_xccl_picks_file "$picks") ;;
         tuned) cmd+=(--mca coll 'tuned,libnbc,basic,self') ;;
         sm) cmd+=(--mca coll 'sm,tuned,libnbc,basic,self' --mca coll_sm_priority 100) ;;
         esac
@@ -202,6 +210,11 @@ ompi_ver=$(ompi_info --parsable 2> /dev/null | sed -n 's/^ompi:version:full://p'
 desc[xccl]="Open MPI $ompi_ver + xccl ($bdir/component, $(git -C "$srcdir" log -1 --format=%h 2> /dev/null || echo '?'))"
 desc[tuned]="Open MPI $ompi_ver, coll tuned"
 desc[sm]="Open MPI $ompi_ver, coll sm (allreduce, bcast, reduce, barrier; the rest tuned), coll_sm_priority 100"
+if ((machine)); then
+    desc[xccl]+="; the trials' picks of an earlier process (coll_xccl_picks_file)"
+else
+    desc[xccl]+="; coll_xccl_picks_file none (every process times its trials)"
+fi
 [[ -f $bdir/component/mca_coll_xccl.so ]] || why[xccl]="no $bdir/component/mca_coll_xccl.so (build xccl first)"
 for m in impi mpich; do
     want "$m" || continue
@@ -270,6 +283,17 @@ fi
 colls=${colls:-allreduce,allgather,reduce_scatter,alltoall,bcast}
 IFS=, read -r -a coll_list <<< "$colls"
 ncfg=${#cfg_list[@]}
+# -M: an earlier process on the machine times the trials (untimed here).
+if ((machine)) && want xccl && [[ -z ${why[xccl]:-} ]]; then
+    for np in "${np_list[@]}"; do
+        launcher xccl "$np"
+        prime=(-F 40 -T "$deadline" -c "$colls")
+        [[ -n $sizes ]] && prime+=(-s "$sizes")
+        timeout $((deadline + 300)) "${cmd[@]}" "${prime[@]}" > "$work/prime-np$np.txt" 2>&1 ||
+            log "np $np: the run that writes coll_xccl_picks_file failed: $(tail -n 1 "$work/prime-np$np.txt")"
+    done
+    log "coll_xccl_picks_file: $(awk '!/^#/' "$work/picks" 2> /dev/null | wc -l) picks"
+fi
 for ((round = 1; round <= rounds; round++)); do
     # The one-copy limit: every core copies at once (not for -F's table).
     if ((first == 0)); then

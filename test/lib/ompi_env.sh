@@ -19,6 +19,8 @@
 #                     oversubscription, yielding ranks, that component path,
 #                     xccl first in the coll list.
 #     ompi_major      the major version of the Open MPI that mpirun runs
+#   and exports OMPI_MCA_coll_xccl_picks_file=none: a run's trials do not
+#   depend on the picks of earlier runs (those that test the file set it).
 #     ompi_bind_args  (array) what a run that binds ranks (rankfile) adds:
 #                     nothing for 4.1; for 5.0 --bind-to core:overload-allowed,
 #                     since its prterun binds nothing with --oversubscribe
@@ -63,6 +65,7 @@ xccl_ompi_env() {
     fi
     ompi_bind_args=()
     ((ompi_major < 5)) || ompi_bind_args=(--bind-to core:overload-allowed)
+    export OMPI_MCA_coll_xccl_picks_file=none
     ompi_base_args=(--allow-run-as-root --oversubscribe
         --mca mpi_yield_when_idle 1
         --mca mca_base_component_path "$component_path"

@@ -115,6 +115,11 @@
 #   earlier communicators"), times nothing, runs the pick from the second
 #   call; .kept_partial.np3: ranks 0 and 1, then 1 and 2 (only rank 1 has
 #   picks from before): no kept pick, the trials run in full.
+# xccl_mpi_trials.picks.{write,read,differ,bad}.np2: picks kept for later
+#   processes (coll_xccl_picks_file): a run writes its agreed picks, the
+#   next reads them ("kept from earlier processes") and times nothing; a
+#   rank whose file holds other picks, or a bad file (said on every rank,
+#   then rewritten), leaves the trials timed.  Every other run has none.
 #   (trials_runs.sh has the trials' runs.)
 # xccl_mpi_trials.quiet_agree.np2: bcast and allgather alone, with trials:
 #   no allreduce line or summary (the trials' agreements are xccl's own
@@ -563,7 +568,7 @@ for net in fattree:1:4,nics=1 bogus:3; do
 done
 common_args=("${saved_args[@]}")
 
-# ompi_info lists every parameter: 57 (two for each of the 14
+# ompi_info lists every parameter: 59 (two for each of the 14
 # collectives); a parameter added or removed changes this count, README's table and
 # docs/parameters.md together.
 name=ompi_info.params
@@ -575,7 +580,7 @@ if selected "$name"; then
     nparams=$(grep -oE 'parameter "coll_xccl_[a-z0-9_]+"' "$logdir/$name.log" | sort -u | wc -l)
     ok=0
     problems=$({
-        [[ $nparams -eq 57 ]] || { echo "$name: $nparams coll_xccl_* parameters, want 57"; exit 1; }
+        [[ $nparams -eq 59 ]] || { echo "$name: $nparams coll_xccl_* parameters, want 59"; exit 1; }
         grep -q 'parameter "coll_xccl_net" (current value: "none"' "$logdir/$name.log" ||
             { echo "$name: no coll_xccl_net parameter with value none"; exit 1; }
     } 2>&1) || ok=1

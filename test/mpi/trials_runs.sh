@@ -304,3 +304,115 @@ for run in kept.np2:dup:0 kept_partial.np3:split:1; do
     indent "$problems"
     finish "$name" "$ok"
 done
+
+# Picks kept for later processes (coll_xccl_picks_file), np 2 on 2 cores,
+# allgather, bcast and allreduce at 64 KiB and 2 MiB:
+#   .picks.write.np2  a fresh file: every trial timed, and at MPI_Finalize
+#                     the file holds each agreed pick as a line of the
+#                     situation (2 ranks, 2 on the node, quiet);
+#   .picks.read.np2   the same program again: every trial line on every
+#                     rank "kept from earlier processes", with the file's
+#                     pick, none timed;
+#   .picks.differ.np2 rank 1's file holds the other candidate for every
+#                     pick (each rank read its own file: verbose 2's
+#                     "init: 6 trial picks" line): every trial timed;
+#   .picks.bad.np2    a file with a line that is not one: said on every
+#                     rank, every trial timed, and the file rewritten
+#                     with the picks.
+# Each run checks its results too.  The suite runs with none
+# (test/lib/ompi_env.sh) elsewhere.
+picks_dir=$logdir/picks
+# picks_trials <name> <np> <mode: kept|timed> [<file>]: every rank has a
+# trial line per collective and class, all of the mode; kept ones with
+# the pick <file> holds for the class.
+picks_trials() {
+    local name=$1 np=$2 mode=$3 file=${4:-/dev/null}
+    trial_lines "$name" "$np" "^xccl: trial ($trial_colls) " |
+        awk -v name="$name" -v np="$np" -v mode="$mode" -v file="$file" '
+        function cls(b,   k) { k = 0; while (b >= 2) { b = int(b / 2); k++ } return k }   # + 1: the file'"'"'s class
+        BEGIN { while ((getline l < file) > 0) { split(l, f, " "); if (f[1] !~ /^#/) want[f[1] " " f[2]] = f[6] } }
+        {
+            split($7, bb, "[=.]"); c = $4 " " cls(bb[2]) + 1; split($NF, pk, "=")
+            n[$1]++
+            kept = $0 ~ / kept from earlier processes \(coll_xccl_picks_file\) /
+            timed = $0 ~ / shm=[0-9.]+us mesh=/
+            if (mode == "kept" && !kept) { print name ": rank " $1 ": not a kept pick: " $0; bad = 1 }
+            if (mode == "kept" && pk[2] != want[c]) { print name ": rank " $1 ": " c ": pick " pk[2] ", the file has " want[c]; bad = 1 }
+            if (mode == "timed" && !timed) { print name ": rank " $1 ": not a timed trial: " $0; bad = 1 }
+        }
+        END {
+            for (r = 0; r < np; r++) if (n[r] != 6) { print name ": rank " r ": " n[r] + 0 " trial lines, want 6"; bad = 1 }
+            exit bad
+        }'
+}
+# picks_file_holds <name> <file>: the file has a line per trial rank 0
+# timed, with its pick, in the situation of 2 ranks on the node, quiet.
+picks_file_holds() {
+    local name=$1 file=$2
+    [[ -s $file ]] || { echo "$name: no file $file"; return 1; }
+    trial_lines "$name" 1 "^xccl: trial ($trial_colls) .* shm=[0-9.]+us mesh=" |
+        awk -v name="$name" -v file="$file" '
+        function cls(b,   k) { k = 0; while (b >= 2) { b = int(b / 2); k++ } return k }   # + 1: the file'"'"'s class
+        BEGIN { while ((getline l < file) > 0) if (l !~ /^#/) have[l] = 1 }
+        {
+            split($7, bb, "[=.]"); split($NF, pk, "="); n++
+            key = $4 " " cls(bb[2]) + 1 " 2 2 quiet " pk[2]
+            found = 0
+            for (l in have) if (index(l, key " ") == 1) found = 1
+            if (!found) { print name ": " file " has no line \"" key " <time>\""; bad = 1 }
+        }
+        END { if (n != 6) { print name ": " n + 0 " timed trials on rank 0, want 6"; bad = 1 } exit bad }'
+}
+picks_args=(-c allgather,bcast,allreduce -s 65536,2097152)
+for tag in write read differ bad; do
+    name=xccl_mpi_trials.picks.$tag.np2
+    selected "$name" || continue
+    if [[ $tag == write ]] || [[ ! -s $picks_dir/picks ]]; then
+        rm -rf "$picks_dir"         # .read and .differ without .write: a file of their own
+        common_args=("${trial_base[@]}" --mca mpi_yield_when_idle 0)
+        [[ $tag == write ]] || OMPI_MCA_coll_xccl_picks_file=$picks_dir/picks \
+            run_mpi "$name.setup" 2 "$bindir/xccl_mpi_trials" "${picks_args[@]}"
+    fi
+    file=$picks_dir/picks
+    common_args=("${trial_base[@]}" --mca mpi_yield_when_idle 0 --mca coll_xccl_verbose 1)
+    ok=0
+    case $tag in
+    write | read)
+        OMPI_MCA_coll_xccl_picks_file=$file run_mpi "$name" 2 "$bindir/xccl_mpi_trials" "${picks_args[@]}"
+        if [[ $tag == write ]]; then
+            problems=$({ check_result "$name" && picks_trials "$name" 2 timed &&
+                picks_file_holds "$name" "$file"; } 2>&1) || ok=1
+        else
+            problems=$({ check_result "$name" && picks_trials "$name" 2 kept "$file"; } 2>&1) || ok=1
+        fi
+        ;;
+    differ)
+        other=$picks_dir/other
+        awk '/^#/ { next } { $6 = $6 == "shm" ? "mesh" : "shm"; print }' "$file" >"$other"
+        common_args=("${trial_base[@]}" --mca mpi_yield_when_idle 0 --mca coll_xccl_verbose 2)
+        run_mpi "$name" 1 -x OMPI_MCA_coll_xccl_picks_file="$file" "$bindir/xccl_mpi_trials" "${picks_args[@]}" \
+            : -np 1 -x OMPI_MCA_coll_xccl_picks_file="$other" "$bindir/xccl_mpi_trials" "${picks_args[@]}"
+        problems=$({
+            check_result "$name" && picks_trials "$name" 2 timed &&
+                for r in 0 1; do
+                    per_rank_output "$name" "$r" | grep -q '^xccl: init: 6 trial picks from coll_xccl_picks_file' ||
+                        { echo "$name: rank $r: no \"init: 6 trial picks\" line"; exit 1; }
+                done
+        } 2>&1) || ok=1
+        ;;
+    bad)
+        printf 'bcast 17 2 2 quiet mesh\n' >"$file"
+        OMPI_MCA_coll_xccl_picks_file=$file run_mpi "$name" 2 "$bindir/xccl_mpi_trials" "${picks_args[@]}"
+        problems=$({
+            check_result "$name" && picks_trials "$name" 2 timed && picks_file_holds "$name" "$file" &&
+                for r in 0 1; do
+                    per_rank_output "$name" "$r" | grep -q "^xccl: coll_xccl_picks_file $file: line 1 is not" ||
+                        { echo "$name: rank $r: the bad file was not said"; exit 1; }
+                done
+        } 2>&1) || ok=1
+        ;;
+    esac
+    common_args=("${saved[@]}")
+    indent "$problems"
+    finish "$name" "$ok"
+done

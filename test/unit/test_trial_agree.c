@@ -16,17 +16,23 @@
  * the other candidate, whatever this rank's own readings say.  The
  * fallback's stub returns this rank's readings unchanged.  The picks kept
  * for later communicators: agreed after a trial's first call, where the
- * made-up peer kept the same pick.
+ * made-up peer kept the same pick.  The picks kept for later processes
+ * (coll_xccl_picks.c): the file read, merged and written back, a bad one
+ * refused whole, and a pick read from it ending a trial.
  */
 #include "ompi_config.h"
 
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ompi_coll_xccl/coll_xccl_level.h"
 #include "ompi_coll_xccl/coll_xccl_log.h"
+#include "ompi_coll_xccl/coll_xccl_picks.h"
 
 #include "check_main.h"
 
@@ -113,6 +119,7 @@ static xccl_trial_t fresh_trial(void)
     memset(peer, 0, sizeof(peer));
     mod.comm = (ompi_communicator_t *) &level;  /* any address: compared only */
     mod.level = &level;
+    mod.size = level.node_size = 2;
     mod.super.coll_allreduce = own_allreduce;
     mod.prev.allreduce = fallback_allreduce;
     mca_coll_xccl_component.verbose = 1;
@@ -241,13 +248,202 @@ START_TEST(kept_pick_of_one_rank_only)
 }
 END_TEST
 
+/* ---------------------------------------------------------- the picks file */
+
+static char dir[64];
+
+/* After each test: its directory gone. */
+static void drop_dir(void)
+{
+    char cmd[96];
+    if ('\0' != dir[0]) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        dir[0] = '\0';
+    }
+}
+
+/* A fresh directory for the test's files, and no picks kept. */
+static void fresh_dir(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/xccl-picks.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    xccl_picks_clear();
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(fputs(text, f), 0);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static char *read_all(const char *path)
+{
+    static char text[4096];
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    const size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static const xccl_situation_t two = { .ranks = 2, .node = 2, .noisy = 0 };
+
+/* Picks kept here are written (into a directory made for it) and read
+ * back by a later process as the file's; that process, timing nothing of
+ * its own, writes nothing. */
+START_TEST(file_round_trip)
+{
+    fresh_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/a/b/picks", dir);
+    const int mesh = xccl_select_index(XCCL_COLL_BCAST, "mesh");
+    const int shm = xccl_select_index(XCCL_COLL_ALLGATHERV, "shm");
+    const xccl_situation_t noisy = { .ranks = 4, .node = 4, .noisy = 1 };
+    char err[160] = "";
+    ck_assert_int_eq(xccl_picks_save(path, 0, 1000, err, sizeof(err)), 0);   /* nothing kept */
+    xccl_picks_put(XCCL_COLL_BCAST, 17, &two, mesh);
+    xccl_picks_put(XCCL_COLL_ALLGATHERV, 20, &noisy, shm);
+    ck_assert_int_eq(xccl_picks_save(path, 0, 1000, err, sizeof(err)), 2);
+    const char *text = read_all(path);
+    ck_assert_msg(strstr(text, "\nbcast 17 2 2 quiet mesh 1000\n"), "%s", text);
+    ck_assert_msg(strstr(text, "\nallgatherv 20 4 4 noisy shm 1000\n"), "%s", text);
+    xccl_picks_clear();
+    ck_assert_int_eq(xccl_picks_get(XCCL_COLL_BCAST, 17, &two, NULL), 0);
+    ck_assert_int_eq(xccl_picks_load(path, 0, err, sizeof(err)), 2);
+    int from_file = 0;
+    ck_assert_int_eq(xccl_picks_get(XCCL_COLL_BCAST, 17, &two, &from_file), mesh);
+    ck_assert_int_eq(from_file, 1);
+    ck_assert_int_eq(xccl_picks_get(XCCL_COLL_ALLGATHERV, 20, &noisy, NULL), shm);
+    /* another situation, class or collective: none */
+    ck_assert_int_eq(xccl_picks_get(XCCL_COLL_ALLGATHERV, 20, &two, NULL), 0);
+    ck_assert_int_eq(xccl_picks_get(XCCL_COLL_BCAST, 18, &two, NULL), 0);
+    ck_assert_int_eq(xccl_picks_get(XCCL_COLL_ALLREDUCE, 17, &two, NULL), 0);
+    ck_assert_int_eq(xccl_picks_save(path, 0, 2000, err, sizeof(err)), 0);
+    ck_assert_str_eq(read_all(path), text);
+}
+END_TEST
+
+/* A process's own picks replace the file's of the same situations; the
+ * file's other lines stay, except those older than `since`. */
+START_TEST(file_merge)
+{
+    fresh_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/picks", dir);
+    write_file(path, "# a comment\n"
+                     "bcast 17 2 2 quiet shm 900\n"
+                     "  alltoall 15 2 2 quiet mesh 800\n"
+                     "\n"
+                     "gather 12 3 3 quiet shm 100\n");
+    char err[160] = "";
+    ck_assert_int_eq(xccl_picks_load(path, 500, err, sizeof(err)), 2);   /* not gather's */
+    ck_assert_int_eq(xccl_picks_get(XCCL_COLL_GATHER, 12, &(xccl_situation_t){ 3, 3, 0 }, NULL), 0);
+    xccl_picks_put(XCCL_COLL_BCAST, 17, &two, xccl_select_index(XCCL_COLL_BCAST, "mesh"));
+    int from_file = 1;
+    ck_assert_int_gt(xccl_picks_get(XCCL_COLL_BCAST, 17, &two, &from_file), 0);
+    ck_assert_int_eq(from_file, 0);
+    ck_assert_int_eq(xccl_picks_save(path, 500, 1000, err, sizeof(err)), 2);
+    const char *text = read_all(path);
+    ck_assert_msg(strstr(text, "\nbcast 17 2 2 quiet mesh 1000\n"), "%s", text);
+    ck_assert_msg(strstr(text, "\nalltoall 15 2 2 quiet mesh 800\n"), "%s", text);
+    ck_assert_msg(!strstr(text, "shm 900") && !strstr(text, "gather 12"), "%s", text);
+}
+END_TEST
+
+/* A file with a line that is not one is refused whole, saying which line;
+ * a later save replaces it. */
+START_TEST(file_bad)
+{
+    static const char *const bad[] = {
+        "bcast 17 2 2 quiet mesh 900\nbcast 17 2 2 quiet mesh\n",
+        "bcast 17 2 2 quiet mesh 900\nbcast 17 2 2 quiet mesh 900 extra\n",
+        "bcast 17 2 2 quiet mesh 900\nbroadcast 17 2 2 quiet mesh 900\n",
+        "bcast 17 2 2 quiet mesh 900\nbcast 17 2 2 quiet warp 900\n",
+        "bcast 17 2 2 quiet mesh 900\nbcast 17 2 2 loud mesh 900\n",
+        "bcast 17 2 2 quiet mesh 900\nbcast 99 2 2 quiet mesh 900\n",
+        "bcast 17 2 2 quiet mesh 900\nbcast 17 0 2 quiet mesh 900\n",
+        "bcast 17 2 2 quiet mesh 900\nbcast 17 2 2 quiet auto 900\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        drop_dir();
+        fresh_dir();
+        char path[128], err[160] = "";
+        snprintf(path, sizeof(path), "%s/picks", dir);
+        write_file(path, bad[i]);
+        ck_assert_int_eq(xccl_picks_load(path, 0, err, sizeof(err)), -1);
+        ck_assert_msg(strstr(err, "line 2 "), "%zu: %s", i, err);
+        ck_assert_int_eq(xccl_picks_get(XCCL_COLL_BCAST, 17, &two, NULL), 0);
+        xccl_picks_put(XCCL_COLL_BCAST, 16, &two, xccl_select_index(XCCL_COLL_BCAST, "shm"));
+        ck_assert_int_eq(xccl_picks_save(path, 0, 1000, err, sizeof(err)), 1);
+        ck_assert_int_eq(xccl_picks_load(path, 0, err, sizeof(err)), 1);
+    }
+    /* no file: no picks, no error */
+    char err[160] = "";
+    ck_assert_int_eq(xccl_picks_load("/nonexistent/xccl/picks", 0, err, sizeof(err)), 0);
+}
+END_TEST
+
+/* The parameter's values: none and "" no file, a path as given, auto
+ * under $XDG_CACHE_HOME, else $HOME/.cache, else none. */
+START_TEST(file_path)
+{
+    char host[256] = "", want[512];
+    ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
+    ck_assert_ptr_null(xccl_picks_path("none"));
+    ck_assert_ptr_null(xccl_picks_path(""));
+    ck_assert_ptr_null(xccl_picks_path(NULL));
+    char *p = xccl_picks_path("/x/y");
+    ck_assert_str_eq(p, "/x/y");
+    free(p);
+    setenv("XDG_CACHE_HOME", "/c", 1);
+    setenv("HOME", "/h", 1);
+    snprintf(want, sizeof(want), "/c/xccl/picks-%s", host);
+    ck_assert_str_eq(p = xccl_picks_path("auto"), want);
+    free(p);
+    unsetenv("XDG_CACHE_HOME");
+    snprintf(want, sizeof(want), "/h/.cache/xccl/picks-%s", host);
+    ck_assert_str_eq(p = xccl_picks_path("auto"), want);
+    free(p);
+    unsetenv("HOME");
+    ck_assert_ptr_null(xccl_picks_path("auto"));
+}
+END_TEST
+
+/* A pick read from the file ends a trial where the peer has the same,
+ * and the line says where it came from; none of this process's own, so
+ * nothing to write. */
+START_TEST(file_pick_ends_a_trial)
+{
+    fresh_dir();
+    char path[128], err[160] = "";
+    snprintf(path, sizeof(path), "%s/picks", dir);
+    write_file(path, "bcast 17 2 2 quiet mesh 900\n");
+    ck_assert_int_eq(xccl_picks_load(path, 0, err, sizeof(err)), 1);
+    xccl_trial_t u = fresh_trial();
+    peer_kept = u.cand[1];
+    ck_assert_int_eq(run_calls(&u, 1, 10000, 12000, 14000), MPI_SUCCESS);
+    ck_assert_int_eq(u.pick, u.cand[1]);
+    ck_assert_int_eq(own_calls, 0);
+    ck_assert_msg(strstr(last_line, "kept from earlier processes (coll_xccl_picks_file)") &&
+                  strstr(last_line, " pick=mesh"), "%s", last_line);
+    ck_assert_int_eq(xccl_picks_save(path, 0, 1000, err, sizeof(err)), 0);
+    xccl_picks_clear();
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = { agreement_through_own_allreduce, clear_case_one_agreement,
                                    failed_agreement_no_fallback, kept_pick_ends_the_next_trial,
-                                   kept_pick_of_one_rank_only };
+                                   kept_pick_of_one_rank_only, file_round_trip, file_merge,
+                                   file_bad, file_path, file_pick_ends_a_trial };
     Suite *su = suite_create("trial_agree");
     TCase *tc = tcase_create("trial_agree");
+    tcase_add_checked_fixture(tc, NULL, drop_dir);
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         tcase_add_test(tc, tests[i]);
     }
