@@ -35,7 +35,7 @@ static int executor(mca_coll_xccl_call_t *c, const char *ws, char *wr)
     mca_coll_xccl_log_call(m, c->coll, 0, c->bytes, used, us, NULL, NULL);
     hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
     hooks.bufs[XCCL_BUF_RECV] = wr;
-    if (0 != mca_coll_xccl_level_hooks(m, &hooks, s->peer_access)) {
+    if (0 != mca_coll_xccl_level_hooks(m, &hooks, s->peer_access, s->slot_bytes)) {
         rc = mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN, "publishing buffers for the peers failed");
     } else {
         const uint32_t ticket = m->level_ticket++;

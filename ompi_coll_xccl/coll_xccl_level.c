@@ -57,12 +57,14 @@ void mca_coll_xccl_level_init(mca_coll_xccl_module_t *m)
 }
 
 int mca_coll_xccl_level_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
-                            int publish)
+                            int publish, size_t slot_bytes)
 {
     struct mca_coll_xccl_level *h = m->level;
     if (NULL == h || NULL == h->seg) {
         return 0;                    /* the executor refuses the schedule */
     }
+    /* (a failure leaves the pages to be faulted in one by one) */
+    (void) xccl_segment_prefault_slots(h->seg, slot_bytes);
     hooks->bufs[XCCL_BUF_SLOT] = xccl_segment_slot(h->seg, xccl_segment_rank(h->seg));
     hooks->peer = &h->peer.peer;
     hooks->owed = &h->exit_owed;

@@ -99,10 +99,12 @@ void mca_coll_xccl_level_fini(mca_coll_xccl_module_t *m);
 
 /* The slot and peer access of the communicator's shared-memory level, for
  * a schedule that uses it, on hooks->bufs SEND and RECV (coll_xccl_level.c);
- * with publish (a schedule that reads the peers' own buffers: blocking
- * calls only) publishes those for the peers: 0 or <0. */
+ * the first slot_bytes of this rank's slot mapped first (once:
+ * xccl_segment_prefault_slots); with publish (a schedule that reads the
+ * peers' own buffers: blocking calls only) publishes those for the
+ * peers: 0 or <0. */
 int mca_coll_xccl_level_hooks(mca_coll_xccl_module_t *m, mca_coll_xccl_exec_hooks_t *hooks,
-                            int publish);
+                            int publish, size_t slot_bytes);
 
 /* After a call of a level trial (xccl_trial_t) that ran from t0 to t1 on
  * this rank (ns, CLOCK_MONOTONIC): records it; after the trial's last

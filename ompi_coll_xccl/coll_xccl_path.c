@@ -350,7 +350,8 @@ static int path_schedule(mca_coll_xccl_call_t *c, run_t *run, int *rc)
             return 1;
         }
     }
-    if (level && 0 != mca_coll_xccl_level_hooks(m, &run->hooks, run->sched->peer_access)) {
+    if (level && 0 != mca_coll_xccl_level_hooks(m, &run->hooks, run->sched->peer_access,
+                                                    run->sched->slot_bytes)) {
         *rc = run_end(c, run, 0, mca_coll_xccl_error(m, c->coll, MPI_ERR_INTERN,
                                                      "publishing buffers for the peers failed"));
         return 1;

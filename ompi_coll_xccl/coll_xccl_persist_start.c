@@ -145,7 +145,7 @@ int mca_coll_xccl_persist_way(persist_t *p)
     k->hooks.bufs[XCCL_BUF_SEND] = plan.ws;
     k->hooks.bufs[XCCL_BUF_RECV] = plan.wr;
     const size_t need = plan.sched->scratch_bytes;
-    if (0 != mca_coll_xccl_level_hooks(m, &k->hooks, 0) || (need && NULL == (k->scratch = malloc(need)))) {
+    if (0 != mca_coll_xccl_level_hooks(m, &k->hooks, 0, plan.sched->slot_bytes) || (need && NULL == (k->scratch = malloc(need)))) {
         xccl_select_put(plan.sched);
         return WAY_ROAD;
     }

@@ -175,7 +175,7 @@ static int request_build(xccl_request_t *req)
     }
     mca_coll_xccl_log_call(m, req->coll, req->nb, req->bytes, algo, predicted_us, NULL, NULL);
     if (mca_coll_xccl_sched_level(req->sched) &&
-        (!req->level || 0 != mca_coll_xccl_level_hooks(m, &req->hooks, 0))) {
+        (!req->level || 0 != mca_coll_xccl_level_hooks(m, &req->hooks, 0, req->sched->slot_bytes))) {
         /* (a schedule of the level always has its turn: the level was
          * not off when the call was made) */
         return mca_coll_xccl_error(m, req->coll, MPI_ERR_INTERN, "no slot for a shared-memory schedule");

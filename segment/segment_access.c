@@ -128,6 +128,25 @@ int xccl_segment_prefault_small(xccl_segment_t *seg, int r)
     return 0;
 }
 
+int xccl_segment_prefault_slots(xccl_segment_t *seg, size_t bytes)
+{
+    const size_t from = seg->slots_ready;
+    if (bytes <= from) {
+        return 0;
+    }
+    const size_t step = XCCL_SEGMENT_PREFAULT_STEP;
+    const size_t to = bytes >= seg->slot_bytes - seg->slot_bytes % step ? seg->slot_bytes
+                                                                         : (bytes + step - 1) / step * step;
+#ifdef MADV_POPULATE_WRITE
+    char *slot = xccl_segment_slot(seg, seg->rank);
+    if (0 != madvise(slot + from, to - from, MADV_POPULATE_WRITE) && EINVAL != errno) {
+        return -errno;
+    }
+#endif
+    seg->slots_ready = to;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Addresses for cross-memory attach                                        */
 /* ------------------------------------------------------------------------ */

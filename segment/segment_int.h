@@ -79,6 +79,7 @@ struct xccl_segment {
     /* CMA probe: peers read this word of ours with process_vm_readv. */
     volatile uint64_t probe_word;
     uint64_t *faulted;         /* small areas mapped here (xccl_segment_prefault_small), by rank */
+    size_t slots_ready;        /* every slot's first bytes mapped here (xccl_segment_prefault_slots) */
 };
 
 static inline shm_header_t *header(const xccl_segment_t *s)

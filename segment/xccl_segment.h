@@ -163,6 +163,17 @@ void *xccl_segment_small(const xccl_segment_t *seg, int r);
  * the kernel lacks it (before 5.14).  Once per area and mapping (later
  * calls return at once).  0 or -errno. */
 int xccl_segment_prefault_small(xccl_segment_t *seg, int r);
+/* Maps the first `bytes` of this rank's own slot in this process now (as
+ * above), in steps of XCCL_SEGMENT_PREFAULT_STEP: a schedule about to use
+ * them then takes no page fault per page (on a VM about 2 us each: the
+ * first four 256 KiB bcasts through the slots, which take turns over a
+ * 1 MiB slot, 150-280 us each against a steady 21; all of it now in the
+ * first call, docs/bench/first-calls.md).  The peers' slots are left to
+ * their owners, who write them first (their pages on the owner's NUMA
+ * node).  Once per byte and mapping: a call that needs no more returns
+ * at once.  0 or -errno. */
+#define XCCL_SEGMENT_PREFAULT_STEP ((size_t) 64 << 10)
+int xccl_segment_prefault_slots(xccl_segment_t *seg, size_t bytes);
 
 /* ---- addresses for cross-memory attach (segment/xccl_cma.h) */
 

@@ -883,6 +883,49 @@ START_TEST(small_area_prefault)
 }
 END_TEST
 
+/* xccl_segment_prefault_slots maps the first bytes of this rank's own slot
+ * here, in whole steps up to the slot's end, once; the data and the other
+ * slots stay as they were. */
+START_TEST(slot_prefault)
+{
+    const size_t step = XCCL_SEGMENT_PREFAULT_STEP, page = (size_t) sysconf(_SC_PAGESIZE);
+    const size_t slot = 3 * step + 3 * page;   /* the last step short */
+    xccl_segment_t *a, *b;
+    xccl_segment_desc_t d;
+    ck_assert_int_eq(xccl_segment_create(XCCL_SEGMENT_MEMFD, 2, 0, slot, &a, &d), 0);
+    ck_assert_int_eq(xccl_segment_attach(&d, 1, &b), 0);
+    unsigned char *a0 = xccl_segment_slot(a, 0), *a1 = xccl_segment_slot(a, 1);
+    unsigned char *b0 = xccl_segment_slot(b, 0), *b1 = xccl_segment_slot(b, 1);
+    b1[7] = 0x77;
+    if (pages_present(a0, slot) < 0) {
+        fprintf(stderr, "slot_prefault: /proc/self/pagemap unreadable: not checked\n");
+        ck_assert_int_eq(xccl_segment_prefault_slots(b, 1), 0);
+    } else {
+        ck_assert_int_eq(pages_present(b1, slot), 1);
+        ck_assert_int_eq(xccl_segment_prefault_slots(b, 1), 0);         /* one step */
+        ck_assert_int_eq(pages_present(b1, step), (long) (step / page));
+        ck_assert_int_eq(pages_present(b1 + step, slot - step), 0);
+        ck_assert_int_eq(pages_present(b0, slot), 0);                    /* a peer's slot */
+        ck_assert_int_eq(pages_present(a1, slot), 0);                    /* another mapping */
+        ck_assert_int_eq(xccl_segment_prefault_slots(b, step), 0);       /* no more */
+        ck_assert_int_eq(pages_present(b1 + step, slot - step), 0);
+        ck_assert_int_eq(xccl_segment_prefault_slots(b, 2 * step + 1), 0);
+        ck_assert_int_eq(pages_present(b1, slot), (long) (3 * step / page));
+        ck_assert_int_eq(xccl_segment_prefault_slots(b, SIZE_MAX), 0);   /* to the slot's end */
+        ck_assert_int_eq(pages_present(b1, slot), (long) (slot / page));
+        ck_assert_int_eq(pages_present(b0, slot), 0);
+        ck_assert_int_eq(xccl_segment_prefault_slots(a, slot), 0);       /* rank 0's own, there */
+        ck_assert_int_eq(pages_present(a0, slot), (long) (slot / page));
+    }
+    for (size_t i = 0; i < slot; i++) {
+        ck_assert_uint_eq(a1[i], 7 == i ? 0x77 : 0);
+        ck_assert_uint_eq(a0[i], 0);
+    }
+    xccl_segment_detach(b);
+    xccl_segment_detach(a);
+}
+END_TEST
+
 START_TEST(segment_errors)
 {
     xccl_segment_t *a;
@@ -1428,6 +1471,7 @@ int main(void)
     tcase_add_test(tc, cma_refuses_reductions);
     tcase_add_loop_test(tc, mesh_builders_cma, 1, MAXR + 1);
     tc = tcase(su, "kill");
+    tcase_add_test(tc, slot_prefault);
     tcase_add_test(tc, kill9_mid_call);
     tcase_add_test(tc, kill9_during_setup);
     tc = tcase(su, "planted");
