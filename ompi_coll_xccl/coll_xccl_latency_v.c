@@ -37,7 +37,21 @@
  *      both ends of each large block run it, and those schedules wait
  *      only for the ranks they trade bytes with; else it posts its
  *      executor flag at (this call, LATV_DONE) and takes the call
- *      number the executor would have taken.
+ *      number the executor would have taken;
+ *   5. where it gave blocks by single copies (below): waits until each of
+ *      their readers posted its executor flag of this call (step 4's
+ *      LATV_DONE or its schedule's first post, both after its step 3).
+ * Single copies.  Where the level reads its peers' memory (m->level_cma,
+ * alike on every rank), a blocking alltoallv's or scatterv's block of at
+ * least v->direct bytes (XCCL_LATENCY_V_DIRECT_*) that does not fit the
+ * part goes by one process_vm_readv from the sender's buffer instead of
+ * the executor's two copies: the sender writes the block's address in its
+ * part where its directory entry says (marked LATV_DIRECT), the receiver
+ * reads it in step 3 and the block after it.  Step 5 keeps the sender's
+ * buffer until then; a reader posts its flag without waiting for the
+ * sender, so step 5 ends.  (Gatherv's blocks stay with the executor:
+ * there its two copies, the sender's and the root's, overlap, and a single
+ * copy by the root alone was no faster.)
  * That post keeps the executor's flags in step: the schedules of a call
  * wait for every peer to have entered the call before (shm_enter) and a
  * later call of another layout for every peer's done flag of one without
@@ -89,13 +103,21 @@
 #include "opal/runtime/opal_progress.h"
 
 #include "base/xccl_copy.h"
+#include "segment/xccl_cma.h"
 
 #include "coll_xccl_latency_line.h"
 #include "coll_xccl_latency_v.h"
 #include "coll_xccl_log.h"
 
-/* A directory entry: the block is large (the executor's). */
+/* A directory entry: the block is large (the executor's); else where it
+ * lies in the part, or with LATV_DIRECT where the part holds the block's
+ * address in the sender's process (a single copy). */
 #define LATV_LARGE UINT32_MAX
+#define LATV_DIRECT ((uint32_t) 1 << 31)
+/* The displacement give leaves for such a block: the entries of blocks of
+ * 0 bytes are not written, so the directory alone may hold an earlier
+ * call's. */
+#define LATV_GAVE SIZE_MAX
 #define LATV_ALIGN XCCL_LATENCY_V_ALIGN
 
 typedef mca_coll_xccl_latency_v_t latv_t;
@@ -154,6 +176,14 @@ static inline int get_inline(latv_t *v, int q, void *dst, size_t len)
            mca_coll_xccl_latency_line_get(v->st.m->level->line[v->st.m->level->local_of[q]], dst, len, v->st.f);
 }
 
+/* Whether a block of len bytes that does not fit at `at` goes by a single
+ * copy (its address at `at`), both ends alike: the sender's give and
+ * packed, the receiver's take by the sender's entry. */
+static inline int direct(const latv_t *v, size_t len, size_t at)
+{
+    return v->direct && len >= v->direct && LATV_ALIGN <= v->part - at;
+}
+
 /* Where a sender's blocks end in its part (give, below, fills it so), 0
  * where it sends none to another rank (and writes no directory entry). */
 static size_t packed(const latv_t *v, const size_t *bytes)
@@ -165,6 +195,8 @@ static size_t packed(const latv_t *v, const size_t *bytes)
         any |= len > 0;
         if (len > 0 && len <= v->part - at) {
             at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
+        } else if (direct(v, len, at)) {
+            at += LATV_ALIGN;
         }
     }
     return any ? at : 0;
@@ -172,9 +204,11 @@ static size_t packed(const latv_t *v, const size_t *bytes)
 
 /* A sender's blocks (scatterv's root, alltoallv): each block for another
  * rank, in the order of the ranks after this one, into the part after its
- * directory while it fits (its entry: where), else the entry says large;
- * bytes[r] then 0 for the first kind. */
-static void give(latv_t *v, const char *ws, size_t *bytes, const size_t *displs)
+ * directory while it fits (its entry: where), else its address there
+ * where it goes by a single copy (direct; its entry: where | LATV_DIRECT,
+ * v->readers set, displs[r] then LATV_GAVE), else the entry says large;
+ * bytes[r] then 0 for the first two kinds. */
+static void give(latv_t *v, const char *ws, size_t *bytes, size_t *displs)
 {
     unsigned char *part = part_of(v, v->rank);
     uint32_t *dir = (uint32_t *) part;
@@ -193,6 +227,14 @@ static void give(latv_t *v, const char *ws, size_t *bytes, const size_t *displs)
             dir[r] = (uint32_t) at;
             at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
             bytes[r] = 0;
+        } else if (direct(v, len, at)) {
+            const uint64_t addr = (uint64_t) (uintptr_t) (ws + displs[r]);
+            memcpy(part + at, &addr, sizeof(addr));
+            dir[r] = (uint32_t) at | LATV_DIRECT;
+            at += LATV_ALIGN;
+            bytes[r] = 0;
+            displs[r] = LATV_GAVE;
+            v->readers = 1;
         } else {
             dir[r] = LATV_LARGE;
             v->large = 1;
@@ -200,10 +242,27 @@ static void give(latv_t *v, const char *ws, size_t *bytes, const size_t *displs)
     }
 }
 
+int mca_coll_xccl_latency_v_gave_direct(const mca_coll_xccl_latency_v_t *v, int q)
+{
+    return LATV_GAVE == v->vec[v->n + q];
+}
+
+/* A single copy: len bytes from q's buffer at the address that lies at
+ * where in q's part, to dst (v->took set).  0 or -errno. */
+static int read_direct(latv_t *v, int q, void *dst, const unsigned char *where, size_t len)
+{
+    const struct mca_coll_xccl_level *h = v->st.m->level;
+    uint64_t addr;
+    memcpy(&addr, where, sizeof(addr));
+    v->took = 1;
+    return xccl_cma_read(xccl_segment_pid(h->seg, h->local_of[q]), dst, (const void *) (uintptr_t) addr, len);
+}
+
 /* A receiver's block of len bytes from q at dst, once q posted: copied
- * from q's part where q's directory says so (*len then 0), else left for
- * the executor.  1, 0 q has not posted (only without wait), or -1 q is
- * gone. */
+ * from q's part, or from q's buffer at the address in q's part (a single
+ * copy), where q's directory says so (*len then 0), else left for the
+ * executor.  1, 0 q has not posted (only without wait), -1 q is gone, or
+ * -2 the single copy failed. */
 static int take(latv_t *v, int q, char *dst, size_t *len, int wait)
 {
     const int r = posted(v, q, wait);
@@ -218,6 +277,11 @@ static int take(latv_t *v, int q, char *dst, size_t *len, int wait)
     const uint32_t at = ((const uint32_t *) part)[v->rank];
     if (LATV_LARGE == at) {
         v->large = 1;
+    } else if (at & LATV_DIRECT) {
+        if (0 != read_direct(v, q, dst, part + (at & ~LATV_DIRECT), *len)) {
+            return -2;
+        }
+        *len = 0;
     } else {
         copy(dst, part + at, *len);
         *len = 0;
@@ -395,6 +459,8 @@ void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_m
     v->rank = m->rank;
     v->root = a->root;
     v->large = 0;
+    v->readers = 0;
+    v->took = 0;
     v->given = 0;
     v->k = 0;
     v->ws = ws;
@@ -485,6 +551,7 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
         mca_coll_xccl_latency_v_even(v->vec, m->size, a->block);
     }
     v->seq = seq;
+    v->direct = 0;                   /* (no large block comes here) */
     mca_coll_xccl_latency_v_place(v, m, coll, a, es, kernel, ws, wr);
     return mca_coll_xccl_latency_v_run(v, tries);
 }

@@ -29,6 +29,14 @@ BEGIN_C_DECLS
  * that it is large; blocks XCCL_LATENCY_V_ALIGN bytes apart at least. */
 #define XCCL_LATENCY_V_BLOCK ((size_t) 4096)
 #define XCCL_LATENCY_V_ALIGN ((size_t) 16)
+/* Blocks of alltoallv and scatterv from these sizes, in blocking calls
+ * where the level reads its peers' memory (m->level_cma): the receiver
+ * copies the block straight out of the sender's buffer (process_vm_readv)
+ * instead of the executor's two copies through the slots; the sender's
+ * directory entry holds where.  Below them the executor's pipeline was
+ * as fast or faster (docs/bench/single-copy-v.md). */
+#define XCCL_LATENCY_V_DIRECT_ALLTOALLV ((size_t) 4096)
+#define XCCL_LATENCY_V_DIRECT_SCATTERV ((size_t) 16384)
 static inline size_t mca_coll_xccl_latency_v_dir(int n)
 {
     return ((size_t) n * 4 + 15) / 16 * 16;
@@ -107,6 +115,9 @@ typedef struct {
     size_t part;                     /* the bytes of a rank's part of the call */
     int n, rank, root;               /* communicator ranks */
     int large;                       /* this rank sends or receives a large block */
+    size_t direct;                   /* set before place: blocks from this size may be single copies (0: none) */
+    int readers;                     /* this rank gave single copies: wait for their readers */
+    int took;                        /* this rank read a block by a single copy */
     int given, k;                    /* step 2 done; the peers read in step 3 */
     uint64_t ring;                   /* step 1: every peer's post this rank waits for; 0 none */
     const char *ws;                  /* the work buffers */
@@ -127,6 +138,10 @@ static inline void mca_coll_xccl_latency_v_even(size_t *vec, int n, size_t block
         vec[n + q] = (size_t) q * block;
     }
 }
+
+/* Whether this rank, the sender of a blocking call whose steps ran, gave
+ * its block for rank q by a single copy (v->readers: some block). */
+int mca_coll_xccl_latency_v_gave_direct(const mca_coll_xccl_latency_v_t *v, int q);
 
 /* The executor flag of a rank that ran no schedule in a call: it meets
  * every wait on that call's flags (values stay below UINT32_MAX). */

@@ -15,6 +15,38 @@
 #include "coll_xccl_log.h"
 #include "coll_xccl_select.h"
 
+/* Where this rank gave blocks by single copies: waits until each of their
+ * readers posted its executor flag of this call (seq), which it does after
+ * its step 3, where it read them (LATV_DONE, or the first post of its
+ * schedule): the buffer stays the sender's to change once the call
+ * returns.  0, or -1 a reader's process is gone. */
+static int readers_done(mca_coll_xccl_latency_v_t *v, uint32_t seq)
+{
+    struct mca_coll_xccl_level *h = v->st.m->level;
+    const unsigned every = mca_coll_xccl_spins_per_progress(256);
+    for (int k = 1; k < v->n; k++) {
+        const int q = (v->rank + k) % v->n;
+        if (!mca_coll_xccl_latency_v_gave_direct(v, q)) {
+            continue;
+        }
+        unsigned spins = 0;
+        int t;
+        while (0 == (t = h->peer.peer.test(h->peer.peer.ctx, q, seq, 0))) {
+            if (++spins >= every) {
+                spins = 0;
+                opal_progress();
+            }
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+        }
+        if (t < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Step 4 where this rank has a large block: the level's schedule of the
  * call's counts as the steps (coll_xccl_latency_v.c) left them, in its
  * turn (as path_schedule runs one), logged as the executor's. */
@@ -76,20 +108,31 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     while (!mca_coll_xccl_latency_idle(m)) {
         opal_progress();
     }
+    v.direct = !m->level_cma                 ? 0
+               : XCCL_COLL_ALLTOALLV == coll ? XCCL_LATENCY_V_DIRECT_ALLTOALLV
+               : XCCL_COLL_SCATTERV == coll  ? XCCL_LATENCY_V_DIRECT_SCATTERV
+                                             : 0;
     mca_coll_xccl_latency_v_place(&v, m, coll, &c->args, c->es, c->reduction ? c->red.kernel : NULL, ws, wr);
     r = mca_coll_xccl_latency_v_steps(&v, 1);
     if (NULL != v.vec && v.vec != even && v.vec != c->args.vec) {
         free(v.vec);
     }
     if (r < 0) {
-        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a rank of this node is gone");
+        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, -2 == r ? "a single copy from a peer's buffer failed"
+                                                                    : "a rank of this node is gone");
     }
+    const uint32_t seq = (uint32_t) m->seq;   /* this call's executor flags */
     if (v.large) {
         /* (gather, scatter: never, all of them fit) */
-        return executor(c, ws, wr);
+        r = executor(c, ws, wr);
+    } else {
+        (void) xccl_segment_flag_post(h->seg, (uint32_t) m->seq++, LATV_DONE);
+        mca_coll_xccl_log_call(m, coll, 0, c->bytes, xccl_select_level_index(coll, XCCL_LEVEL_SHM), -1.0,
+                               NULL, v.readers || v.took ? "latency_path+single_copy" : "latency_path");
+        r = MPI_SUCCESS;
     }
-    (void) xccl_segment_flag_post(h->seg, (uint32_t) m->seq++, LATV_DONE);
-    mca_coll_xccl_log_call(m, coll, 0, c->bytes, xccl_select_level_index(coll, XCCL_LEVEL_SHM), -1.0, NULL,
-                           "latency_path");
-    return MPI_SUCCESS;
+    if (v.readers && MPI_SUCCESS == r && 0 != readers_done(&v, seq)) {
+        r = mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a rank of this node is gone");
+    }
+    return r;
 }

@@ -1182,9 +1182,12 @@ run_latency_no_trials roots -r check_latency_roots
 # nonblocking v calls in flight among them): results, and on every rank,
 # for each of the seven, one verbose line per call (the program's CALLS
 # line) and at least one via=latency_path (with xccl's default
-# small-message size too: decide keeps those from the fallback), for the
-# three v forms at least one algo=shm without it (a large block: the
-# executor's schedule of the large blocks), one line per nonblocking
+# small-message size too: decide keeps those from the fallback), for
+# gatherv at least one algo=shm without a via (the executor's schedule of
+# the large blocks), for scatterv and alltoallv at least one
+# via=latency_path+single_copy (a large block read straight from the
+# sender's buffer), and with coll_xccl_shm_cma false (.no_cma) none of
+# those but an algo=shm line of all three, one line per nonblocking
 # call, at least one via=latency_path of each of igather, iscatter,
 # ireduce and iallgatherv (a request of the latency path: all of theirs
 # fit), and no call of gather, scatter, reduce or allgatherv on any
@@ -1196,15 +1199,17 @@ run_latency_no_trials roots -r check_latency_roots
 # where the sender's part had no room for it crashes there; a writer that
 # skips the ring's wait gives wrong bytes at np 2, 3 and 4.)
 check_latency_v() {
-    local name=$1 np=$2 r bad=0
+    local name=$1 np=$2 r bad=0 cma=1
+    [[ $name != *.no_cma.* ]] || cma=0
     for ((r = 0; r < np; r++)); do
-        per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" '
+        per_rank_output "$name" "$r" | awk -v rank="$r" -v name="$name" -v cma="$cma" '
             $1 == "CALLS" && $2 == "rank=" rank { for (i = 3; i <= NF; i++) { split($i, kv, "="); calls[kv[1]] = kv[2] } seen = 1 }
             $1 == "xccl:" && $2 ~ /^(gather|scatter|reduce|allgatherv)$/ && $6 ~ /^fallback=/ { fb[$2]++ }
             $1 == "xccl:" && $2 ~ /^i?(gatherv|scatterv|alltoallv|gather|scatter|reduce|allgatherv)$/ && $3 == "comm=0" {
                 lines[$2]++
                 if ($0 ~ / via=latency_path/) lat[$2]++
                 else if ($6 == "algo=shm") exe[$2]++
+                if ($0 ~ / via=latency_path\+single_copy$/) single[$2]++
             }
             END {
                 if (!seen) { print name ": rank " rank ": no CALLS line"; exit 1 }
@@ -1215,7 +1220,9 @@ check_latency_v() {
                     if (lines[c] + 0 != calls[c] + 0)
                         msg = msg sprintf(" %s: %d calls, %d verbose lines;", c, calls[c], lines[c])
                     if ((!nb || i > 3) && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
-                    if (!nb && i <= 3 && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
+                    if (!nb && (i == 1 || (i <= 3 && !cma)) && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
+                    if (!nb && i > 1 && i <= 3 && cma && single[c] + 0 == 0) msg = msg " " c ": none via=latency_path+single_copy;"
+                    if (!cma && single[c] + 0 > 0) msg = msg " " c ": " single[c] " single copies with coll_xccl_shm_cma false;"
                     if (!nb && fb[c] + 0 > 0) msg = msg " " c ": " fb[c] " calls to the fallback;"
                 }
                 if (msg != "") { print name ": rank " rank ":" msg; exit 1 }
@@ -1224,6 +1231,15 @@ check_latency_v() {
     return "$bad"
 }
 run_small_modes xccl_mpi_latency_v check_latency_v "$bindir/xccl_mpi_latency_v" -n 3000
+for np in 2 3; do
+    name=xccl_mpi_latency_v.no_cma.np$np
+    selected "$name" || continue
+    saved=("${common_args[@]}")
+    common_args+=(--mca coll_xccl_shm_cma false)
+    run_mpi "$name" "$np" "$bindir/xccl_mpi_latency_v" -n 3000
+    common_args=("${saved[@]}")
+    judge "$name" "$np" check_latency_v
+done
 
 . "$(dirname "${BASH_SOURCE[0]}")/trials_runs.sh"
 
