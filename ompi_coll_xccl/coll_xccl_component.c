@@ -66,6 +66,13 @@ static void reg_all_eq(const char *name, const char *help, mca_base_var_type_t t
                                            MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
 }
 
+/* A parameter fixed at start-up that may differ between ranks. */
+static void reg_local(const char *name, const char *help, mca_base_var_type_t type, void *storage)
+{
+    (void) mca_base_component_var_register(&mca_coll_xccl_component.super.collm_version, name, help, type,
+                                           NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, storage);
+}
+
 static int xccl_register(void)
 {
     mca_coll_xccl_component_t *c = &mca_coll_xccl_component;
@@ -281,18 +288,15 @@ static int xccl_register(void)
                "wins.  Must be the same on all ranks",
                MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->tuning_file);
     c->picks_file = "auto";
-    (void) mca_base_component_var_register(v, "picks_file",
-        "Where the shared-memory level's trial picks are kept for later processes on the node "
-        "(read at start, written at MPI_Finalize where a process timed trials): a path, auto "
-        "($XDG_CACHE_HOME/xccl/picks-<host>, else $HOME/.cache/xccl/picks-<host>) or none.  "
-        "A pick is used where every rank of the communicator has the same; else the trial runs",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->picks_file);
+    reg_local("picks_file",
+              "Where the shared-memory level's trial picks are kept for later processes on the node "
+              "(read at start, written at MPI_Finalize where a process timed trials): a path, auto "
+              "($XDG_CACHE_HOME/xccl/picks-<host>, else $HOME/.cache/xccl/picks-<host>) or none.  "
+              "A pick is used where every rank of the communicator has the same; else the trial runs",
+              MCA_BASE_VAR_TYPE_STRING, &c->picks_file);
     c->picks_days = 7;
-    (void) mca_base_component_var_register(v, "picks_days",
-        "Picks in coll_xccl_picks_file older than this many days are timed again (0: never)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->picks_days);
+    reg_local("picks_days", "Picks in coll_xccl_picks_file older than this many days are timed again (0: never)",
+              MCA_BASE_VAR_TYPE_INT, &c->picks_days);
     c->world_active = false;
     (void) mca_base_component_var_register(v, "world_active",
         "Read-only: whether xccl runs MPI_COMM_WORLD's collectives (false until MPI_Init has "
