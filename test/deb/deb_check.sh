@@ -37,7 +37,11 @@
 #      off switch README documents): installed_check at np 3 gets right
 #      results without a line of xccl's; the file is put back;
 #   6. apt-get remove --purge xccl: the list of every file of the root is
-#      the one of step 1 again, and dpkg knows no xccl;
+#      the one of step 1 again, and dpkg knows no xccl; but for what the
+#      runs of steps 3-5 left in root's home, which is the user's, not the
+#      package's (purge leaves any program's ~/.cache): the level's trial
+#      picks, /root/.cache/xccl/picks-<host> (coll_xccl_picks_file; where
+#      the runs timed trials), which must hold picks;
 #   7. with XCCL_DEB_FOREIGN=FILE (a .deb built for another Open MPI):
 #      apt-get refuses to install it (simulated).
 # Also: the package's Depends bound Open MPI's library package to the
@@ -230,15 +234,22 @@ cp /tmp/xccl-check/params.conf \$conf" || fail "with coll = ^xccl (log: $logs/of
     t0=$(date +%s)
     in_root purge "apt-get remove --purge -y -q xccl
 $snapshot_cmd > /tmp/xccl-check/after.list
-if ! diff /tmp/xccl-check/before.list /tmp/xccl-check/after.list; then
+picks=\$(ls /root/.cache/xccl/picks-* 2>/dev/null || true)
+if [ -n \"\$picks\" ] && ! grep -qv '^#' \$picks; then
+    echo \"no trial picks in \$picks (coll_xccl_picks_file)\"; exit 1
+fi
+users='^/root/[.]cache(/xccl(/picks-[^/]*)?)?\$'
+if ! diff <(grep -Ev \"\$users\" /tmp/xccl-check/before.list) <(grep -Ev \"\$users\" /tmp/xccl-check/after.list); then
     echo 'the root differs from before the install'; exit 1
 fi
+echo \"left in root's home, the user's: \${picks:-nothing}\"
 if dpkg-query -W -f='\${db:Status-Abbrev}\n' xccl 2>/dev/null | grep -q .; then
     echo \"dpkg still knows xccl: \$(dpkg-query -W -f='\${db:Status-Abbrev}' xccl)\"; exit 1
 fi
 if ls /var/lib/dpkg/info/xccl.* 2>/dev/null; then echo 'dpkg info files left'; exit 1; fi" ||
         fail "apt-get remove --purge (log: $logs/purge.log)"
-    echo "deb: apt-get remove --purge xccl: no file left ($(wc -l <"$root/tmp/xccl-check/before.list") paths as before)"
+    echo "deb: apt-get remove --purge xccl: no file left ($(wc -l <"$root/tmp/xccl-check/before.list") paths as before;" \
+        "$(sed -n "s/^left in root's home, the user's: //p" "$logs/purge.log") stays, the user's)"
 
     if [[ -n ${XCCL_DEB_FOREIGN:-} ]]; then
         stage="foreign package"
