@@ -314,8 +314,9 @@ done
 #                     rank "kept from earlier processes", with the file's
 #                     pick, none timed;
 #   .picks.differ.np2 rank 1's file holds the other candidate for every
-#                     pick (each rank read its own file: verbose 2's
-#                     "init: 6 trial picks" line): every trial timed;
+#                     pick (test/lib/rank_env.sh; each rank read its own
+#                     file: verbose 2's "init: 6 trial picks" line):
+#                     every trial timed;
 #   .picks.bad.np2    a file with a line that is not one: said on every
 #                     rank, every trial timed, and the file rewritten
 #                     with the picks.
@@ -390,8 +391,11 @@ for tag in write read differ bad; do
         other=$picks_dir/other
         awk '/^#/ { next } { $6 = $6 == "shm" ? "mesh" : "shm"; print }' "$file" >"$other"
         common_args=("${trial_base[@]}" --mca mpi_yield_when_idle 0 --mca coll_xccl_verbose 2)
-        run_mpi "$name" 1 -x OMPI_MCA_coll_xccl_picks_file="$file" "$bindir/xccl_mpi_trials" "${picks_args[@]}" \
-            : -np 1 -x OMPI_MCA_coll_xccl_picks_file="$other" "$bindir/xccl_mpi_trials" "${picks_args[@]}"
+        # rank 1's file through test/lib/rank_env.sh, not an MPMD line
+        # (Open MPI 5.0.7's mpirun crashes on those)
+        OMPI_MCA_coll_xccl_picks_file=$file run_mpi "$name" 2 \
+            "$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)/rank_env.sh" 1 \
+            OMPI_MCA_coll_xccl_picks_file="$other" -- "$bindir/xccl_mpi_trials" "${picks_args[@]}"
         problems=$({
             check_result "$name" && picks_trials "$name" 2 timed &&
                 for r in 0 1; do
