@@ -560,7 +560,7 @@ for net in fattree:1:4,nics=1 bogus:3; do
             want="network fattree:1:4,nics=1"
         fi
         for ((r = 0; r < 4; r++)); do
-            per_rank_output "$name" "$r" | grep -q "init: cost model .*; $want\$" ||
+            per_rank_output "$name" "$r" | grep -c "init: cost model .*; $want\$" >/dev/null ||
                 { echo "$name: rank $r: no \"init: cost model ...; $want\" line"; exit 1; }
         done; } 2>&1) || ok=1
     indent "$problems"
@@ -629,7 +629,8 @@ done
 every_rank_logged() {
     local name=$1 np=$2 ere=$3 what=$4 bad=0 r
     for ((r = 0; r < np; r++)); do
-        if ! per_rank_output "$name" "$r" | grep -qE "${ere//RANK/$r}"; then
+        # (grep -c reads to the end: no SIGPIPE under pipefail)
+        if ! per_rank_output "$name" "$r" | grep -cE "${ere//RANK/$r}" >/dev/null; then
             echo "$name: rank $r: $what"
             bad=1
         fi

@@ -399,7 +399,7 @@ for tag in write read differ bad; do
         problems=$({
             check_result "$name" && picks_trials "$name" 2 timed &&
                 for r in 0 1; do
-                    per_rank_output "$name" "$r" | grep -q '^xccl: init: 6 trial picks from coll_xccl_picks_file' ||
+                    per_rank_output "$name" "$r" | grep -c '^xccl: init: 6 trial picks from coll_xccl_picks_file' >/dev/null ||
                         { echo "$name: rank $r: no \"init: 6 trial picks\" line"; exit 1; }
                 done
         } 2>&1) || ok=1
@@ -410,7 +410,7 @@ for tag in write read differ bad; do
         problems=$({
             check_result "$name" && picks_trials "$name" 2 timed && picks_file_holds "$name" "$file" &&
                 for r in 0 1; do
-                    per_rank_output "$name" "$r" | grep -q "^xccl: coll_xccl_picks_file $file: line 1 is not" ||
+                    per_rank_output "$name" "$r" | grep -c "^xccl: coll_xccl_picks_file $file: line 1 is not" >/dev/null ||
                         { echo "$name: rank $r: the bad file was not said"; exit 1; }
                 done
         } 2>&1) || ok=1

@@ -266,7 +266,9 @@ run_job "$name" 4 --map-by node \
     --mca coll_xccl_verbose 1 "$prog" -q -k
 ok=0
 problems=$(check_exit_result "$name") || ok=1
-if [[ $ok -eq 0 ]] && ! per_rank_output "$name" 0 | grep -q 'fallback=inside_set_up'; then
+# (grep -c, not -q, behind a pipe: -q stops reading at the first match, and
+#  under pipefail the writer's SIGPIPE would read as "not found")
+if [[ $ok -eq 0 ]] && ! per_rank_output "$name" 0 | grep -c 'fallback=inside_set_up' >/dev/null; then
     problems="$name: rank 0 logged no call made from inside the set-up (han took none?)"
     ok=1
 fi
@@ -337,8 +339,8 @@ for stack in tuned han; do
     run_job "$name" 4 --map-by node "${stack_mca[@]}" --mca coll_xccl_verbose 1 "${job[@]}"
     ok=0
     if [[ $stack == han ]]; then
-        if [[ $run_rc -ne 0 ]] || ! cat "$logdir/$name.log" "$logdir/$name.out"/*/rank.*/stdout 2>/dev/null |
-            grep -q '^# result: all xccl checks passed'; then
+        if [[ $run_rc -ne 0 ]] || ! grep -qs '^# result: all xccl checks passed' \
+            "$logdir/$name.log" "$logdir/$name.out"/*/rank.*/stdout; then
             problems="$name: exit status $run_rc, or xccl_bench's checks failed"
             ok=1
         fi
