@@ -1,7 +1,30 @@
 # The shared-memory level's trials (xccl_mpi_trials) in run_mpi_tests.sh's
 # shell: sourced by it, its helpers (selected, run_mpi, per_rank_output,
 # check_result, indent, finish) and variables (bindir, common_args) in
-# scope.  The runs are described in run_mpi_tests.sh's header.
+# scope.
+#
+# xccl_mpi_trials.np{2,3}: the level's trials choose between shm and mesh
+#   (results; one agreed pick per collective and size class, both ran before
+#   it, only it after), with mpi_yield_when_idle 0: short trials (at np 3
+#   Open MPI 5 still makes ranks yield: long ones, every rank alike);
+#   .yield.np2 with 1: long trials; .off.np2 with coll_xccl_shm_trials 0:
+#   no trials, no mesh; .late.np2: the last rank 5 ms late to every call,
+#   the agreed trial times the medians of the spans from the last rank's
+#   start to the last rank's end of xccl's readings, which lie inside the
+#   calls' own clocks (they leave the wait for the late rank out).
+# xccl_mpi_trials.kept.np2: everything again on a dup of MPI_COMM_WORLD:
+#   there every rank takes the pick its world trial agreed ("kept from
+#   earlier communicators"), times nothing, runs the pick from the second
+#   call; .kept_partial.np3: ranks 0 and 1, then 1 and 2 (only rank 1 has
+#   picks from before): no kept pick, the trials run in full.
+# xccl_mpi_trials.picks.{write,read,differ,bad}.np2: picks kept for later
+#   processes (coll_xccl_picks_file): a run writes its agreed picks, the
+#   next reads them ("kept from earlier processes") and times nothing; a
+#   rank whose file holds other picks, or a bad file (said on every rank,
+#   then rewritten), leaves the trials timed.  Every other run has none.
+# xccl_mpi_trials.quiet_agree.np2: bcast and allgather alone, with trials:
+#   no allreduce line or summary (the trials' agreements are xccl's own
+#   quiet allreduces), each summary's calls= its lines.
 
 # The collectives xccl_mpi_trials calls, whose trials these runs check.
 trial_colls='allgather|alltoall|bcast|allreduce|reduce_scatter_block|allgatherv|gather|scatter'
