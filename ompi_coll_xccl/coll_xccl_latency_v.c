@@ -51,7 +51,12 @@
  * buffer until then; a reader posts its flag without waiting for the
  * sender, so step 5 ends.  (Gatherv's blocks stay with the executor:
  * there its two copies, the sender's and the root's, overlap, and a single
- * copy by the root alone was no faster.)
+ * copy by the root alone was no faster.)  A request (nonblocking gatherv,
+ * scatterv, alltoallv) has no executor step: there every block that does
+ * not fit goes by a single copy (XCCL_LATENCY_V_DIRECT_ALL), gatherv's
+ * too (its sender's address at the start of its part), a sender keeps
+ * room for the addresses of the blocks it has still to place, and its
+ * request ends once every peer posted its flag of the call (step 5).
  * That post keeps the executor's flags in step: the schedules of a call
  * wait for every peer to have entered the call before (shm_enter) and a
  * later call of another layout for every peer's done flag of one without
@@ -88,10 +93,11 @@
  * executor never runs from here; decide (coll_xccl_path.c) keeps them
  * from the fallback below the small-message size.
  *
- * Nonblocking calls of those four, where all of a call fits, run the
- * same steps as requests in their turn (m->level_ticket; each step as far
- * as the peers' posts let it, from progress); the other nonblocking calls
- * keep the executor.  A blocking call first waits until no nonblocking
+ * Nonblocking calls of those four, where all of a call fits, and of the
+ * v forms where the level reads its peers' memory, run the same steps as
+ * requests in their turn (m->level_ticket; each step as far as the peers'
+ * posts let it, from progress); the other nonblocking calls keep the
+ * executor.  A blocking call first waits until no nonblocking
  * call of the level is in flight (mca_coll_xccl_latency_idle).
  */
 #include "ompi_config.h"
@@ -184,22 +190,65 @@ static inline int direct(const latv_t *v, size_t len, size_t at)
     return v->direct && len >= v->direct && LATV_ALIGN <= v->part - at;
 }
 
+/* How a sender's block of len > 0 bytes goes that would lie at `at` in its
+ * part, with `later` blocks of more than 0 bytes after it: in the part,
+ * by its address there (a single copy), or large (the executor's).  With
+ * every block that does not fit by a single copy
+ * (XCCL_LATENCY_V_DIRECT_ALL), room stays for the later blocks' addresses:
+ * room and that reserve are multiples of LATV_ALIGN, so there is always
+ * room for this block's address (XCCL_LATENCY_V_DIRECT_RANKS). */
+enum { LATV_IN_PART, LATV_BY_ADDRESS, LATV_IS_LARGE };
+static inline int way(const latv_t *v, size_t len, size_t at, int later)
+{
+    const size_t room = v->part - at;
+    const size_t keep = XCCL_LATENCY_V_DIRECT_ALL == v->direct ? (size_t) later * LATV_ALIGN : 0;
+    if (keep <= room && len <= room - keep) {
+        return LATV_IN_PART;
+    }
+    return direct(v, len, at) ? LATV_BY_ADDRESS : LATV_IS_LARGE;
+}
+
+/* The blocks of more than 0 bytes a sender sends to other ranks. */
+static int to_others(const latv_t *v, const size_t *bytes)
+{
+    int k, nz = 0;
+    for (k = 1; k < v->n; k++) {
+        nz += bytes[(v->rank + k) % v->n] > 0;
+    }
+    return nz;
+}
+
 /* Where a sender's blocks end in its part (give, below, fills it so), 0
  * where it sends none to another rank (and writes no directory entry). */
 static size_t packed(const latv_t *v, const size_t *bytes)
 {
     size_t at = mca_coll_xccl_latency_v_dir(v->n);
-    int any = 0;
+    int later = to_others(v, bytes);
+    if (0 == later) {
+        return 0;
+    }
     for (int k = 1; k < v->n; k++) {
         const size_t len = bytes[(v->rank + k) % v->n];
-        any |= len > 0;
-        if (len > 0 && len <= v->part - at) {
+        if (0 == len) {
+            continue;
+        }
+        switch (way(v, len, at, --later)) {
+        case LATV_IN_PART:
             at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
-        } else if (direct(v, len, at)) {
+            break;
+        case LATV_BY_ADDRESS:
             at += LATV_ALIGN;
+            break;
         }
     }
-    return any ? at : 0;
+    return at;
+}
+
+/* A block's address in the sender's process, where the part says so. */
+static inline void put_address(unsigned char *where, const void *block)
+{
+    const uint64_t addr = (uint64_t) (uintptr_t) block;
+    memcpy(where, &addr, sizeof(addr));
 }
 
 /* A sender's blocks (scatterv's root, alltoallv): each block for another
@@ -213,13 +262,15 @@ static void give(latv_t *v, const char *ws, size_t *bytes, size_t *displs)
     unsigned char *part = part_of(v, v->rank);
     uint32_t *dir = (uint32_t *) part;
     size_t at = mca_coll_xccl_latency_v_dir(v->n);
+    int later = to_others(v, bytes);
     for (int k = 1; k < v->n; k++) {
         const int r = (v->rank + k) % v->n;
         const size_t len = bytes[r];
         if (0 == len) {
             continue;
         }
-        if (len <= v->part - at) {
+        switch (way(v, len, at, --later)) {
+        case LATV_IN_PART:
             copy(part + at, ws + displs[r], len);
             if (2 == v->n) {
                 put_inline(v, ws + displs[r], len);
@@ -227,15 +278,16 @@ static void give(latv_t *v, const char *ws, size_t *bytes, size_t *displs)
             dir[r] = (uint32_t) at;
             at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
             bytes[r] = 0;
-        } else if (direct(v, len, at)) {
-            const uint64_t addr = (uint64_t) (uintptr_t) (ws + displs[r]);
-            memcpy(part + at, &addr, sizeof(addr));
+            break;
+        case LATV_BY_ADDRESS:
+            put_address(part + at, ws + displs[r]);
             dir[r] = (uint32_t) at | LATV_DIRECT;
             at += LATV_ALIGN;
             bytes[r] = 0;
             displs[r] = LATV_GAVE;
             v->readers = 1;
-        } else {
+            break;
+        default:
             dir[r] = LATV_LARGE;
             v->large = 1;
         }
@@ -307,9 +359,13 @@ static int gatherv(latv_t *v, int wait)
             if (bytes[me] <= v->part) {
                 copy(part_of(v, me), ws, bytes[me]);
                 put_inline(v, ws, bytes[me]);
+            } else if (XCCL_LATENCY_V_DIRECT_ALL == v->direct) {
+                put_address(part_of(v, me), ws);
+                v->readers = 1;
+            } else {
+                v->large = 1;
             }
             mca_coll_xccl_latency_post(&v->st);
-            v->large = bytes[me] > v->part;
             return 1;
         }
         mca_coll_xccl_latency_post(&v->st);
@@ -321,14 +377,19 @@ static int gatherv(latv_t *v, int wait)
     }
     for (; v->k < n; v->k++) {
         const int q = (root + v->k) % n;
-        if (bytes[q] > v->part) {
+        const int by_address = bytes[q] > v->part && XCCL_LATENCY_V_DIRECT_ALL == v->direct;
+        if (bytes[q] > v->part && !by_address) {
             v->large = 1;
         } else if (bytes[q] > 0) {
             const int r = posted(v, q, wait);
             if (1 != r) {
                 return r;
             }
-            if (!get_inline(v, q, wr + displs[q], bytes[q])) {
+            if (by_address) {
+                if (0 != read_direct(v, q, wr + displs[q], part_of(v, q), bytes[q])) {
+                    return -2;
+                }
+            } else if (!get_inline(v, q, wr + displs[q], bytes[q])) {
                 copy(wr + displs[q], part_of(v, q), bytes[q]);
             }
             bytes[q] = 0;
@@ -462,6 +523,7 @@ void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_m
     v->readers = 0;
     v->took = 0;
     v->given = 0;
+    v->stepped = 0;
     v->k = 0;
     v->ws = ws;
     v->wr = wr;
@@ -480,7 +542,8 @@ void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_m
     } else if (XCCL_COLL_ALLGATHERV == coll) {
         wrote = v->vec[v->rank];
     } else if (!dir) {
-        wrote = v->rank != v->root && v->vec[v->rank] <= v->part ? v->vec[v->rank] : 0;
+        const size_t own = v->rank != v->root ? v->vec[v->rank] : 0;
+        wrote = own <= v->part ? own : XCCL_LATENCY_V_DIRECT_ALL == v->direct ? LATV_ALIGN : 0;
     } else if (XCCL_COLL_SCATTER == coll) {
         /* packed's answer without its pass: every block fits (fits) */
         const size_t b = a->block;
@@ -551,26 +614,55 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
         mca_coll_xccl_latency_v_even(v->vec, m->size, a->block);
     }
     v->seq = seq;
-    v->direct = 0;                   /* (no large block comes here) */
+    /* (no large block comes here: the v forms' go by single copies) */
+    v->direct = xccl_coll_sizes_local(coll) ? XCCL_LATENCY_V_DIRECT_ALL : 0;
     mca_coll_xccl_latency_v_place(v, m, coll, a, es, kernel, ws, wr);
     return mca_coll_xccl_latency_v_run(v, tries);
 }
 
+/* Step 5 of a request that gave single copies: whether every peer posted
+ * its flag of the call, which it does once its step 3 is done (1, 0 not
+ * yet, -1 a peer is gone).  Every peer, not only the readers: a gatherv
+ * sender does not know the others' sizes, and the flags come at the end
+ * of the peers' steps anyway. */
+static int peers_done(const latv_t *v)
+{
+    const struct mca_coll_xccl_level *h = v->st.m->level;
+    for (int k = 1; k < v->n; k++) {
+        const int t = h->peer.peer.test(h->peer.peer.ctx, (v->rank + k) % v->n, v->seq, 0);
+        if (1 != t) {
+            return t < 0 ? -1 : 0;
+        }
+    }
+    return 1;
+}
+
+/* One try: the steps, until done, then the flag; then step 5. */
+static int run_once(latv_t *v)
+{
+    if (!v->stepped) {
+        const int r = mca_coll_xccl_latency_v_steps(v, 0);
+        if (1 != r) {
+            return -2 == r ? -3 : r;
+        }
+        v->stepped = 1;
+        (void) xccl_segment_flag_post(v->st.m->level->seg, v->seq, LATV_DONE);
+    }
+    return v->readers ? peers_done(v) : 1;
+}
+
 int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries)
 {
-    int r = mca_coll_xccl_latency_v_steps(v, 0);
+    int r = run_once(v);
     for (unsigned k = 1; 0 == r && k < tries; k++) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();      /* as the latency path's waits: the peer's store lands sooner */
 #endif
-        r = mca_coll_xccl_latency_v_steps(v, 0);
+        r = run_once(v);
     }
     if (0 != r) {
         free(v->own);
         v->own = NULL;
-    }
-    if (1 == r) {
-        (void) xccl_segment_flag_post(v->st.m->level->seg, v->seq, LATV_DONE);
     }
     return r;
 }

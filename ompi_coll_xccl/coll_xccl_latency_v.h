@@ -37,6 +37,14 @@ BEGIN_C_DECLS
  * as fast or faster (docs/bench/single-copy-v.md). */
 #define XCCL_LATENCY_V_DIRECT_ALLTOALLV ((size_t) 4096)
 #define XCCL_LATENCY_V_DIRECT_SCATTERV ((size_t) 16384)
+/* Nonblocking calls of gatherv, scatterv and alltoallv (requests, which
+ * have no executor step): every block that does not fit goes by a single
+ * copy, gatherv's too, and a sender keeps room in its part for the
+ * addresses of its blocks still to come, so that no block is ever large.
+ * That room, XCCL_LATENCY_V_ALIGN bytes for each other rank, must fit
+ * XCCL_LATENCY_V_BLOCK: at most XCCL_LATENCY_V_DIRECT_RANKS ranks. */
+#define XCCL_LATENCY_V_DIRECT_ALL ((size_t) 1)
+#define XCCL_LATENCY_V_DIRECT_RANKS ((int) (XCCL_LATENCY_V_BLOCK / XCCL_LATENCY_V_ALIGN) + 1)
 static inline size_t mca_coll_xccl_latency_v_dir(int n)
 {
     return ((size_t) n * 4 + 15) / 16 * 16;
@@ -115,10 +123,12 @@ typedef struct {
     size_t part;                     /* the bytes of a rank's part of the call */
     int n, rank, root;               /* communicator ranks */
     int large;                       /* this rank sends or receives a large block */
-    size_t direct;                   /* set before place: blocks from this size may be single copies (0: none) */
+    size_t direct;                   /* set before place: blocks from this size may be single copies (0: none;
+                                      * XCCL_LATENCY_V_DIRECT_ALL: every block that does not fit) */
     int readers;                     /* this rank gave single copies: wait for their readers */
     int took;                        /* this rank read a block by a single copy */
     int given, k;                    /* step 2 done; the peers read in step 3 */
+    int stepped;                     /* a request: its steps done, its flag posted (it waits for readers) */
     uint64_t ring;                   /* step 1: every peer's post this rank waits for; 0 none */
     const char *ws;                  /* the work buffers */
     char *wr;
@@ -161,19 +171,23 @@ int mca_coll_xccl_latency_v_steps(mca_coll_xccl_latency_v_t *v, int wait);
 
 /* Whether a nonblocking call c whose schedule would be algo runs here as
  * a request, from what every rank knows: gather, scatter, reduce and
- * allgatherv where all of the call fits, as the blocking rule; the v
- * forms, where a rank may have a large block for the executor, keep the
- * executor's schedule.  So do a persistent request's starts: the road
- * (this path) and the kept way (coll_xccl_persist_start.c, the level's
- * schedule) may both run the starts of one request, on different ranks,
- * and must take the same call numbers and turns.  _runs: the rule on a
- * request's copy of the arguments (a request made before the set-up
- * decides once it is over, coll_xccl_request.c, as the path would have). */
+ * allgatherv where all of the call fits, as the blocking rule; gatherv,
+ * scatterv and alltoallv where the level reads its peers' memory
+ * (m->level_cma), every block that does not fit by a single copy
+ * (XCCL_LATENCY_V_DIRECT_ALL), else they keep the executor's schedule,
+ * where a rank may have a large block.  So do a persistent request's
+ * starts: the road (this path) and the kept way
+ * (coll_xccl_persist_start.c, the level's schedule) may both run the
+ * starts of one request, on different ranks, and must take the same call
+ * numbers and turns.  _runs: the rule on a request's copy of the
+ * arguments (a request made before the set-up decides once it is over,
+ * coll_xccl_request.c, as the path would have). */
 static inline int mca_coll_xccl_latency_v_nb_runs(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                                   const xccl_coll_args_t *a, size_t bytes, int algo,
                                                   const mca_coll_xccl_reduce_t *red, int persistent)
 {
-    return !persistent && !xccl_coll_sizes_local(coll) && mca_coll_xccl_latency_v_coll(coll) &&
+    return !persistent && mca_coll_xccl_latency_v_coll(coll) &&
+           (!xccl_coll_sizes_local(coll) || (m->level_cma && m->size <= XCCL_LATENCY_V_DIRECT_RANKS)) &&
            m->level_small_nb && a->shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
            algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM) &&
            mca_coll_xccl_latency_v_fits_args(coll, a, bytes, m->size) && (NULL == red || NULL != red->kernel);
@@ -193,8 +207,9 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
                                   const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
                                   const char *ws, char *wr, uint32_t seq, unsigned tries);
 /* Runs v as far as it gets in at most tries tests, without waiting for a
- * peer: 1 done, 0 waiting for a peer, -1 a rank of the node is gone, -2
- * (_begin) out of memory; nothing logged. */
+ * peer: 1 done (where this rank gave single copies, their readers are
+ * done too), 0 waiting for a peer, -1 a rank of the node is gone, -2
+ * (_begin) out of memory, -3 a single copy failed; nothing logged. */
 int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries);
 
 END_C_DECLS

@@ -229,7 +229,9 @@ static int request_lat_progress(xccl_request_t *req)
         rc = mca_coll_xccl_latency_run(&req->lat_st, spins);
     }
     if (rc < 0) {
-        req->err = mca_coll_xccl_error(req->module, req->coll, MPI_ERR_INTERN, "a rank of this node is gone");
+        req->err = mca_coll_xccl_error(req->module, req->coll, MPI_ERR_INTERN,
+                                       -3 == rc ? "a single copy from a peer's buffer failed"
+                                                : "a rank of this node is gone");
         return 0;
     }
     return rc;

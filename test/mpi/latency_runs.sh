@@ -108,14 +108,18 @@ run_latency_no_trials roots -r check_latency_roots
 # those but an algo=shm line of all three, one line per nonblocking
 # call, at least one via=latency_path of each of igather, iscatter,
 # ireduce and iallgatherv (a request of the latency path: all of theirs
-# fit), and no call of gather, scatter, reduce or allgatherv on any
+# fit), every igatherv, iscatterv and ialltoallv via=latency_path (a
+# request of the latency path, its blocks past the room by single
+# copies), with .no_cma every one on the executor, and no call of gather, scatter, reduce or allgatherv on any
 # communicator to the fallback (all of theirs fit, or pass 4 KiB in all;
 # the first call on a new communicator takes the whole way).  (Planted: a rank without
 # a large block that skips its executor flag hangs at np 3 and 4; a
 # gatherv root that leaves the small blocks in the executor's counts
 # gives wrong bytes there, a receiver that takes a block by its size
 # where the sender's part had no room for it crashes there; a writer that
-# skips the ring's wait gives wrong bytes at np 2, 3 and 4.)
+# skips the ring's wait gives wrong bytes at np 2, 3 and 4; a request
+# that ends before its single copies' readers posted gives wrong bytes at
+# np 2, 3 and 4.)
 check_latency_v() {
     local name=$1 np=$2 r bad=0 cma=1
     [[ $name != *.no_cma.* ]] || cma=0
@@ -137,7 +141,11 @@ check_latency_v() {
                     c = (nb ? "i" : "") cs[i]
                     if (lines[c] + 0 != calls[c] + 0)
                         msg = msg sprintf(" %s: %d calls, %d verbose lines;", c, calls[c], lines[c])
-                    if ((!nb || i > 3) && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
+                    if ((!nb || i > 3 || cma) && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
+                    if (nb && i <= 3 && cma && lat[c] + 0 != lines[c] + 0)
+                        msg = msg sprintf(" %s: %d of %d calls not via=latency_path;", c, lines[c] - lat[c], lines[c])
+                    if (nb && i <= 3 && !cma && exe[c] + 0 != lines[c] + 0)
+                        msg = msg sprintf(" %s: %d of %d calls not on the executor with coll_xccl_shm_cma false;", c, lines[c] - exe[c], lines[c])
                     if (!nb && (i == 1 || (i <= 3 && !cma)) && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
                     if (!nb && i > 1 && i <= 3 && cma && single[c] + 0 == 0) msg = msg " " c ": none via=latency_path+single_copy;"
                     if (!cma && single[c] + 0 > 0) msg = msg " " c ": " single[c] " single copies with coll_xccl_shm_cma false;"
