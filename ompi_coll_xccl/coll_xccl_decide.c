@@ -173,6 +173,9 @@ int mca_coll_xccl_call_level_plan(mca_coll_xccl_call_t *c, mca_coll_xccl_level_p
     if (NULL != plan->sched && mca_coll_xccl_sched_level(plan->sched) && 0 == plan->sched->max_xfers) {
         plan->latency = mca_coll_xccl_latency_wanted(m, c->coll, plan->algo, &c->args, c->es,
                                                      c->reduction ? &c->red : NULL);
+        plan->latency_v = !plan->latency &&
+                          mca_coll_xccl_latency_v_nb_runs(m, c->coll, &c->args, c->bytes, plan->algo,
+                                                          c->reduction ? &c->red : NULL);
         return 1;
     }
     if (NULL != plan->sched) {

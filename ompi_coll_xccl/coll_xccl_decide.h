@@ -21,13 +21,14 @@ const char *mca_coll_xccl_call_fallback(const mca_coll_xccl_call_t *c);
 /* How the path table runs the nonblocking call c (a persistent request's
  * described call, on host buffers) where that is a schedule of the level
  * without transfers: its reference and algorithm, its work buffers, and
- * whether path_latency takes it (the latency path for algo instead).  1
+ * whether path_latency takes it (the latency path for algo instead;
+ * latency_v: the v forms', coll_xccl_latency_v.h, as a request).  1
  * (plan filled; c's reduction planned), 0 another way (the fallback, a
  * provider, packing, a schedule over the transport), -1 not known yet
  * (the communicator's set-up or the level's vote still runs). */
 typedef struct {
     const xccl_sched_t *sched;
-    int algo, latency;
+    int algo, latency, latency_v;
     double predicted_us;
     char *ws, *wr;
 } mca_coll_xccl_level_plan_t;

@@ -175,18 +175,18 @@ int mca_coll_xccl_latency_v_steps(mca_coll_xccl_latency_v_t *v, int wait);
  * scatterv and alltoallv where the level reads its peers' memory
  * (m->level_cma), every block that does not fit by a single copy
  * (XCCL_LATENCY_V_DIRECT_ALL), else they keep the executor's schedule,
- * where a rank may have a large block.  So do a persistent request's
- * starts: the road (this path) and the kept way
- * (coll_xccl_persist_start.c, the level's schedule) may both run the
- * starts of one request, on different ranks, and must take the same call
- * numbers and turns.  _runs: the rule on a request's copy of the
- * arguments (a request made before the set-up decides once it is over,
- * coll_xccl_request.c, as the path would have). */
+ * where a rank may have a large block.  A persistent request's starts
+ * alike: the road (this path) and the kept way (coll_xccl_persist_start.c,
+ * mca_coll_xccl_call_level_plan's latency_v) may both run the starts of
+ * one request, on different ranks, and take the same call numbers and
+ * turns.  _runs: the rule on a request's copy of the arguments (a request
+ * made before the set-up decides once it is over, coll_xccl_request.c, as
+ * the path would have). */
 static inline int mca_coll_xccl_latency_v_nb_runs(const mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                                   const xccl_coll_args_t *a, size_t bytes, int algo,
-                                                  const mca_coll_xccl_reduce_t *red, int persistent)
+                                                  const mca_coll_xccl_reduce_t *red)
 {
-    return !persistent && mca_coll_xccl_latency_v_coll(coll) &&
+    return mca_coll_xccl_latency_v_coll(coll) &&
            (!xccl_coll_sizes_local(coll) || (m->level_cma && m->size <= XCCL_LATENCY_V_DIRECT_RANKS)) &&
            m->level_small_nb && a->shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
            algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM) &&
@@ -196,8 +196,7 @@ static inline int mca_coll_xccl_latency_v_nb_wanted(const mca_coll_xccl_module_t
                                                     const mca_coll_xccl_call_t *c, int algo)
 {
     return NULL != c->request && mca_coll_xccl_latency_v_nb_runs(m, c->coll, &c->args, c->bytes, algo,
-                                                                c->reduction ? &c->red : NULL,
-                                                                c->persistent);
+                                                                c->reduction ? &c->red : NULL);
 }
 
 /* A request's call (mca_coll_xccl_latency_v_nb_wanted) in its turn: takes

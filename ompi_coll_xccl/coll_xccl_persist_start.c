@@ -131,7 +131,7 @@ int mca_coll_xccl_persist_way(persist_t *p)
     p->call.args.shm_slot = c.args.shm_slot;
     p->call.args.layout = c.args.layout;
     p->algo = plan.algo;
-    p->predicted_us = plan.latency ? -1.0 : plan.predicted_us;
+    p->predicted_us = plan.latency || plan.latency_v ? -1.0 : plan.predicted_us;
     k->m = m;
     k->coll = c.coll;
     k->owner = &p->super.super;
@@ -140,6 +140,10 @@ int mca_coll_xccl_persist_way(persist_t *p)
         xccl_select_put(plan.sched);
         mca_coll_xccl_latency_fix(&k->st, m, c.coll, &p->call.args, c.es, k->red, plan.ws, plan.wr, plan.algo);
         return WAY_KEPT;
+    }
+    if (plan.latency_v) {
+        xccl_select_put(plan.sched);
+        return 0 == mca_coll_xccl_kept_v(k, m->size, &p->call.args, c.es, plan.ws, plan.wr) ? WAY_KEPT : WAY_ROAD;
     }
     k->hooks = (mca_coll_xccl_exec_hooks_t) { .bufs = { NULL } };
     k->hooks.bufs[XCCL_BUF_SEND] = plan.ws;
@@ -309,6 +313,7 @@ int mca_coll_xccl_persist_free(ompi_request_t **rptr)
         xccl_select_put(p->kept.sched);
     }
     free(p->kept.scratch);
+    free(p->kept.v_vec);
     if (MPI_REQUEST_NULL != p->fb) {
         if (p->fb_started) {
             (void) ompi_request_wait(&p->fb, MPI_STATUS_IGNORE);

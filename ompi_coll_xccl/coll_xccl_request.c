@@ -164,8 +164,7 @@ static int request_build(xccl_request_t *req)
     req->waiting = 0;
     if (mca_coll_xccl_sched_level(req->sched) && req->level &&
         (mca_coll_xccl_latency_wanted(m, req->coll, algo, &req->args, req->es, request_red(req)) ||
-         mca_coll_xccl_latency_v_nb_runs(m, req->coll, &req->args, req->bytes, algo, request_red(req),
-                                         2 == req->nb))) {
+         mca_coll_xccl_latency_v_nb_runs(m, req->coll, &req->args, req->bytes, algo, request_red(req)))) {
         xccl_select_put(req->sched);
         req->sched = NULL;
         req->lat = 1;
@@ -239,15 +238,55 @@ static int request_lat_progress(xccl_request_t *req)
 
 /* ------------------------------------------------------------ kept calls */
 
+/* A kept call of the v forms' latency path, as kept_run. */
+static int kept_v_run(mca_coll_xccl_kept_t *k, unsigned spins)
+{
+    if (k->begun) {
+        return mca_coll_xccl_latency_v_run(&k->v, spins);
+    }
+    k->begun = 1;
+    if (k->v_len > 0) {
+        memcpy(k->v_vec, k->v_args->vec, k->v_len * sizeof(size_t));
+    }
+    return mca_coll_xccl_latency_v_begin(&k->v, k->m, k->coll, &k->v_a, k->v_es,
+                                         NULL != k->red ? k->red->kernel : NULL, k->v_ws, k->v_wr, k->seq, spins);
+}
+
+int mca_coll_xccl_kept_v(mca_coll_xccl_kept_t *k, int size, const xccl_coll_args_t *a, size_t es,
+                         const char *ws, char *wr)
+{
+    /* the steps change the sizes of these three (xccl_coll_sizes_local) */
+    k->v_len = XCCL_COLL_ALLTOALLV == k->coll                                 ? 4 * (size_t) size
+               : XCCL_COLL_GATHERV == k->coll || XCCL_COLL_SCATTERV == k->coll ? 2 * (size_t) size
+                                                                              : 0;
+    k->v_vec = k->v_len > 0 ? malloc(k->v_len * sizeof(size_t)) : NULL;
+    if (k->v_len > 0 && NULL == k->v_vec) {
+        return -1;
+    }
+    k->v_args = a;
+    k->v_a = *a;
+    if (k->v_len > 0) {
+        k->v_a.vec = k->v_vec;
+    }
+    k->v_es = es;
+    k->v_ws = ws;
+    k->v_wr = wr;
+    return 0;
+}
+
 /* A kept call in its turn: its numbers and units (the latency path) or
  * its executor (a schedule) first, then as far as it gets in a few tests.
- * 1 done, 0 not yet, -1 failed (the latency path: a rank of the node is
- * gone; a schedule: a step failed, or no memory for its executor). */
+ * 1 done, 0 not yet, <0 failed (the latency paths: -1 a rank of the node
+ * is gone, -2 out of memory, -3 a single copy failed; a schedule: a step
+ * failed, or no memory for its executor). */
 static inline __attribute__((always_inline)) int kept_run(mca_coll_xccl_kept_t *k)
 {
     const unsigned spins = mca_coll_xccl_spins_per_progress(REQUEST_SPINS);
     int rc = 0;
     if (NULL == k->sched) {
+        if (NULL != k->v_args) {
+            return kept_v_run(k, spins);
+        }
         if (k->begun) {
             return mca_coll_xccl_latency_run(&k->st, spins);
         }
@@ -276,10 +315,12 @@ static inline __attribute__((always_inline)) int kept_run(mca_coll_xccl_kept_t *
 static void kept_complete(mca_coll_xccl_kept_t *k, int rc, bool signal)
 {
     ompi_request_t *owner = k->owner;
-    owner->req_status.MPI_ERROR = 1 == rc ? MPI_SUCCESS
-                                  : NULL == k->sched ? mca_coll_xccl_error(k->m, k->coll, MPI_ERR_INTERN,
-                                                                           "a rank of this node is gone")
-                                  : mca_coll_xccl_exec_failed(k->m, k->coll);
+    owner->req_status.MPI_ERROR =
+        1 == rc              ? MPI_SUCCESS
+        : NULL != k->sched   ? mca_coll_xccl_exec_failed(k->m, k->coll)
+        : -2 == rc           ? mca_coll_xccl_error(k->m, k->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts")
+        : -3 == rc           ? mca_coll_xccl_error(k->m, k->coll, MPI_ERR_INTERN, "a single copy from a peer's buffer failed")
+                             : mca_coll_xccl_error(k->m, k->coll, MPI_ERR_INTERN, "a rank of this node is gone");
     ompi_request_complete(owner, signal);
 }
 

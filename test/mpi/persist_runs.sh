@@ -10,8 +10,10 @@
 # 2, 3, 4 with the same verdict; .starts.np4: on every rank, for each of
 # the fourteen, as many verbose lines "xccl: <coll> comm=<cid> rank=<r>
 # ... persistent" as the program's line "STARTS rank=<r> ..." counts
-# starts, and for allreduce, allgather, bcast and barrier each an algo=
-# line (xccl runs them itself, no fallback=); .default_small.np{2,3}: the
+# starts, for allreduce, allgather, bcast and barrier each an algo=
+# line (xccl runs them itself, no fallback=), and for gatherv, scatterv
+# and alltoallv starts via=latency_path (the v forms' steps as requests,
+# large blocks by single copies); .default_small.np{2,3}: the
 # same program with xccl's default small-message size, where the calls
 # xccl leaves to the fallback run the fallback's own persistent requests
 # (its verdict alone).
@@ -37,6 +39,7 @@ check_persist_starts() {
                 if ($4 != "rank=" rank) { wrong++; if (!ex) ex = $0; next }
                 lines[$2]++
                 if ($6 ~ /^fallback=/) { fb[$2]++; if (!($2 in why)) why[$2] = $6 }
+                if ($0 ~ / via=latency_path /) lat[$2]++
             }
             END {
                 if (!seen) { print name ": rank " rank ": no STARTS line"; exit 1 }
@@ -50,6 +53,8 @@ check_persist_starts() {
                         msg = msg sprintf(" %s: %d starts, %d persistent lines;", c, starts[c], lines[c])
                     if (c ~ /^(allreduce|allgather|bcast|barrier)$/ && fb[c] + 0 > 0)
                         msg = msg sprintf(" %s: %d fallback= (%s);", c, fb[c], why[c])
+                    if (c ~ /^(gatherv|scatterv|alltoallv)$/ && lat[c] + 0 == 0)
+                        msg = msg " " c ": no start via=latency_path;"
                 }
                 if (msg != "") { print name ": rank " rank ":" msg; exit 1 }
             }' || bad=1
