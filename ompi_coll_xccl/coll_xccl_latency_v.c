@@ -208,11 +208,12 @@ static inline int way(const latv_t *v, size_t len, size_t at, int later)
     return direct(v, len, at) ? LATV_BY_ADDRESS : LATV_IS_LARGE;
 }
 
-/* The blocks of more than 0 bytes a sender sends to other ranks. */
-static int to_others(const latv_t *v, const size_t *bytes)
+/* The blocks of more than 0 bytes a sender sends to other ranks, where
+ * way keeps room for them (else 0: a blocking call need not count). */
+static int later_blocks(const latv_t *v, const size_t *bytes)
 {
-    int k, nz = 0;
-    for (k = 1; k < v->n; k++) {
+    int nz = 0;
+    for (int k = 1; XCCL_LATENCY_V_DIRECT_ALL == v->direct && k < v->n; k++) {
         nz += bytes[(v->rank + k) % v->n] > 0;
     }
     return nz;
@@ -223,15 +224,13 @@ static int to_others(const latv_t *v, const size_t *bytes)
 static size_t packed(const latv_t *v, const size_t *bytes)
 {
     size_t at = mca_coll_xccl_latency_v_dir(v->n);
-    int later = to_others(v, bytes);
-    if (0 == later) {
-        return 0;
-    }
+    int later = later_blocks(v, bytes), any = 0;
     for (int k = 1; k < v->n; k++) {
         const size_t len = bytes[(v->rank + k) % v->n];
         if (0 == len) {
             continue;
         }
+        any = 1;
         switch (way(v, len, at, --later)) {
         case LATV_IN_PART:
             at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
@@ -241,7 +240,7 @@ static size_t packed(const latv_t *v, const size_t *bytes)
             break;
         }
     }
-    return at;
+    return any ? at : 0;
 }
 
 /* A block's address in the sender's process, where the part says so. */
@@ -262,7 +261,7 @@ static void give(latv_t *v, const char *ws, size_t *bytes, size_t *displs)
     unsigned char *part = part_of(v, v->rank);
     uint32_t *dir = (uint32_t *) part;
     size_t at = mca_coll_xccl_latency_v_dir(v->n);
-    int later = to_others(v, bytes);
+    int later = later_blocks(v, bytes);
     for (int k = 1; k < v->n; k++) {
         const int r = (v->rank + k) % v->n;
         const size_t len = bytes[r];
