@@ -51,12 +51,14 @@
  * buffer until then; a reader posts its flag without waiting for the
  * sender, so step 5 ends.  (Gatherv's blocks stay with the executor:
  * there its two copies, the sender's and the root's, overlap, and a single
- * copy by the root alone was no faster.)  A request (nonblocking gatherv,
+ * copy by the root alone was no faster.)  A request (nonblocking
  * scatterv, alltoallv) has no executor step: there every block that does
- * not fit goes by a single copy (XCCL_LATENCY_V_DIRECT_ALL), gatherv's
- * too (its sender's address at the start of its part), a sender keeps
- * room for the addresses of the blocks it has still to place, and its
- * request ends once every peer posted its flag of the call (step 5).
+ * not fit goes by a single copy (XCCL_LATENCY_V_DIRECT_ALL), a sender
+ * keeps room for the addresses of the blocks it has still to place, and
+ * its request ends once every peer posted its flag of the call (step 5).
+ * Nonblocking gatherv keeps the executor: its root's single copies, made
+ * one after the other after its own block's, took 1.1-1.3 times tuned's
+ * time from 32 KiB (docs/bench/single-copy-v.md).
  * That post keeps the executor's flags in step: the schedules of a call
  * wait for every peer to have entered the call before (shm_enter) and a
  * later call of another layout for every peer's done flag of one without
@@ -93,8 +95,8 @@
  * executor never runs from here; decide (coll_xccl_path.c) keeps them
  * from the fallback below the small-message size.
  *
- * Nonblocking calls of those four, where all of a call fits, and of the
- * v forms where the level reads its peers' memory, run the same steps as
+ * Nonblocking calls of those four, where all of a call fits, and of
+ * scatterv and alltoallv where the level reads its peers' memory, run the same steps as
  * requests in their turn (m->level_ticket; each step as far as the peers'
  * posts let it, from progress); the other nonblocking calls keep the
  * executor.  A blocking call first waits until no nonblocking
@@ -358,13 +360,9 @@ static int gatherv(latv_t *v, int wait)
             if (bytes[me] <= v->part) {
                 copy(part_of(v, me), ws, bytes[me]);
                 put_inline(v, ws, bytes[me]);
-            } else if (XCCL_LATENCY_V_DIRECT_ALL == v->direct) {
-                put_address(part_of(v, me), ws);
-                v->readers = 1;
-            } else {
-                v->large = 1;
             }
             mca_coll_xccl_latency_post(&v->st);
+            v->large = bytes[me] > v->part;
             return 1;
         }
         mca_coll_xccl_latency_post(&v->st);
@@ -376,19 +374,14 @@ static int gatherv(latv_t *v, int wait)
     }
     for (; v->k < n; v->k++) {
         const int q = (root + v->k) % n;
-        const int by_address = bytes[q] > v->part && XCCL_LATENCY_V_DIRECT_ALL == v->direct;
-        if (bytes[q] > v->part && !by_address) {
+        if (bytes[q] > v->part) {
             v->large = 1;
         } else if (bytes[q] > 0) {
             const int r = posted(v, q, wait);
             if (1 != r) {
                 return r;
             }
-            if (by_address) {
-                if (0 != read_direct(v, q, wr + displs[q], part_of(v, q), bytes[q])) {
-                    return -2;
-                }
-            } else if (!get_inline(v, q, wr + displs[q], bytes[q])) {
+            if (!get_inline(v, q, wr + displs[q], bytes[q])) {
                 copy(wr + displs[q], part_of(v, q), bytes[q]);
             }
             bytes[q] = 0;
@@ -541,8 +534,7 @@ void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_m
     } else if (XCCL_COLL_ALLGATHERV == coll) {
         wrote = v->vec[v->rank];
     } else if (!dir) {
-        const size_t own = v->rank != v->root ? v->vec[v->rank] : 0;
-        wrote = own <= v->part ? own : XCCL_LATENCY_V_DIRECT_ALL == v->direct ? LATV_ALIGN : 0;
+        wrote = v->rank != v->root && v->vec[v->rank] <= v->part ? v->vec[v->rank] : 0;
     } else if (XCCL_COLL_SCATTER == coll) {
         /* packed's answer without its pass: every block fits (fits) */
         const size_t b = a->block;
@@ -613,7 +605,8 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
         mca_coll_xccl_latency_v_even(v->vec, m->size, a->block);
     }
     v->seq = seq;
-    /* (no large block comes here: the v forms' go by single copies) */
+    /* (no large block comes here: scatterv's and alltoallv's go by single
+     * copies) */
     v->direct = xccl_coll_sizes_local(coll) ? XCCL_LATENCY_V_DIRECT_ALL : 0;
     mca_coll_xccl_latency_v_place(v, m, coll, a, es, kernel, ws, wr);
     return mca_coll_xccl_latency_v_run(v, tries);
@@ -621,9 +614,8 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
 
 /* Step 5 of a request that gave single copies: whether every peer posted
  * its flag of the call, which it does once its step 3 is done (1, 0 not
- * yet, -1 a peer is gone).  Every peer, not only the readers: a gatherv
- * sender does not know the others' sizes, and the flags come at the end
- * of the peers' steps anyway. */
+ * yet, -1 a peer is gone).  Every peer, not only those it gave blocks
+ * to: the flags come at the end of the peers' steps anyway. */
 static int peers_done(const latv_t *v)
 {
     const struct mca_coll_xccl_level *h = v->st.m->level;
