@@ -113,6 +113,7 @@
 #include "base/xccl_copy.h"
 #include "segment/xccl_cma.h"
 
+#include "coll_xccl_exec.h"
 #include "coll_xccl_latency_line.h"
 #include "coll_xccl_latency_v.h"
 #include "coll_xccl_log.h"
@@ -215,7 +216,10 @@ static inline int way(const latv_t *v, size_t len, size_t at, int later)
 static int later_blocks(const latv_t *v, const size_t *bytes)
 {
     int nz = 0;
-    for (int k = 1; XCCL_LATENCY_V_DIRECT_ALL == v->direct && k < v->n; k++) {
+    if (XCCL_LATENCY_V_DIRECT_ALL != v->direct) {
+        return 0;
+    }
+    for (int k = 1; k < v->n; k++) {
         nz += bytes[(v->rank + k) % v->n] > 0;
     }
     return nz;
@@ -295,9 +299,37 @@ static void give(latv_t *v, const char *ws, size_t *bytes, size_t *displs)
     }
 }
 
-int mca_coll_xccl_latency_v_gave_direct(const mca_coll_xccl_latency_v_t *v, int q)
+/* Whether this rank gave its block for q by a single copy (give's mark). */
+static inline int gave_direct(const latv_t *v, int q)
 {
     return LATV_GAVE == v->vec[v->n + q];
+}
+
+int mca_coll_xccl_latency_v_readers_done(const mca_coll_xccl_latency_v_t *v, uint32_t seq, int wait)
+{
+    const struct mca_coll_xccl_level *h = v->st.m->level;
+    const unsigned every = mca_coll_xccl_spins_per_progress(256);
+    for (int k = 1; k < v->n; k++) {
+        const int q = (v->rank + k) % v->n;
+        if (!gave_direct(v, q)) {
+            continue;
+        }
+        unsigned spins = 0;
+        int t;
+        while (0 == (t = h->peer.peer.test(h->peer.peer.ctx, q, seq, 0)) && wait) {
+            if (++spins >= every) {
+                spins = 0;
+                opal_progress();
+            }
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+        }
+        if (1 != t) {
+            return t < 0 ? -1 : 0;
+        }
+    }
+    return 1;
 }
 
 /* A single copy: len bytes from q's buffer at the address that lies at
@@ -315,7 +347,7 @@ static int read_direct(latv_t *v, int q, void *dst, const unsigned char *where, 
  * from q's part, or from q's buffer at the address in q's part (a single
  * copy), where q's directory says so (*len then 0), else left for the
  * executor.  1, 0 q has not posted (only without wait), -1 q is gone, or
- * -2 the single copy failed. */
+ * -3 the single copy failed. */
 static int take(latv_t *v, int q, char *dst, size_t *len, int wait)
 {
     const int r = posted(v, q, wait);
@@ -332,7 +364,7 @@ static int take(latv_t *v, int q, char *dst, size_t *len, int wait)
         v->large = 1;
     } else if (at & LATV_DIRECT) {
         if (0 != read_direct(v, q, dst, part + (at & ~LATV_DIRECT), *len)) {
-            return -2;
+            return -3;
         }
         *len = 0;
     } else {
@@ -612,34 +644,18 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
     return mca_coll_xccl_latency_v_run(v, tries);
 }
 
-/* Step 5 of a request that gave single copies: whether every peer posted
- * its flag of the call, which it does once its step 3 is done (1, 0 not
- * yet, -1 a peer is gone).  Every peer, not only those it gave blocks
- * to: the flags come at the end of the peers' steps anyway. */
-static int peers_done(const latv_t *v)
-{
-    const struct mca_coll_xccl_level *h = v->st.m->level;
-    for (int k = 1; k < v->n; k++) {
-        const int t = h->peer.peer.test(h->peer.peer.ctx, (v->rank + k) % v->n, v->seq, 0);
-        if (1 != t) {
-            return t < 0 ? -1 : 0;
-        }
-    }
-    return 1;
-}
-
 /* One try: the steps, until done, then the flag; then step 5. */
 static int run_once(latv_t *v)
 {
     if (!v->stepped) {
         const int r = mca_coll_xccl_latency_v_steps(v, 0);
         if (1 != r) {
-            return -2 == r ? -3 : r;
+            return r;
         }
         v->stepped = 1;
         (void) xccl_segment_flag_post(v->st.m->level->seg, v->seq, LATV_DONE);
     }
-    return v->readers ? peers_done(v) : 1;
+    return v->readers ? mca_coll_xccl_latency_v_readers_done(v, v->seq, 0) : 1;
 }
 
 int mca_coll_xccl_latency_v_run(mca_coll_xccl_latency_v_t *v, unsigned tries)

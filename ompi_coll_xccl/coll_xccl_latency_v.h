@@ -149,9 +149,22 @@ static inline void mca_coll_xccl_latency_v_even(size_t *vec, int n, size_t block
     }
 }
 
-/* Whether this rank, the sender of a blocking call whose steps ran, gave
- * its block for rank q by a single copy (v->readers: some block). */
-int mca_coll_xccl_latency_v_gave_direct(const mca_coll_xccl_latency_v_t *v, int q);
+/* Step 5, where this rank gave blocks by single copies (v->readers, its
+ * steps done): whether each of their readers posted its executor flag of
+ * the call seq, which it does after its step 3, where it read them (its
+ * LATV_DONE, or the first post of its schedule); the buffer stays the
+ * sender's to change once this is so.  Waits for them where wait says: 1,
+ * 0 not yet (only without wait), -1 a reader's process is gone. */
+int mca_coll_xccl_latency_v_readers_done(const mca_coll_xccl_latency_v_t *v, uint32_t seq, int wait);
+
+/* The MPI error (logged) of a call of the latency paths that failed with
+ * rc: -2 out of memory, -3 a single copy failed, else a rank is gone. */
+static inline int mca_coll_xccl_latency_failed(mca_coll_xccl_module_t *m, xccl_coll_t coll, int rc)
+{
+    return -2 == rc   ? mca_coll_xccl_error(m, coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts")
+           : -3 == rc ? mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a single copy from a peer's buffer failed")
+                      : mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a rank of this node is gone");
+}
 
 /* The executor flag of a rank that ran no schedule in a call: it meets
  * every wait on that call's flags (values stay below UINT32_MAX). */
@@ -164,7 +177,8 @@ void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_m
                                    const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
                                    const char *ws, char *wr);
 /* Its steps 1 to 3 (coll_xccl_latency_v.c), as far as they get: 1 done, 0
- * a peer has not posted yet (only without wait), -1 a rank is gone; where
+ * a peer has not posted yet (only without wait), -1 a rank is gone, -3 a
+ * single copy failed; where
  * this rank has a large block, v->large (step 4, the executor's, is the
  * caller's). */
 int mca_coll_xccl_latency_v_steps(mca_coll_xccl_latency_v_t *v, int wait);

@@ -15,38 +15,6 @@
 #include "coll_xccl_log.h"
 #include "coll_xccl_select.h"
 
-/* Where this rank gave blocks by single copies: waits until each of their
- * readers posted its executor flag of this call (seq), which it does after
- * its step 3, where it read them (LATV_DONE, or the first post of its
- * schedule): the buffer stays the sender's to change once the call
- * returns.  0, or -1 a reader's process is gone. */
-static int readers_done(mca_coll_xccl_latency_v_t *v, uint32_t seq)
-{
-    struct mca_coll_xccl_level *h = v->st.m->level;
-    const unsigned every = mca_coll_xccl_spins_per_progress(256);
-    for (int k = 1; k < v->n; k++) {
-        const int q = (v->rank + k) % v->n;
-        if (!mca_coll_xccl_latency_v_gave_direct(v, q)) {
-            continue;
-        }
-        unsigned spins = 0;
-        int t;
-        while (0 == (t = h->peer.peer.test(h->peer.peer.ctx, q, seq, 0))) {
-            if (++spins >= every) {
-                spins = 0;
-                opal_progress();
-            }
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#endif
-        }
-        if (t < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* Step 4 where this rank has a large block: the level's schedule of the
  * call's counts as the steps (coll_xccl_latency_v.c) left them, in its
  * turn (as path_schedule runs one), logged as the executor's. */
@@ -118,8 +86,7 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
         free(v.vec);
     }
     if (r < 0) {
-        return mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, -2 == r ? "a single copy from a peer's buffer failed"
-                                                                    : "a rank of this node is gone");
+        return mca_coll_xccl_latency_failed(m, coll, r);
     }
     const uint32_t seq = (uint32_t) m->seq;   /* this call's executor flags */
     if (v.large) {
@@ -131,8 +98,8 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
                                NULL, v.readers || v.took ? "latency_path+single_copy" : "latency_path");
         r = MPI_SUCCESS;
     }
-    if (v.readers && MPI_SUCCESS == r && 0 != readers_done(&v, seq)) {
-        r = mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a rank of this node is gone");
+    if (v.readers && MPI_SUCCESS == r && 1 != mca_coll_xccl_latency_v_readers_done(&v, seq, 1)) {
+        r = mca_coll_xccl_latency_failed(m, coll, -1);
     }
     return r;
 }

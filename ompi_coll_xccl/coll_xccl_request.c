@@ -213,11 +213,6 @@ static int request_lat_progress(xccl_request_t *req)
                                                             req->hooks.bufs[XCCL_BUF_SEND],
                                                             req->hooks.bufs[XCCL_BUF_RECV], req->seq, spins);
         req->lat_begun = 1;
-        if (-2 == rc) {
-            req->err = mca_coll_xccl_error(req->module, req->coll, OMPI_ERR_OUT_OF_RESOURCE,
-                                           "out of memory for the counts");
-            return 0;
-        }
     } else if (!req->lat_begun) {
         mca_coll_xccl_latency_fix(&req->lat_st, req->module, req->coll, &req->args, req->es,
                                   request_red(req), req->hooks.bufs[XCCL_BUF_SEND],
@@ -228,9 +223,7 @@ static int request_lat_progress(xccl_request_t *req)
         rc = mca_coll_xccl_latency_run(&req->lat_st, spins);
     }
     if (rc < 0) {
-        req->err = mca_coll_xccl_error(req->module, req->coll, MPI_ERR_INTERN,
-                                       -3 == rc ? "a single copy from a peer's buffer failed"
-                                                : "a rank of this node is gone");
+        req->err = mca_coll_xccl_latency_failed(req->module, req->coll, rc);
         return 0;
     }
     return rc;
@@ -255,10 +248,11 @@ static int kept_v_run(mca_coll_xccl_kept_t *k, unsigned spins)
 int mca_coll_xccl_kept_v(mca_coll_xccl_kept_t *k, int size, const xccl_coll_args_t *a, size_t es,
                          const char *ws, char *wr)
 {
-    /* the steps change the sizes of these three (xccl_coll_sizes_local) */
-    k->v_len = XCCL_COLL_ALLTOALLV == k->coll                                 ? 4 * (size_t) size
-               : XCCL_COLL_GATHERV == k->coll || XCCL_COLL_SCATTERV == k->coll ? 2 * (size_t) size
-                                                                              : 0;
+    /* the steps change the sizes where only some ranks know them
+     * (alltoallv's four arrays, the others' two) */
+    k->v_len = !xccl_coll_sizes_local(k->coll)      ? 0
+               : XCCL_COLL_ALLTOALLV == k->coll ? 4 * (size_t) size
+                                                : 2 * (size_t) size;
     k->v_vec = k->v_len > 0 ? malloc(k->v_len * sizeof(size_t)) : NULL;
     if (k->v_len > 0 && NULL == k->v_vec) {
         return -1;
@@ -315,12 +309,9 @@ static inline __attribute__((always_inline)) int kept_run(mca_coll_xccl_kept_t *
 static void kept_complete(mca_coll_xccl_kept_t *k, int rc, bool signal)
 {
     ompi_request_t *owner = k->owner;
-    owner->req_status.MPI_ERROR =
-        1 == rc              ? MPI_SUCCESS
-        : NULL != k->sched   ? mca_coll_xccl_exec_failed(k->m, k->coll)
-        : -2 == rc           ? mca_coll_xccl_error(k->m, k->coll, OMPI_ERR_OUT_OF_RESOURCE, "out of memory for the counts")
-        : -3 == rc           ? mca_coll_xccl_error(k->m, k->coll, MPI_ERR_INTERN, "a single copy from a peer's buffer failed")
-                             : mca_coll_xccl_error(k->m, k->coll, MPI_ERR_INTERN, "a rank of this node is gone");
+    owner->req_status.MPI_ERROR = 1 == rc              ? MPI_SUCCESS
+                                  : NULL != k->sched ? mca_coll_xccl_exec_failed(k->m, k->coll)
+                                                     : mca_coll_xccl_latency_failed(k->m, k->coll, rc);
     ompi_request_complete(owner, signal);
 }
 
