@@ -49,16 +49,18 @@
  * part where its directory entry says (marked LATV_DIRECT), the receiver
  * reads it in step 3 and the block after it.  Step 5 keeps the sender's
  * buffer until then; a reader posts its flag without waiting for the
- * sender, so step 5 ends.  (Gatherv's blocks stay with the executor:
- * there its two copies, the sender's and the root's, overlap, and a single
- * copy by the root alone was no faster.)  A request (nonblocking
- * scatterv, alltoallv) has no executor step: there every block that does
+ * sender, so step 5 ends.  Gatherv's blocks that do not fit go the other
+ * way, each by one process_vm_writev by its sender into the root's
+ * receive buffer: the root writes the addresses in its part in step 2
+ * (recorded in the ring as any part's bytes), a sender waits for the
+ * root's post, writes, then posts, and the root's step 3 waits for that
+ * post; so the senders' copies run beside each other and beside the
+ * root's own, where the root's reads would run one after the other (1.1-1.3
+ * times tuned's time from 32 KiB: docs/bench/single-copy-v.md).  A request (nonblocking
+ * gatherv, scatterv, alltoallv) has no executor step: there every block that does
  * not fit goes by a single copy (XCCL_LATENCY_V_DIRECT_ALL), a sender
  * keeps room for the addresses of the blocks it has still to place, and
  * its request ends once every peer posted its flag of the call (step 5).
- * Nonblocking gatherv keeps the executor: its root's single copies, made
- * one after the other after its own block's, took 1.1-1.3 times tuned's
- * time from 32 KiB (docs/bench/single-copy-v.md).
  * That post keeps the executor's flags in step: the schedules of a call
  * wait for every peer to have entered the call before (shm_enter) and a
  * later call of another layout for every peer's done flag of one without
@@ -96,7 +98,7 @@
  * from the fallback below the small-message size.
  *
  * Nonblocking calls of those four, where all of a call fits, and of
- * scatterv and alltoallv where the level reads its peers' memory, run the same steps as
+ * the v forms where the level reads its peers' memory, run the same steps as
  * requests in their turn (m->level_ticket; each step as far as the peers'
  * posts let it, from progress); the other nonblocking calls keep the
  * executor.  A blocking call first waits until no nonblocking
@@ -380,12 +382,57 @@ static int take(latv_t *v, int q, char *dst, size_t *len, int wait)
  * wait (a request), 0 where a peer has not posted yet: the next run goes
  * on from there (v->given: step 2 done; v->k: the peers read). */
 
+/* Gatherv: a sender's block that fits goes in its part, where the root
+ * copies it out.  One that does not is large (the executor's), or, with
+ * v->direct, written by its sender straight into the root's receive
+ * buffer (process_vm_writev) at the address the root's part holds for it
+ * (8 bytes a rank, at the part's start): the sender waits for the root's
+ * post, writes, then posts, and the root's wait for that post is its wait
+ * for the block.  The sender's copy runs on its own core, beside the
+ * others' and the root's own (figures: docs/bench/single-copy-v.md). */
+static inline int written(const latv_t *v, size_t len)
+{
+    return v->direct && len > v->part && len >= v->direct;
+}
+
+_Static_assert(XCCL_LATENCY_V_DIRECT_RANKS * sizeof(uint64_t) <= XCCL_LATENCY_V_BLOCK, "gatherv's addresses");
+/* The bytes of the root's addresses in its part (v->direct: at most
+ * XCCL_LATENCY_V_DIRECT_RANKS ranks): 0 where no block is written by its
+ * sender. */
+static size_t addresses(const latv_t *v)
+{
+    for (int q = 0; q < v->n; q++) {
+        if (q != v->root && written(v, v->vec[q])) {
+            return (size_t) v->n * sizeof(uint64_t);
+        }
+    }
+    return 0;
+}
+
 static int gatherv(latv_t *v, int wait)
 {
     size_t *bytes = v->vec, *displs = v->vec + v->n;
     const int n = v->n, me = v->rank, root = v->root;
     const char *ws = v->ws;
     char *wr = v->wr;
+    if (me != root && !v->given && written(v, bytes[me])) {
+        const int r = posted(v, root, wait);
+        if (1 != r) {
+            return r;
+        }
+        const struct mca_coll_xccl_level *h = v->st.m->level;
+        uint64_t addr;
+        memcpy(&addr, part_of(v, root) + (size_t) me * sizeof(addr), sizeof(addr));
+        if (0 != xccl_cma_write(xccl_segment_pid(h->seg, h->local_of[root]), (void *) (uintptr_t) addr, ws,
+                                bytes[me])) {
+            return -3;
+        }
+        v->took = 1;
+        v->given = 1;
+        bytes[me] = 0;
+        mca_coll_xccl_latency_post(&v->st);
+        return 1;
+    }
     if (!v->given) {
         v->given = 1;
         if (me != root) {
@@ -397,6 +444,14 @@ static int gatherv(latv_t *v, int wait)
             v->large = bytes[me] > v->part;
             return 1;
         }
+        if (v->st.wrote) {
+            unsigned char *part = part_of(v, me);
+            for (int q = 0; q < n; q++) {
+                if (q != root && written(v, bytes[q])) {
+                    put_address(part + (size_t) q * sizeof(uint64_t), wr + displs[q]);
+                }
+            }
+        }
         mca_coll_xccl_latency_post(&v->st);
         if (!v->in_place && bytes[me] > 0) {
             copy(wr + displs[me], ws, bytes[me]);
@@ -406,7 +461,14 @@ static int gatherv(latv_t *v, int wait)
     }
     for (; v->k < n; v->k++) {
         const int q = (root + v->k) % n;
-        if (bytes[q] > v->part) {
+        if (written(v, bytes[q])) {
+            const int r = posted(v, q, wait);
+            if (1 != r) {
+                return r;
+            }
+            v->took = 1;
+            bytes[q] = 0;
+        } else if (bytes[q] > v->part) {
             v->large = 1;
         } else if (bytes[q] > 0) {
             const int r = posted(v, q, wait);
@@ -566,7 +628,10 @@ void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_m
     } else if (XCCL_COLL_ALLGATHERV == coll) {
         wrote = v->vec[v->rank];
     } else if (!dir) {
-        wrote = v->rank != v->root && v->vec[v->rank] <= v->part ? v->vec[v->rank] : 0;
+        /* gather(v): a sender's block that fits, or the root's addresses */
+        wrote = v->rank == v->root                ? addresses(v)
+                : v->vec[v->rank] <= v->part ? v->vec[v->rank]
+                                             : 0;
     } else if (XCCL_COLL_SCATTER == coll) {
         /* packed's answer without its pass: every block fits (fits) */
         const size_t b = a->block;

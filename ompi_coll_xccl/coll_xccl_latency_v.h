@@ -34,15 +34,20 @@ BEGIN_C_DECLS
  * copies the block straight out of the sender's buffer (process_vm_readv)
  * instead of the executor's two copies through the slots; the sender's
  * directory entry holds where.  Below them the executor's pipeline was
- * as fast or faster (docs/bench/single-copy-v.md). */
+ * as fast or faster.  Gatherv's blocks that do not fit, every one: its
+ * sender writes the block straight into the root's receive buffer
+ * (process_vm_writev), which was faster than the executor at every size
+ * from 32 KiB (docs/bench/single-copy-v.md). */
 #define XCCL_LATENCY_V_DIRECT_ALLTOALLV ((size_t) 4096)
 #define XCCL_LATENCY_V_DIRECT_SCATTERV ((size_t) 16384)
-/* Nonblocking calls of scatterv and alltoallv (requests, which have no
- * executor step): every block that does not fit goes by a single copy,
- * and a sender keeps room in its part for the addresses of its blocks
- * still to come, so that no block is ever large.
+#define XCCL_LATENCY_V_DIRECT_GATHERV ((size_t) 1)
+/* Nonblocking calls of the v forms (requests, which have no executor
+ * step): every block that does not fit goes by a single copy, and a
+ * scatterv or alltoallv sender keeps room in its part for the addresses
+ * of its blocks still to come, so that no block is ever large.
  * That room, XCCL_LATENCY_V_ALIGN bytes for each other rank, must fit
- * XCCL_LATENCY_V_BLOCK: at most XCCL_LATENCY_V_DIRECT_RANKS ranks. */
+ * XCCL_LATENCY_V_BLOCK: at most XCCL_LATENCY_V_DIRECT_RANKS ranks (a
+ * gatherv root's addresses, 8 bytes a rank, fit then too). */
 #define XCCL_LATENCY_V_DIRECT_ALL ((size_t) 1)
 #define XCCL_LATENCY_V_DIRECT_RANKS ((int) (XCCL_LATENCY_V_BLOCK / XCCL_LATENCY_V_ALIGN) + 1)
 static inline size_t mca_coll_xccl_latency_v_dir(int n)
@@ -185,12 +190,11 @@ int mca_coll_xccl_latency_v_steps(mca_coll_xccl_latency_v_t *v, int wait);
 
 /* Whether a nonblocking call c whose schedule would be algo runs here as
  * a request, from what every rank knows: gather, scatter, reduce and
- * allgatherv where all of the call fits, as the blocking rule; scatterv
- * and alltoallv where the level reads its peers' memory (m->level_cma),
- * every block that does not fit by a single copy
+ * allgatherv where all of the call fits, as the blocking rule; gatherv,
+ * scatterv and alltoallv where the level reads its peers' memory
+ * (m->level_cma), every block that does not fit by a single copy
  * (XCCL_LATENCY_V_DIRECT_ALL), else they keep the executor's schedule,
- * where a rank may have a large block; so does gatherv (its root's
- * single copies were slower: coll_xccl_latency_v.c).  A persistent request's starts
+ * where a rank may have a large block.  A persistent request's starts
  * alike: the road (this path) and the kept way (coll_xccl_persist_start.c,
  * mca_coll_xccl_call_level_plan's latency_v) may both run the starts of
  * one request, on different ranks, and take the same call numbers and
@@ -203,7 +207,7 @@ static inline int mca_coll_xccl_latency_v_nb_runs(const mca_coll_xccl_module_t *
 {
     return mca_coll_xccl_latency_v_coll(coll) &&
            (!xccl_coll_sizes_local(coll) ||
-            (XCCL_COLL_GATHERV != coll && m->level_cma && m->size <= XCCL_LATENCY_V_DIRECT_RANKS)) &&
+            (m->level_cma && m->size <= XCCL_LATENCY_V_DIRECT_RANKS)) &&
            m->level_small_nb && a->shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
            algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM) &&
            mca_coll_xccl_latency_v_fits_args(coll, a, bytes, m->size) && (NULL == red || NULL != red->kernel);

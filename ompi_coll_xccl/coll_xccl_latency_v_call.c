@@ -79,6 +79,7 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     v.direct = !m->level_cma                 ? 0
                : XCCL_COLL_ALLTOALLV == coll ? XCCL_LATENCY_V_DIRECT_ALLTOALLV
                : XCCL_COLL_SCATTERV == coll  ? XCCL_LATENCY_V_DIRECT_SCATTERV
+               : XCCL_COLL_GATHERV == coll   ? (m->size <= XCCL_LATENCY_V_DIRECT_RANKS ? XCCL_LATENCY_V_DIRECT_GATHERV : 0)
                                              : 0;
     mca_coll_xccl_latency_v_place(&v, m, coll, &c->args, c->es, c->reduction ? c->red.kernel : NULL, ws, wr);
     r = mca_coll_xccl_latency_v_steps(&v, 1);

@@ -101,16 +101,16 @@ run_latency_no_trials roots -r check_latency_roots
 # for each of the seven, one verbose line per call (the program's CALLS
 # line) and at least one via=latency_path (with xccl's default
 # small-message size too: decide keeps those from the fallback), for
-# gatherv at least one algo=shm without a via (the executor's schedule of
-# the large blocks), for scatterv and alltoallv at least one
-# via=latency_path+single_copy (a large block read straight from the
-# sender's buffer), and with coll_xccl_shm_cma false (.no_cma) none of
-# those but an algo=shm line of all three, one line per nonblocking
+# gatherv, scatterv and alltoallv at least one
+# via=latency_path+single_copy (a large block written straight into the
+# gatherv root's buffer, or read straight from the sender's), and with
+# coll_xccl_shm_cma false (.no_cma) none of those but an algo=shm line
+# (the executor's schedule of the large blocks) of all three, one line per nonblocking
 # call, at least one via=latency_path of each of igather, iscatter,
 # ireduce and iallgatherv (a request of the latency path: all of theirs
-# fit), every iscatterv and ialltoallv via=latency_path (a request of
-# the latency path, its blocks past the room by single copies), with
-# .no_cma every one on the executor, every igatherv on the executor, and
+# fit), every igatherv, iscatterv and ialltoallv via=latency_path (a
+# request of the latency path, its blocks past the room by single
+# copies), with .no_cma every one on the executor, and
 # no call of gather, scatter, reduce or allgatherv on any
 # communicator to the fallback (all of theirs fit, or pass 4 KiB in all;
 # the first call on a new communicator takes the whole way).  (Planted: a rank without
@@ -142,13 +142,13 @@ check_latency_v() {
                     c = (nb ? "i" : "") cs[i]
                     if (lines[c] + 0 != calls[c] + 0)
                         msg = msg sprintf(" %s: %d calls, %d verbose lines;", c, calls[c], lines[c])
-                    if ((!nb || i > 3 || (cma && i > 1)) && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
-                    if (nb && i >= 2 && i <= 3 && cma && lat[c] + 0 != lines[c] + 0)
+                    if ((!nb || i > 3 || cma) && lat[c] + 0 == 0) msg = msg " " c ": none via=latency_path;"
+                    if (nb && i <= 3 && cma && lat[c] + 0 != lines[c] + 0)
                         msg = msg sprintf(" %s: %d of %d calls not via=latency_path;", c, lines[c] - lat[c], lines[c])
-                    if (nb && i <= 3 && (!cma || i == 1) && exe[c] + 0 != lines[c] + 0)
+                    if (nb && i <= 3 && !cma && exe[c] + 0 != lines[c] + 0)
                         msg = msg sprintf(" %s: %d of %d calls not on the executor with coll_xccl_shm_cma false;", c, lines[c] - exe[c], lines[c])
-                    if (!nb && (i == 1 || (i <= 3 && !cma)) && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
-                    if (!nb && i > 1 && i <= 3 && cma && single[c] + 0 == 0) msg = msg " " c ": none via=latency_path+single_copy;"
+                    if (!nb && i <= 3 && !cma && exe[c] + 0 == 0) msg = msg " " c ": none on the executor (algo=shm);"
+                    if (!nb && i <= 3 && cma && single[c] + 0 == 0) msg = msg " " c ": none via=latency_path+single_copy;"
                     if (!cma && single[c] + 0 > 0) msg = msg " " c ": " single[c] " single copies with coll_xccl_shm_cma false;"
                     if (!nb && fb[c] + 0 > 0) msg = msg " " c ": " fb[c] " calls to the fallback;"
                 }
