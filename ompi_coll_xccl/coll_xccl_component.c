@@ -583,6 +583,7 @@ static int xccl_close(void)
      * worker and the context. */
     xccl_ucx_fini();
     mca_coll_xccl_level_pool_fini();   /* every communicator is gone */
+    mca_coll_xccl_requests_fini();
     xccl_gpu_kernels_fini();
     xccl_gpu_fini();
     xccl_tuning_free(&c->policy.tuning);

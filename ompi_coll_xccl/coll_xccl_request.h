@@ -18,7 +18,8 @@ BEGIN_C_DECLS
  * started on another thread is seen at the next progress call). */
 int mca_coll_xccl_progress_requests(void);
 int mca_coll_xccl_requests_active(int *transfers);
-
+/* Frees the memory kept of freed requests (component close). */
+void mca_coll_xccl_requests_fini(void);
 
 /* Starts s in the background (takes the schedule reference and pk); a
  * schedule of the shared-memory level (level) takes its turn first.  seq:
