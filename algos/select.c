@@ -185,7 +185,7 @@ int xccl_select_level_cache[XCCL_NCOLL][XCCL_LEVEL_NALGOS];
 
 int xccl_select_level_lookup(xccl_coll_t coll, xccl_level_algo_t which)
 {
-    static const char *const names[XCCL_LEVEL_NALGOS] = { "shm_small", "shm" };
+    static const char *const names[XCCL_LEVEL_NALGOS] = { "shm_small", "shm", "mesh" };
     const int i = xccl_select_index(coll, names[which]);
     __atomic_store_n(&xccl_select_level_cache[coll][which], i, __ATOMIC_RELAXED);
     return i;

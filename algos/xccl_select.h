@@ -38,7 +38,7 @@ const char *xccl_select_name(xccl_coll_t c, int i);
 int xccl_select_index(xccl_coll_t c, const char *name);
 /* The catalog index of an algorithm of the shared-memory level, looked up
  * once (no string compares on a call's path). */
-typedef enum { XCCL_LEVEL_SHM_SMALL, XCCL_LEVEL_SHM, XCCL_LEVEL_NALGOS } xccl_level_algo_t;
+typedef enum { XCCL_LEVEL_SHM_SMALL, XCCL_LEVEL_SHM, XCCL_LEVEL_MESH, XCCL_LEVEL_NALGOS } xccl_level_algo_t;
 extern int xccl_select_level_cache[XCCL_NCOLL][XCCL_LEVEL_NALGOS];   /* 0: not looked up yet */
 int xccl_select_level_lookup(xccl_coll_t c, xccl_level_algo_t which);
 static inline int xccl_select_level_index(xccl_coll_t c, xccl_level_algo_t which)

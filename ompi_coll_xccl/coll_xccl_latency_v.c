@@ -632,12 +632,6 @@ void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_m
         wrote = v->rank == v->root                ? addresses(v)
                 : v->vec[v->rank] <= v->part ? v->vec[v->rank]
                                              : 0;
-    } else if (XCCL_COLL_SCATTER == coll) {
-        /* packed's answer without its pass: every block fits (fits) */
-        const size_t b = a->block;
-        wrote = v->rank == v->root && b ? mca_coll_xccl_latency_v_dir(v->n) +
-                                              (size_t) (v->n - 1) * ((b + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN)
-                                        : 0;
     } else if (XCCL_COLL_ALLTOALLV == coll || v->rank == v->root) {
         wrote = packed(v, v->vec);
     }
@@ -694,7 +688,7 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
 {
     v->own = NULL;
     v->vec = (size_t *) a->vec;
-    if (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) {
+    if ((XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) && NULL == v->vec) {
         if (NULL == (v->own = malloc(2 * (size_t) m->size * sizeof(size_t)))) {
             return -2;
         }
@@ -704,7 +698,9 @@ int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_mo
     v->seq = seq;
     /* (no large block comes here: scatterv's and alltoallv's go by single
      * copies) */
-    v->direct = xccl_coll_sizes_local(coll) ? XCCL_LATENCY_V_DIRECT_ALL : 0;
+    v->direct = xccl_coll_sizes_local(coll) || mca_coll_xccl_latency_v_even_direct(m, coll)
+                    ? XCCL_LATENCY_V_DIRECT_ALL
+                    : 0;
     mca_coll_xccl_latency_v_place(v, m, coll, a, es, kernel, ws, wr);
     return mca_coll_xccl_latency_v_run(v, tries);
 }

@@ -64,6 +64,21 @@ static inline int mca_coll_xccl_latency_v_coll(xccl_coll_t coll)
            XCCL_COLL_REDUCE == coll || XCCL_COLL_ALLGATHERV == coll;
 }
 
+/* Gather and scatter where the level reads its peers' memory
+ * (m->level_cma, alike on every rank) may come here at any size, as
+ * gatherv and scatterv of even blocks, each block past the room by a
+ * single copy (never large): a blocking call whose algorithm is the mesh
+ * (the level's trials against shm, or forced), which this form of single
+ * copies (every gather sender writes its own block, every scatter
+ * receiver reads its own) runs instead of the mesh's schedule (the root
+ * copying every block); and every nonblocking call, which has no trials
+ * (docs/bench/single-copy-v.md). */
+static inline int mca_coll_xccl_latency_v_even_direct(const mca_coll_xccl_module_t *m, xccl_coll_t coll)
+{
+    return (XCCL_COLL_GATHER == coll || XCCL_COLL_SCATTER == coll) && m->level_cma &&
+           m->size <= XCCL_LATENCY_V_DIRECT_RANKS;
+}
+
 /* Whether all of c fits, from what every rank knows (the v forms: always,
  * block by block): gather's and allgatherv's every block and reduce's
  * vector at most XCCL_LATENCY_V_BLOCK bytes, scatter's blocks all in the
@@ -100,22 +115,28 @@ static inline int mca_coll_xccl_latency_v_fits(const mca_coll_xccl_call_t *c)
  * one that comes here, blocking (the level's small calls on; the vote
  * settled first, as for the six's small calls) or nonblocking (a request
  * of this path, m->level_small_nb, as the six's; where the vote turns the
- * level off, the executor's schedule), not a persistent one's (below). */
+ * level off, the executor's schedule), persistent ones alike (their
+ * starts take this path's requests on both of their ways:
+ * mca_coll_xccl_latency_v_nb_runs). */
 static inline int mca_coll_xccl_latency_v_small(const mca_coll_xccl_call_t *c)
 {
-    return (NULL == c->request ? c->m->level_small : !c->persistent && c->m->level_small_nb) &&
+    return (NULL == c->request ? c->m->level_small : c->m->level_small_nb) &&
            mca_coll_xccl_latency_v_coll(c->coll) && mca_coll_xccl_latency_v_fits(c);
 }
 
 /* Whether a call c whose schedule would be algo goes here (from what
  * every rank shares: blocking, the level on with its small calls, the
- * level's algorithm, what fits; a reduction with a kernel of ours). */
+ * level's algorithm and what fits, or gather's and scatter's mesh
+ * (mca_coll_xccl_latency_v_even_direct); a reduction with a kernel of
+ * ours). */
 static inline int mca_coll_xccl_latency_v_wanted(const mca_coll_xccl_module_t *m, const mca_coll_xccl_call_t *c,
                                                  int algo)
 {
     return NULL == c->request && mca_coll_xccl_latency_v_coll(c->coll) && m->level_small &&
            c->args.shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
-           algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM) && mca_coll_xccl_latency_v_fits(c) &&
+           ((algo == xccl_select_level_index(c->coll, XCCL_LEVEL_SHM) && mca_coll_xccl_latency_v_fits(c)) ||
+            (algo == xccl_select_level_index(c->coll, XCCL_LEVEL_MESH) &&
+             mca_coll_xccl_latency_v_even_direct(m, c->coll))) &&
            (!c->reduction || NULL != c->red.kernel);
 }
 
@@ -210,7 +231,9 @@ static inline int mca_coll_xccl_latency_v_nb_runs(const mca_coll_xccl_module_t *
             (m->level_cma && m->size <= XCCL_LATENCY_V_DIRECT_RANKS)) &&
            m->level_small_nb && a->shm_slot > 0 && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
            algo == xccl_select_level_index(coll, XCCL_LEVEL_SHM) &&
-           mca_coll_xccl_latency_v_fits_args(coll, a, bytes, m->size) && (NULL == red || NULL != red->kernel);
+           (mca_coll_xccl_latency_v_fits_args(coll, a, bytes, m->size) ||
+            mca_coll_xccl_latency_v_even_direct(m, coll)) &&
+           (NULL == red || NULL != red->kernel);
 }
 static inline int mca_coll_xccl_latency_v_nb_wanted(const mca_coll_xccl_module_t *m,
                                                     const mca_coll_xccl_call_t *c, int algo)

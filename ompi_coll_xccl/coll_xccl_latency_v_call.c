@@ -50,7 +50,7 @@ static int executor(mca_coll_xccl_call_t *c, const char *ws, char *wr)
 }
 
 int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
-                                 char *wr)
+                                 char *wr, int algo)
 {
     mca_coll_xccl_module_t *m = c->m;
     struct mca_coll_xccl_level *h = m->level;
@@ -76,11 +76,12 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     while (!mca_coll_xccl_latency_idle(m)) {
         opal_progress();
     }
-    v.direct = !m->level_cma                 ? 0
-               : XCCL_COLL_ALLTOALLV == coll ? XCCL_LATENCY_V_DIRECT_ALLTOALLV
-               : XCCL_COLL_SCATTERV == coll  ? XCCL_LATENCY_V_DIRECT_SCATTERV
-               : XCCL_COLL_GATHERV == coll   ? (m->size <= XCCL_LATENCY_V_DIRECT_RANKS ? XCCL_LATENCY_V_DIRECT_GATHERV : 0)
-                                             : 0;
+    v.direct = !m->level_cma                                  ? 0
+               : mca_coll_xccl_latency_v_even_direct(m, coll) ? XCCL_LATENCY_V_DIRECT_ALL
+               : XCCL_COLL_ALLTOALLV == coll                  ? XCCL_LATENCY_V_DIRECT_ALLTOALLV
+               : XCCL_COLL_SCATTERV == coll                   ? XCCL_LATENCY_V_DIRECT_SCATTERV
+               : XCCL_COLL_GATHERV == coll && m->size <= XCCL_LATENCY_V_DIRECT_RANKS ? XCCL_LATENCY_V_DIRECT_GATHERV
+                                                              : 0;
     mca_coll_xccl_latency_v_place(&v, m, coll, &c->args, c->es, c->reduction ? c->red.kernel : NULL, ws, wr);
     r = mca_coll_xccl_latency_v_steps(&v, 1);
     if (NULL != v.vec && v.vec != even && v.vec != c->args.vec) {
@@ -91,12 +92,12 @@ int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stag
     }
     const uint32_t seq = (uint32_t) m->seq;   /* this call's executor flags */
     if (v.large) {
-        /* (gather, scatter: never, all of them fit) */
+        /* (gather, scatter: never, all of them fit or go by single copies) */
         r = executor(c, ws, wr);
     } else {
         (void) xccl_segment_flag_post(h->seg, (uint32_t) m->seq++, LATV_DONE);
-        mca_coll_xccl_log_call(m, coll, 0, c->bytes, xccl_select_level_index(coll, XCCL_LEVEL_SHM), -1.0,
-                               NULL, v.readers || v.took ? "latency_path+single_copy" : "latency_path");
+        mca_coll_xccl_log_call(m, coll, 0, c->bytes, algo, -1.0, NULL,
+                               v.readers || v.took ? "latency_path+single_copy" : "latency_path");
         r = MPI_SUCCESS;
     }
     if (v.readers && MPI_SUCCESS == r && 1 != mca_coll_xccl_latency_v_readers_done(&v, seq, 1)) {

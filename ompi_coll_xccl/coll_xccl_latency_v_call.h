@@ -18,11 +18,12 @@ BEGIN_C_DECLS
  * nothing needs packing, coll_xccl_pack.c's otherwise; NULL where the
  * rank has none; alltoallv's SEND apart from RECV where a block may be
  * large), host copies of device buffers where stage (filled first: the
- * peers read them).  Logs one line: via=latency_path where this rank
- * moved small blocks only, else the executor's (algo=shm).  MPI_SUCCESS
- * or an MPI error code (logged). */
+ * peers read them); algo the call's (the level's shm, or gather's and
+ * scatter's mesh: mca_coll_xccl_latency_v_wanted).  Logs one line:
+ * algo and via=latency_path where this rank moved no large block, else
+ * the executor's (algo=shm).  MPI_SUCCESS or an MPI error code (logged). */
 int mca_coll_xccl_latency_v_call(mca_coll_xccl_call_t *c, mca_coll_xccl_gpu_stage_t *stage, const char *ws,
-                                 char *wr);
+                                 char *wr, int algo);
 
 /* The user's buffers as work buffers, where contiguous: 1, else 0 (also
  * for alltoallv in place, whose executor part needs SEND as a copy:
@@ -74,7 +75,7 @@ static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
     if (m->gpu_ipc && !mca_coll_xccl_gpu_ipc_pass(c)) {
         return 0;                    /* CUDA IPC's agreement cannot be told yet: the whole way */
     }
-    *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr);
+    *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr, xccl_select_level_index(c->coll, XCCL_LEVEL_SHM));
     if (NULL != c->counts) {         /* (a blocking call's are on the entry's stack) */
         free(c->counts);
         c->counts = NULL;

@@ -300,7 +300,8 @@ static int path_latency(mca_coll_xccl_call_t *c, run_t *run, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
     if (mca_coll_xccl_latency_v_wanted(m, c, run->algo)) {   /* the v forms: every blocking call */
-        *rc = run_end(c, run, 0, mca_coll_xccl_latency_v_call(c, run->stage, run->ws, run->wr));
+        const uint64_t t0 = NULL != run->trial ? now_ns() : 0;
+        *rc = run_end(c, run, t0, mca_coll_xccl_latency_v_call(c, run->stage, run->ws, run->wr, run->algo));
         return 1;
     }
     if (!(run->level && (mca_coll_xccl_latency_wanted(m, c->coll, run->algo, &c->args, c->es,

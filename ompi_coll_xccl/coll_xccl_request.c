@@ -293,7 +293,8 @@ static int kept_v_run(mca_coll_xccl_kept_t *k, unsigned spins)
     }
     k->begun = 1;
     if (k->v_len > 0) {
-        memcpy(k->v_vec, k->v_args->vec, k->v_len * sizeof(size_t));
+        const int even = XCCL_COLL_GATHER == k->coll || XCCL_COLL_SCATTER == k->coll;
+        memcpy(k->v_vec, even ? k->v_vec + k->v_len : k->v_args->vec, k->v_len * sizeof(size_t));
     }
     return mca_coll_xccl_latency_v_begin(&k->v, k->m, k->coll, &k->v_a, k->v_es,
                                          NULL != k->red ? k->red->kernel : NULL, k->v_ws, k->v_wr, k->seq, spins);
@@ -303,13 +304,19 @@ int mca_coll_xccl_kept_v(mca_coll_xccl_kept_t *k, int size, const xccl_coll_args
                          const char *ws, char *wr)
 {
     /* the steps change the sizes where only some ranks know them
-     * (alltoallv's four arrays, the others' two) */
-    k->v_len = !xccl_coll_sizes_local(k->coll)      ? 0
-               : XCCL_COLL_ALLTOALLV == k->coll ? 4 * (size_t) size
-                                                : 2 * (size_t) size;
-    k->v_vec = k->v_len > 0 ? malloc(k->v_len * sizeof(size_t)) : NULL;
+     * (alltoallv's four arrays, the others' two), and gather's and
+     * scatter's even blocks as gatherv's and scatterv's (made once, after
+     * the copy: no allocation at a start) */
+    const int even = XCCL_COLL_GATHER == k->coll || XCCL_COLL_SCATTER == k->coll;
+    k->v_len = even || XCCL_COLL_GATHERV == k->coll || XCCL_COLL_SCATTERV == k->coll ? 2 * (size_t) size
+               : XCCL_COLL_ALLTOALLV == k->coll                                    ? 4 * (size_t) size
+                                                                                   : 0;
+    k->v_vec = k->v_len > 0 ? malloc((even ? 2 : 1) * k->v_len * sizeof(size_t)) : NULL;
     if (k->v_len > 0 && NULL == k->v_vec) {
         return -1;
+    }
+    if (even) {
+        mca_coll_xccl_latency_v_even(k->v_vec + k->v_len, size, a->block);
     }
     k->v_args = a;
     k->v_a = *a;
