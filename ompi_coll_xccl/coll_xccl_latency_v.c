@@ -55,8 +55,8 @@
  * (recorded in the ring as any part's bytes), a sender waits for the
  * root's post, writes, then posts, and the root's step 3 waits for that
  * post; so the senders' copies run beside each other and beside the
- * root's own, where the root's reads would run one after the other (1.1-1.3
- * times tuned's time from 32 KiB: docs/bench/single-copy-v.md).  A request (nonblocking
+ * root's own, where the root's reads would run one after the other
+ * (docs/bench/single-copy-v.md, "Gatherv: each sender writes").  A request (nonblocking
  * gatherv, scatterv, alltoallv) has no executor step: there every block that does
  * not fit goes by a single copy (XCCL_LATENCY_V_DIRECT_ALL), a sender
  * keeps room for the addresses of the blocks it has still to place, and

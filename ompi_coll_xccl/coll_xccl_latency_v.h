@@ -244,7 +244,9 @@ static inline int mca_coll_xccl_latency_v_nb_wanted(const mca_coll_xccl_module_t
 
 /* A request's call (mca_coll_xccl_latency_v_nb_wanted) in its turn: takes
  * its numbers and units (no earlier call of the level may still run),
- * then runs as _run; seq its call number.  a, ws, wr stay until it ends. */
+ * then runs as _run; seq its call number.  a, ws, wr stay until it ends.
+ * Gather's and scatter's even blocks: a->vec where it is set (a kept
+ * call's, made once: mca_coll_xccl_kept_v), else made here. */
 int mca_coll_xccl_latency_v_begin(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                   const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
                                   const char *ws, char *wr, uint32_t seq, unsigned tries);

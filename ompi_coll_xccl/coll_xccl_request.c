@@ -75,9 +75,9 @@ static int active_transfers;
 
 /* Freed requests' memory, kept for the next requests.  A request is
  * larger than glibc's per-thread cache takes (1032 bytes), and freeing
- * it next to the top of the heap made glibc consolidate its fast bins,
- * in every nonblocking call: about a tenth of a small call's time
- * (docs/bench/single-copy-v.md). */
+ * it next to the top of the heap makes glibc consolidate its fast bins,
+ * in every nonblocking call (docs/bench/single-copy-v.md, "Request
+ * memory"). */
 #define REQUEST_SPARES 16
 static void *spares[REQUEST_SPARES];
 static int nspares;
