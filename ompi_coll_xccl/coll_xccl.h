@@ -13,7 +13,10 @@
  *   coll_xccl_entry_*.c     entry points per family: check, describe the call
  *   coll_xccl_path.[ch]     the road of a call: fast ways, the path table
  *   coll_xccl_request.c     nonblocking calls in flight
+ *   coll_xccl_kept.c        persistent requests' calls kept from start to start
  *   coll_xccl_latency.c     the shared-memory level's latency path
+ *   coll_xccl_latency_v*.c  the v forms' latency path: its steps, a rank's
+ *                           part (coll_xccl_latency_v_part.c), a blocking call
  *   coll_xccl_gpu*.c        device buffers: host copies and their staging,
  *                           device pointers to UCX, CUDA IPC peer access
  *                           (coll_xccl_gpu_ipc*.c)

@@ -50,6 +50,11 @@ static inline unsigned mca_coll_xccl_spins_per_progress(unsigned own)
     return opal_progress_yield_when_idle ? 1u : own;
 }
 
+/* own for a call in flight (a request, a kept call) in one progress call:
+ * few, since an application that polls with MPI_Test pays for them in
+ * each call. */
+#define MCA_COLL_XCCL_REQUEST_SPINS 16u
+
 END_C_DECLS
 
 #endif

@@ -70,23 +70,8 @@
  * numbers, flips) moves alike on every rank, the slots and flags only in
  * the ranks that run schedules, as in any call of the level.
  *
- * The room.  Every rank reserves the same units in every such call: its
- * part, a directory of n entries (scatterv, alltoallv) and
- * XCCL_LATENCY_V_BLOCK bytes of blocks, packed in the order of the ranks
- * after the sender, 16 bytes apart at least (so that tiny blocks share
- * the directory's line).  A sender fills it block by block while a block
- * fits; a receiver does not know where the sender's other blocks end,
- * hence the directory.  A rank that writes nothing in its part records
- * nothing in the ring and waits for nothing first.  The ring of these
- * calls is the whole small area (st.wide) where the six's would be
- * LAT_RING_MIN: a sender waits for its slowest receiver once it is as
- * many calls ahead as the ring holds, 45 at up to 16 ranks (48 of
- * gatherv's).  That depth matters with more ranks than cores, where a
- * waiting rank yields: at np 4 on 2 cores, slots of 4 KiB per peer (16
- * calls in the whole area) took scatterv 1.6 times as long at 8 B as
- * slots of 1 KiB (64 calls), and in LAT_RING_MIN (4 calls) gatherv and
- * scatterv took 2-5 and 1.2-2 times as long as in the whole area
- * (docs/bench/latency-path.md).
+ * The room each rank reserves in a call, how each block goes and the
+ * blocks given and taken: coll_xccl_latency_v_part.c.
  *
  * Gather, scatter, reduce and allgatherv know their sizes on every rank
  * and come here where all of a call fits (mca_coll_xccl_latency_v_fits,
@@ -112,269 +97,11 @@
 
 #include "opal/runtime/opal_progress.h"
 
-#include "base/xccl_copy.h"
 #include "segment/xccl_cma.h"
 
 #include "coll_xccl_exec.h"
-#include "coll_xccl_latency_line.h"
 #include "coll_xccl_latency_v.h"
 #include "coll_xccl_log.h"
-
-/* A directory entry: the block is large (the executor's); else where it
- * lies in the part, or with LATV_DIRECT where the part holds the block's
- * address in the sender's process (a single copy). */
-#define LATV_LARGE UINT32_MAX
-#define LATV_DIRECT ((uint32_t) 1 << 31)
-/* The displacement give leaves for such a block: the entries of blocks of
- * 0 bytes are not written, so the directory alone may hold an earlier
- * call's. */
-#define LATV_GAVE SIZE_MAX
-#define LATV_ALIGN XCCL_LATENCY_V_ALIGN
-
-typedef mca_coll_xccl_latency_v_t latv_t;
-
-static inline void copy(void *dst, const void *src, size_t len)
-{
-    if (len <= 64) {
-        xccl_copy_small(dst, src, len);
-    } else {
-        xccl_memmove(dst, src, len);
-    }
-}
-
-/* Rank q's part of the call (a communicator rank): at the start of its
- * area (more than two ranks) or of the area of the pair layout
- * (coll_xccl_latency.c), as the six's calls. */
-static inline unsigned char *part_of(const latv_t *v, int q)
-{
-    const mca_coll_xccl_latency_t *st = &v->st;
-    const int s = st->m->level->local_of[q];
-    return st->m->level->small[st->pair ? s ^ st->flip : s] + st->at0;
-}
-
-/* Whether q posted this call, waiting for it where wait says: 1, 0 not
- * yet (only without wait), or -1 q is gone. */
-static inline int posted(latv_t *v, int q, int wait)
-{
-    return mca_coll_xccl_latency_wait(&v->st, v->st.m->level->local_of[q], v->st.f, wait);
-}
-
-/* Small blocks travel in the sender's latency line too (as the six's
- * bcast: XCCL_LATENCY_INLINE), where both ends know the block's place
- * there: a rank's own block (gather(v), allgatherv), or of two
- * ranks the one block for the other (scatter(v), alltoallv).  A reader
- * whose sender has not moved on then gets the post and the block in one
- * cache-line transfer instead of two or three; else it copies the block
- * from the sender's part, which the ring protects as before (figures:
- * docs/bench/latency-path.md). */
-static inline int inline_fits(size_t len)
-{
-    return len > 0 && len <= XCCL_LATENCY_INLINE;
-}
-
-static inline void put_inline(latv_t *v, const void *src, size_t len)
-{
-    if (inline_fits(len)) {
-        mca_coll_xccl_latency_line_put(v->st.m->level->line[v->st.me], src, len, v->st.f);
-    }
-}
-
-/* q's block of len bytes to dst from q's line, after q's post: 1, or 0
- * (copy it from q's part). */
-static inline int get_inline(latv_t *v, int q, void *dst, size_t len)
-{
-    return inline_fits(len) &&
-           mca_coll_xccl_latency_line_get(v->st.m->level->line[v->st.m->level->local_of[q]], dst, len, v->st.f);
-}
-
-/* Whether a block of len bytes that does not fit at `at` goes by a single
- * copy (its address at `at`), both ends alike: the sender's give and
- * packed, the receiver's take by the sender's entry. */
-static inline int direct(const latv_t *v, size_t len, size_t at)
-{
-    return v->direct && len >= v->direct && LATV_ALIGN <= v->part - at;
-}
-
-/* How a sender's block of len > 0 bytes goes that would lie at `at` in its
- * part, with `later` blocks of more than 0 bytes after it: in the part,
- * by its address there (a single copy), or large (the executor's).  With
- * every block that does not fit by a single copy
- * (XCCL_LATENCY_V_DIRECT_ALL), room stays for the later blocks' addresses:
- * room and that reserve are multiples of LATV_ALIGN, so there is always
- * room for this block's address (XCCL_LATENCY_V_DIRECT_RANKS). */
-enum { LATV_IN_PART, LATV_BY_ADDRESS, LATV_IS_LARGE };
-static inline int way(const latv_t *v, size_t len, size_t at, int later)
-{
-    const size_t room = v->part - at;
-    const size_t keep = XCCL_LATENCY_V_DIRECT_ALL == v->direct ? (size_t) later * LATV_ALIGN : 0;
-    if (keep <= room && len <= room - keep) {
-        return LATV_IN_PART;
-    }
-    return direct(v, len, at) ? LATV_BY_ADDRESS : LATV_IS_LARGE;
-}
-
-/* The blocks of more than 0 bytes a sender sends to other ranks, where
- * way keeps room for them (else 0: a blocking call need not count). */
-static int later_blocks(const latv_t *v, const size_t *bytes)
-{
-    int nz = 0;
-    if (XCCL_LATENCY_V_DIRECT_ALL != v->direct) {
-        return 0;
-    }
-    for (int k = 1; k < v->n; k++) {
-        nz += bytes[(v->rank + k) % v->n] > 0;
-    }
-    return nz;
-}
-
-/* Where a sender's blocks end in its part (give, below, fills it so), 0
- * where it sends none to another rank (and writes no directory entry). */
-static size_t packed(const latv_t *v, const size_t *bytes)
-{
-    size_t at = mca_coll_xccl_latency_v_dir(v->n);
-    int later = later_blocks(v, bytes), any = 0;
-    for (int k = 1; k < v->n; k++) {
-        const size_t len = bytes[(v->rank + k) % v->n];
-        if (0 == len) {
-            continue;
-        }
-        any = 1;
-        switch (way(v, len, at, --later)) {
-        case LATV_IN_PART:
-            at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
-            break;
-        case LATV_BY_ADDRESS:
-            at += LATV_ALIGN;
-            break;
-        }
-    }
-    return any ? at : 0;
-}
-
-/* A block's address in the sender's process, where the part says so. */
-static inline void put_address(unsigned char *where, const void *block)
-{
-    const uint64_t addr = (uint64_t) (uintptr_t) block;
-    memcpy(where, &addr, sizeof(addr));
-}
-
-/* A sender's blocks (scatterv's root, alltoallv): each block for another
- * rank, in the order of the ranks after this one, into the part after its
- * directory while it fits (its entry: where), else its address there
- * where it goes by a single copy (direct; its entry: where | LATV_DIRECT,
- * v->readers set, displs[r] then LATV_GAVE), else the entry says large;
- * bytes[r] then 0 for the first two kinds. */
-static void give(latv_t *v, const char *ws, size_t *bytes, size_t *displs)
-{
-    unsigned char *part = part_of(v, v->rank);
-    uint32_t *dir = (uint32_t *) part;
-    size_t at = mca_coll_xccl_latency_v_dir(v->n);
-    int later = later_blocks(v, bytes);
-    for (int k = 1; k < v->n; k++) {
-        const int r = (v->rank + k) % v->n;
-        const size_t len = bytes[r];
-        if (0 == len) {
-            continue;
-        }
-        switch (way(v, len, at, --later)) {
-        case LATV_IN_PART:
-            copy(part + at, ws + displs[r], len);
-            if (2 == v->n) {
-                put_inline(v, ws + displs[r], len);
-            }
-            dir[r] = (uint32_t) at;
-            at += (len + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN;
-            bytes[r] = 0;
-            break;
-        case LATV_BY_ADDRESS:
-            put_address(part + at, ws + displs[r]);
-            dir[r] = (uint32_t) at | LATV_DIRECT;
-            at += LATV_ALIGN;
-            bytes[r] = 0;
-            displs[r] = LATV_GAVE;
-            v->readers = 1;
-            break;
-        default:
-            dir[r] = LATV_LARGE;
-            v->large = 1;
-        }
-    }
-}
-
-/* Whether this rank gave its block for q by a single copy (give's mark). */
-static inline int gave_direct(const latv_t *v, int q)
-{
-    return LATV_GAVE == v->vec[v->n + q];
-}
-
-int mca_coll_xccl_latency_v_readers_done(const mca_coll_xccl_latency_v_t *v, uint32_t seq, int wait)
-{
-    const struct mca_coll_xccl_level *h = v->st.m->level;
-    const unsigned every = mca_coll_xccl_spins_per_progress(256);
-    for (int k = 1; k < v->n; k++) {
-        const int q = (v->rank + k) % v->n;
-        if (!gave_direct(v, q)) {
-            continue;
-        }
-        unsigned spins = 0;
-        int t;
-        while (0 == (t = h->peer.peer.test(h->peer.peer.ctx, q, seq, 0)) && wait) {
-            if (++spins >= every) {
-                spins = 0;
-                opal_progress();
-            }
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#endif
-        }
-        if (1 != t) {
-            return t < 0 ? -1 : 0;
-        }
-    }
-    return 1;
-}
-
-/* A single copy: len bytes from q's buffer at the address that lies at
- * where in q's part, to dst (v->took set).  0 or -errno. */
-static int read_direct(latv_t *v, int q, void *dst, const unsigned char *where, size_t len)
-{
-    const struct mca_coll_xccl_level *h = v->st.m->level;
-    uint64_t addr;
-    memcpy(&addr, where, sizeof(addr));
-    v->took = 1;
-    return xccl_cma_read(xccl_segment_pid(h->seg, h->local_of[q]), dst, (const void *) (uintptr_t) addr, len);
-}
-
-/* A receiver's block of len bytes from q at dst, once q posted: copied
- * from q's part, or from q's buffer at the address in q's part (a single
- * copy), where q's directory says so (*len then 0), else left for the
- * executor.  1, 0 q has not posted (only without wait), -1 q is gone, or
- * -3 the single copy failed. */
-static int take(latv_t *v, int q, char *dst, size_t *len, int wait)
-{
-    const int r = posted(v, q, wait);
-    if (1 != r) {
-        return r;
-    }
-    if (2 == v->n && get_inline(v, q, dst, *len)) {
-        *len = 0;
-        return 1;
-    }
-    const unsigned char *part = part_of(v, q);
-    const uint32_t at = ((const uint32_t *) part)[v->rank];
-    if (LATV_LARGE == at) {
-        v->large = 1;
-    } else if (at & LATV_DIRECT) {
-        if (0 != read_direct(v, q, dst, part + (at & ~LATV_DIRECT), *len)) {
-            return -3;
-        }
-        *len = 0;
-    } else {
-        copy(dst, part + at, *len);
-        *len = 0;
-    }
-    return 1;
-}
 
 /* Steps 2 and 3 of each collective (the top of the file): 1, or -1 a
  * rank is gone; v->large set, and the counts of the blocks moved here
@@ -390,39 +117,20 @@ static int take(latv_t *v, int q, char *dst, size_t *len, int wait)
  * post, writes, then posts, and the root's wait for that post is its wait
  * for the block.  The sender's copy runs on its own core, beside the
  * others' and the root's own (figures: docs/bench/single-copy-v.md). */
-static inline int written(const latv_t *v, size_t len)
-{
-    return v->direct && len > v->part && len >= v->direct;
-}
-
-_Static_assert(XCCL_LATENCY_V_DIRECT_RANKS * sizeof(uint64_t) <= XCCL_LATENCY_V_BLOCK, "gatherv's addresses");
-/* The bytes of the root's addresses in its part (v->direct: at most
- * XCCL_LATENCY_V_DIRECT_RANKS ranks): 0 where no block is written by its
- * sender. */
-static size_t addresses(const latv_t *v)
-{
-    for (int q = 0; q < v->n; q++) {
-        if (q != v->root && written(v, v->vec[q])) {
-            return (size_t) v->n * sizeof(uint64_t);
-        }
-    }
-    return 0;
-}
-
 static int gatherv(latv_t *v, int wait)
 {
     size_t *bytes = v->vec, *displs = v->vec + v->n;
     const int n = v->n, me = v->rank, root = v->root;
     const char *ws = v->ws;
     char *wr = v->wr;
-    if (me != root && !v->given && written(v, bytes[me])) {
-        const int r = posted(v, root, wait);
+    if (me != root && !v->given && latv_written(v, bytes[me])) {
+        const int r = latv_posted(v, root, wait);
         if (1 != r) {
             return r;
         }
         const struct mca_coll_xccl_level *h = v->st.m->level;
         uint64_t addr;
-        memcpy(&addr, part_of(v, root) + (size_t) me * sizeof(addr), sizeof(addr));
+        memcpy(&addr, latv_part_of(v, root) + (size_t) me * sizeof(addr), sizeof(addr));
         if (0 != xccl_cma_write(xccl_segment_pid(h->seg, h->local_of[root]), (void *) (uintptr_t) addr, ws,
                                 bytes[me])) {
             return -3;
@@ -437,32 +145,32 @@ static int gatherv(latv_t *v, int wait)
         v->given = 1;
         if (me != root) {
             if (bytes[me] <= v->part) {
-                copy(part_of(v, me), ws, bytes[me]);
-                put_inline(v, ws, bytes[me]);
+                latv_copy(latv_part_of(v, me), ws, bytes[me]);
+                latv_put_inline(v, ws, bytes[me]);
             }
             mca_coll_xccl_latency_post(&v->st);
             v->large = bytes[me] > v->part;
             return 1;
         }
         if (v->st.wrote) {
-            unsigned char *part = part_of(v, me);
+            unsigned char *part = latv_part_of(v, me);
             for (int q = 0; q < n; q++) {
-                if (q != root && written(v, bytes[q])) {
-                    put_address(part + (size_t) q * sizeof(uint64_t), wr + displs[q]);
+                if (q != root && latv_written(v, bytes[q])) {
+                    latv_put_address(part + (size_t) q * sizeof(uint64_t), wr + displs[q]);
                 }
             }
         }
         mca_coll_xccl_latency_post(&v->st);
         if (!v->in_place && bytes[me] > 0) {
-            copy(wr + displs[me], ws, bytes[me]);
+            latv_copy(wr + displs[me], ws, bytes[me]);
         }
         bytes[me] = 0;
         v->k = 1;
     }
     for (; v->k < n; v->k++) {
         const int q = (root + v->k) % n;
-        if (written(v, bytes[q])) {
-            const int r = posted(v, q, wait);
+        if (latv_written(v, bytes[q])) {
+            const int r = latv_posted(v, q, wait);
             if (1 != r) {
                 return r;
             }
@@ -471,12 +179,12 @@ static int gatherv(latv_t *v, int wait)
         } else if (bytes[q] > v->part) {
             v->large = 1;
         } else if (bytes[q] > 0) {
-            const int r = posted(v, q, wait);
+            const int r = latv_posted(v, q, wait);
             if (1 != r) {
                 return r;
             }
-            if (!get_inline(v, q, wr + displs[q], bytes[q])) {
-                copy(wr + displs[q], part_of(v, q), bytes[q]);
+            if (!latv_get_inline(v, q, wr + displs[q], bytes[q])) {
+                latv_copy(wr + displs[q], latv_part_of(v, q), bytes[q]);
             }
             bytes[q] = 0;
         }
@@ -493,12 +201,12 @@ static int scatterv(latv_t *v, int wait)
             v->given = 1;
             mca_coll_xccl_latency_post(&v->st);
         }
-        return bytes[me] > 0 ? take(v, root, v->wr, &bytes[me], wait) : 1;
+        return bytes[me] > 0 ? mca_coll_xccl_latency_v_take(v, root, v->wr, &bytes[me], wait) : 1;
     }
-    give(v, v->ws, bytes, displs);
+    mca_coll_xccl_latency_v_give(v, v->ws, bytes, displs);
     mca_coll_xccl_latency_post(&v->st);
     if (!v->in_place && bytes[me] > 0) {
-        copy(v->wr, v->ws + displs[me], bytes[me]);
+        latv_copy(v->wr, v->ws + displs[me], bytes[me]);
     }
     bytes[me] = 0;
     return 1;
@@ -512,17 +220,17 @@ static int alltoallv(latv_t *v, int wait)
     char *wr = v->wr;
     if (!v->given) {
         v->given = 1;
-        give(v, ws, sc, sd);
+        mca_coll_xccl_latency_v_give(v, ws, sc, sd);
         mca_coll_xccl_latency_post(&v->st);
         if (rc[me] > 0 && wr + rd[me] != ws + sd[me]) {
-            copy(wr + rd[me], ws + sd[me], rc[me]);
+            latv_copy(wr + rd[me], ws + sd[me], rc[me]);
         }
         sc[me] = rc[me] = 0;
         v->k = 1;
     }
     for (; v->k < n; v->k++) {
         const int q = (me - v->k + n) % n;
-        const int r = rc[q] > 0 ? take(v, q, wr + rd[q], &rc[q], wait) : 1;
+        const int r = rc[q] > 0 ? mca_coll_xccl_latency_v_take(v, q, wr + rd[q], &rc[q], wait) : 1;
         if (1 != r) {
             return r;
         }
@@ -540,7 +248,7 @@ static int reduce(latv_t *v, int wait)
     if (!v->given) {
         v->given = 1;
         if (me != root || v->in_place) {
-            copy(part_of(v, me), v->ws, len);
+            latv_copy(latv_part_of(v, me), v->ws, len);
         }
         mca_coll_xccl_latency_post(&v->st);
         if (me != root || 0 == count) {
@@ -550,11 +258,11 @@ static int reduce(latv_t *v, int wait)
     }
     for (; v->k < n; v->k++) {
         const int q = v->k;
-        const int r = q != me ? posted(v, q, wait) : 1;
+        const int r = q != me ? latv_posted(v, q, wait) : 1;
         if (1 != r) {
             return r;
         }
-        const char *src = q == me && !v->in_place ? v->ws : (const char *) part_of(v, q);
+        const char *src = q == me && !v->in_place ? v->ws : (const char *) latv_part_of(v, q);
         if (0 == q) {
             v->first = src;
         } else {
@@ -574,85 +282,27 @@ static int allgatherv(latv_t *v, int wait)
     if (!v->given) {
         v->given = 1;
         const char *own = v->in_place ? wr + displs[me] : v->ws;
-        copy(part_of(v, me), own, bytes[me]);
-        put_inline(v, own, bytes[me]);
+        latv_copy(latv_part_of(v, me), own, bytes[me]);
+        latv_put_inline(v, own, bytes[me]);
         mca_coll_xccl_latency_post(&v->st);
         if (!v->in_place) {
-            copy(wr + displs[me], own, bytes[me]);
+            latv_copy(wr + displs[me], own, bytes[me]);
         }
         v->k = 1;
     }
     for (; v->k < n; v->k++) {
         const int q = (me - v->k + n) % n;
         if (bytes[q] > 0) {
-            const int r = posted(v, q, wait);
+            const int r = latv_posted(v, q, wait);
             if (1 != r) {
                 return r;
             }
-            if (!get_inline(v, q, wr + displs[q], bytes[q])) {
-                copy(wr + displs[q], part_of(v, q), bytes[q]);
+            if (!latv_get_inline(v, q, wr + displs[q], bytes[q])) {
+                latv_copy(wr + displs[q], latv_part_of(v, q), bytes[q]);
             }
         }
     }
     return 1;
-}
-
-void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                   const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
-                                   const char *ws, char *wr)
-{
-    struct mca_coll_xccl_level *h = m->level;
-    v->n = m->size;
-    v->rank = m->rank;
-    v->root = a->root;
-    v->large = 0;
-    v->readers = 0;
-    v->took = 0;
-    v->given = 0;
-    v->stepped = 0;
-    v->k = 0;
-    v->ws = ws;
-    v->wr = wr;
-    v->in_place = a->in_place;
-    v->count = a->count;
-    v->es = es;
-    v->kernel = kernel;
-    const int dir = XCCL_COLL_SCATTERV == coll || XCCL_COLL_SCATTER == coll || XCCL_COLL_ALLTOALLV == coll;
-    v->part = (dir ? mca_coll_xccl_latency_v_dir(v->n) : 0) + XCCL_LATENCY_V_BLOCK;
-    /* the bytes this rank writes at the start of its part (its blocks, a
-     * directory): the ring records (and its next writes there wait for)
-     * only those */
-    size_t wrote = 0;
-    if (XCCL_COLL_REDUCE == coll) {
-        wrote = v->rank != v->root || a->in_place ? a->count * es : 0;
-    } else if (XCCL_COLL_ALLGATHERV == coll) {
-        wrote = v->vec[v->rank];
-    } else if (!dir) {
-        /* gather(v): a sender's block that fits, or the root's addresses */
-        wrote = v->rank == v->root                ? addresses(v)
-                : v->vec[v->rank] <= v->part ? v->vec[v->rank]
-                                             : 0;
-    } else if (XCCL_COLL_ALLTOALLV == coll || v->rank == v->root) {
-        wrote = packed(v, v->vec);
-    }
-    /* what mca_coll_xccl_latency_place reads; it sets the rest */
-    v->st.m = m;
-    v->st.coll = coll;
-    v->st.len = v->part;
-    v->st.me = h->local_of[m->rank];
-    v->st.root = wrote ? v->st.me : -1;
-    v->st.sliced = 0;
-    v->st.wide = 1;
-    v->st.wrote = wrote;
-    mca_coll_xccl_latency_place(&v->st);
-    /* Every peer past the last call that wrote these units; where that
-     * takes a wait, past the call halfway from there to this one: the
-     * next calls' units, written after it, then need none, and a sender
-     * that runs a ring ahead waits once in many calls instead of reading
-     * its receivers' lines every call (a number below f is one every peer
-     * posts without this rank). */
-    v->ring = wrote && v->st.last > 0 && h->lat_seen <= v->st.last
-                  ? v->st.last + 1 + (v->st.f - 1 - v->st.last) / 2 : 0;
 }
 
 int mca_coll_xccl_latency_v_steps(mca_coll_xccl_latency_v_t *v, int wait)

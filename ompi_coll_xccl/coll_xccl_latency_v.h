@@ -17,45 +17,9 @@
 #define MCA_COLL_XCCL_LATENCY_V_H
 
 #include "coll_xccl_call.h"
-#include "coll_xccl_latency.h"
-#include "coll_xccl_level.h"
+#include "coll_xccl_latency_v_part.h"
 
 BEGIN_C_DECLS
-
-/* A rank's part of such a call in its small area: the blocks it sends
- * there, XCCL_LATENCY_V_BLOCK bytes at most (a gatherv sender's block, a
- * reduce's vector: at most that), after a directory of 4 bytes per rank
- * (scatter(v)'s root, alltoallv), which says where each block lies, or
- * that it is large; blocks XCCL_LATENCY_V_ALIGN bytes apart at least. */
-#define XCCL_LATENCY_V_BLOCK ((size_t) 4096)
-#define XCCL_LATENCY_V_ALIGN ((size_t) 16)
-/* Blocks of alltoallv and scatterv from these sizes, in blocking calls
- * where the level reads its peers' memory (m->level_cma): the receiver
- * copies the block straight out of the sender's buffer (process_vm_readv)
- * instead of the executor's two copies through the slots; the sender's
- * directory entry holds where.  Below them the executor's pipeline was
- * as fast or faster.  Gatherv's blocks that do not fit, every one: its
- * sender writes the block straight into the root's receive buffer
- * (process_vm_writev), which was faster than the executor at every size
- * from 32 KiB (docs/bench/single-copy-v.md). */
-#define XCCL_LATENCY_V_DIRECT_ALLTOALLV ((size_t) 4096)
-#define XCCL_LATENCY_V_DIRECT_SCATTERV ((size_t) 16384)
-#define XCCL_LATENCY_V_DIRECT_GATHERV ((size_t) 1)
-/* Nonblocking calls of the v forms (requests, which have no executor
- * step): every block that does not fit goes by a single copy, and a
- * scatterv or alltoallv sender keeps room in its part for the addresses
- * of its blocks still to come, so that no block is ever large.
- * That room, XCCL_LATENCY_V_ALIGN bytes for each other rank, must fit
- * XCCL_LATENCY_V_BLOCK: at most XCCL_LATENCY_V_DIRECT_RANKS ranks (a
- * gatherv root's addresses, 8 bytes a rank, fit then too). */
-#define XCCL_LATENCY_V_DIRECT_ALL ((size_t) 1)
-#define XCCL_LATENCY_V_DIRECT_RANKS ((int) (XCCL_LATENCY_V_BLOCK / XCCL_LATENCY_V_ALIGN) + 1)
-static inline size_t mca_coll_xccl_latency_v_dir(int n)
-{
-    return ((size_t) n * 4 + 15) / 16 * 16;
-}
-/* The ranks whose part fits XCCL_LATENCY_BYTES (three fit the small area). */
-#define XCCL_LATENCY_V_RANKS ((int) ((XCCL_LATENCY_BYTES - XCCL_LATENCY_V_BLOCK) / 4))
 
 /* The collectives that come here. */
 static inline int mca_coll_xccl_latency_v_coll(xccl_coll_t coll)
@@ -140,49 +104,6 @@ static inline int mca_coll_xccl_latency_v_wanted(const mca_coll_xccl_module_t *m
            (!c->reduction || NULL != c->red.kernel);
 }
 
-/* A call's state on this path: its numbers and units, sizes, buffers,
- * and where its steps stopped (a request runs them from progress). */
-typedef struct {
-    mca_coll_xccl_latency_t st;      /* the ring's numbers and units */
-    size_t *vec;                     /* sizes and displacements in bytes (c->args.vec, or even blocks) */
-    size_t *own;                     /* a request's even blocks (gather, scatter), owned */
-    size_t part;                     /* the bytes of a rank's part of the call */
-    int n, rank, root;               /* communicator ranks */
-    int large;                       /* this rank sends or receives a large block */
-    size_t direct;                   /* set before place: blocks from this size may be single copies (0: none;
-                                      * XCCL_LATENCY_V_DIRECT_ALL: every block that does not fit) */
-    int readers;                     /* this rank gave single copies: wait for their readers */
-    int took;                        /* this rank read a block by a single copy */
-    int given, k;                    /* step 2 done; the peers read in step 3 */
-    int stepped;                     /* a request: its steps done, its flag posted (it waits for readers) */
-    uint64_t ring;                   /* step 1: every peer's post this rank waits for; 0 none */
-    const char *ws;                  /* the work buffers */
-    char *wr;
-    int in_place;
-    size_t count, es;                /* reduce: elements, their size */
-    xccl_reduce_fn_t kernel;
-    const char *first;               /* reduce: rank 0's vector */
-    uint32_t seq;                    /* a request's call number (its executor flag) */
-} mca_coll_xccl_latency_v_t;
-
-/* gather's and scatter's counts as gatherv's and scatterv's: n blocks of
- * block bytes in rank order (vec: 2n entries). */
-static inline void mca_coll_xccl_latency_v_even(size_t *vec, int n, size_t block)
-{
-    for (int q = 0; q < n; q++) {
-        vec[q] = block;
-        vec[n + q] = (size_t) q * block;
-    }
-}
-
-/* Step 5, where this rank gave blocks by single copies (v->readers, its
- * steps done): whether each of their readers posted its executor flag of
- * the call seq, which it does after its step 3, where it read them (its
- * LATV_DONE, or the first post of its schedule); the buffer stays the
- * sender's to change once this is so.  Waits for them where wait says: 1,
- * 0 not yet (only without wait), -1 a reader's process is gone. */
-int mca_coll_xccl_latency_v_readers_done(const mca_coll_xccl_latency_v_t *v, uint32_t seq, int wait);
-
 /* The MPI error (logged) of a call of the latency paths that failed with
  * rc: -2 out of memory, -3 a single copy failed, else a rank is gone. */
 static inline int mca_coll_xccl_latency_failed(mca_coll_xccl_module_t *m, xccl_coll_t coll, int rc)
@@ -192,16 +113,6 @@ static inline int mca_coll_xccl_latency_failed(mca_coll_xccl_module_t *m, xccl_c
                       : mca_coll_xccl_error(m, coll, MPI_ERR_INTERN, "a rank of this node is gone");
 }
 
-/* The executor flag of a rank that ran no schedule in a call: it meets
- * every wait on that call's flags (values stay below UINT32_MAX). */
-#define LATV_DONE (UINT32_MAX - 1)
-
-/* A call's fixed part (v->vec set: its sizes and displacements in bytes),
- * then its numbers and units, in call order: no earlier call of the level
- * may still run.  ws, wr the work buffers. */
-void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
-                                   const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
-                                   const char *ws, char *wr);
 /* Its steps 1 to 3 (coll_xccl_latency_v.c), as far as they get: 1 done, 0
  * a peer has not posted yet (only without wait), -1 a rank is gone, -3 a
  * single copy failed; where

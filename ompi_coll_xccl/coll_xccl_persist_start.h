@@ -11,6 +11,7 @@
 #include "gpu/xccl_gpu.h"
 
 #include "coll_xccl_call.h"
+#include "coll_xccl_kept.h"
 #include "coll_xccl_request.h"
 
 BEGIN_C_DECLS
