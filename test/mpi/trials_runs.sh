@@ -121,7 +121,10 @@ check_trials_as_voted() {
 #       end (to the line's 0.1 us);
 #   (c) so they are at most the medians of the same calls' spans from the
 #       last rank's "before" to the last rank's "after": the wait for the
-#       late rank is not in them.
+#       late rank is not in them;
+#   (d) each reading lasts at least 300 ns: the calls copy 24 KiB or more,
+#       where a reading whose start is taken after the call's work lasts a
+#       few tens of ns.
 # Then at least one trial call where the late rank began late_us / 2
 # after rank 0 (the wait was there to leave out).  These hold however
 # loaded the host: a comparison of medians of the agreed and the own
@@ -138,7 +141,10 @@ check_trial_times() {
         $4 == "clock" {
             key = $5 " " $8; cand = $9; sub(/:$/, "", cand)
             n = 0
-            for (i = 10; i <= NF; i++) { split($i, se, "-"); n++; s[$1, key, cand, n] = se[1] + 0; e[$1, key, cand, n] = se[2] + 0 }
+            for (i = 10; i <= NF; i++) {
+                split($i, se, "-"); n++; s[$1, key, cand, n] = se[1] + 0; e[$1, key, cand, n] = se[2] + 0
+                if (se[2] - se[1] < 300) { printf "%s: rank %d: %s %s reading %d lasts %.0f ns: not the call\047s work\n", name, $1, key, cand, n, se[2] - se[1]; bad = 1 }
+            }
             samples[$1, key, cand] = n; keys[key] = 1
             next
         }
