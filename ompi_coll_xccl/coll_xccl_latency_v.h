@@ -43,32 +43,7 @@ static inline int mca_coll_xccl_latency_v_even_direct(const mca_coll_xccl_module
            m->size <= XCCL_LATENCY_V_DIRECT_RANKS;
 }
 
-/* Whether all of c fits, from what every rank knows (the v forms: always,
- * block by block): gather's and allgatherv's every block and reduce's
- * vector at most XCCL_LATENCY_V_BLOCK bytes, scatter's blocks all in the
- * root's part. */
-static inline int mca_coll_xccl_latency_v_fits_args(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes,
-                                                    int size)
-{
-    const size_t most = XCCL_LATENCY_V_BLOCK, align = XCCL_LATENCY_V_ALIGN;
-    switch (coll) {
-    case XCCL_COLL_GATHER:
-        return a->block <= most;
-    case XCCL_COLL_SCATTER:
-        return (size_t) (size - 1) * ((a->block + align - 1) / align * align) <= most;
-    case XCCL_COLL_REDUCE:
-        return bytes <= most;
-    case XCCL_COLL_ALLGATHERV:
-        for (int q = 0; q < size; q++) {
-            if (a->vec[q] > most) {
-                return 0;
-            }
-        }
-        return 1;
-    default:
-        return 1;
-    }
-}
+/* Whether all of c fits (mca_coll_xccl_latency_v_fits_args). */
 static inline int mca_coll_xccl_latency_v_fits(const mca_coll_xccl_call_t *c)
 {
     return mca_coll_xccl_latency_v_fits_args(c->coll, &c->args, c->bytes, c->m->size);

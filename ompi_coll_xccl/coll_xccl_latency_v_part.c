@@ -5,22 +5,24 @@
  * taken, and step 5's wait for the readers of single copies.
  *
  * The room.  Every rank reserves the same units in every such call: its
- * part, a directory of n entries (scatterv, alltoallv) and
- * XCCL_LATENCY_V_BLOCK bytes of blocks, packed in the order of the ranks
- * after the sender, 16 bytes apart at least (so that tiny blocks share
- * the directory's line).  A sender fills it block by block while a block
- * fits; a receiver does not know where the sender's other blocks end,
- * hence the directory.  A rank that writes nothing in its part records
- * nothing in the ring and waits for nothing first.  The ring of these
- * calls is the whole small area (st.wide) where the six's would be
- * LAT_RING_MIN: a sender waits for its slowest receiver once it is as
- * many calls ahead as the ring holds, 45 at up to 16 ranks (48 of
- * gatherv's).  That depth matters with more ranks than cores, where a
- * waiting rank yields: at np 4 on 2 cores, slots of 4 KiB per peer (16
- * calls in the whole area) took scatterv 1.6 times as long at 8 B as
- * slots of 1 KiB (64 calls), and in LAT_RING_MIN (4 calls) gatherv and
- * scatterv took 2-5 and 1.2-2 times as long as in the whole area
- * (docs/bench/latency-path.md).
+ * part, a directory of n entries (scatter(v), alltoallv) and
+ * XCCL_LATENCY_V_BLOCK bytes of blocks (gather, scatter, reduce and
+ * allgatherv, whose sizes every rank knows: what the call's largest part
+ * holds, room below), packed in the order of the ranks after the sender,
+ * 16 bytes apart at least (so that tiny blocks share the directory's
+ * line).  A sender fills it block by block while a block fits; a
+ * receiver does not know where the sender's other blocks end, hence the
+ * directory.  A rank that writes nothing in its part records nothing in
+ * the ring and waits for nothing first.  The ring of these calls is the
+ * whole small area (st.wide) where the six's would be LAT_RING_MIN: a
+ * sender waits for its slowest receiver once it is as many calls ahead
+ * as the ring holds, 45 at up to 16 ranks (48 of gatherv's; of a gather
+ * of 256 bytes or less, 768).  That depth matters with more ranks than
+ * cores, where a waiting rank yields: at np 4 on 2 cores, slots of 4 KiB
+ * per peer (16 calls in the whole area) took scatterv 1.6 times as long
+ * at 8 B as slots of 1 KiB (64 calls), and in LAT_RING_MIN (4 calls)
+ * gatherv and scatterv took 2-5 and 1.2-2 times as long as in the whole
+ * area (docs/bench/latency-path.md).
  */
 #include "ompi_config.h"
 
@@ -220,6 +222,37 @@ static size_t addresses(const latv_t *v)
     return 0;
 }
 
+/* The room for blocks in a rank's part of a call.  Where every rank
+ * knows every size and all of the call fits (gather, scatter, reduce,
+ * allgatherv: mca_coll_xccl_latency_v_fits_args, alike on every rank):
+ * what the largest part of the call holds, at least LATV_ALIGN, so that
+ * a small call takes few units and the ring holds many calls
+ * (docs/bench/single-copy-v.md, "The room of a small call"); else
+ * XCCL_LATENCY_V_BLOCK, since only a block's two ends know its size. */
+static size_t room(const latv_t *v, xccl_coll_t coll, const xccl_coll_args_t *a, size_t es)
+{
+    size_t most = 0;
+    if (xccl_coll_sizes_local(coll) || !mca_coll_xccl_latency_v_fits_args(coll, a, a->count * es, v->n)) {
+        return XCCL_LATENCY_V_BLOCK;
+    }
+    switch (coll) {
+    case XCCL_COLL_GATHER:
+        most = a->block;
+        break;
+    case XCCL_COLL_SCATTER:
+        most = (size_t) (v->n - 1) * ((a->block + LATV_ALIGN - 1) / LATV_ALIGN * LATV_ALIGN);
+        break;
+    case XCCL_COLL_REDUCE:
+        most = a->count * es;
+        break;
+    default:                         /* allgatherv */
+        for (int q = 0; q < v->n; q++) {
+            most = v->vec[q] > most ? v->vec[q] : most;
+        }
+    }
+    return most > LATV_ALIGN ? most : LATV_ALIGN;
+}
+
 void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_module_t *m, xccl_coll_t coll,
                                    const xccl_coll_args_t *a, size_t es, xccl_reduce_fn_t kernel,
                                    const char *ws, char *wr)
@@ -241,7 +274,7 @@ void mca_coll_xccl_latency_v_place(mca_coll_xccl_latency_v_t *v, mca_coll_xccl_m
     v->es = es;
     v->kernel = kernel;
     const int dir = XCCL_COLL_SCATTERV == coll || XCCL_COLL_SCATTER == coll || XCCL_COLL_ALLTOALLV == coll;
-    v->part = (dir ? mca_coll_xccl_latency_v_dir(v->n) : 0) + XCCL_LATENCY_V_BLOCK;
+    v->part = (dir ? mca_coll_xccl_latency_v_dir(v->n) : 0) + room(v, coll, a, es);
     /* the bytes this rank writes at the start of its part (its blocks, a
      * directory): the ring records (and its next writes there wait for)
      * only those */

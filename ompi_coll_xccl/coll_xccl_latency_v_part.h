@@ -53,6 +53,32 @@ static inline size_t mca_coll_xccl_latency_v_dir(int n)
 /* The ranks whose part fits XCCL_LATENCY_BYTES (three fit the small area). */
 #define XCCL_LATENCY_V_RANKS ((int) ((XCCL_LATENCY_BYTES - XCCL_LATENCY_V_BLOCK) / 4))
 
+/* Whether all of c fits, from what every rank knows (the v forms: always,
+ * block by block): gather's and allgatherv's every block and reduce's
+ * vector at most XCCL_LATENCY_V_BLOCK bytes, scatter's blocks all in the
+ * root's part. */
+static inline int mca_coll_xccl_latency_v_fits_args(xccl_coll_t coll, const xccl_coll_args_t *a, size_t bytes,
+                                                    int size)
+{
+    const size_t most = XCCL_LATENCY_V_BLOCK, align = XCCL_LATENCY_V_ALIGN;
+    switch (coll) {
+    case XCCL_COLL_GATHER:
+        return a->block <= most;
+    case XCCL_COLL_SCATTER:
+        return (size_t) (size - 1) * ((a->block + align - 1) / align * align) <= most;
+    case XCCL_COLL_REDUCE:
+        return bytes <= most;
+    case XCCL_COLL_ALLGATHERV:
+        for (int q = 0; q < size; q++) {
+            if (a->vec[q] > most) {
+                return 0;
+            }
+        }
+        return 1;
+    default:
+        return 1;
+    }
+}
 /* A call's state on this path: its numbers and units, sizes, buffers,
  * and where its steps stopped (a request runs them from progress). */
 typedef struct {
