@@ -195,11 +195,15 @@ static inline void latv_put_inline(latv_t *v, const void *src, size_t len)
 }
 
 /* q's block of len bytes to dst from q's line, after q's post: 1, or 0
- * (copy it from q's part). */
+ * (copy it from q's part).  Where q was seen past this call already, its
+ * line holds a later call's block: not read (a cache-line transfer from
+ * the writer's core, in every call of a reader that runs behind). */
 static inline int latv_get_inline(latv_t *v, int q, void *dst, size_t len)
 {
-    return latv_inline_fits(len) &&
-           mca_coll_xccl_latency_line_get(v->st.m->level->line[v->st.m->level->local_of[q]], dst, len, v->st.f);
+    const struct mca_coll_xccl_level *h = v->st.m->level;
+    const int s = h->local_of[q];
+    return latv_inline_fits(len) && h->seen[s] == v->st.f &&
+           mca_coll_xccl_latency_line_get(h->line[s], dst, len, v->st.f);
 }
 
 /* A block's address in the sender's process, where the part says so. */
