@@ -11,6 +11,7 @@
 #include "coll_xccl_gpu.h"
 #include "coll_xccl_gpu_ipc.h"
 #include "coll_xccl_latency_v.h"
+#include "coll_xccl_request.h"
 
 BEGIN_C_DECLS
 
@@ -51,32 +52,53 @@ static inline int mca_coll_xccl_latency_v_buffers(const mca_coll_xccl_call_t *c,
     return 1;
 }
 
-/* The fast way of a blocking call that comes here (coll_xccl_path.h),
- * the path table's rule (path_latency) with fewer steps: where the whole
- * way would reach mca_coll_xccl_latency_v_wanted on every rank (the level
- * on with its fast way, m->level_lat_colls; one node of this job, which
- * decide keeps; the collective enabled and not forced: the level's shm;
- * what fits; a reduction's kernel) and the buffers are the host's and
- * need no packing.  1 with the call's result in *rc, or 0: the whole
+/* The fast way of a call that comes here (coll_xccl_path.h), the path
+ * table's rule (path_latency) with fewer steps: where the whole way would
+ * reach mca_coll_xccl_latency_v_wanted (blocking) or _nb_wanted
+ * (nonblocking: where the level takes small nonblocking calls,
+ * m->level_small_nb, and CUDA IPC, whose providers see every nonblocking
+ * call first, is not set up) on every rank (the level on with its fast
+ * way, m->level_lat_colls; one node of this job, which decide keeps; the
+ * collective enabled and not forced: the level's shm; what fits; a
+ * reduction's kernel) and the buffers are the host's and need no
+ * packing.  A nonblocking call starts its request in its turn, as
+ * path_latency would.  1 with the call's result in *rc, or 0: the whole
  * way. */
 static inline int mca_coll_xccl_fast_latency_v(mca_coll_xccl_call_t *c, int *rc)
 {
     mca_coll_xccl_module_t *m = c->m;
     const mca_coll_xccl_component_t *k = &mca_coll_xccl_component;
+    const int algo = xccl_select_level_index(c->coll, XCCL_LEVEL_SHM);
     const char *ws;
     char *wr;
-    if (!(NULL == c->request && m->level_local && 0 != __atomic_load_n(&m->level_lat_colls, __ATOMIC_RELAXED) &&
-          k->enable[c->coll] && XCCL_SEL_AUTO == k->policy.forced[c->coll] && m->size >= 2 &&
-          m->size <= XCCL_LATENCY_V_RANKS && mca_coll_xccl_latency_v_fits(c) &&
+    if (!((NULL == c->request || (m->level_small_nb && !m->gpu_ipc)) && m->level_local &&
+          0 != __atomic_load_n(&m->level_lat_colls, __ATOMIC_RELAXED) && k->enable[c->coll] &&
+          XCCL_SEL_AUTO == k->policy.forced[c->coll] && m->size >= 2 && m->size <= XCCL_LATENCY_V_RANKS &&
           (NULL == xccl_cu() || mca_coll_xccl_gpu_surely_host(c)) &&
-          (!c->reduction || mca_coll_xccl_latency_plan(c)) && mca_coll_xccl_latency_v_buffers(c, &ws, &wr))) {
+          (!c->reduction || mca_coll_xccl_latency_plan(c)))) {
         return 0;
     }
-    if (m->gpu_ipc && !mca_coll_xccl_gpu_ipc_pass(c)) {
-        return 0;                    /* CUDA IPC's agreement cannot be told yet: the whole way */
+    if (NULL == c->request) {
+        if (!mca_coll_xccl_latency_v_fits(c) || !mca_coll_xccl_latency_v_buffers(c, &ws, &wr)) {
+            return 0;
+        }
+        if (m->gpu_ipc && !mca_coll_xccl_gpu_ipc_pass(c)) {
+            return 0;                /* CUDA IPC's agreement cannot be told yet: the whole way */
+        }
+        *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr, algo);
+    } else {
+        c->args.shm_slot = k->shm_bytes;   /* as the whole way sets it */
+        if (!mca_coll_xccl_latency_v_nb_wanted(m, c, algo) || !mca_coll_xccl_latency_v_buffers(c, &ws, &wr)) {
+            return 0;
+        }
+        mca_coll_xccl_exec_hooks_t hooks = { .bufs = { NULL } };
+        mca_coll_xccl_packed_t none = { .s = NULL };   /* nothing packed */
+        hooks.bufs[XCCL_BUF_SEND] = (void *) ws;
+        hooks.bufs[XCCL_BUF_RECV] = wr;
+        mca_coll_xccl_log_call(m, c->coll, mca_coll_xccl_call_nb(c), c->bytes, algo, -1.0, NULL, "latency_path");
+        *rc = mca_coll_xccl_request_start_lat(m, c, &hooks, &none, algo, c->request);
     }
-    *rc = mca_coll_xccl_latency_v_call(c, NULL, ws, wr, xccl_select_level_index(c->coll, XCCL_LEVEL_SHM));
-    if (NULL != c->counts) {         /* (a blocking call's are on the entry's stack) */
+    if (NULL != c->counts) {         /* (a blocking call's are on the entry's stack; a request copied them) */
         free(c->counts);
         c->counts = NULL;
     }
